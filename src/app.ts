@@ -1,0 +1,86 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { createAuthenticator } from './auth/authenticator.ts'
+import type { Config } from './config.ts'
+import { ApiError } from './errors.ts'
+import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
+import { parseJsonBody } from './http/json-body-parser.ts'
+import { openApi } from './http/openapi.ts'
+import { createValidatorCompiler } from './http/validator-compiler.ts'
+import { petMethodGuards, petRoutes } from './routes/pets.ts'
+import { ErrorBody } from './schemas/error.ts'
+import { petSchemas } from './schemas/pet.ts'
+import type { Store } from './store/store.ts'
+
+export interface AppDependencies {
+  config: Config
+  store: Store
+  /** Fastify logger options, or an existing pino logger; defaults to JSON logs at `LOG_LEVEL`. */
+  logger?: FastifyServerOptions['logger']
+  loggerInstance?: FastifyServerOptions['loggerInstance']
+}
+
+// Longest path parameter read; a petId is at most 20 characters, so anything longer is refused early.
+const MAX_PARAM_LENGTH = 100
+
+/**
+ * Builds the whole service, ready to `inject` or `listen`, and never listens itself: `server.ts` does.
+ * The store is given, not opened here, so callers choose the engine and own its life cycle.
+ */
+export async function buildApp({
+  config,
+  store,
+  logger,
+  loggerInstance,
+}: AppDependencies): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(loggerInstance
+      ? { loggerInstance }
+      : {
+          logger: logger ?? {
+            level: config.LOG_LEVEL,
+            redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+          },
+        }),
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Answered by our own onRequest hook below, in the Error body.
+    return503OnClosing: false,
+    clientErrorHandler: handleClientError,
+    frameworkErrors: handleError,
+  })
+
+  const sharedSchemas = [...petSchemas, ErrorBody]
+  for (const schema of sharedSchemas) app.addSchema(schema)
+  app.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody)
+  app.setErrorHandler(handleError)
+  app.setNotFoundHandler(handleRouteNotFound)
+
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onRequest', async () => {
+    if (closing) {
+      throw new ApiError('service_unavailable', 'the service is shutting down; retry on another instance', {
+        connection: 'close',
+        'retry-after': '1',
+      })
+    }
+  })
+
+  await app.register(openApi, { config })
+  const authenticate = createAuthenticator({
+    store,
+    cacheTtlMs: config.API_KEY_CACHE_TTL_MS,
+    cacheMaxEntries: 10_000,
+  })
+  await app.register(petRoutes, { prefix: '/v1', store, authenticate, publicBaseUrl: config.PUBLIC_BASE_URL })
+  await app.register(petMethodGuards, { prefix: '/v1' })
+  return app
+}

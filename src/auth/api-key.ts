@@ -1,0 +1,29 @@
+import { createHash, randomBytes } from 'node:crypto'
+
+/** Every key starts with this, so a leaked key is recognisable by secret scanners and by people. */
+export const API_KEY_PREFIX = 'psk_'
+// 32 random bytes in base64url: 43 characters, 256 bits of entropy.
+const API_KEY_PATTERN = /^psk_[A-Za-z0-9_-]{43}$/
+export const KEY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+export function generateApiKey(): string {
+  return API_KEY_PREFIX + randomBytes(32).toString('base64url')
+}
+
+export function isWellFormedApiKey(key: string): boolean {
+  return API_KEY_PATTERN.test(key)
+}
+
+/**
+ * Keys are random with 256 bits of entropy, so one SHA-256 is enough to make the stored hash useless to a
+ * thief (no password-style stretching needed), and looking a key up by its hash leaks nothing through
+ * timing: an attacker cannot choose the hash they probe with.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+/** What `keys list` shows of a key: the prefix and four characters, enough to tell keys apart. */
+export function apiKeyHint(key: string): string {
+  return `${key.slice(0, API_KEY_PREFIX.length + 4)}…`
+}

@@ -1,0 +1,40 @@
+import type { KeyIdentity, Store } from '../store/store.ts'
+import { hashApiKey, isWellFormedApiKey } from './api-key.ts'
+
+export interface AuthenticatorOptions {
+  store: Pick<Store, 'findActiveApiKey'>
+  /** How long a lookup result is reused; a revoked key stops working within this time. 0 disables. */
+  cacheTtlMs: number
+  cacheMaxEntries: number
+  now?: () => number
+}
+
+export type Authenticate = (key: string) => Promise<KeyIdentity | undefined>
+
+/**
+ * Resolves a presented key to the key's identity, or undefined when it is malformed, unknown or revoked.
+ * Results (unknown keys included, so random keys cannot make every request hit the store) are cached by
+ * hash for `cacheTtlMs`, in a map bounded to `cacheMaxEntries` that drops its oldest entries first.
+ */
+export function createAuthenticator({
+  store,
+  cacheTtlMs,
+  cacheMaxEntries,
+  now = Date.now,
+}: AuthenticatorOptions): Authenticate {
+  const cache = new Map<string, { identity: KeyIdentity | undefined; expiresAt: number }>()
+
+  return async (key) => {
+    if (!isWellFormedApiKey(key)) return undefined
+    const hash = hashApiKey(key)
+    const cached = cache.get(hash)
+    if (cached !== undefined && cached.expiresAt > now()) return cached.identity
+    const identity = await store.findActiveApiKey(hash)
+    if (cacheTtlMs > 0) {
+      cache.delete(hash)
+      if (cache.size >= cacheMaxEntries) cache.delete(cache.keys().next().value as string)
+      cache.set(hash, { identity, expiresAt: now() + cacheTtlMs })
+    }
+    return identity
+  }
+}

@@ -1,0 +1,55 @@
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
+import { type Config, configuredApiKeys } from '../config.ts'
+import type { Store } from '../store/store.ts'
+import { apiKeyHint, generateApiKey, hashApiKey } from './api-key.ts'
+
+export const INITIAL_KEY_NAME = 'initial'
+export const INITIAL_KEY_FILE = 'initial-api-key'
+
+export interface ProvisionOptions {
+  store: Store
+  config: Config
+  log: FastifyBaseLogger
+  /** Where the embedded store keeps its file; the initial key is written there when not on a terminal. */
+  dataDirectory: string | undefined
+  /** A terminal to show the initial key on, if the process has one. */
+  terminal: { isTTY?: boolean; write(text: string): unknown }
+}
+
+/**
+ * Makes sure the service can be called: keys from `API_KEYS` are stored (hashed), and when no active key
+ * exists at all, one named "initial" is created and handed over exactly once — on the terminal if there is
+ * one, otherwise in a file readable only by this user next to the database. It never goes to the log.
+ */
+export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
+  for (const { name, key } of configuredApiKeys(config)) {
+    await store.ensureApiKey({ name, hash: hashApiKey(key), hint: apiKeyHint(key) })
+  }
+  const keys = await store.listApiKeys()
+  if (keys.some((key) => key.revokedAt === undefined)) return
+
+  const key = generateApiKey()
+  if (terminal.isTTY) {
+    await store.createApiKey({ name: INITIAL_KEY_NAME, hash: hashApiKey(key), hint: apiKeyHint(key) })
+    terminal.write(
+      `\nNo API key existed, so one was created. It is shown only this once; keep it somewhere safe:\n\n  ${key}\n\n` +
+        `Try it:  curl -H "Authorization: Bearer ${key}" ${config.PUBLIC_BASE_URL}/pets\n\n`,
+    )
+  } else if (dataDirectory !== undefined) {
+    const path = join(dataDirectory, INITIAL_KEY_FILE)
+    // A stale file (from a key since revoked) is replaced, never reused with whatever mode it had.
+    rmSync(path, { force: true })
+    writeFileSync(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
+    await store.createApiKey({ name: INITIAL_KEY_NAME, hash: hashApiKey(key), hint: apiKeyHint(key) })
+    log.warn(
+      { path },
+      'no API key existed: created one and wrote it to this file (mode 0600); read it, then delete the file',
+    )
+  } else {
+    log.warn(
+      'no API key exists: every call will get 401; create one with "petstore keys create --name <name>" or set API_KEYS',
+    )
+  }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+import { type Command, CommandError, type CommandIo, UsageError } from './commands/command.ts'
+import { keysCommand } from './commands/keys-command.ts'
+import { migrateCommand } from './commands/migrate-command.ts'
+import { openapiCommand } from './commands/openapi-command.ts'
+import { seedCommand } from './commands/seed-command.ts'
+import { serveCommand } from './commands/serve-command.ts'
+import { ConfigError } from './config.ts'
+
+const COMMANDS: Command[] = [serveCommand, migrateCommand, keysCommand, seedCommand, openapiCommand]
+
+const HELP = `Usage: petstore [command] [options]
+
+Commands:
+${COMMANDS.map((command) => `  ${command.name.padEnd(9)} ${command.summary}`).join('\n')}
+
+Run "petstore <command> --help" for a command's options. Without a command, "serve" runs.`
+
+export async function runCli(argv: string[], io: CommandIo): Promise<number> {
+  const [first, ...rest] = argv
+  if (first === '--help' || first === '-h' || first === 'help') {
+    io.stdout.write(`${HELP}\n`)
+    return 0
+  }
+  const implicitServe = first === undefined || first.startsWith('-')
+  const command = implicitServe ? serveCommand : COMMANDS.find((candidate) => candidate.name === first)
+  const name = command?.name ?? first ?? 'serve'
+  try {
+    if (command === undefined) throw new UsageError(`unknown command "${first}"`)
+    return await command.run(implicitServe ? argv : rest, io)
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(
+        `petstore ${name}: ${error.message} (see "petstore ${command ? `${name} ` : ''}--help")\n`,
+      )
+      return 2
+    }
+    if (error instanceof ConfigError) {
+      io.stderr.write(`petstore: invalid configuration: ${error.message}\n`)
+      return 1
+    }
+    if (error instanceof CommandError) {
+      io.stderr.write(`petstore ${name}: ${error.message}\n`)
+      return 1
+    }
+    throw error
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
+}

@@ -1,0 +1,87 @@
+import { apiKeyHint, generateApiKey, hashApiKey, KEY_NAME_PATTERN } from '../auth/api-key.ts'
+import { DuplicateKeyNameError } from '../store/store.ts'
+import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
+import { openMigratedStore } from './open-services.ts'
+
+const HELP = `Usage:
+  petstore keys create --name <name>   Create a key; the key is printed once, on stdout
+  petstore keys list [--json]          List keys (names and hints, never the keys)
+  petstore keys revoke <name>          Revoke the active key with this name
+
+Names: 1 to 64 characters, letters, digits, ".", "_" and "-", starting with a letter or digit.
+Only a SHA-256 hash of each key is stored. A revoked key is refused by a running server within
+API_KEY_CACHE_TTL_MS (5 seconds by default).`
+
+function checkName(name: string | undefined): string {
+  if (name === undefined) throw new UsageError('--name is required')
+  if (!KEY_NAME_PATTERN.test(name))
+    throw new UsageError(`invalid key name "${name}" (see petstore keys --help)`)
+  return name
+}
+
+export const keysCommand: Command = {
+  name: 'keys',
+  summary: 'Create, list or revoke API keys',
+  help: HELP,
+  async run(args, { stdout, stderr }) {
+    const [action, ...rest] = args
+    if (action === undefined || action === '--help' || action === '-h') {
+      if (action === undefined) throw new UsageError('missing action: create, list or revoke')
+      stdout.write(`${HELP}\n`)
+      return 0
+    }
+    if (!['create', 'list', 'revoke'].includes(action)) throw new UsageError(`unknown action "${action}"`)
+    const { values, positionals } = parseCommandArgs(
+      rest,
+      { name: { type: 'string' }, json: { type: 'boolean' } },
+      action === 'revoke',
+    )
+    if (values.help) {
+      stdout.write(`${HELP}\n`)
+      return 0
+    }
+    const name = action === 'list' ? undefined : checkName(values.name ?? positionals[0])
+    if (positionals.length > 1) throw new UsageError('revoke takes one name')
+
+    const { store } = await openMigratedStore()
+    try {
+      if (action === 'create') {
+        const key = generateApiKey()
+        try {
+          await store.createApiKey({ name: name as string, hash: hashApiKey(key), hint: apiKeyHint(key) })
+        } catch (error) {
+          if (error instanceof DuplicateKeyNameError) throw new CommandError(error.message)
+          throw error
+        }
+        stdout.write(`${key}\n`)
+        stderr.write(`Created API key "${name}". This is the only time it is shown: store it now.\n`)
+        return 0
+      }
+      if (action === 'revoke') {
+        if (!(await store.revokeApiKey(name as string)))
+          throw new CommandError(`no active API key is named "${name}"`)
+        stderr.write(`Revoked API key "${name}".\n`)
+        return 0
+      }
+      const keys = await store.listApiKeys()
+      if (values.json) {
+        stdout.write(`${JSON.stringify(keys, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`)
+        return 0
+      }
+      const rows = keys.map((key) => [key.name, key.hint, key.createdAt, key.revokedAt ?? 'active'])
+      const table = [['NAME', 'KEY', 'CREATED', 'REVOKED'], ...rows]
+      const widths =
+        table[0]?.map((_, column) => Math.max(...table.map((row) => (row[column] ?? '').length))) ?? []
+      for (const row of table)
+        stdout.write(
+          `${row
+            .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+            .join('  ')
+            .trimEnd()}\n`,
+        )
+      return 0
+    } finally {
+      await store.close()
+    }
+  },
+}

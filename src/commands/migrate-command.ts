@@ -1,0 +1,27 @@
+import { loadConfig } from '../config.ts'
+import { openStore } from '../store/open-store.ts'
+import { type Command, parseCommandArgs } from './command.ts'
+
+export const migrateCommand: Command = {
+  name: 'migrate',
+  summary: 'Apply pending database migrations, then exit',
+  help: `Usage: petstore migrate
+
+Applies every migration the database does not have yet, in order, and prints what was done.
+"serve" does the same at start, so running this first is optional (useful in a deploy pipeline).`,
+  async run(args, { stdout }) {
+    parseCommandArgs(args, {})
+    const store = openStore(loadConfig())
+    try {
+      const { applied, current } = await store.migrate()
+      stdout.write(
+        applied.length === 0
+          ? `database is up to date (schema version ${current})\n`
+          : `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`,
+      )
+      return 0
+    } finally {
+      await store.close()
+    }
+  },
+}

@@ -1,0 +1,95 @@
+import type { NewPet, PetStatus } from '../schemas/pet.ts'
+import { type Command, integerOption, parseCommandArgs } from './command.ts'
+import { openMigratedStore } from './open-services.ts'
+
+const NAMES = [
+  'Bella',
+  'Max',
+  'Luna',
+  'Charlie',
+  'Lucy',
+  'Cooper',
+  'Daisy',
+  'Milo',
+  'Nala',
+  'Rocky',
+  'Coco',
+  'Oscar',
+  'Ruby',
+  'Teddy',
+  'Willow',
+  'Ziggy',
+  'Pepper',
+  'Biscuit',
+  'Mochi',
+  'Hazel',
+  'Juniper',
+  'Pickles',
+  'Olive',
+  'Tango',
+  'Sushi',
+  'Waffles',
+  'Nugget',
+  'Clover',
+  'Pumpkin',
+  'Sprout',
+  'Maple',
+  'Gizmo',
+]
+// Mostly available, as a real store's catalogue is; a few without any status at all.
+const STATUSES: Array<PetStatus | undefined> = [
+  'available',
+  'available',
+  'available',
+  'available',
+  'available',
+  'available',
+  'pending',
+  'pending',
+  'sold',
+  'sold',
+  'sold',
+  undefined,
+]
+const CATEGORIES = 8
+const BATCH = 1000
+
+/** A deterministic demo catalogue: the same `--count` always gives the same pets, in the same order. */
+export function demoPet(index: number): NewPet {
+  const pet: NewPet = {
+    name: `${NAMES[index % NAMES.length]} ${Math.floor(index / NAMES.length) + 1}`,
+    categoryId: BigInt((index % CATEGORIES) + 1),
+  }
+  const status = STATUSES[(index * 7) % STATUSES.length]
+  if (status !== undefined) pet.status = status
+  return pet
+}
+
+export const seedCommand: Command = {
+  name: 'seed',
+  summary: 'Add demo pets to the store',
+  help: `Usage: petstore seed [--count N]
+
+Adds N demo pets (default 100, at most 10000000) with realistic names, categories 1 to 8 and a mix of
+statuses, then prints how many were added. Each run adds more; it never deletes.`,
+  async run(args, { stdout }) {
+    const { values } = parseCommandArgs(args, { count: { type: 'string' } })
+    if (values.help) {
+      stdout.write(`${this.help}\n`)
+      return 0
+    }
+    const count = integerOption('count', values.count, 100, 10_000_000)
+    const { store } = await openMigratedStore()
+    try {
+      for (let start = 0; start < count; start += BATCH) {
+        const size = Math.min(BATCH, count - start)
+        // Creates issued together are committed together by the store: one transaction per batch.
+        await Promise.all(Array.from({ length: size }, (_, i) => store.createPet(demoPet(start + i))))
+      }
+      stdout.write(`added ${count} pets\n`)
+      return 0
+    } finally {
+      await store.close()
+    }
+  },
+}

@@ -1,0 +1,145 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { parseEnv } from 'node:util'
+import Type, { type Static } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
+import { ruleOf, type SchemaNode } from './schemas/schema-rules.ts'
+import { decodeString } from './schemas/string-decoding.ts'
+
+const BASE_URL = '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$'
+const DURATION = (fallback: number, description: string) =>
+  Type.Integer({ minimum: 0, maximum: 3_600_000, default: fallback, description })
+
+function isApiKeyList(value: string): boolean {
+  if (value === '') return true
+  return value.split(',').every((entry) => {
+    const [name, key, ...rest] = entry.split(':')
+    return rest.length === 0 && KEY_NAME_PATTERN.test(name ?? '') && isWellFormedApiKey(key ?? '')
+  })
+}
+
+/**
+ * Every setting, by the name of its environment variable: this schema validates the environment, types
+ * the config, and is the source of the README's configuration table (`npm run config:docs`).
+ */
+export const ConfigSchema = Type.Object({
+  HOST: Type.String({
+    default: '127.0.0.1',
+    description: 'Interface to listen on; `0.0.0.0` in containers.',
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port of the API.' }),
+  DATABASE_URL: Type.String({
+    default: 'sqlite:data/petstore.db',
+    pattern: '^sqlite:.+$',
+    description:
+      'Where pets and keys live: `sqlite:<file path>` (or `sqlite::memory:` for a throwaway store).',
+  }),
+  PUBLIC_BASE_URL: Type.Optional(
+    Type.String({
+      pattern: BASE_URL,
+      description:
+        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `http://localhost:<PORT>/v1`.',
+    }),
+  ),
+  PRODUCTION_BASE_URL: Type.String({
+    pattern: BASE_URL,
+    default: 'https://api.petstore.example/v1',
+    description: 'Production base URL, listed in the OpenAPI `servers`.',
+  }),
+  STAGING_BASE_URL: Type.String({
+    pattern: BASE_URL,
+    default: 'https://staging.api.petstore.example/v1',
+    description: 'Staging base URL, listed in the OpenAPI `servers`.',
+  }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    type: 'string',
+    default: 'info',
+    description: 'Least severe log level written.',
+  }),
+  API_KEYS: Type.Refine(
+    Type.String({
+      default: '',
+      description:
+        'Keys given to this deployment, `name:key` pairs separated by commas. Stored hashed at start (never revived once revoked).',
+    }),
+    isApiKeyList,
+    () =>
+      'must be name:key pairs separated by commas (names [A-Za-z0-9._-], keys psk_ followed by 43 characters)',
+  ),
+  API_KEY_CACHE_TTL_MS: DURATION(
+    5000,
+    'How long a key lookup is reused; a revoked key is refused within this.',
+  ),
+  BODY_LIMIT_BYTES: Type.Integer({
+    minimum: 256,
+    maximum: 1_048_576,
+    default: 4096,
+    description: 'Largest request body accepted; larger bodies get 413.',
+  }),
+  REQUEST_TIMEOUT_MS: DURATION(10_000, 'Time allowed to receive a whole request (408 after it).'),
+  HEADERS_TIMEOUT_MS: DURATION(5000, 'Time allowed to receive the request headers.'),
+  KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.'),
+  SHUTDOWN_TIMEOUT_MS: DURATION(
+    10_000,
+    'On SIGTERM/SIGINT, time allowed for in-flight requests before exit.',
+  ),
+  SQLITE_BUSY_TIMEOUT_MS: DURATION(
+    5000,
+    'How long a write waits for another process holding the SQLite lock.',
+  ),
+})
+
+export type Config = Readonly<Static<typeof ConfigSchema> & { PUBLIC_BASE_URL: string }>
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+// Values that may hold credentials are never echoed back in an error.
+const SECRET_SETTINGS = new Set(['API_KEYS', 'DATABASE_URL'])
+
+const properties = ConfigSchema.properties as unknown as Record<string, SchemaNode & { default?: unknown }>
+const validator = Compile(ConfigSchema)
+
+/** The process environment with `.env` (if present in the working directory) underneath it. */
+export function readEnvironment(path = '.env'): Record<string, string | undefined> {
+  const fromFile = existsSync(path) ? parseEnv(readFileSync(path, 'utf8')) : {}
+  return { ...fromFile, ...process.env }
+}
+
+/** Validates settings given as strings; throws a ConfigError naming the first bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = readEnvironment()): Config {
+  const values: Record<string, unknown> = {}
+  for (const [name, schema] of Object.entries(properties)) {
+    const raw = env[name]
+    if (raw === undefined || raw === '') {
+      if (schema.default !== undefined) values[name] = schema.default
+      continue
+    }
+    values[name] = decodeString(schema, raw)
+  }
+  const error = validator.Errors(values)[0]
+  if (error !== undefined) {
+    const name = error.instancePath.split('/')[1] ?? ''
+    const rule = error.keyword === '~refine' ? error.params.message : ruleOf(properties[name])
+    const got = SECRET_SETTINGS.has(name) ? '' : ` (got ${JSON.stringify(env[name])})`
+    throw new ConfigError(`${name} ${rule}${got}`)
+  }
+  const config = values as Static<typeof ConfigSchema>
+  return Object.freeze({
+    ...config,
+    PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}/v1`,
+  })
+}
+
+/** The `API_KEYS` setting as name/key pairs. */
+export function configuredApiKeys(config: Config): Array<{ name: string; key: string }> {
+  if (config.API_KEYS === '') return []
+  return config.API_KEYS.split(',').map((entry) => {
+    const [name, key] = entry.split(':') as [string, string]
+    return { name, key }
+  })
+}

@@ -1,0 +1,62 @@
+/**
+ * Every error the API can answer with, in one place: the HTTP status and the stable `code` clients may
+ * branch on. Codes are part of the public contract (listed in the README and the OpenAPI document); never
+ * rename one, add a new one instead.
+ */
+export const ERROR_CODES = {
+  malformed_json: { status: 400, summary: 'The request body is not valid JSON.' },
+  invalid_body: {
+    status: 400,
+    summary: 'The JSON body breaks the NewPet schema; the message names the field.',
+  },
+  invalid_query: { status: 400, summary: 'A query parameter is unknown, repeated or out of range.' },
+  invalid_path_parameter: { status: 400, summary: 'A path parameter is not valid (petId must be an int64).' },
+  bad_request: {
+    status: 400,
+    summary: 'The request could not be read (malformed URL, bad header, bad framing).',
+  },
+  unauthorized: { status: 401, summary: 'The bearer API key is missing, malformed, unknown or revoked.' },
+  pet_not_found: { status: 404, summary: 'No pet has the requested id.' },
+  route_not_found: { status: 404, summary: 'No operation exists at this path.' },
+  method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see Allow.' },
+  request_timeout: { status: 408, summary: 'The request was not received in time.' },
+  body_too_large: { status: 413, summary: 'The request body is over the size limit.' },
+  unsupported_media_type: { status: 415, summary: 'The request body is not application/json.' },
+  rate_limited: { status: 429, summary: 'Too many requests for this API key; see Retry-After.' },
+  headers_too_large: { status: 431, summary: 'The request line or headers are too large.' },
+  internal_error: { status: 500, summary: 'An unexpected failure; the detail is in the server log.' },
+  service_unavailable: {
+    status: 503,
+    summary: 'The service cannot answer now (store down, overload, shutdown).',
+  },
+} as const satisfies Record<string, { status: number; summary: string }>
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+/** An error whose code, status and message are safe to send to the client as they are. */
+export class ApiError extends Error {
+  readonly code: ErrorCode
+  readonly statusCode: number
+  /** Response headers that belong to this error (e.g. `Allow`, `WWW-Authenticate`, `Retry-After`). */
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.name = 'ApiError'
+    this.code = code
+    this.statusCode = ERROR_CODES[code].status
+    this.headers = headers
+  }
+}
+
+export function isApiError(error: unknown): error is ApiError {
+  return error instanceof ApiError
+}
+
+/** Thrown by a store when the database cannot be reached or refuses work for now; answered with 503. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'StoreUnavailableError'
+  }
+}

@@ -1,0 +1,101 @@
+import type { FastifySchemaCompiler } from 'fastify'
+import Type, { type TSchema } from 'typebox'
+import { Compile } from 'typebox/compile'
+import type { TLocalizedValidationError } from 'typebox/error'
+import { ApiError, type ErrorCode } from '../errors.ts'
+import { INT64_RULE, isInt64, isInt64Schema } from '../schemas/int64.ts'
+import { ruleOf, type SchemaNode } from '../schemas/schema-rules.ts'
+import { decodeString } from '../schemas/string-decoding.ts'
+
+type Part = 'body' | 'querystring' | 'params' | 'headers'
+
+const PART: Record<Part, { code: ErrorCode; field: string; whole: string }> = {
+  body: { code: 'invalid_body', field: 'body field', whole: 'request body' },
+  querystring: { code: 'invalid_query', field: 'query parameter', whole: 'query string' },
+  params: { code: 'invalid_path_parameter', field: 'path parameter', whole: 'path' },
+  headers: { code: 'bad_request', field: 'header', whole: 'headers' },
+}
+
+/**
+ * Copies a schema for checking, with every int64 node checked by `isInt64`: JSON Schema's `integer` knows
+ * only JS numbers, and int64 values reach the validator as bigint. Property descriptors are copied so
+ * TypeBox refinements (non-enumerable) survive.
+ */
+function forChecking(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(forChecking)
+  if (schema === null || typeof schema !== 'object') return schema
+  if (isInt64Schema(schema as TSchema)) return Type.Refine(Type.Unknown(), isInt64, () => INT64_RULE)
+  const copy = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema))
+  for (const [key, value] of Object.entries(schema)) copy[key] = forChecking(value)
+  return copy
+}
+
+function describe(part: Part, schema: SchemaNode, errors: TLocalizedValidationError[]): string {
+  const where = PART[part]
+  const error =
+    errors.find((e) => e.keyword === 'additionalProperties') ??
+    errors.find((e) => e.keyword === 'required') ??
+    errors.find((e) => e.keyword !== 'boolean')
+  const allowed = Object.keys(schema.properties ?? {}).join(', ')
+  if (error === undefined) return `${where.whole} is not valid`
+  if (error.keyword === 'additionalProperties') {
+    const [name] = error.params.additionalProperties
+    return `${where.field} "${name}" is not allowed (allowed: ${allowed || 'none'})`
+  }
+  if (error.keyword === 'required')
+    return `${where.field} "${error.params.requiredProperties[0]}" is required`
+  const name = error.instancePath.split('/')[1]
+  if (name === undefined) return `${where.whole} must be a JSON object`
+  const rule = error.keyword === '~refine' ? error.params.message : ruleOf(schema.properties?.[name])
+  return `${where.field} "${name}" ${rule}`
+}
+
+/**
+ * URL parts arrive as strings. Integers are decoded strictly (no `0x10`, `1e1`, ` 5` or `2.5`), and a
+ * parameter given twice is refused rather than one of its values picked.
+ */
+function decodeParameters(part: Part, schema: SchemaNode, input: Record<string, unknown>): ApiError | object {
+  const decoded: Record<string, unknown> = {}
+  for (const [name, raw] of Object.entries(input)) {
+    const property = schema.properties?.[name]
+    if (property === undefined) continue // reported as not allowed by the schema check
+    if (typeof raw !== 'string')
+      return new ApiError(PART[part].code, `${PART[part].field} "${name}" must be given once`)
+    decoded[name] = decodeString(property, raw)
+  }
+  return { ...input, ...decoded }
+}
+
+/**
+ * Validates every request part against its TypeBox schema (the same schema that documents it), and answers
+ * with an ApiError whose message names the field and its rule. `shared` holds the schemas routes refer to
+ * by `$id`.
+ */
+export function createValidatorCompiler(shared: readonly TSchema[]): FastifySchemaCompiler<TSchema> {
+  const byId = new Map(shared.map((schema) => [(schema as SchemaNode).$id as string, schema as SchemaNode]))
+  const context = Object.fromEntries([...byId].map(([id, schema]) => [id, forChecking(schema) as TSchema]))
+
+  return ({ schema, httpPart }) => {
+    const part = (httpPart ?? 'body') as Part
+    const node = schema as SchemaNode
+    const resolved = node.$ref === undefined ? node : (byId.get(node.$ref) ?? node)
+    const validator = Compile(context, forChecking(schema) as TSchema)
+    const fail = (errors: TLocalizedValidationError[]) => ({
+      error: new ApiError(PART[part].code, describe(part, resolved, errors)),
+    })
+
+    if (part === 'querystring' || part === 'params') {
+      return (input: unknown) => {
+        const value = decodeParameters(part, resolved, (input ?? {}) as Record<string, unknown>)
+        if (value instanceof ApiError) return { error: value }
+        return validator.Check(value) ? { value } : fail(validator.Errors(value))
+      }
+    }
+    return (input: unknown) => {
+      if (part === 'body' && (input === null || input === undefined)) {
+        return { error: new ApiError('invalid_body', 'request body must be a JSON object (NewPet)') }
+      }
+      return validator.Check(input) ? { value: input } : fail(validator.Errors(input))
+    }
+  }
+}

@@ -1,0 +1,19 @@
+import Type, { type Static } from 'typebox'
+import { ERROR_CODES } from '../errors.ts'
+
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String({
+      description: 'Machine-readable, stable error code.',
+      examples: Object.keys(ERROR_CODES),
+    }),
+    message: Type.String({ description: 'Human-readable description naming the offending field and rule.' }),
+    status: Type.Integer({
+      minimum: 400,
+      maximum: 599,
+      description: 'The HTTP status code of the response.',
+    }),
+  },
+  { $id: 'Error', additionalProperties: false, description: 'The body of every error response.' },
+)
+export type ErrorBody = Static<typeof ErrorBody>

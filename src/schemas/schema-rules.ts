@@ -1,0 +1,30 @@
+import type { TSchema } from 'typebox'
+import { INT64_RULE, isInt64Schema } from './int64.ts'
+
+/** The JSON Schema keywords our schemas use, as the error messages read them. */
+export interface SchemaNode {
+  $id?: string
+  $ref?: string
+  type?: string
+  enum?: unknown[]
+  format?: string
+  minimum?: number
+  maximum?: number
+  minLength?: number
+  maxLength?: number
+  pattern?: string
+  properties?: Record<string, SchemaNode>
+}
+
+/** States a field's whole rule, so one message tells the client what would have been accepted. */
+export function ruleOf(node: SchemaNode | undefined): string {
+  if (node === undefined) return 'is not valid'
+  if (isInt64Schema(node as TSchema)) return INT64_RULE
+  if (node.enum) return `must be one of: ${node.enum.join(', ')}`
+  if (node.type === 'integer') return `must be an integer from ${node.minimum} to ${node.maximum}`
+  if (node.type === 'string' && node.maxLength !== undefined) {
+    return `must be a string of ${node.minLength ?? 0} to ${node.maxLength} characters`
+  }
+  if (node.type === 'string' && node.pattern !== undefined) return `must match ${node.pattern}`
+  return `must be of type ${node.type}`
+}
