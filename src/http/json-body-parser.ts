@@ -17,7 +17,7 @@ interface ReviverContext {
  * stay numbers, which the int64 check then refuses — `1.0` is not silently taken for `1`.
  */
 function reviveExactly(this: unknown, key: string, value: unknown, context?: ReviverContext): unknown {
-  if (FORBIDDEN_KEYS.has(key)) throw new ApiError('invalid_body', `property "${key}" is not allowed`)
+  if (FORBIDDEN_KEYS.has(key)) throw new ApiError('invalid_body', `body field "${key}" is not allowed`)
   if (
     typeof value === 'number' &&
     context?.source !== undefined &&

@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+const KEY = /^psk_[A-Za-z0-9_-]{43}$/
+
+async function get(origin: string, path: string, key?: string) {
+  const response = await fetch(`${origin}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {} })
+  return { status: response.status, text: await response.text() }
+}
+
+describe('petstore CLI', () => {
+  test('when asked for help, then every command answers with its usage and exit 0', (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const args of [
+      ['--help'],
+      ['serve', '--help'],
+      ['migrate', '--help'],
+      ['keys', '--help'],
+      ['seed', '--help'],
+      ['openapi', '--help'],
+      ['keys', 'create', '--help'],
+    ]) {
+      const result = runCli(args, {}, cwd)
+      assert.equal(result.status, 0, args.join(' '))
+      assert.match(result.stdout, /Usage/)
+    }
+  })
+
+  const wrongUsage = [
+    ['frobnicate'],
+    ['keys'],
+    ['keys', 'rotate'],
+    ['keys', 'create'],
+    ['keys', 'create', '--name', 'bad name!'],
+    ['seed', '--count', 'ten'],
+    ['seed', '--count', '0'],
+    ['migrate', '--force'],
+    ['keys', 'revoke', 'a', 'b'],
+  ]
+  for (const args of wrongUsage) {
+    test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason`, (t) => {
+      const result = runCli(args, {}, temporaryDirectory(t))
+      assert.equal(result.status, 2)
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+      assert.match(result.stderr, /^petstore /)
+    })
+  }
+
+  test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {
+    const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
+    assert.equal(result.status, 1)
+    assert.equal(
+      result.stderr,
+      'petstore: invalid configuration: SQLITE_BUSY_TIMEOUT_MS must be an integer from 0 to 3600000 (got "-5")\n',
+    )
+  })
+
+  test('when migrating twice, then the second run has nothing to do', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migration 1; schema version 1/)
+    assert.match(runCli(['migrate'], {}, cwd).stdout, /database is up to date \(schema version 1\)/)
+    assert.ok(statSync(join(cwd, 'data', 'petstore.db')).isFile(), 'the default store is ./data/petstore.db')
+  })
+
+  test('when keys are created, listed and revoked, then the key is shown once and a server refuses it after revocation', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const created = runCli(['keys', 'create', '--name', 'alice'], {}, cwd)
+    assert.equal(created.status, 0)
+    const key = created.stdout.trim()
+    assert.match(key, KEY)
+    assert.equal(
+      runCli(['keys', 'create', '--name', 'alice'], {}, cwd).status,
+      1,
+      'names are unique among active keys',
+    )
+
+    const listed = runCli(['keys', 'list'], {}, cwd)
+    assert.match(listed.stdout, /alice\s+psk_\S{4}…/)
+    assert.equal(listed.stdout.includes(key), false, 'the key itself is never shown again')
+    const json = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout)
+    assert.equal(json[0].name, 'alice')
+
+    const server = await startServeProcess({ API_KEY_CACHE_TTL_MS: '300' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.equal((await get(server.origin, '/v1/pets', key)).status, 200)
+    assert.equal(runCli(['keys', 'revoke', 'alice'], {}, cwd).status, 0)
+    assert.equal(runCli(['keys', 'revoke', 'alice'], {}, cwd).status, 1)
+    await sleep(400)
+    assert.equal((await get(server.origin, '/v1/pets', key)).status, 401)
+    assert.equal(server.output().includes(key), false, 'the key never reaches the log')
+  })
+
+  test('when seeding 25 pets, then the API lists them with realistic names and mixed statuses', async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.match(runCli(['seed', '--count', '25'], {}, cwd).stdout, /added 25 pets/)
+    const key = runCli(['keys', 'create', '--name', 'seed'], {}, cwd).stdout.trim()
+    const server = await startServeProcess({}, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const pets = JSON.parse((await get(server.origin, '/v1/pets?limit=100', key)).text)
+    assert.equal(pets.length, 25)
+    assert.ok(new Set(pets.map((pet: { status?: string }) => pet.status)).size >= 3)
+    assert.match(pets[0].name, /^[A-Z][a-z]+ 1$/)
+  })
+
+  test('when printing the OpenAPI document, then it is the one the server serves', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const printed = runCli(['openapi'], { PORT: '0' }, cwd)
+    assert.equal(printed.status, 0)
+    const server = await startServeProcess({ API_KEYS: '' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const served = JSON.parse((await get(server.origin, '/v1/openapi.json')).text)
+    assert.deepEqual(JSON.parse(printed.stdout), served)
+  })
+
+  test('when the first start finds no key and no terminal, then it writes one to data/initial-api-key (0600), never to the log', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess({}, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const path = join(cwd, 'data', 'initial-api-key')
+    const key = readFileSync(path, 'utf8').trim()
+    assert.match(key, KEY)
+    assert.equal(statSync(path).mode & 0o777, 0o600)
+    assert.equal((await get(server.origin, '/v1/pets', key)).status, 200)
+    assert.equal(server.output().includes(key), false)
+    assert.match(server.output(), /initial-api-key/)
+
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 0)
+    const again = await startServeProcess({}, cwd)
+    t.after(() => again.child.kill('SIGKILL'))
+    assert.equal(readFileSync(path, 'utf8').trim(), key, 'a second start creates no other key')
+  })
+
+  test('when the server is stopped with SIGTERM and started again, then the data is still there', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const key = runCli(['keys', 'create', '--name', 'restart'], {}, cwd).stdout.trim()
+    const first = await startServeProcess({}, cwd)
+    t.after(() => first.child.kill('SIGKILL'))
+    const response = await fetch(`${first.origin}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"name":"Persistent","categoryId":9223372036854775807}',
+    })
+    const created = await response.text()
+    assert.equal(response.status, 201)
+    first.child.kill('SIGTERM')
+    assert.equal(await first.exited, 0)
+
+    const second = await startServeProcess({}, cwd)
+    t.after(() => second.child.kill('SIGKILL'))
+    const id = /"id":(\d+)/.exec(created)?.[1]
+    assert.equal((await get(second.origin, `/v1/pets/${id}`, key)).text, created)
+  })
+})

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { ConfigError, configuredApiKeys, loadConfig, readEnvironment } from '../src/config.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+describe('configuration', () => {
+  test('when nothing is set, then the defaults serve the embedded store on localhost:8080', () => {
+    const config = loadConfig({})
+    assert.equal(config.HOST, '127.0.0.1')
+    assert.equal(config.PORT, 8080)
+    assert.equal(config.DATABASE_URL, 'sqlite:data/petstore.db')
+    assert.equal(config.PUBLIC_BASE_URL, 'http://localhost:8080/v1')
+    assert.equal(config.BODY_LIMIT_BYTES, 4096)
+    assert.ok(Object.isFrozen(config))
+  })
+
+  const bad: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /^PORT must be an integer from 0 to 65535 \(got "abc"\)$/],
+    [{ PORT: '70000' }, /^PORT must be an integer from 0 to 65535/],
+    [{ PORT: '80.5' }, /^PORT must be an integer/],
+    [{ PORT: ' 80' }, /^PORT must be an integer/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of: fatal, error, warn, info, debug, trace, silent/],
+    [{ PUBLIC_BASE_URL: 'https://api.example.com' }, /^PUBLIC_BASE_URL must match .*\/v1\$/],
+    [{ STAGING_BASE_URL: 'ftp://x/v1' }, /^STAGING_BASE_URL must match/],
+    [{ BODY_LIMIT_BYTES: '10' }, /^BODY_LIMIT_BYTES must be an integer from 256 to 1048576/],
+    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must match/],
+    [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs/],
+  ]
+  for (const [env, message] of bad) {
+    test(`when ${JSON.stringify(env)}, then loading fails naming the variable and the rule`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && message.test(error.message),
+      )
+    })
+  }
+
+  test('when API_KEYS or DATABASE_URL is wrong, then the error does not echo its value', () => {
+    const key = generateApiKey()
+    assert.throws(
+      () => loadConfig({ API_KEYS: `bad name:${key}` }),
+      (error: Error) => !error.message.includes(key),
+    )
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgres://user:hunter2@db/x?' }),
+      (error: Error) => !error.message.includes('hunter2'),
+    )
+  })
+
+  test('when API_KEYS holds several pairs, then each is read', () => {
+    const [a, b] = [generateApiKey(), generateApiKey()]
+    assert.deepEqual(configuredApiKeys(loadConfig({ API_KEYS: `ci:${a},deploy.prod:${b}` })), [
+      { name: 'ci', key: a },
+      { name: 'deploy.prod', key: b },
+    ])
+  })
+
+  test('when a .env file exists, then it fills what the environment does not set', (t) => {
+    const directory = temporaryDirectory(t)
+    const path = join(directory, '.env')
+    writeFileSync(path, 'PORT=9090\nLOG_LEVEL=debug\n')
+    const env = readEnvironment(path)
+    assert.equal(env.PORT, process.env.PORT ?? '9090')
+    assert.equal(loadConfig({ ...env, PORT: '9191' }).PORT, 9191)
+  })
+})

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+
+interface OpenApiDocument {
+  paths: Record<string, Record<string, { responses: Record<string, ResponseObject> }>>
+  components: { schemas: Record<string, unknown> }
+}
+
+interface ResponseObject {
+  content?: Record<string, { schema: { $ref?: string } }>
+}
+
+export interface ObservedResponse {
+  method: string
+  path: string
+  status: number
+  headers: Headers
+  text: string
+}
+
+/**
+ * Checks every observed response against the served OpenAPI document: the status is declared for the
+ * operation, the body is JSON matching the declared schema, and required headers are there. Responses to
+ * paths or methods the document does not have must still be the Error body.
+ */
+export class OpenApiConformance {
+  readonly #document: OpenApiDocument
+  readonly #ajv = new Ajv2020({ strict: false, allErrors: true, formats: { int64: true } })
+  readonly #templates: Array<{ template: string; pattern: RegExp }>
+
+  constructor(document: unknown) {
+    this.#document = document as OpenApiDocument
+    this.#ajv.addSchema(document as object, 'openapi')
+    this.#templates = Object.keys(this.#document.paths).map((template) => ({
+      template,
+      pattern: new RegExp(`^/v1${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    }))
+  }
+
+  operation(method: string, path: string) {
+    const template = this.#templates.find(({ pattern }) => pattern.test(path))?.template
+    const operation =
+      template === undefined ? undefined : this.#document.paths[template]?.[method.toLowerCase()]
+    return operation === undefined ? undefined : { template, operation }
+  }
+
+  #validate(schema: object, value: unknown, what: string) {
+    const valid = this.#ajv.validate(schema, value)
+    assert.ok(valid, `${what} does not match the OpenAPI document: ${this.#ajv.errorsText(this.#ajv.errors)}`)
+  }
+
+  check({ method, path, status, headers, text }: ObservedResponse): void {
+    const what = `${method} ${path} → ${status}`
+    if (method === 'HEAD' || status === 304) return
+    const contentType = headers.get('content-type') ?? ''
+    assert.match(contentType, /^application\/json(;|$)/, `${what}: content-type is ${contentType}`)
+    const body: unknown = JSON.parse(text)
+    if (status >= 400) {
+      this.#validate({ $ref: 'openapi#/components/schemas/Error' }, body, `${what} body`)
+      assert.equal(
+        (body as { status: number }).status,
+        status,
+        `${what}: Error.status differs from the HTTP status`,
+      )
+    }
+    if (status === 401)
+      assert.match(headers.get('www-authenticate') ?? '', /^Bearer /, `${what}: WWW-Authenticate`)
+    const found = this.operation(method, path.split('?')[0] ?? '')
+    if (found === undefined) return
+    const declared = found.operation.responses[String(status)]
+    assert.ok(declared, `${what}: status ${status} is not declared for ${method} ${found.template}`)
+    const schema = declared.content?.['application/json']?.schema
+    assert.ok(schema, `${what}: no application/json schema declared`)
+    const ref = schema.$ref?.replace(/^#/, 'openapi#')
+    this.#validate(ref === undefined ? schema : { $ref: ref }, body, `${what} body`)
+    if (status === 201) assert.ok(headers.get('location'), `${what}: 201 without Location`)
+  }
+}

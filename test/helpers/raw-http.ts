@@ -1,0 +1,42 @@
+import { connect } from 'node:net'
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/**
+ * Sends bytes as they are (malformed requests that fetch refuses to send) and reads the reply until the
+ * server closes the connection or `timeoutMs` passes.
+ */
+export function rawHttp(origin: string, request: string | Buffer, timeoutMs = 5000): Promise<RawResponse> {
+  const { hostname, port } = new URL(origin)
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) })
+    const chunks: Buffer[] = []
+    const timer = setTimeout(() => {
+      socket.destroy()
+      reject(new Error(`no complete response within ${timeoutMs} ms: ${Buffer.concat(chunks).toString()}`))
+    }, timeoutMs)
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    socket.on('close', () => {
+      clearTimeout(timer)
+      const text = Buffer.concat(chunks).toString()
+      const [head = '', ...rest] = text.split('\r\n\r\n')
+      const [statusLine = '', ...headerLines] = head.split('\r\n')
+      const headers = Object.fromEntries(
+        headerLines.map((line) => [
+          line.slice(0, line.indexOf(':')).toLowerCase(),
+          line.slice(line.indexOf(':') + 1).trim(),
+        ]),
+      )
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') })
+    })
+    socket.write(request)
+  })
+}

@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict'
+import { connect } from 'node:net'
+import { before, describe, test } from 'node:test'
+import { StoreUnavailableError } from '../src/errors.ts'
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import type { Store } from '../src/store/store.ts'
+import { call } from './helpers/api-client.ts'
+import { rawHttp } from './helpers/raw-http.ts'
+import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
+
+function assertErrorBody(text: string, status: number, code: string) {
+  const body = JSON.parse(text)
+  assert.deepEqual(Object.keys(body).sort(), ['code', 'message', 'status'])
+  assert.equal(body.status, status)
+  assert.equal(body.code, code)
+  return body
+}
+
+describe('errors raised before any handler', () => {
+  let server: TestServer
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup)
+  })
+
+  for (const path of ['/', '/nope', '/v1', '/v2/pets', '/v1/pets/1/owner', '/V1/PETS']) {
+    test(`when ${path} is requested, then 404 route_not_found`, async () => {
+      const response = await call(server, 'GET', path)
+      assert.equal(response.status, 404)
+      assertErrorBody(response.text, 404, 'route_not_found')
+    })
+  }
+
+  for (const [method, path, allow] of [
+    ['DELETE', '/v1/pets', 'GET, HEAD, POST'],
+    ['PUT', '/v1/pets', 'GET, HEAD, POST'],
+    ['PATCH', '/v1/pets/1', 'GET, HEAD'],
+    ['DELETE', '/v1/pets/1', 'GET, HEAD'],
+    ['POST', '/v1/pets/1', 'GET, HEAD'],
+    ['OPTIONS', '/v1/pets', 'GET, HEAD, POST'],
+  ] as const) {
+    test(`when ${method} ${path} is requested, then 405 with Allow: ${allow}, before the body is read`, async () => {
+      const response = await call(server, method, path, {
+        body: 'not json',
+        headers: { 'content-type': 'text/plain' },
+      })
+      assert.equal(response.status, 405)
+      assert.equal(response.headers.get('allow'), allow)
+      assertErrorBody(response.text, 405, 'method_not_allowed')
+    })
+  }
+
+  test('when the URL has a malformed percent-encoding, then 400 bad_request', async () => {
+    const response = await call(server, 'GET', '/v1/pets/%E0%A4%A')
+    assert.equal(response.status, 400)
+    assertErrorBody(response.text, 400, 'bad_request')
+  })
+
+  test('when Content-Length is not a number, then 400 in the Error body', async () => {
+    const response = await rawHttp(
+      server.origin,
+      'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nContent-Type: application/json\r\n\r\n{}',
+    )
+    assert.equal(response.status, 400)
+    assert.match(response.headers['content-type'] ?? '', /^application\/json/)
+    assertErrorBody(response.body, 400, 'bad_request')
+  })
+
+  test('when the method is not HTTP at all, then 400 in the Error body', async () => {
+    const response = await rawHttp(server.origin, 'FOO /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n')
+    assert.equal(response.status, 400)
+    assertErrorBody(response.body, 400, 'bad_request')
+  })
+
+  test('when the headers are larger than Node accepts, then 431 in the Error body', async () => {
+    const response = await rawHttp(
+      server.origin,
+      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    )
+    assert.equal(response.status, 431)
+    assertErrorBody(response.body, 431, 'headers_too_large')
+  })
+
+  test('when the declared body is over the limit, then 413 without reading it', async () => {
+    const response = await rawHttp(
+      server.origin,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n{`,
+    )
+    assert.equal(response.status, 413)
+    assertErrorBody(response.body, 413, 'body_too_large')
+  })
+
+  test('when a chunked body grows over the limit, then 413', async () => {
+    const chunk = 'a'.repeat(3000)
+    const size = chunk.length.toString(16)
+    const response = await rawHttp(
+      server.origin,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${size}\r\n${chunk}\r\n${size}\r\n${chunk}\r\n0\r\n\r\n`,
+    )
+    assert.equal(response.status, 413)
+    assertErrorBody(response.body, 413, 'body_too_large')
+  })
+})
+
+/** A real store whose chosen method fails the way a broken database would. */
+function failingStore(store: Store, method: keyof Store, error: Error): Store {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === method) return () => Promise.reject(error)
+      const value = Reflect.get(target, property, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+describe('failures inside the service', () => {
+  test('when the store fails unexpectedly, then 500 internal_error with no detail, path or stack', async (t) => {
+    const secret = new Error('SQLITE_CORRUPT: database disk image is malformed at /srv/secret/pets.db')
+    const store = failingStore(new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 }), 'getPet', secret)
+    const server = await startTestServer(t, { store })
+    const response = await call(server, 'GET', '/v1/pets/1')
+    assert.equal(response.status, 500)
+    const body = assertErrorBody(response.text, 500, 'internal_error')
+    assert.match(body.message, /^internal error \(request id [\w-]+\)$/)
+    assert.doesNotMatch(response.text, /SQLITE|secret|\/srv|at .*\.ts/)
+  })
+
+  test('when the store is unavailable, then 503 service_unavailable with Retry-After', async (t) => {
+    const unavailable = new StoreUnavailableError('connection refused to db.internal:5432')
+    const store = failingStore(
+      new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 }),
+      'listPets',
+      unavailable,
+    )
+    const server = await startTestServer(t, { store })
+    const response = await call(server, 'GET', '/v1/pets')
+    assert.equal(response.status, 503)
+    assertErrorBody(response.text, 503, 'service_unavailable')
+    assert.equal(response.headers.get('retry-after'), '1')
+    assert.doesNotMatch(response.text, /db\.internal/)
+  })
+
+  test('when the server closes, then the in-flight request completes and a later one gets 503', async (t) => {
+    const real = new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 })
+    const { promise: released, resolve: release } = Promise.withResolvers<void>()
+    const { promise: entered, resolve: enter } = Promise.withResolvers<void>()
+    const slowStore = new Proxy(real, {
+      get(target, property) {
+        if (property === 'listPets') {
+          return async (query: Parameters<Store['listPets']>[0]) => {
+            enter()
+            await released
+            return target.listPets(query)
+          }
+        }
+        const value = Reflect.get(target, property)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const server = await startTestServer(t, { store: slowStore })
+    const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n\r\n`
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(server.origin).port) })
+    let received = ''
+    socket.on('data', (chunk) => {
+      received += chunk
+    })
+    const ended = new Promise((resolve) => socket.on('close', resolve))
+    socket.write(request)
+    await entered
+    const closing = server.app.close()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    socket.write(request)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    release()
+    await Promise.all([closing, ended])
+    const [first, second] = received.split(/(?=HTTP\/1\.1 )/)
+    assert.match(first ?? '', /^HTTP\/1\.1 200 /, 'the in-flight request is completed')
+    assert.match(second ?? '', /^HTTP\/1\.1 503 /)
+    assert.match(second ?? '', /connection: close/i)
+    assertErrorBody((second ?? '').slice((second ?? '').indexOf('\r\n\r\n') + 4), 503, 'service_unavailable')
+  })
+})

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { ERROR_CODES } from '../src/errors.ts'
+import { call } from './helpers/api-client.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+describe('OpenAPI document', () => {
+  test('when /v1/openapi.json is fetched without a key, then it is a valid OpenAPI 3.1 document', async (t) => {
+    const server = await startTestServer(t)
+    const response = await call(server, 'GET', '/v1/openapi.json', { key: false })
+    assert.equal(response.status, 200)
+    const validator = new Validator()
+    const result = await validator.validate(response.json)
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2))
+    assert.equal(validator.version, '3.1')
+    assert.equal(response.json.info.version, '1.0.0')
+  })
+
+  test('when read, then it lists the three operations with bearer security and every response schema', async (t) => {
+    const server = await startTestServer(t)
+    const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })
+    assert.deepEqual(document.components.securitySchemes.bearerAuth, {
+      type: 'http',
+      scheme: 'bearer',
+      description: document.components.securitySchemes.bearerAuth.description,
+    })
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.entries(
+        methods as Record<
+          string,
+          { operationId: string; security: unknown; responses: Record<string, { content: unknown }> }
+        >,
+      ).map(([method, operation]) => ({
+        path,
+        method,
+        ...operation,
+      })),
+    )
+    assert.deepEqual(
+      operations.map(({ method, path, operationId }) => `${method} ${path} ${operationId}`).sort(),
+      ['get /pets listPets', 'get /pets/{petId} getPet', 'post /pets createPet'],
+    )
+    for (const operation of operations as Array<{
+      security: unknown
+      responses: Record<string, { content: unknown }>
+    }>) {
+      assert.deepEqual(operation.security, [{ bearerAuth: [] }])
+      assert.ok(operation.responses['401'])
+      for (const [status, response] of Object.entries(operation.responses)) {
+        assert.ok(response.content, `${status} has a schema`)
+      }
+    }
+  })
+
+  test('when read, then getPet is deprecated with its removal date and replacement', async (t) => {
+    const server = await startTestServer(t)
+    const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })
+    const getPet = document.paths['/pets/{petId}'].get
+    assert.equal(getPet.deprecated, true)
+    assert.match(getPet.description, /5 December 2030/)
+    assert.match(getPet.description, /GET \/pets.*status/)
+    assert.equal(document.paths['/pets'].get.deprecated, undefined)
+  })
+
+  test('when read, then int64 fields, limits, the status enum and error codes are documented', async (t) => {
+    const server = await startTestServer(t)
+    const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })
+    const { Pet, NewPet, Error: ErrorSchema } = document.components.schemas
+    assert.deepEqual(Pet.required, ['id', 'name', 'categoryId'])
+    assert.equal(Pet.properties.id.format, 'int64')
+    assert.equal(NewPet.properties.categoryId.format, 'int64')
+    assert.equal(NewPet.properties.name.maxLength, 100)
+    assert.equal(NewPet.additionalProperties, false)
+    assert.deepEqual(NewPet.properties.status.enum, ['available', 'pending', 'sold'])
+    assert.deepEqual(ErrorSchema.required, ['code', 'message', 'status'])
+    const limit = document.paths['/pets'].get.parameters.find((p: { name: string }) => p.name === 'limit')
+    assert.deepEqual([limit.schema.minimum, limit.schema.maximum, limit.schema.default], [1, 100, 20])
+    for (const code of Object.keys(ERROR_CODES))
+      assert.match(document.info.description, new RegExp(`\`${code}\``))
+  })
+
+  test('when the base URLs are configured, then servers lists this deployment, production and staging', async (t) => {
+    const server = await startTestServer(t, {
+      env: {
+        PUBLIC_BASE_URL: 'http://localhost:9999/v1',
+        PRODUCTION_BASE_URL: 'https://api.example.com/v1',
+        STAGING_BASE_URL: 'https://staging.example.com/v1',
+      },
+    })
+    const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })
+    assert.deepEqual(
+      document.servers.map((s: { url: string }) => s.url),
+      ['http://localhost:9999/v1', 'https://api.example.com/v1', 'https://staging.example.com/v1'],
+    )
+  })
+})

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { StoreUnavailableError } from '../src/errors.ts'
+import type { NewPet } from '../src/schemas/pet.ts'
+import { DuplicateKeyNameError } from '../src/store/store.ts'
+import { storeEngines } from './helpers/store-engines.ts'
+
+const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPet =>
+  status === undefined ? { name, categoryId } : { name, categoryId, status }
+
+for (const engine of storeEngines) {
+  describe(`storage contract: ${engine.name}`, () => {
+    test('when migrate runs again, then it applies nothing and reports the same version', async (t) => {
+      const { store } = await engine.open(t)
+      const again = await store.migrate()
+      assert.deepEqual(again.applied, [])
+      assert.ok(again.current >= 1)
+    })
+
+    test('when pets are created, then ids are distinct and ascending, and get returns them', async (t) => {
+      const { store } = await engine.open(t)
+      const first = await store.createPet(pet('Rex', 1n, 'available'))
+      const second = await store.createPet(pet('Tom', 2n))
+      assert.equal(typeof first.id, 'bigint')
+      assert.ok(second.id > first.id)
+      assert.deepEqual(await store.getPet(first.id), {
+        id: first.id,
+        name: 'Rex',
+        categoryId: 1n,
+        status: 'available',
+      })
+      assert.deepEqual(await store.getPet(second.id), { id: second.id, name: 'Tom', categoryId: 2n })
+      assert.equal('status' in ((await store.getPet(second.id)) ?? {}), false, 'absent status stays absent')
+      assert.equal(await store.getPet(second.id + 1000n), undefined)
+    })
+
+    test('when categoryId is at the int64 edges, then it is stored exactly', async (t) => {
+      const { store } = await engine.open(t)
+      for (const categoryId of [-(2n ** 63n), -(2n ** 53n) - 1n, 0n, 2n ** 53n + 1n, 2n ** 63n - 1n]) {
+        const created = await store.createPet(pet('Edge', categoryId))
+        assert.equal(created.categoryId, categoryId)
+        assert.equal((await store.getPet(created.id))?.categoryId, categoryId)
+      }
+    })
+
+    test('when listing, then pets come in id order, limited, and filtered by status', async (t) => {
+      const { store } = await engine.open(t)
+      const statuses = ['available', 'pending', 'sold', undefined] as const
+      const created = []
+      for (let i = 0; i < 30; i++)
+        created.push(await store.createPet(pet(`p${i}`, BigInt(i), statuses[i % 4])))
+      const page = await store.listPets({ limit: 10 })
+      assert.deepEqual(
+        page.map((p) => p.id),
+        created.slice(0, 10).map((p) => p.id),
+      )
+      const sold = await store.listPets({ limit: 100, status: 'sold' })
+      assert.deepEqual(
+        sold.map((p) => p.id),
+        created.filter((p) => p.status === 'sold').map((p) => p.id),
+      )
+      assert.equal((await store.listPets({ limit: 100 })).length, 30)
+    })
+
+    test('when 500 creates are issued at once, then all commit with distinct ids', async (t) => {
+      const { store } = await engine.open(t)
+      const created = await Promise.all(
+        Array.from({ length: 500 }, (_, i) => store.createPet(pet(`c${i}`, BigInt(i)))),
+      )
+      assert.equal(new Set(created.map((p) => p.id)).size, 500)
+      for (const [i, p] of created.entries()) assert.equal(p.name, `c${i}`)
+      assert.equal((await store.listPets({ limit: 100 })).length, 100)
+    })
+
+    test('when the store is closed right after creates were issued, then every create is committed', async (t) => {
+      const { store, reopen } = await engine.open(t)
+      const pending = Array.from({ length: 50 }, (_, i) => store.createPet(pet(`late${i}`, 1n)))
+      await store.close()
+      const created = await Promise.all(pending)
+      const again = await reopen()
+      for (const p of created) assert.deepEqual(await again.getPet(p.id), p)
+    })
+
+    test('when the store is closed, then calls reject with StoreUnavailableError', async (t) => {
+      const { store } = await engine.open(t)
+      await store.close()
+      await assert.rejects(store.getPet(1n), StoreUnavailableError)
+      await assert.rejects(store.createPet(pet('x', 1n)), StoreUnavailableError)
+    })
+
+    test('when keys are created, found, listed and revoked, then only active keys are found', async (t) => {
+      const { store } = await engine.open(t)
+      const created = await store.createApiKey({ name: 'ci', hash: 'a'.repeat(64), hint: 'psk_abcd…' })
+      assert.equal(created.name, 'ci')
+      assert.equal(created.revokedAt, undefined)
+      await assert.rejects(
+        store.createApiKey({ name: 'ci', hash: 'b'.repeat(64), hint: 'x' }),
+        DuplicateKeyNameError,
+      )
+      assert.deepEqual(await store.findActiveApiKey('a'.repeat(64)), { id: created.id, name: 'ci' })
+      assert.equal(await store.findActiveApiKey('c'.repeat(64)), undefined)
+
+      assert.equal(await store.revokeApiKey('ci'), true)
+      assert.equal(await store.revokeApiKey('ci'), false)
+      assert.equal(await store.findActiveApiKey('a'.repeat(64)), undefined)
+      const [listed] = await store.listApiKeys()
+      assert.ok(listed?.revokedAt)
+
+      const replacement = await store.createApiKey({ name: 'ci', hash: 'b'.repeat(64), hint: 'psk_efgh…' })
+      assert.notEqual(replacement.id, created.id, 'a revoked name can be reused by a new key')
+    })
+
+    test('when a configured key is ensured twice or after revocation, then it is neither duplicated nor revived', async (t) => {
+      const { store } = await engine.open(t)
+      const key = { name: 'deploy', hash: 'd'.repeat(64), hint: 'psk_dddd…' }
+      await store.ensureApiKey(key)
+      await store.ensureApiKey(key)
+      assert.equal((await store.listApiKeys()).length, 1)
+      await store.revokeApiKey('deploy')
+      await store.ensureApiKey(key)
+      assert.equal(await store.findActiveApiKey(key.hash), undefined)
+      await assert.rejects(
+        (async () => {
+          await store.createApiKey({ name: 'taken', hash: 'e'.repeat(64), hint: 'x' })
+          await store.ensureApiKey({ name: 'taken', hash: 'f'.repeat(64), hint: 'y' })
+        })(),
+        DuplicateKeyNameError,
+      )
+    })
+  })
+}
