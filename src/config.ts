@@ -20,7 +20,7 @@ function isApiKeyList(value: string): boolean {
 
 /**
  * Every setting, by the name of its environment variable: this schema validates the environment, types
- * the config, and is the source of the README's configuration table (`npm run config:docs`).
+ * the config, and is the source of the README's configuration table (`npm run readme:tables`).
  */
 export const ConfigSchema = Type.Object({
   HOST: Type.String({

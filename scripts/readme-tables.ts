@@ -1,0 +1,42 @@
+/**
+ * The README's configuration and error-code tables, generated from their single sources (the config
+ * schema and ERROR_CODES). `npm run readme:tables` prints them; a test fails when the README differs.
+ */
+import { ConfigSchema } from '../src/config.ts'
+import { ERROR_CODES } from '../src/errors.ts'
+
+interface SettingSchema {
+  type?: string
+  default?: unknown
+  minimum?: number
+  maximum?: number
+  enum?: string[]
+  description?: string
+}
+
+function allowed(schema: SettingSchema): string {
+  if (schema.enum) return schema.enum.join(', ')
+  if (schema.type === 'integer') return `${schema.minimum} to ${schema.maximum}`
+  return 'text'
+}
+
+export function configTable(): string {
+  const rows = Object.entries(ConfigSchema.properties as unknown as Record<string, SettingSchema>).map(
+    ([name, schema]) => {
+      const fallback = schema.default === undefined || schema.default === '' ? '—' : `\`${schema.default}\``
+      return `| \`${name}\` | ${fallback} | ${allowed(schema)} | ${schema.description ?? ''} |`
+    },
+  )
+  return ['| Variable | Default | Allowed | Meaning |', '| --- | --- | --- | --- |', ...rows].join('\n')
+}
+
+export function errorCodeTable(): string {
+  const rows = Object.entries(ERROR_CODES).map(
+    ([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`,
+  )
+  return ['| Status | Code | When |', '| --- | --- | --- |', ...rows].join('\n')
+}
+
+if (import.meta.main) {
+  process.stdout.write(`${configTable()}\n\n${errorCodeTable()}\n`)
+}
