@@ -25,7 +25,10 @@ const pet = (description: string) => Type.Ref('Pet', { description })
 const error = (description: string) => Type.Ref('Error', { description })
 
 const COMMON_ERRORS = {
-  401: error('Missing or invalid API key.'),
+  401: Type.Ref('Error', {
+    description: 'Missing or invalid API key.',
+    headers: { 'WWW-Authenticate': { type: 'string', description: 'The bearer challenge (RFC 6750).' } },
+  }),
   500: error('Unexpected failure; the detail is in the server log.'),
   503: error('The store is unavailable or the service is shutting down; retry later.'),
 }
@@ -71,7 +74,12 @@ export async function petRoutes(
         security,
         body: Type.Ref('NewPet'),
         response: {
-          201: pet('The created animal; `Location` gives its URL.'),
+          201: Type.Ref('Pet', {
+            description: 'The created animal.',
+            headers: {
+              Location: { type: 'string', format: 'uri', description: 'The URL of the created animal.' },
+            },
+          }),
           400: error('The body is not valid JSON or breaks the NewPet schema.'),
           413: error('The body is over the size limit.'),
           415: error('The body is not application/json.'),

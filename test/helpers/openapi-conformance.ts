@@ -8,6 +8,7 @@ interface OpenApiDocument {
 
 interface ResponseObject {
   content?: Record<string, { schema: { $ref?: string } }>
+  headers?: Record<string, unknown>
 }
 
 export interface ObservedResponse {
@@ -73,6 +74,8 @@ export class OpenApiConformance {
     assert.ok(schema, `${what}: no application/json schema declared`)
     const ref = schema.$ref?.replace(/^#/, 'openapi#')
     this.#validate(ref === undefined ? schema : { $ref: ref }, body, `${what} body`)
-    if (status === 201) assert.ok(headers.get('location'), `${what}: 201 without Location`)
+    for (const name of Object.keys(declared.headers ?? {})) {
+      assert.ok(headers.get(name), `${what}: the document declares a ${name} header, the response has none`)
+    }
   }
 }
