@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StoreUnavailableError } from '../../errors.ts'
-import type { NewPet, Pet, PetStatus } from '../../schemas/pet.ts'
+import type { NewPet, Pet } from '../../schemas/pet.ts'
+import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
 import {
   type ApiKeyRecord,
   DuplicateKeyNameError,
@@ -12,6 +13,7 @@ import {
   type PetQuery,
   type Store,
 } from '../store.ts'
+import { WriteBatcher } from '../write-batcher.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
 
 export interface SqliteStoreOptions {
@@ -20,41 +22,8 @@ export interface SqliteStoreOptions {
   busyTimeoutMs: number
 }
 
-interface PetRow {
-  id: bigint
-  name: string
-  category_id: bigint
-  status: PetStatus | null
-}
-
-interface KeyRow {
-  id: bigint
-  name: string
-  hint: string
-  created_at: string
-  revoked_at: string | null
-}
-
-interface PendingPet {
-  pet: NewPet
-  resolve: (pet: Pet) => void
-  reject: (error: unknown) => void
-}
-
 const SQLITE_BUSY = 5
 const SQLITE_LOCKED = 6
-
-function toPet(row: PetRow): Pet {
-  const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id }
-  if (row.status !== null) pet.status = row.status
-  return pet
-}
-
-function toKeyRecord(row: KeyRow): ApiKeyRecord {
-  const record: ApiKeyRecord = { id: row.id, name: row.name, hint: row.hint, createdAt: row.created_at }
-  if (row.revoked_at !== null) record.revokedAt = row.revoked_at
-  return record
-}
 
 /** Busy and locked databases are a passing condition (503); anything else is a real failure. */
 function translate(error: unknown): unknown {
@@ -78,7 +47,7 @@ export class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: DatabaseSync
   readonly #statements = new Map<string, StatementSync>()
-  #pending: PendingPet[] = []
+  readonly #creates = new WriteBatcher<NewPet, Pet>((pets) => this.#insertPets(pets), 1000)
   #closed = false
 
   constructor(options: SqliteStoreOptions) {
@@ -151,34 +120,28 @@ export class SqliteStore implements Store {
 
   createPet(pet: NewPet): Promise<Pet> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'))
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ pet, resolve, reject })
-      if (this.#pending.length === 1) setImmediate(() => this.#commitPending())
-    })
+    return this.#creates.submit(pet)
   }
 
-  #commitPending(): void {
-    const batch = this.#pending
-    if (batch.length === 0) return
-    this.#pending = []
+  #insertPets(pets: NewPet[]): Pet[] {
     const insert = this.#statement(
       'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id, name, category_id, status',
     )
     try {
-      const rows = this.#transaction(() =>
-        batch.map(({ pet }) => insert.get(pet.name, pet.categoryId, pet.status ?? null) as unknown as PetRow),
+      return this.#transaction(() =>
+        pets.map((pet) =>
+          petFromRow(insert.get(pet.name, pet.categoryId, pet.status ?? null) as unknown as PetRow),
+        ),
       )
-      for (const [index, write] of batch.entries()) write.resolve(toPet(rows[index] as PetRow))
     } catch (error) {
-      const failure = translate(error)
-      for (const write of batch) write.reject(failure)
+      throw translate(error)
     }
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {
     return this.#run(() => {
       const row = this.#statement('SELECT id, name, category_id, status FROM pets WHERE id = ?').get(id)
-      return row === undefined ? undefined : toPet(row as unknown as PetRow)
+      return row === undefined ? undefined : petFromRow(row as unknown as PetRow)
     })
   }
 
@@ -190,7 +153,7 @@ export class SqliteStore implements Store {
           : this.#statement(
               'SELECT id, name, category_id, status FROM pets WHERE status = ? ORDER BY id LIMIT ?',
             ).all(status, limit)
-      return (rows as unknown as PetRow[]).map(toPet)
+      return (rows as unknown as PetRow[]).map(petFromRow)
     })
   }
 
@@ -200,7 +163,7 @@ export class SqliteStore implements Store {
         const row = this.#statement(
           'INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING id, name, hint, created_at, revoked_at',
         ).get(name, hash, hint)
-        return toKeyRecord(row as unknown as KeyRow)
+        return keyRecordFromRow(row as unknown as KeyRow)
       } catch (error) {
         if (isUniqueViolationOn(error, 'api_keys.name')) throw new DuplicateKeyNameError(name)
         throw error
@@ -235,7 +198,7 @@ export class SqliteStore implements Store {
       const rows = this.#statement(
         'SELECT id, name, hint, created_at, revoked_at FROM api_keys ORDER BY id',
       ).all()
-      return (rows as unknown as KeyRow[]).map(toKeyRecord)
+      return (rows as unknown as KeyRow[]).map(keyRecordFromRow)
     })
   }
 
@@ -251,7 +214,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return
-    this.#commitPending()
+    await this.#creates.flush()
     this.#closed = true
     this.#db.close()
   }
