@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import { createAuthenticator } from './auth/authenticator.ts'
 import type { Config } from './config.ts'
 import { ApiError } from './errors.ts'
@@ -6,6 +7,7 @@ import { handleClientError, handleError, handleRouteNotFound } from './http/erro
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { openApi } from './http/openapi.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
+import { createLogger } from './logger.ts'
 import { petMethodGuards, petRoutes } from './routes/pets.ts'
 import { ErrorBody } from './schemas/error.ts'
 import { petSchemas } from './schemas/pet.ts'
@@ -14,9 +16,8 @@ import type { Store } from './store/store.ts'
 export interface AppDependencies {
   config: Config
   store: Store
-  /** Fastify logger options, or an existing pino logger; defaults to JSON logs at `LOG_LEVEL`. */
-  logger?: FastifyServerOptions['logger']
-  loggerInstance?: FastifyServerOptions['loggerInstance']
+  /** The process logger; by default one is made from the config (`LOG_LEVEL`). */
+  logger?: Logger
 }
 
 // Longest path parameter read; a petId is at most 20 characters, so anything longer is refused early.
@@ -26,21 +27,9 @@ const MAX_PARAM_LENGTH = 100
  * Builds the whole service, ready to `inject` or `listen`, and never listens itself: `server.ts` does.
  * The store is given, not opened here, so callers choose the engine and own its life cycle.
  */
-export async function buildApp({
-  config,
-  store,
-  logger,
-  loggerInstance,
-}: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
-    ...(loggerInstance
-      ? { loggerInstance }
-      : {
-          logger: logger ?? {
-            level: config.LOG_LEVEL,
-            redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
-          },
-        }),
+    loggerInstance: (logger ?? createLogger(config)) as FastifyBaseLogger,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
     requestTimeout: config.REQUEST_TIMEOUT_MS,

@@ -6,6 +6,7 @@ import { openapiCommand } from './commands/openapi-command.ts'
 import { seedCommand } from './commands/seed-command.ts'
 import { serveCommand } from './commands/serve-command.ts'
 import { ConfigError } from './config.ts'
+import { StoreUnavailableError } from './errors.ts'
 
 const COMMANDS: Command[] = [serveCommand, migrateCommand, keysCommand, seedCommand, openapiCommand]
 
@@ -37,6 +38,11 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
     }
     if (error instanceof ConfigError) {
       io.stderr.write(`petstore: invalid configuration: ${error.message}\n`)
+      return 1
+    }
+    if (error instanceof StoreUnavailableError) {
+      const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
+      io.stderr.write(`petstore ${name}: ${error.message}${cause}\n`)
       return 1
     }
     if (error instanceof CommandError) {

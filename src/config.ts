@@ -30,9 +30,29 @@ export const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port of the API.' }),
   DATABASE_URL: Type.String({
     default: 'sqlite:data/petstore.db',
-    pattern: '^sqlite:.+$',
+    pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
     description:
-      'Where pets and keys live: `sqlite:<file path>` (or `sqlite::memory:` for a throwaway store).',
+      'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
+  }),
+  PG_POOL_SIZE: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 10,
+    description:
+      "PostgreSQL: connections per instance; instances × this must stay under the server's max_connections.",
+  }),
+  PG_STATEMENT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 5000,
+    description:
+      'PostgreSQL: longest a statement may run (server-side); the client gives up 1 s later (503).',
+  }),
+  PG_CONNECT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 2000,
+    description: 'PostgreSQL: longest wait for a connection before a request fails with 503.',
   }),
   PUBLIC_BASE_URL: Type.Optional(
     Type.String({

@@ -60,6 +60,17 @@ describe('petstore CLI', () => {
     )
   })
 
+  test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
+    const result = runCli(
+      ['serve'],
+      { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/pets' },
+      temporaryDirectory(t),
+    )
+    assert.equal(result.status, 1)
+    assert.match(result.stderr, /^petstore serve: the database is unreachable: .*ECONNREFUSED.*\n$/)
+    assert.equal(result.stderr.includes('s3cret'), false)
+  })
+
   test('when migrating twice, then the second run has nothing to do', (t) => {
     const cwd = temporaryDirectory(t)
     assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migration 1; schema version 1/)

@@ -45,7 +45,7 @@ describe('configuration', () => {
       (error: Error) => !error.message.includes(key),
     )
     assert.throws(
-      () => loadConfig({ DATABASE_URL: 'postgres://user:hunter2@db/x?' }),
+      () => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }),
       (error: Error) => !error.message.includes('hunter2'),
     )
   })

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { apiKeyHint, generateApiKey, hashApiKey } from '../src/auth/api-key.ts'
 import { call } from './helpers/api-client.ts'
 import { rawHttp } from './helpers/raw-http.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 const operations = [
@@ -13,86 +14,89 @@ const operations = [
   { name: 'getPet', method: 'GET', path: '/v1/pets/1' },
 ]
 
-describe('bearer API keys', () => {
-  let server: TestServer
-  const cleanup = suiteCleanup()
-  before(async () => {
-    server = await startTestServer(cleanup)
-  })
+for (const engine of storeEngines) {
+  describe(`bearer API keys (${engine.name})`, engineSuiteOptions(engine), () => {
+    let server: TestServer
+    const cleanup = suiteCleanup()
+    before(async () => {
+      server = await startTestServer(cleanup, { engine })
+    })
 
-  const badCredentials: Array<{ name: string; header?: string; challenge: RegExp }> = [
-    { name: 'no Authorization header', challenge: /^Bearer realm="petstore"$/ },
-    { name: 'an empty header', header: '', challenge: /^Bearer realm="petstore"/ },
-    { name: 'the scheme alone', header: 'Bearer', challenge: /error="invalid_request"/ },
-    { name: 'Basic credentials', header: 'Basic dXNlcjpwYXNz', challenge: /error="invalid_request"/ },
-    {
-      name: 'a token without scheme',
-      header: 'psk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
-      challenge: /error="invalid_request"/,
-    },
-    { name: 'an unknown key', header: `Bearer ${generateApiKey()}`, challenge: /error="invalid_token"/ },
-    { name: 'a key of the wrong shape', header: 'Bearer psk_short', challenge: /error="invalid_token"/ },
-    {
-      name: 'a key with a wrong prefix',
-      header: 'Bearer sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
-      challenge: /error="invalid_token"/,
-    },
-    { name: 'two tokens', header: 'Bearer a b', challenge: /error="invalid_request"/ },
-  ]
+    const badCredentials: Array<{ name: string; header?: string; challenge: RegExp }> = [
+      { name: 'no Authorization header', challenge: /^Bearer realm="petstore"$/ },
+      { name: 'an empty header', header: '', challenge: /^Bearer realm="petstore"/ },
+      { name: 'the scheme alone', header: 'Bearer', challenge: /error="invalid_request"/ },
+      { name: 'Basic credentials', header: 'Basic dXNlcjpwYXNz', challenge: /error="invalid_request"/ },
+      {
+        name: 'a token without scheme',
+        header: 'psk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        challenge: /error="invalid_request"/,
+      },
+      { name: 'an unknown key', header: `Bearer ${generateApiKey()}`, challenge: /error="invalid_token"/ },
+      { name: 'a key of the wrong shape', header: 'Bearer psk_short', challenge: /error="invalid_token"/ },
+      {
+        name: 'a key with a wrong prefix',
+        header: 'Bearer sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        challenge: /error="invalid_token"/,
+      },
+      { name: 'two tokens', header: 'Bearer a b', challenge: /error="invalid_request"/ },
+    ]
 
-  for (const operation of operations) {
-    for (const bad of badCredentials) {
-      test(`when ${operation.name} is called with ${bad.name}, then 401 with WWW-Authenticate`, async () => {
-        const headers: Record<string, string> = bad.header === undefined ? {} : { authorization: bad.header }
-        const response = await call(server, operation.method, operation.path, {
-          body: operation.body,
-          headers,
-          key: false,
+    for (const operation of operations) {
+      for (const bad of badCredentials) {
+        test(`when ${operation.name} is called with ${bad.name}, then 401 with WWW-Authenticate`, async () => {
+          const headers: Record<string, string> =
+            bad.header === undefined ? {} : { authorization: bad.header }
+          const response = await call(server, operation.method, operation.path, {
+            body: operation.body,
+            headers,
+            key: false,
+          })
+          assert.equal(response.status, 401)
+          assert.equal(response.json.code, 'unauthorized')
+          assert.match(response.headers.get('www-authenticate') ?? '', bad.challenge)
         })
-        assert.equal(response.status, 401)
-        assert.equal(response.json.code, 'unauthorized')
-        assert.match(response.headers.get('www-authenticate') ?? '', bad.challenge)
+      }
+
+      test(`when ${operation.name} is called with a valid key, then it is not 401`, async () => {
+        const response = await call(server, operation.method, operation.path, { body: operation.body })
+        assert.notEqual(response.status, 401)
       })
     }
 
-    test(`when ${operation.name} is called with a valid key, then it is not 401`, async () => {
-      const response = await call(server, operation.method, operation.path, { body: operation.body })
-      assert.notEqual(response.status, 401)
+    test('when the scheme is written in any case, then the key is accepted', async () => {
+      for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
+        const response = await call(server, 'GET', '/v1/pets', {
+          headers: { authorization: `${scheme} ${server.key}` },
+        })
+        assert.equal(response.status, 200, scheme)
+      }
     })
-  }
 
-  test('when the scheme is written in any case, then the key is accepted', async () => {
-    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
-      const response = await call(server, 'GET', '/v1/pets', {
-        headers: { authorization: `${scheme} ${server.key}` },
+    test('when the key is sent in the query string instead of the header, then it is ignored (401)', async () => {
+      for (const name of ['api_key', 'access_token', 'key']) {
+        const response = await call(server, 'GET', `/v1/pets?${name}=${server.key}`, { key: false })
+        assert.equal(response.status, 401, name)
+      }
+    })
+
+    test('when two Authorization headers are sent, even both valid, then 401', async () => {
+      const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`
+      const response = await rawHttp(server.origin, request)
+      assert.equal(response.status, 401)
+      assert.equal(JSON.parse(response.body).code, 'unauthorized')
+    })
+
+    test('when the request is unauthenticated, then the body is not even read (401 before 413/415)', async () => {
+      const response = await call(server, 'POST', '/v1/pets', {
+        body: 'x'.repeat(10_000),
+        headers: { 'content-type': 'text/plain' },
+        key: false,
       })
-      assert.equal(response.status, 200, scheme)
-    }
-  })
-
-  test('when the key is sent in the query string instead of the header, then it is ignored (401)', async () => {
-    for (const name of ['api_key', 'access_token', 'key']) {
-      const response = await call(server, 'GET', `/v1/pets?${name}=${server.key}`, { key: false })
-      assert.equal(response.status, 401, name)
-    }
-  })
-
-  test('when two Authorization headers are sent, even both valid, then 401', async () => {
-    const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`
-    const response = await rawHttp(server.origin, request)
-    assert.equal(response.status, 401)
-    assert.equal(JSON.parse(response.body).code, 'unauthorized')
-  })
-
-  test('when the request is unauthenticated, then the body is not even read (401 before 413/415)', async () => {
-    const response = await call(server, 'POST', '/v1/pets', {
-      body: 'x'.repeat(10_000),
-      headers: { 'content-type': 'text/plain' },
-      key: false,
+      assert.equal(response.status, 401)
     })
-    assert.equal(response.status, 401)
   })
-})
+}
 
 describe('key revocation', () => {
   test('when a key is revoked, then the server refuses it within API_KEY_CACHE_TTL_MS', async (t) => {
@@ -125,7 +129,7 @@ describe('API_KEYS setting', () => {
     assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 200)
     const stored = (await server.store.listApiKeys()).find((record) => record.name === 'deploy')
     assert.equal(stored?.hint, apiKeyHint(key))
-    const database = new DatabaseSync(server.databasePath as string, { readOnly: true })
+    const database = new DatabaseSync((server.databaseUrl ?? '').slice('sqlite:'.length), { readOnly: true })
     const rows = JSON.stringify(database.prepare('SELECT name, hash, hint FROM api_keys').all())
     database.close()
     assert.equal(rows.includes(key), false, 'keys are stored hashed')

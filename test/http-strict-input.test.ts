@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 interface BadRequest {
@@ -284,65 +285,67 @@ const badPetIds = [
   '%20',
 ]
 
-describe('strict input', () => {
-  let server: TestServer
-  const cleanup = suiteCleanup()
-  before(async () => {
-    server = await startTestServer(cleanup)
-  })
-
-  for (const bad of badBodies) {
-    test(`when createPet gets ${bad.name}, then ${bad.status} ${bad.code} and nothing is stored`, async () => {
-      const before = await call(server, 'GET', '/v1/pets?limit=100')
-      const response = await call(server, 'POST', '/v1/pets', {
-        body: bad.body,
-        headers: { 'content-type': bad.contentType ?? 'application/json' },
-      })
-      assert.equal(response.status, bad.status, response.text)
-      assert.equal(response.json.code, bad.code)
-      assert.match(response.json.message, bad.message)
-      const after = await call(server, 'GET', '/v1/pets?limit=100')
-      assert.equal(after.text, before.text, 'a rejected request must change nothing')
+for (const engine of storeEngines) {
+  describe(`strict input (${engine.name})`, engineSuiteOptions(engine), () => {
+    let server: TestServer
+    const cleanup = suiteCleanup()
+    before(async () => {
+      server = await startTestServer(cleanup, { engine })
     })
-  }
 
-  test('when createPet has no body and no content type, then 400 invalid_body', async () => {
-    const response = await call(server, 'POST', '/v1/pets')
-    assert.equal(response.status, 400)
-    assert.equal(response.json.code, 'invalid_body')
-  })
-
-  test('when the content type has a charset or different case, then JSON is still accepted', async () => {
-    for (const contentType of ['application/json; charset=utf-8', 'Application/JSON']) {
-      const response = await call(server, 'POST', '/v1/pets', {
-        body: '{"name":"ok","categoryId":1}',
-        headers: { 'content-type': contentType },
+    for (const bad of badBodies) {
+      test(`when createPet gets ${bad.name}, then ${bad.status} ${bad.code} and nothing is stored`, async () => {
+        const before = await call(server, 'GET', '/v1/pets?limit=100')
+        const response = await call(server, 'POST', '/v1/pets', {
+          body: bad.body,
+          headers: { 'content-type': bad.contentType ?? 'application/json' },
+        })
+        assert.equal(response.status, bad.status, response.text)
+        assert.equal(response.json.code, bad.code)
+        assert.match(response.json.message, bad.message)
+        const after = await call(server, 'GET', '/v1/pets?limit=100')
+        assert.equal(after.text, before.text, 'a rejected request must change nothing')
       })
-      assert.equal(response.status, 201, contentType)
     }
-  })
 
-  for (const { query, message } of badQueries) {
-    test(`when listPets gets ?${query}, then 400 invalid_query naming the parameter`, async () => {
-      const response = await call(server, 'GET', `/v1/pets?${query}`)
-      assert.equal(response.status, 400, response.text)
-      assert.equal(response.json.code, 'invalid_query')
-      assert.match(response.json.message, message)
+    test('when createPet has no body and no content type, then 400 invalid_body', async () => {
+      const response = await call(server, 'POST', '/v1/pets')
+      assert.equal(response.status, 400)
+      assert.equal(response.json.code, 'invalid_body')
     })
-  }
 
-  for (const petId of badPetIds) {
-    test(`when getPet gets petId ${petId}, then 400 invalid_path_parameter`, async () => {
-      const response = await call(server, 'GET', `/v1/pets/${petId}`)
-      assert.equal(response.status, 400, response.text)
+    test('when the content type has a charset or different case, then JSON is still accepted', async () => {
+      for (const contentType of ['application/json; charset=utf-8', 'Application/JSON']) {
+        const response = await call(server, 'POST', '/v1/pets', {
+          body: '{"name":"ok","categoryId":1}',
+          headers: { 'content-type': contentType },
+        })
+        assert.equal(response.status, 201, contentType)
+      }
+    })
+
+    for (const { query, message } of badQueries) {
+      test(`when listPets gets ?${query}, then 400 invalid_query naming the parameter`, async () => {
+        const response = await call(server, 'GET', `/v1/pets?${query}`)
+        assert.equal(response.status, 400, response.text)
+        assert.equal(response.json.code, 'invalid_query')
+        assert.match(response.json.message, message)
+      })
+    }
+
+    for (const petId of badPetIds) {
+      test(`when getPet gets petId ${petId}, then 400 invalid_path_parameter`, async () => {
+        const response = await call(server, 'GET', `/v1/pets/${petId}`)
+        assert.equal(response.status, 400, response.text)
+        assert.equal(response.json.code, 'invalid_path_parameter')
+        assert.match(response.json.message, /"petId" must be an integer from -9223372036854775808/)
+      })
+    }
+
+    test('when petId is longer than any int64, then 400 invalid_path_parameter', async () => {
+      const response = await call(server, 'GET', `/v1/pets/${'9'.repeat(500)}`)
+      assert.equal(response.status, 400)
       assert.equal(response.json.code, 'invalid_path_parameter')
-      assert.match(response.json.message, /"petId" must be an integer from -9223372036854775808/)
     })
-  }
-
-  test('when petId is longer than any int64, then 400 invalid_path_parameter', async () => {
-    const response = await call(server, 'GET', `/v1/pets/${'9'.repeat(500)}`)
-    assert.equal(response.status, 400)
-    assert.equal(response.json.code, 'invalid_path_parameter')
   })
-})
+}

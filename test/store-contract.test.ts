@@ -3,13 +3,13 @@ import { describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
 import type { NewPet } from '../src/schemas/pet.ts'
 import { DuplicateKeyNameError } from '../src/store/store.ts'
-import { storeEngines } from './helpers/store-engines.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 
 const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPet =>
   status === undefined ? { name, categoryId } : { name, categoryId, status }
 
 for (const engine of storeEngines) {
-  describe(`storage contract: ${engine.name}`, () => {
+  describe(`storage contract: ${engine.name}`, engineSuiteOptions(engine), () => {
     test('when migrate runs again, then it applies nothing and reports the same version', async (t) => {
       const { store } = await engine.open(t)
       const again = await store.migrate()

@@ -1,6 +1,5 @@
-import { loadConfig } from '../config.ts'
-import { openStore } from '../store/open-store.ts'
 import { type Command, parseCommandArgs } from './command.ts'
+import { openConfiguredStore } from './open-services.ts'
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -15,7 +14,7 @@ Applies every migration the database does not have yet, in order, and prints wha
       stdout.write(`${this.help}\n`)
       return 0
     }
-    const store = openStore(loadConfig())
+    const { store } = openConfiguredStore()
     try {
       const { applied, current } = await store.migrate()
       stdout.write(

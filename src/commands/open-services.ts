@@ -1,10 +1,22 @@
 import { loadConfig } from '../config.ts'
+import { createLogger } from '../logger.ts'
 import { openStore } from '../store/open-store.ts'
 
-/** Config and a migrated store, for commands that work on the data; the caller closes the store. */
-export async function openMigratedStore() {
+/** Config, logger and the configured store, for commands; the caller closes the store. */
+export function openConfiguredStore() {
   const config = loadConfig()
-  const store = openStore(config)
-  const report = await store.migrate()
-  return { config, store, report }
+  const logger = createLogger(config)
+  return { config, logger, store: openStore(config, logger) }
+}
+
+/** The same, with migrations applied (so a command works on a fresh database). */
+export async function openMigratedStore() {
+  const opened = openConfiguredStore()
+  try {
+    const report = await opened.store.migrate()
+    return { ...opened, report }
+  } catch (error) {
+    await opened.store.close()
+    throw error
+  }
 }

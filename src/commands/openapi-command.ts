@@ -18,7 +18,8 @@ configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches 
     }
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
     const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0 })
-    const app = await buildApp({ config: loadConfig(), store, logger: false })
+    const config = { ...loadConfig(), LOG_LEVEL: 'silent' as const }
+    const app = await buildApp({ config, store })
     try {
       await app.ready()
       stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)

@@ -1,9 +1,9 @@
 import { buildApp } from '../app.ts'
 import { provisionKeys } from '../auth/provision-keys.ts'
-import { loadConfig } from '../config.ts'
 import { startServer } from '../server.ts'
-import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
+import { embeddedDataDirectory } from '../store/open-store.ts'
 import { type Command, parseCommandArgs } from './command.ts'
+import { openConfiguredStore } from './open-services.ts'
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -19,11 +19,10 @@ SIGTERM or SIGINT drains in-flight requests, closes the store and exits 0.`,
       stdout.write(`${this.help}\n`)
       return 0
     }
-    const config = loadConfig()
-    const store = openStore(config)
+    const { config, logger, store } = openConfiguredStore()
     try {
       await store.migrate()
-      const app = await buildApp({ config, store })
+      const app = await buildApp({ config, store, logger })
       await provisionKeys({
         store,
         config,

@@ -1,18 +1,33 @@
+import type { Logger } from 'pino'
 import type { Config } from '../config.ts'
+import { PostgresStore } from './postgres/postgres-store.ts'
 import { SqliteStore } from './sqlite/sqlite-store.ts'
 import type { Store } from './store.ts'
 
+const SQLITE = 'sqlite:'
+
 /** The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. */
-export function openStore(config: Config): Store {
-  const sqlitePath = config.DATABASE_URL.slice('sqlite:'.length)
-  return new SqliteStore({ path: sqlitePath, busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS })
+export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
+  if (config.DATABASE_URL.startsWith(SQLITE)) {
+    return new SqliteStore({
+      path: config.DATABASE_URL.slice(SQLITE.length),
+      busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS,
+    })
+  }
+  return new PostgresStore({
+    url: config.DATABASE_URL,
+    poolSize: config.PG_POOL_SIZE,
+    statementTimeoutMs: config.PG_STATEMENT_TIMEOUT_MS,
+    connectTimeoutMs: config.PG_CONNECT_TIMEOUT_MS,
+    onIdleError: (error) =>
+      log.warn({ err: error }, 'an idle database connection failed; it will be replaced'),
+  })
 }
 
 /** The directory holding the embedded database file, if the store is one. */
 export function embeddedDataDirectory(config: Config): string | undefined {
-  if (!config.DATABASE_URL.startsWith('sqlite:') || config.DATABASE_URL === 'sqlite::memory:')
-    return undefined
-  const path = config.DATABASE_URL.slice('sqlite:'.length)
+  if (!config.DATABASE_URL.startsWith(SQLITE) || config.DATABASE_URL === 'sqlite::memory:') return undefined
+  const path = config.DATABASE_URL.slice(SQLITE.length)
   const slash = path.lastIndexOf('/')
   return slash === -1 ? '.' : path.slice(0, slash) || '/'
 }

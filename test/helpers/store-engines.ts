@@ -1,27 +1,72 @@
 import { join } from 'node:path'
+import { PostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
-import { type Cleanup, temporaryDirectory } from './test-server.ts'
+import { type Cleanup, temporaryDirectory } from './cleanup.ts'
+import { postgresUnavailableReason, sharedPostgres } from './postgres-server.ts'
+
+export interface OpenedStore {
+  store: Store
+  /** Another store on the same data (as a restarted process or a second instance would open it). */
+  reopen(): Promise<Store>
+  /** The `DATABASE_URL` a service process would use for this data. */
+  databaseUrl: string
+}
 
 export interface StoreEngine {
-  name: string
-  /** A new, empty, migrated store; `reopen` opens another store on the same data. */
-  open(t: Cleanup): Promise<{ store: Store; reopen(): Promise<Store> }>
+  name: 'sqlite' | 'postgres'
+  /** Why this engine cannot run here (the suite is then reported as skipped, and fails under CI). */
+  unavailable(): string | undefined
+  /** A new, empty, migrated store, closed after the test. */
+  open(t: Cleanup): Promise<OpenedStore>
+}
+
+async function opened(t: Cleanup, create: () => Store, databaseUrl: string): Promise<OpenedStore> {
+  const openOne = async () => {
+    const store = create()
+    t.after(() => store.close())
+    await store.migrate()
+    return store
+  }
+  return { store: await openOne(), reopen: openOne, databaseUrl }
 }
 
 export const sqliteEngine: StoreEngine = {
   name: 'sqlite',
-  async open(t) {
+  unavailable: () => undefined,
+  open(t) {
     const path = join(temporaryDirectory(t), 'pets.db')
-    const openOne = async () => {
-      const store = new SqliteStore({ path, busyTimeoutMs: 2000 })
-      t.after(() => store.close())
-      await store.migrate()
-      return store
-    }
-    return { store: await openOne(), reopen: openOne }
+    return opened(t, () => new SqliteStore({ path, busyTimeoutMs: 2000 }), `sqlite:${path}`)
   },
 }
 
-/** Every engine the storage contract runs on. */
-export const storeEngines: StoreEngine[] = [sqliteEngine]
+export const postgresEngine: StoreEngine = {
+  name: 'postgres',
+  unavailable: postgresUnavailableReason,
+  async open(t) {
+    const url = await (await sharedPostgres()).createDatabase()
+    const create = () =>
+      new PostgresStore({
+        url,
+        poolSize: 5,
+        statementTimeoutMs: 5000,
+        connectTimeoutMs: 2000,
+        onIdleError: () => {},
+      })
+    return opened(t, create, url)
+  },
+}
+
+/** Every engine the storage contract and the HTTP suites run on. */
+export const storeEngines: StoreEngine[] = [sqliteEngine, postgresEngine]
+
+/**
+ * `describe` options for an engine's suite: skipped, with the reason shown, when the engine cannot run
+ * here — except under CI, where a missing engine must fail the run rather than pass it silently.
+ */
+export function engineSuiteOptions(engine: StoreEngine): { skip?: string } {
+  const reason = engine.unavailable()
+  if (reason === undefined) return {}
+  if (process.env.CI === 'true') throw new Error(`CI must run the ${engine.name} suites: ${reason}`)
+  return { skip: `${engine.name} unavailable: ${reason}` }
+}

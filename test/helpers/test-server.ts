@@ -1,13 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { after, type TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { apiKeyHint, generateApiKey, hashApiKey } from '../../src/auth/api-key.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
+import type { Cleanup } from './cleanup.ts'
+import { type StoreEngine, sqliteEngine } from './store-engines.ts'
+
+export { type Cleanup, suiteCleanup, temporaryDirectory } from './cleanup.ts'
 
 export interface TestServer {
   app: FastifyInstance
@@ -17,30 +16,8 @@ export interface TestServer {
   origin: string
   /** An active key named "test". */
   key: string
-  /** The SQLite file, when the server made its own store. */
-  databasePath?: string
-}
-
-/** Where cleanups go: a test's context, or `{ after }` from node:test for a whole suite. */
-export type Cleanup = Pick<TestContext, 'after'>
-
-/**
- * Cleanups for resources shared by a whole `describe` block: call it in the block's body (not in a hook),
- * and the collected cleanups run, last first, when the block ends.
- */
-export function suiteCleanup(): Cleanup {
-  const cleanups: Array<() => unknown> = []
-  after(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup()
-  })
-  return { after: (fn: () => unknown) => void cleanups.push(fn) } as Cleanup
-}
-
-/** A fresh temporary directory, removed after the test. */
-export function temporaryDirectory(t: Cleanup): string {
-  const directory = mkdtempSync(join(tmpdir(), 'petstore-test-'))
-  t.after(() => rmSync(directory, { recursive: true, force: true }))
-  return directory
+  /** Where the data lives (`sqlite:<file>` or `postgres://…`), when the server opened its own store. */
+  databaseUrl?: string
 }
 
 export function testConfig(env: Record<string, string> = {}): Config {
@@ -48,26 +25,30 @@ export function testConfig(env: Record<string, string> = {}): Config {
 }
 
 /**
- * The real app on a real SQLite file in a temporary directory, listening on a free loopback port, with one
- * active key. Closed (app, then store) after the test.
+ * The real app on a real store (a new SQLite file by default, or a new database of `engine`), listening on
+ * a free loopback port, with one active key. Closed (app, then store) after the test.
  */
 export async function startTestServer(
   t: Cleanup,
-  options: { env?: Record<string, string>; store?: Store } = {},
+  options: { env?: Record<string, string>; store?: Store; engine?: StoreEngine } = {},
 ): Promise<TestServer> {
   const config = testConfig(options.env)
-  const databasePath = options.store ? undefined : join(temporaryDirectory(t), 'pets.db')
-  const store = options.store ?? new SqliteStore({ path: databasePath as string, busyTimeoutMs: 2000 })
-  await store.migrate()
+  let store = options.store
+  let databaseUrl: string | undefined
+  if (store === undefined) {
+    const opened = await (options.engine ?? sqliteEngine).open(t)
+    store = opened.store
+    databaseUrl = opened.databaseUrl
+  } else {
+    await store.migrate()
+    t.after(() => store?.close())
+  }
   const key = generateApiKey()
   await store.createApiKey({ name: 'test', hash: hashApiKey(key), hint: apiKeyHint(key) })
   const app = await buildApp({ config, store })
-  t.after(async () => {
-    await app.close()
-    await store.close()
-  })
+  t.after(() => app.close())
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
-  return { app, store, config, origin: `http://127.0.0.1:${port}`, key, databasePath }
+  return { app, store, config, origin: `http://127.0.0.1:${port}`, key, databaseUrl }
 }

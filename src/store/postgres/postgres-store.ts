@@ -1,0 +1,261 @@
+import pg from 'pg'
+import { StoreUnavailableError } from '../../errors.ts'
+import type { NewPet, Pet } from '../../schemas/pet.ts'
+import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
+import {
+  type ApiKeyRecord,
+  DuplicateKeyNameError,
+  type KeyIdentity,
+  type MigrationReport,
+  type NewApiKey,
+  type PetQuery,
+  type Store,
+} from '../store.ts'
+import { WriteBatcher } from '../write-batcher.ts'
+import { postgresMigrations } from './postgres-migrations.ts'
+
+export interface PostgresStoreOptions {
+  url: string
+  poolSize: number
+  /** Server-side limit on one statement; the client gives up one second later if the server is silent. */
+  statementTimeoutMs: number
+  /** How long to wait for a connection (new or from the pool) before answering 503. */
+  connectTimeoutMs: number
+  /** Told about connections that fail while idle in the pool (they are replaced, never fatal). */
+  onIdleError: (error: Error) => void
+}
+
+// Arbitrary, fixed keys for advisory locks: one for migrations, one that orders pet inserts.
+const MIGRATION_LOCK = 0x7065_7473_0001n
+const INSERT_LOCK = 0x7065_7473_0002n
+const MAX_BATCH = 500
+const PET_COLUMNS = 'id, name, category_id, status'
+// Timestamps leave the database as ISO 8601 UTC text, the form both engines report.
+const isoUtc = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
+const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}`
+
+// int8 arrives as text; it becomes a bigint here, so no id or category is ever rounded.
+const INT8_OID = 20
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+}
+
+/** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
+const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
+const NETWORK_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  'EAI_AGAIN',
+])
+
+function translate(error: unknown): unknown {
+  const { code, message } = error as { code?: string; message?: string }
+  const unavailable =
+    (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
+    /timeout|terminated|Connection ended|not queryable/i.test(message ?? '')
+  return unavailable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
+}
+
+/**
+ * PostgreSQL engine for many stateless instances sharing one database. Creates are group-committed like
+ * the embedded store's, and each batch takes a transaction-scoped advisory lock before inserting, so ids
+ * become visible in ascending order across every instance: a reader that has seen id N will never later
+ * find a new pet below N.
+ */
+export class PostgresStore implements Store {
+  readonly engine = 'postgres'
+  readonly #pool: pg.Pool
+  readonly #creates: WriteBatcher<NewPet, Pet>
+  #closed = false
+
+  constructor(options: PostgresStoreOptions) {
+    this.#pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      statement_timeout: options.statementTimeoutMs,
+      query_timeout: options.statementTimeoutMs + 1000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'petstore',
+      types,
+    })
+    this.#pool.on('error', options.onIdleError)
+    this.#creates = new WriteBatcher((pets) => this.#insertPets(pets), MAX_BATCH)
+  }
+
+  async #query<Row extends pg.QueryResultRow>(
+    name: string,
+    text: string,
+    values: unknown[] = [],
+  ): Promise<Row[]> {
+    if (this.#closed) throw new StoreUnavailableError('the store is closed')
+    try {
+      return (await this.#pool.query<Row>({ name, text, values })).rows
+    } catch (error) {
+      throw translate(error)
+    }
+  }
+
+  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StoreUnavailableError('the store is closed')
+    let client: pg.PoolClient
+    try {
+      client = await this.#pool.connect()
+    } catch (error) {
+      throw translate(error)
+    }
+    let broken = false
+    try {
+      await client.query('BEGIN')
+      const result = await work(client)
+      await client.query('COMMIT')
+      return result
+    } catch (error) {
+      broken = await client.query('ROLLBACK').then(
+        () => false,
+        () => true,
+      )
+      throw translate(error)
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  migrate(): Promise<MigrationReport> {
+    return this.#transaction(async (client) => {
+      // Instances starting together queue here; the first applies what is missing, the rest find it done.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+      const rows = (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows
+      const done = new Set(rows.map((row) => row.version))
+      const latest = postgresMigrations.at(-1)?.version ?? 0
+      const newest = Math.max(0, ...done)
+      if (newest > latest) {
+        throw new Error(`database schema version ${newest} is newer than this release knows (${latest})`)
+      }
+      const applied: number[] = []
+      for (const migration of postgresMigrations) {
+        if (done.has(migration.version)) continue
+        await client.query(migration.sql)
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+          migration.version,
+          migration.name,
+        ])
+        applied.push(migration.version)
+      }
+      return { applied, current: latest }
+    })
+  }
+
+  createPet(pet: NewPet): Promise<Pet> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'))
+    return this.#creates.submit(pet)
+  }
+
+  #insertPets(pets: NewPet[]): Promise<Pet[]> {
+    return this.#transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [INSERT_LOCK])
+      const { rows } = await client.query<PetRow>({
+        name: 'pets.insert',
+        text: `INSERT INTO pets (name, category_id, status)
+               SELECT name, category_id, status
+               FROM unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
+               ORDER BY n
+               RETURNING ${PET_COLUMNS}`,
+        values: [
+          pets.map((p) => p.name),
+          pets.map((p) => p.categoryId.toString()),
+          pets.map((p) => p.status ?? null),
+        ],
+      })
+      // Identity values follow the ORDER BY, so sorting by id restores the order of `pets`.
+      return rows.sort((a, b) => (a.id < b.id ? -1 : 1)).map(petFromRow)
+    })
+  }
+
+  async getPet(id: bigint): Promise<Pet | undefined> {
+    const [row] = await this.#query<PetRow>('pets.get', `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [id])
+    return row === undefined ? undefined : petFromRow(row)
+  }
+
+  async listPets({ limit, status }: PetQuery): Promise<Pet[]> {
+    const rows =
+      status === undefined
+        ? await this.#query<PetRow>('pets.list', `SELECT ${PET_COLUMNS} FROM pets ORDER BY id LIMIT $1`, [
+            limit,
+          ])
+        : await this.#query<PetRow>(
+            'pets.list-status',
+            `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 ORDER BY id LIMIT $2`,
+            [status, limit],
+          )
+    return rows.map(petFromRow)
+  }
+
+  async createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
+    try {
+      const [row] = await this.#query<KeyRow>(
+        'keys.create',
+        `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
+        [name, hash, hint],
+      )
+      return keyRecordFromRow(row as KeyRow)
+    } catch (error) {
+      if ((error as { constraint?: string }).constraint === 'api_keys_active_name')
+        throw new DuplicateKeyNameError(name)
+      throw error
+    }
+  }
+
+  async ensureApiKey({ name, hash, hint }: NewApiKey): Promise<void> {
+    try {
+      await this.#query(
+        'keys.ensure',
+        'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
+        [name, hash, hint],
+      )
+    } catch (error) {
+      if ((error as { constraint?: string }).constraint === 'api_keys_active_name')
+        throw new DuplicateKeyNameError(name)
+      throw error
+    }
+  }
+
+  async findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
+    const [row] = await this.#query<KeyIdentity>(
+      'keys.find',
+      'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+      [hash],
+    )
+    return row === undefined ? undefined : { id: row.id, name: row.name }
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    const rows = await this.#query<KeyRow>('keys.list', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+    return rows.map(keyRecordFromRow)
+  }
+
+  async revokeApiKey(name: string): Promise<boolean> {
+    const rows = await this.#query(
+      'keys.revoke',
+      'UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING id',
+      [name],
+    )
+    return rows.length > 0
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    await this.#creates.flush()
+    this.#closed = true
+    await this.#pool.end()
+  }
+}

@@ -1,0 +1,158 @@
+import { execFileSync, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+
+/**
+ * A throwaway PostgreSQL server for tests: `initdb` and `pg_ctl` on a temporary directory and a free port,
+ * from the PostgreSQL binaries on the machine; or, when `PETSTORE_TEST_POSTGRES_URL` names a server, that
+ * server. Each test gets its own database, so tests never see each other's rows.
+ */
+export interface PostgresServer {
+  /** A fresh, empty database on this server; its URL. */
+  createDatabase(): Promise<string>
+  /** Stops the server the way a crash or an operator would (`immediate` skips the shutdown checkpoint). */
+  stop(mode?: 'fast' | 'immediate'): void
+  start(): void
+  /** Whether stop/start are possible (not for a server named by URL). */
+  readonly controllable: boolean
+}
+
+/** Why PostgreSQL tests cannot run here, or undefined when they can. */
+export function postgresUnavailableReason(): string | undefined {
+  if (process.env.PETSTORE_TEST_POSTGRES_URL) return undefined
+  return binDirectory() === undefined
+    ? 'no PostgreSQL server binaries (initdb, pg_ctl) on this machine'
+    : undefined
+}
+
+function binDirectory(): string | undefined {
+  try {
+    const fromConfig = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+    if (existsSync(join(fromConfig, 'initdb'))) return fromConfig
+  } catch {
+    // pg_config is optional; look where Debian installs the server.
+  }
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return undefined
+  const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a))
+  for (const version of versions) {
+    const bin = join(root, version, 'bin')
+    if (existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl'))) return bin
+  }
+  return undefined
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      )
+    })
+  })
+}
+
+/** PostgreSQL refuses to run as root; as root, its tools run as the `postgres` user. */
+function asServerUser(command: string, args: string[]): [string, string[]] {
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args]
+}
+
+function run(command: string, args: string[]) {
+  const [file, argv] = asServerUser(command, args)
+  const result = spawnSync(file, argv, { encoding: 'utf8' })
+  if (result.status !== 0) throw new Error(`${command} failed: ${result.stderr || result.stdout}`)
+}
+
+async function databaseFactory(adminUrl: string): Promise<() => Promise<string>> {
+  return async () => {
+    const name = `petstore_test_${randomBytes(6).toString('hex')}`
+    const client = new pg.Client({ connectionString: adminUrl })
+    await client.connect()
+    try {
+      await client.query(`CREATE DATABASE ${name}`)
+    } finally {
+      await client.end()
+    }
+    const url = new URL(adminUrl)
+    url.pathname = `/${name}`
+    return url.toString()
+  }
+}
+
+let shared: Promise<PostgresServer> | undefined
+
+/** One server per test process, started on first use and stopped when the process exits. */
+export function sharedPostgres(): Promise<PostgresServer> {
+  shared ??= startPostgres()
+  return shared
+}
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const named = process.env.PETSTORE_TEST_POSTGRES_URL
+  if (named) {
+    return {
+      createDatabase: await databaseFactory(named),
+      stop: () => assertNever('a named server cannot be stopped by tests'),
+      start: () => assertNever('a named server cannot be started by tests'),
+      controllable: false,
+    }
+  }
+  const bin = binDirectory()
+  if (bin === undefined) throw new Error(postgresUnavailableReason())
+  const directory = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
+  const data = join(directory, 'data')
+  if (process.getuid?.() === 0) chownSync(directory, ...postgresOwner())
+  const port = await freePort()
+  run(join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-U',
+    'postgres',
+    '-A',
+    'trust',
+    '--no-sync',
+    '-E',
+    'UTF8',
+    '--locale=C',
+  ])
+  // fsync stays on: the outage tests check that acknowledged writes survive an immediate stop.
+  const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories='${directory}' -c max_connections=200`
+  const start = () =>
+    run(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-w', '-l', join(directory, 'log'), 'start'])
+  const stop = (mode: 'fast' | 'immediate' = 'fast') =>
+    run(join(bin, 'pg_ctl'), ['-D', data, '-m', mode, '-w', 'stop'])
+  start()
+  let running = true
+  process.once('exit', () => {
+    if (running) spawnSync(...asServerUser(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']))
+    rmSync(directory, { recursive: true, force: true })
+  })
+  return {
+    createDatabase: await databaseFactory(`postgres://postgres@127.0.0.1:${port}/postgres`),
+    stop(mode) {
+      stop(mode)
+      running = false
+    },
+    start() {
+      start()
+      running = true
+    },
+    controllable: true,
+  }
+}
+
+function postgresOwner(): [number, number] {
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
+  return [uid, gid]
+}
+
+function assertNever(message: string): never {
+  throw new Error(message)
+}
