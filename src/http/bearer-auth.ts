@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Authenticate } from '../auth/authenticator.ts'
 import { ApiError } from '../errors.ts'
 import type { KeyIdentity } from '../store/store.ts'
+import { countHeader } from './raw-headers.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,19 +17,6 @@ const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
 const INVALID_REQUEST = `${CHALLENGE}, error="invalid_request"`
 const BEARER = /^bearer +(\S+) *$/i
 
-function countAuthorizationHeaders(rawHeaders: string[]): number {
-  let count = 0
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (
-      (rawHeaders[i] as string).length === 13 &&
-      (rawHeaders[i] as string).toLowerCase() === 'authorization'
-    ) {
-      count++
-    }
-  }
-  return count
-}
-
 /** An onRequest hook: runs before the body is read, so unauthenticated requests cost almost nothing. */
 export function bearerAuth(authenticate: Authenticate) {
   return async function requireApiKey(request: FastifyRequest): Promise<void> {
@@ -39,7 +27,7 @@ export function bearerAuth(authenticate: Authenticate) {
       })
     }
     // Node keeps only the first of repeated Authorization headers; an ambiguous request is refused instead.
-    if (countAuthorizationHeaders(request.raw.rawHeaders) > 1) {
+    if (countHeader(request.raw.rawHeaders, 'authorization') > 1) {
       throw new ApiError('unauthorized', 'more than one Authorization header', {
         'www-authenticate': INVALID_REQUEST,
       })

@@ -30,23 +30,28 @@ function forChecking(schema: unknown): unknown {
   return copy
 }
 
-function describe(part: Part, schema: SchemaNode, errors: TLocalizedValidationError[]): string {
+function describe(
+  part: Part,
+  schema: SchemaNode,
+  value: unknown,
+  errors: TLocalizedValidationError[],
+): string {
   const where = PART[part]
-  const error =
-    errors.find((e) => e.keyword === 'additionalProperties') ??
-    errors.find((e) => e.keyword === 'required') ??
-    errors.find((e) => e.keyword !== 'boolean')
-  const allowed = Object.keys(schema.properties ?? {}).join(', ')
-  if (error === undefined) return `${where.whole} is not valid`
-  if (error.keyword === 'additionalProperties') {
-    const [name] = error.params.additionalProperties
-    return `${where.field} "${name}" is not allowed (allowed: ${allowed || 'none'})`
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return `${where.whole} must be a JSON object`
+  const properties = schema.properties ?? {}
+  // Unknown fields are found directly: TypeBox lists only the first few errors of a large input.
+  const unknown = Object.keys(value).find((name) => !Object.hasOwn(properties, name))
+  if (unknown !== undefined) {
+    return `${where.field} "${unknown}" is not allowed (allowed: ${Object.keys(properties).join(', ') || 'none'})`
   }
-  if (error.keyword === 'required')
-    return `${where.field} "${error.params.requiredProperties[0]}" is required`
-  const name = error.instancePath.split('/')[1]
-  if (name === undefined) return `${where.whole} must be a JSON object`
-  const rule = error.keyword === '~refine' ? error.params.message : ruleOf(schema.properties?.[name])
+  const missing = errors.find((e) => e.keyword === 'required')
+  if (missing?.keyword === 'required')
+    return `${where.field} "${missing.params.requiredProperties[0]}" is required`
+  const error = errors.find((e) => e.instancePath !== '')
+  const name = error?.instancePath.split('/')[1]
+  if (error === undefined || name === undefined) return `${where.whole} is not valid`
+  const rule = error.keyword === '~refine' ? error.params.message : ruleOf(properties[name])
   return `${where.field} "${name}" ${rule}`
 }
 
@@ -57,7 +62,7 @@ function describe(part: Part, schema: SchemaNode, errors: TLocalizedValidationEr
 function decodeParameters(part: Part, schema: SchemaNode, input: Record<string, unknown>): ApiError | object {
   const decoded: Record<string, unknown> = {}
   for (const [name, raw] of Object.entries(input)) {
-    const property = schema.properties?.[name]
+    const property = Object.hasOwn(schema.properties ?? {}, name) ? schema.properties?.[name] : undefined
     if (property === undefined) continue // reported as not allowed by the schema check
     if (typeof raw !== 'string')
       return new ApiError(PART[part].code, `${PART[part].field} "${name}" must be given once`)
@@ -80,22 +85,22 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
     const node = schema as SchemaNode
     const resolved = node.$ref === undefined ? node : (byId.get(node.$ref) ?? node)
     const validator = Compile(context, forChecking(schema) as TSchema)
-    const fail = (errors: TLocalizedValidationError[]) => ({
-      error: new ApiError(PART[part].code, describe(part, resolved, errors)),
+    const fail = (value: unknown) => ({
+      error: new ApiError(PART[part].code, describe(part, resolved, value, validator.Errors(value))),
     })
 
     if (part === 'querystring' || part === 'params') {
       return (input: unknown) => {
         const value = decodeParameters(part, resolved, (input ?? {}) as Record<string, unknown>)
         if (value instanceof ApiError) return { error: value }
-        return validator.Check(value) ? { value } : fail(validator.Errors(value))
+        return validator.Check(value) ? { value } : fail(value)
       }
     }
     return (input: unknown) => {
       if (part === 'body' && (input === null || input === undefined)) {
         return { error: new ApiError('invalid_body', 'request body must be a JSON object (NewPet)') }
       }
-      return validator.Check(input) ? { value: input } : fail(validator.Errors(input))
+      return validator.Check(input) ? { value: input } : fail(input)
     }
   }
 }

@@ -4,65 +4,65 @@ import { Int64 } from './int64.ts'
 export const PET_NAME_MAX_LENGTH = 100
 export const LIST_LIMIT = { minimum: 1, maximum: 100, default: 20 } as const
 
-export const PetStatus = Type.Enum(['available', 'pending', 'sold'], {
+export const PetStatusSchema = Type.Enum(['available', 'pending', 'sold'], {
   $id: 'PetStatus',
   type: 'string',
   description: 'Availability of the animal in the store.',
 })
-export type PetStatus = Static<typeof PetStatus>
+export type PetStatus = Static<typeof PetStatusSchema>
 
 // Control characters and unpaired surrogates cannot be stored or shown faithfully (SQLite and UTF-8 would
 // replace them), so they are refused rather than silently changed.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this rejects
-const UNPRINTABLE = /[\u0000-\u001f\u007f]/
-const isPresentableName = (name: string) =>
-  name.isWellFormed() && !UNPRINTABLE.test(name) && name.trim() !== ''
+const CONTROL = /\p{Cc}/u
+// Something a person can see: not white space, a control or an invisible format character (U+200B…).
+const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}]/u
+const isPresentableName = (name: string) => name.isWellFormed() && !CONTROL.test(name) && VISIBLE.test(name)
 
 const PetName = Type.Refine(
   Type.String({
     minLength: 1,
     maxLength: PET_NAME_MAX_LENGTH,
-    description: `The animal's name: 1 to ${PET_NAME_MAX_LENGTH} Unicode characters, not only spaces, no control characters. Stored exactly as sent (never trimmed).`,
+    description: `The animal's name: 1 to ${PET_NAME_MAX_LENGTH} Unicode characters, at least one of them visible (not only spaces or invisible characters), no control characters (C0, DEL, C1). Stored exactly as sent (never trimmed).`,
   }),
   isPresentableName,
-  () => 'must not be blank or contain control characters or unpaired surrogates',
+  () => 'must have a visible character and no control characters or unpaired surrogates',
 )
 
 const petFields = {
   name: PetName,
   categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
-  status: Type.Optional(PetStatus),
+  status: Type.Optional(PetStatusSchema),
 }
 
-export const NewPet = Type.Object(petFields, {
+export const NewPetSchema = Type.Object(petFields, {
   $id: 'NewPet',
   additionalProperties: false,
   description: 'An animal to add. Unknown properties (including `id`) are rejected.',
 })
-export type NewPet = Static<typeof NewPet>
+export type NewPet = Static<typeof NewPetSchema>
 
-export const Pet = Type.Object(
+export const PetSchema = Type.Object(
   { id: Int64({ description: 'Unique identifier assigned by the service on creation.' }), ...petFields },
   { $id: 'Pet', additionalProperties: false, description: 'An animal of the catalogue.' },
 )
-export type Pet = Static<typeof Pet>
+export type Pet = Static<typeof PetSchema>
 
-export const Pets = Type.Array(Type.Ref('Pet'), { $id: 'Pets', description: 'Animals, ordered by id.' })
+export const PetsSchema = Type.Array(Type.Ref('Pet'), { $id: 'Pets', description: 'Animals, ordered by id.' })
 
-export const PetIdParams = Type.Object(
+export const PetIdParamsSchema = Type.Object(
   { petId: Int64({ description: 'The identifier of the animal to retrieve.' }) },
   { additionalProperties: false },
 )
-export type PetIdParams = Static<typeof PetIdParams>
+export type PetIdParams = Static<typeof PetIdParamsSchema>
 
-export const ListPetsQuery = Type.Object(
+export const ListPetsQuerySchema = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ ...LIST_LIMIT, description: 'Maximum number of animals returned.' })),
-    status: Type.Optional(PetStatus),
+    status: Type.Optional(PetStatusSchema),
   },
   { additionalProperties: false },
 )
-export type ListPetsQuery = Static<typeof ListPetsQuery>
+export type ListPetsQuery = Static<typeof ListPetsQuerySchema>
 
 /** The schemas registered once with the app; routes and the OpenAPI document refer to them by `$id`. */
-export const petSchemas = [PetStatus, NewPet, Pet, Pets]
+export const petSchemas = [PetStatusSchema, NewPetSchema, PetSchema, PetsSchema]

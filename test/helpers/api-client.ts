@@ -11,7 +11,7 @@ export interface ApiResponse {
 }
 
 export interface RequestOptions {
-  /** An object is sent as JSON; a string is sent as it is. */
+  /** An object is sent as JSON; a string or bytes are sent as they are. */
   body?: unknown
   headers?: Record<string, string>
   /** The key to send as a bearer token; false sends no Authorization header. Default: the server's key. */
@@ -43,8 +43,8 @@ export async function call(server: TestServer, method: string, path: string, opt
   const headers: Record<string, string> = { ...options.headers }
   const key = options.key === undefined ? server.key : options.key
   if (key !== false && headers.authorization === undefined) headers.authorization = `Bearer ${key}`
-  let body: string | undefined
-  if (typeof options.body === 'string') body = options.body
+  let body: string | Uint8Array | undefined
+  if (typeof options.body === 'string' || options.body instanceof Uint8Array) body = options.body
   else if (options.body !== undefined) {
     body = JSON.stringify(options.body, (_k, v) => (typeof v === 'bigint' ? rawJson(`${v}`) : v))
   }

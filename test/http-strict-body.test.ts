@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict'
+import { before, describe, test } from 'node:test'
+import { call } from './helpers/api-client.ts'
+import { rawHttp } from './helpers/raw-http.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
+import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
+
+interface BadBody {
+  name: string
+  body: string | Uint8Array
+  headers?: Record<string, string>
+  status: number
+  code: string
+  /** What the message must say: the offending field and its rule. */
+  message: RegExp
+}
+
+const INT64 = /"categoryId" must be an integer from -9223372036854775808 to 9223372036854775807/
+const NAME_LENGTH = /"name" must be a string of 1 to 100 characters/
+const NAME_VISIBLE = /"name" must have a visible character and no control characters or unpaired surrogates/
+const pet = (fields: string) => `{"name":"a","categoryId":1${fields}}`
+
+// biome-ignore format: one case per line reads as a table
+const badBodies: BadBody[] = [
+  { name: 'categoryId as a string', body: '{"name":"a","categoryId":"5"}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId with a fraction', body: '{"name":"a","categoryId":1.5}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId written 1.0', body: '{"name":"a","categoryId":1.0}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId with an exponent', body: '{"name":"a","categoryId":1e3}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId -0', body: '{"name":"a","categoryId":-0}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId above int64', body: '{"name":"a","categoryId":9223372036854775808}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId below int64', body: '{"name":"a","categoryId":-9223372036854775809}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId far out of range', body: '{"name":"a","categoryId":1e400}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId null', body: '{"name":"a","categoryId":null}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'categoryId boolean', body: '{"name":"a","categoryId":true}', status: 400, code: 'invalid_body', message: INT64 },
+  { name: 'name as a number', body: '{"name":123,"categoryId":1}', status: 400, code: 'invalid_body', message: NAME_LENGTH },
+  { name: 'empty name', body: '{"name":"","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_LENGTH },
+  { name: 'name of 101 characters', body: `{"name":"${'x'.repeat(101)}","categoryId":1}`, status: 400, code: 'invalid_body', message: NAME_LENGTH },
+  { name: 'blank name', body: '{"name":"  \\t ","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
+  { name: 'name of zero-width spaces', body: '{"name":"\\u200b\\u200b","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
+  { name: 'name with NUL', body: '{"name":"a\\u0000b","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
+  { name: 'name with a C1 control', body: '{"name":"a\\u0085b","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
+  { name: 'name with an unpaired surrogate', body: '{"name":"a\\ud800","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
+  { name: 'status not in the enum', body: pet(',"status":"lost"'), status: 400, code: 'invalid_body', message: /"status" must be one of: available, pending, sold/ },
+  { name: 'status in another case', body: pet(',"status":"Sold"'), status: 400, code: 'invalid_body', message: /"status" must be one of/ },
+  { name: 'status null', body: pet(',"status":null'), status: 400, code: 'invalid_body', message: /"status" must be one of/ },
+  { name: 'a client-supplied id', body: '{"id":7,"name":"a","categoryId":1}', status: 400, code: 'invalid_body', message: /"id" is not allowed \(allowed: name, categoryId, status\)/ },
+  { name: 'an unknown property', body: pet(',"owner":"me"'), status: 400, code: 'invalid_body', message: /"owner" is not allowed/ },
+  { name: 'twelve unknown properties', body: pet(Array.from({ length: 12 }, (_, i) => `,"x${i}":1`).join('')), status: 400, code: 'invalid_body', message: /"x0" is not allowed/ },
+  { name: 'a repeated key', body: pet(',"categoryId":2'), status: 400, code: 'invalid_body', message: /"categoryId" is given more than once/ },
+  { name: 'a key repeated through an escape', body: '{"name":"a","n\\u0061me":"b","categoryId":1}', status: 400, code: 'invalid_body', message: /"name" is given more than once/ },
+  { name: 'missing name', body: '{"categoryId":1}', status: 400, code: 'invalid_body', message: /"name" is required/ },
+  { name: 'missing categoryId', body: '{"name":"a"}', status: 400, code: 'invalid_body', message: /"categoryId" is required/ },
+  { name: '__proto__ key', body: '{"__proto__":{"admin":true},"name":"a","categoryId":1}', status: 400, code: 'invalid_body', message: /"__proto__" is not allowed/ },
+  { name: 'constructor key', body: '{"constructor":{"x":1},"name":"a","categoryId":1}', status: 400, code: 'invalid_body', message: /"constructor" is not allowed/ },
+  { name: 'an array', body: '[{"name":"a","categoryId":1}]', status: 400, code: 'invalid_body', message: /request body must be a JSON object/ },
+  { name: 'null', body: 'null', status: 400, code: 'invalid_body', message: /request body must be a JSON object/ },
+  { name: 'a string', body: '"pet"', status: 400, code: 'invalid_body', message: /request body must be a JSON object/ },
+  { name: 'malformed JSON', body: '{"name":"a",', status: 400, code: 'malformed_json', message: /not valid JSON/ },
+  { name: 'trailing garbage', body: '{"name":"a","categoryId":1} x', status: 400, code: 'malformed_json', message: /not valid JSON/ },
+  { name: 'an empty body', body: '', status: 400, code: 'malformed_json', message: /empty/ },
+  { name: 'bytes that are not UTF-8', body: Buffer.from([...Buffer.from('{"name":"'), 0xff, 0xfe, ...Buffer.from('","categoryId":1}')]), status: 400, code: 'malformed_json', message: /not valid UTF-8/ },
+  { name: 'text/plain', body: pet(''), headers: { 'content-type': 'text/plain' }, status: 415, code: 'unsupported_media_type', message: /application\/json/ },
+  { name: 'form encoding', body: 'name=a&categoryId=1', headers: { 'content-type': 'application/x-www-form-urlencoded' }, status: 415, code: 'unsupported_media_type', message: /application\/json/ },
+  { name: 'a JSON-like type', body: pet(''), headers: { 'content-type': 'application/jsonx' }, status: 415, code: 'unsupported_media_type', message: /application\/json/ },
+  { name: 'a Latin-1 charset', body: pet(''), headers: { 'content-type': 'application/json; charset=iso-8859-1' }, status: 415, code: 'unsupported_media_type', message: /charset "iso-8859-1"/ },
+  { name: 'a UTF-16 charset', body: pet(''), headers: { 'content-type': 'application/json; charset=utf-16' }, status: 415, code: 'unsupported_media_type', message: /charset "utf-16"/ },
+  { name: 'a gzip content encoding', body: pet(''), headers: { 'content-encoding': 'gzip' }, status: 415, code: 'unsupported_media_type', message: /Content-Encoding "gzip"/ },
+  { name: 'a body over the limit', body: JSON.stringify({ name: 'a'.repeat(5000), categoryId: 1 }), status: 413, code: 'body_too_large', message: /4096 bytes/ },
+]
+
+for (const engine of storeEngines) {
+  describe(`strict request bodies (${engine.name})`, engineSuiteOptions(engine), () => {
+    let server: TestServer
+    const cleanup = suiteCleanup()
+    before(async () => {
+      server = await startTestServer(cleanup, { engine })
+    })
+
+    for (const bad of badBodies) {
+      test(`when createPet gets ${bad.name}, then ${bad.status} ${bad.code} and nothing is stored`, async () => {
+        const before = await call(server, 'GET', '/v1/pets?limit=100')
+        const response = await call(server, 'POST', '/v1/pets', {
+          body: bad.body,
+          headers: { 'content-type': 'application/json', ...bad.headers },
+        })
+        assert.equal(response.status, bad.status, response.text)
+        assert.equal(response.json.code, bad.code)
+        assert.match(response.json.message, bad.message)
+        const after = await call(server, 'GET', '/v1/pets?limit=100')
+        assert.equal(after.text, before.text, 'a rejected request must change nothing')
+      })
+    }
+
+    test('when createPet has no body and no content type, then 400 invalid_body', async () => {
+      const response = await call(server, 'POST', '/v1/pets')
+      assert.equal(response.status, 400)
+      assert.equal(response.json.code, 'invalid_body')
+    })
+
+    test('when the content type has a UTF-8 charset or another case, then JSON is still accepted', async () => {
+      for (const contentType of [
+        'application/json; charset=utf-8',
+        'application/json;charset="UTF-8"',
+        'Application/JSON',
+      ]) {
+        const response = await call(server, 'POST', '/v1/pets', {
+          body: pet(''),
+          headers: { 'content-type': contentType },
+        })
+        assert.equal(response.status, 201, contentType)
+      }
+    })
+
+    test('when Content-Type is sent twice, then 400 and nothing is stored', async () => {
+      const body = pet('')
+      const response = await rawHttp(
+        server.origin,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      )
+      assert.equal(response.status, 400)
+      assert.equal(JSON.parse(response.body).code, 'bad_request')
+    })
+  })
+}

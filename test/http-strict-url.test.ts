@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict'
+import { before, describe, test } from 'node:test'
+import { call } from './helpers/api-client.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
+import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
+
+const LIMIT = /"limit" must be an integer from 1 to 100/
+
+const badQueries: Array<{ query: string; message: RegExp }> = [
+  { query: 'limit=0', message: LIMIT },
+  { query: 'limit=101', message: LIMIT },
+  { query: 'limit=-1', message: LIMIT },
+  { query: 'limit=abc', message: LIMIT },
+  { query: 'limit=2.5', message: LIMIT },
+  { query: 'limit=1e1', message: LIMIT },
+  { query: 'limit=0x10', message: LIMIT },
+  { query: 'limit=%2010', message: LIMIT },
+  { query: 'limit=010', message: LIMIT },
+  { query: 'limit=', message: LIMIT },
+  { query: 'limit=99999999999999999999', message: LIMIT },
+  { query: 'limit=1&limit=2', message: /"limit" must be given once/ },
+  { query: 'status=bogus', message: /"status" must be one of: available, pending, sold/ },
+  { query: 'status=', message: /"status" must be one of/ },
+  { query: 'status=sold&status=pending', message: /"status" must be given once/ },
+  { query: 'offset=10', message: /"offset" is not allowed \(allowed: limit, status\)/ },
+  { query: 'toString=1&toString=2', message: /"toString" is not allowed/ },
+  { query: Array.from({ length: 12 }, (_, i) => `p${i}=1`).join('&'), message: /"p0" is not allowed/ },
+]
+
+const badPetIds = [
+  'abc',
+  '1.5',
+  '1e3',
+  '0x1F',
+  '9223372036854775808',
+  '-9223372036854775809',
+  '01',
+  '+1',
+  '-0',
+  '%20',
+]
+
+for (const engine of storeEngines) {
+  describe(`strict URLs (${engine.name})`, engineSuiteOptions(engine), () => {
+    let server: TestServer
+    const cleanup = suiteCleanup()
+    before(async () => {
+      server = await startTestServer(cleanup, { engine })
+    })
+
+    for (const { query, message } of badQueries) {
+      test(`when listPets gets ?${query.slice(0, 40)}, then 400 invalid_query naming the parameter`, async () => {
+        const response = await call(server, 'GET', `/v1/pets?${query}`)
+        assert.equal(response.status, 400, response.text)
+        assert.equal(response.json.code, 'invalid_query')
+        assert.match(response.json.message, message)
+      })
+    }
+
+    for (const petId of badPetIds) {
+      test(`when getPet gets petId ${petId}, then 400 invalid_path_parameter`, async () => {
+        const response = await call(server, 'GET', `/v1/pets/${petId}`)
+        assert.equal(response.status, 400, response.text)
+        assert.equal(response.json.code, 'invalid_path_parameter')
+        assert.match(response.json.message, /"petId" must be an integer from -9223372036854775808/)
+      })
+    }
+
+    test('when petId is longer than any int64, then 400 invalid_path_parameter', async () => {
+      const response = await call(server, 'GET', `/v1/pets/${'9'.repeat(500)}`)
+      assert.equal(response.status, 400)
+      assert.equal(response.json.code, 'invalid_path_parameter')
+    })
+  })
+}
