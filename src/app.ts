@@ -2,14 +2,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { createAuthenticator } from './auth/authenticator.ts'
 import type { Config } from './config.ts'
-import { ApiError } from './errors.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { openApi } from './http/openapi.ts'
+import { addRequestGuards } from './http/request-guards.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { createLogger } from './logger.ts'
 import { petMethodGuards, petRoutes } from './routes/pets.ts'
-import { ErrorBody } from './schemas/error.ts'
+import { ErrorSchema } from './schemas/error.ts'
 import { petSchemas } from './schemas/pet.ts'
 import type { Store } from './store/store.ts'
 
@@ -34,7 +34,11 @@ export async function buildApp({ config, store, logger }: AppDependencies): Prom
     // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
-    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    http: {
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false,
+    },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Answered by our own onRequest hook below, in the Error body.
     return503OnClosing: false,
@@ -42,26 +46,15 @@ export async function buildApp({ config, store, logger }: AppDependencies): Prom
     frameworkErrors: handleError,
   })
 
-  const sharedSchemas = [...petSchemas, ErrorBody]
+  const sharedSchemas = [...petSchemas, ErrorSchema]
   for (const schema of sharedSchemas) app.addSchema(schema)
   app.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody)
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody)
   app.setErrorHandler(handleError)
   app.setNotFoundHandler(handleRouteNotFound)
 
-  let closing = false
-  app.addHook('preClose', async () => {
-    closing = true
-  })
-  app.addHook('onRequest', async () => {
-    if (closing) {
-      throw new ApiError('service_unavailable', 'the service is shutting down; retry on another instance', {
-        connection: 'close',
-        'retry-after': '1',
-      })
-    }
-  })
+  addRequestGuards(app)
 
   await app.register(openApi, { config })
   const authenticate = createAuthenticator({

@@ -1,27 +1,35 @@
 /**
  * Every error the API can answer with, in one place: the HTTP status and the stable `code` clients may
- * branch on. Codes are part of the public contract (listed in the README and the OpenAPI document); never
- * rename one, add a new one instead.
+ * branch on. Codes are part of the public contract (README, OpenAPI document); never rename one, add a
+ * new one instead. For each status, the first code listed is the one used for errors that carry only a
+ * status (from the framework or a plugin).
  */
 export const ERROR_CODES = {
-  malformed_json: { status: 400, summary: 'The request body is not valid JSON.' },
+  bad_request: {
+    status: 400,
+    summary: 'The request could not be read (malformed URL, bad header, bad framing).',
+  },
+  malformed_json: { status: 400, summary: 'The request body is not valid JSON (or not UTF-8).' },
   invalid_body: {
     status: 400,
     summary: 'The JSON body breaks the NewPet schema; the message names the field.',
   },
   invalid_query: { status: 400, summary: 'A query parameter is unknown, repeated or out of range.' },
   invalid_path_parameter: { status: 400, summary: 'A path parameter is not valid (petId must be an int64).' },
-  bad_request: {
-    status: 400,
-    summary: 'The request could not be read (malformed URL, bad header, bad framing).',
-  },
   unauthorized: { status: 401, summary: 'The bearer API key is missing, malformed, unknown or revoked.' },
-  pet_not_found: { status: 404, summary: 'No pet has the requested id.' },
   route_not_found: { status: 404, summary: 'No operation exists at this path.' },
+  pet_not_found: { status: 404, summary: 'No pet has the requested id.' },
   method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see Allow.' },
   request_timeout: { status: 408, summary: 'The request was not received in time.' },
   body_too_large: { status: 413, summary: 'The request body is over the size limit.' },
-  unsupported_media_type: { status: 415, summary: 'The request body is not application/json.' },
+  unsupported_media_type: {
+    status: 415,
+    summary: 'The body is not UTF-8 application/json, or is content-encoded.',
+  },
+  expectation_failed: {
+    status: 417,
+    summary: 'The Expect header asks for something other than 100-continue.',
+  },
   rate_limited: { status: 429, summary: 'Too many requests for this API key; see Retry-After.' },
   headers_too_large: { status: 431, summary: 'The request line or headers are too large.' },
   internal_error: { status: 500, summary: 'An unexpected failure; the detail is in the server log.' },
@@ -32,6 +40,13 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, { status: number; summary: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES
+
+/** The body every error response carries. */
+export interface ErrorBodyValue {
+  code: ErrorCode
+  message: string
+  status: number
+}
 
 /** An error whose code, status and message are safe to send to the client as they are. */
 export class ApiError extends Error {
@@ -47,10 +62,19 @@ export class ApiError extends Error {
     this.statusCode = ERROR_CODES[code].status
     this.headers = headers
   }
+
+  toBody(): ErrorBodyValue {
+    return { code: this.code, message: this.message, status: this.statusCode }
+  }
 }
 
 export function isApiError(error: unknown): error is ApiError {
   return error instanceof ApiError
+}
+
+/** The code for an error that carries only an HTTP status; undefined for statuses we never use. */
+export function codeForStatus(status: number): ErrorCode | undefined {
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).find((code) => ERROR_CODES[code].status === status)
 }
 
 /** Thrown by a store when the database cannot be reached or refuses work for now; answered with 503. */

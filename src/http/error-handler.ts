@@ -1,7 +1,8 @@
-import { STATUS_CODES } from 'node:http'
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, type ErrorCode, isApiError, StoreUnavailableError } from '../errors.ts'
+import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
@@ -28,20 +29,6 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
   FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('invalid_path_parameter', 'a path parameter is too long'),
 }
 
-/** Codes for errors that carry only an HTTP status (from the framework or a plugin). */
-const BY_STATUS: Record<number, ErrorCode> = {
-  400: 'bad_request',
-  401: 'unauthorized',
-  404: 'route_not_found',
-  405: 'method_not_allowed',
-  408: 'request_timeout',
-  413: 'body_too_large',
-  415: 'unsupported_media_type',
-  429: 'rate_limited',
-  431: 'headers_too_large',
-  503: 'service_unavailable',
-}
-
 function toApiError(error: FrameworkError, request: FastifyRequest): ApiError {
   if (isApiError(error)) return error
   if (error instanceof StoreUnavailableError) {
@@ -52,23 +39,23 @@ function toApiError(error: FrameworkError, request: FastifyRequest): ApiError {
   const framework = error.code === undefined ? undefined : FRAMEWORK_ERRORS[error.code]
   if (framework !== undefined) return framework(error, request)
   const status = error.statusCode ?? 500
-  const code = BY_STATUS[status]
-  if (status < 500 && code !== undefined)
-    return new ApiError(code, error.message || (STATUS_CODES[status] ?? ''))
-  if (status < 500) return new ApiError('bad_request', error.message || 'the request could not be processed')
-  return new ApiError('internal_error', `internal error (request id ${request.id})`)
+  if (status >= 500) return new ApiError('internal_error', `internal error (request id ${request.id})`)
+  return new ApiError(
+    codeForStatus(status) ?? 'bad_request',
+    error.message || (STATUS_CODES[status] ?? 'bad request'),
+  )
 }
 
 /** The one error handler: every error, ours or the framework's, leaves as `{code, message, status}`. */
 export function handleError(error: FrameworkError, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request)
   if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
-  else request.log.debug({ code: apiError.code }, apiError.message)
+  else request.log.debug({ code: apiError.code }, 'request refused')
   reply
     .code(apiError.statusCode)
     .headers(apiError.headers)
     .type('application/json; charset=utf-8')
-    .send({ code: apiError.code, message: apiError.message, status: apiError.statusCode })
+    .send(apiError.toBody())
 }
 
 export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
@@ -80,26 +67,35 @@ export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply
   )
 }
 
-/** A handler for paths that exist, reached with a method they do not serve. */
-export function methodNotAllowed(allowed: readonly string[]) {
-  const allow = allowed.join(', ')
-  return (request: FastifyRequest, reply: FastifyReply) =>
-    handleError(
-      new ApiError('method_not_allowed', `${request.method} is not allowed here; allowed: ${allow}`, {
-        allow,
-      }),
-      request,
-      reply,
-    )
+/** A whole HTTP/1.1 error response, for the few errors answered on the raw socket. */
+function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify(apiError.toBody())
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')
+  return (
+    `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\n${extra}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  )
 }
 
 /**
  * Errors Node's HTTP parser raises before Fastify sees a request (bad framing, oversized headers, slow
- * clients): answered on the raw socket, in the same Error body, then the connection is closed.
+ * clients): answered on the raw socket, in the same Error body, then the connection is closed — unless the
+ * answer to an earlier, complete request on this connection is still being produced: writing now would
+ * hide the answer to a request that may have changed data, so that answer is let finish first.
  */
 export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
     socket.destroy()
+    return
+  }
+  // A complete earlier request whose answer is not written yet: let it finish, then close. (A response
+  // to a request still being received — a slow body — is what this error is about, and is replaced.)
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+  if (inFlight?.req?.complete) {
+    inFlight.once('finish', () => socket.destroy())
     return
   }
   const apiError =
@@ -108,10 +104,23 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? new ApiError('headers_too_large', 'the request line and headers are too large')
         : new ApiError('bad_request', 'the request is not valid HTTP/1.1')
-  const body = JSON.stringify({ code: apiError.code, message: apiError.message, status: apiError.statusCode })
-  socket.end(
-    `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  )
+  socket.end(rawResponse(apiError))
+}
+
+/** `Expect` values other than 100-continue (Node would answer a bare 417). */
+export function handleUnmetExpectation(request: IncomingMessage, response: ServerResponse): void {
+  const apiError = new ApiError('expectation_failed', `Expect: ${request.headers.expect} is not supported`)
+  const body = JSON.stringify(apiError.toBody())
+  response.writeHead(apiError.statusCode, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  })
+  response.end(body)
+}
+
+/** CONNECT is not a method this API serves (Node would drop the connection without a word). */
+export function handleConnect(_request: IncomingMessage, socket: Duplex): void {
+  const apiError = new ApiError('method_not_allowed', 'CONNECT is not allowed')
+  socket.end(rawResponse(apiError, { Allow: 'GET, HEAD, POST' }))
 }

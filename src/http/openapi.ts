@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { ERROR_CODES } from '../errors.ts'
+import { guardMethods } from './method-guard.ts'
 
 const errorCodeTable = Object.entries(ERROR_CODES)
   .map(([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`)
@@ -49,6 +50,7 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { config 
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   })
 
+  guardMethods(app, '/v1/openapi.json', ['GET', 'HEAD'])
   let document: string | undefined
   app.get('/v1/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
     document ??= JSON.stringify(app.swagger())

@@ -3,15 +3,16 @@ import Type from 'typebox'
 import type { Authenticate } from '../auth/authenticator.ts'
 import { ApiError } from '../errors.ts'
 import { bearerAuth } from '../http/bearer-auth.ts'
-import { methodNotAllowed } from '../http/error-handler.ts'
+import { COMMON_ERRORS, errorResponses } from '../http/error-responses.ts'
+import { guardMethods } from '../http/method-guard.ts'
 import {
   LIST_LIMIT,
-  ListPetsQuery,
-  type ListPetsQuery as ListPetsQueryType,
+  type ListPetsQuery,
+  ListPetsQuerySchema,
   type NewPet,
   type Pet,
-  PetIdParams,
-  type PetIdParams as PetIdParamsType,
+  type PetIdParams,
+  PetIdParamsSchema,
 } from '../schemas/pet.ts'
 import type { Store } from '../store/store.ts'
 
@@ -21,17 +22,6 @@ export interface PetRoutesOptions {
   publicBaseUrl: string
 }
 
-const pet = (description: string) => Type.Ref('Pet', { description })
-const error = (description: string) => Type.Ref('Error', { description })
-
-const COMMON_ERRORS = {
-  401: Type.Ref('Error', {
-    description: 'Missing or invalid API key.',
-    headers: { 'WWW-Authenticate': { type: 'string', description: 'The bearer challenge (RFC 6750).' } },
-  }),
-  500: error('Unexpected failure; the detail is in the server log.'),
-  503: error('The store is unavailable or the service is shutting down; retry later.'),
-}
 const security = [{ bearerAuth: [] }]
 
 export async function petRoutes(
@@ -40,7 +30,7 @@ export async function petRoutes(
 ) {
   app.addHook('onRequest', bearerAuth(authenticate))
 
-  app.get<{ Querystring: ListPetsQueryType }>(
+  app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
     {
       schema: {
@@ -50,11 +40,10 @@ export async function petRoutes(
           'Animals in ascending id order, at most `limit` of them, optionally only those with `status`.',
         tags: ['pets'],
         security,
-        querystring: ListPetsQuery,
+        querystring: ListPetsQuerySchema,
         response: {
           200: Type.Ref('Pets', { description: 'A page of animals.' }),
-          400: error('A query parameter is unknown, repeated or out of range.'),
-          ...COMMON_ERRORS,
+          ...errorResponses(...COMMON_ERRORS, 'invalid_query'),
         },
       },
     },
@@ -80,10 +69,13 @@ export async function petRoutes(
               Location: { type: 'string', format: 'uri', description: 'The URL of the created animal.' },
             },
           }),
-          400: error('The body is not valid JSON or breaks the NewPet schema.'),
-          413: error('The body is over the size limit.'),
-          415: error('The body is not application/json.'),
-          ...COMMON_ERRORS,
+          ...errorResponses(
+            ...COMMON_ERRORS,
+            'malformed_json',
+            'invalid_body',
+            'body_too_large',
+            'unsupported_media_type',
+          ),
         },
       },
     },
@@ -93,7 +85,7 @@ export async function petRoutes(
     },
   )
 
-  app.get<{ Params: PetIdParamsType }>(
+  app.get<{ Params: PetIdParams }>(
     '/pets/:petId',
     {
       schema: {
@@ -104,12 +96,10 @@ export async function petRoutes(
         deprecated: true,
         tags: ['pets'],
         security,
-        params: PetIdParams,
+        params: PetIdParamsSchema,
         response: {
-          200: pet('The animal.'),
-          400: error('petId is not an int64.'),
-          404: error('No animal has this id.'),
-          ...COMMON_ERRORS,
+          200: Type.Ref('Pet', { description: 'The animal.' }),
+          ...errorResponses(...COMMON_ERRORS, 'invalid_path_parameter', 'pet_not_found'),
         },
       },
     },
@@ -121,21 +111,8 @@ export async function petRoutes(
   )
 }
 
-/**
- * Every other method on these paths answers 405 with `Allow` (HEAD comes with GET). It answers in onRequest,
- * before any body is read, so no body error can mask it.
- */
+/** Every other method on these paths answers 405 with `Allow` (see `guardMethods`). */
 export async function petMethodGuards(app: FastifyInstance) {
-  const guard = (url: string, allowed: string[]) => {
-    const reject = methodNotAllowed(allowed)
-    app.route({
-      method: app.supportedMethods.filter((method) => !allowed.includes(method)),
-      url,
-      schema: { hide: true },
-      onRequest: reject,
-      handler: reject,
-    })
-  }
-  guard('/pets', ['GET', 'HEAD', 'POST'])
-  guard('/pets/:petId', ['GET', 'HEAD'])
+  guardMethods(app, '/pets', ['GET', 'HEAD', 'POST'])
+  guardMethods(app, '/pets/:petId', ['GET', 'HEAD'])
 }

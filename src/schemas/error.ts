@@ -1,11 +1,11 @@
 import Type, { type Static } from 'typebox'
 import { ERROR_CODES } from '../errors.ts'
 
-export const ErrorBody = Type.Object(
+export const ErrorSchema = Type.Object(
   {
-    code: Type.String({
-      description: 'Machine-readable, stable error code.',
-      examples: Object.keys(ERROR_CODES),
+    code: Type.Enum(Object.keys(ERROR_CODES), {
+      type: 'string',
+      description: 'Machine-readable, stable error code (see the table in the API description).',
     }),
     message: Type.String({ description: 'Human-readable description naming the offending field and rule.' }),
     status: Type.Integer({
@@ -16,4 +16,4 @@ export const ErrorBody = Type.Object(
   },
   { $id: 'Error', additionalProperties: false, description: 'The body of every error response.' },
 )
-export type ErrorBody = Static<typeof ErrorBody>
+export type ErrorBody = Static<typeof ErrorSchema>
