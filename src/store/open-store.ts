@@ -1,3 +1,4 @@
+import { dirname } from 'node:path'
 import type { Logger } from 'pino'
 import type { Config } from '../config.ts'
 import { PostgresStore } from './postgres/postgres-store.ts'
@@ -8,12 +9,8 @@ const SQLITE = 'sqlite:'
 
 /** The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. */
 export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
-  if (config.DATABASE_URL.startsWith(SQLITE)) {
-    return new SqliteStore({
-      path: config.DATABASE_URL.slice(SQLITE.length),
-      busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS,
-    })
-  }
+  const path = sqlitePath(config)
+  if (path !== undefined) return new SqliteStore({ path, busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS })
   return new PostgresStore({
     url: config.DATABASE_URL,
     poolSize: config.PG_POOL_SIZE,
@@ -24,10 +21,13 @@ export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
   })
 }
 
-/** The directory holding the embedded database file, if the store is one. */
+/** The embedded database's path (a file, or `:memory:`), if the store is SQLite. */
+function sqlitePath(config: Config): string | undefined {
+  return config.DATABASE_URL.startsWith(SQLITE) ? config.DATABASE_URL.slice(SQLITE.length) : undefined
+}
+
+/** The directory holding the embedded database file, if there is one. */
 export function embeddedDataDirectory(config: Config): string | undefined {
-  if (!config.DATABASE_URL.startsWith(SQLITE) || config.DATABASE_URL === 'sqlite::memory:') return undefined
-  const path = config.DATABASE_URL.slice(SQLITE.length)
-  const slash = path.lastIndexOf('/')
-  return slash === -1 ? '.' : path.slice(0, slash) || '/'
+  const path = sqlitePath(config)
+  return path === undefined || path === ':memory:' ? undefined : dirname(path)
 }

@@ -63,6 +63,13 @@ function translate(error: unknown): unknown {
   return unavailable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
 }
 
+/** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
+function keyNameTaken(error: unknown, name: string): unknown {
+  return (error as { constraint?: string }).constraint === 'api_keys_active_name'
+    ? new DuplicateKeyNameError(name)
+    : error
+}
+
 /**
  * PostgreSQL engine for many stateless instances sharing one database. Creates are group-committed like
  * the embedded store's, and each batch takes a transaction-scoped advisory lock before inserting, so ids
@@ -90,12 +97,16 @@ export class PostgresStore implements Store {
     this.#creates = new WriteBatcher((pets) => this.#insertPets(pets), MAX_BATCH)
   }
 
+  #ensureOpen(): void {
+    if (this.#closed) throw new StoreUnavailableError('the store is closed')
+  }
+
   async #query<Row extends pg.QueryResultRow>(
     name: string,
     text: string,
     values: unknown[] = [],
   ): Promise<Row[]> {
-    if (this.#closed) throw new StoreUnavailableError('the store is closed')
+    this.#ensureOpen()
     try {
       return (await this.#pool.query<Row>({ name, text, values })).rows
     } catch (error) {
@@ -104,7 +115,7 @@ export class PostgresStore implements Store {
   }
 
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    if (this.#closed) throw new StoreUnavailableError('the store is closed')
+    this.#ensureOpen()
     let client: pg.PoolClient
     try {
       client = await this.#pool.connect()
@@ -155,8 +166,8 @@ export class PostgresStore implements Store {
     })
   }
 
-  createPet(pet: NewPet): Promise<Pet> {
-    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'))
+  async createPet(pet: NewPet): Promise<Pet> {
+    this.#ensureOpen()
     return this.#creates.submit(pet)
   }
 
@@ -201,32 +212,20 @@ export class PostgresStore implements Store {
   }
 
   async createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
-    try {
-      const [row] = await this.#query<KeyRow>(
-        'keys.create',
-        `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
-        [name, hash, hint],
-      )
-      return keyRecordFromRow(row as KeyRow)
-    } catch (error) {
-      if ((error as { constraint?: string }).constraint === 'api_keys_active_name')
-        throw new DuplicateKeyNameError(name)
-      throw error
-    }
+    const [row] = await this.#query<KeyRow>(
+      'keys.create',
+      `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
+      [name, hash, hint],
+    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+    return keyRecordFromRow(row as KeyRow)
   }
 
   async ensureApiKey({ name, hash, hint }: NewApiKey): Promise<void> {
-    try {
-      await this.#query(
-        'keys.ensure',
-        'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
-        [name, hash, hint],
-      )
-    } catch (error) {
-      if ((error as { constraint?: string }).constraint === 'api_keys_active_name')
-        throw new DuplicateKeyNameError(name)
-      throw error
-    }
+    await this.#query(
+      'keys.ensure',
+      'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
+      [name, hash, hint],
+    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
   }
 
   async findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
 import type { NewPet, Pet } from '../../schemas/pet.ts'
 import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
@@ -14,49 +15,60 @@ import {
   type Store,
 } from '../store.ts'
 import { WriteBatcher } from '../write-batcher.ts'
-import { sqliteMigrations } from './sqlite-migrations.ts'
+import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a throwaway database. */
   path: string
+  /** How long an operation keeps retrying while another process holds the write lock. */
   busyTimeoutMs: number
 }
 
 const SQLITE_BUSY = 5
 const SQLITE_LOCKED = 6
+const MAX_BATCH = 1000
+const PET_COLUMNS = 'id, name, category_id, status'
+const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at'
 
-/** Busy and locked databases are a passing condition (503); anything else is a real failure. */
-function translate(error: unknown): unknown {
+function isBusy(error: unknown): boolean {
   const code = (error as { errcode?: number }).errcode
-  if (code !== undefined && ((code & 0xff) === SQLITE_BUSY || (code & 0xff) === SQLITE_LOCKED)) {
-    return new StoreUnavailableError('the database is busy', { cause: error })
-  }
-  return error
+  return code !== undefined && ((code & 0xff) === SQLITE_BUSY || (code & 0xff) === SQLITE_LOCKED)
 }
 
-function isUniqueViolationOn(error: unknown, column: string): boolean {
-  return (error as { errstr?: string }).errstr === 'constraint failed' && String(error).includes(column)
+/** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
+function keyNameTaken(error: unknown, name: string): unknown {
+  const taken =
+    (error as { errstr?: string }).errstr === 'constraint failed' && String(error).includes('api_keys.name')
+  return taken ? new DuplicateKeyNameError(name) : error
 }
 
 /**
  * The embedded store: one SQLite file in WAL mode with `synchronous = FULL`, so a committed write survives
  * a crash of the process or the machine. Creates that arrive together are committed together (one
  * `BEGIN IMMEDIATE` … `COMMIT`, one fsync), and each 201 is sent only after its commit returned.
+ *
+ * node:sqlite is synchronous, so SQLite's own busy wait would freeze every request while another process
+ * (the CLI, a second worker) holds the write lock. Instead SQLite gives up at once and the operation is
+ * retried after a short asynchronous pause, for up to `busyTimeoutMs`, then answered with 503.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: DatabaseSync
+  readonly #busyTimeoutMs: number
   readonly #statements = new Map<string, StatementSync>()
-  readonly #creates = new WriteBatcher<NewPet, Pet>((pets) => this.#insertPets(pets), 1000)
+  readonly #creates = new WriteBatcher<NewPet, Pet>((pets) => this.#insertPets(pets), MAX_BATCH)
   #closed = false
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
+    this.#busyTimeoutMs = options.busyTimeoutMs
     this.#db = new DatabaseSync(options.path)
-    this.#db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`)
-    this.#db.exec('PRAGMA journal_mode = WAL')
+    this.#db.exec('PRAGMA busy_timeout = 0')
+    const mode = (this.#db.prepare('PRAGMA journal_mode = WAL').get() as { journal_mode: string })
+      .journal_mode
+    if (options.path !== ':memory:' && mode !== 'wal')
+      throw new Error(`SQLite refused WAL mode (got ${mode})`)
     this.#db.exec('PRAGMA synchronous = FULL')
-    this.#db.exec('PRAGMA foreign_keys = ON')
   }
 
   /** Statements are prepared on first use, once migrations have created their tables. */
@@ -70,12 +82,22 @@ export class SqliteStore implements Store {
     return statement
   }
 
-  #run<T>(work: () => T): Promise<T> {
-    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'))
-    try {
-      return Promise.resolve(work())
-    } catch (error) {
-      return Promise.reject(translate(error))
+  #ensureOpen(): void {
+    if (this.#closed) throw new StoreUnavailableError('the store is closed')
+  }
+
+  async #run<T>(work: () => T): Promise<T> {
+    this.#ensureOpen()
+    const deadline = Date.now() + this.#busyTimeoutMs
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return work()
+      } catch (error) {
+        if (!isBusy(error)) throw error
+        if (Date.now() >= deadline) throw new StoreUnavailableError('the database is busy', { cause: error })
+        // Jittered, growing pauses (up to ~25 ms) so competing processes do not retry in lockstep.
+        await sleep(Math.min(2 ** attempt, 25) * (0.5 + Math.random()))
+      }
     }
   }
 
@@ -94,8 +116,7 @@ export class SqliteStore implements Store {
   migrate(): Promise<MigrationReport> {
     return this.#run(() => {
       this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version INTEGER PRIMARY KEY, name TEXT NOT NULL,
-        applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`)
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (${NOW})) STRICT`)
       return this.#transaction(() => {
         const rows = this.#db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]
         const done = new Set(rows.map((row) => row.version))
@@ -118,29 +139,27 @@ export class SqliteStore implements Store {
     })
   }
 
-  createPet(pet: NewPet): Promise<Pet> {
-    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'))
+  async createPet(pet: NewPet): Promise<Pet> {
+    this.#ensureOpen()
     return this.#creates.submit(pet)
   }
 
-  #insertPets(pets: NewPet[]): Pet[] {
-    const insert = this.#statement(
-      'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id, name, category_id, status',
-    )
-    try {
+  #insertPets(pets: NewPet[]): Promise<Pet[]> {
+    return this.#run(() => {
+      const insert = this.#statement(
+        `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`,
+      )
       return this.#transaction(() =>
         pets.map((pet) =>
           petFromRow(insert.get(pet.name, pet.categoryId, pet.status ?? null) as unknown as PetRow),
         ),
       )
-    } catch (error) {
-      throw translate(error)
-    }
+    })
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {
     return this.#run(() => {
-      const row = this.#statement('SELECT id, name, category_id, status FROM pets WHERE id = ?').get(id)
+      const row = this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(id)
       return row === undefined ? undefined : petFromRow(row as unknown as PetRow)
     })
   }
@@ -149,39 +168,30 @@ export class SqliteStore implements Store {
     return this.#run(() => {
       const rows =
         status === undefined
-          ? this.#statement('SELECT id, name, category_id, status FROM pets ORDER BY id LIMIT ?').all(limit)
-          : this.#statement(
-              'SELECT id, name, category_id, status FROM pets WHERE status = ? ORDER BY id LIMIT ?',
-            ).all(status, limit)
+          ? this.#statement(`SELECT ${PET_COLUMNS} FROM pets ORDER BY id LIMIT ?`).all(limit)
+          : this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ? ORDER BY id LIMIT ?`).all(
+              status,
+              limit,
+            )
       return (rows as unknown as PetRow[]).map(petFromRow)
     })
   }
 
-  createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
-    return this.#run(() => {
-      try {
-        const row = this.#statement(
-          'INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING id, name, hint, created_at, revoked_at',
-        ).get(name, hash, hint)
-        return keyRecordFromRow(row as unknown as KeyRow)
-      } catch (error) {
-        if (isUniqueViolationOn(error, 'api_keys.name')) throw new DuplicateKeyNameError(name)
-        throw error
-      }
-    })
+  async createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
+    const row = await this.#run(() =>
+      this.#statement(
+        `INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING ${KEY_COLUMNS}`,
+      ).get(name, hash, hint),
+    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+    return keyRecordFromRow(row as unknown as KeyRow)
   }
 
-  ensureApiKey({ name, hash, hint }: NewApiKey): Promise<void> {
-    return this.#run(() => {
-      try {
-        this.#statement(
-          'INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING',
-        ).run(name, hash, hint)
-      } catch (error) {
-        if (isUniqueViolationOn(error, 'api_keys.name')) throw new DuplicateKeyNameError(name)
-        throw error
-      }
-    })
+  async ensureApiKey({ name, hash, hint }: NewApiKey): Promise<void> {
+    await this.#run(() =>
+      this.#statement(
+        'INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING',
+      ).run(name, hash, hint),
+    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
   }
 
   findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
@@ -195,9 +205,7 @@ export class SqliteStore implements Store {
 
   listApiKeys(): Promise<ApiKeyRecord[]> {
     return this.#run(() => {
-      const rows = this.#statement(
-        'SELECT id, name, hint, created_at, revoked_at FROM api_keys ORDER BY id',
-      ).all()
+      const rows = this.#statement(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`).all()
       return (rows as unknown as KeyRow[]).map(keyRecordFromRow)
     })
   }
@@ -205,8 +213,7 @@ export class SqliteStore implements Store {
   revokeApiKey(name: string): Promise<boolean> {
     return this.#run(() => {
       const result = this.#statement(
-        `UPDATE api_keys SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-         WHERE name = ? AND revoked_at IS NULL`,
+        `UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`,
       ).run(name)
       return Number(result.changes) > 0
     })

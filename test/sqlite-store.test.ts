@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { StoreUnavailableError } from '../src/errors.ts'
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import type { Cleanup } from './helpers/cleanup.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+
+async function openStore(t: Cleanup, path: string, busyTimeoutMs = 2000) {
+  const store = new SqliteStore({ path, busyTimeoutMs })
+  t.after(() => store.close())
+  await store.migrate()
+  return store
+}
+
+/** Another connection to the file, as the CLI or a second worker process would have. */
+function otherConnection(t: Cleanup, path: string) {
+  const database = new DatabaseSync(path)
+  t.after(() => database.close())
+  return database
+}
+
+describe('SQLite engine', () => {
+  test('when the database file is opened, then it is in WAL mode', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    await openStore(t, path)
+    const row = otherConnection(t, path).prepare('PRAGMA journal_mode').get() as { journal_mode: string }
+    assert.equal(row.journal_mode, 'wal')
+  })
+
+  test('when another process holds the write lock, then the create waits without freezing the event loop', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    const other = otherConnection(t, path)
+    other.exec('BEGIN IMMEDIATE')
+    const created = store.createPet({ name: 'patient', categoryId: 1n })
+
+    // While the lock is held, timers fire on time and reads are answered.
+    const started = performance.now()
+    await sleep(20)
+    assert.ok(performance.now() - started < 100, 'the event loop is not blocked by the wait')
+    assert.deepEqual(await store.listPets({ limit: 10 }), [])
+    await sleep(300)
+    other.exec('COMMIT')
+
+    const pet = await created
+    assert.equal(pet.name, 'patient')
+    assert.deepEqual(await store.getPet(pet.id), pet)
+  })
+
+  test('when the write lock is held longer than busyTimeoutMs, then the create fails with StoreUnavailableError', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path, 200)
+    const other = otherConnection(t, path)
+    other.exec('BEGIN IMMEDIATE')
+    await assert.rejects(store.createPet({ name: 'late', categoryId: 1n }), StoreUnavailableError)
+  })
+
+  test('when two stores on one file create concurrently, then every create commits with a distinct id', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const [a, b] = [await openStore(t, path), await openStore(t, path)]
+    const created = await Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        (i % 2 ? a : b).createPet({ name: `p${i}`, categoryId: BigInt(i) }),
+      ),
+    )
+    assert.equal(new Set(created.map((pet) => pet.id)).size, 400)
+    assert.equal((await a.listPets({ limit: 100 })).length, 100)
+  })
+})
