@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { type Command, CommandError, type CommandIo, UsageError } from './commands/command.ts'
+import { type Command, type CommandIo, UsageError } from './commands/command.ts'
 import { keysCommand } from './commands/keys-command.ts'
 import { migrateCommand } from './commands/migrate-command.ts'
 import { openapiCommand } from './commands/openapi-command.ts'
@@ -26,9 +26,14 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
   const implicitServe = first === undefined || first.startsWith('-')
   const command = implicitServe ? serveCommand : COMMANDS.find((candidate) => candidate.name === first)
   const name = command?.name ?? first ?? 'serve'
+  const args = implicitServe ? argv : rest
   try {
     if (command === undefined) throw new UsageError(`unknown command "${first}"`)
-    return await command.run(implicitServe ? argv : rest, io)
+    if (args.includes('--help') || args.includes('-h')) {
+      io.stdout.write(`${command.help}\n`)
+      return 0
+    }
+    return await command.run(args, io)
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(
@@ -45,11 +50,10 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
       io.stderr.write(`petstore ${name}: ${error.message}${cause}\n`)
       return 1
     }
-    if (error instanceof CommandError) {
-      io.stderr.write(`petstore ${name}: ${error.message}\n`)
-      return 1
-    }
-    throw error
+    // Anything else (port in use, unreadable database file…) is still one line; the stack helps nobody here.
+    const message = error instanceof Error ? error.message : String(error)
+    io.stderr.write(`petstore ${name}: ${message}\n`)
+    return 1
   }
 }
 

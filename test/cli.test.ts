@@ -71,6 +71,16 @@ describe('petstore CLI', () => {
     assert.equal(result.stderr.includes('s3cret'), false)
   })
 
+  test('when the port is taken, then serve exits 1 with one line', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const first = await startServeProcess({}, cwd)
+    t.after(() => first.child.kill('SIGKILL'))
+    const port = new URL(first.origin).port
+    const result = runCli(['serve'], { PORT: port, API_KEYS: '' }, cwd)
+    assert.equal(result.status, 1)
+    assert.match(result.stderr, /^petstore serve: .*EADDRINUSE.*\n$/)
+  })
+
   test('when migrating twice, then the second run has nothing to do', (t) => {
     const cwd = temporaryDirectory(t)
     assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migration 1; schema version 1/)
@@ -99,11 +109,17 @@ describe('petstore CLI', () => {
     const server = await startServeProcess({ API_KEY_CACHE_TTL_MS: '300' }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
     assert.equal((await get(server.origin, '/v1/pets', key)).status, 200)
+    assert.equal(
+      (await get(server.origin, `/v1/pets?api_key=${key}`, key)).status,
+      400,
+      'a key in the URL is refused',
+    )
     assert.equal(runCli(['keys', 'revoke', 'alice'], {}, cwd).status, 0)
     assert.equal(runCli(['keys', 'revoke', 'alice'], {}, cwd).status, 1)
     await sleep(400)
     assert.equal((await get(server.origin, '/v1/pets', key)).status, 401)
-    assert.equal(server.output().includes(key), false, 'the key never reaches the log')
+    assert.equal(server.output().includes(key), false, 'the key never reaches the log, not even from a URL')
+    assert.match(server.output(), /api_key=psk_\[redacted\]/)
   })
 
   test('when seeding 25 pets, then the API lists them with realistic names and mixed statuses', async (t) => {

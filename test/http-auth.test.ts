@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { DatabaseSync } from 'node:sqlite'
 import { before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { apiKeyHint, generateApiKey, hashApiKey } from '../src/auth/api-key.ts'
+import { apiKeyHint, generateApiKey, hashApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { call } from './helpers/api-client.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
@@ -102,7 +102,7 @@ describe('key revocation', () => {
   test('when a key is revoked, then the server refuses it within API_KEY_CACHE_TTL_MS', async (t) => {
     const server = await startTestServer(t, { env: { API_KEY_CACHE_TTL_MS: '200' } })
     const key = generateApiKey()
-    await server.store.createApiKey({ name: 'temporary', hash: hashApiKey(key), hint: apiKeyHint(key) })
+    await server.store.createApiKey(storedFormOf('temporary', key))
     assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 200)
     assert.equal(await server.store.revokeApiKey('temporary'), true)
     await sleep(250)

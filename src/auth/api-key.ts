@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
+import type { NewApiKey } from '../store/store.ts'
 
 /** Every key starts with this, so a leaked key is recognisable by secret scanners and by people. */
 export const API_KEY_PREFIX = 'psk_'
 // 32 random bytes in base64url: 43 characters, 256 bits of entropy.
 const API_KEY_PATTERN = /^psk_[A-Za-z0-9_-]{43}$/
+const API_KEY_ANYWHERE = /psk_[A-Za-z0-9_-]{43}/g
 export const KEY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 export function generateApiKey(): string {
@@ -26,4 +28,14 @@ export function hashApiKey(key: string): string {
 /** What `keys list` shows of a key: the prefix and four characters, enough to tell keys apart. */
 export function apiKeyHint(key: string): string {
   return `${key.slice(0, API_KEY_PREFIX.length + 4)}…`
+}
+
+/** What the store keeps of a key: its name, its hash and its hint — never the key. */
+export function storedFormOf(name: string, key: string): NewApiKey {
+  return { name, hash: hashApiKey(key), hint: apiKeyHint(key) }
+}
+
+/** The text with anything shaped like a key replaced, for logging what clients send (a URL, say). */
+export function maskApiKeys(text: string): string {
+  return text.replace(API_KEY_ANYWHERE, `${API_KEY_PREFIX}[redacted]`)
 }

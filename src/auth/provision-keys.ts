@@ -1,9 +1,9 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
-import { type Config, configuredApiKeys } from '../config.ts'
-import type { Store } from '../store/store.ts'
-import { apiKeyHint, generateApiKey, hashApiKey } from './api-key.ts'
+import { type Config, ConfigError, configuredApiKeys } from '../config.ts'
+import { DuplicateKeyNameError, type Store } from '../store/store.ts'
+import { generateApiKey, storedFormOf } from './api-key.ts'
 
 export const INITIAL_KEY_NAME = 'initial'
 export const INITIAL_KEY_FILE = 'initial-api-key'
@@ -19,20 +19,25 @@ export interface ProvisionOptions {
 }
 
 /**
- * Makes sure the service can be called: keys from `API_KEYS` are stored (hashed), and when no active key
- * exists at all, one named "initial" is created and handed over exactly once — on the terminal if there is
- * one, otherwise in a file readable only by this user next to the database. It never goes to the log.
+ * Makes sure the service can be called: keys from `API_KEYS` are stored (hashed), and on a brand-new
+ * installation (no key was ever created) one named "initial" is created and handed over exactly once — on
+ * the terminal if there is one, otherwise in a file readable only by this user next to the database. It
+ * never goes to the log. Once keys exist, none is ever minted here: revoking every key stays in force.
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
   for (const { name, key } of configuredApiKeys(config)) {
-    await store.ensureApiKey({ name, hash: hashApiKey(key), hint: apiKeyHint(key) })
+    await store.ensureApiKey(storedFormOf(name, key)).catch((error: unknown) => {
+      if (!(error instanceof DuplicateKeyNameError)) throw error
+      throw new ConfigError(
+        `API_KEYS names "${name}", which another active key already has: revoke that key first, or use a new name`,
+      )
+    })
   }
-  const keys = await store.listApiKeys()
-  if (keys.some((key) => key.revokedAt === undefined)) return
+  if ((await store.listApiKeys()).length > 0) return
 
   const key = generateApiKey()
   if (terminal.isTTY) {
-    await store.createApiKey({ name: INITIAL_KEY_NAME, hash: hashApiKey(key), hint: apiKeyHint(key) })
+    await store.createApiKey(storedFormOf(INITIAL_KEY_NAME, key))
     terminal.write(
       `\nNo API key existed, so one was created. It is shown only this once; keep it somewhere safe:\n\n  ${key}\n\n` +
         `Try it:  curl -H "Authorization: Bearer ${key}" ${config.PUBLIC_BASE_URL}/pets\n\n`,
@@ -42,7 +47,7 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
     // A stale file (from a key since revoked) is replaced, never reused with whatever mode it had.
     rmSync(path, { force: true })
     writeFileSync(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
-    await store.createApiKey({ name: INITIAL_KEY_NAME, hash: hashApiKey(key), hint: apiKeyHint(key) })
+    await store.createApiKey(storedFormOf(INITIAL_KEY_NAME, key))
     log.warn(
       { path },
       'no API key existed: created one and wrote it to this file (mode 0600); read it, then delete the file',

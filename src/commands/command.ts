@@ -35,7 +35,7 @@ export class CommandError extends Error {
   }
 }
 
-/** `parseArgs` with `--help` everywhere and its errors turned into UsageError. */
+/** `parseArgs`, strict, with its errors turned into UsageError (`--help` is handled before commands run). */
 export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options']>>(
   args: string[],
   options: T,
@@ -44,7 +44,7 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options'
   try {
     return parseArgs({
       args,
-      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      options,
       allowPositionals,
       strict: true,
     })

@@ -1,4 +1,5 @@
-import { apiKeyHint, generateApiKey, hashApiKey, KEY_NAME_PATTERN } from '../auth/api-key.ts'
+import type { ParseArgsOptionsConfig } from 'node:util'
+import { generateApiKey, KEY_NAME_PATTERN, storedFormOf } from '../auth/api-key.ts'
 import { DuplicateKeyNameError } from '../store/store.ts'
 import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
 import { openMigratedStore } from './open-services.ts'
@@ -11,6 +12,13 @@ const HELP = `Usage:
 Names: 1 to 64 characters, letters, digits, ".", "_" and "-", starting with a letter or digit.
 Only a SHA-256 hash of each key is stored. A revoked key is refused by a running server within
 API_KEY_CACHE_TTL_MS (5 seconds by default).`
+
+// Each action accepts only its own options: `keys list --name x` is a mistake worth telling.
+const ACTION_OPTIONS: Record<string, ParseArgsOptionsConfig> = {
+  create: { name: { type: 'string' } },
+  list: { json: { type: 'boolean' } },
+  revoke: { name: { type: 'string' } },
+}
 
 function checkName(name: string | undefined): string {
   if (name === undefined) throw new UsageError('--name is required')
@@ -25,30 +33,20 @@ export const keysCommand: Command = {
   help: HELP,
   async run(args, { stdout, stderr }) {
     const [action, ...rest] = args
-    if (action === undefined || action === '--help' || action === '-h') {
-      if (action === undefined) throw new UsageError('missing action: create, list or revoke')
-      stdout.write(`${HELP}\n`)
-      return 0
-    }
-    if (!['create', 'list', 'revoke'].includes(action)) throw new UsageError(`unknown action "${action}"`)
-    const { values, positionals } = parseCommandArgs(
-      rest,
-      { name: { type: 'string' }, json: { type: 'boolean' } },
-      action === 'revoke',
-    )
-    if (values.help) {
-      stdout.write(`${HELP}\n`)
-      return 0
-    }
-    const name = action === 'list' ? undefined : checkName(values.name ?? positionals[0])
+    if (action === undefined) throw new UsageError('missing action: create, list or revoke')
+    const options = ACTION_OPTIONS[action]
+    if (options === undefined) throw new UsageError(`unknown action "${action}"`)
+    const { values, positionals } = parseCommandArgs(rest, options, action === 'revoke')
     if (positionals.length > 1) throw new UsageError('revoke takes one name')
+    const name =
+      action === 'list' ? undefined : checkName((values.name as string | undefined) ?? positionals[0])
 
     const { store } = await openMigratedStore()
     try {
       if (action === 'create') {
         const key = generateApiKey()
         try {
-          await store.createApiKey({ name: name as string, hash: hashApiKey(key), hint: apiKeyHint(key) })
+          await store.createApiKey(storedFormOf(name as string, key))
         } catch (error) {
           if (error instanceof DuplicateKeyNameError) throw new CommandError(error.message)
           throw error

@@ -9,11 +9,7 @@ export const migrateCommand: Command = {
 Applies every migration the database does not have yet, in order, and prints what was done.
 "serve" does the same at start, so running this first is optional (useful in a deploy pipeline).`,
   async run(args, { stdout }) {
-    const { values } = parseCommandArgs(args, {})
-    if (values.help) {
-      stdout.write(`${this.help}\n`)
-      return 0
-    }
+    parseCommandArgs(args, {})
     const { store } = openConfiguredStore()
     try {
       const { applied, current } = await store.migrate()

@@ -1,6 +1,7 @@
 import { buildApp } from '../app.ts'
 import { loadConfig } from '../config.ts'
-import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
+import { createLogger } from '../logger.ts'
+import { openStore } from '../store/open-store.ts'
 import { type Command, parseCommandArgs } from './command.ts'
 
 export const openapiCommand: Command = {
@@ -11,14 +12,10 @@ export const openapiCommand: Command = {
 Prints the OpenAPI document the server serves at /v1/openapi.json, with the servers from the current
 configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches no database.`,
   async run(args, { stdout }) {
-    const { values } = parseCommandArgs(args, {})
-    if (values.help) {
-      stdout.write(`${this.help}\n`)
-      return 0
-    }
+    parseCommandArgs(args, {})
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
-    const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0 })
-    const config = { ...loadConfig(), LOG_LEVEL: 'silent' as const }
+    const config = { ...loadConfig(), LOG_LEVEL: 'silent' as const, DATABASE_URL: 'sqlite::memory:' }
+    const store = openStore(config, createLogger(config))
     const app = await buildApp({ config, store })
     try {
       await app.ready()

@@ -74,10 +74,6 @@ Adds N demo pets (default 100, at most 10000000) with realistic names, categorie
 statuses, then prints how many were added. Each run adds more; it never deletes.`,
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { count: { type: 'string' } })
-    if (values.help) {
-      stdout.write(`${this.help}\n`)
-      return 0
-    }
     const count = integerOption('count', values.count, 100, 10_000_000)
     const { store } = await openMigratedStore()
     try {

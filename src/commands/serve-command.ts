@@ -14,11 +14,7 @@ Applies pending migrations, makes sure an API key exists (see README, "API keys"
 under /v1 on HOST:PORT. Settings come from the environment and from .env; see README, "Configuration".
 SIGTERM or SIGINT drains in-flight requests, closes the store and exits 0.`,
   async run(args, { stdout }) {
-    const { values } = parseCommandArgs(args, {})
-    if (values.help) {
-      stdout.write(`${this.help}\n`)
-      return 0
-    }
+    parseCommandArgs(args, {})
     const { config, logger, store } = openConfiguredStore()
     try {
       await store.migrate()

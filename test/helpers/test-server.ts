@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
-import { apiKeyHint, generateApiKey, hashApiKey } from '../../src/auth/api-key.ts'
+import { generateApiKey, storedFormOf } from '../../src/auth/api-key.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
 import type { Store } from '../../src/store/store.ts'
 import type { Cleanup } from './cleanup.ts'
@@ -44,7 +44,7 @@ export async function startTestServer(
     t.after(() => store?.close())
   }
   const key = generateApiKey()
-  await store.createApiKey({ name: 'test', hash: hashApiKey(key), hint: apiKeyHint(key) })
+  await store.createApiKey(storedFormOf('test', key))
   const app = await buildApp({ config, store })
   t.after(() => app.close())
   await app.listen({ host: '127.0.0.1', port: 0 })

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { generateApiKey, hashApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import { INITIAL_KEY_FILE, provisionKeys } from '../src/auth/provision-keys.ts'
+import { ConfigError } from '../src/config.ts'
+import { createLogger } from '../src/logger.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { sqliteEngine } from './helpers/store-engines.ts'
+import { testConfig } from './helpers/test-server.ts'
+
+const KEY = /psk_[A-Za-z0-9_-]{43}/
+const log = createLogger({ LOG_LEVEL: 'silent' })
+
+function terminal(isTTY: boolean) {
+  let output = ''
+  return { isTTY, write: (text: string) => (output += text), output: () => output }
+}
+
+describe('provisioning keys at start', () => {
+  test('when a brand-new installation starts on a terminal, then one key is shown there once and works', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const screen = terminal(true)
+    await provisionKeys({ store, config: testConfig(), log, dataDirectory: undefined, terminal: screen })
+    const key = KEY.exec(screen.output())?.[0] ?? ''
+    assert.ok(key, 'the key is printed')
+    assert.deepEqual(await store.findActiveApiKey(hashApiKey(key)), { id: 1n, name: 'initial' })
+
+    await provisionKeys({ store, config: testConfig(), log, dataDirectory: undefined, terminal: screen })
+    assert.equal(screen.output().match(new RegExp(KEY, 'g'))?.length, 2, 'once, plus once in the sample curl')
+    assert.equal((await store.listApiKeys()).length, 1, 'a second start creates nothing')
+  })
+
+  test('when there is no terminal, then the key goes to a 0600 file next to the database', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const directory = temporaryDirectory(t)
+    const screen = terminal(false)
+    await provisionKeys({ store, config: testConfig(), log, dataDirectory: directory, terminal: screen })
+    const path = join(directory, INITIAL_KEY_FILE)
+    assert.match(readFileSync(path, 'utf8'), KEY)
+    assert.equal(statSync(path).mode & 0o777, 0o600)
+    assert.equal(screen.output(), '')
+  })
+
+  test('when every key has been revoked, then a start does not mint a new one', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    await store.createApiKey(storedFormOf('only', generateApiKey()))
+    await store.revokeApiKey('only')
+    const screen = terminal(true)
+    await provisionKeys({ store, config: testConfig(), log, dataDirectory: undefined, terminal: screen })
+    assert.equal(screen.output(), '')
+    assert.equal((await store.listApiKeys()).length, 1)
+  })
+
+  test('when API_KEYS reuses the name of another active key, then start fails with a ConfigError naming API_KEYS', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    await store.createApiKey(storedFormOf('ci', generateApiKey()))
+    const config = testConfig({ API_KEYS: `ci:${generateApiKey()}` })
+    await assert.rejects(
+      provisionKeys({ store, config, log, dataDirectory: undefined, terminal: terminal(false) }),
+      (error: Error) => error instanceof ConfigError && /API_KEYS names "ci"/.test(error.message),
+    )
+  })
+})
