@@ -58,15 +58,20 @@ async function freePort(): Promise<number> {
   })
 }
 
+// runuser lives in sbin, which is not on every PATH (CI runs with a minimal one).
+const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((path) => existsSync(path)) ?? 'runuser'
+
 /** PostgreSQL refuses to run as root; as root, its tools run as the `postgres` user. */
 function asServerUser(command: string, args: string[]): [string, string[]] {
-  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args]
+  return process.getuid?.() === 0 ? [RUNUSER, ['-u', 'postgres', '--', command, ...args]] : [command, args]
 }
 
 function run(command: string, args: string[]) {
   const [file, argv] = asServerUser(command, args)
   const result = spawnSync(file, argv, { encoding: 'utf8' })
-  if (result.status !== 0) throw new Error(`${command} failed: ${result.stderr || result.stdout}`)
+  if (result.status !== 0) {
+    throw new Error(`${command} failed: ${result.error?.message ?? (result.stderr || result.stdout)}`)
+  }
 }
 
 async function databaseFactory(adminUrl: string): Promise<() => Promise<string>> {
