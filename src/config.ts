@@ -96,6 +96,17 @@ export const ConfigSchema = Type.Object({
     default: 4096,
     description: 'Largest request body accepted; larger bodies get 413.',
   }),
+  IDEMPOTENCY_RETENTION_S: Type.Integer({
+    minimum: 60,
+    maximum: 2_592_000,
+    default: 86_400,
+    description: 'How long an Idempotency-Key is remembered (and a retry replays the first result).',
+  }),
+  GET_PET_AFTER_SUNSET: Type.Enum(['serve', 'gone'], {
+    type: 'string',
+    default: 'serve',
+    description: 'What getPet does after its sunset (5 December 2030): keep serving, or answer 410 Gone.',
+  }),
   REQUEST_TIMEOUT_MS: DURATION(10_000, 'Time allowed to receive a whole request (408 after it).'),
   HEADERS_TIMEOUT_MS: DURATION(5000, 'Time allowed to receive the request headers.'),
   KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.'),

@@ -16,11 +16,17 @@ export const ERROR_CODES = {
   },
   invalid_query: { status: 400, summary: 'A query parameter is unknown, repeated or out of range.' },
   invalid_path_parameter: { status: 400, summary: 'A path parameter is not valid (petId must be an int64).' },
+  invalid_idempotency_key: { status: 400, summary: 'The Idempotency-Key header is malformed or repeated.' },
   unauthorized: { status: 401, summary: 'The bearer API key is missing, malformed, unknown or revoked.' },
   route_not_found: { status: 404, summary: 'No operation exists at this path.' },
   pet_not_found: { status: 404, summary: 'No pet has the requested id.' },
   method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see Allow.' },
   request_timeout: { status: 408, summary: 'The request was not received in time.' },
+  idempotency_key_in_flight: {
+    status: 409,
+    summary: 'A request with the same Idempotency-Key is still being processed; retry later.',
+  },
+  gone: { status: 410, summary: 'The operation was removed after its sunset date.' },
   body_too_large: { status: 413, summary: 'The request body is over the size limit.' },
   unsupported_media_type: {
     status: 415,
@@ -29,6 +35,10 @@ export const ERROR_CODES = {
   expectation_failed: {
     status: 417,
     summary: 'The Expect header asks for something other than 100-continue.',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    summary: 'The Idempotency-Key was already used with a different request body.',
   },
   rate_limited: { status: 429, summary: 'Too many requests for this API key; see Retry-After.' },
   headers_too_large: { status: 431, summary: 'The request line or headers are too large.' },

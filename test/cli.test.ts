@@ -83,8 +83,8 @@ describe('petstore CLI', () => {
 
   test('when migrating twice, then the second run has nothing to do', (t) => {
     const cwd = temporaryDirectory(t)
-    assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migration 1; schema version 1/)
-    assert.match(runCli(['migrate'], {}, cwd).stdout, /database is up to date \(schema version 1\)/)
+    assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migrations 1, 2; schema version 2/)
+    assert.match(runCli(['migrate'], {}, cwd).stdout, /database is up to date \(schema version 2\)/)
     assert.ok(statSync(join(cwd, 'data', 'petstore.db')).isFile(), 'the default store is ./data/petstore.db')
   })
 

@@ -22,7 +22,7 @@ const badQueries: Array<{ query: string; message: RegExp }> = [
   { query: 'status=bogus', message: /"status" must be one of: available, pending, sold/ },
   { query: 'status=', message: /"status" must be one of/ },
   { query: 'status=sold&status=pending', message: /"status" must be given once/ },
-  { query: 'offset=10', message: /"offset" is not allowed \(allowed: limit, status\)/ },
+  { query: 'offset=10', message: /"offset" is not allowed \(allowed: limit, status, cursor\)/ },
   { query: 'toString=1&toString=2', message: /"toString" is not allowed/ },
   { query: Array.from({ length: 12 }, (_, i) => `p${i}=1`).join('&'), message: /"p0" is not allowed/ },
 ]

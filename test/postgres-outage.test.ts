@@ -105,7 +105,10 @@ describe('PostgreSQL outages', engineSuiteOptions(postgresEngine), () => {
       onIdleError: () => {},
     })
     t.after(() => store.close())
-    for (const attempt of [() => store.getPet(1n), () => store.createPet({ name: 'x', categoryId: 1n })]) {
+    for (const attempt of [
+      () => store.getPet(1n),
+      () => store.createPet({ pet: { name: 'x', categoryId: 1n } }),
+    ]) {
       const started = performance.now()
       await assert.rejects(attempt(), StoreUnavailableError)
       assert.ok(performance.now() - started < CONNECT_TIMEOUT_MS + 500)

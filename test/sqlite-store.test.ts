@@ -35,7 +35,7 @@ describe('SQLite engine', () => {
     const store = await openStore(t, path)
     const other = otherConnection(t, path)
     other.exec('BEGIN IMMEDIATE')
-    const created = store.createPet({ name: 'patient', categoryId: 1n })
+    const created = store.createPet({ pet: { name: 'patient', categoryId: 1n } })
 
     // While the lock is held, timers fire on time and reads are answered.
     const started = performance.now()
@@ -45,7 +45,7 @@ describe('SQLite engine', () => {
     await sleep(300)
     other.exec('COMMIT')
 
-    const pet = await created
+    const { pet } = await created
     assert.equal(pet.name, 'patient')
     assert.deepEqual(await store.getPet(pet.id), pet)
   })
@@ -55,7 +55,7 @@ describe('SQLite engine', () => {
     const store = await openStore(t, path, 200)
     const other = otherConnection(t, path)
     other.exec('BEGIN IMMEDIATE')
-    await assert.rejects(store.createPet({ name: 'late', categoryId: 1n }), StoreUnavailableError)
+    await assert.rejects(store.createPet({ pet: { name: 'late', categoryId: 1n } }), StoreUnavailableError)
   })
 
   test('when two stores on one file create concurrently, then every create commits with a distinct id', async (t) => {
@@ -63,10 +63,10 @@ describe('SQLite engine', () => {
     const [a, b] = [await openStore(t, path), await openStore(t, path)]
     const created = await Promise.all(
       Array.from({ length: 400 }, (_, i) =>
-        (i % 2 ? a : b).createPet({ name: `p${i}`, categoryId: BigInt(i) }),
+        (i % 2 ? a : b).createPet({ pet: { name: `p${i}`, categoryId: BigInt(i) } }),
       ),
     )
-    assert.equal(new Set(created.map((pet) => pet.id)).size, 400)
+    assert.equal(new Set(created.map(({ pet }) => pet.id)).size, 400)
     assert.equal((await a.listPets({ limit: 100 })).length, 100)
   })
 })

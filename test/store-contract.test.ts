@@ -1,9 +1,16 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
-import type { NewPet } from '../src/schemas/pet.ts'
-import { DuplicateKeyNameError } from '../src/store/store.ts'
+import type { NewPet, Pet } from '../src/schemas/pet.ts'
+import { DuplicateKeyNameError, IdempotencyKeyReusedError, type Store } from '../src/store/store.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
+
+/** Creates one pet, with no idempotency key, and resolves to it. */
+async function createOne(store: Store, newPet: NewPet): Promise<Pet> {
+  const result = await store.createPet({ pet: newPet })
+  assert.equal(result.replayed, false)
+  return result.pet
+}
 
 const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPet =>
   status === undefined ? { name, categoryId } : { name, categoryId, status }
@@ -19,8 +26,8 @@ for (const engine of storeEngines) {
 
     test('when pets are created, then ids are distinct and ascending, and get returns them', async (t) => {
       const { store } = await engine.open(t)
-      const first = await store.createPet(pet('Rex', 1n, 'available'))
-      const second = await store.createPet(pet('Tom', 2n))
+      const first = await createOne(store, pet('Rex', 1n, 'available'))
+      const second = await createOne(store, pet('Tom', 2n))
       assert.equal(typeof first.id, 'bigint')
       assert.ok(second.id > first.id)
       assert.deepEqual(await store.getPet(first.id), {
@@ -37,7 +44,7 @@ for (const engine of storeEngines) {
     test('when categoryId is at the int64 edges, then it is stored exactly', async (t) => {
       const { store } = await engine.open(t)
       for (const categoryId of [-(2n ** 63n), -(2n ** 53n) - 1n, 0n, 2n ** 53n + 1n, 2n ** 63n - 1n]) {
-        const created = await store.createPet(pet('Edge', categoryId))
+        const created = await createOne(store, pet('Edge', categoryId))
         assert.equal(created.categoryId, categoryId)
         assert.equal((await store.getPet(created.id))?.categoryId, categoryId)
       }
@@ -48,7 +55,7 @@ for (const engine of storeEngines) {
       const statuses = ['available', 'pending', 'sold', undefined] as const
       const created = []
       for (let i = 0; i < 30; i++)
-        created.push(await store.createPet(pet(`p${i}`, BigInt(i), statuses[i % 4])))
+        created.push(await createOne(store, pet(`p${i}`, BigInt(i), statuses[i % 4])))
       const page = await store.listPets({ limit: 10 })
       assert.deepEqual(
         page.map((p) => p.id),
@@ -65,7 +72,7 @@ for (const engine of storeEngines) {
     test('when 500 creates are issued at once, then all commit with distinct ids', async (t) => {
       const { store } = await engine.open(t)
       const created = await Promise.all(
-        Array.from({ length: 500 }, (_, i) => store.createPet(pet(`c${i}`, BigInt(i)))),
+        Array.from({ length: 500 }, (_, i) => createOne(store, pet(`c${i}`, BigInt(i)))),
       )
       assert.equal(new Set(created.map((p) => p.id)).size, 500)
       for (const [i, p] of created.entries()) assert.equal(p.name, `c${i}`)
@@ -74,7 +81,7 @@ for (const engine of storeEngines) {
 
     test('when the store is closed right after creates were issued, then every create is committed', async (t) => {
       const { store, reopen } = await engine.open(t)
-      const pending = Array.from({ length: 50 }, (_, i) => store.createPet(pet(`late${i}`, 1n)))
+      const pending = Array.from({ length: 50 }, (_, i) => createOne(store, pet(`late${i}`, 1n)))
       await store.close()
       const created = await Promise.all(pending)
       const again = await reopen()
@@ -85,7 +92,7 @@ for (const engine of storeEngines) {
       const { store } = await engine.open(t)
       await store.close()
       await assert.rejects(store.getPet(1n), StoreUnavailableError)
-      await assert.rejects(store.createPet(pet('x', 1n)), StoreUnavailableError)
+      await assert.rejects(createOne(store, pet('x', 1n)), StoreUnavailableError)
     })
 
     test('when keys are created, found, listed and revoked, then only active keys are found', async (t) => {
@@ -126,6 +133,71 @@ for (const engine of storeEngines) {
         })(),
         DuplicateKeyNameError,
       )
+    })
+
+    test('when listing after an id, then only later pets come, still in id order and filtered', async (t) => {
+      const { store } = await engine.open(t)
+      const created = []
+      for (let i = 0; i < 10; i++)
+        created.push(await createOne(store, pet(`p${i}`, 1n, i % 2 ? 'sold' : 'available')))
+      const after = created[3]?.id as bigint
+      assert.deepEqual(
+        (await store.listPets({ limit: 100, afterId: after })).map((p) => p.id),
+        created.slice(4).map((p) => p.id),
+      )
+      assert.deepEqual(
+        (await store.listPets({ limit: 2, status: 'sold', afterId: after })).map((p) => p.id),
+        created
+          .filter((p, i) => i > 3 && p.status === 'sold')
+          .slice(0, 2)
+          .map((p) => p.id),
+      )
+    })
+
+    test('when creates in one batch share an idempotency key, then the first creates and the rest replay or are refused', async (t) => {
+      const { store } = await engine.open(t)
+      const claim = (fingerprint: string) => ({
+        apiKeyId: 1n,
+        key: 'k',
+        fingerprint,
+        requestedAtMs: 1000,
+        expiresAtMs: 100_000,
+      })
+      const [first, same, other] = await Promise.allSettled([
+        store.createPet({ pet: pet('A', 1n), idempotency: claim('f1') }),
+        store.createPet({ pet: pet('A', 1n), idempotency: claim('f1') }),
+        store.createPet({ pet: pet('B', 1n), idempotency: claim('f2') }),
+      ])
+      assert.equal(first.status === 'fulfilled' && first.value.replayed, false)
+      assert.equal(same.status === 'fulfilled' && same.value.replayed, true)
+      assert.deepEqual(
+        same.status === 'fulfilled' && same.value.pet,
+        first.status === 'fulfilled' && first.value.pet,
+      )
+      assert.ok(other.status === 'rejected' && other.reason instanceof IdempotencyKeyReusedError)
+      assert.equal((await store.listPets({ limit: 10 })).length, 1)
+      assert.equal(await store.purgeIdempotencyKeys(99_999), 0)
+      assert.equal(await store.purgeIdempotencyKeys(100_000), 1)
+    })
+
+    test('when deprecated calls are recorded twice, then they add up and the latest call is kept', async (t) => {
+      const { store } = await engine.open(t)
+      const key = await store.createApiKey({ name: 'old-client', hash: 'c'.repeat(64), hint: 'psk_cccc…' })
+      await store.recordDeprecatedCalls([{ apiKeyId: key.id, calls: 2, lastCallAtMs: Date.UTC(2027, 0, 2) }])
+      await store.recordDeprecatedCalls([{ apiKeyId: key.id, calls: 3, lastCallAtMs: Date.UTC(2027, 0, 1) }])
+      const [listed] = await store.listApiKeys()
+      assert.equal(listed?.deprecatedCalls, 5)
+      assert.equal(listed?.lastDeprecatedCallAt, '2027-01-02T00:00:00.000Z')
+    })
+
+    test('when the service secret is read twice or from another store on the same data, then it is the same', async (t) => {
+      const { store, reopen } = await engine.open(t)
+      const secret = await store.serviceSecret()
+      assert.ok(secret.length >= 40)
+      assert.equal(await store.serviceSecret(), secret)
+      assert.equal(await (await reopen()).serviceSecret(), secret)
+      const { store: elsewhere } = await engine.open(t)
+      assert.notEqual(await elsewhere.serviceSecret(), secret)
     })
   })
 }

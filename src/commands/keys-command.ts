@@ -6,7 +6,7 @@ import { openMigratedStore } from './open-services.ts'
 
 const HELP = `Usage:
   petstore keys create --name <name>   Create a key; the key is printed once, on stdout
-  petstore keys list [--json]          List keys (names and hints, never the keys)
+  petstore keys list [--json]          List keys (names, hints, deprecated-operation calls; never the keys)
   petstore keys revoke <name>          Revoke the active key with this name
 
 Names: 1 to 64 characters, letters, digits, ".", "_" and "-", starting with a letter or digit.
@@ -66,8 +66,19 @@ export const keysCommand: Command = {
         stdout.write(`${JSON.stringify(keys, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`)
         return 0
       }
-      const rows = keys.map((key) => [key.name, key.hint, key.createdAt, key.revokedAt ?? 'active'])
-      const table = [['NAME', 'KEY', 'CREATED', 'REVOKED'], ...rows]
+      // The last two columns tell who still calls deprecated operations (getPet), to plan their removal.
+      const rows = keys.map((key) => [
+        key.name,
+        key.hint,
+        key.createdAt,
+        key.revokedAt ?? 'active',
+        String(key.deprecatedCalls),
+        key.lastDeprecatedCallAt ?? '-',
+      ])
+      const table = [
+        ['NAME', 'KEY', 'CREATED', 'REVOKED', 'DEPRECATED CALLS', 'LAST DEPRECATED CALL'],
+        ...rows,
+      ]
       const widths =
         table[0]?.map((_, column) => Math.max(...table.map((row) => (row[column] ?? '').length))) ?? []
       for (const row of table)

@@ -80,7 +80,9 @@ statuses, then prints how many were added. Each run adds more; it never deletes.
       for (let start = 0; start < count; start += BATCH) {
         const size = Math.min(BATCH, count - start)
         // Creates issued together are committed together by the store: one transaction per batch.
-        await Promise.all(Array.from({ length: size }, (_, i) => store.createPet(demoPet(start + i))))
+        await Promise.all(
+          Array.from({ length: size }, (_, i) => store.createPet({ pet: demoPet(start + i) })),
+        )
       }
       stdout.write(`added ${count} pets\n`)
       return 0

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { ERROR_CODES } from '../errors.ts'
 import { guardMethods } from './method-guard.ts'
+import { markRequiredHeaders } from './response-headers.ts'
 
 const errorCodeTable = Object.entries(ERROR_CODES)
   .map(([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`)
@@ -47,6 +48,12 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { config 
     },
     // Routes are mounted under /v1 and the servers already end in /v1, so paths are given relative to it.
     transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1/, '') }),
+    transformObject: (documentObject) => {
+      const document =
+        'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject
+      markRequiredHeaders(document as Parameters<typeof markRequiredHeaders>[0])
+      return document
+    },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   })
 

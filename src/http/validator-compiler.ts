@@ -41,7 +41,8 @@ function describe(
     return `${where.whole} must be a JSON object`
   const properties = schema.properties ?? {}
   // Unknown fields are found directly: TypeBox lists only the first few errors of a large input.
-  const unknown = Object.keys(value).find((name) => !Object.hasOwn(properties, name))
+  const closed = schema.additionalProperties === false
+  const unknown = closed ? Object.keys(value).find((name) => !Object.hasOwn(properties, name)) : undefined
   if (unknown !== undefined) {
     return `${where.field} "${unknown}" is not allowed (allowed: ${Object.keys(properties).join(', ') || 'none'})`
   }

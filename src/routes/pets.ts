@@ -1,106 +1,70 @@
 import type { FastifyInstance } from 'fastify'
-import Type from 'typebox'
 import type { Authenticate } from '../auth/authenticator.ts'
 import { ApiError } from '../errors.ts'
 import { bearerAuth } from '../http/bearer-auth.ts'
-import { COMMON_ERRORS, errorResponses } from '../http/error-responses.ts'
+import { conditionalGet } from '../http/conditional-get.ts'
+import { announceDeprecation, type DeprecationPolicy } from '../http/deprecation.ts'
+import { idempotencyKeyOf } from '../http/idempotency-key.ts'
 import { guardMethods } from '../http/method-guard.ts'
-import {
-  LIST_LIMIT,
-  type ListPetsQuery,
-  ListPetsQuerySchema,
-  type NewPet,
-  type Pet,
-  type PetIdParams,
-  PetIdParamsSchema,
-} from '../schemas/pet.ts'
+import type { PageCursors } from '../http/page-cursor.ts'
+import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
+import type { CreatePet } from '../pets/pet-creator.ts'
+import { LIST_LIMIT, type ListPetsQuery, type NewPet, type Pet, type PetIdParams } from '../schemas/pet.ts'
 import type { Store } from '../store/store.ts'
+import { createPetSchema, getPetSchema, listPetsSchema } from './pet-route-schemas.ts'
 
 export interface PetRoutesOptions {
   store: Store
   authenticate: Authenticate
+  createPet: CreatePet
+  cursors: PageCursors
+  getPetDeprecation: DeprecationPolicy
+  deprecatedCalls: DeprecatedCallTally
   publicBaseUrl: string
+  now: () => number
 }
 
-const security = [{ bearerAuth: [] }]
-
-export async function petRoutes(
-  app: FastifyInstance,
-  { store, authenticate, publicBaseUrl }: PetRoutesOptions,
-) {
-  app.addHook('onRequest', bearerAuth(authenticate))
+export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions) {
+  const { store, cursors, publicBaseUrl } = options
+  const requireApiKey = bearerAuth(options.authenticate)
 
   app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
-    {
-      schema: {
-        operationId: 'listPets',
-        summary: 'List all animals',
-        description:
-          'Animals in ascending id order, at most `limit` of them, optionally only those with `status`.',
-        tags: ['pets'],
-        security,
-        querystring: ListPetsQuerySchema,
-        response: {
-          200: Type.Ref('Pets', { description: 'A page of animals.' }),
-          ...errorResponses(...COMMON_ERRORS, 'invalid_query'),
-        },
-      },
+    { schema: listPetsSchema, onRequest: requireApiKey, onSend: conditionalGet },
+    async (request, reply) => {
+      const { limit = LIST_LIMIT.default, status, cursor } = request.query
+      const afterId = cursor === undefined ? undefined : cursors.decode(cursor, status)
+      // One row more than asked says whether a next page exists, without counting anything.
+      const pets = await store.listPets({ limit: limit + 1, status, afterId })
+      if (pets.length > limit) {
+        pets.length = limit
+        const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
+        next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
+        reply.header('link', `<${publicBaseUrl}/pets?${next}>; rel="next"`)
+      }
+      return pets
     },
-    async (request) =>
-      store.listPets({ limit: request.query.limit ?? LIST_LIMIT.default, status: request.query.status }),
   )
 
   app.post<{ Body: NewPet }>(
     '/pets',
-    {
-      schema: {
-        operationId: 'createPet',
-        summary: 'Add an animal',
-        description:
-          'Stores the animal and returns it with the id the service assigned. `status` stays absent if absent.',
-        tags: ['pets'],
-        security,
-        body: Type.Ref('NewPet'),
-        response: {
-          201: Type.Ref('Pet', {
-            description: 'The created animal.',
-            headers: {
-              Location: { type: 'string', format: 'uri', description: 'The URL of the created animal.' },
-            },
-          }),
-          ...errorResponses(
-            ...COMMON_ERRORS,
-            'malformed_json',
-            'invalid_body',
-            'body_too_large',
-            'unsupported_media_type',
-          ),
-        },
-      },
-    },
+    { schema: createPetSchema, onRequest: requireApiKey },
     async (request, reply) => {
-      const created = await store.createPet(request.body)
-      return reply.code(201).header('location', `${publicBaseUrl}/pets/${created.id}`).send(created)
+      const apiKey = request.apiKey as NonNullable<typeof request.apiKey>
+      const created = await options.createPet(request.body, apiKey.id, idempotencyKeyOf(request))
+      if (created.replayed) reply.header('idempotent-replayed', 'true')
+      return reply.code(201).header('location', `${publicBaseUrl}/pets/${created.pet.id}`).send(created.pet)
     },
   )
 
   app.get<{ Params: PetIdParams }>(
     '/pets/:petId',
     {
-      schema: {
-        operationId: 'getPet',
-        summary: 'Get an animal (deprecated)',
-        description:
-          'Deprecated: scheduled for removal on 5 December 2030. Use `GET /pets` with a `status` filter instead.',
-        deprecated: true,
-        tags: ['pets'],
-        security,
-        params: PetIdParamsSchema,
-        response: {
-          200: Type.Ref('Pet', { description: 'The animal.' }),
-          ...errorResponses(...COMMON_ERRORS, 'invalid_path_parameter', 'pet_not_found'),
-        },
+      schema: getPetSchema,
+      onRequest: [announceDeprecation(options.getPetDeprecation, options.now), requireApiKey],
+      onSend: conditionalGet,
+      onResponse: async (request) => {
+        if (request.apiKey) options.deprecatedCalls.count(request.apiKey.id)
       },
     },
     async (request): Promise<Pet> => {

@@ -59,6 +59,16 @@ export const ListPetsQuerySchema = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ ...LIST_LIMIT, description: 'Maximum number of animals returned.' })),
     status: Type.Optional(PetStatusSchema),
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+        description:
+          'Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; ' +
+          'it must be sent with the same `status` as the page it came from.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )

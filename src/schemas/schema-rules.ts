@@ -14,6 +14,7 @@ export interface SchemaNode {
   maxLength?: number
   pattern?: string
   properties?: Record<string, SchemaNode>
+  additionalProperties?: boolean
 }
 
 /** States a field's whole rule, so one message tells the client what would have been accepted. */

@@ -1,4 +1,5 @@
 import type { Pet, PetStatus } from '../schemas/pet.ts'
+import { claimId, type StoredClaim } from './idempotent-batch.ts'
 import type { ApiKeyRecord } from './store.ts'
 
 /** A pet as both engines return it: integers as bigint, a missing status as NULL. */
@@ -16,6 +17,17 @@ export interface KeyRow {
   hint: string
   created_at: string
   revoked_at: string | null
+  deprecated_calls: bigint
+  last_deprecated_call_at: string | null
+}
+
+/** An idempotency record row. */
+export interface ClaimRow {
+  api_key_id: bigint
+  idempotency_key: string
+  fingerprint: string
+  pet_id: bigint
+  expires_at_ms: bigint
 }
 
 export function petFromRow(row: PetRow): Pet {
@@ -26,7 +38,24 @@ export function petFromRow(row: PetRow): Pet {
 }
 
 export function keyRecordFromRow(row: KeyRow): ApiKeyRecord {
-  const record: ApiKeyRecord = { id: row.id, name: row.name, hint: row.hint, createdAt: row.created_at }
+  const record: ApiKeyRecord = {
+    id: row.id,
+    name: row.name,
+    hint: row.hint,
+    createdAt: row.created_at,
+    deprecatedCalls: Number(row.deprecated_calls),
+  }
   if (row.revoked_at !== null) record.revokedAt = row.revoked_at
+  if (row.last_deprecated_call_at !== null) record.lastDeprecatedCallAt = row.last_deprecated_call_at
   return record
+}
+
+/** The stored claims of a batch, by claim id, as `planCreates` reads them. */
+export function claimsFromRows(rows: readonly ClaimRow[]): Map<string, StoredClaim> {
+  return new Map(
+    rows.map((row) => [
+      claimId(row.api_key_id, row.idempotency_key),
+      { fingerprint: row.fingerprint, petId: row.pet_id, expiresAtMs: Number(row.expires_at_ms) },
+    ]),
+  )
 }

@@ -1,9 +1,10 @@
 import type { NewPet, Pet, PetStatus } from '../schemas/pet.ts'
 
-/** The page of pets a list call asks for; pets come back in ascending id order. */
+/** A page of pets: ascending id order, only ids above `afterId` (keyset paging) and with `status`. */
 export interface PetQuery {
   limit: number
   status?: PetStatus
+  afterId?: bigint
 }
 
 /** What a request knows about the API key that authenticated it. */
@@ -17,6 +18,9 @@ export interface ApiKeyRecord extends KeyIdentity {
   hint: string
   createdAt: string
   revokedAt?: string
+  /** Calls of deprecated operations made with this key (recorded every few seconds). */
+  deprecatedCalls: number
+  lastDeprecatedCallAt?: string
 }
 
 export interface NewApiKey {
@@ -24,6 +28,37 @@ export interface NewApiKey {
   /** SHA-256 of the whole key, hex; the key itself is never stored. */
   hash: string
   hint: string
+}
+
+/** Makes a create idempotent: the same key (per API key) never creates a second pet while it is kept. */
+export interface IdempotencyClaim {
+  apiKeyId: bigint
+  key: string
+  /** A digest of what was asked for; the same key with another fingerprint is refused. */
+  fingerprint: string
+  /** When the request came (epoch milliseconds): an earlier record expired by then counts as none. */
+  requestedAtMs: number
+  /** Epoch milliseconds after which the key is forgotten. */
+  expiresAtMs: number
+}
+
+export interface CreatePetRequest {
+  pet: NewPet
+  idempotency?: IdempotencyClaim
+}
+
+/** A create's result: the pet, and whether it was created earlier under the same idempotency key. */
+export interface CreatedPet {
+  pet: Pet
+  replayed: boolean
+}
+
+/** Deprecated-operation calls counted in memory, added to a key's totals. */
+export interface DeprecatedCallTally {
+  apiKeyId: bigint
+  calls: number
+  /** Epoch milliseconds of the latest call. */
+  lastCallAtMs: number
 }
 
 /** Migration versions, in order: those already in the database and those this call applied. */
@@ -40,10 +75,17 @@ export interface MigrationReport {
 export interface Store {
   readonly engine: string
   migrate(): Promise<MigrationReport>
-  /** Resolves only once the pet is durably committed. */
-  createPet(pet: NewPet): Promise<Pet>
+  /**
+   * Resolves only once the pet (and its idempotency record, in the same transaction) is durably
+   * committed. Rejects with `IdempotencyKeyReusedError` when the key was used for a different pet.
+   */
+  createPet(request: CreatePetRequest): Promise<CreatedPet>
   getPet(id: bigint): Promise<Pet | undefined>
   listPets(query: PetQuery): Promise<Pet[]>
+  /** Deletes idempotency records that expired before `nowMs`; resolves to how many. */
+  purgeIdempotencyKeys(nowMs: number): Promise<number>
+  /** A random secret created once per database and shared by every instance (signs paging cursors). */
+  serviceSecret(): Promise<string>
   /** Rejects with `DuplicateKeyNameError` when an active key has the name. */
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord>
   /**
@@ -56,6 +98,7 @@ export interface Store {
   listApiKeys(): Promise<ApiKeyRecord[]>
   /** Revokes the key with this name; false when no active key has it. */
   revokeApiKey(name: string): Promise<boolean>
+  recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void>
   /** Closes the store after pending writes are committed. */
   close(): Promise<void>
 }
@@ -64,5 +107,12 @@ export class DuplicateKeyNameError extends Error {
   constructor(name: string) {
     super(`an API key named "${name}" already exists`)
     this.name = 'DuplicateKeyNameError'
+  }
+}
+
+export class IdempotencyKeyReusedError extends Error {
+  constructor() {
+    super('the idempotency key was already used for a different request')
+    this.name = 'IdempotencyKeyReusedError'
   }
 }

@@ -30,23 +30,31 @@ export function testConfig(env: Record<string, string> = {}): Config {
  */
 export async function startTestServer(
   t: Cleanup,
-  options: { env?: Record<string, string>; store?: Store; engine?: StoreEngine } = {},
+  options: { env?: Record<string, string>; store?: Store; engine?: StoreEngine; now?: () => number } = {},
 ): Promise<TestServer> {
   const config = testConfig(options.env)
+  // The app closes before its store (it writes its last counts as it closes), so cleanups are collected here.
+  const storeCleanups: Array<() => unknown> = []
+  t.after(async () => {
+    await app?.close()
+    for (const cleanup of storeCleanups) await cleanup()
+  })
+  let app: FastifyInstance | undefined
   let store = options.store
   let databaseUrl: string | undefined
   if (store === undefined) {
-    const opened = await (options.engine ?? sqliteEngine).open(t)
+    const collect = { after: (fn: () => unknown) => void storeCleanups.push(fn) } as Cleanup
+    const opened = await (options.engine ?? sqliteEngine).open(collect)
     store = opened.store
     databaseUrl = opened.databaseUrl
   } else {
+    const given = store
+    storeCleanups.push(() => given.close())
     await store.migrate()
-    t.after(() => store?.close())
   }
   const key = generateApiKey()
   await store.createApiKey(storedFormOf('test', key))
-  const app = await buildApp({ config, store })
-  t.after(() => app.close())
+  app = await buildApp({ config, store, ...(options.now ? { now: options.now } : {}) })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0

@@ -26,4 +26,22 @@ export const postgresMigrations: ReadonlyArray<{ version: number; name: string; 
       CREATE UNIQUE INDEX api_keys_active_name ON api_keys (name) WHERE revoked_at IS NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'idempotency keys, deprecated-call counts, service secret',
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN deprecated_calls bigint NOT NULL DEFAULT 0;
+      ALTER TABLE api_keys ADD COLUMN last_deprecated_call_at timestamptz;
+      CREATE TABLE idempotency_keys (
+        api_key_id bigint NOT NULL,
+        idempotency_key text NOT NULL,
+        fingerprint text NOT NULL,
+        pet_id bigint NOT NULL,
+        expires_at_ms bigint NOT NULL,
+        PRIMARY KEY (api_key_id, idempotency_key)
+      );
+      CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at_ms);
+      CREATE TABLE service_settings (name text PRIMARY KEY, value text NOT NULL);
+    `,
+  },
 ]

@@ -1,9 +1,22 @@
+import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
+import { INT64_MIN } from '../../schemas/int64.ts'
 import type { NewPet, Pet } from '../../schemas/pet.ts'
-import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
+import { type CreateOutcome, createOutcomes, planCreates } from '../idempotent-batch.ts'
+import {
+  type ClaimRow,
+  claimsFromRows,
+  type KeyRow,
+  keyRecordFromRow,
+  type PetRow,
+  petFromRow,
+} from '../rows.ts'
 import {
   type ApiKeyRecord,
+  type CreatedPet,
+  type CreatePetRequest,
+  type DeprecatedCallTally,
   DuplicateKeyNameError,
   type KeyIdentity,
   type MigrationReport,
@@ -33,7 +46,7 @@ const PET_COLUMNS = 'id, name, category_id, status'
 // Timestamps leave the database as ISO 8601 UTC text, the form both engines report.
 const isoUtc = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
-const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}`
+const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
 
 // int8 arrives as text; it becomes a bigint here, so no id or category is ever rounded.
 const INT8_OID = 20
@@ -79,7 +92,7 @@ function keyNameTaken(error: unknown, name: string): unknown {
 export class PostgresStore implements Store {
   readonly engine = 'postgres'
   readonly #pool: pg.Pool
-  readonly #creates: WriteBatcher<NewPet, Pet>
+  readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
   #closed = false
 
   constructor(options: PostgresStoreOptions) {
@@ -94,7 +107,7 @@ export class PostgresStore implements Store {
       types,
     })
     this.#pool.on('error', options.onIdleError)
-    this.#creates = new WriteBatcher((pets) => this.#insertPets(pets), MAX_BATCH)
+    this.#creates = new WriteBatcher((batch) => this.#createPets(batch), MAX_BATCH)
   }
 
   #ensureOpen(): void {
@@ -166,30 +179,91 @@ export class PostgresStore implements Store {
     })
   }
 
-  async createPet(pet: NewPet): Promise<Pet> {
+  async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     this.#ensureOpen()
-    return this.#creates.submit(pet)
+    const outcome = await this.#creates.submit(request)
+    if (outcome instanceof Error) throw outcome
+    return outcome
   }
 
-  #insertPets(pets: NewPet[]): Promise<Pet[]> {
+  /**
+   * One transaction for the whole batch, under the insert lock: the batch's idempotency records are read,
+   * the new pets inserted in one statement, and their records written, all committed together.
+   */
+  #createPets(requests: CreatePetRequest[]): Promise<CreateOutcome[]> {
     return this.#transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INSERT_LOCK])
-      const { rows } = await client.query<PetRow>({
-        name: 'pets.insert',
-        text: `INSERT INTO pets (name, category_id, status)
-               SELECT name, category_id, status
-               FROM unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
-               ORDER BY n
-               RETURNING ${PET_COLUMNS}`,
-        values: [
-          pets.map((p) => p.name),
-          pets.map((p) => p.categoryId.toString()),
-          pets.map((p) => p.status ?? null),
-        ],
-      })
-      // Identity values follow the ORDER BY, so sorting by id restores the order of `pets`.
-      return rows.sort((a, b) => (a.id < b.id ? -1 : 1)).map(petFromRow)
+      const claims = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+      const stored =
+        claims.length === 0
+          ? []
+          : (
+              await client.query<ClaimRow>({
+                name: 'claims.find',
+                text: `SELECT * FROM idempotency_keys WHERE (api_key_id, idempotency_key) IN
+                       (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
+                values: [claims.map((c) => c.apiKeyId.toString()), claims.map((c) => c.key)],
+              })
+            ).rows
+      const plans = planCreates(requests, claimsFromRows(stored))
+      const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
+      const inserted =
+        toInsert.length === 0
+          ? []
+          : await this.#insertPets(
+              client,
+              toInsert.map((r) => r.pet),
+            )
+      const recorded = toInsert.flatMap(({ idempotency }, index) =>
+        idempotency ? [{ claim: idempotency, petId: (inserted[index] as Pet).id }] : [],
+      )
+      if (recorded.length > 0) {
+        await client.query({
+          name: 'claims.record',
+          text: `INSERT INTO idempotency_keys
+                 SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
+                 ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
+                   pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`,
+          values: [
+            recorded.map((r) => r.claim.apiKeyId.toString()),
+            recorded.map((r) => r.claim.key),
+            recorded.map((r) => r.claim.fingerprint),
+            recorded.map((r) => r.petId.toString()),
+            recorded.map((r) => String(r.claim.expiresAtMs)),
+          ],
+        })
+      }
+      const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId.toString()] : []))
+      const replayed =
+        replayIds.length === 0
+          ? []
+          : (
+              await client.query<PetRow>({
+                name: 'pets.get-many',
+                text: `SELECT ${PET_COLUMNS} FROM pets WHERE id = ANY($1::bigint[])`,
+                values: [replayIds],
+              })
+            ).rows.map(petFromRow)
+      return createOutcomes(plans, inserted, new Map(replayed.map((pet) => [pet.id, pet])))
     })
+  }
+
+  async #insertPets(client: pg.PoolClient, pets: NewPet[]): Promise<Pet[]> {
+    const { rows } = await client.query<PetRow>({
+      name: 'pets.insert',
+      text: `INSERT INTO pets (name, category_id, status)
+             SELECT name, category_id, status
+             FROM unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
+             ORDER BY n
+             RETURNING ${PET_COLUMNS}`,
+      values: [
+        pets.map((p) => p.name),
+        pets.map((p) => p.categoryId.toString()),
+        pets.map((p) => p.status ?? null),
+      ],
+    })
+    // Identity values follow the ORDER BY, so sorting by id restores the order of `pets`.
+    return rows.sort((a, b) => (a.id < b.id ? -1 : 1)).map(petFromRow)
   }
 
   async getPet(id: bigint): Promise<Pet | undefined> {
@@ -197,18 +271,43 @@ export class PostgresStore implements Store {
     return row === undefined ? undefined : petFromRow(row)
   }
 
-  async listPets({ limit, status }: PetQuery): Promise<Pet[]> {
+  async listPets({ limit, status, afterId = INT64_MIN }: PetQuery): Promise<Pet[]> {
+    // Keyset paging: `id > afterId` walks the primary key (or the (status, id) index); no OFFSET scans.
     const rows =
       status === undefined
-        ? await this.#query<PetRow>('pets.list', `SELECT ${PET_COLUMNS} FROM pets ORDER BY id LIMIT $1`, [
-            limit,
-          ])
+        ? await this.#query<PetRow>(
+            'pets.list',
+            `SELECT ${PET_COLUMNS} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
+            [afterId, limit],
+          )
         : await this.#query<PetRow>(
             'pets.list-status',
-            `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 ORDER BY id LIMIT $2`,
-            [status, limit],
+            `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
+            [status, afterId, limit],
           )
     return rows.map(petFromRow)
+  }
+
+  async purgeIdempotencyKeys(nowMs: number): Promise<number> {
+    const rows = await this.#query(
+      'claims.purge',
+      'DELETE FROM idempotency_keys WHERE expires_at_ms <= $1 RETURNING 1',
+      [nowMs],
+    )
+    return rows.length
+  }
+
+  async serviceSecret(): Promise<string> {
+    await this.#query(
+      'settings.secret-init',
+      "INSERT INTO service_settings VALUES ('service_secret', $1) ON CONFLICT (name) DO NOTHING",
+      [randomBytes(32).toString('base64url')],
+    )
+    const [row] = await this.#query<{ value: string }>(
+      'settings.secret',
+      "SELECT value FROM service_settings WHERE name = 'service_secret'",
+    )
+    return (row as { value: string }).value
   }
 
   async createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
@@ -249,6 +348,21 @@ export class PostgresStore implements Store {
       [name],
     )
     return rows.length > 0
+  }
+
+  async recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
+    if (tallies.length === 0) return
+    await this.#query(
+      'keys.deprecated-calls',
+      `UPDATE api_keys SET deprecated_calls = deprecated_calls + t.calls,
+         last_deprecated_call_at = GREATEST(last_deprecated_call_at, to_timestamp(t.last_ms / 1000.0))
+       FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, calls, last_ms) WHERE api_keys.id = t.id`,
+      [
+        tallies.map((t) => t.apiKeyId.toString()),
+        tallies.map((t) => String(t.calls)),
+        tallies.map((t) => String(t.lastCallAtMs)),
+      ],
+    )
   }
 
   async close(): Promise<void> {

@@ -29,4 +29,22 @@ export const sqliteMigrations: ReadonlyArray<{ version: number; name: string; sq
       CREATE UNIQUE INDEX api_keys_active_name ON api_keys (name) WHERE revoked_at IS NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'idempotency keys, deprecated-call counts, service secret',
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN deprecated_calls INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE api_keys ADD COLUMN last_deprecated_call_at TEXT;
+      CREATE TABLE idempotency_keys (
+        api_key_id INTEGER NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id INTEGER NOT NULL,
+        expires_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (api_key_id, idempotency_key)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at_ms);
+      CREATE TABLE service_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+    `,
+  },
 ]

@@ -1,12 +1,25 @@
+import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
-import type { NewPet, Pet } from '../../schemas/pet.ts'
-import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
+import { INT64_MIN } from '../../schemas/int64.ts'
+import type { Pet } from '../../schemas/pet.ts'
+import { type CreateOutcome, createOutcomes, planCreates } from '../idempotent-batch.ts'
+import {
+  type ClaimRow,
+  claimsFromRows,
+  type KeyRow,
+  keyRecordFromRow,
+  type PetRow,
+  petFromRow,
+} from '../rows.ts'
 import {
   type ApiKeyRecord,
+  type CreatedPet,
+  type CreatePetRequest,
+  type DeprecatedCallTally,
   DuplicateKeyNameError,
   type KeyIdentity,
   type MigrationReport,
@@ -28,7 +41,7 @@ const SQLITE_BUSY = 5
 const SQLITE_LOCKED = 6
 const MAX_BATCH = 1000
 const PET_COLUMNS = 'id, name, category_id, status'
-const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at'
+const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
 function isBusy(error: unknown): boolean {
   const code = (error as { errcode?: number }).errcode
@@ -56,7 +69,10 @@ export class SqliteStore implements Store {
   readonly #db: DatabaseSync
   readonly #busyTimeoutMs: number
   readonly #statements = new Map<string, StatementSync>()
-  readonly #creates = new WriteBatcher<NewPet, Pet>((pets) => this.#insertPets(pets), MAX_BATCH)
+  readonly #creates = new WriteBatcher<CreatePetRequest, CreateOutcome>(
+    (batch) => this.#createPets(batch),
+    MAX_BATCH,
+  )
   #closed = false
 
   constructor(options: SqliteStoreOptions) {
@@ -139,22 +155,50 @@ export class SqliteStore implements Store {
     })
   }
 
-  async createPet(pet: NewPet): Promise<Pet> {
+  async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     this.#ensureOpen()
-    return this.#creates.submit(pet)
+    const outcome = await this.#creates.submit(request)
+    if (outcome instanceof Error) throw outcome
+    return outcome
   }
 
-  #insertPets(pets: NewPet[]): Promise<Pet[]> {
-    return this.#run(() => {
-      const insert = this.#statement(
-        `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`,
-      )
-      return this.#transaction(() =>
-        pets.map((pet) =>
-          petFromRow(insert.get(pet.name, pet.categoryId, pet.status ?? null) as unknown as PetRow),
-        ),
-      )
-    })
+  /** One transaction for the whole batch: idempotency records are read and written with the pets. */
+  #createPets(requests: CreatePetRequest[]): Promise<CreateOutcome[]> {
+    return this.#run(() =>
+      this.#transaction(() => {
+        const findClaim = this.#statement(
+          'SELECT * FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?',
+        )
+        const claims = requests.flatMap(({ idempotency: claim }) => {
+          const row = claim ? findClaim.get(claim.apiKeyId, claim.key) : undefined
+          return row === undefined ? [] : [row as unknown as ClaimRow]
+        })
+        const plans = planCreates(requests, claimsFromRows(claims))
+        const insertPet = this.#statement(
+          `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`,
+        )
+        const recordClaim = this.#statement(`INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)
+          ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
+            fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`)
+        const inserted: Pet[] = []
+        const replayed = new Map<bigint, Pet>()
+        for (const [index, plan] of plans.entries()) {
+          const { pet, idempotency: claim } = requests[index] as CreatePetRequest
+          if (plan.kind === 'replay') {
+            const row = this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(plan.petId)
+            if (row !== undefined) replayed.set(plan.petId, petFromRow(row as unknown as PetRow))
+          }
+          if (plan.kind !== 'insert') continue
+          const created = petFromRow(
+            insertPet.get(pet.name, pet.categoryId, pet.status ?? null) as unknown as PetRow,
+          )
+          inserted.push(created)
+          if (claim)
+            recordClaim.run(claim.apiKeyId, claim.key, claim.fingerprint, created.id, claim.expiresAtMs)
+        }
+        return createOutcomes(plans, inserted, replayed)
+      }),
+    )
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {
@@ -164,16 +208,35 @@ export class SqliteStore implements Store {
     })
   }
 
-  listPets({ limit, status }: PetQuery): Promise<Pet[]> {
+  listPets({ limit, status, afterId = INT64_MIN }: PetQuery): Promise<Pet[]> {
+    // Keyset paging: `id > afterId` walks the primary key (or the (status, id) index); no OFFSET scans.
     return this.#run(() => {
       const rows =
         status === undefined
-          ? this.#statement(`SELECT ${PET_COLUMNS} FROM pets ORDER BY id LIMIT ?`).all(limit)
-          : this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ? ORDER BY id LIMIT ?`).all(
-              status,
+          ? this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`).all(
+              afterId,
               limit,
             )
+          : this.#statement(
+              `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
+            ).all(status, afterId, limit)
       return (rows as unknown as PetRow[]).map(petFromRow)
+    })
+  }
+
+  purgeIdempotencyKeys(nowMs: number): Promise<number> {
+    return this.#run(() =>
+      Number(this.#statement('DELETE FROM idempotency_keys WHERE expires_at_ms <= ?').run(nowMs).changes),
+    )
+  }
+
+  serviceSecret(): Promise<string> {
+    return this.#run(() => {
+      this.#statement(
+        "INSERT INTO service_settings VALUES ('service_secret', ?) ON CONFLICT (name) DO NOTHING",
+      ).run(randomBytes(32).toString('base64url'))
+      const row = this.#statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()
+      return (row as { value: string }).value
     })
   }
 
@@ -216,6 +279,18 @@ export class SqliteStore implements Store {
         `UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`,
       ).run(name)
       return Number(result.changes) > 0
+    })
+  }
+
+  recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
+    return this.#run(() => {
+      const record = this.#statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
+        last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)
+      this.#transaction(() => {
+        for (const { apiKeyId, calls, lastCallAtMs } of tallies) {
+          record.run(calls, new Date(lastCallAtMs).toISOString(), apiKeyId)
+        }
+      })
     })
   }
 

@@ -1,0 +1,35 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError } from '../errors.ts'
+
+/** A deprecated operation's schedule and what to do once its sunset has passed. */
+export interface DeprecationPolicy {
+  /** When the operation was deprecated (epoch milliseconds). */
+  deprecatedAtMs: number
+  /** When it is removed (epoch milliseconds). */
+  sunsetAtMs: number
+  /** The URL of what replaces it. */
+  successor: string
+  /** After the sunset: keep answering, or answer 410 Gone. */
+  afterSunset: 'serve' | 'gone'
+  /** What the 410 says instead. */
+  goneMessage: string
+}
+
+/**
+ * An onRequest hook that announces a deprecation on every response of the operation, errors included:
+ * `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and a `Link` to the
+ * successor. It runs before authentication, so even a 401 tells the client the operation is going away.
+ */
+export function announceDeprecation(policy: DeprecationPolicy, now: () => number) {
+  const headers = {
+    deprecation: `@${Math.floor(policy.deprecatedAtMs / 1000)}`,
+    sunset: new Date(policy.sunsetAtMs).toUTCString(),
+    link: `<${policy.successor}>; rel="successor-version"`,
+  }
+  return async function markDeprecated(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    reply.headers(headers)
+    if (policy.afterSunset === 'gone' && now() >= policy.sunsetAtMs) {
+      throw new ApiError('gone', policy.goneMessage)
+    }
+  }
+}

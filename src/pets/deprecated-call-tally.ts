@@ -1,0 +1,46 @@
+import type { Store, DeprecatedCallTally as Tally } from '../store/store.ts'
+
+/**
+ * Counts calls of deprecated operations per API key in memory and adds them to the store in one write
+ * every few seconds, so the deprecated operation costs no database write per call. `keys list` shows the
+ * totals, so operators can see who still depends on an operation before it is removed.
+ */
+export class DeprecatedCallTally {
+  readonly #store: Pick<Store, 'recordDeprecatedCalls'>
+  readonly #now: () => number
+  #pending = new Map<bigint, Tally>()
+
+  constructor(store: Pick<Store, 'recordDeprecatedCalls'>, now: () => number) {
+    this.#store = store
+    this.#now = now
+  }
+
+  count(apiKeyId: bigint): void {
+    const tally = this.#pending.get(apiKeyId)
+    if (tally === undefined) this.#pending.set(apiKeyId, { apiKeyId, calls: 1, lastCallAtMs: this.#now() })
+    else {
+      tally.calls++
+      tally.lastCallAtMs = this.#now()
+    }
+  }
+
+  /** Writes what was counted since the last flush; on failure it is kept and counted into the next one. */
+  async flush(): Promise<void> {
+    if (this.#pending.size === 0) return
+    const tallies = [...this.#pending.values()]
+    this.#pending = new Map()
+    try {
+      await this.#store.recordDeprecatedCalls(tallies)
+    } catch (error) {
+      for (const tally of tallies) {
+        const newer = this.#pending.get(tally.apiKeyId)
+        this.#pending.set(tally.apiKeyId, {
+          apiKeyId: tally.apiKeyId,
+          calls: tally.calls + (newer?.calls ?? 0),
+          lastCallAtMs: Math.max(tally.lastCallAtMs, newer?.lastCallAtMs ?? 0),
+        })
+      }
+      throw error
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto'
+import { ApiError } from '../errors.ts'
+import type { NewPet } from '../schemas/pet.ts'
+import { claimId } from '../store/idempotent-batch.ts'
+import { type CreatedPet, IdempotencyKeyReusedError, type Store } from '../store/store.ts'
+
+export interface PetCreatorOptions {
+  store: Pick<Store, 'createPet'>
+  /** How long an idempotency key is kept (24 h by default). */
+  retentionMs: number
+  now: () => number
+}
+
+/** What a create asks for, whatever the order of its JSON properties or its white space. */
+function fingerprintOf(pet: NewPet): string {
+  const canonical = JSON.stringify([pet.name, pet.categoryId.toString(), pet.status ?? null])
+  return createHash('sha256').update(canonical).digest('base64url')
+}
+
+/**
+ * Creates pets, idempotently when the client sends a key (IETF httpapi Idempotency-Key draft, Stripe's
+ * practice): the key is scoped to the API key; the same key and the same pet replay the first result; the
+ * same key with another pet is refused (422); a key whose first request is still running here is refused
+ * (409). The key's record is committed in the pet's own transaction, so a crash between the two cannot
+ * make a retry create a second pet.
+ */
+export function petCreator({ store, retentionMs, now }: PetCreatorOptions) {
+  const inFlight = new Set<string>()
+
+  return async function createPet(
+    pet: NewPet,
+    apiKeyId: bigint,
+    idempotencyKey?: string,
+  ): Promise<CreatedPet> {
+    if (idempotencyKey === undefined) return store.createPet({ pet })
+    const id = claimId(apiKeyId, idempotencyKey)
+    if (inFlight.has(id)) {
+      throw new ApiError(
+        'idempotency_key_in_flight',
+        'a request with this Idempotency-Key is still being processed',
+        {
+          'retry-after': '1',
+        },
+      )
+    }
+    inFlight.add(id)
+    try {
+      const requestedAtMs = now()
+      const claim = {
+        apiKeyId,
+        key: idempotencyKey,
+        fingerprint: fingerprintOf(pet),
+        requestedAtMs,
+        expiresAtMs: requestedAtMs + retentionMs,
+      }
+      return await store.createPet({ pet, idempotency: claim })
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyReusedError)) throw error
+      throw new ApiError(
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used to create a different pet',
+      )
+    } finally {
+      inFlight.delete(id)
+    }
+  }
+}
+
+export type CreatePet = ReturnType<typeof petCreator>

@@ -1,0 +1,77 @@
+import type { Pet } from '../schemas/pet.ts'
+import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from './store.ts'
+
+/** An idempotency record as stored: which pet its key created, for which request, until when. */
+export interface StoredClaim {
+  fingerprint: string
+  petId: bigint
+  expiresAtMs: number
+}
+
+/** What one create of a batch does, decided before anything is written. */
+export type CreatePlan =
+  | { kind: 'insert' }
+  | { kind: 'replay'; petId: bigint }
+  | { kind: 'same-batch'; index: number }
+  | { kind: 'reused' }
+
+export type CreateOutcome = CreatedPet | IdempotencyKeyReusedError
+
+/** The identity of a claim: an idempotency key is scoped to the API key that sent it. */
+export function claimId(apiKeyId: bigint, key: string): string {
+  return `${apiKeyId}:${key}`
+}
+
+/**
+ * Decides, for a batch of creates, which insert a pet and which replay an earlier one. `stored` holds
+ * the records already in the database for the batch's keys (read under the batch's write lock). A key
+ * kept with the same fingerprint replays; with another, it is refused; an expired record counts as none.
+ * Two creates of one batch with the same key behave as if they had come one after the other.
+ */
+export function planCreates(
+  requests: readonly CreatePetRequest[],
+  stored: ReadonlyMap<string, StoredClaim>,
+): CreatePlan[] {
+  const earlier = new Map<string, { index: number; fingerprint: string }>()
+  return requests.map(({ idempotency }, index): CreatePlan => {
+    if (idempotency === undefined) return { kind: 'insert' }
+    const id = claimId(idempotency.apiKeyId, idempotency.key)
+    const inBatch = earlier.get(id)
+    if (inBatch !== undefined) {
+      return inBatch.fingerprint === idempotency.fingerprint
+        ? { kind: 'same-batch', index: inBatch.index }
+        : { kind: 'reused' }
+    }
+    const claim = stored.get(id)
+    if (claim !== undefined && claim.expiresAtMs > idempotency.requestedAtMs) {
+      return claim.fingerprint === idempotency.fingerprint
+        ? { kind: 'replay', petId: claim.petId }
+        : { kind: 'reused' }
+    }
+    earlier.set(id, { index, fingerprint: idempotency.fingerprint })
+    return { kind: 'insert' }
+  })
+}
+
+/**
+ * Each create's result, once the batch's inserts are done: `inserted` holds the new pets in the order of
+ * the `insert` plans, `replayed` the earlier pets by id.
+ */
+export function createOutcomes(
+  plans: readonly CreatePlan[],
+  inserted: readonly Pet[],
+  replayed: ReadonlyMap<bigint, Pet>,
+): CreateOutcome[] {
+  const byIndex = new Map<number, Pet>()
+  let next = 0
+  plans.forEach((plan, index) => {
+    if (plan.kind === 'insert') byIndex.set(index, inserted[next++] as Pet)
+  })
+  return plans.map((plan, index) => {
+    if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
+    if (plan.kind === 'insert') return { pet: byIndex.get(index) as Pet, replayed: false }
+    const pet = plan.kind === 'replay' ? replayed.get(plan.petId) : byIndex.get(plan.index)
+    if (pet === undefined) throw new Error('an idempotency record points at a pet that does not exist')
+    return { pet, replayed: true }
+  })
+}

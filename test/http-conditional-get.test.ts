@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { call } from './helpers/api-client.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+// RFC 9110 §8.8.3: a strong entity tag is a quoted string of etagc characters, without W/.
+const STRONG_ETAG = /^"[\x21\x23-\x7e]+"$/
+
+describe('conditional GET', () => {
+  test('when a pet is fetched again with its ETag, then 304 with no body; with another tag, then 200', async (t) => {
+    const server = await startTestServer(t)
+    const { json: pet } = await call(server, 'POST', '/v1/pets', { body: { name: 'Tagged', categoryId: 1 } })
+    const first = await call(server, 'GET', `/v1/pets/${pet.id}`)
+    const etag = first.headers.get('etag') ?? ''
+    assert.match(etag, STRONG_ETAG)
+    assert.equal(first.headers.get('cache-control'), 'private, no-cache')
+
+    for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const again = await call(server, 'GET', `/v1/pets/${pet.id}`, {
+        headers: { 'if-none-match': ifNoneMatch },
+      })
+      assert.equal(again.status, 304, ifNoneMatch)
+      assert.equal(again.text, '')
+      assert.equal(again.headers.get('etag'), etag)
+    }
+    const changed = await call(server, 'GET', `/v1/pets/${pet.id}`, {
+      headers: { 'if-none-match': '"other"' },
+    })
+    assert.equal(changed.status, 200)
+    assert.equal(changed.text, first.text)
+  })
+
+  test('when the list changes, then its ETag changes and the old tag no longer gives 304', async (t) => {
+    const server = await startTestServer(t)
+    await call(server, 'POST', '/v1/pets', { body: { name: 'One', categoryId: 1 } })
+    const before = await call(server, 'GET', '/v1/pets')
+    const etag = before.headers.get('etag') ?? ''
+    assert.match(etag, STRONG_ETAG)
+    assert.equal((await call(server, 'GET', '/v1/pets', { headers: { 'if-none-match': etag } })).status, 304)
+    await call(server, 'POST', '/v1/pets', { body: { name: 'Two', categoryId: 1 } })
+    const after = await call(server, 'GET', '/v1/pets', { headers: { 'if-none-match': etag } })
+    assert.equal(after.status, 200)
+    assert.notEqual(after.headers.get('etag'), etag)
+  })
+
+  test('when the answer is an error or a create, then no ETag is sent', async (t) => {
+    const server = await startTestServer(t)
+    assert.equal((await call(server, 'GET', '/v1/pets/404')).headers.get('etag'), null)
+    const created = await call(server, 'POST', '/v1/pets', {
+      body: { name: 'New', categoryId: 1 },
+      headers: { 'if-none-match': '*' },
+    })
+    assert.equal(created.status, 201)
+    assert.equal(created.headers.get('etag'), null)
+  })
+})

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { buildApp } from '../src/app.ts'
+import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import { call } from './helpers/api-client.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
+import { startTestServer, type TestServer, testConfig } from './helpers/test-server.ts'
+
+const REX = '{"name":"Rex","categoryId":9007199254740993,"status":"available"}'
+
+function post(server: TestServer, key: string | undefined, body = REX, apiKey?: string) {
+  return call(server, 'POST', '/v1/pets', {
+    body,
+    headers: key === undefined ? {} : { 'idempotency-key': key },
+    ...(apiKey ? { key: apiKey } : {}),
+  })
+}
+
+async function petCount(server: TestServer) {
+  return (await server.store.listPets({ limit: 100_000 })).length
+}
+
+for (const engine of storeEngines) {
+  describe(`idempotent create (${engine.name})`, engineSuiteOptions(engine), () => {
+    test('when a create is retried with the same key and body, then the first 201 is replayed byte for byte', async (t) => {
+      const server = await startTestServer(t, { engine })
+      const first = await post(server, 'order-1')
+      const retry = await post(
+        server,
+        'order-1',
+        '{ "status": "available", "categoryId": 9007199254740993, "name": "Rex" }',
+      )
+      assert.equal(first.status, 201)
+      assert.equal(retry.status, 201)
+      assert.equal(retry.text, first.text)
+      assert.equal(retry.headers.get('location'), first.headers.get('location'))
+      assert.equal(first.headers.get('idempotent-replayed'), null)
+      assert.equal(retry.headers.get('idempotent-replayed'), 'true')
+      assert.equal(await petCount(server), 1)
+      assert.equal((await post(server, '"order-1"')).text, first.text, 'the quoted form is the same key')
+    })
+
+    test('when the same key comes with a different body, then 422 and nothing is created', async (t) => {
+      const server = await startTestServer(t, { engine })
+      await post(server, 'order-2')
+      const response = await post(server, 'order-2', '{"name":"Tom","categoryId":1}')
+      assert.equal(response.status, 422)
+      assert.equal(response.json.code, 'idempotency_key_reused')
+      assert.equal(await petCount(server), 1)
+    })
+
+    test('when 50 identical creates with one key race, then exactly one pet exists and every 201 is the same', async (t) => {
+      const server = await startTestServer(t, { engine })
+      const responses = await Promise.all(Array.from({ length: 50 }, () => post(server, 'race')))
+      const created = responses.filter((response) => response.status === 201)
+      assert.ok(created.length >= 1)
+      assert.ok(responses.every((response) => response.status === 201 || response.status === 409))
+      assert.equal(new Set(created.map((response) => response.text)).size, 1)
+      for (const response of responses.filter((r) => r.status === 409)) {
+        assert.equal(response.json.code, 'idempotency_key_in_flight')
+        assert.equal(response.headers.get('retry-after'), '1')
+      }
+      assert.equal(await petCount(server), 1)
+    })
+
+    test('when another API key uses the same idempotency key, then it creates its own pet', async (t) => {
+      const server = await startTestServer(t, { engine })
+      const other = generateApiKey()
+      await server.store.createApiKey(storedFormOf('other', other))
+      const mine = await post(server, 'shared-key')
+      const theirs = await post(server, 'shared-key', REX, other)
+      assert.equal(theirs.status, 201)
+      assert.notEqual(theirs.json.id, mine.json.id)
+      assert.equal(await petCount(server), 2)
+    })
+
+    test('when the retry comes after a restart, then it is still replayed', async (t) => {
+      const server = await startTestServer(t, { engine })
+      const first = await post(server, 'before-restart')
+      await server.app.close()
+      const app = await buildApp({ config: testConfig(), store: server.store })
+      t.after(() => app.close())
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      const address = app.server.address() as { port: number }
+      const restarted = { ...server, app, origin: `http://127.0.0.1:${address.port}` }
+      const retry = await post(restarted, 'before-restart')
+      assert.equal(retry.text, first.text)
+      assert.equal(retry.headers.get('idempotent-replayed'), 'true')
+      assert.equal(await petCount(restarted), 1)
+    })
+
+    test('when the retention has passed, then the key is forgotten and purged', async (t) => {
+      let clock = Date.UTC(2027, 0, 1)
+      const server = await startTestServer(t, {
+        engine,
+        env: { IDEMPOTENCY_RETENTION_S: '60' },
+        now: () => clock,
+      })
+      const first = await post(server, 'short-lived')
+      clock += 61_000
+      const later = await post(server, 'short-lived')
+      assert.equal(later.status, 201)
+      assert.notEqual(later.json.id, first.json.id)
+      assert.equal(later.headers.get('idempotent-replayed'), null)
+      clock += 61_000
+      assert.equal(await server.store.purgeIdempotencyKeys(clock), 1)
+    })
+
+    test('when the Idempotency-Key header is malformed or repeated, then 400 invalid_idempotency_key', async (t) => {
+      const server = await startTestServer(t, { engine })
+      for (const bad of ['', 'x'.repeat(256), 'naïve', 'two words', '"unterminated', '"a"b"']) {
+        const response = await post(server, bad)
+        assert.equal(response.status, 400, JSON.stringify(bad))
+        assert.equal(response.json.code, 'invalid_idempotency_key')
+      }
+      assert.equal(await petCount(server), 0)
+    })
+  })
+}

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { type ApiResponse, call } from './helpers/api-client.ts'
+import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
+import { startTestServer, type TestServer } from './helpers/test-server.ts'
+
+// RFC 8288: a URI reference in angle brackets, then parameters; ours is exactly one link with rel="next".
+const NEXT_LINK = /^<(https?:\/\/[^>\s]+)>; rel="next"$/
+
+function nextPath(response: ApiResponse): string | undefined {
+  const link = response.headers.get('link')
+  if (link === null) return undefined
+  const url = NEXT_LINK.exec(link)?.[1]
+  assert.ok(url, `Link header is not RFC 8288 syntax: ${link}`)
+  const { pathname, search } = new URL(url)
+  return pathname + search
+}
+
+async function seed(server: TestServer, count: number, status?: 'available' | 'sold') {
+  const statuses = ['available', 'pending', 'sold'] as const
+  await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      server.store.createPet({
+        pet: { name: `pet ${i}`, categoryId: BigInt(i), status: status ?? statuses[i % 3] },
+      }),
+    ),
+  )
+}
+
+/** Follows next links from `path` to the end; the ids of every page, in order. */
+async function walk(
+  server: TestServer,
+  path: string,
+  onPage: (page: number) => Promise<void> = async () => {},
+) {
+  const ids: bigint[] = []
+  let next: string | undefined = path
+  for (let page = 0; next !== undefined; page++) {
+    const response = await call(server, 'GET', next)
+    assert.equal(response.status, 200, response.text)
+    for (const match of response.text.matchAll(/"id":(\d+)/g)) ids.push(BigInt(match[1] as string))
+    next = nextPath(response)
+    await onPage(page)
+  }
+  return ids
+}
+
+for (const engine of storeEngines) {
+  describe(`keyset paging (${engine.name})`, engineSuiteOptions(engine), () => {
+    test('when more pets follow, then Link rel="next" keeps limit and status; the last page has none', async (t) => {
+      const server = await startTestServer(t, { engine })
+      await seed(server, 7, 'sold')
+      const first = await call(server, 'GET', '/v1/pets?limit=3&status=sold')
+      const next = new URL(`http://x${nextPath(first)}`)
+      assert.equal(next.pathname, '/v1/pets')
+      assert.equal(next.searchParams.get('limit'), '3')
+      assert.equal(next.searchParams.get('status'), 'sold')
+      assert.ok(next.searchParams.get('cursor'))
+      const ids = await walk(server, '/v1/pets?limit=3&status=sold')
+      assert.equal(ids.length, 7)
+      const exact = await call(server, 'GET', '/v1/pets?limit=7')
+      assert.equal(exact.headers.get('link'), null, 'no next link when the page holds the rest exactly')
+    })
+
+    test('when 1,000 pets are walked in pages while others are added, then no pet is repeated or missed', async (t) => {
+      const server = await startTestServer(t, { engine })
+      await seed(server, 1000)
+      let adding = true
+      let added = 0
+      const adder = (async () => {
+        while (adding) {
+          await server.store.createPet({
+            pet: { name: `late ${added++}`, categoryId: 1n, status: 'available' },
+          })
+        }
+      })()
+      const ids = await walk(server, '/v1/pets?limit=37', async (page) => {
+        if (page === 15) adding = false
+      })
+      await adder
+      assert.ok(added > 0, 'pets were added during the walk')
+      assert.deepEqual(
+        ids,
+        [...ids].sort((a, b) => (a < b ? -1 : 1)),
+        'ascending',
+      )
+      assert.equal(new Set(ids).size, ids.length, 'no duplicate')
+      const everything = (await server.store.listPets({ limit: 100_000 })).map((pet) => pet.id)
+      assert.deepEqual(ids, everything, 'no gap: the walk saw every pet, including those added during it')
+    })
+
+    test('when the pets are filtered by status, then the walk returns exactly the pets with that status', async (t) => {
+      const server = await startTestServer(t, { engine })
+      await seed(server, 100)
+      const ids = await walk(server, '/v1/pets?limit=10&status=pending')
+      const expected = (await server.store.listPets({ limit: 1000, status: 'pending' })).map((pet) => pet.id)
+      assert.deepEqual(ids, expected)
+    })
+
+    test('when a cursor is altered, malformed or used with another status, then 400 invalid_query', async (t) => {
+      const server = await startTestServer(t, { engine })
+      await seed(server, 10, 'sold')
+      const next = new URL(`http://x${nextPath(await call(server, 'GET', '/v1/pets?limit=2&status=sold'))}`)
+      const cursor = next.searchParams.get('cursor') as string
+      const [payload, mac] = cursor.split('.') as [string, string]
+      const forged = `${Buffer.from('1.sold').toString('base64url')}.${mac}`
+      const flipped = `${payload}.${mac.slice(0, -2)}${mac.endsWith('AA') ? 'BB' : 'AA'}`
+      for (const bad of [forged, flipped, 'garbage', `${cursor}.x`, `${payload}.`, '%00']) {
+        const response = await call(
+          server,
+          'GET',
+          `/v1/pets?limit=2&status=sold&cursor=${encodeURIComponent(bad)}`,
+        )
+        assert.equal(response.status, 400, bad)
+        assert.equal(response.json.code, 'invalid_query')
+        assert.match(response.json.message, /"cursor"/)
+      }
+      const other = await call(server, 'GET', `/v1/pets?limit=2&cursor=${cursor}`)
+      assert.equal(other.status, 400)
+      assert.match(other.json.message, /another status filter/)
+    })
+  })
+}
