@@ -82,4 +82,32 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     }
     assert.ok(Date.now() - revokedAt < TTL_MS + 1000)
   })
+
+  test('when both instances get the same Idempotency-Key at once, then exactly one pet is created', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = { DATABASE_URL: await (await sharedPostgres()).createDatabase() }
+    const key = runCli(['keys', 'create', '--name', 'retrying'], env, cwd).stdout.trim()
+    const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
+    for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const response = await fetch(`${instances[i % 2]?.origin}/v1/pets`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            'idempotency-key': 'once',
+          },
+          body: '{"name":"Once","categoryId":1}',
+        })
+        return { status: response.status, text: await response.text() }
+      }),
+    )
+    const created = responses.filter((response) => response.status === 201)
+    assert.ok(created.length >= 2, 'both instances answered 201 (one created, the other replayed)')
+    assert.ok(responses.every((response) => response.status === 201 || response.status === 409))
+    assert.equal(new Set(created.map((response) => response.text)).size, 1)
+    const listed = JSON.parse((await call(instances[0]?.origin ?? '', key, 'GET', '/v1/pets')).text)
+    assert.equal(listed.length, 1)
+  })
 })
