@@ -71,6 +71,11 @@ export const ConfigSchema = Type.Object({
     default: 'https://staging.api.petstore.example/v1',
     description: 'Staging base URL, listed in the OpenAPI `servers`.',
   }),
+  LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
+    type: 'string',
+    default: 'auto',
+    description: 'Log lines as JSON, or human-readable; `auto` is pretty on a terminal and JSON otherwise.',
+  }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     type: 'string',
     default: 'info',
@@ -107,6 +112,61 @@ export const ConfigSchema = Type.Object({
     default: 'serve',
     description: 'What getPet does after its sunset (5 December 2030): keep serving, or answer 410 Gone.',
   }),
+  RATE_LIMIT_PER_MINUTE: Type.Integer({
+    minimum: 0,
+    maximum: 10_000_000,
+    default: 6000,
+    description: 'Requests per minute allowed to one API key (429 beyond); 0 switches rate limiting off.',
+  }),
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://.+$',
+      description: 'Redis for rate limits shared by all instances; without it each instance counts alone.',
+    }),
+  ),
+  METRICS: Type.Enum(['on', 'off'], {
+    type: 'string',
+    default: 'on',
+    description: 'Serve Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT, path /metrics).',
+  }),
+  METRICS_HOST: Type.String({
+    default: '127.0.0.1',
+    description: 'Interface of the metrics listener; loopback so metrics are never exposed with the API.',
+  }),
+  METRICS_PORT: Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    default: 9464,
+    description: 'Port of the metrics listener.',
+  }),
+  MAX_CONNECTIONS: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    default: 10_000,
+    description: 'Open connections accepted at once per process; more are refused by the socket.',
+  }),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
+    minimum: 0,
+    maximum: 60_000,
+    default: 1000,
+    description: 'Above this event-loop delay requests are shed with 503 and Retry-After; 0 switches it off.',
+  }),
+  MAX_HEAP_USED_BYTES: Type.Integer({
+    minimum: 0,
+    maximum: 1e12,
+    default: 0,
+    description: 'Above this heap use requests are shed with 503; 0 switches it off.',
+  }),
+  CORS_ORIGINS: Type.String({
+    default: '',
+    description:
+      'Browser origins allowed to call the API (comma-separated, e.g. `https://app.example.com`); empty: CORS off.',
+  }),
+  WORKERS: Type.String({
+    default: '1',
+    pattern: '^(auto|[1-9][0-9]{0,2})$',
+    description: 'Processes serving the API: a number, or `auto` for one per available CPU.',
+  }),
   REQUEST_TIMEOUT_MS: DURATION(10_000, 'Time allowed to receive a whole request (408 after it).'),
   HEADERS_TIMEOUT_MS: DURATION(5000, 'Time allowed to receive the request headers.'),
   KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.'),
@@ -130,7 +190,7 @@ export class ConfigError extends Error {
 }
 
 // Values that may hold credentials are never echoed back in an error.
-const SECRET_SETTINGS = new Set(['API_KEYS', 'DATABASE_URL'])
+const SECRET_SETTINGS = new Set(['API_KEYS', 'DATABASE_URL', 'REDIS_URL'])
 
 const properties = ConfigSchema.properties as unknown as Record<string, SchemaNode & { default?: unknown }>
 const validator = Compile(ConfigSchema)

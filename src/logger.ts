@@ -4,10 +4,11 @@ import { maskApiKeys } from './auth/api-key.ts'
 import type { Config } from './config.ts'
 
 /**
- * The process logger: JSON lines to stdout. Keys never reach it: `Authorization` is redacted wherever
- * headers are logged, and a key a client put in the URL by mistake is masked in the logged URL.
+ * The process logger. Keys never reach it: `Authorization` is redacted wherever headers are logged, and
+ * a key a client put in the URL by mistake is masked in the logged URL. JSON lines for machines; with
+ * `pretty` (a terminal, by default), human-readable lines through pino-pretty.
  */
-export function createLogger(config: Pick<Config, 'LOG_LEVEL'>): Logger {
+export function createLogger(config: Pick<Config, 'LOG_LEVEL'>, pretty = false): Logger {
   return pino({
     level: config.LOG_LEVEL,
     redact: {
@@ -18,10 +19,14 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL'>): Logger {
       req: (request: FastifyRequest) => ({
         method: request.method,
         url: maskApiKeys(request.url),
-        host: request.host,
         remoteAddress: request.ip,
-        remotePort: request.socket?.remotePort,
       }),
     },
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   })
+}
+
+/** Whether logs should be pretty: asked for, or `auto` on a terminal. */
+export function wantsPrettyLogs(config: Pick<Config, 'LOG_FORMAT'>, terminal: { isTTY?: boolean }): boolean {
+  return config.LOG_FORMAT === 'pretty' || (config.LOG_FORMAT === 'auto' && terminal.isTTY === true)
 }

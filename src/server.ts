@@ -39,6 +39,7 @@ export async function startServer(
   }
 
   const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) return
     app.log.info({ signal }, 'shutting down')
     shutdown().then(
       () => process.exit(0),
@@ -48,8 +49,10 @@ export async function startServer(
       },
     )
   }
-  process.once('SIGTERM', onSignal)
-  process.once('SIGINT', onSignal)
+  // `on`, not `once`: a second signal (Ctrl-C twice, or a cluster primary relaying it) must not fall back
+  // to Node's default, which would kill the process mid-drain.
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
 
   return { url: `http://${host}:${port}`, shutdown }
 }

@@ -45,7 +45,7 @@ describe('getPet deprecation', () => {
 
   test('when keys call getPet, then the calls are counted per key and recorded when the app stops', async (t) => {
     let clock = Date.UTC(2027, 0, 1)
-    const server = await startTestServer(t, { now: () => clock })
+    const server = await startTestServer(t, { app: { now: () => clock } })
     const other = generateApiKey()
     await server.store.createApiKey(storedFormOf('other', other))
     for (let i = 0; i < 3; i++) await call(server, 'GET', '/v1/pets/1')
@@ -64,20 +64,23 @@ describe('getPet deprecation', () => {
 
   test('when the sunset has passed and GET_PET_AFTER_SUNSET=gone, then getPet is 410 gone; by default it keeps serving', async (t) => {
     const afterSunset = () => GET_PET_SUNSET_AT_MS + 1
-    const gone = await startTestServer(t, { env: { GET_PET_AFTER_SUNSET: 'gone' }, now: afterSunset })
+    const gone = await startTestServer(t, {
+      env: { GET_PET_AFTER_SUNSET: 'gone' },
+      app: { now: afterSunset },
+    })
     const response = await call(gone, 'GET', '/v1/pets/1')
     assert.equal(response.status, 410)
     assert.equal(response.json.code, 'gone')
     assert.match(response.json.message, /use GET \/pets with a status filter/)
     assertDeprecationHeaders(response)
 
-    const serving = await startTestServer(t, { now: afterSunset })
+    const serving = await startTestServer(t, { app: { now: afterSunset } })
     const { json: pet } = await call(serving, 'POST', '/v1/pets', { body: { name: 'Late', categoryId: 1 } })
     assert.equal((await call(serving, 'GET', `/v1/pets/${pet.id}`)).status, 200)
 
     const before = await startTestServer(t, {
       env: { GET_PET_AFTER_SUNSET: 'gone' },
-      now: () => GET_PET_SUNSET_AT_MS - 1,
+      app: { now: () => GET_PET_SUNSET_AT_MS - 1 },
     })
     assert.equal((await call(before, 'GET', '/v1/pets/1')).status, 404, 'until the sunset it still serves')
   })

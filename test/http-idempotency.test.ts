@@ -94,7 +94,7 @@ for (const engine of storeEngines) {
       const server = await startTestServer(t, {
         engine,
         env: { IDEMPOTENCY_RETENTION_S: '60' },
-        now: () => clock,
+        app: { now: () => clock },
       })
       const first = await post(server, 'short-lived')
       clock += 61_000

@@ -1,9 +1,63 @@
+import cluster from 'node:cluster'
+import type { Server } from 'node:http'
+import { availableParallelism } from 'node:os'
+import { AggregatorRegistry } from 'prom-client'
 import { buildApp } from '../app.ts'
 import { provisionKeys } from '../auth/provision-keys.ts'
+import { runPrimary } from '../cluster/primary.ts'
+import { type Config, loadConfig } from '../config.ts'
+import { createLogger, wantsPrettyLogs } from '../logger.ts'
+import { createMetrics } from '../metrics/metrics.ts'
+import { startMetricsServer } from '../metrics/metrics-server.ts'
+import { connectRedis } from '../redis.ts'
 import { startServer } from '../server.ts'
-import { embeddedDataDirectory } from '../store/open-store.ts'
-import { type Command, parseCommandArgs } from './command.ts'
-import { openConfiguredStore } from './open-services.ts'
+import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
+import { type Command, type CommandIo, parseCommandArgs } from './command.ts'
+
+function workerCount(config: Config): number {
+  return config.WORKERS === 'auto' ? availableParallelism() : Number(config.WORKERS)
+}
+
+/**
+ * Serves in this process. Alone, it also prepares the store (migrations, first key) and serves metrics;
+ * as a cluster worker, the primary has done both, and it hands its metrics to the primary's aggregator.
+ */
+async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<number> {
+  const logger = createLogger(config, wantsPrettyLogs(config, stdout))
+  const alone = !cluster.isWorker
+  const store = openStore(config, logger)
+  const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : undefined
+  const metrics = createMetrics(store.poolStats?.bind(store))
+  let metricsServer: Server | undefined
+  try {
+    if (alone) await store.migrate()
+    const app = await buildApp({ config, store, logger, metrics, ...(redis ? { redis } : {}) })
+    if (alone) {
+      const dataDirectory = embeddedDataDirectory(config)
+      await provisionKeys({ store, config, log: app.log, dataDirectory, terminal: stdout })
+    }
+    if (!alone) AggregatorRegistry.setRegistries([metrics.registry])
+    metricsServer =
+      alone && config.METRICS === 'on'
+        ? await startMetricsServer(metrics.registry, config.METRICS_HOST, config.METRICS_PORT)
+        : undefined
+    const server = await startServer(app, config, async () => {
+      metricsServer?.close()
+      redis?.disconnect()
+      await store.close()
+    })
+    const metricsAddress = metricsServer?.address()
+    const metricsNote =
+      typeof metricsAddress === 'object' && metricsAddress ? `; metrics on port ${metricsAddress.port}` : ''
+    app.log.info(`serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${metricsNote})`)
+    return 0
+  } catch (error) {
+    metricsServer?.close()
+    redis?.disconnect()
+    await store.close()
+    throw error
+  }
+}
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -11,27 +65,14 @@ export const serveCommand: Command = {
   help: `Usage: petstore serve
 
 Applies pending migrations, makes sure an API key exists (see README, "API keys"), and serves the API
-under /v1 on HOST:PORT. Settings come from the environment and from .env; see README, "Configuration".
-SIGTERM or SIGINT drains in-flight requests, closes the store and exits 0.`,
-  async run(args, { stdout }) {
+under /v1 on HOST:PORT, with WORKERS processes (one per CPU with WORKERS=auto). Settings come from the
+environment and from .env; see README, "Configuration". SIGTERM or SIGINT drains in-flight requests,
+closes the store and exits 0.`,
+  async run(args, io) {
     parseCommandArgs(args, {})
-    const { config, logger, store } = openConfiguredStore()
-    try {
-      await store.migrate()
-      const app = await buildApp({ config, store, logger })
-      await provisionKeys({
-        store,
-        config,
-        log: app.log,
-        dataDirectory: embeddedDataDirectory(config),
-        terminal: stdout,
-      })
-      const server = await startServer(app, config, () => store.close())
-      app.log.info(`serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json)`)
-      return 0
-    } catch (error) {
-      await store.close()
-      throw error
-    }
+    const config = loadConfig()
+    const workers = workerCount(config)
+    if (workers > 1 && cluster.isPrimary) return runPrimary(config, workers, io)
+    return serveInProcess(config, io)
   },
 }

@@ -1,8 +1,18 @@
 import Type, { type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../errors.ts'
+import { responseHeader } from './response-headers.ts'
 
-// RFC 6750 §3: every 401 carries the bearer challenge.
-const CHALLENGE = { 'WWW-Authenticate': { type: 'string', description: 'The bearer challenge (RFC 6750).' } }
+const HEADERS: Record<number, Record<string, object>> = {
+  // RFC 6750 §3: every 401 carries the bearer challenge.
+  401: { 'WWW-Authenticate': responseHeader('The bearer challenge (RFC 6750).') },
+  429: {
+    'Retry-After': responseHeader('Seconds until the limit resets.'),
+    'RateLimit-Limit': responseHeader('Requests allowed per window (IETF RateLimit header fields draft).'),
+    'RateLimit-Remaining': responseHeader('Requests left in the window.'),
+    'RateLimit-Reset': responseHeader('Seconds until the window resets.'),
+  },
+  503: { 'Retry-After': responseHeader('Seconds to wait before retrying.', { required: false }) },
+}
 
 /**
  * The error responses of an operation, for its route schema: one entry per status, its description made
@@ -19,7 +29,7 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
       status,
       Type.Ref('Error', {
         description: list.map((code) => `\`${code}\`: ${ERROR_CODES[code].summary}`).join(' '),
-        ...(status === 401 ? { headers: CHALLENGE } : {}),
+        ...(HEADERS[status] ? { headers: HEADERS[status] } : {}),
       }),
     ]),
   )
@@ -29,6 +39,7 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
 export const COMMON_ERRORS: ErrorCode[] = [
   'bad_request',
   'unauthorized',
+  'rate_limited',
   'internal_error',
   'service_unavailable',
 ]

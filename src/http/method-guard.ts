@@ -18,7 +18,10 @@ export function guardMethods(app: FastifyInstance, url: string, allowed: readonl
       reply,
     )
   app.route({
-    method: app.supportedMethods.filter((method) => !allowed.includes(method)),
+    // With CORS on, OPTIONS is the preflight's (answered by the CORS handler), so it is not guarded.
+    method: app.supportedMethods.filter(
+      (method) => !allowed.includes(method) && !(method === 'OPTIONS' && app.corsEnabled),
+    ),
     url,
     schema: { hide: true },
     onRequest: reject,

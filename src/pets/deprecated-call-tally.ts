@@ -1,4 +1,4 @@
-import type { Store, DeprecatedCallTally as Tally } from '../store/store.ts'
+import type { KeyIdentity, Store, DeprecatedCallTally as Tally } from '../store/store.ts'
 
 /**
  * Counts calls of deprecated operations per API key in memory and adds them to the store in one write
@@ -8,14 +8,23 @@ import type { Store, DeprecatedCallTally as Tally } from '../store/store.ts'
 export class DeprecatedCallTally {
   readonly #store: Pick<Store, 'recordDeprecatedCalls'>
   readonly #now: () => number
+  readonly #onCall: (key: KeyIdentity) => void
   #pending = new Map<bigint, Tally>()
 
-  constructor(store: Pick<Store, 'recordDeprecatedCalls'>, now: () => number) {
+  /** `onCall` hears of every call as it is counted (for metrics). */
+  constructor(
+    store: Pick<Store, 'recordDeprecatedCalls'>,
+    now: () => number,
+    onCall: (key: KeyIdentity) => void,
+  ) {
     this.#store = store
     this.#now = now
+    this.#onCall = onCall
   }
 
-  count(apiKeyId: bigint): void {
+  count(key: KeyIdentity): void {
+    this.#onCall(key)
+    const apiKeyId = key.id
     const tally = this.#pending.get(apiKeyId)
     if (tally === undefined) this.#pending.set(apiKeyId, { apiKeyId, calls: 1, lastCallAtMs: this.#now() })
     else {

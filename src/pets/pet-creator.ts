@@ -9,6 +9,8 @@ export interface PetCreatorOptions {
   /** How long an idempotency key is kept (24 h by default). */
   retentionMs: number
   now: () => number
+  /** Told of every pet actually created (not of replays), for metrics. */
+  onCreated: () => void
 }
 
 /** What a create asks for, whatever the order of its JSON properties or its white space. */
@@ -24,16 +26,11 @@ function fingerprintOf(pet: NewPet): string {
  * (409). The key's record is committed in the pet's own transaction, so a crash between the two cannot
  * make a retry create a second pet.
  */
-export function petCreator({ store, retentionMs, now }: PetCreatorOptions) {
+export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOptions) {
   const inFlight = new Set<string>()
 
-  return async function createPet(
-    pet: NewPet,
-    apiKeyId: bigint,
-    idempotencyKey?: string,
-  ): Promise<CreatedPet> {
-    if (idempotencyKey === undefined) return store.createPet({ pet })
-    const id = claimId(apiKeyId, idempotencyKey)
+  async function createIdempotently(pet: NewPet, apiKeyId: bigint, key: string): Promise<CreatedPet> {
+    const id = claimId(apiKeyId, key)
     if (inFlight.has(id)) {
       throw new ApiError(
         'idempotency_key_in_flight',
@@ -46,13 +43,8 @@ export function petCreator({ store, retentionMs, now }: PetCreatorOptions) {
     inFlight.add(id)
     try {
       const requestedAtMs = now()
-      const claim = {
-        apiKeyId,
-        key: idempotencyKey,
-        fingerprint: fingerprintOf(pet),
-        requestedAtMs,
-        expiresAtMs: requestedAtMs + retentionMs,
-      }
+      const fingerprint = fingerprintOf(pet)
+      const claim = { apiKeyId, key, fingerprint, requestedAtMs, expiresAtMs: requestedAtMs + retentionMs }
       return await store.createPet({ pet, idempotency: claim })
     } catch (error) {
       if (!(error instanceof IdempotencyKeyReusedError)) throw error
@@ -63,6 +55,19 @@ export function petCreator({ store, retentionMs, now }: PetCreatorOptions) {
     } finally {
       inFlight.delete(id)
     }
+  }
+
+  return async function createPet(
+    pet: NewPet,
+    apiKeyId: bigint,
+    idempotencyKey?: string,
+  ): Promise<CreatedPet> {
+    const created =
+      idempotencyKey === undefined
+        ? await store.createPet({ pet })
+        : await createIdempotently(pet, apiKeyId, idempotencyKey)
+    if (!created.replayed) onCreated()
+    return created
   }
 }
 

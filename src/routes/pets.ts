@@ -64,7 +64,7 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
       onRequest: [announceDeprecation(options.getPetDeprecation, options.now), requireApiKey],
       onSend: conditionalGet,
       onResponse: async (request) => {
-        if (request.apiKey) options.deprecatedCalls.count(request.apiKey.id)
+        if (request.apiKey) options.deprecatedCalls.count(request.apiKey)
       },
     },
     async (request): Promise<Pet> => {

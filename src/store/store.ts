@@ -75,6 +75,10 @@ export interface MigrationReport {
 export interface Store {
   readonly engine: string
   migrate(): Promise<MigrationReport>
+  /** The schema version in the database and the one this release expects (readiness). */
+  schemaStatus(): Promise<{ current: number; latest: number }>
+  /** Connection counts, for engines that pool connections. */
+  poolStats?(): { total: number; idle: number; waiting: number }
   /**
    * Resolves only once the pet (and its idempotency record, in the same transaction) is durably
    * committed. Rejects with `IdempotencyKeyReusedError` when the key was used for a different pet.

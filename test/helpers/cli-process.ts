@@ -5,7 +5,7 @@ export const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
 
 /** The environment a CLI run gets: nothing from this process but PATH, so the test states every setting. */
 function cliEnvironment(env: Record<string, string>): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }
+  return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }
 }
 
 export function runCli(args: string[], env: Record<string, string>, cwd: string) {
@@ -31,7 +31,7 @@ export interface ServeProcess {
 export async function startServeProcess(env: Record<string, string>, cwd: string): Promise<ServeProcess> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
     // Info level at least: the "serving" line is how the helper knows the server listens.
-    env: cliEnvironment({ HOST: '127.0.0.1', PORT: '0', ...env, LOG_LEVEL: 'info' }),
+    env: cliEnvironment({ HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0', ...env, LOG_LEVEL: 'info' }),
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
+import { type AppDependencies, buildApp } from '../../src/app.ts'
 import { generateApiKey, storedFormOf } from '../../src/auth/api-key.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
 import type { Store } from '../../src/store/store.ts'
@@ -30,7 +30,15 @@ export function testConfig(env: Record<string, string> = {}): Config {
  */
 export async function startTestServer(
   t: Cleanup,
-  options: { env?: Record<string, string>; store?: Store; engine?: StoreEngine; now?: () => number } = {},
+  options: {
+    env?: Record<string, string>
+    store?: Store
+    engine?: StoreEngine
+    /** An existing key to use (another instance on the same data made it); else a key "test" is created. */
+    key?: string
+    /** Passed to buildApp as they are (clock, Redis, metrics). */
+    app?: Pick<AppDependencies, 'now' | 'redis' | 'metrics'>
+  } = {},
 ): Promise<TestServer> {
   const config = testConfig(options.env)
   // The app closes before its store (it writes its last counts as it closes), so cleanups are collected here.
@@ -52,9 +60,9 @@ export async function startTestServer(
     storeCleanups.push(() => given.close())
     await store.migrate()
   }
-  const key = generateApiKey()
-  await store.createApiKey(storedFormOf('test', key))
-  app = await buildApp({ config, store, ...(options.now ? { now: options.now } : {}) })
+  const key = options.key ?? generateApiKey()
+  if (options.key === undefined) await store.createApiKey(storedFormOf('test', key))
+  app = await buildApp({ config, store, ...options.app })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0

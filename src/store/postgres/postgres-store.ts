@@ -179,6 +179,18 @@ export class PostgresStore implements Store {
     })
   }
 
+  async schemaStatus(): Promise<{ current: number; latest: number }> {
+    const [row] = await this.#query<{ current: number | null }>(
+      'schema.status',
+      'SELECT max(version) AS current FROM schema_migrations',
+    )
+    return { current: row?.current ?? 0, latest: postgresMigrations.at(-1)?.version ?? 0 }
+  }
+
+  poolStats() {
+    return { total: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount }
+  }
+
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     this.#ensureOpen()
     const outcome = await this.#creates.submit(request)

@@ -155,6 +155,15 @@ export class SqliteStore implements Store {
     })
   }
 
+  schemaStatus(): Promise<{ current: number; latest: number }> {
+    return this.#run(() => {
+      const row = this.#statement('SELECT max(version) AS current FROM schema_migrations').get() as {
+        current: bigint
+      }
+      return { current: Number(row.current ?? 0), latest: sqliteMigrations.at(-1)?.version ?? 0 }
+    })
+  }
+
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     this.#ensureOpen()
     const outcome = await this.#creates.submit(request)

@@ -1,0 +1,29 @@
+import { createServer, type Server } from 'node:http'
+
+/** What can answer a scrape: a registry, or the cluster aggregator in a primary process. */
+export interface MetricsSource {
+  contentType: string
+  metrics(): Promise<string>
+}
+
+/**
+ * A listener of its own for `GET /metrics`, on METRICS_HOST (loopback by default): metrics are never
+ * served on the API's port, so publishing the API cannot expose them by accident.
+ */
+export async function startMetricsServer(source: MetricsSource, host: string, port: number): Promise<Server> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: scrape /metrics\n')
+      return
+    }
+    source.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': source.contentType }).end(text),
+      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+    )
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => resolve())
+  })
+  return server
+}

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify'
+import Type from 'typebox'
+import { ApiError } from '../errors.ts'
+import { guardMethods } from '../http/method-guard.ts'
+import type { Store } from '../store/store.ts'
+
+const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String() }) } }
+
+/**
+ * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
+ * `/readyz`: the store answers and its schema is the one this release needs; otherwise 503 in the Error
+ * body, so a load balancer stops sending traffic here (also while the service shuts down).
+ */
+export async function healthRoutes(app: FastifyInstance, { store }: { store: Store }) {
+  app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
+
+  app.get('/readyz', { schema: hidden }, async (request) => {
+    let schema: { current: number; latest: number }
+    try {
+      schema = await store.schemaStatus()
+    } catch (error) {
+      request.log.warn({ err: error }, 'readiness check failed')
+      throw new ApiError('service_unavailable', 'not ready: the store cannot be reached', {
+        'retry-after': '1',
+      })
+    }
+    if (schema.current !== schema.latest) {
+      throw new ApiError(
+        'service_unavailable',
+        `not ready: database schema ${schema.current}, this release needs ${schema.latest}`,
+        { 'retry-after': '5' },
+      )
+    }
+    return { status: 'ready' }
+  })
+
+  guardMethods(app, '/healthz', ['GET', 'HEAD'])
+  guardMethods(app, '/readyz', ['GET', 'HEAD'])
+}

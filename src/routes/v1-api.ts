@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
+import { createAuthenticator } from '../auth/authenticator.ts'
+import type { Config } from '../config.ts'
+import { pageCursors } from '../http/page-cursor.ts'
+import { runPeriodically } from '../http/periodic-job.ts'
+import { registerTrafficLimits } from '../http/traffic-limits.ts'
+import type { Metrics } from '../metrics/metrics.ts'
+import { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
+import { getPetDeprecation } from '../pets/get-pet-deprecation.ts'
+import { petCreator } from '../pets/pet-creator.ts'
+import type { Store } from '../store/store.ts'
+import { petMethodGuards, petRoutes } from './pets.ts'
+
+export interface V1ApiOptions {
+  config: Config
+  store: Store
+  metrics: Metrics
+  now: () => number
+  redis?: Redis
+}
+
+// Deprecated-call counts reach the store this often; expired idempotency keys are purged this often.
+const TALLY_FLUSH_MS = 5000
+const IDEMPOTENCY_PURGE_MS = 3_600_000
+const KEY_CACHE_ENTRIES = 10_000
+
+/** The versioned API, mounted at /v1, with what guards it (rate limits, load shedding) and its background jobs. */
+export async function v1Api(app: FastifyInstance, { config, store, metrics, now, redis }: V1ApiOptions) {
+  await registerTrafficLimits(app, { config, ...(redis ? { redis } : {}) })
+
+  const deprecatedCalls = new DeprecatedCallTally(store, now, (key) =>
+    metrics.deprecatedCalls.inc({ operation: 'getPet', key: key.name }),
+  )
+  runPeriodically(app, 'deprecated-call tally', TALLY_FLUSH_MS, () => deprecatedCalls.flush())
+  runPeriodically(app, 'idempotency purge', IDEMPOTENCY_PURGE_MS, () => store.purgeIdempotencyKeys(now()))
+
+  await app.register(petRoutes, {
+    store,
+    authenticate: createAuthenticator({
+      store,
+      cacheTtlMs: config.API_KEY_CACHE_TTL_MS,
+      cacheMaxEntries: KEY_CACHE_ENTRIES,
+    }),
+    createPet: petCreator({
+      store,
+      retentionMs: config.IDEMPOTENCY_RETENTION_S * 1000,
+      now,
+      onCreated: () => metrics.petsCreated.inc(),
+    }),
+    cursors: pageCursors(await store.serviceSecret()),
+    getPetDeprecation: getPetDeprecation(config),
+    deprecatedCalls,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    now,
+  })
+  await app.register(petMethodGuards)
+}

@@ -1,0 +1,60 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { createServer } from 'node:net'
+
+/** Why Redis tests cannot run here, or undefined when they can. */
+export function redisUnavailableReason(): string | undefined {
+  return spawnSync('redis-server', ['--version']).status === 0 ? undefined : 'no redis-server on this machine'
+}
+
+/** `describe` options: skipped with the reason when Redis is missing, except under CI, where that fails. */
+export function redisSuiteOptions(): { skip?: string } {
+  const reason = redisUnavailableReason()
+  if (reason === undefined) return {}
+  if (process.env.CI === 'true') throw new Error(`CI must run the Redis suites: ${reason}`)
+  return { skip: reason }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+export interface RedisServer {
+  url: string
+  stop(): Promise<void>
+}
+
+/** A throwaway redis-server on a free loopback port, without persistence. */
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort()
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  process.once('exit', () => child.kill('SIGKILL'))
+  await new Promise<void>((resolve, reject) => {
+    let output = ''
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start: ${output}`)), 10_000)
+    child.stdout?.on('data', (chunk) => {
+      output += chunk
+      if (output.includes('Ready to accept connections')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  })
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async stop() {
+      child.kill('SIGKILL')
+      await exited
+    },
+  }
+}

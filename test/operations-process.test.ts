@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+
+const key = generateApiKey()
+const env = { API_KEYS: `ops:${key}` }
+
+function request(server: ServeProcess, path: string, init: RequestInit = {}) {
+  return fetch(`${server.origin}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(init.body ? { 'content-type': 'application/json' } : {}),
+      ...init.headers,
+    },
+  })
+}
+
+function logLines(server: ServeProcess): Array<Record<string, unknown>> {
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+}
+
+/** Prometheus text exposition: `name{labels} value` samples, comments skipped. */
+function parseExposition(text: string): Array<{ name: string; labels: string; value: number }> {
+  return text
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line)
+      assert.ok(match, `not exposition format: ${line}`)
+      return { name: match[1] as string, labels: match[2] ?? '', value: Number(match[3]) }
+    })
+}
+
+describe('logs', () => {
+  test('when requests are served, then each gives one JSON line with request id, operation, status, duration and key name', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const given = await request(server, '/v1/pets', { headers: { 'x-request-id': 'client-chosen.42' } })
+    assert.equal(given.headers.get('x-request-id'), 'client-chosen.42')
+    const odd = await request(server, '/v1/pets', { headers: { 'x-request-id': 'no spaces allowed' } })
+    const generated = odd.headers.get('x-request-id') ?? ''
+    assert.match(generated, /^[0-9a-f-]{36}$/)
+    await request(server, '/v1/pets/1', { headers: { authorization: 'Bearer nope' } })
+    await sleep(100)
+    const lines = logLines(server).filter((line) => line.msg === 'request')
+    const first = lines.find((line) => line.reqId === 'client-chosen.42')
+    assert.ok(first, 'the client request id is the log line id')
+    assert.equal(first.operation, 'listPets')
+    assert.equal(first.status, 200)
+    assert.equal(first.key, 'ops')
+    assert.equal(typeof first.durationMs, 'number')
+    assert.ok(lines.some((line) => line.reqId === generated))
+    const refused = lines.find((line) => line.operation === 'getPet')
+    assert.equal(refused?.status, 401)
+    assert.equal(lines.filter((line) => line.reqId === 'client-chosen.42').length, 1, 'one line per request')
+    assert.equal(server.output().includes(key), false)
+    assert.equal(server.output().includes('Bearer nope'), false)
+  })
+
+  test('when LOG_FORMAT=pretty, then lines are written for people, not as JSON', async (t) => {
+    const server = await startServeProcess({ ...env, LOG_FORMAT: 'pretty' }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.match(server.output(), /INFO.*serving http/)
+    assert.equal(logLines(server).length, 0)
+  })
+})
+
+describe('metrics', () => {
+  test('when scraped on their own port, then Prometheus metrics count requests, creates, 401s and deprecated calls', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const port = /metrics on port (\d+)/.exec(server.output())?.[1]
+    assert.ok(port, 'the metrics listener is announced')
+    const response = await request(server, '/v1/pets', {
+      method: 'POST',
+      body: '{"name":"M","categoryId":1}',
+    })
+    const created = (await response.json()) as { id: number }
+    await request(server, `/v1/pets/${created.id}`)
+    await request(server, '/v1/pets', { headers: { authorization: 'Bearer wrong' } })
+    assert.equal((await fetch(`${server.origin}/metrics`)).status, 404, 'not served on the API port')
+
+    const scrape = await fetch(`http://127.0.0.1:${port}/metrics`)
+    assert.match(scrape.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
+    const samples = parseExposition(await scrape.text())
+    const value = (name: string, labels = '') =>
+      samples.filter((s) => s.name === name && s.labels.includes(labels)).reduce((sum, s) => sum + s.value, 0)
+    assert.equal(
+      value('petstore_http_request_duration_seconds_count', 'operation="createPet",status="201"'),
+      1,
+    )
+    assert.equal(value('petstore_http_request_duration_seconds_count', 'operation="getPet",status="200"'), 1)
+    assert.equal(value('petstore_pets_created_total'), 1)
+    assert.equal(value('petstore_unauthorized_total'), 1)
+    assert.equal(value('petstore_deprecated_calls_total', 'key="ops"'), 1)
+    assert.ok(value('petstore_store_duration_seconds_count', 'operation="createPet",outcome="ok"') >= 1)
+    assert.ok(samples.some((s) => s.name === 'nodejs_eventloop_lag_p99_seconds'))
+    assert.ok(samples.some((s) => s.name === 'process_resident_memory_bytes'))
+  })
+})
+
+describe('graceful lifecycle', () => {
+  test('when SIGTERM arrives under write load, then the process drains, exits 0, and every acknowledged create is stored', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess(env, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const acknowledged: string[] = []
+    let writing = true
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; writing; i++) {
+        try {
+          const response = await request(server, '/v1/pets', {
+            method: 'POST',
+            body: `{"name":"w${w}-${i}","categoryId":1}`,
+          })
+          const text = await response.text()
+          if (response.status === 201) acknowledged.push(text)
+          else assert.equal(response.status, 503, text)
+        } catch {
+          return // refused once the listener is closed
+        }
+      }
+    })
+    await sleep(300)
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 0)
+    writing = false
+    await Promise.all(writers)
+    assert.ok(acknowledged.length > 10)
+
+    const again = await startServeProcess(env, cwd)
+    t.after(() => again.child.kill('SIGKILL'))
+    for (const text of acknowledged) {
+      const { id } = JSON.parse(text)
+      assert.equal(await (await request(again, `/v1/pets/${id}`)).text(), text)
+    }
+  })
+})
+
+describe('all cores', () => {
+  test('when WORKERS=2 serve one SQLite file under concurrent writes, then there is no 5xx and a killed worker is replaced', async (t) => {
+    const server = await startServeProcess({ ...env, WORKERS: '2' }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await sleep(500) // both workers listening
+    const statuses = await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        const response = await request(server, '/v1/pets', {
+          method: 'POST',
+          body: `{"name":"c${i}","categoryId":1}`,
+        })
+        return response.status
+      }),
+    )
+    assert.deepEqual([...new Set(statuses)], [201])
+    const pids = new Set(
+      logLines(server)
+        .filter((line) => String(line.msg).startsWith('serving'))
+        .map((line) => line.pid),
+    )
+    assert.equal(pids.size, 2, 'two workers serve')
+    process.kill(Number([...pids][0]), 'SIGKILL')
+    await sleep(1500)
+    assert.match(server.output(), /a worker died; replacing it/)
+    for (let i = 0; i < 20; i++) assert.equal((await request(server, '/v1/pets')).status, 200)
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 0)
+  })
+})

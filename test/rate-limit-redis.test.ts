@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { describe, test } from 'node:test'
+import { createLogger } from '../src/logger.ts'
+import { connectRedis } from '../src/redis.ts'
+import { call } from './helpers/api-client.ts'
+import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
+import { sqliteEngine } from './helpers/store-engines.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+const log = createLogger({ LOG_LEVEL: 'silent' })
+
+describe('rate limits shared through Redis', redisSuiteOptions(), () => {
+  test('when two instances share Redis, then one key has one limit across both; when Redis goes away, requests are served (fail open)', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const { store, reopen } = await sqliteEngine.open(t)
+    const instance = async (instanceStore: typeof store, key?: string) => {
+      const redis = connectRedis(redisServer.url, log)
+      t.after(() => redis.disconnect())
+      await once(redis, 'ready')
+      const env = { RATE_LIMIT_PER_MINUTE: '5' }
+      return startTestServer(t, { store: instanceStore, env, app: { redis }, ...(key ? { key } : {}) })
+    }
+    // Two instances on the same data, so one API key is known to both.
+    const a = await instance(store)
+    const b = await instance(await reopen(), a.key)
+    const key = a.key
+    const statuses = []
+    for (const server of [a, b, a, b, a, b])
+      statuses.push((await call(server, 'GET', '/v1/pets', { key })).status)
+    assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200])
+    assert.equal(statuses[5], 429, 'the sixth request in the minute is refused, whichever instance gets it')
+    assert.equal((await call(b, 'GET', '/v1/pets', { key })).json.code, 'rate_limited')
+
+    await redisServer.stop()
+    const started = performance.now()
+    for (const server of [a, b]) {
+      const response = await call(server, 'GET', '/v1/pets', { key })
+      assert.equal(response.status, 200, 'served uncounted while Redis is down')
+    }
+    assert.ok(performance.now() - started < 3000, 'no hang while Redis is down')
+  })
+})
