@@ -2,15 +2,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.ts'
+import { registerCors } from './http/cors.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { openApi } from './http/openapi.ts'
-import { addRequestGuards } from './http/request-guards.ts'
-import { addRequestLogging, requestIdOf } from './http/request-logging.ts'
-import { addResponseHygiene } from './http/response-hygiene.ts'
+import { addRequestLifecycle } from './http/request-lifecycle.ts'
+import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { createLogger } from './logger.ts'
-import { addHttpMetrics } from './metrics/http-metrics.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
 import { createMetrics, type Metrics } from './metrics/metrics.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -80,10 +79,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const corsOrigins = config.CORS_ORIGINS.split(',')
     .map((origin) => origin.trim())
     .filter(Boolean)
-  await addResponseHygiene(app, { corsOrigins })
-  addRequestGuards(app)
-  addRequestLogging(app)
-  addHttpMetrics(app, metrics)
+  await registerCors(app, { corsOrigins })
+  addRequestLifecycle(app, metrics)
 
   await app.register(openApi, { config })
   await app.register(healthRoutes, { store })

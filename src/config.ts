@@ -101,6 +101,12 @@ export const ConfigSchema = Type.Object({
     default: 4096,
     description: 'Largest request body accepted; larger bodies get 413.',
   }),
+  READ_CACHE_BYTES: Type.Integer({
+    minimum: 0,
+    maximum: 1e10,
+    default: 32 * 1024 * 1024,
+    description: 'Memory for serialized answers that never change (pets, full list pages); 0 keeps none.',
+  }),
   IDEMPOTENCY_RETENTION_S: Type.Integer({
     minimum: 60,
     maximum: 2_592_000,

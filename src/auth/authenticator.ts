@@ -13,8 +13,8 @@ export type Authenticate = (key: string) => Promise<KeyIdentity | undefined>
 
 /**
  * Resolves a presented key to the key's identity, or undefined when it is malformed, unknown or revoked.
- * Results (unknown keys included, so random keys cannot make every request hit the store) are cached by
- * hash for `cacheTtlMs`, in a map bounded to `cacheMaxEntries` that drops its oldest entries first.
+ * Results (unknown keys included, so random keys cannot make every request hit the store) are cached
+ * for `cacheTtlMs`, in a map bounded to `cacheMaxEntries` that drops its oldest entries first.
  */
 export function createAuthenticator({
   store,
@@ -24,16 +24,17 @@ export function createAuthenticator({
 }: AuthenticatorOptions): Authenticate {
   const cache = new Map<string, { identity: KeyIdentity | undefined; expiresAt: number }>()
 
+  // Keyed by the presented key itself, so a hit costs no hashing: the key is in this process's memory for
+  // the request anyway, and it never leaves it (only its hash reaches the store).
   return async (key) => {
-    if (!isWellFormedApiKey(key)) return undefined
-    const hash = hashApiKey(key)
-    const cached = cache.get(hash)
+    const cached = cache.get(key)
     if (cached !== undefined && cached.expiresAt > now()) return cached.identity
-    const identity = await store.findActiveApiKey(hash)
+    if (!isWellFormedApiKey(key)) return undefined
+    const identity = await store.findActiveApiKey(hashApiKey(key))
     if (cacheTtlMs > 0) {
-      cache.delete(hash)
+      cache.delete(key)
       if (cache.size >= cacheMaxEntries) cache.delete(cache.keys().next().value as string)
-      cache.set(hash, { identity, expiresAt: now() + cacheTtlMs })
+      cache.set(key, { identity, expiresAt: now() + cacheTtlMs })
     }
     return identity
   }

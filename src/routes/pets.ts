@@ -2,13 +2,14 @@ import type { FastifyInstance } from 'fastify'
 import type { Authenticate } from '../auth/authenticator.ts'
 import { ApiError } from '../errors.ts'
 import { bearerAuth } from '../http/bearer-auth.ts'
-import { conditionalGet } from '../http/conditional-get.ts'
+import { representationOf, sendRepresentation } from '../http/conditional-get.ts'
 import { announceDeprecation, type DeprecationPolicy } from '../http/deprecation.ts'
 import { idempotencyKeyOf } from '../http/idempotency-key.ts'
 import { guardMethods } from '../http/method-guard.ts'
 import type { PageCursors } from '../http/page-cursor.ts'
 import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
 import type { CreatePet } from '../pets/pet-creator.ts'
+import type { ReadCache } from '../pets/read-cache.ts'
 import { LIST_LIMIT, type ListPetsQuery, type NewPet, type Pet, type PetIdParams } from '../schemas/pet.ts'
 import type { Store } from '../store/store.ts'
 import { createPetSchema, getPetSchema, listPetsSchema } from './pet-route-schemas.ts'
@@ -21,28 +22,38 @@ export interface PetRoutesOptions {
   getPetDeprecation: DeprecationPolicy
   deprecatedCalls: DeprecatedCallTally
   publicBaseUrl: string
+  /** Serialized answers that never change (see ReadCache). */
+  cache: ReadCache
   now: () => number
 }
 
 export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions) {
-  const { store, cursors, publicBaseUrl } = options
+  const { store, cursors, publicBaseUrl, cache } = options
   const requireApiKey = bearerAuth(options.authenticate)
 
   app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
-    { schema: listPetsSchema, onRequest: requireApiKey, onSend: conditionalGet },
+    { schema: listPetsSchema, onRequest: requireApiKey },
     async (request, reply) => {
       const { limit = LIST_LIMIT.default, status, cursor } = request.query
       const afterId = cursor === undefined ? undefined : cursors.decode(cursor, status)
-      // One row more than asked says whether a next page exists, without counting anything.
-      const pets = await store.listPets({ limit: limit + 1, status, afterId })
-      if (pets.length > limit) {
-        pets.length = limit
+      const key = `list:${status ?? ''}:${afterId ?? ''}:${limit}`
+      let page = cache.get(key)
+      if (page === undefined) {
+        // One row more than asked says whether a next page exists, without counting anything.
+        const pets = await store.listPets({ limit: limit + 1, status, afterId })
+        const full = pets.length > limit
+        if (full) pets.length = limit
         const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
-        next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
-        reply.header('link', `<${publicBaseUrl}/pets?${next}>; rel="next"`)
+        if (full) next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
+        page = representationOf(
+          reply.serialize(pets) as string,
+          full ? { link: `<${publicBaseUrl}/pets?${next}>; rel="next"` } : {},
+        )
+        // A full page followed by more pets never changes; the last page does, as pets are added.
+        if (full) cache.set(key, page)
       }
-      return pets
+      return sendRepresentation(request, reply, page)
     },
   )
 
@@ -62,15 +73,20 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
     {
       schema: getPetSchema,
       onRequest: [announceDeprecation(options.getPetDeprecation, options.now), requireApiKey],
-      onSend: conditionalGet,
       onResponse: async (request) => {
         if (request.apiKey) options.deprecatedCalls.count(request.apiKey)
       },
     },
-    async (request): Promise<Pet> => {
-      const found = await store.getPet(request.params.petId)
-      if (found === undefined) throw new ApiError('pet_not_found', `no pet has id ${request.params.petId}`)
-      return found
+    async (request, reply) => {
+      const key = `pet:${request.params.petId}`
+      let representation = cache.get(key)
+      if (representation === undefined) {
+        const found = await store.getPet(request.params.petId)
+        if (found === undefined) throw new ApiError('pet_not_found', `no pet has id ${request.params.petId}`)
+        representation = representationOf(reply.serialize(found) as string)
+        cache.set(key, representation)
+      }
+      return sendRepresentation(request, reply, representation)
     },
   )
 }

@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/metrics.ts'
 import { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
 import { getPetDeprecation } from '../pets/get-pet-deprecation.ts'
 import { petCreator } from '../pets/pet-creator.ts'
+import { ReadCache } from '../pets/read-cache.ts'
 import type { Store } from '../store/store.ts'
 import { petMethodGuards, petRoutes } from './pets.ts'
 
@@ -52,6 +53,7 @@ export async function v1Api(app: FastifyInstance, { config, store, metrics, now,
     getPetDeprecation: getPetDeprecation(config),
     deprecatedCalls,
     publicBaseUrl: config.PUBLIC_BASE_URL,
+    cache: new ReadCache(config.READ_CACHE_BYTES),
     now,
   })
   await app.register(petMethodGuards)

@@ -1,5 +1,5 @@
 import cors from '@fastify/cors'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,17 +8,8 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Headers every response gets: `X-Content-Type-Options: nosniff`, and `Cache-Control: no-store` unless
- * the route chose a caching policy (conditional GET does) — API answers hold per-key data that no shared
- * cache should keep. CORS is off unless origins are listed; then only those origins may call from a browser.
- */
-export async function addResponseHygiene(app: FastifyInstance, { corsOrigins }: { corsOrigins: string[] }) {
-  app.addHook('onSend', async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    reply.header('x-content-type-options', 'nosniff')
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store')
-    return payload
-  })
+/** CORS is off unless origins are listed; then only those origins may call from a browser. */
+export async function registerCors(app: FastifyInstance, { corsOrigins }: { corsOrigins: string[] }) {
   app.decorate('corsEnabled', corsOrigins.length > 0)
   if (corsOrigins.length === 0) return
   await app.register(cors, {

@@ -1,0 +1,77 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { Logger } from 'pino'
+import { maskApiKeys } from '../auth/api-key.ts'
+import { ApiError } from '../errors.ts'
+import type { Metrics } from '../metrics/metrics.ts'
+import { handleConnect, handleUnmetExpectation } from './error-handler.ts'
+import { operationOf } from './request-logging.ts'
+
+const SHUTTING_DOWN = () =>
+  new ApiError('service_unavailable', 'the service is shutting down; retry on another instance', {
+    connection: 'close',
+    'retry-after': '1',
+  })
+
+/**
+ * What every request goes through, in one hook at each end (each hook costs a turn of the request
+ * pipeline, so they are not split by concern):
+ * - on arrival: refused with 503 while shutting down; an HTTP/1.1 request without Host is refused (RFC 9112
+ *   §3.2; Node's own check would answer without our Error body); the request id is echoed in
+ *   `X-Request-Id`; `X-Content-Type-Options: nosniff` and, unless a route sets its own caching policy,
+ *   `Cache-Control: no-store` (answers hold per-key data no shared cache should keep);
+ * - when done: one log line (request id, operation, status, duration, key name — never the key) and the
+ *   request's metrics.
+ * Node's own answers to `Expect` and CONNECT are replaced by ours too.
+ */
+export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): void {
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    reply.headers({
+      'x-request-id': request.id,
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
+    })
+    if (closing) return done(SHUTTING_DOWN())
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      return done(new ApiError('bad_request', 'the Host header is required'))
+    }
+    done()
+  })
+
+  // Decided once: below info the line is not even built (building it is most of its cost).
+  const logRequests = (app.log as unknown as Pick<Logger, 'isLevelEnabled'>).isLevelEnabled('info')
+  const durations = new Map<string, { observe(seconds: number): void }>()
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    const operation = operationOf(request)
+    const status = reply.statusCode
+    const key = `${operation} ${status}`
+    let duration = durations.get(key)
+    if (duration === undefined) {
+      duration = metrics.requestDuration.labels({ operation, status: String(status) })
+      durations.set(key, duration)
+    }
+    duration.observe(reply.elapsedTime / 1000)
+    if (status === 401) metrics.unauthorized.inc()
+    if (logRequests) {
+      request.log.info(
+        {
+          method: request.method,
+          url: maskApiKeys(request.url),
+          operation,
+          status,
+          durationMs: Math.round(reply.elapsedTime * 100) / 100,
+          key: request.apiKey?.name,
+        },
+        'request',
+      )
+    }
+    done()
+  })
+
+  app.server.on('checkExpectation', handleUnmetExpectation)
+  app.server.on('connect', handleConnect)
+}
