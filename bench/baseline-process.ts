@@ -1,0 +1,46 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { BaselineFixture } from './baseline-fixture.ts'
+import { SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
+
+const BASELINE_SCRIPT = fileURLToPath(new URL('./baseline-server.ts', import.meta.url))
+
+export interface BaselineProcess {
+  origin: string
+  stop(): Promise<void>
+}
+
+/** The bare node:http baseline on the server core, answering from `fixture`. */
+export async function startBaseline(
+  fixture: BaselineFixture,
+  apiKey: string,
+  directory: string,
+): Promise<BaselineProcess> {
+  const fixturePath = join(directory, 'baseline-fixture.json')
+  writeFileSync(fixturePath, JSON.stringify(fixture))
+  const child = spawnTracked(SERVER_CORE, process.execPath, [BASELINE_SCRIPT, fixturePath], {
+    env: { PATH: process.env.PATH ?? '', BENCH_API_KEY: apiKey },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    let output = ''
+    const timer = setTimeout(() => reject(new Error('baseline did not start within 10 s')), 10_000)
+    child.stdout?.on('data', (chunk) => {
+      output += chunk
+      const match = /listening (\d+)/.exec(output)
+      if (match) {
+        clearTimeout(timer)
+        resolve(Number(match[1]))
+      }
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`baseline exited (${code}) before listening`))
+    })
+  }).catch(async (error) => {
+    await stopChild(child)
+    throw error
+  })
+  return { origin: `http://127.0.0.1:${port}`, stop: () => stopChild(child) }
+}

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { recordFixture } from './baseline-fixture.ts'
+import { type BaselineProcess, startBaseline } from './baseline-process.ts'
+import { engineVersion, freshDatabaseUrl } from './engines.ts'
+import type { LoadResult } from './load.ts'
+import { runLoad } from './load-runner.ts'
+import type { BenchOptions, EngineName } from './options.ts'
+import { checkParity } from './parity-check.ts'
+import { onExit } from './processes.ts'
+import { buildScenario, type ScenarioContext, spreadPetIds } from './scenarios.ts'
+import { type ServiceProcess, seedPets, startService } from './service-process.ts'
+import type { EngineRun, ScenarioRuns, Target } from './summary.ts'
+
+const newApiKey = () => `psk_${randomBytes(32).toString('base64url')}`
+
+function progress(engine: EngineName, text: string): void {
+  process.stderr.write(`[${engine}] ${text}\n`)
+}
+
+function describeRun(result: LoadResult): string {
+  const { p50, p99 } = result.latencyMs
+  const statuses = Object.entries(result.statusCounts)
+    .map(([status, count]) => `${status}×${count}`)
+    .join(' ')
+  const socket = result.socketErrors ? `, ${result.socketErrors} socket errors` : ''
+  return `${Math.round(result.requestsPerSecond)} req/s, p50 ${p50} ms, p99 ${p99} ms (${statuses}${socket})`
+}
+
+/** Seeds a fresh store, starts the service and the baseline, and measures every scenario on both. */
+export async function runEngine(engine: EngineName, options: BenchOptions): Promise<EngineRun> {
+  const directory = mkdtempSync(join(tmpdir(), `petstore-bench-${engine}-`))
+  onExit(() => rmSync(directory, { recursive: true, force: true }))
+  const databaseUrl = await freshDatabaseUrl(engine, directory)
+  progress(engine, `seeding ${options.pets} pets`)
+  await seedPets(databaseUrl, options.pets, directory)
+
+  const context: ScenarioContext = {
+    apiKey: newApiKey(),
+    wrongKey: newApiKey(),
+    petIds: spreadPetIds(options.pets),
+  }
+  let service: ServiceProcess | undefined
+  let baseline: BaselineProcess | undefined
+  try {
+    service = await startService({
+      databaseUrl,
+      apiKey: context.apiKey,
+      cwd: directory,
+      extraEnv: options.serviceEnv,
+    })
+    baseline = await startBaseline(
+      await recordFixture(service.origin, context, options.pets),
+      context.apiKey,
+      directory,
+    )
+    const scenarios = options.scenarios.map((name) => buildScenario(name, context))
+    await checkParity(service.origin, baseline.origin, scenarios)
+
+    const results: ScenarioRuns[] = scenarios.map((scenario) => ({
+      scenario: scenario.name,
+      runs: { service: [], baseline: [] },
+    }))
+    const origins: Record<Target, string> = { service: service.origin, baseline: baseline.origin }
+    for (let round = 1; round <= options.rounds; round++) {
+      for (const [index, scenario] of scenarios.entries()) {
+        // A B per scenario and round: slow drift of the machine (heat, neighbours) hits both alike.
+        for (const target of ['service', 'baseline'] as const) {
+          const result = await runLoad({
+            origin: origins[target],
+            requests: scenario.requests,
+            expectedStatuses: scenario.expectedStatuses,
+            connections: options.connections,
+            warmupS: options.warmupS,
+            durationS: options.durationS,
+          })
+          results[index]?.runs[target].push(result)
+          progress(
+            engine,
+            `round ${round}/${options.rounds} ${scenario.name} ${target}: ${describeRun(result)}`,
+          )
+        }
+      }
+    }
+    return {
+      engine,
+      engineVersion: await engineVersion(engine, databaseUrl),
+      scenarios: results,
+      servicePeakRssKiB: service.peakRssKiB(),
+      serviceLog: service.logged(),
+    }
+  } finally {
+    await baseline?.stop()
+    await service?.stop()
+    rmSync(directory, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,92 @@
+import { createHistogram } from 'node:perf_hooks'
+import autocannon from 'autocannon'
+import type { LoadRequest } from './scenarios.ts'
+
+/**
+ * The load generator, run as its own process (pinned to its own core) so it never competes with the
+ * server for CPU inside one event loop. Input: one JSON `LoadSpec` argument. Output: one JSON `LoadResult`
+ * line on stdout.
+ */
+export interface LoadSpec {
+  origin: string
+  requests: LoadRequest[]
+  expectedStatuses: number[]
+  connections: number
+  warmupS: number
+  durationS: number
+}
+
+export interface LoadResult {
+  /** Every response, whatever its status. */
+  requests: number
+  durationS: number
+  /** Responses with an expected status only: a fast 429 or 503 must not pass for throughput. */
+  requestsPerSecond: number
+  latencyMs: { p50: number; p99: number; p999: number; max: number }
+  statusCounts: Record<string, number>
+  /** Responses whose status is not one the scenario expects. */
+  unexpectedStatus: number
+  /** Connection errors and timeouts: requests that got no response at all. */
+  socketErrors: number
+}
+
+interface Measured {
+  result: autocannon.Result
+  latenciesUs: ReturnType<typeof createHistogram>
+  statusCounts: Map<number, number>
+}
+
+function run(spec: LoadSpec, durationS: number): Promise<Measured> {
+  // Our own histogram and status counts: autocannon keeps latencies in whole milliseconds and only for 2xx,
+  // which hides sub-millisecond differences and the whole `unauthorized` scenario.
+  const latenciesUs = createHistogram()
+  const statusCounts = new Map<number, number>()
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: spec.origin,
+        connections: spec.connections,
+        duration: durationS,
+        requests: spec.requests,
+        timeout: 10,
+      },
+      (error, result) => (error ? reject(error) : resolve({ result, latenciesUs, statusCounts })),
+    )
+    instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
+      latenciesUs.record(Math.max(1, Math.round(responseTimeMs * 1000)))
+      statusCounts.set(statusCode, (statusCounts.get(statusCode) ?? 0) + 1)
+    })
+  })
+}
+
+const toMs = (us: number) => Math.round(us) / 1000
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec
+  // A separate warm-up run: JIT, connection pools and caches settle on both sides before anything counts.
+  await run(spec, spec.warmupS)
+  const { result, latenciesUs, statusCounts } = await run(spec, spec.durationS)
+  let requests = 0
+  let unexpectedStatus = 0
+  for (const [status, count] of statusCounts) {
+    requests += count
+    if (!spec.expectedStatuses.includes(status)) unexpectedStatus += count
+  }
+  const output: LoadResult = {
+    requests,
+    durationS: result.duration,
+    requestsPerSecond: (requests - unexpectedStatus) / result.duration,
+    latencyMs: {
+      p50: toMs(latenciesUs.percentile(50)),
+      p99: toMs(latenciesUs.percentile(99)),
+      p999: toMs(latenciesUs.percentile(99.9)),
+      max: toMs(latenciesUs.max),
+    },
+    statusCounts: Object.fromEntries([...statusCounts].map(([status, count]) => [String(status), count])),
+    unexpectedStatus,
+    socketErrors: result.errors,
+  }
+  process.stdout.write(`${JSON.stringify(output)}\n`)
+}
+
+await main()

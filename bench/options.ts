@@ -1,0 +1,117 @@
+import { parseArgs } from 'node:util'
+import { SCENARIO_NAMES, type ScenarioName } from './scenarios.ts'
+
+export type EngineName = 'sqlite' | 'postgres'
+
+export interface BenchOptions {
+  engines: EngineName[]
+  pets: number
+  connections: number
+  warmupS: number
+  durationS: number
+  rounds: number
+  scenarios: ScenarioName[]
+  quick: boolean
+  /** Extra settings for the service process (`--service-env NAME=VALUE`). */
+  serviceEnv: Record<string, string>
+}
+
+export const USAGE = `Usage: npm run bench -- [options]
+
+  --engine sqlite|postgres|all   storage engines to measure (default all; postgres is skipped if unavailable)
+  --pets N                       pets seeded before the service starts (default 10000)
+  --connections N                concurrent connections of the load generator (default 32)
+  --warmup S                     warm-up seconds before each measured run (default 2)
+  --duration S                   measured seconds per run (default 5)
+  --rounds N                     service/baseline pairs per scenario; the median is reported (default 3)
+  --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
+  --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
+  --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. METRICS_PORT=0
+  --help                         this text`
+
+export class UsageError extends Error {}
+
+function positive(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback
+  if (!/^[1-9][0-9]*$/.test(raw) || Number(raw) > max) {
+    throw new UsageError(`--${name} must be an integer from 1 to ${max} (got "${raw}")`)
+  }
+  return Number(raw)
+}
+
+function engines(raw: string | undefined): EngineName[] {
+  if (raw === undefined || raw === 'all') return ['sqlite', 'postgres']
+  if (raw === 'sqlite' || raw === 'postgres') return [raw]
+  throw new UsageError(`--engine must be sqlite, postgres or all (got "${raw}")`)
+}
+
+function scenarios(raw: string | undefined): ScenarioName[] {
+  if (raw === undefined) return [...SCENARIO_NAMES]
+  const names = raw.split(',').map((name) => name.trim())
+  for (const name of names) {
+    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) {
+      throw new UsageError(`unknown scenario "${name}" (known: ${SCENARIO_NAMES.join(', ')})`)
+    }
+  }
+  // Run order stays the canonical one whatever order they were listed in, so reports compare.
+  return SCENARIO_NAMES.filter((name) => names.includes(name))
+}
+
+// Set by the bench itself: overriding them would point the load at the wrong place or lock it out.
+const MANAGED_SETTINGS = new Set(['PORT', 'HOST', 'DATABASE_URL', 'API_KEYS'])
+
+function serviceEnv(entries: string[] | undefined): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const entry of entries ?? []) {
+    const match = /^([A-Z][A-Z0-9_]*)=(.*)$/s.exec(entry)
+    if (!match?.[1] || match[2] === undefined) {
+      throw new UsageError(`--service-env must be NAME=VALUE (got "${entry}")`)
+    }
+    if (MANAGED_SETTINGS.has(match[1])) throw new UsageError(`--service-env cannot set ${match[1]}`)
+    env[match[1]] = match[2]
+  }
+  return env
+}
+
+/** The options, or undefined when `--help` was asked for. */
+export function parseOptions(args: string[]): BenchOptions | undefined {
+  let values: ReturnType<typeof parse>['values']
+  try {
+    values = parse(args).values
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0])
+  }
+  if (values.help) return undefined
+  const quick = values.quick === true
+  return {
+    engines: engines(values.engine),
+    pets: positive('pets', values.pets, 10_000, 10_000_000),
+    connections: positive('connections', values.connections, 32, 10_000),
+    // --quick only changes the defaults: explicit values still win, so a quick run can be tuned.
+    warmupS: positive('warmup', values.warmup, quick ? 1 : 2, 600),
+    durationS: positive('duration', values.duration, quick ? 2 : 5, 3600),
+    rounds: positive('rounds', values.rounds, quick ? 1 : 3, 100),
+    scenarios: scenarios(values.scenarios),
+    quick,
+    serviceEnv: serviceEnv(values['service-env']),
+  }
+}
+
+function parse(args: string[]) {
+  return parseArgs({
+    args,
+    strict: true,
+    options: {
+      engine: { type: 'string' },
+      pets: { type: 'string' },
+      connections: { type: 'string' },
+      warmup: { type: 'string' },
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+      scenarios: { type: 'string' },
+      quick: { type: 'boolean' },
+      'service-env': { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+}

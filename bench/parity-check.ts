@@ -1,0 +1,46 @@
+import type { LoadRequest, Scenario } from './scenarios.ts'
+
+interface Answer {
+  status: number
+  body: string
+}
+
+async function send(origin: string, request: LoadRequest): Promise<Answer> {
+  const response = await fetch(`${origin}${request.path}`, {
+    method: request.method,
+    headers: request.headers,
+    body: request.body ?? null,
+  })
+  return { status: response.status, body: await response.text() }
+}
+
+/** The id is the only part of a created pet that may differ between the two servers. */
+const withoutId = (body: string) => body.replace(/^\{"id":-?\d+,/, '{')
+
+/**
+ * Sends each distinct request of every scenario to both servers once and checks they answer alike, so a
+ * ratio never compares the service with a baseline that does something else (or fails fast).
+ */
+export async function checkParity(serviceOrigin: string, baselineOrigin: string, scenarios: Scenario[]) {
+  const seen = new Set<string>()
+  for (const scenario of scenarios) {
+    for (const request of scenario.requests) {
+      const id = `${request.method} ${request.path} ${request.headers.authorization}`
+      if (seen.has(id)) continue
+      seen.add(id)
+      const [service, baseline] = [await send(serviceOrigin, request), await send(baselineOrigin, request)]
+      const comparable = request.method === 'POST' ? withoutId : (body: string) => body
+      if (
+        !scenario.expectedStatuses.includes(service.status) ||
+        service.status !== baseline.status ||
+        comparable(service.body) !== comparable(baseline.body)
+      ) {
+        throw new Error(
+          `${scenario.name}: ${request.method} ${request.path} differs:\n` +
+            `  service  ${service.status} ${service.body.slice(0, 300)}\n` +
+            `  baseline ${baseline.status} ${baseline.body.slice(0, 300)}`,
+        )
+      }
+    }
+  }
+}

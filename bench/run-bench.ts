@@ -1,0 +1,85 @@
+import { writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { runEngine } from './engine-run.ts'
+import { ENGINE_LABELS, engineUnavailableReason } from './engines.ts'
+import { commandLine, describeEnvironment } from './machine.ts'
+import { parseOptions, USAGE, UsageError } from './options.ts'
+import { canPin, installCleanup, LOAD_CORE, pinSelfToServerCore, SERVER_CORE } from './processes.ts'
+import { markdownReport, resultsTable } from './report.ts'
+import type { EngineRun } from './summary.ts'
+
+const REPORT_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url))
+
+function pinningNote(): string {
+  if (!canPin)
+    return 'Processes are not pinned to cores (taskset is missing or there are fewer than 2 cores).'
+  return (
+    `Service and baseline pinned to core ${SERVER_CORE}, load generator to core ${LOAD_CORE} (taskset). ` +
+    `The PostgreSQL server and the bench's coordinating process (idle while measuring) also share core ${SERVER_CORE}.`
+  )
+}
+
+async function main(args: string[]): Promise<number> {
+  let options: ReturnType<typeof parseOptions>
+  try {
+    options = parseOptions(args)
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error
+    process.stderr.write(`bench: ${error.message}\n\n${USAGE}\n`)
+    return 2
+  }
+  if (options === undefined) {
+    process.stdout.write(`${USAGE}\n`)
+    return 0
+  }
+  installCleanup()
+  pinSelfToServerCore()
+  // Before anything starts, so the load average says what else was running on the machine.
+  const environment = describeEnvironment()
+
+  const notes = [pinningNote()]
+  const extraSettings = Object.entries(options.serviceEnv)
+  if (extraSettings.length > 0) {
+    notes.push(
+      `Service settings added: ${extraSettings.map(([name, value]) => `${name}=${value}`).join(' ')}.`,
+    )
+  }
+  const engineRuns: EngineRun[] = []
+  for (const engine of options.engines) {
+    const reason = engineUnavailableReason(engine)
+    if (reason !== undefined) {
+      const note = `${ENGINE_LABELS[engine]} skipped: ${reason}.`
+      process.stderr.write(`bench: ${note}\n`)
+      notes.push(note)
+      continue
+    }
+    const run = await runEngine(engine, options)
+    engineRuns.push(run)
+    notes.push(`${ENGINE_LABELS[engine]}: ${run.engineVersion}.`)
+  }
+  if (engineRuns.length === 0) {
+    process.stderr.write('bench: no engine could be measured\n')
+    return 1
+  }
+
+  const report = markdownReport({
+    environment,
+    command: commandLine(args),
+    options,
+    engineRuns,
+    notes,
+  })
+  writeFileSync(REPORT_PATH, report)
+  process.stdout.write(
+    `\n${resultsTable(engineRuns)}\n\n${notes.join('\n')}\nWritten to docs/benchmarks.md\n`,
+  )
+  return 0
+}
+
+// process.exit, not exitCode: it runs the exit hooks that stop every child and the PostgreSQL server.
+try {
+  process.exit(await main(process.argv.slice(2)))
+} catch (error) {
+  process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`)
+  process.exit(1)
+}

@@ -1,0 +1,136 @@
+import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { exited, SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
+
+export interface ServiceProcess {
+  origin: string
+  pid: number
+  /** The process's peak resident set size so far (VmHWM), in KiB. */
+  peakRssKiB(): number
+  /** What the service logged (warnings and worse; the tail only). */
+  logged(): string
+  stop(): Promise<void>
+}
+
+/**
+ * Only PATH from this process: the bench states every setting, so a developer's shell cannot skew it.
+ * The rate limit stays on (its cost is part of every request) but at its ceiling, so one key driving the
+ * whole load is never refused; metrics listen on a free port so a running service cannot block the bench.
+ */
+const BENCH_DEFAULTS = {
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_MINUTE: '10000000',
+  METRICS_PORT: '0',
+}
+
+function serviceEnvironment(settings: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', ...BENCH_DEFAULTS, ...settings }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      )
+    })
+  })
+}
+
+/** Collects a child's output, so a failure can say why. */
+function captureOutput(child: ChildProcess): () => string {
+  let output = ''
+  const append = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000)
+  }
+  child.stdout?.on('data', append)
+  child.stderr?.on('data', append)
+  return () => output
+}
+
+/** `petstore seed --count N` on the store the service will then serve. */
+export async function seedPets(databaseUrl: string, count: number, cwd: string): Promise<void> {
+  const child = spawnTracked(SERVER_CORE, process.execPath, [CLI, 'seed', '--count', String(count)], {
+    cwd,
+    env: serviceEnvironment({ DATABASE_URL: databaseUrl }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const output = captureOutput(child)
+  await exited(child)
+  if (child.exitCode !== 0) throw new Error(`seed failed (${child.exitCode}):\n${output()}`)
+}
+
+/** Polls until `url` answers at all; fails early if the process dies first. */
+export async function waitUntilListening(url: string, child: ChildProcess, output: () => string) {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${url}: the process exited before listening:\n${output()}`)
+    }
+    try {
+      const response = await fetch(url)
+      await response.arrayBuffer()
+      return
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${url}: not listening after 30 s:\n${output()}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+}
+
+export function peakRssKiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(status)
+  return match ? Number(match[1]) : Number.NaN
+}
+
+/** `petstore serve` as its own process on the server core, with one API key named `bench`. */
+export async function startService(options: {
+  databaseUrl: string
+  apiKey: string
+  cwd: string
+  extraEnv: Record<string, string>
+}): Promise<ServiceProcess> {
+  const port = await freePort()
+  // The working directory is the bench's temporary one: a developer's .env there would change settings.
+  const child = spawnTracked(SERVER_CORE, process.execPath, [CLI, 'serve'], {
+    cwd: options.cwd,
+    env: serviceEnvironment({
+      ...options.extraEnv,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: options.databaseUrl,
+      API_KEYS: `bench:${options.apiKey}`,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const output = captureOutput(child)
+  const origin = `http://127.0.0.1:${port}`
+  try {
+    // The OpenAPI document needs no key, so it shows the server is up without touching the pets.
+    await waitUntilListening(`${origin}/v1/openapi.json`, child, output)
+  } catch (error) {
+    await stopChild(child)
+    throw error
+  }
+  const pid = child.pid as number
+  return {
+    origin,
+    pid,
+    peakRssKiB: () => peakRssKiB(pid),
+    logged: output,
+    stop: async () => {
+      await stopChild(child)
+      // Shutdown is graceful (exit 0 on SIGTERM); anything else is worth a look.
+      if (child.exitCode !== 0)
+        process.stderr.write(`bench: service exited with ${child.exitCode}:\n${output()}\n`)
+    },
+  }
+}

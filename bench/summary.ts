@@ -1,0 +1,52 @@
+import type { LoadResult } from './load.ts'
+import type { EngineName } from './options.ts'
+import type { ScenarioName } from './scenarios.ts'
+
+export type Target = 'service' | 'baseline'
+
+/** Every measured run of one scenario on one engine, in round order. */
+export interface ScenarioRuns {
+  scenario: ScenarioName
+  runs: Record<Target, LoadResult[]>
+}
+
+export interface EngineRun {
+  engine: EngineName
+  /** e.g. "SQLite 3.50.4" */
+  engineVersion: string
+  scenarios: ScenarioRuns[]
+  /** The service process's VmHWM at the end of all its scenarios, in KiB. */
+  servicePeakRssKiB: number
+  /** Warnings and errors the service logged during the run. */
+  serviceLog: string
+}
+
+/** What the report shows of one target: medians over rounds, errors summed (none may hide in a median). */
+export interface TargetSummary {
+  requestsPerSecond: number
+  p50: number
+  p99: number
+  p999: number
+  unexpectedStatus: number
+  socketErrors: number
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  if (sorted.length === 0) return Number.NaN
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+}
+
+export function summarize(runs: LoadResult[]): TargetSummary {
+  return {
+    requestsPerSecond: median(runs.map((run) => run.requestsPerSecond)),
+    p50: median(runs.map((run) => run.latencyMs.p50)),
+    p99: median(runs.map((run) => run.latencyMs.p99)),
+    p999: median(runs.map((run) => run.latencyMs.p999)),
+    unexpectedStatus: runs.reduce((sum, run) => sum + run.unexpectedStatus, 0),
+    socketErrors: runs.reduce((sum, run) => sum + run.socketErrors, 0),
+  }
+}
