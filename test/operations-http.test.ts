@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { connect } from 'node:net'
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
@@ -8,6 +9,31 @@ import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
+
+/** A connection to the server, opened and ready to write on. */
+async function openSocket(origin: string): Promise<Socket> {
+  const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
+  await once(socket, 'connect')
+  return socket
+}
+
+/** Writes `bytes` on a kept-alive connection and resolves with the one whole response that follows. */
+function exchange(socket: Socket, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let received = ''
+    const onData = (chunk: Buffer) => {
+      received += chunk
+      const headEnd = received.indexOf('\r\n\r\n')
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, headEnd))?.[1] ?? 0)
+      if (headEnd === -1 || Buffer.byteLength(received) - headEnd - 4 < length) return
+      socket.off('data', onData).off('close', onClose)
+      resolve(received)
+    }
+    const onClose = () => reject(new Error(`closed before a whole response: ${JSON.stringify(received)}`))
+    socket.on('data', onData).on('close', onClose)
+    socket.write(bytes)
+  })
+}
 
 describe('health probes', () => {
   test('when probed without a key, then /healthz and /readyz answer 200 and carry no data', async (t) => {
@@ -53,9 +79,32 @@ describe('HTTP hygiene', () => {
       assert.equal(response.headers.get('x-content-type-options'), 'nosniff')
       assert.equal(response.headers.get('cache-control'), 'no-store')
     }
-    assert.equal(response(await call(server, 'GET', '/v1/pets')).get('cache-control'), 'private, no-cache')
+    assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('cache-control'), 'private, no-cache')
     assert.equal(created.headers.get('server'), null, 'no version banner')
     assert.equal(created.headers.get('x-powered-by'), null)
+  })
+
+  test('when HEAD is sent for the pet list, then it gets the headers GET gets and no body', async (t) => {
+    const server = await startTestServer(t)
+    await call(server, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 } })
+    const ask = (method: string) =>
+      rawHttp(
+        server.origin,
+        `${method} /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`,
+      )
+    const get = await ask('GET')
+    const head = await ask('HEAD')
+    assert.equal(get.status, 200)
+    assert.match(get.body, /"name":"Rex"/)
+    assert.equal(head.status, 200)
+    assert.equal(head.body, '', 'not one byte of body after the headers')
+    // What differs per request by design: the date, the request id, and the rate-limit count.
+    const lasting = (headers: Record<string, string>) =>
+      Object.entries(headers)
+        .filter(([name]) => !['date', 'x-request-id'].includes(name) && !name.startsWith('ratelimit'))
+        .sort(([a], [b]) => a.localeCompare(b))
+    assert.deepEqual(lasting(head.headers), lasting(get.headers))
+    assert.equal(head.headers['content-length'], String(Buffer.byteLength(get.body)), 'the length GET sends')
   })
 
   test('when TRACE is tried, then 405', async (t) => {
@@ -93,9 +142,17 @@ describe('HTTP hygiene', () => {
   })
 })
 
-function response(r: { headers: Headers }) {
-  return r.headers
-}
+describe('request ids', () => {
+  test('when X-Request-Id is 128 characters, then it is kept; when it is 129, then it is replaced', async (t) => {
+    const server = await startTestServer(t)
+    const longest = 'a'.repeat(128)
+    const kept = await call(server, 'GET', '/v1/pets', { headers: { 'x-request-id': longest } })
+    assert.equal(kept.headers.get('x-request-id'), longest)
+    const tooLong = `${longest}b`
+    const replaced = await call(server, 'GET', '/v1/pets', { headers: { 'x-request-id': tooLong } })
+    assert.match(replaced.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/)
+  })
+})
 
 describe('rate limiting per API key (in memory)', () => {
   test('when a key goes over RATE_LIMIT_PER_MINUTE, then 429 with Retry-After and RateLimit headers; other keys are not affected', async (t) => {
@@ -145,6 +202,83 @@ describe('resource defences', () => {
     clearInterval(dripping)
     assert.ok(Date.now() - started < 3000)
     assert.match(received, /^HTTP\/1\.1 408 /)
+  })
+
+  // A timeout of its own: without the request timeout, the slow client would be waited for forever.
+  test('when a client sends its body too slowly, then it is cut off with 408 while other clients are served meanwhile', {
+    timeout: 10_000,
+  }, async (t) => {
+    const server = await startTestServer(t, { env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '600' } })
+    const slow = await openSocket(server.origin)
+    let received = ''
+    slow.on('data', (chunk) => {
+      received += chunk
+    })
+    const closed = once(slow, 'close')
+    slow.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+    )
+    const dripping = setInterval(() => slow.writable && slow.write(' '), 100)
+    t.after(() => clearInterval(dripping))
+    const started = Date.now()
+    // Normal clients in parallel with the slow one, several at a time, until it is cut off.
+    let cutOff = false
+    const normal = async (i: number) => {
+      for (let n = 0; !cutOff; n++) {
+        const response = await call(server, 'POST', '/v1/pets', {
+          body: { name: `n${i}-${n}`, categoryId: 1 },
+        })
+        assert.equal(response.status, 201, 'a normal client is served meanwhile')
+        await sleep(50)
+      }
+    }
+    const clients = [0, 1, 2].map(normal)
+    await closed
+    cutOff = true
+    clearInterval(dripping)
+    await Promise.all(clients)
+    assert.ok(Date.now() - started < 3000)
+    assert.match(received, /^HTTP\/1\.1 408 /)
+    assert.match(received, /"code":"request_timeout"/)
+    const { json } = await call(server, 'GET', '/v1/pets?limit=100')
+    assert.ok(json.length >= 9, 'the normal clients wrote throughout')
+  })
+
+  test('when MAX_CONNECTIONS sockets are open, then one more is closed unanswered while the others are served', {
+    timeout: 10_000,
+  }, async (t) => {
+    const server = await startTestServer(t, { env: { MAX_CONNECTIONS: '3' } })
+    const probe = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+    const open = await Promise.all([0, 1, 2].map(() => openSocket(server.origin)))
+    t.after(() => {
+      for (const socket of open) socket.destroy()
+    })
+    for (const socket of open) assert.match(await exchange(socket, probe), /^HTTP\/1\.1 200 /)
+
+    const extra = connect({ host: '127.0.0.1', port: Number(new URL(server.origin).port) })
+    let answered = ''
+    extra.on('data', (chunk) => {
+      answered += chunk
+    })
+    extra.on('error', () => {}) // a reset is as good a refusal as a close
+    extra.on('connect', () => extra.write(probe))
+    await once(extra, 'close')
+    assert.equal(answered, '', 'the socket over the cap gets no answer')
+
+    for (const socket of open) assert.match(await exchange(socket, probe), /^HTTP\/1\.1 200 /, 'still served')
+    // The cap counts open sockets: with one closed, a new one is served.
+    const [first] = open.splice(0, 1)
+    first?.destroy()
+    await once(first as Socket, 'close')
+    const connections = () =>
+      new Promise<number>((resolve, reject) =>
+        server.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      )
+    while ((await connections()) >= 3) await sleep(10) // the server sees the close a moment later
+    const later = await openSocket(server.origin)
+    open.push(later)
+    assert.match(await exchange(later, probe), /^HTTP\/1\.1 200 /)
   })
 
   test('when the event loop is stalled beyond MAX_EVENT_LOOP_DELAY_MS, then requests are shed with 503 and Retry-After', async (t) => {

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Logger } from 'pino'
 import { AggregatorRegistry } from 'prom-client'
 import { provisionKeys } from '../auth/provision-keys.ts'
 import type { CommandIo } from '../commands/command.ts'
@@ -7,16 +8,18 @@ import type { Config } from '../config.ts'
 import { createLogger, wantsPrettyLogs } from '../logger.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
 import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
+import { RestartBackoff } from './restart-backoff.ts'
 
-// A worker that dies is replaced after a pause that grows with repeated crashes, so a worker that cannot
-// start does not spin the CPU.
-const RESTART_DELAY_MS = [100, 500, 1000, 5000]
-const STABLE_AFTER_MS = 30_000
+// Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
+// the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
+// worker stuck in shutdown cannot keep the service from exiting (and its orchestrator waiting) forever.
+const SHUTDOWN_MARGIN_MS = 5000
 
 /**
  * The supervisor of WORKERS processes sharing one port (node:cluster). It prepares the store once
  * (migrations, first key) before any worker starts, serves the workers' metrics summed, replaces a worker
- * that dies, and on SIGTERM/SIGINT asks every worker to drain, waits for them, and exits.
+ * that dies, and on SIGTERM/SIGINT asks every worker to drain, waits for them (killing any still running
+ * SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped cleanly, else 1.
  */
 export async function runPrimary(config: Config, workers: number, { stdout }: CommandIo): Promise<number> {
   const log = createLogger(config, wantsPrettyLogs(config, stdout))
@@ -45,17 +48,14 @@ export async function runPrimary(config: Config, workers: number, { stdout }: Co
       : undefined
 
   let stopping = false
-  const crashes: number[] = []
+  const backoff = new RestartBackoff()
   const fork = () => {
     const worker = cluster.fork()
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
   }
   const onExit = async (worker: Worker, code: number | null, signal: string | null) => {
     if (stopping) return
-    const now = Date.now()
-    crashes.push(now)
-    const recent = crashes.filter((at) => now - at < STABLE_AFTER_MS).length
-    const delay = RESTART_DELAY_MS[Math.min(recent, RESTART_DELAY_MS.length) - 1] ?? 5000
+    const delay = backoff.delayAfterCrash(Date.now())
     log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
     await sleep(delay)
     if (!stopping) fork()
@@ -66,19 +66,42 @@ export async function runPrimary(config: Config, workers: number, { stdout }: Co
     'supervising workers',
   )
 
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return
     stopping = true
     log.info({ signal }, 'stopping workers')
-    const running = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined)
-    const exits = running.map((worker) => new Promise((resolve) => worker.once('exit', resolve)))
+    const running = Object.values(cluster.workers ?? {}).filter(
+      (worker): worker is Worker => worker !== undefined && !worker.isDead(),
+    )
+    const exits = running.map((worker) => stopped(worker, log))
     for (const worker of running) worker.process.kill('SIGTERM')
-    Promise.all(exits).then(() => {
-      metricsServer?.close()
-      process.exit(0)
-    })
+    const deadline = setTimeout(() => {
+      for (const worker of running) {
+        if (worker.isDead()) continue
+        log.error({ worker: worker.process.pid }, 'a worker did not stop in time; killing it')
+        worker.process.kill('SIGKILL')
+      }
+    }, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS)
+    const clean = await Promise.all(exits)
+    clearTimeout(deadline)
+    metricsServer?.close()
+    // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
+    process.exit(clean.every(Boolean) ? 0 : 1)
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
   return 0
+}
+
+/** Resolves, once `worker` has exited, with whether it stopped cleanly; an unclean exit is logged. */
+function stopped(worker: Worker, log: Logger): Promise<boolean> {
+  return new Promise((resolve) =>
+    worker.once('exit', (code: number | null, signal: string | null) => {
+      // Killed by our own SIGTERM means it had not installed its handlers yet: it was still starting, and
+      // had no request to lose. A serving worker drains on SIGTERM and exits with its own code.
+      const clean = code === 0 || signal === 'SIGTERM'
+      if (!clean) log.error({ worker: worker.process.pid, code, signal }, 'a worker did not stop cleanly')
+      resolve(clean)
+    }),
+  )
 }

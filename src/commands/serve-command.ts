@@ -1,10 +1,10 @@
 import cluster from 'node:cluster'
 import type { Server } from 'node:http'
 import { availableParallelism } from 'node:os'
-import { AggregatorRegistry } from 'prom-client'
 import { buildApp } from '../app.ts'
 import { provisionKeys } from '../auth/provision-keys.ts'
 import { runPrimary } from '../cluster/primary.ts'
+import { shareMetricsWithPrimary } from '../cluster/worker-metrics.ts'
 import { type Config, loadConfig } from '../config.ts'
 import { createLogger, wantsPrettyLogs } from '../logger.ts'
 import { createMetrics } from '../metrics/metrics.ts'
@@ -36,7 +36,7 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
       const dataDirectory = embeddedDataDirectory(config)
       await provisionKeys({ store, config, log: app.log, dataDirectory, terminal: stdout })
     }
-    if (!alone) AggregatorRegistry.setRegistries([metrics.registry])
+    if (!alone) shareMetricsWithPrimary(metrics.registry)
     metricsServer =
       alone && config.METRICS === 'on'
         ? await startMetricsServer(metrics.registry, config.METRICS_HOST, config.METRICS_PORT)

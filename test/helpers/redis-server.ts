@@ -26,12 +26,18 @@ async function freePort(): Promise<number> {
 
 export interface RedisServer {
   url: string
+  /** Kills the server at once (as a crash would); its data is gone. */
   stop(): Promise<void>
+  /** Starts a new, empty server on the same port after `stop()`, as a supervisor would. */
+  restart(): Promise<void>
 }
 
-/** A throwaway redis-server on a free loopback port, without persistence. */
-export async function startRedis(): Promise<RedisServer> {
-  const port = await freePort()
+interface RedisProcess {
+  child: ChildProcess
+  exited: Promise<void>
+}
+
+async function spawnRedis(port: number): Promise<RedisProcess> {
   const child: ChildProcess = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
@@ -49,12 +55,26 @@ export async function startRedis(): Promise<RedisServer> {
         resolve()
       }
     })
+    exited.then(() => {
+      clearTimeout(timer)
+      reject(new Error(`redis-server exited before it was ready: ${output}`))
+    })
   })
+  return { child, exited }
+}
+
+/** A throwaway redis-server on a free loopback port, without persistence. */
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort()
+  let current = await spawnRedis(port)
   return {
     url: `redis://127.0.0.1:${port}`,
     async stop() {
-      child.kill('SIGKILL')
-      await exited
+      current.child.kill('SIGKILL')
+      await current.exited
+    },
+    async restart() {
+      current = await spawnRedis(port)
     },
   }
 }

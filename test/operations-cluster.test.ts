@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { RestartBackoff } from '../src/cluster/restart-backoff.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+
+const key = generateApiKey()
+const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
+
+type LogLine = Record<string, unknown>
+
+function request(server: ServeProcess, path: string, init: RequestInit = {}) {
+  return fetch(`${server.origin}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(init.body ? { 'content-type': 'application/json' } : {}),
+      ...init.headers,
+    },
+  })
+}
+
+/** The JSON log lines of the supervisor and its workers so far (a half-written last line is left out). */
+function logLines(server: ServeProcess): LogLine[] {
+  return server
+    .output()
+    .split('\n')
+    .slice(0, -1)
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+}
+
+/** Polls the log until `found` returns something other than undefined; fails after `timeoutMs`. */
+async function waitForLog<T>(
+  server: ServeProcess,
+  found: (lines: LogLine[]) => T | undefined,
+  timeoutMs = 10_000,
+) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const result = found(logLines(server))
+    if (result !== undefined) return result
+    if (Date.now() > deadline) assert.fail(`not logged within ${timeoutMs} ms:\n${server.output()}`)
+    await sleep(20)
+  }
+}
+
+/** The pids of the workers that announced "serving …", in order, once there are `count` of them. */
+function servingWorkers(server: ServeProcess, count: number): Promise<number[]> {
+  return waitForLog(server, (lines) => {
+    const pids = lines
+      .filter((line) => String(line.msg).startsWith('serving '))
+      .map((line) => Number(line.pid))
+    const distinct = [...new Set(pids)]
+    return distinct.length >= count ? distinct : undefined
+  })
+}
+
+/** Waits for the supervisor to log that the worker `pid` died. */
+function supervisorSawDeath(server: ServeProcess, pid: number) {
+  return waitForLog(server, (lines) =>
+    lines.find((line) => line.msg === 'a worker died; replacing it' && line.worker === pid),
+  )
+}
+
+/** Prometheus text exposition: the summed value of samples named `name` whose labels include `labels`. */
+function sampleSum(exposition: string, name: string, labels = ''): number {
+  let sum = 0
+  for (const line of exposition.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line)
+    assert.ok(match, `not exposition format: ${line}`)
+    if (match[1] === name && (match[2] ?? '').includes(labels)) sum += Number(match[3])
+  }
+  return sum
+}
+
+/** A stopped worker is not ended by its supervisor's death; the test ends it if the supervisor did not. */
+function killIfRunning(pid: number) {
+  try {
+    process.kill(pid, 'SIGKILL')
+  } catch {
+    // Already gone.
+  }
+}
+
+describe('restart back-off', () => {
+  test('when workers crash in a burst, then each replacement waits longer; when crashes are 30 s old, then they are forgotten', () => {
+    const backoff = new RestartBackoff()
+    const delays = [0, 1000, 2000, 3000, 4000].map((at) => backoff.delayAfterCrash(at))
+    assert.deepEqual(delays, [100, 500, 1000, 5000, 5000])
+    assert.equal(backoff.remembered, 5)
+    assert.equal(backoff.delayAfterCrash(33_500), 500, 'only the crash at 4 s is recent')
+    assert.equal(backoff.remembered, 2, 'older crashes are dropped, not kept forever')
+    assert.equal(backoff.delayAfterCrash(100_000), 100)
+    assert.equal(backoff.remembered, 1)
+  })
+})
+
+describe('all cores', () => {
+  test('when WORKERS=2 serve one SQLite file under concurrent writes, then both serve, there is no 5xx, and the supervisor counts every create', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const workers = await servingWorkers(server, 2)
+    const sent = 300
+    const statuses = await Promise.all(
+      Array.from({ length: sent }, async (_, i) => {
+        const response = await request(server, '/v1/pets', {
+          method: 'POST',
+          body: `{"name":"c${i}","categoryId":1}`,
+        })
+        return response.status
+      }),
+    )
+    assert.deepEqual([...new Set(statuses)], [201])
+    const creates = await waitForLog(server, (lines) => {
+      const found = lines.filter((line) => line.msg === 'request' && line.operation === 'createPet')
+      return found.length === sent ? found : undefined
+    })
+    assert.deepEqual(
+      [...new Set(creates.map((line) => line.pid))].sort(),
+      [...workers].sort(),
+      'each worker handled some of the requests',
+    )
+
+    const { metricsPort } = await waitForLog(server, (lines) =>
+      lines.find((line) => line.msg === 'supervising workers'),
+    )
+    const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    const scrape = await response.text()
+    assert.equal(response.status, 200, scrape)
+    const counted = 'operation="createPet",status="201"'
+    assert.equal(sampleSum(scrape, 'petstore_http_request_duration_seconds_count', counted), sent)
+    assert.equal(sampleSum(scrape, 'petstore_pets_created_total'), sent)
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 0)
+  })
+
+  test('when a worker is killed, then the supervisor starts a replacement that serves', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const [first, second] = (await servingWorkers(server, 2)) as [number, number]
+    process.kill(first, 'SIGKILL')
+    await supervisorSawDeath(server, first)
+    const replacement = (await servingWorkers(server, 3))[2] as number
+    assert.ok(![first, second].includes(replacement), 'a new process')
+
+    // With the other original worker gone too, whatever answers is the replacement (until the second one's
+    // own replacement, started after a longer pause, joins it).
+    process.kill(second, 'SIGKILL')
+    await supervisorSawDeath(server, second)
+    for (let i = 0; i < 10; i++) {
+      const response = await request(server, '/v1/pets', { headers: { 'x-request-id': `after-kill-${i}` } })
+      assert.equal(response.status, 200)
+    }
+    const servedBy = await waitForLog(server, (lines) => {
+      const found = lines.filter((line) => String(line.reqId).startsWith('after-kill-'))
+      return found.length === 10 ? new Set(found.map((line) => line.pid)) : undefined
+    })
+    assert.ok(servedBy.has(replacement), 'the replacement served')
+    assert.ok(!servedBy.has(first) && !servedBy.has(second))
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 0)
+  })
+})
+
+describe('supervisor shutdown', () => {
+  test('when a worker dies while the others drain, then the supervisor exits 1', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const [failing] = (await servingWorkers(server, 2)) as [number, number]
+    // Stopped, it cannot drain and exit 0 before it is killed below; a crash mid-drain, deterministically.
+    process.kill(failing, 'SIGSTOP')
+    t.after(() => killIfRunning(failing))
+    const started = Date.now()
+    server.child.kill('SIGTERM')
+    await waitForLog(server, (lines) => lines.find((line) => line.msg === 'stopping workers'))
+    process.kill(failing, 'SIGKILL')
+    assert.equal(await server.exited, 1)
+    assert.ok(Date.now() - started < 5000, 'at once, not after the shutdown deadline')
+    assert.match(server.output(), /a worker did not stop cleanly/)
+  })
+
+  // A timeout of its own: without the bound, the supervisor would wait for the stuck worker forever.
+  test('when a worker does not stop, then the supervisor kills it after SHUTDOWN_TIMEOUT_MS and a margin, and exits 1', {
+    timeout: 20_000,
+  }, async (t) => {
+    const server = await startServeProcess({ ...env, SHUTDOWN_TIMEOUT_MS: '200' }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const [stuck] = (await servingWorkers(server, 2)) as [number, number]
+    process.kill(stuck, 'SIGSTOP')
+    t.after(() => killIfRunning(stuck))
+    const started = Date.now()
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 1)
+    const waited = Date.now() - started
+    assert.ok(waited >= 200 + 5000 - 100 && waited < 200 + 5000 + 3000, `waited ${waited} ms`)
+    assert.match(server.output(), /a worker did not stop in time; killing it/)
+  })
+})
