@@ -55,6 +55,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
     http: {
+      // Given to Node too: it checks headersTimeout against requestTimeout before Fastify sets the latter.
+      requestTimeout: config.REQUEST_TIMEOUT_MS,
       headersTimeout: config.HEADERS_TIMEOUT_MS,
       connectionsCheckingInterval: 1000,
       requireHostHeader: false,

@@ -58,7 +58,7 @@ export const ConfigSchema = Type.Object({
     Type.String({
       pattern: BASE_URL,
       description:
-        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `http://localhost:<PORT>/v1`.',
+        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `http://localhost:<PORT>/v1` (`/v1`, relative, when PORT is 0).',
     }),
   ),
   PRODUCTION_BASE_URL: Type.String({
@@ -202,9 +202,12 @@ const properties = ConfigSchema.properties as unknown as Record<string, SchemaNo
 const validator = Compile(ConfigSchema)
 
 /** The process environment with `.env` (if present in the working directory) underneath it. */
-export function readEnvironment(path = '.env'): Record<string, string | undefined> {
+export function readEnvironment(
+  path = '.env',
+  environment: Record<string, string | undefined> = process.env,
+): Record<string, string | undefined> {
   const fromFile = existsSync(path) ? parseEnv(readFileSync(path, 'utf8')) : {}
-  return { ...fromFile, ...process.env }
+  return { ...fromFile, ...environment }
 }
 
 /** Validates settings given as strings; throws a ConfigError naming the first bad variable. */
@@ -226,10 +229,21 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
     throw new ConfigError(`${name} ${rule}${got}`)
   }
   const config = values as Static<typeof ConfigSchema>
-  return Object.freeze({
-    ...config,
-    PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}/v1`,
-  })
+  // The whole-request timeout includes the headers, so a longer headers timeout could never apply.
+  if (config.REQUEST_TIMEOUT_MS > 0 && config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS must be at most REQUEST_TIMEOUT_MS (got ${config.HEADERS_TIMEOUT_MS} and ${config.REQUEST_TIMEOUT_MS})`,
+    )
+  }
+  return Object.freeze({ ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? defaultBaseUrl(config.PORT) })
+}
+
+/**
+ * With PORT=0 the port is only known once listening, so the default base is the root-relative `/v1`:
+ * a URI reference that `Location`, `Link` and OpenAPI `servers` all allow, resolved against the request.
+ */
+function defaultBaseUrl(port: number): string {
+  return port === 0 ? '/v1' : `http://localhost:${port}/v1`
 }
 
 /** The `API_KEYS` setting as name/key pairs. */

@@ -58,12 +58,23 @@ describe('configuration', () => {
     ])
   })
 
+  test('when the headers timeout is longer than the whole-request timeout, then the start stops', () => {
+    assert.throws(
+      () => loadConfig({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }),
+      (error: Error) => error instanceof ConfigError && /HEADERS_TIMEOUT_MS must be at most/.test(error.message),
+    )
+    assert.equal(loadConfig({ HEADERS_TIMEOUT_MS: '400000', REQUEST_TIMEOUT_MS: '0' }).HEADERS_TIMEOUT_MS, 400000)
+  })
+
   test('when a .env file exists, then it fills what the environment does not set', (t) => {
     const directory = temporaryDirectory(t)
     const path = join(directory, '.env')
-    writeFileSync(path, 'PORT=9090\nLOG_LEVEL=debug\n')
-    const env = readEnvironment(path)
-    assert.equal(env.PORT, process.env.PORT ?? '9090')
-    assert.equal(loadConfig({ ...env, PORT: '9191' }).PORT, 9191)
+    writeFileSync(path, 'PORT=9090\nLOG_LEVEL=debug\nHOST=0.0.0.0\n')
+    const env = readEnvironment(path, { HOST: '127.0.0.2' })
+    const config = loadConfig(env)
+    assert.equal(config.PORT, 9090, 'from the file')
+    assert.equal(config.LOG_LEVEL, 'debug', 'from the file')
+    assert.equal(config.HOST, '127.0.0.2', 'the environment wins over the file')
+    assert.equal(readEnvironment(join(directory, 'absent.env'), {}).PORT, undefined)
   })
 })
