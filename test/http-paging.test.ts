@@ -5,14 +5,15 @@ import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 // RFC 8288: a URI reference in angle brackets, then parameters; ours is exactly one link with rel="next".
-const NEXT_LINK = /^<(https?:\/\/[^>\s]+)>; rel="next"$/
+// RFC 8288: the target is a URI reference (relative here: the test servers have no PUBLIC_BASE_URL).
+const NEXT_LINK = /^<((?:https?:\/\/[^/>\s]+)?\/[^>\s]*)>; rel="next"$/
 
 function nextPath(response: ApiResponse): string | undefined {
   const link = response.headers.get('link')
   if (link === null) return undefined
   const url = NEXT_LINK.exec(link)?.[1]
   assert.ok(url, `Link header is not RFC 8288 syntax: ${link}`)
-  const { pathname, search } = new URL(url)
+  const { pathname, search } = new URL(url, 'http://resolved.invalid')
   return pathname + search
 }
 

@@ -66,6 +66,29 @@ for (const engine of storeEngines) {
       })
     }
 
+    test('when createPet or getPet gets any query parameter, then 400 and nothing is created', async () => {
+      const before = await call(server, 'GET', '/v1/pets?limit=100')
+      for (const query of ['bogus=1', 'limit=5', 'api_key=x&api_key=y', 'status=sold']) {
+        const name = query.split('=')[0]
+        const created = await call(server, 'POST', `/v1/pets?${query}`, {
+          body: { name: 'Rex', categoryId: 1 },
+        })
+        assert.equal(created.status, 400, created.text)
+        assert.equal(created.json.code, 'invalid_query')
+        assert.match(created.json.message, new RegExp(`"${name}" is not allowed \\(allowed: none\\)`))
+        const fetched = await call(server, 'GET', `/v1/pets/1?${query}`)
+        assert.equal(fetched.status, 400, fetched.text)
+        assert.equal(fetched.json.code, 'invalid_query')
+      }
+      assert.equal((await call(server, 'GET', '/v1/pets?limit=100')).text, before.text)
+    })
+
+    test('when a cursor has characters no cursor has, then the message states the pattern', async () => {
+      const response = await call(server, 'GET', '/v1/pets?cursor=a%2Fb.c')
+      assert.equal(response.status, 400)
+      assert.match(response.json.message, /"cursor" must match \^\[A-Za-z0-9_-\]\+/)
+    })
+
     test('when petId is longer than any int64, then 400 invalid_path_parameter', async () => {
       const response = await call(server, 'GET', `/v1/pets/${'9'.repeat(500)}`)
       assert.equal(response.status, 400)

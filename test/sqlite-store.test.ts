@@ -4,6 +4,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../src/errors.ts'
+import { SqliteConnection } from '../src/store/sqlite/sqlite-connection.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -28,6 +29,30 @@ describe('SQLite engine', () => {
     await openStore(t, path)
     const row = otherConnection(t, path).prepare('PRAGMA journal_mode').get() as { journal_mode: string }
     assert.equal(row.journal_mode, 'wal')
+  })
+
+  test('when a connection is opened, then every commit is synced (synchronous = FULL) in WAL mode', (t) => {
+    const connection = new SqliteConnection({
+      path: join(temporaryDirectory(t), 'pets.db'),
+      busyTimeoutMs: 0,
+    })
+    t.after(() => connection.close())
+    assert.equal(connection.pragma('synchronous'), 2, 'FULL is 2')
+    assert.equal(connection.pragma('journal_mode'), 'wal')
+    assert.equal(connection.pragma('busy_timeout'), 0, 'busy waits are asynchronous retries instead')
+  })
+
+  test('when the database schema is newer than this release, then migrate refuses and changes nothing', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    await store.close()
+    const database = otherConnection(t, path)
+    database.exec("INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')")
+    const newer = new SqliteStore({ path, busyTimeoutMs: 2000 })
+    t.after(() => newer.close())
+    await assert.rejects(newer.migrate(), /schema version 99 is newer than this release knows/)
+    const versions = database.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }
+    assert.equal(versions.n, 3)
   })
 
   test('when another process holds the write lock, then the create waits without freezing the event loop', async (t) => {

@@ -52,7 +52,12 @@ function describe(
   const error = errors.find((e) => e.instancePath !== '')
   const name = error?.instancePath.split('/')[1]
   if (error === undefined || name === undefined) return `${where.whole} is not valid`
-  const rule = error.keyword === '~refine' ? error.params.message : ruleOf(properties[name])
+  const rule =
+    error.keyword === '~refine'
+      ? error.params.message
+      : error.keyword === 'pattern'
+        ? `must match ${properties[name]?.pattern}`
+        : ruleOf(properties[name])
   return `${where.field} "${name}" ${rule}`
 }
 

@@ -1,7 +1,7 @@
 import Type from 'typebox'
 import { COMMON_ERRORS, errorResponses } from '../http/error-responses.ts'
 import { responseHeader } from '../http/response-headers.ts'
-import { ListPetsQuerySchema, PetIdParamsSchema } from '../schemas/pet.ts'
+import { ListPetsQuerySchema, NoQuerySchema, PetIdParamsSchema } from '../schemas/pet.ts'
 
 // Documentation and validation of the three operations; the handlers are in pets.ts.
 
@@ -48,6 +48,7 @@ export const createPetSchema = {
     '`Idempotency-Key`, a retry of the same request returns the first result instead of creating another pet.',
   tags: ['pets'],
   security,
+  querystring: NoQuerySchema,
   headers: Type.Object({
     'idempotency-key': Type.Optional(
       Type.String({
@@ -65,7 +66,12 @@ export const createPetSchema = {
       description:
         'The created animal (or, for a replayed Idempotency-Key, the animal created the first time).',
       headers: {
-        Location: responseHeader('The URL of the created animal.', { format: 'uri' }),
+        Location: responseHeader(
+          'The URL of the created animal (relative when no public base URL is known).',
+          {
+            format: 'uri-reference',
+          },
+        ),
         'Idempotent-Replayed': responseHeader('`true` when this is the replay of an earlier create.', {
           required: false,
         }),
@@ -80,6 +86,7 @@ export const createPetSchema = {
       'body_too_large',
       'unsupported_media_type',
       'idempotency_key_reused',
+      'invalid_query',
     ),
   },
 }
@@ -99,6 +106,7 @@ export const getPetSchema = {
   deprecated: true,
   tags: ['pets'],
   security,
+  querystring: NoQuerySchema,
   params: PetIdParamsSchema,
   response: {
     200: Type.Ref('Pet', {
@@ -106,6 +114,6 @@ export const getPetSchema = {
       headers: { ...deprecationHeaders, ETag: etag, 'Cache-Control': cacheControl },
     }),
     ...notModified,
-    ...errorResponses(...COMMON_ERRORS, 'invalid_path_parameter', 'pet_not_found', 'gone'),
+    ...errorResponses(...COMMON_ERRORS, 'invalid_query', 'invalid_path_parameter', 'pet_not_found', 'gone'),
   },
 }

@@ -1,58 +1,35 @@
 import type { FastifyInstance } from 'fastify'
 import type { Authenticate } from '../auth/authenticator.ts'
-import { ApiError } from '../errors.ts'
 import { bearerAuth } from '../http/bearer-auth.ts'
-import { representationOf, sendRepresentation } from '../http/conditional-get.ts'
+import { sendRepresentation } from '../http/conditional-get.ts'
 import { announceDeprecation, type DeprecationPolicy } from '../http/deprecation.ts'
 import { idempotencyKeyOf } from '../http/idempotency-key.ts'
 import { guardMethods } from '../http/method-guard.ts'
-import type { PageCursors } from '../http/page-cursor.ts'
 import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
 import type { CreatePet } from '../pets/pet-creator.ts'
-import type { ReadCache } from '../pets/read-cache.ts'
-import { LIST_LIMIT, type ListPetsQuery, type NewPet, type Pet, type PetIdParams } from '../schemas/pet.ts'
-import type { Store } from '../store/store.ts'
+import type { PetReader } from '../pets/pet-reader.ts'
+import type { ListPetsQuery, NewPet, PetIdParams } from '../schemas/pet.ts'
 import { createPetSchema, getPetSchema, listPetsSchema } from './pet-route-schemas.ts'
 
 export interface PetRoutesOptions {
-  store: Store
   authenticate: Authenticate
   createPet: CreatePet
-  cursors: PageCursors
+  readPets: PetReader
   getPetDeprecation: DeprecationPolicy
   deprecatedCalls: DeprecatedCallTally
   publicBaseUrl: string
-  /** Serialized answers that never change (see ReadCache). */
-  cache: ReadCache
   now: () => number
 }
 
 export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions) {
-  const { store, cursors, publicBaseUrl, cache } = options
+  const { readPets, publicBaseUrl } = options
   const requireApiKey = bearerAuth(options.authenticate)
 
   app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
     { schema: listPetsSchema, onRequest: requireApiKey },
     async (request, reply) => {
-      const { limit = LIST_LIMIT.default, status, cursor } = request.query
-      const afterId = cursor === undefined ? undefined : cursors.decode(cursor, status)
-      const key = `list:${status ?? ''}:${afterId ?? ''}:${limit}`
-      let page = cache.get(key)
-      if (page === undefined) {
-        // One row more than asked says whether a next page exists, without counting anything.
-        const pets = await store.listPets({ limit: limit + 1, status, afterId })
-        const full = pets.length > limit
-        if (full) pets.length = limit
-        const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
-        if (full) next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
-        page = representationOf(
-          reply.serialize(pets) as string,
-          full ? { link: `<${publicBaseUrl}/pets?${next}>; rel="next"` } : {},
-        )
-        // A full page followed by more pets never changes; the last page does, as pets are added.
-        if (full) cache.set(key, page)
-      }
+      const page = await readPets.page(request.query, (pets) => reply.serialize(pets) as string)
       return sendRepresentation(request, reply, page)
     },
   )
@@ -78,15 +55,8 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
       },
     },
     async (request, reply) => {
-      const key = `pet:${request.params.petId}`
-      let representation = cache.get(key)
-      if (representation === undefined) {
-        const found = await store.getPet(request.params.petId)
-        if (found === undefined) throw new ApiError('pet_not_found', `no pet has id ${request.params.petId}`)
-        representation = representationOf(reply.serialize(found) as string)
-        cache.set(key, representation)
-      }
-      return sendRepresentation(request, reply, representation)
+      const pet = await readPets.pet(request.params.petId, (found) => reply.serialize(found) as string)
+      return sendRepresentation(request, reply, pet)
     },
   )
 }

@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/metrics.ts'
 import { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
 import { getPetDeprecation } from '../pets/get-pet-deprecation.ts'
 import { petCreator } from '../pets/pet-creator.ts'
+import { petReader } from '../pets/pet-reader.ts'
 import { ReadCache } from '../pets/read-cache.ts'
 import type { Store } from '../store/store.ts'
 import { petMethodGuards, petRoutes } from './pets.ts'
@@ -37,7 +38,6 @@ export async function v1Api(app: FastifyInstance, { config, store, metrics, now,
   runPeriodically(app, 'idempotency purge', IDEMPOTENCY_PURGE_MS, () => store.purgeIdempotencyKeys(now()))
 
   await app.register(petRoutes, {
-    store,
     authenticate: createAuthenticator({
       store,
       cacheTtlMs: config.API_KEY_CACHE_TTL_MS,
@@ -49,11 +49,15 @@ export async function v1Api(app: FastifyInstance, { config, store, metrics, now,
       now,
       onCreated: () => metrics.petsCreated.inc(),
     }),
-    cursors: pageCursors(await store.serviceSecret()),
+    readPets: petReader({
+      store,
+      cursors: pageCursors(await store.serviceSecret()),
+      cache: new ReadCache(config.READ_CACHE_BYTES),
+      publicBaseUrl: config.PUBLIC_BASE_URL,
+    }),
     getPetDeprecation: getPetDeprecation(config),
     deprecatedCalls,
     publicBaseUrl: config.PUBLIC_BASE_URL,
-    cache: new ReadCache(config.READ_CACHE_BYTES),
     now,
   })
   await app.register(petMethodGuards)

@@ -74,5 +74,8 @@ export const ListPetsQuerySchema = Type.Object(
 )
 export type ListPetsQuery = Static<typeof ListPetsQuerySchema>
 
+/** Operations that take no query parameter still refuse one, so a misplaced or misspelt option is not ignored. */
+export const NoQuerySchema = Type.Object({}, { additionalProperties: false })
+
 /** The schemas registered once with the app; routes and the OpenAPI document refer to them by `$id`. */
 export const petSchemas = [PetStatusSchema, NewPetSchema, PetSchema, PetsSchema]

@@ -1,9 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { DatabaseSync, type StatementSync } from 'node:sqlite'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreUnavailableError } from '../../errors.ts'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import { type CreateOutcome, createOutcomes, planCreates } from '../idempotent-batch.ts'
@@ -28,25 +23,14 @@ import {
   type Store,
 } from '../store.ts'
 import { WriteBatcher } from '../write-batcher.ts'
+import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
 
-export interface SqliteStoreOptions {
-  /** A file path, or `:memory:` for a throwaway database. */
-  path: string
-  /** How long an operation keeps retrying while another process holds the write lock. */
-  busyTimeoutMs: number
-}
+export type SqliteStoreOptions = SqliteConnectionOptions
 
-const SQLITE_BUSY = 5
-const SQLITE_LOCKED = 6
 const MAX_BATCH = 1000
 const PET_COLUMNS = 'id, name, category_id, status'
 const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
-
-function isBusy(error: unknown): boolean {
-  const code = (error as { errcode?: number }).errcode
-  return code !== undefined && ((code & 0xff) === SQLITE_BUSY || (code & 0xff) === SQLITE_LOCKED)
-}
 
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
 function keyNameTaken(error: unknown, name: string): unknown {
@@ -56,86 +40,31 @@ function keyNameTaken(error: unknown, name: string): unknown {
 }
 
 /**
- * The embedded store: one SQLite file in WAL mode with `synchronous = FULL`, so a committed write survives
- * a crash of the process or the machine. Creates that arrive together are committed together (one
- * `BEGIN IMMEDIATE` … `COMMIT`, one fsync), and each 201 is sent only after its commit returned.
- *
- * node:sqlite is synchronous, so SQLite's own busy wait would freeze every request while another process
- * (the CLI, a second worker) holds the write lock. Instead SQLite gives up at once and the operation is
- * retried after a short asynchronous pause, for up to `busyTimeoutMs`, then answered with 503.
+ * The embedded store: one SQLite file (see SqliteConnection for durability and locking). Creates that
+ * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), and each 201 is
+ * sent only after its commit returned.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite'
-  readonly #db: DatabaseSync
-  readonly #busyTimeoutMs: number
-  readonly #statements = new Map<string, StatementSync>()
+  readonly #db: SqliteConnection
   readonly #creates = new WriteBatcher<CreatePetRequest, CreateOutcome>(
     (batch) => this.#createPets(batch),
     MAX_BATCH,
   )
-  #closed = false
 
   constructor(options: SqliteStoreOptions) {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
-    this.#busyTimeoutMs = options.busyTimeoutMs
-    this.#db = new DatabaseSync(options.path)
-    this.#db.exec('PRAGMA busy_timeout = 0')
-    const mode = (this.#db.prepare('PRAGMA journal_mode = WAL').get() as { journal_mode: string })
-      .journal_mode
-    if (options.path !== ':memory:' && mode !== 'wal')
-      throw new Error(`SQLite refused WAL mode (got ${mode})`)
-    this.#db.exec('PRAGMA synchronous = FULL')
-  }
-
-  /** Statements are prepared on first use, once migrations have created their tables. */
-  #statement(sql: string): StatementSync {
-    let statement = this.#statements.get(sql)
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql)
-      statement.setReadBigInts(true)
-      this.#statements.set(sql, statement)
-    }
-    return statement
-  }
-
-  #ensureOpen(): void {
-    if (this.#closed) throw new StoreUnavailableError('the store is closed')
-  }
-
-  async #run<T>(work: () => T): Promise<T> {
-    this.#ensureOpen()
-    const deadline = Date.now() + this.#busyTimeoutMs
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return work()
-      } catch (error) {
-        if (!isBusy(error)) throw error
-        if (Date.now() >= deadline) throw new StoreUnavailableError('the database is busy', { cause: error })
-        // Jittered, growing pauses (up to ~25 ms) so competing processes do not retry in lockstep.
-        await sleep(Math.min(2 ** attempt, 25) * (0.5 + Math.random()))
-      }
-    }
-  }
-
-  #transaction<T>(work: () => T): T {
-    this.#db.exec('BEGIN IMMEDIATE')
-    try {
-      const result = work()
-      this.#db.exec('COMMIT')
-      return result
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
-      throw error
-    }
+    this.#db = new SqliteConnection(options)
   }
 
   migrate(): Promise<MigrationReport> {
-    return this.#run(() => {
+    return this.#db.run(() => {
       this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (${NOW})) STRICT`)
-      return this.#transaction(() => {
-        const rows = this.#db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]
-        const done = new Set(rows.map((row) => row.version))
+      return this.#db.transaction(() => {
+        const rows = this.#db.statement('SELECT version FROM schema_migrations').all() as {
+          version: bigint
+        }[]
+        const done = new Set(rows.map((row) => Number(row.version)))
         const latest = sqliteMigrations.at(-1)?.version ?? 0
         const newest = Math.max(0, ...done)
         if (newest > latest) {
@@ -146,7 +75,7 @@ export class SqliteStore implements Store {
           if (done.has(migration.version)) continue
           this.#db.exec(migration.sql)
           this.#db
-            .prepare('INSERT INTO schema_migrations (version, name) VALUES (?, ?)')
+            .statement('INSERT INTO schema_migrations (version, name) VALUES (?, ?)')
             .run(migration.version, migration.name)
           applied.push(migration.version)
         }
@@ -156,8 +85,8 @@ export class SqliteStore implements Store {
   }
 
   schemaStatus(): Promise<{ current: number; latest: number }> {
-    return this.#run(() => {
-      const row = this.#statement('SELECT max(version) AS current FROM schema_migrations').get() as {
+    return this.#db.run(() => {
+      const row = this.#db.statement('SELECT max(version) AS current FROM schema_migrations').get() as {
         current: bigint
       }
       return { current: Number(row.current ?? 0), latest: sqliteMigrations.at(-1)?.version ?? 0 }
@@ -165,7 +94,7 @@ export class SqliteStore implements Store {
   }
 
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
-    this.#ensureOpen()
+    this.#db.ensureOpen()
     const outcome = await this.#creates.submit(request)
     if (outcome instanceof Error) throw outcome
     return outcome
@@ -173,9 +102,9 @@ export class SqliteStore implements Store {
 
   /** One transaction for the whole batch: idempotency records are read and written with the pets. */
   #createPets(requests: CreatePetRequest[]): Promise<CreateOutcome[]> {
-    return this.#run(() =>
-      this.#transaction(() => {
-        const findClaim = this.#statement(
+    return this.#db.run(() =>
+      this.#db.transaction(() => {
+        const findClaim = this.#db.statement(
           'SELECT * FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?',
         )
         const claims = requests.flatMap(({ idempotency: claim }) => {
@@ -183,10 +112,10 @@ export class SqliteStore implements Store {
           return row === undefined ? [] : [row as unknown as ClaimRow]
         })
         const plans = planCreates(requests, claimsFromRows(claims))
-        const insertPet = this.#statement(
+        const insertPet = this.#db.statement(
           `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`,
         )
-        const recordClaim = this.#statement(`INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)
+        const recordClaim = this.#db.statement(`INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)
           ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
             fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`)
         const inserted: Pet[] = []
@@ -194,7 +123,7 @@ export class SqliteStore implements Store {
         for (const [index, plan] of plans.entries()) {
           const { pet, idempotency: claim } = requests[index] as CreatePetRequest
           if (plan.kind === 'replay') {
-            const row = this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(plan.petId)
+            const row = this.#db.statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(plan.petId)
             if (row !== undefined) replayed.set(plan.petId, petFromRow(row as unknown as PetRow))
           }
           if (plan.kind !== 'insert') continue
@@ -211,91 +140,94 @@ export class SqliteStore implements Store {
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {
-    return this.#run(() => {
-      const row = this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(id)
+    return this.#db.run(() => {
+      const row = this.#db.statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(id)
       return row === undefined ? undefined : petFromRow(row as unknown as PetRow)
     })
   }
 
   listPets({ limit, status, afterId = INT64_MIN }: PetQuery): Promise<Pet[]> {
     // Keyset paging: `id > afterId` walks the primary key (or the (status, id) index); no OFFSET scans.
-    return this.#run(() => {
+    return this.#db.run(() => {
       const rows =
         status === undefined
-          ? this.#statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`).all(
-              afterId,
-              limit,
-            )
-          : this.#statement(
-              `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
-            ).all(status, afterId, limit)
+          ? this.#db
+              .statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
+              .all(afterId, limit)
+          : this.#db
+              .statement(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`)
+              .all(status, afterId, limit)
       return (rows as unknown as PetRow[]).map(petFromRow)
     })
   }
 
   purgeIdempotencyKeys(nowMs: number): Promise<number> {
-    return this.#run(() =>
-      Number(this.#statement('DELETE FROM idempotency_keys WHERE expires_at_ms <= ?').run(nowMs).changes),
+    return this.#db.run(() =>
+      Number(this.#db.statement('DELETE FROM idempotency_keys WHERE expires_at_ms <= ?').run(nowMs).changes),
     )
   }
 
   serviceSecret(): Promise<string> {
-    return this.#run(() => {
-      this.#statement(
-        "INSERT INTO service_settings VALUES ('service_secret', ?) ON CONFLICT (name) DO NOTHING",
-      ).run(randomBytes(32).toString('base64url'))
-      const row = this.#statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()
+    return this.#db.run(() => {
+      this.#db
+        .statement("INSERT INTO service_settings VALUES ('service_secret', ?) ON CONFLICT (name) DO NOTHING")
+        .run(randomBytes(32).toString('base64url'))
+      const row = this.#db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()
       return (row as { value: string }).value
     })
   }
 
   async createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
-    const row = await this.#run(() =>
-      this.#statement(
-        `INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING ${KEY_COLUMNS}`,
-      ).get(name, hash, hint),
-    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+    const row = await this.#db
+      .run(() =>
+        this.#db
+          .statement(`INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+          .get(name, hash, hint),
+      )
+      .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
     return keyRecordFromRow(row as unknown as KeyRow)
   }
 
   async ensureApiKey({ name, hash, hint }: NewApiKey): Promise<void> {
-    await this.#run(() =>
-      this.#statement(
-        'INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING',
-      ).run(name, hash, hint),
-    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+    await this.#db
+      .run(() =>
+        this.#db
+          .statement('INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING')
+          .run(name, hash, hint),
+      )
+      .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
   }
 
   findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
-    return this.#run(() => {
-      const row = this.#statement('SELECT id, name FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(
-        hash,
-      )
+    return this.#db.run(() => {
+      const row = this.#db
+        .statement('SELECT id, name FROM api_keys WHERE hash = ? AND revoked_at IS NULL')
+        .get(hash)
       return row === undefined ? undefined : { id: row.id as bigint, name: row.name as string }
     })
   }
 
   listApiKeys(): Promise<ApiKeyRecord[]> {
-    return this.#run(() => {
-      const rows = this.#statement(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`).all()
+    return this.#db.run(() => {
+      const rows = this.#db.statement(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`).all()
       return (rows as unknown as KeyRow[]).map(keyRecordFromRow)
     })
   }
 
   revokeApiKey(name: string): Promise<boolean> {
-    return this.#run(() => {
-      const result = this.#statement(
-        `UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`,
-      ).run(name)
+    return this.#db.run(() => {
+      const result = this.#db
+        .statement(`UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`)
+        .run(name)
       return Number(result.changes) > 0
     })
   }
 
   recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
-    return this.#run(() => {
-      const record = this.#statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
+    return this.#db.run(() => {
+      const record = this.#db.statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
         last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)
-      this.#transaction(() => {
+      this.#db.transaction(() => {
         for (const { apiKeyId, calls, lastCallAtMs } of tallies) {
           record.run(calls, new Date(lastCallAtMs).toISOString(), apiKeyId)
         }
@@ -304,9 +236,8 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return
+    if (this.#db.closed) return
     await this.#creates.flush()
-    this.#closed = true
     this.#db.close()
   }
 }

@@ -1,0 +1,59 @@
+import { ApiError } from '../errors.ts'
+import { type Representation, representationOf } from '../http/conditional-get.ts'
+import type { PageCursors } from '../http/page-cursor.ts'
+import { LIST_LIMIT, type ListPetsQuery, type Pet } from '../schemas/pet.ts'
+import type { Store } from '../store/store.ts'
+import type { ReadCache } from './read-cache.ts'
+
+export interface PetReaderOptions {
+  store: Pick<Store, 'getPet' | 'listPets'>
+  cursors: PageCursors
+  /** Serialized answers that never change (see ReadCache). */
+  cache: ReadCache
+  /** Where next-page links point (`PUBLIC_BASE_URL`). */
+  publicBaseUrl: string
+}
+
+/** Turns values into the exact bytes of the response (the route's own response serializer). */
+export type Serialize = (value: unknown) => string
+
+/** The two reads, each answered as its serialized representation, from the read cache when it holds it. */
+export interface PetReader {
+  /** A page of `listPets`, with a `Link: <…>; rel="next"` header when more pets follow. */
+  page(query: ListPetsQuery, serialize: Serialize): Promise<Representation>
+  /** One pet; 404 `pet_not_found` when no pet has the id. */
+  pet(id: bigint, serialize: Serialize): Promise<Representation>
+}
+
+export function petReader({ store, cursors, cache, publicBaseUrl }: PetReaderOptions): PetReader {
+  return {
+    async page({ limit = LIST_LIMIT.default, status, cursor }, serialize) {
+      const afterId = cursor === undefined ? undefined : cursors.decode(cursor, status)
+      const key = `list:${status ?? ''}:${afterId ?? ''}:${limit}`
+      const cached = cache.get(key)
+      if (cached !== undefined) return cached
+      // One row more than asked says whether a next page exists, without counting anything.
+      const pets = await store.listPets({ limit: limit + 1, status, afterId })
+      const full = pets.length > limit
+      if (!full) return representationOf(serialize(pets))
+      pets.length = limit
+      const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
+      next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
+      const page = representationOf(serialize(pets), { link: `<${publicBaseUrl}/pets?${next}>; rel="next"` })
+      // A full page followed by more pets never changes; the last page does, as pets are added.
+      cache.set(key, page)
+      return page
+    },
+
+    async pet(id, serialize) {
+      const key = `pet:${id}`
+      const cached = cache.get(key)
+      if (cached !== undefined) return cached
+      const found = await store.getPet(id)
+      if (found === undefined) throw new ApiError('pet_not_found', `no pet has id ${id}`)
+      const representation = representationOf(serialize(found))
+      cache.set(key, representation)
+      return representation
+    },
+  }
+}
