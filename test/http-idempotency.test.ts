@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { buildApp } from '../src/app.ts'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { call } from './helpers/api-client.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
-import { startTestServer, type TestServer, testConfig } from './helpers/test-server.ts'
+import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 const REX = '{"name":"Rex","categoryId":9007199254740993,"status":"available"}'
 
@@ -75,14 +74,13 @@ for (const engine of storeEngines) {
     })
 
     test('when the retry comes after a restart, then it is still replayed', async (t) => {
-      const server = await startTestServer(t, { engine })
+      const opened = await engine.open(t)
+      const server = await startTestServer(t, { store: opened.store })
       const first = await post(server, 'before-restart')
       await server.app.close()
-      const app = await buildApp({ config: testConfig(), store: server.store })
-      t.after(() => app.close())
-      await app.listen({ host: '127.0.0.1', port: 0 })
-      const address = app.server.address() as { port: number }
-      const restarted = { ...server, app, origin: `http://127.0.0.1:${address.port}` }
+      await server.store.close()
+      // A new store on the same data, as the restarted process opens it: nothing is carried in memory.
+      const restarted = await startTestServer(t, { store: await opened.reopen(), key: server.key })
       const retry = await post(restarted, 'before-restart')
       assert.equal(retry.text, first.text)
       assert.equal(retry.headers.get('idempotent-replayed'), 'true')
@@ -104,6 +102,20 @@ for (const engine of storeEngines) {
       assert.equal(later.headers.get('idempotent-replayed'), null)
       clock += 61_000
       assert.equal(await server.store.purgeIdempotencyKeys(clock), 1)
+    })
+
+    test('when the app closes after the retention has passed, then its purge job removes the expired key', async (t) => {
+      let clock = Date.UTC(2027, 0, 1)
+      const server = await startTestServer(t, {
+        engine,
+        env: { IDEMPOTENCY_RETENTION_S: '60' },
+        app: { now: () => clock },
+      })
+      await post(server, 'purged-on-close')
+      clock += 61_000
+      // The purge job runs hourly and once more as the app closes.
+      await server.app.close()
+      assert.equal(await server.store.purgeIdempotencyKeys(clock), 0, 'already purged by the job')
     })
 
     test('when the Idempotency-Key header is malformed or repeated, then 400 invalid_idempotency_key', async (t) => {

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { SqliteConnection } from '../src/store/sqlite/sqlite-connection.ts'
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { LIST_PETS_SQL, SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 
@@ -93,5 +93,45 @@ describe('SQLite engine', () => {
     )
     assert.equal(new Set(created.map(({ pet }) => pet.id)).size, 400)
     assert.equal((await a.listPets({ limit: 100 })).length, 100)
+  })
+
+  test('when a page is read, then its query walks an index from the cursor (no scan, no sort)', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    const statuses = ['available', 'pending', 'sold'] as const
+    for (let i = 0; i < 300; i++) {
+      await store.createPet({ pet: { name: `P${i}`, categoryId: 1n, status: statuses[i % 3] } })
+    }
+    const database = otherConnection(t, path)
+    const plan = (sql: string) =>
+      (database.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>)
+        .map((row) => row.detail)
+        .join(' | ')
+    assert.match(plan(LIST_PETS_SQL.all), /^SEARCH pets USING INTEGER PRIMARY KEY \(rowid>\?\)$/)
+    assert.match(
+      plan(LIST_PETS_SQL.byStatus),
+      /^SEARCH pets USING INDEX pets_status_id \(status=\? AND id>\?\)$/,
+    )
+  })
+
+  test('when two processes create with one idempotency key at once, then exactly one pet exists', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const [a, b] = [await openStore(t, path), await openStore(t, path)] as const
+    const now = Date.now()
+    const claim = {
+      apiKeyId: 1n,
+      key: 'k-1',
+      fingerprint: 'f',
+      requestedAtMs: now,
+      expiresAtMs: now + 60_000,
+    }
+    const pet = { name: 'Rex', categoryId: 1n }
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createPet({ pet, idempotency: claim })),
+    )
+    const ids = new Set(results.map((result) => result.pet.id))
+    assert.equal(ids.size, 1, 'every caller got the same pet')
+    assert.equal(results.filter((result) => !result.replayed).length, 1)
+    assert.equal((await a.listPets({ limit: 100 })).length, 1)
   })
 })

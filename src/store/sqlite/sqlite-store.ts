@@ -32,6 +32,12 @@ const MAX_BATCH = 1000
 const PET_COLUMNS = 'id, name, category_id, status'
 const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
+/** The keyset page queries (exported so a test can check their plans: index walks, never scans). */
+export const LIST_PETS_SQL = {
+  all: `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`,
+  byStatus: `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
+}
+
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
 function keyNameTaken(error: unknown, name: string): unknown {
   const taken =
@@ -151,12 +157,8 @@ export class SqliteStore implements Store {
     return this.#db.run(() => {
       const rows =
         status === undefined
-          ? this.#db
-              .statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
-              .all(afterId, limit)
-          : this.#db
-              .statement(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`)
-              .all(status, afterId, limit)
+          ? this.#db.statement(LIST_PETS_SQL.all).all(afterId, limit)
+          : this.#db.statement(LIST_PETS_SQL.byStatus).all(status, afterId, limit)
       return (rows as unknown as PetRow[]).map(petFromRow)
     })
   }
