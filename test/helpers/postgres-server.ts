@@ -24,9 +24,25 @@ export interface PostgresServer {
 /** Why PostgreSQL tests cannot run here, or undefined when they can. */
 export function postgresUnavailableReason(): string | undefined {
   if (process.env.PETSTORE_TEST_POSTGRES_URL) return undefined
+  return throwawayPostgresUnavailableReason()
+}
+
+/** Why no throwaway server can be started here (a server named by URL does not help), or undefined. */
+export function throwawayPostgresUnavailableReason(): string | undefined {
   return binDirectory() === undefined
     ? 'no PostgreSQL server binaries (initdb, pg_ctl) on this machine'
     : undefined
+}
+
+/**
+ * `describe` options for suites that stop and start a server of their own: skipped, with the reason shown,
+ * when no throwaway server can be started here — except under CI, where that must fail the run.
+ */
+export function throwawayPostgresSuiteOptions(): { skip?: string } {
+  const reason = throwawayPostgresUnavailableReason()
+  if (reason === undefined) return {}
+  if (process.env.CI === 'true') throw new Error(`CI must run the PostgreSQL outage suites: ${reason}`)
+  return { skip: `PostgreSQL outage suites unavailable: ${reason}` }
 }
 
 function binDirectory(): string | undefined {
@@ -98,6 +114,7 @@ export function sharedPostgres(): Promise<PostgresServer> {
   return shared
 }
 
+/** The server named by `PETSTORE_TEST_POSTGRES_URL` if there is one, else a throwaway server. */
 export async function startPostgres(): Promise<PostgresServer> {
   const named = process.env.PETSTORE_TEST_POSTGRES_URL
   if (named) {
@@ -108,8 +125,16 @@ export async function startPostgres(): Promise<PostgresServer> {
       controllable: false,
     }
   }
+  return startThrowawayPostgres()
+}
+
+/**
+ * A server of the caller's own, from the machine's binaries, even when a server is named by URL: for tests
+ * that stop and start it. Stopping a stopped server, or starting a running one, does nothing.
+ */
+export async function startThrowawayPostgres(): Promise<PostgresServer> {
   const bin = binDirectory()
-  if (bin === undefined) throw new Error(postgresUnavailableReason())
+  if (bin === undefined) throw new Error(throwawayPostgresUnavailableReason())
   const directory = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
   const data = join(directory, 'data')
   if (process.getuid?.() === 0) chownSync(directory, ...postgresOwner())
@@ -141,10 +166,12 @@ export async function startPostgres(): Promise<PostgresServer> {
   return {
     createDatabase: await databaseFactory(`postgres://postgres@127.0.0.1:${port}/postgres`),
     stop(mode) {
+      if (!running) return
       stop(mode)
       running = false
     },
     start() {
+      if (running) return
       start()
       running = true
     },

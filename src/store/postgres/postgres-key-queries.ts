@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto'
+import { type KeyRow, keyRecordFromRow } from '../rows.ts'
+import type { ApiKeyRecord, DeprecatedCallTally, KeyIdentity, NewApiKey } from '../store.ts'
+import type { PostgresDatabase } from './postgres-database.ts'
+import { keyNameTaken } from './postgres-errors.ts'
+
+// Timestamps leave the database as ISO 8601 UTC text, the form both engines report.
+const isoUtc = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
+const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
+
+export async function createApiKey(
+  database: PostgresDatabase,
+  { name, hash, hint }: NewApiKey,
+): Promise<ApiKeyRecord> {
+  const [row] = await database
+    .query<KeyRow>(
+      'keys.create',
+      `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
+      [name, hash, hint],
+    )
+    .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+  return keyRecordFromRow(row as KeyRow)
+}
+
+export async function ensureApiKey(
+  database: PostgresDatabase,
+  { name, hash, hint }: NewApiKey,
+): Promise<void> {
+  await database
+    .query(
+      'keys.ensure',
+      'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
+      [name, hash, hint],
+    )
+    .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+}
+
+export async function findActiveApiKey(
+  database: PostgresDatabase,
+  hash: string,
+): Promise<KeyIdentity | undefined> {
+  const [row] = await database.query<KeyIdentity>(
+    'keys.find',
+    'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+    [hash],
+  )
+  return row === undefined ? undefined : { id: row.id, name: row.name }
+}
+
+export async function listApiKeys(database: PostgresDatabase): Promise<ApiKeyRecord[]> {
+  const rows = await database.query<KeyRow>('keys.list', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+  return rows.map(keyRecordFromRow)
+}
+
+export async function revokeApiKey(database: PostgresDatabase, name: string): Promise<boolean> {
+  const rows = await database.query(
+    'keys.revoke',
+    'UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING id',
+    [name],
+  )
+  return rows.length > 0
+}
+
+export async function recordDeprecatedCalls(
+  database: PostgresDatabase,
+  tallies: readonly DeprecatedCallTally[],
+): Promise<void> {
+  if (tallies.length === 0) return
+  await database.query(
+    'keys.deprecated-calls',
+    `UPDATE api_keys SET deprecated_calls = deprecated_calls + t.calls,
+       last_deprecated_call_at = GREATEST(last_deprecated_call_at, to_timestamp(t.last_ms / 1000.0))
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, calls, last_ms) WHERE api_keys.id = t.id`,
+    [
+      tallies.map((t) => t.apiKeyId.toString()),
+      tallies.map((t) => String(t.calls)),
+      tallies.map((t) => String(t.lastCallAtMs)),
+    ],
+  )
+}
+
+/** The database's signing secret: created by whichever instance asks first, then the same for all. */
+export async function serviceSecret(database: PostgresDatabase): Promise<string> {
+  await database.query(
+    'settings.secret-init',
+    "INSERT INTO service_settings VALUES ('service_secret', $1) ON CONFLICT (name) DO NOTHING",
+    [randomBytes(32).toString('base64url')],
+  )
+  const [row] = await database.query<{ value: string }>(
+    'settings.secret',
+    "SELECT value FROM service_settings WHERE name = 'service_secret'",
+  )
+  return (row as { value: string }).value
+}
