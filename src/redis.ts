@@ -1,12 +1,14 @@
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 
 /**
  * A Redis client for shared rate-limit counters, set to fail fast: no offline queue and one attempt per
  * command, so an unreachable Redis costs a request at most `connectTimeout`, never a hang; it reconnects
- * on its own in the background.
+ * on its own in the background. The client library is loaded only when Redis is configured (it is a few
+ * megabytes of memory that most single-instance deployments never need).
  */
-export function connectRedis(url: string, log: Pick<Logger, 'warn'>): Redis {
+export async function connectRedis(url: string, log: Pick<Logger, 'warn'>): Promise<Redis> {
+  const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
     connectTimeout: 500,
     commandTimeout: 500,

@@ -61,9 +61,13 @@ describe('configuration', () => {
   test('when the headers timeout is longer than the whole-request timeout, then the start stops', () => {
     assert.throws(
       () => loadConfig({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }),
-      (error: Error) => error instanceof ConfigError && /HEADERS_TIMEOUT_MS must be at most/.test(error.message),
+      (error: Error) =>
+        error instanceof ConfigError && /HEADERS_TIMEOUT_MS must be at most/.test(error.message),
     )
-    assert.equal(loadConfig({ HEADERS_TIMEOUT_MS: '400000', REQUEST_TIMEOUT_MS: '0' }).HEADERS_TIMEOUT_MS, 400000)
+    assert.equal(
+      loadConfig({ HEADERS_TIMEOUT_MS: '400000', REQUEST_TIMEOUT_MS: '0' }).HEADERS_TIMEOUT_MS,
+      400000,
+    )
   })
 
   test('when a .env file exists, then it fills what the environment does not set', (t) => {

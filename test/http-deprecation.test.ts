@@ -18,7 +18,10 @@ function assertDeprecationHeaders(response: ApiResponse) {
   const sunset = response.headers.get('sunset') ?? ''
   assert.match(sunset, IMF_FIXDATE)
   assert.equal(sunset, 'Thu, 05 Dec 2030 00:00:00 GMT')
-  assert.match(response.headers.get('link') ?? '', /^<(https?:\/\/[^/>]+)?\/v1\/pets>; rel="successor-version"$/)
+  assert.match(
+    response.headers.get('link') ?? '',
+    /^<(https?:\/\/[^/>]+)?\/v1\/pets>; rel="successor-version"$/,
+  )
 }
 
 describe('getPet deprecation', () => {

@@ -18,7 +18,7 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
     const { store, reopen } = await sqliteEngine.open(t)
     const clients: Redis[] = []
     const instance = async (instanceStore: typeof store, key?: string) => {
-      const redis = connectRedis(redisServer.url, log)
+      const redis = await connectRedis(redisServer.url, log)
       clients.push(redis)
       t.after(() => redis.disconnect())
       await once(redis, 'ready')

@@ -26,7 +26,7 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
   const logger = createLogger(config, wantsPrettyLogs(config, stdout))
   const alone = !cluster.isWorker
   const store = openStore(config, logger)
-  const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : undefined
+  const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, logger) : undefined
   const metrics = createMetrics(store.poolStats?.bind(store))
   let metricsServer: Server | undefined
   try {
