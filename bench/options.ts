@@ -14,6 +14,8 @@ export interface BenchOptions {
   quick: boolean
   /** Extra settings for the service process (`--service-env NAME=VALUE`). */
   serviceEnv: Record<string, string>
+  /** Where the Markdown report goes, relative to the repository. */
+  output: string
 }
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -26,7 +28,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --rounds N                     service/baseline pairs per scenario; the median is reported (default 3)
   --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
-  --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. METRICS_PORT=0
+  --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. WORKERS=2
+  --output PATH                  where the report goes (default docs/benchmarks.md)
   --help                         this text`
 
 export class UsageError extends Error {}
@@ -73,6 +76,14 @@ function serviceEnv(entries: string[] | undefined): Record<string, string> {
   return env
 }
 
+function output(raw: string | undefined): string {
+  if (raw === undefined) return 'docs/benchmarks.md'
+  if (!/^[\w./-]+\.md$/.test(raw) || raw.includes('..')) {
+    throw new UsageError(`--output must be a relative path to a .md file (got "${raw}")`)
+  }
+  return raw
+}
+
 /** The options, or undefined when `--help` was asked for. */
 export function parseOptions(args: string[]): BenchOptions | undefined {
   let values: ReturnType<typeof parse>['values']
@@ -94,6 +105,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     scenarios: scenarios(values.scenarios),
     quick,
     serviceEnv: serviceEnv(values['service-env']),
+    output: output(values.output),
   }
 }
 
@@ -111,6 +123,7 @@ function parse(args: string[]) {
       scenarios: { type: 'string' },
       quick: { type: 'boolean' },
       'service-env': { type: 'string', multiple: true },
+      output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })

@@ -1,6 +1,7 @@
 import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
+import { BENCH_DEFAULTS, startScript } from './service-process.ts'
 import { type EngineRun, summarize, type TargetSummary } from './summary.ts'
 
 export interface ReportInput {
@@ -121,7 +122,11 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 
 ## What is measured
 
-- **Service**: \`node src/cli.ts serve\` (Fastify, validation, auth, rate limiting, the real store), \`LOG_LEVEL=warn\`, \`RATE_LIMIT_PER_MINUTE=10000000\` (counted on every request, never reached), \`METRICS_PORT=0\`.
+- **Service**: what \`npm start\` runs, \`${startScript()}\` (Fastify, validation, auth, rate limiting,
+  the real store), with ${Object.entries(BENCH_DEFAULTS)
+    .map(([name, value]) => `\`${name}=${value}\``)
+    .join(', ')}: the rate limit is counted on every request but never reached, and no log line is
+  written per request.
 - **Baseline**: \`bench/baseline-server.ts\`, bare \`node:http\` replaying the service's own recorded
   response bytes and headers from memory, with a constant-time API-key check and an in-memory create.
   **Service/baseline** is the service's req/s over the baseline's: the share of the machine's bare HTTP
@@ -134,7 +139,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   generator (microsecond resolution). Errors are summed over all rounds: "status" counts responses with a
   status the scenario does not expect, "socket" counts connection errors and timeouts.
 - Peak RSS is the service process's VmHWM after all scenarios of an engine (it cannot be reset between
-  scenarios, so it is the peak of the whole engine run).
+  scenarios, so it is the peak of the whole engine run); under WORKERS, the sum over the supervisor and
+  its workers.
 
 ## Results
 

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runEngine } from './engine-run.ts'
 import { ENGINE_LABELS, engineUnavailableReason } from './engines.ts'
@@ -8,11 +9,15 @@ import { canPin, installCleanup, LOAD_CORE, pinSelfToServerCore, SERVER_CORE } f
 import { markdownReport, resultsTable } from './report.ts'
 import type { EngineRun } from './summary.ts'
 
-const REPORT_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url))
-
-function pinningNote(): string {
+function pinningNote(serviceEnv: Record<string, string>): string {
   if (!canPin)
     return 'Processes are not pinned to cores (taskset is missing or there are fewer than 2 cores).'
+  if ((serviceEnv.WORKERS ?? '1') !== '1') {
+    return (
+      `WORKERS=${serviceEnv.WORKERS}: the service is not pinned (its workers use every core, the load generator's ` +
+      `too); the baseline stays on core ${SERVER_CORE} and the load generator on core ${LOAD_CORE}.`
+    )
+  }
   return (
     `Service and baseline pinned to core ${SERVER_CORE}, load generator to core ${LOAD_CORE} (taskset). ` +
     `The PostgreSQL server and the bench's coordinating process (idle while measuring) also share core ${SERVER_CORE}.`
@@ -37,7 +42,7 @@ async function main(args: string[]): Promise<number> {
   // Before anything starts, so the load average says what else was running on the machine.
   const environment = describeEnvironment()
 
-  const notes = [pinningNote()]
+  const notes = [pinningNote(options.serviceEnv)]
   const extraSettings = Object.entries(options.serviceEnv)
   if (extraSettings.length > 0) {
     notes.push(
@@ -69,10 +74,10 @@ async function main(args: string[]): Promise<number> {
     engineRuns,
     notes,
   })
-  writeFileSync(REPORT_PATH, report)
-  process.stdout.write(
-    `\n${resultsTable(engineRuns)}\n\n${notes.join('\n')}\nWritten to docs/benchmarks.md\n`,
-  )
+  const reportPath = fileURLToPath(new URL(`../${options.output}`, import.meta.url))
+  mkdirSync(dirname(reportPath), { recursive: true })
+  writeFileSync(reportPath, report)
+  process.stdout.write(`\n${resultsTable(engineRuns)}\n\n${notes.join('\n')}\nWritten to ${options.output}\n`)
   return 0
 }
 

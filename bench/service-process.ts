@@ -1,10 +1,26 @@
 import type { ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { exited, SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
+const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
+
+/** The `start` script of package.json, as written. */
+export function startScript(): string {
+  return String(JSON.parse(readFileSync(`${REPOSITORY}package.json`, 'utf8')).scripts.start)
+}
+
+/**
+ * The arguments `npm start` gives node (runtime flags, then the CLI), so the bench measures exactly what
+ * a deployment runs. Paths are made absolute: the service runs in the bench's temporary directory.
+ */
+export function startCommandArgs(): string[] {
+  const [program, ...args] = startScript().split(/\s+/)
+  if (program !== 'node') throw new Error(`npm start must run node (got "${startScript()}")`)
+  return args.map((arg) => (existsSync(`${REPOSITORY}${arg}`) ? `${REPOSITORY}${arg}` : arg))
+}
 
 export interface ServiceProcess {
   origin: string
@@ -21,7 +37,7 @@ export interface ServiceProcess {
  * The rate limit stays on (its cost is part of every request) but at its ceiling, so one key driving the
  * whole load is never refused; metrics listen on a free port so a running service cannot block the bench.
  */
-const BENCH_DEFAULTS = {
+export const BENCH_DEFAULTS: Readonly<Record<string, string>> = {
   LOG_LEVEL: 'warn',
   RATE_LIMIT_PER_MINUTE: '10000000',
   METRICS_PORT: '0',
@@ -85,10 +101,21 @@ export async function waitUntilListening(url: string, child: ChildProcess, outpu
   }
 }
 
-export function peakRssKiB(pid: number): number {
+function ownPeakRssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const match = /^VmHWM:\s+(\d+) kB$/m.exec(status)
   return match ? Number(match[1]) : Number.NaN
+}
+
+function childPids(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  )
+}
+
+/** The peak resident set of a process and all its descendants (WORKERS), summed: an upper bound. */
+export function peakRssKiB(pid: number): number {
+  return ownPeakRssKiB(pid) + childPids(pid).reduce((sum, child) => sum + peakRssKiB(child), 0)
 }
 
 /** `petstore serve` as its own process on the server core, with one API key named `bench`. */
@@ -99,8 +126,10 @@ export async function startService(options: {
   extraEnv: Record<string, string>
 }): Promise<ServiceProcess> {
   const port = await freePort()
+  // Several workers need several cores: then the service is not pinned (and shares the load's core).
+  const core = (options.extraEnv.WORKERS ?? '1') === '1' ? SERVER_CORE : undefined
   // The working directory is the bench's temporary one: a developer's .env there would change settings.
-  const child = spawnTracked(SERVER_CORE, process.execPath, [CLI, 'serve'], {
+  const child = spawnTracked(core, process.execPath, startCommandArgs(), {
     cwd: options.cwd,
     env: serviceEnvironment({
       ...options.extraEnv,

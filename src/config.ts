@@ -180,6 +180,13 @@ export const ConfigSchema = Type.Object({
     10_000,
     'On SIGTERM/SIGINT, time allowed for in-flight requests before exit.',
   ),
+  WRITE_BATCH_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 500,
+    description:
+      'Most creates committed together in one transaction and one disk sync (group commit); 1 commits each alone.',
+  }),
   SQLITE_BUSY_TIMEOUT_MS: DURATION(
     5000,
     'How long a write waits for another process holding the SQLite lock.',

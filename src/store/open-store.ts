@@ -10,8 +10,11 @@ const SQLITE = 'sqlite:'
 /** The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. */
 export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
   const path = sqlitePath(config)
-  if (path !== undefined) return new SqliteStore({ path, busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS })
+  const maxBatch = config.WRITE_BATCH_MAX
+  if (path !== undefined)
+    return new SqliteStore({ path, busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS, maxBatch })
   return new PostgresStore({
+    maxBatch,
     url: config.DATABASE_URL,
     poolSize: config.PG_POOL_SIZE,
     statementTimeoutMs: config.PG_STATEMENT_TIMEOUT_MS,

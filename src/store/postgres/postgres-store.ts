@@ -21,8 +21,6 @@ import { getPet, listPets } from './postgres-pet-queries.ts'
 
 export type { PostgresStoreOptions } from './postgres-database.ts'
 
-const MAX_BATCH = 500
-
 /**
  * PostgreSQL engine for many stateless instances sharing one database. Creates are group-committed like
  * the embedded store's, and each batch takes a transaction-scoped advisory lock before inserting, so ids
@@ -34,9 +32,12 @@ export class PostgresStore implements Store {
   readonly #database: PostgresDatabase
   readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
 
-  constructor(options: PostgresStoreOptions) {
+  constructor(options: PostgresStoreOptions & { maxBatch?: number }) {
     this.#database = new PostgresDatabase(options)
-    this.#creates = new WriteBatcher((batch) => createPetBatch(this.#database, batch), MAX_BATCH)
+    this.#creates = new WriteBatcher(
+      (batch) => createPetBatch(this.#database, batch),
+      options.maxBatch ?? 500,
+    )
   }
 
   migrate(): Promise<MigrationReport> {

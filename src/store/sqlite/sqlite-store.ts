@@ -26,9 +26,11 @@ import { WriteBatcher } from '../write-batcher.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
 
-export type SqliteStoreOptions = SqliteConnectionOptions
+export interface SqliteStoreOptions extends SqliteConnectionOptions {
+  /** Most creates committed in one transaction (group commit). */
+  maxBatch?: number
+}
 
-const MAX_BATCH = 1000
 const PET_COLUMNS = 'id, name, category_id, status'
 const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
@@ -53,13 +55,11 @@ function keyNameTaken(error: unknown, name: string): unknown {
 export class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: SqliteConnection
-  readonly #creates = new WriteBatcher<CreatePetRequest, CreateOutcome>(
-    (batch) => this.#createPets(batch),
-    MAX_BATCH,
-  )
+  readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
 
   constructor(options: SqliteStoreOptions) {
     this.#db = new SqliteConnection(options)
+    this.#creates = new WriteBatcher((batch) => this.#createPets(batch), options.maxBatch ?? 500)
   }
 
   migrate(): Promise<MigrationReport> {
