@@ -163,6 +163,10 @@ export const ConfigSchema = Type.Object({
     default: 0,
     description: 'Above this heap use requests are shed with 503; 0 switches it off.',
   }),
+  DOCS: Type.Enum(['on', 'off'], {
+    default: 'on',
+    description: 'Serve the interactive API reference at /docs (assets served locally, no key needed to read it).',
+  }),
   CORS_ORIGINS: Type.String({
     default: '',
     description:
