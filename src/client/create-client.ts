@@ -1,0 +1,110 @@
+import createFetchClient from 'openapi-fetch'
+import { parseExactJson, stringifyExactJson } from './exact-json.ts'
+import { nextLinkOf } from './next-link.ts'
+import type { components, operations, paths } from './openapi-types.ts'
+import { PetStoreError } from './pet-store-error.ts'
+
+export type Pet = components['schemas']['Pet']
+export type NewPet = components['schemas']['NewPet']
+export type PetStatus = components['schemas']['PetStatus']
+/** `limit` (1–100, default 20), `status`, and the opaque `cursor` of a next page. */
+export type ListPetsQuery = NonNullable<operations['listPets']['parameters']['query']>
+
+export interface PetPage {
+  /** At most `limit` pets, in ascending id order. */
+  pets: Pet[]
+  /** The query of the next page, from the `Link: <…>; rel="next"` header; undefined on the last page. */
+  next: ListPetsQuery | undefined
+}
+
+export interface ClientOptions {
+  /** The deployment's base URL, ending in `/v1`, e.g. `http://localhost:8080/v1`. */
+  baseUrl: string
+  /** An API key (`psk_…`), sent as `Authorization: Bearer <key>` on every call. */
+  apiKey: string
+  /** Used instead of the global fetch (for a proxy agent, retries or tests). */
+  fetch?: (request: Request) => Promise<Response>
+}
+
+/** The three operations. Every failure throws a {@link PetStoreError}; every int64 is an exact bigint. */
+export interface PetStoreClient {
+  /** One page of pets: `next` is the query of the following page, if there is one. */
+  listPets(query?: ListPetsQuery): Promise<PetPage>
+  /** Every pet (with `status`, if given), in id order, following the next links page after page. */
+  listAllPets(query?: Omit<ListPetsQuery, 'cursor'>): AsyncGenerator<Pet, void, undefined>
+  /**
+   * Adds a pet and returns it with its new id. With an `idempotencyKey`, a retry of the same pet (within
+   * 24 hours) returns the pet the first call created instead of creating another.
+   */
+  createPet(pet: NewPet, options?: { idempotencyKey?: string }): Promise<Pet>
+  /**
+   * One pet by id.
+   * @deprecated Removed on 5 December 2030 (`Sunset: Thu, 05 Dec 2030 00:00:00 GMT`): use
+   * {@link PetStoreClient.listPets} or {@link PetStoreClient.listAllPets} with a `status` filter.
+   */
+  getPet(id: bigint): Promise<Pet>
+}
+
+type Outcome = { data?: string; error?: unknown; response: Response }
+
+/** A typed client for the Pet Store API, built on openapi-fetch and the types generated from the document. */
+export function createClient(options: ClientOptions): PetStoreClient {
+  const api = createFetchClient<paths>({
+    baseUrl: options.baseUrl,
+    headers: { authorization: `Bearer ${options.apiKey}` },
+    bodySerializer: stringifyExactJson,
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  })
+
+  // Success bodies are asked for as text and parsed here: openapi-fetch's JSON.parse would round int64s.
+  async function bodyOf<T>(call: Promise<Outcome>): Promise<{ body: T; response: Response }> {
+    const { data, error, response } = await call
+    if (!response.ok || data === undefined) throw PetStoreError.from(error, response)
+    return { body: parseExactJson(data) as T, response }
+  }
+
+  async function listPets(query: ListPetsQuery = {}): Promise<PetPage> {
+    const { body, response } = await bodyOf<Pet[]>(api.GET('/pets', { params: { query }, parseAs: 'text' }))
+    return { pets: body, next: nextQueryOf(response) }
+  }
+
+  return {
+    listPets,
+    async *listAllPets(query = {}) {
+      let next: ListPetsQuery | undefined = query
+      while (next !== undefined) {
+        const page: PetPage = await listPets(next)
+        yield* page.pets
+        next = page.next
+      }
+    },
+    async createPet(pet, { idempotencyKey } = {}) {
+      const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }
+      const call = api.POST('/pets', { body: pet, params: { header }, parseAs: 'text' })
+      return (await bodyOf<Pet>(call)).body
+    },
+    async getPet(id) {
+      const call = api.GET('/pets/{petId}', { params: { path: { petId: id } }, parseAs: 'text' })
+      return (await bodyOf<Pet>(call)).body
+    },
+  }
+}
+
+/**
+ * The next page's query, taken from the `rel="next"` link. Its query is sent to the client's own base URL
+ * rather than to the link's origin: the key then never goes anywhere but `baseUrl`, and paging still works
+ * when the service's PUBLIC_BASE_URL is not the address this client reaches it by.
+ */
+function nextQueryOf(response: Response): ListPetsQuery | undefined {
+  const link = nextLinkOf(response.headers.get('link'), response.url || 'http://localhost/')
+  if (link === undefined) return undefined
+  const params = link.searchParams
+  const query: ListPetsQuery = {}
+  const limit = params.get('limit')
+  const status = params.get('status')
+  const cursor = params.get('cursor')
+  if (limit !== null) query.limit = Number(limit)
+  if (status !== null) query.status = status as PetStatus
+  if (cursor !== null) query.cursor = cursor
+  return query
+}

@@ -1,0 +1,452 @@
+// Generated from the service's OpenAPI document by `npm run client:generate`: do not edit.
+// Every int64 is a bigint (JavaScript numbers round above 2^53); the client parses and writes them exactly.
+export interface paths {
+    "/pets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List all animals
+         * @description Animals in ascending id order, at most `limit` of them, optionally only those with `status`. When more follow, the `Link` header (RFC 8288) carries the URL of the next page (`rel="next"`); following it walks the whole catalogue without duplicates or gaps, even while pets are added. Each page costs the same however deep.
+         */
+        get: operations["listPets"];
+        put?: never;
+        /**
+         * Add an animal
+         * @description Stores the animal and returns it with the id the service assigned; `status` stays absent if absent. With an `Idempotency-Key`, a retry of the same request returns the first result instead of creating another pet.
+         */
+        post: operations["createPet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pets/{petId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an animal (deprecated)
+         * @deprecated
+         * @description Deprecated: scheduled for removal on 5 December 2030. Use `GET /pets` with a `status` filter instead. Every response carries `Deprecation`, `Sunset` and a `Link` to the successor; calls are counted per API key.
+         */
+        get: operations["getPet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /**
+         * @description Availability of the animal in the store.
+         * @enum {string}
+         */
+        PetStatus: "available" | "pending" | "sold";
+        /** @description An animal to add. Unknown properties (including `id`) are rejected. */
+        NewPet: {
+            /** @description The animal's name: 1 to 100 Unicode characters, at least one of them visible (not only spaces or invisible characters), no control characters (C0, DEL, C1). Stored exactly as sent (never trimmed). */
+            name: string;
+            /**
+             * Format: int64
+             * @description Identifier of the category the animal belongs to.
+             */
+            categoryId: bigint;
+            /**
+             * @description Availability of the animal in the store.
+             * @enum {string}
+             */
+            status?: "available" | "pending" | "sold";
+        };
+        /** @description An animal of the catalogue. */
+        Pet: {
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service on creation.
+             */
+            id: bigint;
+            /** @description The animal's name: 1 to 100 Unicode characters, at least one of them visible (not only spaces or invisible characters), no control characters (C0, DEL, C1). Stored exactly as sent (never trimmed). */
+            name: string;
+            /**
+             * Format: int64
+             * @description Identifier of the category the animal belongs to.
+             */
+            categoryId: bigint;
+            /**
+             * @description Availability of the animal in the store.
+             * @enum {string}
+             */
+            status?: "available" | "pending" | "sold";
+        };
+        /** @description Animals, ordered by id. */
+        Pets: components["schemas"]["Pet"][];
+        /** @description The body of every error response. */
+        Error: {
+            /**
+             * @description Machine-readable, stable error code (see the table in the API description).
+             * @enum {string}
+             */
+            code: "bad_request" | "malformed_json" | "invalid_body" | "invalid_query" | "invalid_path_parameter" | "invalid_idempotency_key" | "unauthorized" | "route_not_found" | "pet_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_flight" | "gone" | "body_too_large" | "unsupported_media_type" | "expectation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable";
+            /** @description Human-readable description naming the offending field and rule. */
+            message: string;
+            /** @description The HTTP status code of the response. */
+            status: number;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    listPets: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of animals returned. */
+                limit?: number;
+                /** @description Availability of the animal in the store. */
+                status?: "available" | "pending" | "sold";
+                /** @description Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; it must be sent with the same `status` as the page it came from. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of animals. */
+            200: {
+                headers: {
+                    /** @description `<…>; rel="next"`: the next page, present only when more pets follow. */
+                    Link?: string;
+                    /** @description Strong validator of this exact response; send it back in If-None-Match. */
+                    ETag: string;
+                    /** @description `private, no-cache`: clients may keep the response but must revalidate it. */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pets"];
+                };
+            };
+            /** @description Not modified: the If-None-Match tag still holds. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `invalid_query`: A query parameter is unknown, repeated or out of range. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
+            401: {
+                headers: {
+                    /** @description The bearer challenge (RFC 6750). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit resets. */
+                    "Retry-After": string;
+                    /** @description Requests allowed per window (IETF RateLimit header fields draft). */
+                    "RateLimit-Limit": string;
+                    /** @description Requests left in the window. */
+                    "RateLimit-Remaining": string;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the create safe to retry: 1 to 255 printable ASCII characters (bare, or a quoted string as in the IETF draft), unique per API key. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; while the first request is still running it is 409. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPet"];
+            };
+        };
+        responses: {
+            /** @description The created animal (or, for a replayed Idempotency-Key, the animal created the first time). */
+            201: {
+                headers: {
+                    /** @description The URL of the created animal (relative when no public base URL is known). */
+                    Location: string;
+                    /** @description `true` when this is the replay of an earlier create. */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pet"];
+                };
+            };
+            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
+            401: {
+                headers: {
+                    /** @description The bearer challenge (RFC 6750). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_in_flight`: A request with the same Idempotency-Key is still being processed; retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `body_too_large`: The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not UTF-8 application/json, or is content-encoded. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_reused`: The Idempotency-Key was already used with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit resets. */
+                    "Retry-After": string;
+                    /** @description Requests allowed per window (IETF RateLimit header fields draft). */
+                    "RateLimit-Limit": string;
+                    /** @description Requests left in the window. */
+                    "RateLimit-Remaining": string;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identifier of the animal to retrieve. */
+                petId: bigint;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The animal. */
+            200: {
+                headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link: string;
+                    /** @description Strong validator of this exact response; send it back in If-None-Match. */
+                    ETag: string;
+                    /** @description `private, no-cache`: clients may keep the response but must revalidate it. */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pet"];
+                };
+            };
+            /** @description Not modified: the If-None-Match tag still holds. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `invalid_query`: A query parameter is unknown, repeated or out of range. `invalid_path_parameter`: A path parameter is not valid (petId must be an int64). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
+            401: {
+                headers: {
+                    /** @description The bearer challenge (RFC 6750). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `pet_not_found`: No pet has the requested id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `gone`: The operation was removed after its sunset date. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit resets. */
+                    "Retry-After": string;
+                    /** @description Requests allowed per window (IETF RateLimit header fields draft). */
+                    "RateLimit-Limit": string;
+                    /** @description Requests left in the window. */
+                    "RateLimit-Remaining": string;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+}

@@ -1,0 +1,41 @@
+import type { components } from './openapi-types.ts'
+
+/** The body of every error response the service sends. */
+export type ErrorBody = components['schemas']['Error']
+
+/**
+ * A stable error code from the document, or one added to the service after this client was generated
+ * (codes are only ever added), or `unexpected_response` when the answer was not an Error body at all.
+ */
+export type ErrorCode = ErrorBody['code'] | 'unexpected_response' | (string & Record<never, never>)
+
+/** A call that did not succeed: the service's Error body, and the response it came in. */
+export class PetStoreError extends Error {
+  override readonly name = 'PetStoreError'
+  /** Machine-readable and stable, e.g. `unauthorized`, `pet_not_found`, `invalid_body`. */
+  readonly code: ErrorCode
+  /** The HTTP status, as the body repeats it. */
+  readonly status: number
+  readonly response: Response
+
+  constructor(body: { code: ErrorCode; message: string; status: number }, response: Response) {
+    super(body.message)
+    this.code = body.code
+    this.status = body.status
+    this.response = response
+  }
+
+  /** Builds the error from whatever a failed response carried, so a proxy's HTML page still gives one. */
+  static from(body: unknown, response: Response): PetStoreError {
+    if (isErrorBody(body)) return new PetStoreError(body, response)
+    const text = typeof body === 'string' ? body : JSON.stringify(body ?? '')
+    const message = `HTTP ${response.status} without an Error body: ${text.slice(0, 200)}`
+    return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
+  }
+}
+
+function isErrorBody(body: unknown): body is ErrorBody {
+  if (typeof body !== 'object' || body === null) return false
+  const { code, message, status } = body as Record<string, unknown>
+  return typeof code === 'string' && typeof message === 'string' && typeof status === 'number'
+}

@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { createClient, type Pet, type PetStoreClient, PetStoreError } from 'petstore/client'
+import type { Cleanup } from './helpers/cleanup.ts'
+import { startTestServer, type TestServer } from './helpers/test-server.ts'
+
+const INT64_MAX = 9223372036854775807n
+const INT64_MIN = -9223372036854775808n
+const ABOVE_DOUBLES = 9007199254740993n // 2^53 + 1: the first integer a double cannot hold
+
+/** A fresh server and a client holding its key; `seen` collects every request the client sent. */
+async function clientOnServer(t: Cleanup, options: { apiKey?: string } = {}) {
+  const server: TestServer = await startTestServer(t)
+  const seen: Request[] = []
+  const client: PetStoreClient = createClient({
+    baseUrl: `${server.origin}/v1`,
+    apiKey: options.apiKey ?? server.key,
+    fetch: (request) => {
+      seen.push(request.clone())
+      return fetch(request)
+    },
+  })
+  return { server, client, seen }
+}
+
+async function collect(pets: AsyncIterable<Pet>): Promise<Pet[]> {
+  const all: Pet[] = []
+  for await (const pet of pets) all.push(pet)
+  return all
+}
+
+async function rejection(promise: Promise<unknown>): Promise<PetStoreError> {
+  const error = await promise.then(
+    () => assert.fail('the call succeeded'),
+    (error: unknown) => error,
+  )
+  assert.ok(error instanceof PetStoreError, `not a PetStoreError: ${error}`)
+  return error
+}
+
+describe('typed client', () => {
+  test('when a pet is created, then it comes back with a bigint id and getPet returns it', async (t) => {
+    const { server, client, seen } = await clientOnServer(t)
+    const created = await client.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+    assert.equal(typeof created.id, 'bigint')
+    assert.deepEqual(created, { id: created.id, name: 'Rex', categoryId: 1n, status: 'available' })
+    assert.deepEqual(await client.getPet(created.id), created)
+    assert.ok(seen.every((request) => request.headers.get('authorization') === `Bearer ${server.key}`))
+    assert.equal(seen[0]?.headers.get('idempotency-key'), null)
+  })
+
+  test('when a create is retried with the same idempotency key, then the first pet comes back and no other is made', async (t) => {
+    const { client, seen } = await clientOnServer(t)
+    const pet = { name: 'Tom', categoryId: 2n }
+    const first = await client.createPet(pet, { idempotencyKey: 'order-1' })
+    const retry = await client.createPet(pet, { idempotencyKey: 'order-1' })
+    assert.deepEqual(retry, first)
+    assert.equal(seen[1]?.headers.get('idempotency-key'), 'order-1')
+    assert.deepEqual((await client.listPets()).pets, [first])
+    const reused = await rejection(
+      client.createPet({ name: 'Other', categoryId: 2n }, { idempotencyKey: 'order-1' }),
+    )
+    assert.equal(reused.code, 'idempotency_key_reused')
+    assert.equal(reused.status, 422)
+  })
+
+  test('when a page is listed, then it holds at most limit pets in id order and next leads to the rest', async (t) => {
+    const { client } = await clientOnServer(t)
+    const created: Pet[] = []
+    for (const name of ['A', 'B', 'C']) created.push(await client.createPet({ name, categoryId: 1n }))
+    const first = await client.listPets({ limit: 2 })
+    assert.deepEqual(first.pets, created.slice(0, 2))
+    assert.equal(first.next?.limit, 2)
+    assert.equal(typeof first.next?.cursor, 'string')
+    const second = await client.listPets(first.next)
+    assert.deepEqual(second.pets, created.slice(2))
+    assert.equal(second.next, undefined)
+  })
+
+  test('when listAllPets walks 45 pets 10 at a time, then it sees each once in ascending id order over 5 pages', async (t) => {
+    const { client, seen } = await clientOnServer(t)
+    const created = await Promise.all(
+      Array.from({ length: 45 }, (_, i) => client.createPet({ name: `Pet ${i}`, categoryId: BigInt(i) })),
+    )
+    const ids = created.map((pet) => pet.id).sort((a, b) => (a < b ? -1 : 1))
+    seen.length = 0
+    const walked = await collect(client.listAllPets({ limit: 10 }))
+    assert.deepEqual(
+      walked.map((pet) => pet.id),
+      ids,
+    )
+    assert.equal(seen.length, 5)
+    assert.ok(seen.slice(1).every((request) => new URL(request.url).searchParams.has('cursor')))
+  })
+
+  test('when pets are listed by status, then only pets with that status come, on every page', async (t) => {
+    const { client } = await clientOnServer(t)
+    const statuses = ['sold', 'available', 'sold', 'pending', 'sold', undefined, 'sold'] as const
+    const created: Pet[] = []
+    for (const status of statuses)
+      created.push(await client.createPet({ name: 'Cat', categoryId: 3n, status }))
+    const sold = await collect(client.listAllPets({ status: 'sold', limit: 2 }))
+    assert.deepEqual(
+      sold,
+      created.filter((pet) => pet.status === 'sold'),
+    )
+    assert.deepEqual((await client.listPets({ status: 'pending' })).pets, [created[3]])
+  })
+
+  test('when int64 values sit at the edges of the range, then they round-trip exactly as bigint', async (t) => {
+    const { client } = await clientOnServer(t)
+    for (const categoryId of [INT64_MAX, INT64_MIN, ABOVE_DOUBLES, -ABOVE_DOUBLES]) {
+      const created = await client.createPet({ name: 'Edge', categoryId })
+      assert.equal(created.categoryId, categoryId)
+      assert.equal((await client.getPet(created.id)).categoryId, categoryId)
+    }
+    const listed = (await client.listPets()).pets.map((pet) => pet.categoryId)
+    assert.deepEqual(listed, [INT64_MAX, INT64_MIN, ABOVE_DOUBLES, -ABOVE_DOUBLES])
+  })
+
+  test('when the key is wrong, then a PetStoreError carries unauthorized, the status and the response', async (t) => {
+    const { client } = await clientOnServer(t, { apiKey: `psk_${'A'.repeat(43)}` })
+    const error = await rejection(client.listPets())
+    assert.equal(error.code, 'unauthorized')
+    assert.equal(error.status, 401)
+    assert.equal(error.response.status, 401)
+    assert.match(error.response.headers.get('www-authenticate') ?? '', /^Bearer/)
+    assert.ok(error instanceof Error && error.message.length > 0)
+  })
+
+  test('when getPet asks for an id nobody has, then a PetStoreError carries pet_not_found and 404', async (t) => {
+    const { client } = await clientOnServer(t)
+    const error = await rejection(client.getPet(INT64_MAX))
+    assert.equal(error.code, 'pet_not_found')
+    assert.equal(error.status, 404)
+  })
+
+  test('when the body breaks the schema, then a PetStoreError carries invalid_body and 400 naming the field', async (t) => {
+    const { client } = await clientOnServer(t)
+    const error = await rejection(client.createPet({ name: '', categoryId: 1n }))
+    assert.equal(error.code, 'invalid_body')
+    assert.equal(error.status, 400)
+    assert.match(error.message, /name/)
+  })
+
+  test('when a failure carries no Error body, then the PetStoreError says unexpected_response with the status', async () => {
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: 'psk_unused',
+      fetch: async () => new Response('<html>Bad Gateway</html>', { status: 502 }),
+    })
+    const error = await rejection(client.listPets())
+    assert.equal(error.code, 'unexpected_response')
+    assert.equal(error.status, 502)
+    assert.match(error.message, /Bad Gateway/)
+  })
+})
