@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { startServeProcess } from './helpers/cli-process.ts'
+import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
+import {
+  crashKills,
+  describeVerdict,
+  newSetTestLog,
+  startWriters,
+  verdict,
+  walkCatalogue,
+} from './helpers/set-test.ts'
+
+const WRITERS = 8
+
+async function untilServing(origin: string, key: string): Promise<void> {
+  for (let attempt = 0; attempt < 80; attempt++) {
+    const response = await fetch(`${origin}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })
+    await response.arrayBuffer()
+    if (response.status === 200) return
+    await sleep(250)
+  }
+  throw new Error('the service did not recover after the database came back')
+}
+
+// Under CI this suite must run; it stops its database, so it always starts a server of its own.
+describe('crash durability (PostgreSQL)', throwawayPostgresSuiteOptions(), () => {
+  const kills = crashKills()
+  test(`when the database is stopped in immediate mode ${kills} times under concurrent creates, then nothing acknowledged is lost and nothing unsent appears`, async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    const key = generateApiKey()
+    const env = {
+      DATABASE_URL: await postgres.createDatabase(),
+      API_KEYS: `crash:${key}`,
+      PG_CONNECT_TIMEOUT_MS: '1000',
+      PG_STATEMENT_TIMEOUT_MS: '2000',
+    }
+    const service = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => service.child.kill('SIGKILL'))
+    const log = newSetTestLog()
+    const writers = startWriters({ count: WRITERS, log, key, origin: () => service.origin })
+
+    for (let kill = 0; kill < kills; kill++) {
+      // A random moment: mid-transaction, mid-commit, or between requests; the database loses its memory
+      // and replays its WAL when it comes back, like after a power cut.
+      await sleep(150 + Math.random() * 350)
+      postgres.stop('immediate')
+      await sleep(100 + Math.random() * 200)
+      postgres.start()
+      await untilServing(service.origin, key)
+    }
+    await sleep(200)
+    await writers.stop()
+
+    const result = verdict(log, await walkCatalogue(service.origin, key))
+    t.diagnostic(`${kills} immediate stops: ${describeVerdict(log, result)}`)
+    assert.ok(log.ok.size > 50, `only ${log.ok.size} creates were acknowledged`)
+    assert.deepEqual(result.lost, [], 'every acknowledged pet is present and identical')
+    assert.deepEqual(result.unexpected, [], 'nothing is stored that was never sent')
+    assert.deepEqual(result.refusedButStored, [], 'nothing refused is stored')
+    assert.equal(service.child.exitCode, null, 'the service survived every outage')
+  })
+})
