@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.ts'
 import { registerCors } from './http/cors.ts'
+import { docsPage } from './http/docs-page.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { openApi } from './http/openapi.ts'
@@ -85,6 +86,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   addRequestLifecycle(app, metrics)
 
   await app.register(openApi, { config })
+  if (config.DOCS === 'on') await app.register(docsPage, { config })
   await app.register(healthRoutes, { store })
   await app.register(v1Api, { prefix: '/v1', config, store, metrics, now, ...(redis ? { redis } : {}) })
   return app

@@ -58,7 +58,7 @@ export const ConfigSchema = Type.Object({
     Type.String({
       pattern: BASE_URL,
       description:
-        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `http://localhost:<PORT>/v1` (`/v1`, relative, when PORT is 0).',
+        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
     }),
   ),
   PRODUCTION_BASE_URL: Type.String({
@@ -246,15 +246,9 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
       `HEADERS_TIMEOUT_MS must be at most REQUEST_TIMEOUT_MS (got ${config.HEADERS_TIMEOUT_MS} and ${config.REQUEST_TIMEOUT_MS})`,
     )
   }
-  return Object.freeze({ ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? defaultBaseUrl(config.PORT) })
-}
-
-/**
- * With PORT=0 the port is only known once listening, so the default base is the root-relative `/v1`:
- * a URI reference that `Location`, `Link` and OpenAPI `servers` all allow, resolved against the request.
- */
-function defaultBaseUrl(port: number): string {
-  return port === 0 ? '/v1' : `http://localhost:${port}/v1`
+  // Unset, the base is the root-relative `/v1`: `Location`, `Link` and the OpenAPI `servers` all allow a
+  // URI reference, resolved against the address the client used — right whatever host or port that was.
+  return Object.freeze({ ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? '/v1' })
 }
 
 /** The `API_KEYS` setting as name/key pairs. */

@@ -12,7 +12,7 @@ describe('configuration', () => {
     assert.equal(config.HOST, '127.0.0.1')
     assert.equal(config.PORT, 8080)
     assert.equal(config.DATABASE_URL, 'sqlite:data/petstore.db')
-    assert.equal(config.PUBLIC_BASE_URL, 'http://localhost:8080/v1')
+    assert.equal(config.PUBLIC_BASE_URL, '/v1', 'relative unless configured')
     assert.equal(config.BODY_LIMIT_BYTES, 4096)
     assert.ok(Object.isFrozen(config))
   })

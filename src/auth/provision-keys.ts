@@ -8,6 +8,13 @@ import { generateApiKey, storedFormOf } from './api-key.ts'
 export const INITIAL_KEY_NAME = 'initial'
 export const INITIAL_KEY_FILE = 'initial-api-key'
 
+/** Where a newcomer on this machine reaches the API (a relative base is completed with the local port). */
+function tryItBase(config: Config): string {
+  return config.PUBLIC_BASE_URL.startsWith('/')
+    ? `http://localhost:${config.PORT}${config.PUBLIC_BASE_URL}`
+    : config.PUBLIC_BASE_URL
+}
+
 export interface ProvisionOptions {
   store: Store
   config: Config
@@ -40,7 +47,7 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
     await store.createApiKey(storedFormOf(INITIAL_KEY_NAME, key))
     terminal.write(
       `\nNo API key existed, so one was created. It is shown only this once; keep it somewhere safe:\n\n  ${key}\n\n` +
-        `Try it:  curl -H "Authorization: Bearer ${key}" ${config.PUBLIC_BASE_URL}/pets\n\n`,
+        `Try it:  curl -H "Authorization: Bearer ${key}" ${tryItBase(config)}/pets\n\n`,
     )
   } else if (dataDirectory !== undefined) {
     const path = join(dataDirectory, INITIAL_KEY_FILE)

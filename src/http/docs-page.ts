@@ -1,0 +1,118 @@
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Config } from '../config.ts'
+import { handleError, handleRouteNotFound } from './error-handler.ts'
+import { guardMethods } from './method-guard.ts'
+
+// Outside /v1: reading the reference needs no key.
+const DOCS_PREFIX = '/docs'
+
+// Files of the @fastify/swagger-ui package, served as they are by @fastify/static.
+const STATIC_FILES = `${DOCS_PREFIX}/static/*`
+// Built by the plugin from our options (not a package file), so it is not cached like one.
+const INITIALIZER = `${DOCS_PREFIX}/static/swagger-initializer.js`
+// The package's own index.html, served for the folder: it would load the document from the wrong place.
+const STATIC_FOLDER = `${DOCS_PREFIX}/static/`
+// Every path the plugin serves (the page, the document as JSON and YAML, the files): GET and HEAD only.
+const DOCS_PATHS = [
+  DOCS_PREFIX,
+  `${DOCS_PREFIX}/`,
+  `${DOCS_PREFIX}/json`,
+  `${DOCS_PREFIX}/yaml`,
+  STATIC_FILES,
+]
+
+/**
+ * Where the page may connect: itself, and the deployments its OpenAPI `servers` offer in "Try it out"
+ * (a relative base URL is this origin). Nothing else: the page must work, and leak keys, nowhere else.
+ */
+function connectSources(config: Config): string {
+  const origins = [config.PUBLIC_BASE_URL, config.PRODUCTION_BASE_URL, config.STAGING_BASE_URL]
+    .filter((url) => /^https?:\/\//.test(url))
+    .map((url) => new URL(url).origin)
+  return ["'self'", ...new Set(origins)].join(' ')
+}
+
+/**
+ * Every asset is the service's own ('self'); Swagger UI needs no inline script or style (React sets styles
+ * through the DOM, which CSP allows), only `data:` images its stylesheet embeds. No framing: the page takes
+ * API keys, so it must not be overlaid by another site (clickjacking).
+ */
+function contentSecurityPolicy(config: Config): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `connect-src ${connectSources(config)}`,
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ')
+}
+
+/**
+ * The package's files are the same for every caller and hold no per-key data, so the app's `no-store`
+ * (request-lifecycle.ts) does not apply to them; but their URLs carry no version, so a browser may keep
+ * them only if it revalidates each time (a cheap 304 on their ETag) and never runs an old bundle after an
+ * upgrade. The page, the initializer and the document stay `no-store`: they are small and follow config.
+ */
+function cacheStaticFiles(request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: () => void) {
+  const served = reply.statusCode < 300 || reply.statusCode === 304
+  if (served && request.routeOptions.url === STATIC_FILES && request.url.split('?')[0] !== INITIALIZER) {
+    reply.header('cache-control', 'no-cache')
+  }
+  done()
+}
+
+/** The folder of the package's files leads to the page, as the plugin does for its old index.html. */
+function redirectStaticFolder(request: FastifyRequest, reply: FastifyReply, done: () => void) {
+  if (request.url.split('?')[0] === STATIC_FOLDER) return void reply.redirect(`${DOCS_PREFIX}/`)
+  done()
+}
+
+/**
+ * A path climbing out of the package's folder (`..`) is refused by the file server with 403, which has no
+ * code of ours: it is answered as the unknown path it is.
+ */
+function handleDocsError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error.statusCode === 403) handleRouteNotFound(request, reply)
+  else handleError(error, request, reply)
+}
+
+/**
+ * The interactive API reference (Swagger UI) at /docs, rendering the OpenAPI document the service serves
+ * (`app.swagger()`, as at /v1/openapi.json) with every asset from the @fastify/swagger-ui package: it works
+ * with no internet access. Registered only when `DOCS=on`; its routes are hidden from the document.
+ */
+export async function docsPage(app: FastifyInstance, { config }: { config: Config }): Promise<void> {
+  app.addHook('onRequest', redirectStaticFolder)
+  app.addHook('onSend', cacheStaticFiles)
+  app.setErrorHandler(handleDocsError)
+
+  for (const url of DOCS_PATHS) guardMethods(app, url, ['GET', 'HEAD'])
+
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    staticCSP: contentSecurityPolicy(config),
+    // Null in the page: no request to validator.swagger.io, and no validity badge from it.
+    validatorUrl: false,
+    theme: { title: 'Pet Store API reference' },
+    uiConfig: {
+      // No top bar: it only holds a box to load other documents and the Swagger logo. The page loads the
+      // plugin's ./json, which serves app.swagger(): the very document of /v1/openapi.json.
+      layout: 'BaseLayout',
+      // A pasted key lives in the page's memory only, never in localStorage for other scripts to read.
+      persistAuthorization: false,
+      // Each operation gets a shareable #/pets/<operationId> link.
+      deepLinking: true,
+      // Operations listed, collapsed: the three fit on one screen and each opens on a click.
+      docExpansion: 'list',
+      // The operationIds name the operations in the client and the README.
+      displayOperationId: true,
+      displayRequestDuration: true,
+      // The reference is read first; "Try it out" makes the fields editable when asked.
+      tryItOutEnabled: false,
+    },
+  })
+}
