@@ -49,7 +49,10 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
     const metricsAddress = metricsServer?.address()
     const metricsNote =
       typeof metricsAddress === 'object' && metricsAddress ? `; metrics on port ${metricsAddress.port}` : ''
-    app.log.info(`serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${metricsNote})`)
+    const docsNote = config.DOCS === 'on' ? `; docs: ${server.url}/docs` : ''
+    app.log.info(
+      `serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${docsNote}${metricsNote})`,
+    )
     return 0
   } catch (error) {
     metricsServer?.close()
