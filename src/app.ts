@@ -1,8 +1,16 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.ts'
 import { registerCors } from './http/cors.ts'
+import { deprecationHeaders } from './http/deprecation.ts'
 import { docsPage } from './http/docs-page.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
@@ -13,6 +21,7 @@ import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { createLogger } from './logger.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
 import { createMetrics, type Metrics } from './metrics/metrics.ts'
+import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
 import { healthRoutes } from './routes/health.ts'
 import { v1Api } from './routes/v1-api.ts'
 import { ErrorSchema } from './schemas/error.ts'
@@ -31,6 +40,23 @@ export interface AppDependencies {
   redis?: Redis
   /** The clock (epoch milliseconds); tests move it to check expiry and sunset. */
   now?: () => number
+}
+
+// A getPet path, as far as a path the router could not even parse can be recognised.
+const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
+
+/**
+ * Errors the router raises before any route (or its hooks) runs: an over-long or badly encoded petId is
+ * still a getPet call, so its answer carries getPet's deprecation headers like every other.
+ */
+function routerErrorHandler(config: Config) {
+  const getPetHeaders = deprecationHeaders(getPetDeprecation(config))
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
+      reply.headers(getPetHeaders)
+    }
+    handleError(error, request, reply)
+  }
 }
 
 // Longest path parameter read; a petId is at most 20 characters, so anything longer is refused early.
@@ -66,7 +92,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     // Answered by our own onRequest guard, in the Error body.
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
-    frameworkErrors: handleError,
+    frameworkErrors: routerErrorHandler(config),
   })
   app.server.maxConnections = config.MAX_CONNECTIONS
   app.decorateRequest('apiKey', null)

@@ -165,7 +165,8 @@ export const ConfigSchema = Type.Object({
   }),
   DOCS: Type.Enum(['on', 'off'], {
     default: 'on',
-    description: 'Serve the interactive API reference at /docs (assets served locally, no key needed to read it).',
+    description:
+      'Serve the interactive API reference at /docs (assets served locally, no key needed to read it).',
   }),
   CORS_ORIGINS: Type.String({
     default: '',

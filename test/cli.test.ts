@@ -4,12 +4,15 @@ import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 const KEY = /^psk_[A-Za-z0-9_-]{43}$/
 
 async function get(origin: string, path: string, key?: string) {
-  const response = await fetch(`${origin}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {} })
+  const response = await checkedFetch(origin, path, {
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+  })
   return { status: response.status, text: await response.text() }
 }
 
@@ -193,7 +196,7 @@ describe('petstore CLI', () => {
     const key = runCli(['keys', 'create', '--name', 'restart'], {}, cwd).stdout.trim()
     const first = await startServeProcess({}, cwd)
     t.after(() => first.child.kill('SIGKILL'))
-    const response = await fetch(`${first.origin}/v1/pets`, {
+    const response = await checkedFetch(first.origin, '/v1/pets', {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: '{"name":"Persistent","categoryId":9223372036854775807}',

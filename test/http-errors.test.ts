@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../src/errors.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
+import { checkRawResponse, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
@@ -57,9 +58,14 @@ describe('errors raised before any handler', () => {
   })
 
   test('when Content-Length is not a number, then 400 in the Error body', async () => {
-    const response = await rawHttp(
+    const response = await checkRawResponse(
       server.origin,
-      'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nContent-Type: application/json\r\n\r\n{}',
+      'POST',
+      '/v1/pets',
+      await rawHttp(
+        server.origin,
+        'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nContent-Type: application/json\r\n\r\n{}',
+      ),
     )
     assert.equal(response.status, 400)
     assert.match(response.headers['content-type'] ?? '', /^application\/json/)
@@ -67,7 +73,13 @@ describe('errors raised before any handler', () => {
   })
 
   test('when the method is not HTTP at all, then 400 in the Error body', async () => {
-    const response = await rawHttp(server.origin, 'FOO /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n')
+    const request = 'FOO /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n'
+    const response = await checkRawResponse(
+      server.origin,
+      'FOO',
+      '/v1/pets',
+      await rawHttp(server.origin, request),
+    )
     assert.equal(response.status, 400)
     assertErrorBody(response.body, 400, 'bad_request')
   })
@@ -82,9 +94,14 @@ describe('errors raised before any handler', () => {
   })
 
   test('when the declared body is over the limit, then 413 without reading it', async () => {
-    const response = await rawHttp(
+    const response = await checkRawResponse(
       server.origin,
-      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n{`,
+      'POST',
+      '/v1/pets',
+      await rawHttp(
+        server.origin,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n{`,
+      ),
     )
     assert.equal(response.status, 413)
     assertErrorBody(response.body, 413, 'body_too_large')
@@ -93,9 +110,14 @@ describe('errors raised before any handler', () => {
   test('when a chunked body grows over the limit, then 413', async () => {
     const chunk = 'a'.repeat(3000)
     const size = chunk.length.toString(16)
-    const response = await rawHttp(
+    const response = await checkRawResponse(
       server.origin,
-      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${size}\r\n${chunk}\r\n${size}\r\n${chunk}\r\n0\r\n\r\n`,
+      'POST',
+      '/v1/pets',
+      await rawHttp(
+        server.origin,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${size}\r\n${chunk}\r\n${size}\r\n${chunk}\r\n0\r\n\r\n`,
+      ),
     )
     assert.equal(response.status, 413)
     assertErrorBody(response.body, 413, 'body_too_large')
@@ -158,6 +180,7 @@ describe('failures inside the service', () => {
       },
     })
     const server = await startTestServer(t, { store: slowStore })
+    await conformanceAt(server.origin) // the document, fetched before the server closes
     const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n\r\n`
     const socket = connect({ host: '127.0.0.1', port: Number(new URL(server.origin).port) })
     let received = ''
@@ -174,6 +197,7 @@ describe('failures inside the service', () => {
     release()
     await Promise.all([closing, ended])
     const [first, second] = received.split(/(?=HTTP\/1\.1 )/)
+    for (const answer of [first, second]) await checkRawText(server.origin, 'GET', '/v1/pets', answer ?? '')
     assert.match(first ?? '', /^HTTP\/1\.1 200 /, 'the in-flight request is completed')
     assert.match(second ?? '', /^HTTP\/1\.1 503 /)
     assert.match(second ?? '', /connection: close/i)

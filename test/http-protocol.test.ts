@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
+import { checkRawResponse } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
@@ -19,7 +20,13 @@ describe('HTTP edge cases answered in the Error body', () => {
   })
 
   test('when an HTTP/1.1 request has no Host header, then 400 bad_request', async () => {
-    const response = await rawHttp(server.origin, 'GET /v1/pets HTTP/1.1\r\nConnection: close\r\n\r\n')
+    const request = 'GET /v1/pets HTTP/1.1\r\nConnection: close\r\n\r\n'
+    const response = await checkRawResponse(
+      server.origin,
+      'GET',
+      '/v1/pets',
+      await rawHttp(server.origin, request),
+    )
     assert.equal(response.status, 400)
     assert.equal(errorBody(response.body).code, 'bad_request')
   })
@@ -34,9 +41,12 @@ describe('HTTP edge cases answered in the Error body', () => {
   })
 
   test('when the method is CONNECT, then 405 with Allow instead of a dropped connection', async () => {
-    const response = await rawHttp(
+    const request = 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'
+    const response = await checkRawResponse(
       server.origin,
-      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+      'CONNECT',
+      'example.com:443',
+      await rawHttp(server.origin, request),
     )
     assert.equal(response.status, 405)
     assert.ok(response.headers.allow)
@@ -51,9 +61,14 @@ describe('HTTP edge cases answered in the Error body', () => {
 
   test('when garbage follows a valid create on one connection, then the create is still answered 201', async () => {
     const body = '{"name":"pipelined","categoryId":1}'
-    const response = await rawHttp(
+    const response = await checkRawResponse(
       server.origin,
-      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}FOO /x HTTP/1.1\r\n\r\n`,
+      'POST',
+      '/v1/pets',
+      await rawHttp(
+        server.origin,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}FOO /x HTTP/1.1\r\n\r\n`,
+      ),
     )
     assert.equal(response.status, 201, 'the client learns its pet was created')
     const listed = await call(server, 'GET', '/v1/pets')

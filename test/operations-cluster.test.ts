@@ -5,6 +5,7 @@ import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cluster/restart-backoff.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
@@ -12,7 +13,7 @@ const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
 type LogLine = Record<string, unknown>
 
 function request(server: ServeProcess, path: string, init: RequestInit = {}) {
-  return fetch(`${server.origin}${path}`, {
+  return checkedFetch(server.origin, path, {
     ...init,
     headers: {
       authorization: `Bearer ${key}`,

@@ -7,6 +7,7 @@ import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
+import { checkedFetch, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -38,10 +39,10 @@ function exchange(socket: Socket, bytes: string): Promise<string> {
 describe('health probes', () => {
   test('when probed without a key, then /healthz and /readyz answer 200 and carry no data', async (t) => {
     const server = await startTestServer(t)
-    const health = await fetch(`${server.origin}/healthz`)
+    const health = await checkedFetch(server.origin, '/healthz')
     assert.equal(health.status, 200)
     assert.deepEqual(await health.json(), { status: 'ok' })
-    const ready = await fetch(`${server.origin}/readyz`)
+    const ready = await checkedFetch(server.origin, '/readyz')
     assert.equal(ready.status, 200)
     assert.deepEqual(await ready.json(), { status: 'ready' })
   })
@@ -60,13 +61,13 @@ describe('health probes', () => {
       broken({ schemaStatus: async () => ({ current: 1, latest: 2 }) }),
     ]) {
       const server = await startTestServer(t, { store })
-      const response = await fetch(`${server.origin}/readyz`)
+      const response = await checkedFetch(server.origin, '/readyz')
       assert.equal(response.status, 503)
       const body = (await response.json()) as { code: string; message: string }
       assert.equal(body.code, 'service_unavailable')
       assert.match(body.message, /^not ready/)
       assert.doesNotMatch(body.message, /refused/)
-      assert.equal((await fetch(`${server.origin}/healthz`)).status, 200, 'alive even when not ready')
+      assert.equal((await checkedFetch(server.origin, '/healthz')).status, 200, 'alive even when not ready')
     }
   })
 })
@@ -92,7 +93,7 @@ describe('HTTP hygiene', () => {
         server.origin,
         `${method} /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`,
       )
-    const get = await ask('GET')
+    const get = await checkRawResponse(server.origin, 'GET', '/v1/pets', await ask('GET'))
     const head = await ask('HEAD')
     assert.equal(get.status, 200)
     assert.match(get.body, /"name":"Rex"/)
@@ -109,9 +110,12 @@ describe('HTTP hygiene', () => {
 
   test('when TRACE is tried, then 405', async (t) => {
     const server = await startTestServer(t)
-    const response = await rawHttp(
+    const request = 'TRACE /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+    const response = await checkRawResponse(
       server.origin,
-      'TRACE /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      'TRACE',
+      '/v1/pets',
+      await rawHttp(server.origin, request),
     )
     assert.equal(response.status, 405)
   })
@@ -171,7 +175,7 @@ describe('rate limiting per API key (in memory)', () => {
     const other = generateApiKey()
     await server.store.createApiKey(storedFormOf('other', other))
     assert.equal((await call(server, 'GET', '/v1/pets', { key: other })).status, 200)
-    assert.equal((await fetch(`${server.origin}/healthz`)).status, 200, 'probes are never limited')
+    assert.equal((await checkedFetch(server.origin, '/healthz')).status, 200, 'probes are never limited')
   })
 
   test('when RATE_LIMIT_PER_MINUTE is 0, then there is no limit and no RateLimit header', async (t) => {

@@ -6,12 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}` }
 
 function request(server: ServeProcess, path: string, init: RequestInit = {}) {
-  return fetch(`${server.origin}${path}`, {
+  return checkedFetch(server.origin, path, {
     ...init,
     headers: {
       authorization: `Bearer ${key}`,
@@ -117,7 +118,7 @@ describe('metrics', () => {
     const created = (await response.json()) as { id: number }
     await request(server, `/v1/pets/${created.id}`)
     await request(server, '/v1/pets', { headers: { authorization: 'Bearer wrong' } })
-    assert.equal((await fetch(`${server.origin}/metrics`)).status, 404, 'not served on the API port')
+    assert.equal((await checkedFetch(server.origin, '/metrics')).status, 404, 'not served on the API port')
 
     const scrape = await fetch(`http://127.0.0.1:${port}/metrics`)
     assert.match(scrape.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)

@@ -3,13 +3,14 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
 
 const TTL_MS = 500
 
 async function call(origin: string, key: string, method: string, path: string, body?: string) {
-  const response = await fetch(`${origin}${path}`, {
+  const response = await checkedFetch(origin, path, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body,
@@ -151,7 +152,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
     const responses = await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
-        const response = await fetch(`${instances[i % 2]?.origin}/v1/pets`, {
+        const response = await checkedFetch(instances[i % 2]?.origin ?? '', '/v1/pets', {
           method: 'POST',
           headers: {
             authorization: `Bearer ${key}`,

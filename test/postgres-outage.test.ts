@@ -8,6 +8,7 @@ import { StoreUnavailableError } from '../src/errors.ts'
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
 
 const CONNECT_TIMEOUT_MS = 1000
@@ -52,7 +53,7 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
     })
     const call = async (method: string, path: string, body?: string, bearer = key) => {
       const started = performance.now()
-      const response = await fetch(`${service.origin}${path}`, {
+      const response = await checkedFetch(service.origin, path, {
         method,
         headers: {
           authorization: `Bearer ${bearer}`,

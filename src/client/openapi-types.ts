@@ -171,6 +171,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `request_timeout`: The request was not received in time. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `expectation_failed`: The Expect header asks for something other than 100-continue. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
@@ -182,6 +200,15 @@ export interface operations {
                     "RateLimit-Remaining": string;
                     /** @description Seconds until the window resets. */
                     "RateLimit-Reset": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: The request line or headers are too large. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -259,6 +286,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `request_timeout`: The request was not received in time. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `idempotency_key_in_flight`: A request with the same Idempotency-Key is still being processed; retry later. */
             409: {
                 headers: {
@@ -286,6 +322,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `expectation_failed`: The Expect header asks for something other than 100-continue. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `idempotency_key_reused`: The Idempotency-Key was already used with a different request body. */
             422: {
                 headers: {
@@ -306,6 +351,15 @@ export interface operations {
                     "RateLimit-Remaining": string;
                     /** @description Seconds until the window resets. */
                     "RateLimit-Reset": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: The request line or headers are too large. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -401,8 +455,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `request_timeout`: The request was not received in time. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `gone`: The operation was removed after its sunset date. */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `expectation_failed`: The Expect header asks for something other than 100-continue. */
+            417: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -421,6 +493,15 @@ export interface operations {
                     "RateLimit-Remaining": string;
                     /** @description Seconds until the window resets. */
                     "RateLimit-Reset": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: The request line or headers are too large. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

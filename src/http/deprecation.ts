@@ -15,17 +15,22 @@ export interface DeprecationPolicy {
   goneMessage: string
 }
 
+/** `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and the successor `Link`. */
+export function deprecationHeaders(policy: DeprecationPolicy): Readonly<Record<string, string>> {
+  return {
+    deprecation: `@${Math.floor(policy.deprecatedAtMs / 1000)}`,
+    sunset: new Date(policy.sunsetAtMs).toUTCString(),
+    link: `<${policy.successor}>; rel="successor-version"`,
+  }
+}
+
 /**
  * An onRequest hook that announces a deprecation on every response of the operation, errors included:
  * `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and a `Link` to the
  * successor. It runs before authentication, so even a 401 tells the client the operation is going away.
  */
 export function announceDeprecation(policy: DeprecationPolicy, now: () => number) {
-  const headers = {
-    deprecation: `@${Math.floor(policy.deprecatedAtMs / 1000)}`,
-    sunset: new Date(policy.sunsetAtMs).toUTCString(),
-    link: `<${policy.successor}>; rel="successor-version"`,
-  }
+  const headers = deprecationHeaders(policy)
   return async function markDeprecated(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
     reply.headers(headers)
     if (policy.afterSunset === 'gone' && now() >= policy.sunsetAtMs) {

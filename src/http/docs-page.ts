@@ -1,6 +1,8 @@
+import { STATUS_CODES } from 'node:http'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.ts'
+import { ApiError } from '../errors.ts'
 import { handleError, handleRouteNotFound } from './error-handler.ts'
 import { guardMethods } from './method-guard.ts'
 
@@ -76,8 +78,12 @@ function redirectStaticFolder(request: FastifyRequest, reply: FastifyReply, done
  * code of ours: it is answered as the unknown path it is.
  */
 function handleDocsError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  if (error.statusCode === 403) handleRouteNotFound(request, reply)
-  else handleError(error, request, reply)
+  const status = error.statusCode ?? 500
+  if (status === 403) handleRouteNotFound(request, reply)
+  // The file server's refusals (a range that cannot be served, a failed precondition) are the client's.
+  else if (status >= 400 && status < 500 && error.name !== 'FastifyError') {
+    handleError(new ApiError('bad_request', STATUS_CODES[status] ?? 'bad request'), request, reply)
+  } else handleError(error, request, reply)
 }
 
 /**

@@ -31,25 +31,33 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
   FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('invalid_path_parameter', 'a path parameter is too long'),
 }
 
-function toApiError(error: FrameworkError, request: FastifyRequest): ApiError {
+/**
+ * Fastify's own errors (made with @fastify/error). Only they are trusted to choose a status and to be
+ * described: anything else that reaches the handler — a store or library failure, whatever `statusCode`
+ * or `code` it happens to carry, even `null` — is a 500 whose detail stays in the log.
+ */
+function isFrameworkError(error: unknown): error is FrameworkError {
+  return error instanceof Error && error.name === 'FastifyError'
+}
+
+function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (isApiError(error)) return error
   if (error instanceof StoreUnavailableError) {
     return new ApiError('service_unavailable', 'the store is unavailable; retry shortly', {
       'retry-after': '1',
     })
   }
-  const framework = error.code === undefined ? undefined : FRAMEWORK_ERRORS[error.code]
+  const internal = () => new ApiError('internal_error', `internal error (request id ${request.id})`)
+  if (!isFrameworkError(error)) return internal()
+  const framework = FRAMEWORK_ERRORS[error.code]
   if (framework !== undefined) return framework(error, request)
   const status = error.statusCode ?? 500
-  if (status >= 500) return new ApiError('internal_error', `internal error (request id ${request.id})`)
-  return new ApiError(
-    codeForStatus(status) ?? 'bad_request',
-    error.message || (STATUS_CODES[status] ?? 'bad request'),
-  )
+  if (status >= 500) return internal()
+  return new ApiError(codeForStatus(status) ?? 'bad_request', STATUS_CODES[status] ?? 'bad request')
 }
 
 /** The one error handler: every error, ours or the framework's, leaves as `{code, message, status}`. */
-export function handleError(error: FrameworkError, request: FastifyRequest, reply: FastifyReply): void {
+export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request)
   if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.debug({ code: apiError.code }, 'request refused')
@@ -82,6 +90,15 @@ function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): 
   )
 }
 
+const latestRequests = new WeakMap<Socket | Duplex, IncomingMessage>()
+
+/** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */
+export function trackLatestRequests(server: {
+  on(event: 'request', listener: (request: IncomingMessage) => void): unknown
+}) {
+  server.on('request', (request: IncomingMessage) => latestRequests.set(request.socket, request))
+}
+
 /**
  * Errors Node's HTTP parser raises before Fastify sees a request (bad framing, oversized headers, slow
  * clients): answered on the raw socket, in the same Error body, then the connection is closed — unless the
@@ -93,11 +110,20 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
     socket.destroy()
     return
   }
-  // A complete earlier request whose answer is not written yet: let it finish, then close. (A response
-  // to a request still being received — a slow body — is what this error is about, and is replaced.)
+  // A request gets one answer. If the one the parser is on was already answered (or is being answered)
+  // — a 404 or 401 sent before its body was read, whose framing then breaks — the connection is only
+  // closed once that answer is out: a second answer would be taken by the client, or a proxy reusing the
+  // connection, as the answer to its next request. A complete earlier request whose answer is still being
+  // produced is let finish too. Only a request nobody answered yet (a slow or broken body, or a new
+  // request's head) gets the error response.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
-  if (inFlight?.req?.complete) {
+  if (inFlight && (inFlight.req?.complete || inFlight.headersSent)) {
     inFlight.once('finish', () => socket.destroy())
+    return
+  }
+  const latest = latestRequests.get(socket)
+  if (!inFlight && latest !== undefined && !latest.complete) {
+    socket.destroy()
     return
   }
   const apiError =

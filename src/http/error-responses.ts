@@ -38,6 +38,10 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
 /** What can go wrong with any authenticated operation. */
 export const COMMON_ERRORS: ErrorCode[] = [
   'bad_request',
+  // Answered by the HTTP layer before any route runs, so possible on every operation.
+  'request_timeout',
+  'expectation_failed',
+  'headers_too_large',
   'unauthorized',
   'rate_limited',
   'internal_error',

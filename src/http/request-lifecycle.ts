@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { maskApiKeys } from '../auth/api-key.ts'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import { handleConnect, handleUnmetExpectation } from './error-handler.ts'
+import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { operationOf } from './request-logging.ts'
 
 const SHUTTING_DOWN = () =>
@@ -73,5 +73,6 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
   })
 
   app.server.on('checkExpectation', handleUnmetExpectation)
+  trackLatestRequests(app.server)
   app.server.on('connect', handleConnect)
 }

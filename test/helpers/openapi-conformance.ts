@@ -52,7 +52,10 @@ export class OpenApiConformance {
 
   check({ method, path, status, headers, text }: ObservedResponse): void {
     const what = `${method} ${path} → ${status}`
-    if (method === 'HEAD' || status === 304) return
+    if (method === 'HEAD' || status === 304) {
+      this.#checkWithoutBody(method, path, status, headers, what)
+      return
+    }
     const contentType = headers.get('content-type') ?? ''
     assert.match(contentType, /^application\/json(;|$)/, `${what}: content-type is ${contentType}`)
     const body: unknown = JSON.parse(text)
@@ -68,15 +71,37 @@ export class OpenApiConformance {
       assert.match(headers.get('www-authenticate') ?? '', /^Bearer /, `${what}: WWW-Authenticate`)
     const found = this.operation(method, path.split('?')[0] ?? '')
     if (found === undefined) return
-    const declared = found.operation.responses[String(status)]
-    assert.ok(declared, `${what}: status ${status} is not declared for ${method} ${found.template}`)
+    const declared = this.#declared(found, method, status, what)
     const schema = declared.content?.['application/json']?.schema
     assert.ok(schema, `${what}: no application/json schema declared`)
     const ref = schema.$ref?.replace(/^#/, 'openapi#')
     this.#validate(ref === undefined ? schema : { $ref: ref }, body, `${what} body`)
+    this.#checkHeaders(declared, headers, what)
+  }
+
+  #declared(
+    found: NonNullable<ReturnType<OpenApiConformance['operation']>>,
+    method: string,
+    status: number,
+    what: string,
+  ) {
+    const declared = found.operation.responses[String(status)]
+    assert.ok(declared, `${what}: status ${status} is not declared for ${method} ${found.template}`)
+    return declared
+  }
+
+  #checkHeaders(declared: ResponseObject, headers: Headers, what: string): void {
     for (const [name, header] of Object.entries(declared.headers ?? {})) {
       if (!header.required) continue
       assert.ok(headers.get(name), `${what}: the document requires a ${name} header, the response has none`)
     }
+  }
+
+  /** HEAD answers as GET would, without the body; a 304 has none either: status and headers are checked. */
+  #checkWithoutBody(method: string, path: string, status: number, headers: Headers, what: string): void {
+    const asMethod = method === 'HEAD' ? 'GET' : method
+    const found = this.operation(asMethod, path.split('?')[0] ?? '')
+    if (found === undefined) return
+    this.#checkHeaders(this.#declared(found, asMethod, status, what), headers, what)
   }
 }

@@ -1,0 +1,333 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { before, describe, test } from 'node:test'
+import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import type { Store } from '../src/store/store.ts'
+import {
+  answerKinds,
+  ask,
+  bearer,
+  expensiveBodies,
+  failingStore,
+  json,
+  LEAK,
+  malformedCredentials,
+  operations,
+  petCount,
+  rawAnswer,
+  smuggledFields,
+  streamOversizedBody,
+} from './helpers/abuse-cases.ts'
+import { call, conformanceOf } from './helpers/api-client.ts'
+import { assertRoutesAreDocumented, recordRoutes } from './helpers/route-inventory.ts'
+import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
+import { sendWire, type WireResponse } from './helpers/wire-client.ts'
+
+// OWASP API Security Top 10 (2023), the items that apply to this service. What other files already prove
+// is not repeated: see the comment above each block. API1 (object-level authorization), API5 (function
+// level), API6 (business flows), API7 (SSRF) and API10 (unsafe consumption) have no surface here: pets
+// belong to the store, not to a key; there is no admin function over HTTP (the route inventory below proves
+// it); the service fetches no URL and consumes no other API.
+
+// Covered elsewhere: http-auth.test.ts (nine malformed forms × every operation, scheme case, key in the
+// query and two headers on listPets, revocation within the cache TTL, keys stored hashed, 401 before the
+// body is read); fuzz.test.ts (credential forms at random × every operation, keys in the query).
+describe('API2:2023 broken authentication', () => {
+  let server: TestServer
+  let revoked: string
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup, { env: { RATE_LIMIT_PER_MINUTE: '0' } })
+    revoked = generateApiKey()
+    await server.store.createApiKey(storedFormOf('revoked', revoked))
+    await server.store.revokeApiKey('revoked')
+  })
+
+  for (const operation of operations) {
+    for (const [index, { name }] of malformedCredentials('k', 'r').entries()) {
+      test(`when ${operation.name} is called with ${name}, then 401 with a Bearer challenge and nothing is created`, async () => {
+        const { lines, query } = malformedCredentials(server.key, revoked)[index] ?? assert.fail()
+        const stored = await petCount(server)
+        const target = `${operation.target}${query ? `?${query}` : ''}`
+        const headers = [...lines, ...(operation.body ? [json] : [])]
+        const reply = await ask(server, operation.method, target, headers, operation.body)
+        assert.equal(reply.status, 401, reply.text)
+        assert.match(reply.headers.get('www-authenticate') ?? '', /^Bearer realm="petstore"/)
+        if (operation.method !== 'HEAD') assert.equal(JSON.parse(reply.text).code, 'unauthorized')
+        assert.equal(await petCount(server), stored)
+      })
+    }
+  }
+
+  test('when the key follows several spaces or the header has white space around it, then it is accepted (RFC 6750: 1*SP)', async () => {
+    for (const value of [`Bearer   ${server.key}`, `  Bearer ${server.key}  `, `bearer ${server.key}\t`]) {
+      const reply = await ask(server, 'GET', '/v1/pets', [['Authorization', value]])
+      assert.equal(reply.status, 200, JSON.stringify(value))
+    }
+  })
+
+  test('when a key is revoked or was never issued, then the answers are the same (nothing tells which keys exist)', async () => {
+    const answer = async (key: string) => {
+      const reply = await ask(server, 'GET', '/v1/pets', [bearer(key)])
+      const { message } = JSON.parse(reply.text)
+      return { status: reply.status, challenge: reply.headers.get('www-authenticate'), message }
+    }
+    assert.deepEqual(await answer(revoked), await answer(generateApiKey()))
+  })
+})
+
+// Covered elsewhere: http-strict-body.test.ts (a client `id`, unknown properties, top-level `__proto__` and
+// `constructor`, repeated keys); openapi.test.ts (NewPet has additionalProperties: false); fuzz.test.ts.
+describe('API3:2023 property-level authorization (mass assignment)', () => {
+  let server: TestServer
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup)
+  })
+
+  for (const [field = '', value] of smuggledFields) {
+    test(`when createPet also sends "${field}", then 400 invalid_body, nothing is stored and no prototype is touched`, async () => {
+      const stored = await petCount(server)
+      const response = await call(server, 'POST', '/v1/pets', {
+        body: `{"name":"Rex","categoryId":1,"${field}":${value}}`,
+      })
+      assert.equal(response.status, 400, response.text)
+      assert.equal(response.json.code, 'invalid_body')
+      assert.match(response.json.message, new RegExp(`"${JSON.parse(`"${field}"`)}" is not allowed`))
+      assert.equal(await petCount(server), stored)
+      assert.equal(({} as Record<string, unknown>).polluted, undefined)
+    })
+  }
+
+  test('when __proto__ hides inside a nested value, then 400 and nothing is stored', async () => {
+    const body = '{"name":"Rex","categoryId":1,"status":"sold","x":{"y":[{"__proto__":{"polluted":true}}]}}'
+    assert.equal((await call(server, 'POST', '/v1/pets', { body })).status, 400)
+    assert.equal(({} as Record<string, unknown>).polluted, undefined)
+  })
+
+  test('when a pet is created, replayed, fetched and listed, then every representation has only Pet fields (no created_at, no key)', async () => {
+    const options = {
+      body: { name: 'Rex', categoryId: 1, status: 'sold' },
+      headers: { 'idempotency-key': 'k-1' },
+    }
+    const created = await call(server, 'POST', '/v1/pets', options)
+    const replayed = await call(server, 'POST', '/v1/pets', options)
+    const fetched = await call(server, 'GET', `/v1/pets/${created.json.id}`)
+    const listed = await call(server, 'GET', '/v1/pets?status=sold')
+    for (const pet of [created.json, replayed.json, fetched.json, ...listed.json])
+      assert.deepEqual(Object.keys(pet).sort(), ['categoryId', 'id', 'name', 'status'])
+  })
+})
+
+// Covered elsewhere: http-strict-url.test.ts (limit 0, 101 and huge; twelve unknown parameters);
+// http-errors.test.ts (declared and chunked bodies over the limit → 413, headers over 16 KiB → 431);
+// http-protocol.test.ts and operations-http.test.ts (slow headers and bodies cut off with 408 while others
+// are served, MAX_CONNECTIONS, event-loop shedding, per-key rate limits); rate-limit-redis.test.ts.
+describe('API4:2023 unrestricted resource consumption', () => {
+  let server: TestServer
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup)
+  })
+
+  test('when listPets asks for a million pets, then 400 invalid_query instead of a huge page', async () => {
+    for (const query of ['limit=1000000', 'limit=1000000&status=sold', `limit=${2n ** 63n}`]) {
+      const response = await call(server, 'GET', `/v1/pets?${query}`)
+      assert.equal(response.status, 400, query)
+      assert.equal(response.json.code, 'invalid_query')
+    }
+  })
+
+  test('when a client streams a 256 MiB body, then 413 comes at once and the connection is closed, not read to the end', {
+    timeout: 20_000,
+  }, async () => {
+    const { answer, sent } = await streamOversizedBody(server, 256 * 2 ** 20)
+    assert.match(answer, /^HTTP\/1\.1 413 /)
+    assert.match(answer, /"code":"body_too_large"/)
+    assert.ok(sent <= 32 * 2 ** 20, `${sent} bytes were taken in before the server hung up`)
+  })
+
+  test('when small bodies are built to be expensive (deep nesting, many keys, escapes, long numbers), then each is refused fast', async () => {
+    for (const body of expensiveBodies) {
+      assert.ok(body.length <= 4096, 'under the body limit: refused for what it is, not for its size')
+      const started = performance.now()
+      const response = await call(server, 'POST', '/v1/pets', { body })
+      const ms = performance.now() - started
+      assert.equal(response.status, 400, body.slice(0, 40))
+      assert.ok(ms < 500, `${body.slice(0, 40)}… took ${ms.toFixed(0)} ms`)
+    }
+  })
+})
+
+// Covered elsewhere: http-errors.test.ts (a failing getPet store call → 500 with no detail; a 503 without
+// the host); operations-http.test.ts (nosniff, no-store, no banner on a 201, TRACE /v1/pets → 405, CORS off
+// by default and allow-listed); operations-process.test.ts (metrics not on the API port).
+describe('API8:2023 security misconfiguration', () => {
+  const internal = new Error('SQLITE_CORRUPT: SELECT hash FROM api_keys at /srv/petstore/src/store/x.ts:42:7')
+  const pet = { name: 'Rex', categoryId: 1 }
+  // biome-ignore format: a table
+  const failures: Array<[string, keyof Store, string, unknown?]> = [['listPets', 'listPets', 'GET'],
+    ['createPet', 'createPet', 'POST', pet], ['the key lookup of listPets', 'findActiveApiKey', 'GET'],
+    ['the key lookup of createPet', 'findActiveApiKey', 'POST', pet]]
+  for (const [what, method, verb, body] of failures) {
+    test(`when ${what} fails inside the store, then 500 internal_error naming only the request id`, async (t) => {
+      const server = await startTestServer(t, { store: failingStore(method, internal) })
+      const response = await call(server, verb, '/v1/pets', { body })
+      assert.equal(response.status, 500)
+      assert.equal(response.json.code, 'internal_error')
+      const requestId = response.headers.get('x-request-id')
+      assert.equal(response.json.message, `internal error (request id ${requestId})`)
+      assert.doesNotMatch(response.text, LEAK)
+    })
+  }
+
+  test('when a store call rejects with nothing (null or undefined), then it is still a 500 in the Error body', async (t) => {
+    for (const reason of [null, undefined]) {
+      const server = await startTestServer(t, { store: failingStore('getPet', reason) })
+      const response = await call(server, 'GET', '/v1/pets/1')
+      assert.equal(response.json.code, 'internal_error')
+      assert.doesNotMatch(response.text, LEAK)
+    }
+  })
+
+  test('when an internal error carries an HTTP status or a framework code, then it is still a 500 with no detail', async (t) => {
+    const withStatus = Object.assign(new Error('INSERT INTO pets failed at /srv/db'), { statusCode: 400 })
+    const withCode = Object.assign(new Error('violates unique constraint'), { code: 'FST_ERR_BAD_URL' })
+    for (const reason of [withStatus, withCode]) {
+      const server = await startTestServer(t, { store: failingStore('listPets', reason) })
+      const response = await call(server, 'GET', '/v1/pets')
+      assert.equal(response.status, 500)
+      assert.doesNotMatch(response.text, LEAK)
+    }
+  })
+})
+
+describe('API8:2023 security misconfiguration: what the service exposes', () => {
+  let server: TestServer
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup, { env: { DOCS: 'off' } })
+  })
+  const served = ['/v1/pets', '/v1/pets/1', '/v1/openapi.json', '/healthz', '/readyz']
+
+  test('when any kind of answer is given (success, refusals, router and HTTP parser errors), then it names no server or framework', async () => {
+    const requests = answerKinds(server.key, served)
+    for (const [method, target, headers, body] of requests) {
+      const reply = await sendWire(server.origin, { method, target, headers, ...(body ? { body } : {}) })
+      const what = `${method} ${target} → ${reply.status}`
+      assert.equal(reply.headers.get('server'), null, what)
+      assert.equal(reply.headers.get('x-powered-by'), null, what)
+      assert.doesNotMatch(reply.text, /fastify|node\.js|express/i, what)
+    }
+  })
+
+  test('when TRACE or OPTIONS is sent to any route (CORS off), then 405 with Allow, and nothing of the request is echoed', async () => {
+    for (const target of served) {
+      for (const method of ['TRACE', 'OPTIONS']) {
+        const reply = await ask(server, method, target, [['X-Echo', 'secret-marker'], bearer(server.key)])
+        assert.equal(reply.status, 405, `${method} ${target}`)
+        assert.match(reply.headers.get('allow') ?? '', /^GET, HEAD/)
+        assert.doesNotMatch(reply.text, /secret-marker|psk_/)
+      }
+    }
+  })
+
+  test('when Host or X-Forwarded-Host names another site, then Location and Link never point there', async () => {
+    // biome-ignore format: a table
+    const spoofed: Array<[string, string]> = [['Host', 'evil.example'], ['X-Forwarded-Host', 'evil.example'],
+      ['X-Forwarded-Proto', 'https'], bearer(server.key)]
+    for (let i = 0; i < 3; i++) {
+      const created = await ask(
+        server,
+        'POST',
+        '/v1/pets',
+        [...spoofed, json],
+        `{"name":"p${i}","categoryId":1}`,
+      )
+      assert.doesNotMatch(created.headers.get('location') ?? '', /evil/)
+    }
+    const page = await ask(server, 'GET', '/v1/pets?limit=1', spoofed)
+    assert.match(page.headers.get('link') ?? '', /rel="next"/)
+    assert.doesNotMatch(page.headers.get('link') ?? '', /evil/)
+  })
+
+  for (const docs of ['off', 'on']) {
+    test(`when DOCS=${docs}, then the routes Fastify registered are the document's operations, the probes and the document${docs === 'on' ? ' (and the docs page)' : ''}; other methods only answer 405`, async (t) => {
+      const recorder = recordRoutes()
+      recorder.start()
+      const app = await startTestServer(t, { env: { DOCS: docs } }).finally(recorder.stop)
+      await assertRoutesAreDocumented(app, recorder.routes, docs === 'on')
+    })
+  }
+
+  test('when a request is answered before its body is read and the body framing then breaks, then there is still one answer', async () => {
+    for (const framing of ['Transfer-Encoding: gzip\r\n\r\n', 'Transfer-Encoding: chunked\r\n\r\nzz\r\n']) {
+      const raw = await rawAnswer(
+        server.origin,
+        `GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${framing}`,
+      )
+      assert.equal(raw.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, `${JSON.stringify(framing)}: ${raw}`)
+    }
+  })
+
+  test('when Expect asks for the unknown or the headers are too large on an operation, then that status is declared for it', async () => {
+    const conformance = await conformanceOf(server)
+    for (const header of [
+      ['Expect', 'teapot'] as [string, string],
+      ['X-Big', 'a'.repeat(20_000)] as [string, string],
+    ]) {
+      const { status, headers, text } = await sendWire(server.origin, {
+        method: 'GET',
+        target: '/v1/pets',
+        headers: [header],
+      })
+      conformance.check({ method: 'GET', path: '/v1/pets', status, headers, text })
+    }
+  })
+})
+
+// Covered elsewhere: openapi.test.ts (getPet deprecated: true, its description names 5 December 2030 and the
+// replacement; listPets is not deprecated); http-deprecation.test.ts (Deprecation, Sunset and the successor
+// Link on getPet's 200, 404, 400, 401 and 410; calls counted per key); http-errors.test.ts (/v2 is 404).
+describe('API9:2023 improper inventory management: the deprecated getPet is flagged everywhere', () => {
+  const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
+  const assertFlagged = (reply: WireResponse, what: string) => {
+    assert.match(reply.headers.get('deprecation') ?? '', /^@\d+$/, `${what}: Deprecation`)
+    assert.equal(reply.headers.get('sunset'), SUNSET, `${what}: Sunset`)
+    assert.match(reply.headers.get('link') ?? '', /rel="successor-version"/, `${what}: Link`)
+  }
+
+  test('when getPet answers HEAD, a 304 or a 429, then those answers carry Deprecation, Sunset and the successor Link too', async (t) => {
+    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '4' } })
+    const key = bearer(server.key)
+    const created = await ask(server, 'POST', '/v1/pets', [key, json], '{"name":"Old","categoryId":1}')
+    const target = `/v1/pets/${JSON.parse(created.text).id}`
+    const head = await ask(server, 'HEAD', target, [key])
+    const notModified = await ask(server, 'GET', target, [
+      key,
+      ['If-None-Match', head.headers.get('etag') ?? ''],
+    ])
+    await ask(server, 'GET', target, [key])
+    const limited = await ask(server, 'GET', target, [key])
+    assert.deepEqual([head.status, notModified.status, limited.status], [200, 304, 429])
+    for (const [what, reply] of Object.entries({ head, notModified, limited })) assertFlagged(reply, what)
+  })
+
+  test('when the router itself refuses a getPet path (over-long id, broken percent-encoding), then the answer is flagged too', async (t) => {
+    const server = await startTestServer(t)
+    for (const petId of ['9'.repeat(150), '%E0%A4%A']) {
+      const reply = await ask(server, 'GET', `/v1/pets/${petId}`, [bearer(server.key)])
+      assert.equal(reply.status, 400)
+      assertFlagged(reply, petId.slice(0, 10))
+    }
+  })
+
+  test('when the README is read, then it flags getPet as deprecated with its removal date, replacement and headers', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+    assert.match(readme, /getPet.{0,20}deprecated/)
+    assert.match(readme, /5 December 2030/)
+    assert.match(readme, /listPets with a status filter|GET \/pets with a status filter/)
+    assert.match(readme, /Deprecation: @\d+/)
+    assert.match(readme, new RegExp(`Sunset: ${SUNSET}`))
+  })
+})
