@@ -1,52 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cluster/restart-backoff.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
-import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { requesterFor, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
-
-type LogLine = Record<string, unknown>
-
-function request(server: ServeProcess, path: string, init: RequestInit = {}) {
-  return checkedFetch(server.origin, path, {
-    ...init,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(init.body ? { 'content-type': 'application/json' } : {}),
-      ...init.headers,
-    },
-  })
-}
-
-/** The JSON log lines of the supervisor and its workers so far (a half-written last line is left out). */
-function logLines(server: ServeProcess): LogLine[] {
-  return server
-    .output()
-    .split('\n')
-    .slice(0, -1)
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line))
-}
-
-/** Polls the log until `found` returns something other than undefined; fails after `timeoutMs`. */
-async function waitForLog<T>(
-  server: ServeProcess,
-  found: (lines: LogLine[]) => T | undefined,
-  timeoutMs = 10_000,
-) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const result = found(logLines(server))
-    if (result !== undefined) return result
-    if (Date.now() > deadline) assert.fail(`not logged within ${timeoutMs} ms:\n${server.output()}`)
-    await sleep(20)
-  }
-}
+const request = requesterFor(key)
 
 /** The pids of the workers that announced "serving …", in order, once there are `count` of them. */
 function servingWorkers(server: ServeProcess, count: number): Promise<number[]> {

@@ -8,33 +8,8 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
 import { checkedFetch, checkRawResponse } from './helpers/conformance-fetch.ts'
-import { rawHttp } from './helpers/raw-http.ts'
+import { exchange, openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
-
-/** A connection to the server, opened and ready to write on. */
-async function openSocket(origin: string): Promise<Socket> {
-  const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
-  await once(socket, 'connect')
-  return socket
-}
-
-/** Writes `bytes` on a kept-alive connection and resolves with the one whole response that follows. */
-function exchange(socket: Socket, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let received = ''
-    const onData = (chunk: Buffer) => {
-      received += chunk
-      const headEnd = received.indexOf('\r\n\r\n')
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, headEnd))?.[1] ?? 0)
-      if (headEnd === -1 || Buffer.byteLength(received) - headEnd - 4 < length) return
-      socket.off('data', onData).off('close', onClose)
-      resolve(received)
-    }
-    const onClose = () => reject(new Error(`closed before a whole response: ${JSON.stringify(received)}`))
-    socket.on('data', onData).on('close', onClose)
-    socket.write(bytes)
-  })
-}
 
 describe('health probes', () => {
   test('when probed without a key, then /healthz and /readyz answer 200 and carry no data', async (t) => {

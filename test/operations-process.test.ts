@@ -1,62 +1,27 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { connect, type Socket } from 'node:net'
+import { connect } from 'node:net'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import {
+  logLines,
+  requesterFor,
+  type ServeProcess,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { exchange } from './helpers/raw-http.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}` }
+const request = requesterFor(key)
 
-function request(server: ServeProcess, path: string, init: RequestInit = {}) {
-  return checkedFetch(server.origin, path, {
-    ...init,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(init.body ? { 'content-type': 'application/json' } : {}),
-      ...init.headers,
-    },
-  })
-}
-
-/** The JSON log lines written so far (the last, possibly half-written line is left out). */
-function logLines(server: ServeProcess): Array<Record<string, unknown>> {
-  return server
-    .output()
-    .split('\n')
-    .slice(0, -1)
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line))
-}
-
-/** Waits until the process logs a line with this message; fails after `timeoutMs`. */
-async function logged(server: ServeProcess, message: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs
-  while (!logLines(server).some((line) => line.msg === message)) {
-    if (Date.now() > deadline) assert.fail(`no "${message}" line within ${timeoutMs} ms:\n${server.output()}`)
-    await sleep(20)
-  }
-}
-
-/** Writes `bytes` on a kept-alive connection and resolves with the one whole response that follows. */
-function exchange(socket: Socket, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let received = ''
-    const onData = (chunk: Buffer) => {
-      received += chunk
-      const headEnd = received.indexOf('\r\n\r\n')
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, headEnd))?.[1] ?? 0)
-      if (headEnd === -1 || Buffer.byteLength(received) - headEnd - 4 < length) return
-      socket.off('data', onData).off('close', onClose)
-      resolve(received)
-    }
-    const onClose = () => reject(new Error(`closed before a whole response: ${JSON.stringify(received)}`))
-    socket.on('data', onData).on('close', onClose)
-    socket.write(bytes)
-  })
+/** Waits until the process logs a line with this message. */
+function logged(server: ServeProcess, message: string): Promise<true> {
+  return waitForLog(server, (lines) => (lines.some((line) => line.msg === message) ? true : undefined))
 }
 
 /** Prometheus text exposition: `name{labels} value` samples, comments skipped. */

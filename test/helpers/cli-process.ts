@@ -1,5 +1,8 @@
+import assert from 'node:assert/strict'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { checkedFetch } from './conformance-fetch.ts'
 
 export const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
 
@@ -64,4 +67,44 @@ export async function startServeProcess(env: Record<string, string>, cwd: string
     })
   })
   return { child, origin, output: () => output, exited }
+}
+
+export type LogLine = Record<string, unknown>
+
+/** The JSON log lines a serve process (and its workers) wrote so far; a half-written last line is left out. */
+export function logLines(server: ServeProcess): LogLine[] {
+  return server
+    .output()
+    .split('\n')
+    .slice(0, -1)
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+}
+
+/** Polls the log until `found` returns something other than undefined; fails after `timeoutMs`. */
+export async function waitForLog<T>(
+  server: ServeProcess,
+  found: (lines: LogLine[]) => T | undefined,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const result = found(logLines(server))
+    if (result !== undefined) return result
+    if (Date.now() > deadline) assert.fail(`not logged within ${timeoutMs} ms:\n${server.output()}`)
+    await sleep(20)
+  }
+}
+
+/** Calls a serve process with a bearer key (JSON bodies typed as such), checking conformance. */
+export function requesterFor(key: string) {
+  return (server: ServeProcess, path: string, init: RequestInit = {}) =>
+    checkedFetch(server.origin, path, {
+      ...init,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(init.body ? { 'content-type': 'application/json' } : {}),
+        ...init.headers,
+      },
+    })
 }

@@ -1,4 +1,5 @@
-import { connect } from 'node:net'
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
 
 export interface RawResponse {
   status: number
@@ -38,5 +39,30 @@ export function rawHttp(origin: string, request: string | Buffer, timeoutMs = 50
       resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') })
     })
     socket.write(request)
+  })
+}
+
+/** A connection to the server, opened and ready to write on. */
+export async function openSocket(origin: string): Promise<Socket> {
+  const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
+  await once(socket, 'connect')
+  return socket
+}
+
+/** Writes `bytes` on a kept-alive connection and resolves with the one whole response that follows. */
+export function exchange(socket: Socket, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let received = ''
+    const onData = (chunk: Buffer) => {
+      received += chunk
+      const headEnd = received.indexOf('\r\n\r\n')
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, headEnd))?.[1] ?? 0)
+      if (headEnd === -1 || Buffer.byteLength(received) - headEnd - 4 < length) return
+      socket.off('data', onData).off('close', onClose)
+      resolve(received)
+    }
+    const onClose = () => reject(new Error(`closed before a whole response: ${JSON.stringify(received)}`))
+    socket.on('data', onData).on('close', onClose)
+    socket.write(bytes)
   })
 }
