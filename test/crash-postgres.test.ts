@@ -17,13 +17,14 @@ import {
 const WRITERS = 8
 
 async function untilServing(origin: string, key: string): Promise<void> {
+  let last = ''
   for (let attempt = 0; attempt < 80; attempt++) {
     const response = await fetch(`${origin}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })
-    await response.arrayBuffer()
+    last = `${response.status} ${await response.text()}`
     if (response.status === 200) return
     await sleep(250)
   }
-  throw new Error('the service did not recover after the database came back')
+  throw new Error(`the service did not recover after the database came back (last answer: ${last})`)
 }
 
 // Under CI this suite must run; it stops its database, so it always starts a server of its own.
@@ -38,11 +39,15 @@ describe('crash durability (PostgreSQL)', throwawayPostgresSuiteOptions(), () =>
       API_KEYS: `crash:${key}`,
       PG_CONNECT_TIMEOUT_MS: '1000',
       PG_STATEMENT_TIMEOUT_MS: '2000',
+      // The writers send thousands of requests a minute on one key (fast 503s during outages too).
+      RATE_LIMIT_PER_MINUTE: '0',
     }
     const service = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => service.child.kill('SIGKILL'))
     const log = newSetTestLog()
     const writers = startWriters({ count: WRITERS, log, key, origin: () => service.origin })
+    // Stopped even when an assertion fails, or the writers would keep the test process alive.
+    t.after(() => writers.stop())
 
     for (let kill = 0; kill < kills; kill++) {
       // A random moment: mid-transaction, mid-commit, or between requests; the database loses its memory

@@ -22,11 +22,14 @@ describe('crash durability (SQLite)', () => {
   test(`when the server is killed with SIGKILL ${kills} times under concurrent creates, then nothing acknowledged is lost and nothing unsent appears`, async (t) => {
     const cwd = temporaryDirectory(t)
     const key = generateApiKey()
-    const env = { API_KEYS: `crash:${key}` }
+    // No rate limit: the writers send thousands of requests a minute on one key.
+    const env = { API_KEYS: `crash:${key}`, RATE_LIMIT_PER_MINUTE: '0' }
     const log = newSetTestLog()
     let server: ServeProcess | undefined
     t.after(() => server?.child.kill('SIGKILL'))
     const writers = startWriters({ count: WRITERS, log, key, origin: () => server?.origin })
+    // Stopped even when an assertion fails, or the writers would keep the test process alive.
+    t.after(() => writers.stop())
 
     for (let kill = 0; kill < kills; kill++) {
       server = await startServeProcess(env, cwd)
