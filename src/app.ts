@@ -52,6 +52,12 @@ const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
 function routerErrorHandler(config: Config) {
   const getPetHeaders = deprecationHeaders(getPetDeprecation(config))
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // No hook runs for these, so the headers every answer carries are set here.
+    reply.headers({
+      'x-request-id': request.id,
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
+    })
     if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
       reply.headers(getPetHeaders)
     }

@@ -55,6 +55,10 @@ describe('errors raised before any handler', () => {
     const response = await call(server, 'GET', '/v1/pets/%E0%A4%A')
     assert.equal(response.status, 400)
     assertErrorBody(response.text, 400, 'bad_request')
+    // Refused by the router before any hook: still the headers every answer carries.
+    assert.match(response.headers.get('x-request-id') ?? '', /^[\w.:-]{1,128}$/)
+    assert.equal(response.headers.get('x-content-type-options'), 'nosniff')
+    assert.equal(response.headers.get('cache-control'), 'no-store')
   })
 
   test('when Content-Length is not a number, then 400 in the Error body', async () => {

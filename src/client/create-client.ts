@@ -26,7 +26,10 @@ export interface ClientOptions {
   fetch?: (request: Request) => Promise<Response>
 }
 
-/** The three operations. Every failure throws a {@link PetStoreError}; every int64 is an exact bigint. */
+/**
+ * The three operations; every int64 is an exact bigint. An answer other than success throws a
+ * {@link PetStoreError}; a network failure throws what `fetch` throws.
+ */
 export interface PetStoreClient {
   /** One page of pets: `next` is the query of the following page, if there is one. */
   listPets(query?: ListPetsQuery): Promise<PetPage>

@@ -30,5 +30,8 @@ export async function registerCors(app: FastifyInstance, { corsOrigins }: { cors
       'x-request-id',
     ],
     maxAge: 600,
+    // An OPTIONS without the preflight headers is answered like a preflight rather than with the
+    // plugin's plain-text 400, which would break the promise that every error is our JSON body.
+    strictPreflight: false,
   })
 }

@@ -47,6 +47,11 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
       'retry-after': '1',
     })
   }
+  // A client that went away or was cut off mid-body makes the body stream fail with Node's own error:
+  // the client's doing, not ours (and nobody is left to answer). An incomplete body means no handler ran.
+  if (!request.raw.complete && (request.raw.aborted || request.raw.socket?.destroyed)) {
+    return new ApiError('bad_request', 'the request was not received completely')
+  }
   const internal = () => new ApiError('internal_error', `internal error (request id ${request.id})`)
   if (!isFrameworkError(error)) return internal()
   const framework = FRAMEWORK_ERRORS[error.code]
@@ -118,7 +123,8 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
   // request's head) gets the error response.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
   if (inFlight && (inFlight.req?.complete || inFlight.headersSent)) {
-    inFlight.once('finish', () => socket.destroy())
+    // end, not destroy: a reset could discard the answer before the client has read it.
+    inFlight.once('finish', () => socket.end())
     return
   }
   const latest = latestRequests.get(socket)
