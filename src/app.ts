@@ -15,7 +15,7 @@ import { docsPage } from './http/docs-page.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { openApi } from './http/openapi.ts'
-import { addRequestLifecycle } from './http/request-lifecycle.ts'
+import { addRequestLifecycle, setCommonHeaders } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { createLogger } from './logger.ts'
@@ -53,11 +53,7 @@ function routerErrorHandler(config: Config) {
   const getPetHeaders = deprecationHeaders(getPetDeprecation(config))
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // No hook runs for these, so the headers every answer carries are set here.
-    reply.headers({
-      'x-request-id': request.id,
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-    })
+    setCommonHeaders(request, reply)
     if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
       reply.headers(getPetHeaders)
     }

@@ -3,7 +3,7 @@ import { parseEnv } from 'node:util'
 import Type, { type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
-import { ruleOf, type SchemaNode } from './schemas/schema-rules.ts'
+import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 
 const BASE_URL = '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$'
@@ -236,7 +236,7 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   const error = validator.Errors(values)[0]
   if (error !== undefined) {
     const name = error.instancePath.split('/')[1] ?? ''
-    const rule = error.keyword === '~refine' ? error.params.message : ruleOf(properties[name])
+    const rule = brokenRule(error, properties[name])
     const got = SECRET_SETTINGS.has(name) ? '' : ` (got ${JSON.stringify(env[name])})`
     throw new ConfigError(`${name} ${rule}${got}`)
   }

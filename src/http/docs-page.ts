@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.ts'
 import { ApiError } from '../errors.ts'
-import { handleError, handleRouteNotFound } from './error-handler.ts'
+import { handleError, handleRouteNotFound, isFrameworkError } from './error-handler.ts'
 import { guardMethods } from './method-guard.ts'
 
 // Outside /v1: reading the reference needs no key.
@@ -81,7 +81,7 @@ function handleDocsError(error: FastifyError, request: FastifyRequest, reply: Fa
   const status = error.statusCode ?? 500
   if (status === 403) handleRouteNotFound(request, reply)
   // The file server's refusals (a range that cannot be served, a failed precondition) are the client's.
-  else if (status >= 400 && status < 500 && error.name !== 'FastifyError') {
+  else if (status >= 400 && status < 500 && !isFrameworkError(error)) {
     handleError(new ApiError('bad_request', STATUS_CODES[status] ?? 'bad request'), request, reply)
   } else handleError(error, request, reply)
 }

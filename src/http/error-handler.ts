@@ -36,7 +36,7 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
  * described: anything else that reaches the handler — a store or library failure, whatever `statusCode`
  * or `code` it happens to carry, even `null` — is a 500 whose detail stays in the log.
  */
-function isFrameworkError(error: unknown): error is FrameworkError {
+export function isFrameworkError(error: unknown): error is FrameworkError {
   return error instanceof Error && error.name === 'FastifyError'
 }
 

@@ -13,6 +13,18 @@ const SHUTTING_DOWN = () =>
   })
 
 /**
+ * The headers every answer carries: its request id, no content sniffing, and no caching unless a route
+ * sets its own policy (answers hold per-key data no shared cache should keep).
+ */
+export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  reply.headers({
+    'x-request-id': request.id,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  })
+}
+
+/**
  * What every request goes through, in one hook at each end (each hook costs a turn of the request
  * pipeline, so they are not split by concern):
  * - on arrival: refused with 503 while shutting down; an HTTP/1.1 request without Host is refused (RFC 9112
@@ -30,11 +42,7 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
   })
 
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    reply.headers({
-      'x-request-id': request.id,
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-    })
+    setCommonHeaders(request, reply)
     if (closing) return done(SHUTTING_DOWN())
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       return done(new ApiError('bad_request', 'the Host header is required'))

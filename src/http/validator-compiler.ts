@@ -4,7 +4,7 @@ import { Compile } from 'typebox/compile'
 import type { TLocalizedValidationError } from 'typebox/error'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import { INT64_RULE, isInt64, isInt64Schema } from '../schemas/int64.ts'
-import { ruleOf, type SchemaNode } from '../schemas/schema-rules.ts'
+import { brokenRule, type SchemaNode } from '../schemas/schema-rules.ts'
 import { decodeString } from '../schemas/string-decoding.ts'
 
 type Part = 'body' | 'querystring' | 'params' | 'headers'
@@ -52,13 +52,7 @@ function describe(
   const error = errors.find((e) => e.instancePath !== '')
   const name = error?.instancePath.split('/')[1]
   if (error === undefined || name === undefined) return `${where.whole} is not valid`
-  const rule =
-    error.keyword === '~refine'
-      ? error.params.message
-      : error.keyword === 'pattern'
-        ? `must match ${properties[name]?.pattern}`
-        : ruleOf(properties[name])
-  return `${where.field} "${name}" ${rule}`
+  return `${where.field} "${name}" ${brokenRule(error, properties[name])}`
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { TSchema } from 'typebox'
+import type { TLocalizedValidationError } from 'typebox/error'
 import { INT64_RULE, isInt64Schema } from './int64.ts'
 
 /** The JSON Schema keywords our schemas use, as the error messages read them. */
@@ -28,4 +29,14 @@ export function ruleOf(node: SchemaNode | undefined): string {
   }
   if (node.type === 'string' && node.pattern !== undefined) return `must match ${node.pattern}`
   return `must be of type ${node.type}`
+}
+
+/**
+ * The rule one validation error broke, in words: a refinement's own message, the pattern when that is what
+ * failed (the field's length may be fine), else the field's whole rule.
+ */
+export function brokenRule(error: TLocalizedValidationError, node: SchemaNode | undefined): string {
+  if (error.keyword === '~refine') return error.params.message
+  if (error.keyword === 'pattern' && node?.pattern !== undefined) return `must match ${node.pattern}`
+  return ruleOf(node)
 }

@@ -1,8 +1,10 @@
+import type { Migration } from '../migration-plan.ts'
+
 /**
  * Versioned schema changes for PostgreSQL, applied in order and never edited once released. Every
  * integer is `bigint`, so ids and categories cover the whole int64 range.
  */
-export const postgresMigrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+export const postgresMigrations: readonly Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',

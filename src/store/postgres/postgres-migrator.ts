@@ -1,10 +1,11 @@
+import { latestVersion, pendingMigrations } from '../migration-plan.ts'
 import type { MigrationReport } from '../store.ts'
 import type { PostgresDatabase } from './postgres-database.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
 
 // Arbitrary, fixed key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK = 0x7065_7473_0001n
-const LATEST = postgresMigrations.at(-1)?.version ?? 0
+const LATEST = latestVersion(postgresMigrations)
 
 /**
  * Applies the migrations the database lacks, in one transaction. Instances starting together queue on the
@@ -17,14 +18,11 @@ export function migrate(database: PostgresDatabase): Promise<MigrationReport> {
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
     const rows = (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows
-    const done = new Set(rows.map((row) => row.version))
-    const newest = Math.max(0, ...done)
-    if (newest > LATEST) {
-      throw new Error(`database schema version ${newest} is newer than this release knows (${LATEST})`)
-    }
     const applied: number[] = []
-    for (const migration of postgresMigrations) {
-      if (done.has(migration.version)) continue
+    for (const migration of pendingMigrations(
+      postgresMigrations,
+      rows.map((row) => row.version),
+    )) {
       await client.query(migration.sql)
       await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
         migration.version,

@@ -1,3 +1,5 @@
+import type { Migration } from '../migration-plan.ts'
+
 /** The current time as SQLite writes it in every timestamp column: ISO 8601, UTC, milliseconds. */
 export const NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
@@ -5,7 +7,7 @@ export const NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
  * Versioned schema changes, applied in order and never edited once released: a change to the schema is a
  * new entry. STRICT tables make SQLite refuse a value of the wrong type instead of storing it.
  */
-export const sqliteMigrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+export const sqliteMigrations: readonly Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',

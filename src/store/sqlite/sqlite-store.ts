@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import { type CreateOutcome, createOutcomes, planCreates } from '../idempotent-batch.ts'
+import { latestVersion, pendingMigrations } from '../migration-plan.ts'
 import {
   type ClaimRow,
   claimsFromRows,
@@ -70,22 +71,18 @@ export class SqliteStore implements Store {
         const rows = this.#db.statement('SELECT version FROM schema_migrations').all() as {
           version: bigint
         }[]
-        const done = new Set(rows.map((row) => Number(row.version)))
-        const latest = sqliteMigrations.at(-1)?.version ?? 0
-        const newest = Math.max(0, ...done)
-        if (newest > latest) {
-          throw new Error(`database schema version ${newest} is newer than this release knows (${latest})`)
-        }
         const applied: number[] = []
-        for (const migration of sqliteMigrations) {
-          if (done.has(migration.version)) continue
+        for (const migration of pendingMigrations(
+          sqliteMigrations,
+          rows.map((row) => Number(row.version)),
+        )) {
           this.#db.exec(migration.sql)
           this.#db
             .statement('INSERT INTO schema_migrations (version, name) VALUES (?, ?)')
             .run(migration.version, migration.name)
           applied.push(migration.version)
         }
-        return { applied, current: latest }
+        return { applied, current: latestVersion(sqliteMigrations) }
       })
     })
   }
@@ -95,7 +92,7 @@ export class SqliteStore implements Store {
       const row = this.#db.statement('SELECT max(version) AS current FROM schema_migrations').get() as {
         current: bigint
       }
-      return { current: Number(row.current ?? 0), latest: sqliteMigrations.at(-1)?.version ?? 0 }
+      return { current: Number(row.current ?? 0), latest: latestVersion(sqliteMigrations) }
     })
   }
 
