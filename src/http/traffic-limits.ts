@@ -25,8 +25,11 @@ export async function registerTrafficLimits(app: FastifyInstance, { config, redi
       maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
       maxHeapUsedBytes: config.MAX_HEAP_USED_BYTES,
       retryAfter: 1,
-      // Measured every 250 ms, so a stall is noticed within a quarter second rather than a whole one.
-      sampleInterval: 250,
+      // The plugin takes an interval with no delay sample at all (the loop was held the whole time) as
+      // infinite delay, so the interval must be at least the limit: with a shorter one, any stall longer
+      // than the interval would shed even though it stayed under MAX_EVENT_LOOP_DELAY_MS. Never coarser
+      // than a quarter second either, so a low limit is noticed quickly.
+      sampleInterval: Math.max(250, config.MAX_EVENT_LOOP_DELAY_MS),
     })
   }
   if (config.RATE_LIMIT_PER_MINUTE === 0) return
