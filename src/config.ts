@@ -192,6 +192,11 @@ export const ConfigSchema = Type.Object({
     description:
       'Most creates committed together in one transaction and one disk sync (group commit); 1 commits each alone.',
   }),
+  SQLITE_WRITE_THREAD: Type.Enum(['on', 'off'], {
+    default: 'on',
+    description:
+      'Commit SQLite writes on a thread of their own, so requests are served while the disk syncs (about 15 MiB more memory).',
+  }),
   SQLITE_BUSY_TIMEOUT_MS: DURATION(
     5000,
     'How long a write waits for another process holding the SQLite lock.',

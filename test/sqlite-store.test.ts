@@ -5,12 +5,17 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { SqliteConnection } from '../src/store/sqlite/sqlite-connection.ts'
-import { LIST_PETS_SQL, SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { LIST_PETS_SQL, SqliteStore, type SqliteStoreOptions } from '../src/store/sqlite/sqlite-store.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 
-async function openStore(t: Cleanup, path: string, busyTimeoutMs = 2000) {
-  const store = new SqliteStore({ path, busyTimeoutMs })
+async function openStore(
+  t: Cleanup,
+  path: string,
+  busyTimeoutMs = 2000,
+  options: Partial<SqliteStoreOptions> = {},
+) {
+  const store = new SqliteStore({ path, busyTimeoutMs, ...options })
   t.after(() => store.close())
   await store.migrate()
   return store
@@ -81,6 +86,52 @@ describe('SQLite engine', () => {
     const other = otherConnection(t, path)
     other.exec('BEGIN IMMEDIATE')
     await assert.rejects(store.createPet({ pet: { name: 'late', categoryId: 1n } }), StoreUnavailableError)
+  })
+
+  test('when batches are being synced on the write thread, then the event loop keeps serving between them', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    // Several batches of creates: on the calling thread they would all commit within one turn of the event
+    // loop, so no timer could see some done and some not; committed elsewhere, timers keep firing meanwhile.
+    let committed = 0
+    const creates = Array.from({ length: 3000 }, (_, i) =>
+      store.createPet({ pet: { name: `p${i}`, categoryId: 1n } }).then(() => committed++),
+    )
+    let ticksDuringCommits = 0
+    while (committed < creates.length) {
+      await sleep(0)
+      if (committed > 0 && committed < creates.length) ticksDuringCommits++
+    }
+    await Promise.all(creates)
+    assert.ok(ticksDuringCommits > 0, 'timers fired while batches were still being committed')
+  })
+
+  test('when the write thread dies in the middle of a batch, then that batch fails with 503 and the next create works', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const writeThreadEntry = new URL('./helpers/crashing-write-thread.ts', import.meta.url)
+    const store = await openStore(t, path, 2000, { writeThreadEntry })
+    const before = await store.createPet({ pet: { name: 'before', categoryId: 1n } })
+    await assert.rejects(
+      store.createPet({ pet: { name: 'crash', categoryId: 1n } }),
+      (error: Error) => error instanceof StoreUnavailableError && /exited \(code 70\)/.test(error.message),
+    )
+    const after = await store.createPet({ pet: { name: 'after', categoryId: 2n } })
+    assert.ok(after.pet.id > before.pet.id)
+    const names = (await store.listPets({ limit: 10 })).map((pet) => pet.name)
+    assert.deepEqual(names, ['before', 'after'], 'nothing of the failed batch was stored')
+  })
+
+  test('when writes run on the calling thread, then creates still commit and are read back', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path, 2000, { writeThread: false })
+    const created = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        store.createPet({ pet: { name: `p${i}`, categoryId: BigInt(i) } }),
+      ),
+    )
+    assert.equal(new Set(created.map(({ pet }) => pet.id)).size, 50)
+    const reopened = await openStore(t, path)
+    assert.equal((await reopened.listPets({ limit: 100 })).length, 50)
   })
 
   test('when two stores on one file create concurrently, then every create commits with a distinct id', async (t) => {

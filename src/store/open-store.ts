@@ -12,7 +12,12 @@ export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
   const path = sqlitePath(config)
   const maxBatch = config.WRITE_BATCH_MAX
   if (path !== undefined)
-    return new SqliteStore({ path, busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS, maxBatch })
+    return new SqliteStore({
+      path,
+      busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS,
+      maxBatch,
+      writeThread: config.SQLITE_WRITE_THREAD === 'on',
+    })
   return new PostgresStore({
     maxBatch,
     url: config.DATABASE_URL,

@@ -14,7 +14,7 @@ export interface OpenedStore {
 }
 
 export interface StoreEngine {
-  name: 'sqlite' | 'postgres'
+  name: string
   /** Why this engine cannot run here (the suite is then reported as skipped, and fails under CI). */
   unavailable(): string | undefined
   /** A new, empty, migrated store, closed after the test. */
@@ -37,6 +37,20 @@ export const sqliteEngine: StoreEngine = {
   open(t) {
     const path = join(temporaryDirectory(t), 'pets.db')
     return opened(t, () => new SqliteStore({ path, busyTimeoutMs: 2000 }), `sqlite:${path}`)
+  },
+}
+
+/** SQLite committing on the calling thread (`SQLITE_WRITE_THREAD=off`, and always for `:memory:`). */
+export const sqliteCallingThreadEngine: StoreEngine = {
+  name: 'sqlite, writes on the calling thread',
+  unavailable: () => undefined,
+  open(t) {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    return opened(
+      t,
+      () => new SqliteStore({ path, busyTimeoutMs: 2000, writeThread: false }),
+      `sqlite:${path}`,
+    )
   },
 }
 

@@ -1,16 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
-import { type CreateOutcome, createOutcomes, planCreates } from '../idempotent-batch.ts'
+import type { CreateOutcome } from '../idempotent-batch.ts'
 import { latestVersion, pendingMigrations } from '../migration-plan.ts'
-import {
-  type ClaimRow,
-  claimsFromRows,
-  type KeyRow,
-  keyRecordFromRow,
-  type PetRow,
-  petFromRow,
-} from '../rows.ts'
+import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
 import {
   type ApiKeyRecord,
   type CreatedPet,
@@ -26,13 +19,21 @@ import {
 import { WriteBatcher } from '../write-batcher.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
+import { insertPets, PET_COLUMNS } from './sqlite-pet-inserts.ts'
+import { SqliteWriteThread } from './sqlite-write-thread.ts'
 
 export interface SqliteStoreOptions extends SqliteConnectionOptions {
   /** Most creates committed in one transaction (group commit). */
   maxBatch?: number
+  /**
+   * Commit creates on a thread of their own (default, for a file) or on the calling thread (always for
+   * `:memory:`, whose data no other connection can see).
+   */
+  writeThread?: boolean
+  /** The write thread's entry module (tests replace it to make the thread fail). */
+  writeThreadEntry?: URL
 }
 
-const PET_COLUMNS = 'id, name, category_id, status'
 const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
 /** The keyset page queries (exported so a test can check their plans: index walks, never scans). */
@@ -50,17 +51,26 @@ function keyNameTaken(error: unknown, name: string): unknown {
 
 /**
  * The embedded store: one SQLite file (see SqliteConnection for durability and locking). Creates that
- * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), and each 201 is
- * sent only after its commit returned.
+ * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), on a write thread
+ * so the sync does not stall reads (SqliteWriteThread), and each 201 is sent only after its commit returned.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: SqliteConnection
   readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
+  readonly #writeThread: SqliteWriteThread | undefined
 
   constructor(options: SqliteStoreOptions) {
     this.#db = new SqliteConnection(options)
-    this.#creates = new WriteBatcher((batch) => this.#createPets(batch), options.maxBatch ?? 500)
+    const onThread = options.path !== ':memory:' && (options.writeThread ?? true)
+    const writeThread = onThread ? new SqliteWriteThread(options, options.writeThreadEntry) : undefined
+    this.#writeThread = writeThread
+    this.#creates = new WriteBatcher(
+      writeThread
+        ? (batch) => writeThread.commit(batch)
+        : (batch) => this.#db.run(() => insertPets(this.#db, batch)),
+      options.maxBatch ?? 500,
+    )
   }
 
   migrate(): Promise<MigrationReport> {
@@ -101,45 +111,6 @@ export class SqliteStore implements Store {
     const outcome = await this.#creates.submit(request)
     if (outcome instanceof Error) throw outcome
     return outcome
-  }
-
-  /** One transaction for the whole batch: idempotency records are read and written with the pets. */
-  #createPets(requests: CreatePetRequest[]): Promise<CreateOutcome[]> {
-    return this.#db.run(() =>
-      this.#db.transaction(() => {
-        const findClaim = this.#db.statement(
-          'SELECT * FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?',
-        )
-        const claims = requests.flatMap(({ idempotency: claim }) => {
-          const row = claim ? findClaim.get(claim.apiKeyId, claim.key) : undefined
-          return row === undefined ? [] : [row as unknown as ClaimRow]
-        })
-        const plans = planCreates(requests, claimsFromRows(claims))
-        const insertPet = this.#db.statement(
-          `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${PET_COLUMNS}`,
-        )
-        const recordClaim = this.#db.statement(`INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)
-          ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
-            fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`)
-        const inserted: Pet[] = []
-        const replayed = new Map<bigint, Pet>()
-        for (const [index, plan] of plans.entries()) {
-          const { pet, idempotency: claim } = requests[index] as CreatePetRequest
-          if (plan.kind === 'replay') {
-            const row = this.#db.statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(plan.petId)
-            if (row !== undefined) replayed.set(plan.petId, petFromRow(row as unknown as PetRow))
-          }
-          if (plan.kind !== 'insert') continue
-          const created = petFromRow(
-            insertPet.get(pet.name, pet.categoryId, pet.status ?? null) as unknown as PetRow,
-          )
-          inserted.push(created)
-          if (claim)
-            recordClaim.run(claim.apiKeyId, claim.key, claim.fingerprint, created.id, claim.expiresAtMs)
-        }
-        return createOutcomes(plans, inserted, replayed)
-      }),
-    )
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {
@@ -237,6 +208,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.#db.closed) return
     await this.#creates.flush()
+    await this.#writeThread?.close()
     this.#db.close()
   }
 }

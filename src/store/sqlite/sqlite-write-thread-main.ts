@@ -1,0 +1,30 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
+import { insertPets } from './sqlite-pet-inserts.ts'
+import {
+  failureToWire,
+  toWire,
+  type WriteThreadMessage,
+  type WriteThreadReply,
+} from './sqlite-write-thread.ts'
+
+// The write thread's entry point (see SqliteWriteThread): one connection, one batch at a time.
+const port = parentPort
+if (port === null) throw new Error('sqlite-write-thread-main.ts runs as a worker thread only')
+const db = new SqliteConnection(workerData as SqliteConnectionOptions)
+
+port.on('message', async (message: WriteThreadMessage) => {
+  if ('close' in message) {
+    db.close()
+    port.close()
+    return
+  }
+  let reply: WriteThreadReply
+  try {
+    const outcomes = await db.run(() => insertPets(db, message.requests))
+    reply = { outcomes: outcomes.map(toWire) }
+  } catch (error) {
+    reply = { failure: failureToWire(error) }
+  }
+  port.postMessage(reply)
+})
