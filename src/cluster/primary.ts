@@ -23,7 +23,7 @@ const SHUTDOWN_MARGIN_MS = 5000
  */
 export async function runPrimary(config: Config, workers: number, { stdout }: CommandIo): Promise<number> {
   const log = createLogger(config, wantsPrettyLogs(config, stdout))
-  const store = openStore(config, log)
+  const store = await openStore(config, log)
   try {
     await store.migrate()
     await provisionKeys({

@@ -10,7 +10,7 @@ Applies every migration the database does not have yet, in order, and prints wha
 "serve" does the same at start, so running this first is optional (useful in a deploy pipeline).`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
-    const { store } = openConfiguredStore()
+    const { store } = await openConfiguredStore()
     try {
       const { applied, current } = await store.migrate()
       stdout.write(

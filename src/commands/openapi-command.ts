@@ -15,7 +15,7 @@ configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches 
     parseCommandArgs(args, {})
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
     const config = { ...loadConfig(), LOG_LEVEL: 'silent' as const, DATABASE_URL: 'sqlite::memory:' }
-    const store = openStore(config, createLogger(config))
+    const store = await openStore(config, createLogger(config))
     await store.migrate()
     const app = await buildApp({ config, store })
     try {

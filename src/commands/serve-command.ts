@@ -25,7 +25,7 @@ function workerCount(config: Config): number {
 async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<number> {
   const logger = createLogger(config, wantsPrettyLogs(config, stdout))
   const alone = !cluster.isWorker
-  const store = openStore(config, logger)
+  const store = await openStore(config, logger)
   const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, logger) : undefined
   const metrics = createMetrics(store.poolStats?.bind(store))
   let metricsServer: Server | undefined

@@ -1,14 +1,17 @@
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
 import type { Config } from '../config.ts'
-import { PostgresStore } from './postgres/postgres-store.ts'
 import { SqliteStore } from './sqlite/sqlite-store.ts'
 import type { Store } from './store.ts'
 
 const SQLITE = 'sqlite:'
 
-/** The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. */
-export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
+/**
+ * The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. The
+ * PostgreSQL engine and its driver are loaded only when chosen, so an embedded deployment does not
+ * carry them (about 2 MiB of heap).
+ */
+export async function openStore(config: Config, log: Pick<Logger, 'warn'>): Promise<Store> {
   const path = sqlitePath(config)
   const maxBatch = config.WRITE_BATCH_MAX
   if (path !== undefined)
@@ -18,6 +21,7 @@ export function openStore(config: Config, log: Pick<Logger, 'warn'>): Store {
       maxBatch,
       writeThread: config.SQLITE_WRITE_THREAD === 'on',
     })
+  const { PostgresStore } = await import('./postgres/postgres-store.ts')
   return new PostgresStore({
     maxBatch,
     url: config.DATABASE_URL,
