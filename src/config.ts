@@ -193,9 +193,9 @@ export const ConfigSchema = Type.Object({
       'Most creates committed together in one transaction and one disk sync (group commit); 1 commits each alone.',
   }),
   SQLITE_WRITE_THREAD: Type.Enum(['on', 'off'], {
-    default: 'on',
+    default: 'off',
     description:
-      'Commit SQLite writes on a thread of their own, so requests are served while the disk syncs (about 15 MiB more memory).',
+      'Commit SQLite writes on a thread of their own, so reads are served while the disk syncs; pays off with a spare core, costs memory (docs/decisions.md).',
   }),
   SQLITE_BUSY_TIMEOUT_MS: DURATION(
     5000,

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
 import type { NewPet, Pet } from '../src/schemas/pet.ts'
 import { DuplicateKeyNameError, IdempotencyKeyReusedError, type Store } from '../src/store/store.ts'
-import { engineSuiteOptions, sqliteCallingThreadEngine, storeEngines } from './helpers/store-engines.ts'
+import { engineSuiteOptions, sqliteWriteThreadEngine, storeEngines } from './helpers/store-engines.ts'
 
 /** Creates one pet, with no idempotency key, and resolves to it. */
 async function createOne(store: Store, newPet: NewPet): Promise<Pet> {
@@ -16,7 +16,7 @@ const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPe
   status === undefined ? { name, categoryId } : { name, categoryId, status }
 
 // SQLite's two ways of committing (a write thread by default, the calling thread when off) both keep it.
-for (const engine of [...storeEngines, sqliteCallingThreadEngine]) {
+for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
   describe(`storage contract: ${engine.name}`, engineSuiteOptions(engine), () => {
     test('when migrate runs again, then it applies nothing and reports the same version', async (t) => {
       const { store } = await engine.open(t)

@@ -40,15 +40,15 @@ export const sqliteEngine: StoreEngine = {
   },
 }
 
-/** SQLite committing on the calling thread (`SQLITE_WRITE_THREAD=off`, and always for `:memory:`). */
-export const sqliteCallingThreadEngine: StoreEngine = {
-  name: 'sqlite, writes on the calling thread',
+/** SQLite committing on a write thread of its own (`SQLITE_WRITE_THREAD=on`). */
+export const sqliteWriteThreadEngine: StoreEngine = {
+  name: 'sqlite, writes on a write thread',
   unavailable: () => undefined,
   open(t) {
     const path = join(temporaryDirectory(t), 'pets.db')
     return opened(
       t,
-      () => new SqliteStore({ path, busyTimeoutMs: 2000, writeThread: false }),
+      () => new SqliteStore({ path, busyTimeoutMs: 2000, writeThread: true }),
       `sqlite:${path}`,
     )
   },

@@ -26,8 +26,8 @@ export interface SqliteStoreOptions extends SqliteConnectionOptions {
   /** Most creates committed in one transaction (group commit). */
   maxBatch?: number
   /**
-   * Commit creates on a thread of their own (default, for a file) or on the calling thread (always for
-   * `:memory:`, whose data no other connection can see).
+   * Commit creates on a thread of their own (a file only) rather than on the calling thread (the default,
+   * and always for `:memory:`, whose data no other connection can see).
    */
   writeThread?: boolean
   /** The write thread's entry module (tests replace it to make the thread fail). */
@@ -51,8 +51,9 @@ function keyNameTaken(error: unknown, name: string): unknown {
 
 /**
  * The embedded store: one SQLite file (see SqliteConnection for durability and locking). Creates that
- * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), on a write thread
- * so the sync does not stall reads (SqliteWriteThread), and each 201 is sent only after its commit returned.
+ * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), optionally on a
+ * write thread so the sync does not stall reads (SqliteWriteThread), and each 201 is sent only after its
+ * commit returned.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite'
@@ -62,7 +63,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     this.#db = new SqliteConnection(options)
-    const onThread = options.path !== ':memory:' && (options.writeThread ?? true)
+    const onThread = options.path !== ':memory:' && (options.writeThread ?? false)
     const writeThread = onThread ? new SqliteWriteThread(options, options.writeThreadEntry) : undefined
     this.#writeThread = writeThread
     this.#creates = new WriteBatcher(
