@@ -105,57 +105,59 @@ describe('metrics', () => {
 })
 
 describe('graceful lifecycle', () => {
-  test('when SIGTERM arrives under write load, then the process drains, exits 0, and every acknowledged create is stored', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const server = await startServeProcess(env, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const acknowledged: string[] = []
-    let writing = true
-    let signalled = false
-    let refused = 0
-    const writers = Array.from({ length: 8 }, async (_, w) => {
-      for (let i = 0; writing; i++) {
-        let response: Response
-        let text: string
-        try {
-          response = await request(server, '/v1/pets', {
-            method: 'POST',
-            body: `{"name":"w${w}-${i}","categoryId":1}`,
-          })
-          text = await response.text()
-        } catch (error) {
-          // fetch fails with a TypeError when the connection is refused or dropped: expected once the
-          // listener is closed, a failure before. Anything else (an assertion) is not swallowed.
-          if (!(error instanceof TypeError) || !signalled) throw error
+  for (const writeThread of ['off', 'on']) {
+    test(`when SIGTERM arrives under write load (SQLITE_WRITE_THREAD=${writeThread}), then the process drains, exits 0, and every acknowledged create is stored`, async (t) => {
+      const cwd = temporaryDirectory(t)
+      const server = await startServeProcess({ ...env, SQLITE_WRITE_THREAD: writeThread }, cwd)
+      t.after(() => server.child.kill('SIGKILL'))
+      const acknowledged: string[] = []
+      let writing = true
+      let signalled = false
+      let refused = 0
+      const writers = Array.from({ length: 8 }, async (_, w) => {
+        for (let i = 0; writing; i++) {
+          let response: Response
+          let text: string
+          try {
+            response = await request(server, '/v1/pets', {
+              method: 'POST',
+              body: `{"name":"w${w}-${i}","categoryId":1}`,
+            })
+            text = await response.text()
+          } catch (error) {
+            // fetch fails with a TypeError when the connection is refused or dropped: expected once the
+            // listener is closed, a failure before. Anything else (an assertion) is not swallowed.
+            if (!(error instanceof TypeError) || !signalled) throw error
+            refused++
+            return
+          }
+          if (response.status === 201) {
+            acknowledged.push(text)
+            continue
+          }
+          assert.ok(signalled, `${response.status} before SIGTERM: ${text}`)
+          assert.equal(response.status, 503, text)
+          assert.equal(response.headers.get('connection'), 'close', 'a draining server closes the connection')
           refused++
-          return
         }
-        if (response.status === 201) {
-          acknowledged.push(text)
-          continue
-        }
-        assert.ok(signalled, `${response.status} before SIGTERM: ${text}`)
-        assert.equal(response.status, 503, text)
-        assert.equal(response.headers.get('connection'), 'close', 'a draining server closes the connection')
-        refused++
+      })
+      await sleep(300)
+      signalled = true
+      server.child.kill('SIGTERM')
+      assert.equal(await server.exited, 0)
+      writing = false
+      await Promise.all(writers)
+      assert.ok(refused > 0, 'requests after the signal were refused (503 or connection refused)')
+      assert.ok(acknowledged.length > 10)
+
+      const again = await startServeProcess(env, cwd)
+      t.after(() => again.child.kill('SIGKILL'))
+      for (const text of acknowledged) {
+        const { id } = JSON.parse(text)
+        assert.equal(await (await request(again, `/v1/pets/${id}`)).text(), text)
       }
     })
-    await sleep(300)
-    signalled = true
-    server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
-    writing = false
-    await Promise.all(writers)
-    assert.ok(refused > 0, 'requests after the signal were refused (503 or connection refused)')
-    assert.ok(acknowledged.length > 10)
-
-    const again = await startServeProcess(env, cwd)
-    t.after(() => again.child.kill('SIGKILL'))
-    for (const text of acknowledged) {
-      const { id } = JSON.parse(text)
-      assert.equal(await (await request(again, `/v1/pets/${id}`)).text(), text)
-    }
-  })
+  }
 
   test('when SIGTERM arrives, then /readyz on a kept-alive connection answers 503 and the connection is closed', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
