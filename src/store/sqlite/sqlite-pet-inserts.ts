@@ -5,6 +5,8 @@ import type { CreatePetRequest } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
 export const PET_COLUMNS = 'id, name, category_id, status'
+/** One pet by id: getPet, and a replayed create inside the batch's transaction. */
+export const PET_BY_ID_SQL = `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`
 
 /**
  * Stores a batch of creates in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, one sync): idempotency
@@ -31,7 +33,7 @@ export function insertPets(db: SqliteConnection, requests: readonly CreatePetReq
     for (const [index, plan] of plans.entries()) {
       const { pet, idempotency: claim } = requests[index] as CreatePetRequest
       if (plan.kind === 'replay') {
-        const row = db.statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(plan.petId)
+        const row = db.statement(PET_BY_ID_SQL).get(plan.petId)
         if (row !== undefined) replayed.set(plan.petId, petFromRow(row as unknown as PetRow))
       }
       if (plan.kind !== 'insert') continue

@@ -19,7 +19,7 @@ import {
 import { WriteBatcher } from '../write-batcher.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
-import { insertPets, PET_COLUMNS } from './sqlite-pet-inserts.ts'
+import { insertPets, PET_BY_ID_SQL, PET_COLUMNS } from './sqlite-pet-inserts.ts'
 import { SqliteWriteThread } from './sqlite-write-thread.ts'
 
 export interface SqliteStoreOptions extends SqliteConnectionOptions {
@@ -116,7 +116,7 @@ export class SqliteStore implements Store {
 
   getPet(id: bigint): Promise<Pet | undefined> {
     return this.#db.run(() => {
-      const row = this.#db.statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(id)
+      const row = this.#db.statement(PET_BY_ID_SQL).get(id)
       return row === undefined ? undefined : petFromRow(row as unknown as PetRow)
     })
   }
