@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts'
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
 import { type Cleanup, temporaryDirectory } from './cleanup.ts'
 import { postgresUnavailableReason, sharedPostgres } from './postgres-server.ts'
@@ -31,28 +31,23 @@ async function opened(t: Cleanup, create: () => Store, databaseUrl: string): Pro
   return { store: await openOne(), reopen: openOne, databaseUrl }
 }
 
-export const sqliteEngine: StoreEngine = {
-  name: 'sqlite',
-  unavailable: () => undefined,
-  open(t) {
-    const path = join(temporaryDirectory(t), 'pets.db')
-    return opened(t, () => new SqliteStore({ path, busyTimeoutMs: 2000 }), `sqlite:${path}`)
-  },
+function sqliteEngineWith(name: string, options: Partial<SqliteStoreOptions> = {}): StoreEngine {
+  return {
+    name,
+    unavailable: () => undefined,
+    open(t) {
+      const path = join(temporaryDirectory(t), 'pets.db')
+      return opened(t, () => new SqliteStore({ path, busyTimeoutMs: 2000, ...options }), `sqlite:${path}`)
+    },
+  }
 }
 
+export const sqliteEngine = sqliteEngineWith('sqlite')
+
 /** SQLite committing on a write thread of its own (`SQLITE_WRITE_THREAD=on`). */
-export const sqliteWriteThreadEngine: StoreEngine = {
-  name: 'sqlite, writes on a write thread',
-  unavailable: () => undefined,
-  open(t) {
-    const path = join(temporaryDirectory(t), 'pets.db')
-    return opened(
-      t,
-      () => new SqliteStore({ path, busyTimeoutMs: 2000, writeThread: true }),
-      `sqlite:${path}`,
-    )
-  },
-}
+export const sqliteWriteThreadEngine = sqliteEngineWith('sqlite, writes on a write thread', {
+  writeThread: true,
+})
 
 export const postgresEngine: StoreEngine = {
   name: 'postgres',
