@@ -46,7 +46,10 @@ describe('logs', () => {
     const generated = odd.headers.get('x-request-id') ?? ''
     assert.match(generated, /^[0-9a-f-]{36}$/)
     await request(server, '/v1/pets/1', { headers: { authorization: 'Bearer nope' } })
-    await sleep(100)
+    // The last request's line is written after its response; wait for it rather than for a fixed time.
+    await waitForLog(server, (all) =>
+      all.find((line) => line.msg === 'request' && line.operation === 'getPet'),
+    )
     const lines = logLines(server).filter((line) => line.msg === 'request')
     const first = lines.find((line) => line.reqId === 'client-chosen.42')
     assert.ok(first, 'the client request id is the log line id')
@@ -141,14 +144,17 @@ describe('graceful lifecycle', () => {
           refused++
         }
       })
-      await sleep(300)
+      // Signal once writes are flowing, not after a fixed time: with the write thread on, the first create
+      // also starts the thread, which can take longer than any fixed pause on a busy machine.
+      const deadline = Date.now() + 10_000
+      while (acknowledged.length < 20 && Date.now() < deadline) await sleep(20)
       signalled = true
       server.child.kill('SIGTERM')
       assert.equal(await server.exited, 0)
       writing = false
       await Promise.all(writers)
       assert.ok(refused > 0, 'requests after the signal were refused (503 or connection refused)')
-      assert.ok(acknowledged.length > 10)
+      assert.ok(acknowledged.length >= 20, `${acknowledged.length} creates acknowledged before the signal`)
 
       const again = await startServeProcess(env, cwd)
       t.after(() => again.child.kill('SIGKILL'))
