@@ -126,7 +126,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   the real store), with ${Object.entries(BENCH_DEFAULTS)
     .map(([name, value]) => `\`${name}=${value}\``)
     .join(', ')}: the rate limit is counted on every request but never reached, and no log line is
-  written per request.
+  written per request. It is started once and stopped before the measured start, so that start finds its
+  modules in the compile cache (bin/petstore.js), as every start of a deployment after its first does.
 - **Baseline**: \`bench/baseline-server.ts\`, bare \`node:http\` replaying the service's own recorded
   response bytes and headers from memory, with a constant-time API-key check and an in-memory create.
   **Service/baseline** is the service's req/s over the baseline's: the share of the machine's bare HTTP

@@ -4,7 +4,7 @@ import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { exited, SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
+const CLI = fileURLToPath(new URL('../bin/petstore.js', import.meta.url))
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
 /** The `start` script of package.json, as written. */

@@ -3,17 +3,22 @@ import { once } from 'node:events'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
   logLines,
   requesterFor,
+  runCli,
   type ServeProcess,
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { exchange } from './helpers/raw-http.ts'
+
+const TYPE_STRIPPER_PROBE = fileURLToPath(new URL('./helpers/type-stripper-probe.mjs', import.meta.url))
+const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}` }
@@ -104,6 +109,45 @@ describe('metrics', () => {
     assert.ok(value('petstore_store_duration_seconds_count', 'operation="createPet",outcome="ok"') >= 1)
     assert.ok(samples.some((s) => s.name === 'nodejs_eventloop_lag_p99_seconds'))
     assert.ok(samples.some((s) => s.name === 'process_resident_memory_bytes'))
+  })
+})
+
+describe('start-up', () => {
+  const probed = (cache: string) => ({
+    ...env,
+    NODE_COMPILE_CACHE: cache,
+    NODE_OPTIONS: `--import=${TYPE_STRIPPER_PROBE}`,
+  })
+
+  test('when the command runs, then its entry point turns the compile cache on, next to the dependencies', () => {
+    const { status, stderr } = runCli(
+      ['--help'],
+      { NODE_OPTIONS: `--import=${TYPE_STRIPPER_PROBE}` },
+      REPOSITORY,
+    )
+    assert.equal(status, 0)
+    assert.ok(stderr.includes(`compile cache: ${REPOSITORY}node_modules/.cache/petstore`), stderr)
+  })
+
+  test('when the service starts again with its code unchanged, then no types are stripped, even if the first start was killed', async (t) => {
+    const cache = temporaryDirectory(t)
+    const first = await startServeProcess(probed(cache), temporaryDirectory(t))
+    t.after(() => first.child.kill('SIGKILL'))
+    assert.equal((await request(first, '/v1/pets')).status, 200)
+    first.child.kill('SIGKILL') // no exit hook runs: what the next start finds was written once listening
+    await first.exited
+
+    const startAndStop = async (cacheDirectory: string) => {
+      const server = await startServeProcess(probed(cacheDirectory), temporaryDirectory(t))
+      t.after(() => server.child.kill('SIGKILL'))
+      assert.equal((await request(server, '/v1/pets')).status, 200)
+      server.child.kill('SIGTERM')
+      assert.equal(await server.exited, 0)
+      return server.output()
+    }
+    assert.match(await startAndStop(cache), /type stripper loaded: false/)
+    const cold = await startAndStop(temporaryDirectory(t))
+    assert.match(cold, /type stripper loaded: true/, 'with an empty cache, the probe does see types stripped')
   })
 })
 

@@ -1,5 +1,6 @@
 import cluster from 'node:cluster'
 import type { Server } from 'node:http'
+import { flushCompileCache } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { buildApp } from '../app.ts'
 import { provisionKeys } from '../auth/provision-keys.ts'
@@ -46,6 +47,9 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
       redis?.disconnect()
       await store.close()
     })
+    // Every module serving needs is loaded by now: write the compile cache (when bin/petstore.js enabled it)
+    // at once rather than at exit, so the next start finds it even if this process is killed.
+    flushCompileCache()
     const metricsAddress = metricsServer?.address()
     const metricsNote =
       typeof metricsAddress === 'object' && metricsAddress ? `; metrics on port ${metricsAddress.port}` : ''

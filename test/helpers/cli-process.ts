@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { checkedFetch } from './conformance-fetch.ts'
 
-export const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+/** The command's entry point, as `npm start`, `npm run petstore` and the installed `petstore` run it. */
+export const CLI = fileURLToPath(new URL('../../bin/petstore.js', import.meta.url))
 
 /** The environment a CLI run gets: nothing from this process but PATH, so the test states every setting. */
 function cliEnvironment(env: Record<string, string>): Record<string, string> {
