@@ -15,7 +15,7 @@ async function createOne(store: Store, newPet: NewPet): Promise<Pet> {
 const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPet =>
   status === undefined ? { name, categoryId } : { name, categoryId, status }
 
-// SQLite's two ways of committing (a write thread by default, the calling thread when off) both keep it.
+// SQLite's two ways of committing (the calling thread by default, a write thread when on) both keep it.
 for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
   describe(`storage contract: ${engine.name}`, engineSuiteOptions(engine), () => {
     test('when migrate runs again, then it applies nothing and reports the same version', async (t) => {
