@@ -16,6 +16,7 @@ import { handleClientError, handleError, handleRouteNotFound } from './http/erro
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { openApi } from './http/openapi.ts'
 import { addRequestLifecycle, setCommonHeaders } from './http/request-lifecycle.ts'
+import { requestLoggerFactory } from './http/request-logger.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { createLogger } from './logger.ts'
@@ -77,6 +78,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const app = Fastify({
     loggerInstance: (logger ?? createLogger(config)) as FastifyBaseLogger,
     genReqId: requestIdOf,
+    childLoggerFactory: requestLoggerFactory,
     // One line per request, written by our own onResponse hook (request-logging.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.BODY_LIMIT_BYTES,

@@ -36,8 +36,8 @@ export async function startTestServer(
     engine?: StoreEngine
     /** An existing key to use (another instance on the same data made it); else a key "test" is created. */
     key?: string
-    /** Passed to buildApp as they are (clock, Redis, metrics). */
-    app?: Pick<AppDependencies, 'now' | 'redis' | 'metrics'>
+    /** Passed to buildApp as they are (clock, Redis, metrics, logger). */
+    app?: Pick<AppDependencies, 'now' | 'redis' | 'metrics' | 'logger'>
   } = {},
 ): Promise<TestServer> {
   const config = testConfig(options.env)

@@ -1,0 +1,88 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Bindings, ChildLoggerOptions, Logger } from 'pino'
+
+type LogMethod = (...args: unknown[]) => void
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/**
+ * A request's logger, bound to its request id, that makes pino's child on first use. Fastify makes one
+ * child per request; pino serialises its bindings at once, which costs about 2 % of a cached read's CPU,
+ * and at `warn` (or when the line is refused) most requests never log at all.
+ */
+class RequestLogger {
+  readonly #parent: FastifyBaseLogger
+  readonly #bindings: Bindings
+  readonly #options: ChildLoggerOptions
+  #logger: FastifyBaseLogger | undefined
+
+  constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.#parent = parent
+    this.#bindings = bindings
+    this.#options = options
+  }
+
+  #log(level: Level, args: unknown[]): void {
+    // A line below the level is dropped without making the child (4xx answers log at debug).
+    if (this.#logger === undefined && this.#options.level === undefined && !this.#wouldLog(level)) return
+    const logger = this.#child()
+    const write = logger[level] as LogMethod
+    write.apply(logger, args)
+  }
+
+  #wouldLog(level: Level): boolean {
+    const parent = this.#parent as Partial<Pick<Logger, 'isLevelEnabled'>>
+    return parent.isLevelEnabled?.(level) ?? true
+  }
+
+  #child(): FastifyBaseLogger {
+    this.#logger ??= this.#parent.child(this.#bindings, this.#options)
+    return this.#logger
+  }
+
+  get level(): string {
+    return this.#logger?.level ?? this.#options.level ?? this.#parent.level
+  }
+
+  set level(level: string) {
+    this.#child().level = level
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#log('fatal', args)
+  }
+
+  error(...args: unknown[]): void {
+    this.#log('error', args)
+  }
+
+  warn(...args: unknown[]): void {
+    this.#log('warn', args)
+  }
+
+  info(...args: unknown[]): void {
+    this.#log('info', args)
+  }
+
+  debug(...args: unknown[]): void {
+    this.#log('debug', args)
+  }
+
+  trace(...args: unknown[]): void {
+    this.#log('trace', args)
+  }
+
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.#child().child(bindings, options)
+  }
+}
+
+/** Fastify's `childLoggerFactory`: the per-request logger above, in place of an eager pino child. */
+export function requestLoggerFactory(
+  parent: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
+  return new RequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger
+}

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import type { FastifyBaseLogger } from 'fastify'
+import pino, { type Logger } from 'pino'
+import { requestLoggerFactory } from '../src/http/request-logger.ts'
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import type { Store } from '../src/store/store.ts'
+import { call } from './helpers/api-client.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+/** A pino logger at `level` whose lines are kept, parsed, in `lines`. */
+function capturingLogger(level: string): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = []
+  const logger = pino({ level }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+  return { logger, lines }
+}
+
+/** The parent, counting the children made of it. */
+function countingChildren(logger: Logger): { parent: FastifyBaseLogger; children: () => number } {
+  let children = 0
+  const parent = new Proxy(logger, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (property !== 'child') return typeof value === 'function' ? value.bind(target) : value
+      return (...args: Parameters<Logger['child']>) => {
+        children++
+        return target.child(...args)
+      }
+    },
+  })
+  return { parent, children: () => children }
+}
+
+describe('per-request logger', () => {
+  test('when a request logs at an enabled level, then the line carries its bindings and the message', () => {
+    const { logger, lines } = capturingLogger('info')
+    const log = requestLoggerFactory(logger, { reqId: 'r-1' }, {})
+    log.info({ status: 200 }, 'request')
+    log.warn('slow')
+    assert.deepEqual(
+      lines.map(({ reqId, status, msg, level }) => ({ reqId, status, msg, level })),
+      [
+        { reqId: 'r-1', status: 200, msg: 'request', level: 30 },
+        { reqId: 'r-1', status: undefined, msg: 'slow', level: 40 },
+      ],
+    )
+  })
+
+  test('when a request only logs below the level, then nothing is written and no child logger is made', () => {
+    const { logger, lines } = capturingLogger('warn')
+    const { parent, children } = countingChildren(logger)
+    const log = requestLoggerFactory(parent, { reqId: 'r-2' }, {})
+    log.info('request')
+    log.debug({ code: 'unauthorized' }, 'request refused')
+    assert.equal(lines.length, 0)
+    assert.equal(children(), 0)
+    log.error('failed')
+    assert.equal(children(), 1, 'made on the first line that is written')
+    log.error('again')
+    assert.equal(children(), 1, 'and only once')
+    assert.deepEqual(
+      lines.map(({ reqId, msg }) => ({ reqId, msg })),
+      [
+        { reqId: 'r-2', msg: 'failed' },
+        { reqId: 'r-2', msg: 'again' },
+      ],
+    )
+  })
+
+  test('when a request changes its level or makes a child, then both act on its own child logger', () => {
+    const { logger, lines } = capturingLogger('warn')
+    const log = requestLoggerFactory(logger, { reqId: 'r-3' }, {})
+    assert.equal(log.level, 'warn')
+    log.level = 'debug'
+    log.debug('now written')
+    log.child({ step: 'inner' }).info('inner line')
+    assert.equal(logger.level, 'warn', 'the process logger keeps its level')
+    assert.deepEqual(
+      lines.map(({ reqId, step, msg }) => ({ reqId, step, msg })),
+      [
+        { reqId: 'r-3', step: undefined, msg: 'now written' },
+        { reqId: 'r-3', step: 'inner', msg: 'inner line' },
+      ],
+    )
+  })
+
+  test('when the service fails a request at level warn, then its error line carries the request id it answered with', async (t) => {
+    const { logger, lines } = capturingLogger('warn')
+    const broken = new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 })
+    const store = new Proxy(broken, {
+      get(target, property, receiver) {
+        if (property === 'getPet') return () => Promise.reject(new Error('disk I/O error'))
+        const value = Reflect.get(target, property, receiver)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    }) as Store
+    const server = await startTestServer(t, { store, app: { logger } })
+
+    const refused = await call(server, 'GET', '/v1/pets', { key: 'nope' })
+    assert.equal(refused.status, 401)
+    assert.equal(lines.length, 0, 'a refused request logs at debug only')
+
+    const failed = await call(server, 'GET', '/v1/pets/1')
+    assert.equal(failed.status, 500)
+    const line = lines.find((entry) => entry.msg === 'request failed')
+    assert.ok(line, 'the failure is logged')
+    assert.equal(line.reqId, failed.headers.get('x-request-id'))
+    assert.equal(line.level, 50)
+  })
+})
