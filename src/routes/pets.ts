@@ -5,6 +5,7 @@ import { sendRepresentation } from '../http/conditional-get.ts'
 import { announceDeprecation, type DeprecationPolicy } from '../http/deprecation.ts'
 import { idempotencyKeyOf } from '../http/idempotency-key.ts'
 import { guardMethods } from '../http/method-guard.ts'
+import type { RateLimitHook } from '../http/rate-limit.ts'
 import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
 import type { CreatePet } from '../pets/pet-creator.ts'
 import type { PetReader } from '../pets/pet-reader.ts'
@@ -13,6 +14,8 @@ import { createPetSchema, getPetSchema, listPetsSchema } from './pet-route-schem
 
 export interface PetRoutesOptions {
   authenticate: Authenticate
+  /** Counts each authenticated request against its key's limit; none when rate limiting is off. */
+  limitRate?: RateLimitHook
   createPet: CreatePet
   readPets: PetReader
   getPetDeprecation: DeprecationPolicy
@@ -23,11 +26,12 @@ export interface PetRoutesOptions {
 
 export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions) {
   const { readPets, publicBaseUrl } = options
-  const requireApiKey = bearerAuth(options.authenticate)
+  // Authentication first: the limit is counted per API key.
+  const admit = [bearerAuth(options.authenticate), ...(options.limitRate ? [options.limitRate] : [])]
 
   app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
-    { schema: listPetsSchema, onRequest: requireApiKey },
+    { schema: listPetsSchema, onRequest: admit },
     async (request, reply) => {
       const page = await readPets.page(request.query, (pets) => reply.serialize(pets) as string)
       return sendRepresentation(request, reply, page)
@@ -36,7 +40,7 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
 
   app.post<{ Body: NewPet }>(
     '/pets',
-    { schema: createPetSchema, onRequest: requireApiKey },
+    { schema: createPetSchema, onRequest: admit },
     async (request, reply) => {
       const apiKey = request.apiKey as NonNullable<typeof request.apiKey>
       const created = await options.createPet(request.body, apiKey.id, idempotencyKeyOf(request))
@@ -49,7 +53,7 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
     '/pets/:petId',
     {
       schema: getPetSchema,
-      onRequest: [announceDeprecation(options.getPetDeprecation, options.now), requireApiKey],
+      onRequest: [announceDeprecation(options.getPetDeprecation, options.now), ...admit],
       onResponse: async (request) => {
         if (request.apiKey) options.deprecatedCalls.count(request.apiKey)
       },

@@ -1,0 +1,35 @@
+import { LRUCache } from 'lru-cache'
+import type { WindowCount, WindowCounter } from './window-counter.ts'
+
+interface Window {
+  count: number
+  startedAt: number
+}
+
+/**
+ * Counts in this process. Keys are authenticated API keys, so there are few; the bound only stops an
+ * unexpected number of them from growing memory without end (a dropped key starts a new window).
+ */
+export class MemoryWindowCounter implements WindowCounter {
+  readonly #windows: LRUCache<string, Window>
+  readonly #now: () => number
+
+  constructor(maxKeys: number, now: () => number = Date.now) {
+    this.#windows = new LRUCache({ max: maxKeys })
+    this.#now = now
+  }
+
+  increment(key: string, windowMs: number): WindowCount {
+    const now = this.#now()
+    let window = this.#windows.get(key)
+    if (window === undefined) {
+      window = { count: 0, startedAt: now }
+      this.#windows.set(key, window)
+    } else if (now - window.startedAt >= windowMs) {
+      window.count = 0
+      window.startedAt = now
+    }
+    window.count++
+    return { count: window.count, resetInMs: window.startedAt + windowMs - now }
+  }
+}

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createLogger } from '../src/logger.ts'
+import { MemoryWindowCounter } from '../src/rate-limit/memory-counter.ts'
+import { RedisWindowCounter } from '../src/rate-limit/redis-counter.ts'
+import type { WindowCounter } from '../src/rate-limit/window-counter.ts'
+import { connectRedis } from '../src/redis.ts'
+import { call } from './helpers/api-client.ts'
+import type { Cleanup } from './helpers/cleanup.ts'
+import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+const WINDOW_MS = 300
+
+interface CounterUnderTest {
+  counter: WindowCounter
+  /** Lets the current windows run out. */
+  pass(ms: number): Promise<void>
+}
+
+/** The same behaviour, whichever engine keeps the counts. */
+function counterContract(name: string, open: (t: Cleanup) => Promise<CounterUnderTest>, options = {}) {
+  describe(`rate-limit counter: ${name}`, options, () => {
+    test('when one key is counted repeatedly in its window, then counts rise by one and the reset time stays within the window', async (t) => {
+      const { counter } = await open(t)
+      const counts = []
+      for (let i = 0; i < 4; i++) {
+        const window = await counter.increment('key:1', WINDOW_MS)
+        counts.push(window.count)
+        assert.ok(window.resetInMs > 0 && window.resetInMs <= WINDOW_MS, `reset in ${window.resetInMs} ms`)
+      }
+      assert.deepEqual(counts, [1, 2, 3, 4])
+    })
+
+    test('when two keys are counted, then each has a count of its own', async (t) => {
+      const { counter } = await open(t)
+      await counter.increment('key:1', WINDOW_MS)
+      await counter.increment('key:1', WINDOW_MS)
+      assert.equal((await counter.increment('key:2', WINDOW_MS)).count, 1)
+      assert.equal((await counter.increment('key:1', WINDOW_MS)).count, 3)
+    })
+
+    test('when a window has run out, then the next request starts a new one at 1', async (t) => {
+      const { counter, pass } = await open(t)
+      await counter.increment('key:1', WINDOW_MS)
+      await counter.increment('key:1', WINDOW_MS)
+      await pass(WINDOW_MS + 50)
+      const window = await counter.increment('key:1', WINDOW_MS)
+      assert.equal(window.count, 1)
+      assert.ok(window.resetInMs > WINDOW_MS - 100, 'a whole window ahead')
+    })
+  })
+}
+
+counterContract('in memory', async () => {
+  let now = 1_000_000
+  return {
+    counter: new MemoryWindowCounter(100, () => now),
+    pass: async (ms) => {
+      now += ms
+    },
+  }
+})
+
+counterContract(
+  'Redis',
+  async (t) => {
+    const server = await startRedis()
+    t.after(() => server.stop())
+    const redis = await connectRedis(server.url, createLogger({ LOG_LEVEL: 'silent' }))
+    t.after(() => redis.disconnect())
+    await once(redis, 'ready')
+    return { counter: new RedisWindowCounter(redis, `test:${Math.random()}:`), pass: (ms) => sleep(ms) }
+  },
+  redisSuiteOptions(),
+)
+
+describe('rate limit in memory', () => {
+  test('when more keys are counted than the bound, then the least recently counted is forgotten first', () => {
+    const counter = new MemoryWindowCounter(2, () => 0)
+    counter.increment('a', WINDOW_MS)
+    counter.increment('b', WINDOW_MS)
+    counter.increment('a', WINDOW_MS)
+    counter.increment('c', WINDOW_MS)
+    assert.equal(counter.increment('a', WINDOW_MS).count, 3, 'a was counted recently and is kept')
+    assert.equal(counter.increment('b', WINDOW_MS).count, 1, 'b was dropped and starts again')
+  })
+
+  test('when a key was refused with 429 and its minute passes, then it is served again with a full allowance', async (t) => {
+    let now = Date.parse('2026-01-01T00:00:00Z')
+    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '2' }, app: { now: () => now } })
+    assert.deepEqual(
+      [(await call(server, 'GET', '/v1/pets')).status, (await call(server, 'GET', '/v1/pets')).status],
+      [200, 200],
+    )
+    now += 30_000
+    const limited = await call(server, 'GET', '/v1/pets')
+    assert.equal(limited.status, 429)
+    assert.equal(limited.headers.get('retry-after'), '30', 'the half minute left of the window')
+    assert.equal(limited.headers.get('ratelimit-remaining'), '0')
+    now += 30_000
+    const served = await call(server, 'GET', '/v1/pets')
+    assert.equal(served.status, 200)
+    assert.equal(served.headers.get('ratelimit-remaining'), '1')
+    assert.equal(served.headers.get('ratelimit-reset'), '60')
+  })
+})
