@@ -47,7 +47,7 @@ export async function v1Api(app: FastifyInstance, { config, store, metrics, now,
         })
 
   const deprecatedCalls = new DeprecatedCallTally(store, now, (key) =>
-    metrics.deprecatedCalls.inc({ operation: 'getPet', key: key.name }),
+    metrics.countDeprecatedCall('getPet', key.name),
   )
   runPeriodically(app, 'deprecated-call tally', TALLY_FLUSH_MS, () => deprecatedCalls.flush())
   runPeriodically(app, 'idempotency purge', IDEMPOTENCY_PURGE_MS, () => store.purgeIdempotencyKeys(now()))
