@@ -60,15 +60,21 @@ function describe(
  * parameter given twice is refused rather than one of its values picked.
  */
 function decodeParameters(part: Part, schema: SchemaNode, input: Record<string, unknown>): ApiError | object {
-  const decoded: Record<string, unknown> = {}
-  for (const [name, raw] of Object.entries(input)) {
-    const property = Object.hasOwn(schema.properties ?? {}, name) ? schema.properties?.[name] : undefined
-    if (property === undefined) continue // reported as not allowed by the schema check
+  const properties = schema.properties ?? {}
+  // No prototype: a parameter named `__proto__` stays a parameter (and is refused as unknown).
+  const decoded: Record<string, unknown> = Object.create(null)
+  for (const name of Object.keys(input)) {
+    const raw = input[name]
+    const property = Object.hasOwn(properties, name) ? properties[name] : undefined
+    if (property === undefined) {
+      decoded[name] = raw // reported as not allowed by the schema check
+      continue
+    }
     if (typeof raw !== 'string')
       return new ApiError(PART[part].code, `${PART[part].field} "${name}" must be given once`)
     decoded[name] = decodeString(property, raw)
   }
-  return { ...input, ...decoded }
+  return decoded
 }
 
 /**
