@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { AggregatorRegistry, Histogram, Registry } from 'prom-client'
+import { DurationHistogram } from '../src/metrics/duration-histogram.ts'
 import { createMetrics } from '../src/metrics/metrics.ts'
 
 async function deprecatedCalls(metrics: ReturnType<typeof createMetrics>): Promise<Record<string, number>> {
@@ -18,5 +20,46 @@ describe('metrics', () => {
     assert.deepEqual(await deprecatedCalls(metrics), { 'getPet a': 4, 'getPet b': 1, 'oldOp a': 1 })
     const text = await metrics.registry.metrics()
     assert.match(text, /petstore_deprecated_calls_total\{operation="getPet",key="a"\} 4/)
+  })
+
+  test("when durations are observed, then the histogram reads exactly as prom-client's own Histogram, as text and as JSON for cluster aggregation", async () => {
+    const options = {
+      name: 'request_seconds',
+      help: 'Durations.',
+      labelNames: ['operation', 'status'] as const,
+      buckets: [0.001, 0.01, 0.1],
+    }
+    const ours = new Registry()
+    const theirs = new Registry()
+    const histogram = new DurationHistogram({ ...options, registers: [ours] })
+    const reference = new Histogram({ ...options, registers: [theirs] })
+    const observations: Array<[string, string, number]> = [
+      ['getPet', '200', 0.0004],
+      ['getPet', '200', 0.001], // on a bound: counted in that bucket
+      ['getPet', '200', 0.05],
+      ['getPet', '404', 0.2], // above every bound: +Inf only
+      ['listPets', '200', 0.002],
+    ]
+    for (const [operation, status, seconds] of observations) {
+      histogram.labels({ operation, status }).observe(seconds)
+      reference.labels({ operation, status }).observe(seconds)
+    }
+    assert.equal(await ours.metrics(), await theirs.metrics())
+    // As workers send it to the primary (JSON); prom-client's exemplar slots are empty here.
+    const wire = (json: unknown) =>
+      JSON.parse(JSON.stringify(json, (key, value) => (key === 'exemplar' ? undefined : value)))
+    assert.deepEqual(wire(await ours.getMetricsAsJSON()), wire(await theirs.getMetricsAsJSON()))
+    const merged = await AggregatorRegistry.aggregate([
+      await ours.getMetricsAsJSON(),
+      await ours.getMetricsAsJSON(),
+    ]).metrics()
+    assert.match(merged, /request_seconds_count\{operation="getPet",status="200"\} 6/, 'two workers add up')
+    ours.resetMetrics()
+    theirs.resetMetrics()
+    assert.doesNotMatch(
+      await ours.metrics(),
+      /request_seconds_count\{[^}]*\} [1-9]/,
+      'reset starts again from zero',
+    )
   })
 })

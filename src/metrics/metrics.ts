@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { DurationHistogram } from './duration-histogram.ts'
 
 /** What the store reports about its connections, for engines that pool them. */
 export interface PoolStats {
@@ -19,7 +20,7 @@ export function createMetrics(poolStats?: () => PoolStats) {
   const deprecatedCallsSinceRead = new Map<string, Map<string, number>>()
   const metrics = {
     registry,
-    requestDuration: new Histogram({
+    requestDuration: new DurationHistogram({
       name: 'petstore_http_request_duration_seconds',
       help: 'Time to answer a request, by operation and status.',
       labelNames: ['operation', 'status'] as const,
