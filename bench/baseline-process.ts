@@ -8,6 +8,7 @@ const BASELINE_SCRIPT = fileURLToPath(new URL('./baseline-server.ts', import.met
 
 export interface BaselineProcess {
   origin: string
+  pid: number
   stop(): Promise<void>
 }
 
@@ -42,5 +43,5 @@ export async function startBaseline(
     await stopChild(child)
     throw error
   })
-  return { origin: `http://127.0.0.1:${port}`, stop: () => stopChild(child) }
+  return { origin: `http://127.0.0.1:${port}`, pid: child.pid as number, stop: () => stopChild(child) }
 }

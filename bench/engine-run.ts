@@ -26,7 +26,8 @@ function describeRun(result: LoadResult): string {
     .map(([status, count]) => `${status}×${count}`)
     .join(' ')
   const socket = result.socketErrors ? `, ${result.socketErrors} socket errors` : ''
-  return `${Math.round(result.requestsPerSecond)} req/s, p50 ${p50} ms, p99 ${p99} ms (${statuses}${socket})`
+  const cpu = result.serverCpuUsPerRequest.toFixed(1)
+  return `${Math.round(result.requestsPerSecond)} req/s, p50 ${p50} ms, p99 ${p99} ms, ${cpu} µs CPU per request (${statuses}${socket})`
 }
 
 /** Seeds a fresh store, starts the service and the baseline, and measures every scenario on both. */
@@ -63,13 +64,14 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
       scenario: scenario.name,
       runs: { service: [], baseline: [] },
     }))
-    const origins: Record<Target, string> = { service: service.origin, baseline: baseline.origin }
+    const servers: Record<Target, { origin: string; pid: number }> = { service, baseline }
     for (let round = 1; round <= options.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
         // A B per scenario and round: slow drift of the machine (heat, neighbours) hits both alike.
         for (const target of ['service', 'baseline'] as const) {
           const result = await runLoad({
-            origin: origins[target],
+            origin: servers[target].origin,
+            serverPid: servers[target].pid,
             requests: scenario.requests,
             expectedStatuses: scenario.expectedStatuses,
             connections: options.connections,

@@ -1,5 +1,6 @@
 import { createHistogram } from 'node:perf_hooks'
 import autocannon from 'autocannon'
+import { cpuTimeUs } from './process-stats.ts'
 import type { LoadRequest } from './scenarios.ts'
 
 /**
@@ -9,6 +10,8 @@ import type { LoadRequest } from './scenarios.ts'
  */
 export interface LoadSpec {
   origin: string
+  /** The server's process: its CPU time (and its descendants') is read around the measured run. */
+  serverPid: number
   requests: LoadRequest[]
   expectedStatuses: number[]
   connections: number
@@ -28,6 +31,8 @@ export interface LoadResult {
   unexpectedStatus: number
   /** Connection errors and timeouts: requests that got no response at all. */
   socketErrors: number
+  /** The server's CPU time over the measured run, per response: unlike req/s, barely moved by other load on the host. */
+  serverCpuUsPerRequest: number
 }
 
 interface Measured {
@@ -65,7 +70,9 @@ async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec
   // A separate warm-up run: JIT, connection pools and caches settle on both sides before anything counts.
   await run(spec, spec.warmupS)
+  const cpuBefore = cpuTimeUs(spec.serverPid)
   const { result, latenciesUs, statusCounts } = await run(spec, spec.durationS)
+  const serverCpuUs = cpuTimeUs(spec.serverPid) - cpuBefore
   let requests = 0
   let unexpectedStatus = 0
   for (const [status, count] of statusCounts) {
@@ -85,6 +92,7 @@ async function main(): Promise<void> {
     statusCounts: Object.fromEntries([...statusCounts].map(([status, count]) => [String(status), count])),
     unexpectedStatus,
     socketErrors: result.errors,
+    serverCpuUsPerRequest: serverCpuUs / requests,
   }
   process.stdout.write(`${JSON.stringify(output)}\n`)
 }

@@ -32,13 +32,15 @@ export function resultsTable(engineRuns: EngineRun[]): string {
       'Service req/s',
       'Baseline req/s',
       'Service/baseline',
+      'CPU µs per request, service / baseline',
+      'Share by CPU',
       'Service p50 / p99 / p99.9 ms',
       'Baseline p50 / p99 / p99.9 ms',
       'Service errors (status / socket)',
       'Baseline errors (status / socket)',
       'Service peak RSS',
     ]),
-    row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
@@ -51,6 +53,8 @@ export function resultsTable(engineRuns: EngineRun[]): string {
           integer(service.requestsPerSecond),
           integer(baseline.requestsPerSecond),
           (service.requestsPerSecond / baseline.requestsPerSecond).toFixed(2),
+          `${service.cpuUsPerRequest.toFixed(1)} / ${baseline.cpuUsPerRequest.toFixed(1)}`,
+          (baseline.cpuUsPerRequest / service.cpuUsPerRequest).toFixed(2),
           latencies(service),
           latencies(baseline),
           errors(service),
@@ -66,8 +70,18 @@ export function resultsTable(engineRuns: EngineRun[]): string {
 /** Every run, so a median can be checked against what it summarizes. */
 function runsTable(engineRuns: EngineRun[]): string {
   const lines = [
-    row(['Engine', 'Scenario', 'Round', 'Target', 'req/s', 'p50 / p99 / p99.9 ms', 'max ms', 'statuses']),
-    row(['---', '---', '---:', '---', '---:', '---:', '---:', '---']),
+    row([
+      'Engine',
+      'Scenario',
+      'Round',
+      'Target',
+      'req/s',
+      'CPU µs per request',
+      'p50 / p99 / p99.9 ms',
+      'max ms',
+      'statuses',
+    ]),
+    row(['---', '---', '---:', '---', '---:', '---:', '---:', '---:', '---']),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
@@ -86,6 +100,7 @@ function runsTable(engineRuns: EngineRun[]): string {
             row([
               ...cells,
               integer(run.requestsPerSecond),
+              run.serverCpuUsPerRequest.toFixed(1),
               `${ms(p50)} / ${ms(p99)} / ${ms(p999)}`,
               ms(max),
               `${statuses}${run.socketErrors ? `, socket errors×${run.socketErrors}` : ''}`,
@@ -132,6 +147,11 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   response bytes and headers from memory, with a constant-time API-key check and an in-memory create.
   **Service/baseline** is the service's req/s over the baseline's: the share of the machine's bare HTTP
   throughput the service keeps.
+- **CPU µs per request**: the server process's CPU time (all its threads and, under WORKERS, its
+  workers; not a PostgreSQL server's) over the measured run, divided by the responses. **Share by CPU**
+  is the baseline's over the service's: the same share measured by cost instead of by rate. Each side
+  saturates its core, so the two agree on a quiet host; when other work on the host takes CPU from one
+  run and not the next, req/s moves with it and CPU per request hardly does.
 - Scenarios: \`list20\` GET /v1/pets; \`list100\` ?limit=100; \`list-status\` ?status=available&limit=20;
   \`get\` GET /v1/pets/{id} over ten ids spread across the seeded range; \`create\` POST /v1/pets (201);
   \`unauthorized\` GET /v1/pets with an unknown key (401 expected); \`mixed\` 40 % list20, 40 % get, 20 % create.

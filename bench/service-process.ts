@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { peakRssKiB } from './process-stats.ts'
 import { exited, SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
 
 const CLI = fileURLToPath(new URL('../bin/petstore.js', import.meta.url))
@@ -99,23 +100,6 @@ export async function waitUntilListening(url: string, child: ChildProcess, outpu
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
-}
-
-function ownPeakRssKiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const match = /^VmHWM:\s+(\d+) kB$/m.exec(status)
-  return match ? Number(match[1]) : Number.NaN
-}
-
-function childPids(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
-    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
-  )
-}
-
-/** The peak resident set of a process and all its descendants (WORKERS), summed: an upper bound. */
-export function peakRssKiB(pid: number): number {
-  return ownPeakRssKiB(pid) + childPids(pid).reduce((sum, child) => sum + peakRssKiB(child), 0)
 }
 
 /** `petstore serve` as its own process on the server core, with one API key named `bench`. */

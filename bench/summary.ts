@@ -29,6 +29,7 @@ export interface TargetSummary {
   p999: number
   unexpectedStatus: number
   socketErrors: number
+  cpuUsPerRequest: number
 }
 
 export function median(values: number[]): number {
@@ -48,5 +49,6 @@ export function summarize(runs: LoadResult[]): TargetSummary {
     p999: median(runs.map((run) => run.latencyMs.p999)),
     unexpectedStatus: runs.reduce((sum, run) => sum + run.unexpectedStatus, 0),
     socketErrors: runs.reduce((sum, run) => sum + run.socketErrors, 0),
+    cpuUsPerRequest: median(runs.map((run) => run.serverCpuUsPerRequest)),
   }
 }
