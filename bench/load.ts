@@ -31,7 +31,7 @@ export interface LoadResult {
   unexpectedStatus: number
   /** Connection errors and timeouts: requests that got no response at all. */
   socketErrors: number
-  /** The server's CPU time over the measured run, per response: unlike req/s, barely moved by other load on the host. */
+  /** The server's CPU time over the measured run, per response. */
   serverCpuUsPerRequest: number
 }
 
