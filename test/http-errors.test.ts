@@ -4,6 +4,7 @@ import { before, describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
+import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { checkRawResponse, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
@@ -128,21 +129,10 @@ describe('errors raised before any handler', () => {
   })
 })
 
-/** A real store whose chosen method fails the way a broken database would. */
-function failingStore(store: Store, method: keyof Store, error: Error): Store {
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      if (property === method) return () => Promise.reject(error)
-      const value = Reflect.get(target, property, receiver)
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-}
-
 describe('failures inside the service', () => {
   test('when the store fails unexpectedly, then 500 internal_error with no detail, path or stack', async (t) => {
     const secret = new Error('SQLITE_CORRUPT: database disk image is malformed at /srv/secret/pets.db')
-    const store = failingStore(new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 }), 'getPet', secret)
+    const store = failingStore('getPet', secret)
     const server = await startTestServer(t, { store })
     const response = await call(server, 'GET', '/v1/pets/1')
     assert.equal(response.status, 500)
@@ -153,11 +143,7 @@ describe('failures inside the service', () => {
 
   test('when the store is unavailable, then 503 service_unavailable with Retry-After', async (t) => {
     const unavailable = new StoreUnavailableError('connection refused to db.internal:5432')
-    const store = failingStore(
-      new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 }),
-      'listPets',
-      unavailable,
-    )
+    const store = failingStore('listPets', unavailable)
     const server = await startTestServer(t, { store })
     const response = await call(server, 'GET', '/v1/pets')
     assert.equal(response.status, 503)

@@ -3,8 +3,7 @@ import { describe, test } from 'node:test'
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Logger } from 'pino'
 import { requestLoggerFactory } from '../src/http/request-logger.ts'
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
-import type { Store } from '../src/store/store.ts'
+import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -86,14 +85,7 @@ describe('per-request logger', () => {
 
   test('when the service fails a request at level warn, then its error line carries the request id it answered with', async (t) => {
     const { logger, lines } = capturingLogger('warn')
-    const broken = new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 })
-    const store = new Proxy(broken, {
-      get(target, property, receiver) {
-        if (property === 'getPet') return () => Promise.reject(new Error('disk I/O error'))
-        const value = Reflect.get(target, property, receiver)
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-    }) as Store
+    const store = failingStore('getPet', new Error('disk I/O error'))
     const server = await startTestServer(t, { store, app: { logger } })
 
     const refused = await call(server, 'GET', '/v1/pets', { key: 'nope' })
