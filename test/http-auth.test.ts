@@ -100,6 +100,31 @@ for (const engine of storeEngines) {
       assert.equal(JSON.parse(response.body).code, 'unauthorized')
     })
 
+    test('when refusals follow one another, then each carries its own headers and nothing of the last', async () => {
+      const unknownKey = { authorization: `Bearer ${generateApiKey()}` }
+      const refusedGet = await call(server, 'GET', '/v1/pets/1', { headers: unknownKey, key: false })
+      const refusedList = await call(server, 'GET', '/v1/pets', { headers: unknownKey, key: false })
+      const refusedAgain = await call(server, 'GET', '/v1/pets/1', { headers: unknownKey, key: false })
+      for (const response of [refusedGet, refusedList, refusedAgain]) {
+        assert.equal(response.status, 401)
+        assert.deepEqual(response.json, {
+          code: 'unauthorized',
+          message: 'invalid or revoked API key',
+          status: 401,
+        })
+        assert.equal(
+          response.headers.get('www-authenticate'),
+          'Bearer realm="petstore", error="invalid_token"',
+        )
+      }
+      // Only getPet is deprecated: the list's refusal must not take on what the getPet refusal carried.
+      assert.ok(refusedGet.headers.has('deprecation'))
+      assert.ok(refusedAgain.headers.has('deprecation'))
+      assert.equal(refusedList.headers.get('deprecation'), null)
+      const requestIds = [refusedGet, refusedList, refusedAgain].map((r) => r.headers.get('x-request-id'))
+      assert.equal(new Set(requestIds).size, 3)
+    })
+
     test('when the request is unauthenticated, then the body is not even read (401 before 413/415)', async () => {
       const response = await call(server, 'POST', '/v1/pets', {
         body: 'x'.repeat(10_000),
