@@ -9,7 +9,8 @@ export interface AuthenticatorOptions {
   now?: () => number
 }
 
-export type Authenticate = (key: string) => Promise<KeyIdentity | undefined>
+/** Synchronous when the answer is cached (nearly every request), so a hit costs no promise. */
+export type Authenticate = (key: string) => KeyIdentity | undefined | Promise<KeyIdentity | undefined>
 
 /**
  * Resolves a presented key to the key's identity, or undefined when it is malformed, unknown or revoked.
@@ -24,12 +25,7 @@ export function createAuthenticator({
 }: AuthenticatorOptions): Authenticate {
   const cache = new Map<string, { identity: KeyIdentity | undefined; expiresAt: number }>()
 
-  // Keyed by the presented key itself, so a hit costs no hashing: the key is in this process's memory for
-  // the request anyway, and it never leaves it (only its hash reaches the store).
-  return async (key) => {
-    const cached = cache.get(key)
-    if (cached !== undefined && cached.expiresAt > now()) return cached.identity
-    if (!isWellFormedApiKey(key)) return undefined
+  async function lookUp(key: string): Promise<KeyIdentity | undefined> {
     const identity = await store.findActiveApiKey(hashApiKey(key))
     if (cacheTtlMs > 0) {
       cache.delete(key)
@@ -37,5 +33,14 @@ export function createAuthenticator({
       cache.set(key, { identity, expiresAt: now() + cacheTtlMs })
     }
     return identity
+  }
+
+  // Keyed by the presented key itself, so a hit costs no hashing: the key is in this process's memory for
+  // the request anyway, and it never leaves it (only its hash reaches the store).
+  return (key) => {
+    const cached = cache.get(key)
+    if (cached !== undefined && cached.expiresAt > now()) return cached.identity
+    if (!isWellFormedApiKey(key)) return undefined
+    return lookUp(key)
   }
 }

@@ -6,7 +6,7 @@ import { countHeader } from './raw-headers.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The API key that authenticated this request; set by the bearer-auth hook. */
+    /** The API key that authenticated this request; set on admission (admission.ts). */
     apiKey: KeyIdentity | null
   }
 }
@@ -27,17 +27,24 @@ const REPEATED_HEADER = refusal('more than one Authorization header', INVALID_RE
 const MALFORMED_HEADER = refusal('malformed Authorization header: expected "Bearer <key>"', INVALID_REQUEST)
 const UNKNOWN_KEY = refusal('invalid or revoked API key', INVALID_TOKEN)
 
-/** An onRequest hook: runs before the body is read, so unauthenticated requests cost almost nothing. */
-export function bearerAuth(authenticate: Authenticate) {
-  return async function requireApiKey(request: FastifyRequest): Promise<void> {
+export type BearerCheck = (
+  request: FastifyRequest,
+) => KeyIdentity | ApiError | Promise<KeyIdentity | ApiError>
+
+/**
+ * Checks a request's `Authorization: Bearer <key>`: the key's identity, or the 401 to answer. Synchronous
+ * while the key's lookup is cached, which is nearly always; a promise only when the store is asked.
+ */
+export function bearerAuth(authenticate: Authenticate): BearerCheck {
+  const identityOrRefusal = (identity: KeyIdentity | undefined) => identity ?? UNKNOWN_KEY
+  return function checkBearer(request) {
     const header = request.headers.authorization
-    if (header === undefined) throw MISSING_KEY
+    if (header === undefined) return MISSING_KEY
     // Node keeps only the first of repeated Authorization headers; an ambiguous request is refused instead.
-    if (countHeader(request.raw.rawHeaders, 'authorization') > 1) throw REPEATED_HEADER
+    if (countHeader(request.raw.rawHeaders, 'authorization') > 1) return REPEATED_HEADER
     const token = BEARER.exec(header)?.[1]
-    if (token === undefined) throw MALFORMED_HEADER
-    const identity = await authenticate(token)
-    if (identity === undefined) throw UNKNOWN_KEY
-    request.apiKey = identity
+    if (token === undefined) return MALFORMED_HEADER
+    const identity = authenticate(token)
+    return identity instanceof Promise ? identity.then(identityOrRefusal) : identityOrRefusal(identity)
   }
 }

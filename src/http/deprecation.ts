@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import { ApiError } from '../errors.ts'
 
 /** A deprecated operation's schedule and what to do once its sunset has passed. */
@@ -25,16 +25,18 @@ export function deprecationHeaders(policy: DeprecationPolicy): Readonly<Record<s
 }
 
 /**
- * An onRequest hook that announces a deprecation on every response of the operation, errors included:
- * `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and a `Link` to the
- * successor. It runs before authentication, so even a 401 tells the client the operation is going away.
+ * Announces a deprecation on an answer of the operation, errors included: `Deprecation` (RFC 9745, a
+ * structured date), `Sunset` (RFC 8594, an HTTP date) and a `Link` to the successor. Called before
+ * authentication, so even a 401 tells the client the operation is going away. Once the sunset has passed
+ * and the policy says so, returns the 410 to answer instead.
  */
 export function announceDeprecation(policy: DeprecationPolicy, now: () => number) {
   const headers = deprecationHeaders(policy)
-  return async function markDeprecated(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return function markDeprecated(reply: FastifyReply): ApiError | undefined {
     reply.headers(headers)
     if (policy.afterSunset === 'gone' && now() >= policy.sunsetAtMs) {
-      throw new ApiError('gone', policy.goneMessage)
+      return new ApiError('gone', policy.goneMessage)
     }
+    return undefined
   }
 }

@@ -16,8 +16,9 @@ export type RateLimitHook = (
 ) => void
 
 /**
- * An onRequest hook, placed after authentication: counts the request against its API key's window (by the
- * key's id, never the client's address, which a proxy hides and anyone can vary). Every counted answer
+ * Runs last in each operation's admission hook (admission.ts), after authentication: counts the request
+ * against its API key's window (by the key's id, never the client's address, which a proxy hides and
+ * anyone can vary). Every counted answer
  * carries the IETF RateLimit header fields; over the limit, 429 `rate_limited` with Retry-After. When the
  * counter fails (Redis unreachable), the request is served uncounted and without those fields: the limit
  * fails open, availability over strictness.

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import type { Authenticate } from '../auth/authenticator.ts'
+import { admission } from '../http/admission.ts'
 import { bearerAuth } from '../http/bearer-auth.ts'
 import { sendRepresentation } from '../http/conditional-get.ts'
-import { announceDeprecation, type DeprecationPolicy } from '../http/deprecation.ts'
+import type { DeprecationPolicy } from '../http/deprecation.ts'
 import { idempotencyKeyOf } from '../http/idempotency-key.ts'
 import { guardMethods } from '../http/method-guard.ts'
 import type { RateLimitHook } from '../http/rate-limit.ts'
@@ -26,8 +27,14 @@ export interface PetRoutesOptions {
 
 export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions) {
   const { readPets, publicBaseUrl } = options
-  // Authentication first: the limit is counted per API key.
-  const admit = [bearerAuth(options.authenticate), ...(options.limitRate ? [options.limitRate] : [])]
+  const checkBearer = bearerAuth(options.authenticate)
+  const limitRate = options.limitRate
+  const admit = admission({ checkBearer, ...(limitRate ? { limitRate } : {}) })
+  const admitDeprecated = admission({
+    checkBearer,
+    ...(limitRate ? { limitRate } : {}),
+    deprecation: { policy: options.getPetDeprecation, now: options.now, calls: options.deprecatedCalls },
+  })
 
   app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
@@ -53,10 +60,7 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
     '/pets/:petId',
     {
       schema: getPetSchema,
-      onRequest: [announceDeprecation(options.getPetDeprecation, options.now), ...admit],
-      onResponse: async (request) => {
-        if (request.apiKey) options.deprecatedCalls.count(request.apiKey)
-      },
+      onRequest: admitDeprecated,
     },
     async (request, reply) => {
       const pet = await readPets.pet(request.params.petId, (found) => reply.serialize(found) as string)

@@ -1,0 +1,64 @@
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
+import type { KeyIdentity } from '../store/store.ts'
+import type { BearerCheck } from './bearer-auth.ts'
+import { announceDeprecation, type DeprecationPolicy } from './deprecation.ts'
+import type { RateLimitHook } from './rate-limit.ts'
+
+export interface AdmissionOptions {
+  checkBearer: BearerCheck
+  /** Counts each authenticated request against its key's limit; none when rate limiting is off. */
+  limitRate?: RateLimitHook
+  /** For a deprecated operation: its schedule, and the tally its calls are counted in, per key. */
+  deprecation?: { policy: DeprecationPolicy; now: () => number; calls: DeprecatedCallTally }
+}
+
+export type AdmissionHook = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+) => void
+
+/**
+ * The one onRequest hook of each operation: announce a deprecation (on every answer, a 401 included),
+ * authenticate the bearer key, count a deprecated call against its key, then count the request against
+ * the key's rate limit. One callback hook rather than one hook per step, and no promise while the key's
+ * lookup is cached: Fastify runs each hook as a step of its pipeline and each async one as a promise, and
+ * the split version cost 3 % more CPU per getPet (paired runs, docs/decisions.md "Per-request cost").
+ */
+export function admission({ checkBearer, limitRate, deprecation }: AdmissionOptions): AdmissionHook {
+  const markDeprecated = deprecation && announceDeprecation(deprecation.policy, deprecation.now)
+
+  function admitKey(
+    checked: KeyIdentity | Error,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    if (checked instanceof Error) {
+      done(checked)
+      return
+    }
+    request.apiKey = checked
+    deprecation?.calls.count(checked)
+    if (limitRate === undefined) done()
+    else limitRate(request, reply, done)
+  }
+
+  return function admit(request, reply, done) {
+    const gone = markDeprecated?.(reply)
+    if (gone !== undefined) {
+      done(gone)
+      return
+    }
+    const checked = checkBearer(request)
+    if (checked instanceof Promise) {
+      checked.then(
+        (outcome) => admitKey(outcome, request, reply, done),
+        (error: Error) => done(error),
+      )
+      return
+    }
+    admitKey(checked, request, reply, done)
+  }
+}
