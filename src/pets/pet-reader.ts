@@ -17,43 +17,59 @@ export interface PetReaderOptions {
 /** Turns values into the exact bytes of the response (the route's own response serializer). */
 export type Serialize = (value: unknown) => string
 
-/** The two reads, each answered as its serialized representation, from the read cache when it holds it. */
+/**
+ * The two reads, each answered as its serialized representation, from the read cache when it holds it.
+ * A cached answer is returned as it is, not in a promise: nearly every read is one, and the route can then
+ * answer in the same turn (see `sendRepresentationOf`).
+ */
 export interface PetReader {
   /** A page of `listPets`, with a `Link: <…>; rel="next"` header when more pets follow. */
-  page(query: ListPetsQuery, serialize: Serialize): Promise<Representation>
+  page(query: ListPetsQuery, serialize: Serialize): Representation | Promise<Representation>
   /** One pet; 404 `pet_not_found` when no pet has the id. */
-  pet(id: bigint, serialize: Serialize): Promise<Representation>
+  pet(id: bigint, serialize: Serialize): Representation | Promise<Representation>
 }
 
 export function petReader({ store, cursors, cache, publicBaseUrl }: PetReaderOptions): PetReader {
+  async function readPage(
+    key: string,
+    {
+      limit,
+      status,
+      afterId,
+    }: { limit: number; status: ListPetsQuery['status']; afterId: bigint | undefined },
+    serialize: Serialize,
+  ): Promise<Representation> {
+    // One row more than asked says whether a next page exists, without counting anything.
+    const pets = await store.listPets({ limit: limit + 1, status, afterId })
+    const full = pets.length > limit
+    if (!full) return representationOf(serialize(pets))
+    pets.length = limit
+    const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
+    next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
+    const page = representationOf(serialize(pets), { link: `<${publicBaseUrl}/pets?${next}>; rel="next"` })
+    // A full page followed by more pets never changes; the last page does, as pets are added.
+    cache.set(key, page)
+    return page
+  }
+
+  async function readPet(key: string, id: bigint, serialize: Serialize): Promise<Representation> {
+    const found = await store.getPet(id)
+    if (found === undefined) throw new ApiError('pet_not_found', `no pet has id ${id}`)
+    const representation = representationOf(serialize(found))
+    cache.set(key, representation)
+    return representation
+  }
+
   return {
-    async page({ limit = LIST_LIMIT.default, status, cursor }, serialize) {
+    page({ limit = LIST_LIMIT.default, status, cursor }, serialize) {
       const afterId = cursor === undefined ? undefined : cursors.decode(cursor, status)
       const key = `list:${status ?? ''}:${afterId ?? ''}:${limit}`
-      const cached = cache.get(key)
-      if (cached !== undefined) return cached
-      // One row more than asked says whether a next page exists, without counting anything.
-      const pets = await store.listPets({ limit: limit + 1, status, afterId })
-      const full = pets.length > limit
-      if (!full) return representationOf(serialize(pets))
-      pets.length = limit
-      const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
-      next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
-      const page = representationOf(serialize(pets), { link: `<${publicBaseUrl}/pets?${next}>; rel="next"` })
-      // A full page followed by more pets never changes; the last page does, as pets are added.
-      cache.set(key, page)
-      return page
+      return cache.get(key) ?? readPage(key, { limit, status, afterId }, serialize)
     },
 
-    async pet(id, serialize) {
+    pet(id, serialize) {
       const key = `pet:${id}`
-      const cached = cache.get(key)
-      if (cached !== undefined) return cached
-      const found = await store.getPet(id)
-      if (found === undefined) throw new ApiError('pet_not_found', `no pet has id ${id}`)
-      const representation = representationOf(serialize(found))
-      cache.set(key, representation)
-      return representation
+      return cache.get(key) ?? readPet(key, id, serialize)
     },
   }
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Authenticate } from '../auth/authenticator.ts'
 import { admission } from '../http/admission.ts'
 import { bearerAuth } from '../http/bearer-auth.ts'
-import { sendRepresentation } from '../http/conditional-get.ts'
+import { sendRepresentationOf } from '../http/conditional-get.ts'
 import type { DeprecationPolicy } from '../http/deprecation.ts'
 import { idempotencyKeyOf } from '../http/idempotency-key.ts'
 import { guardMethods } from '../http/method-guard.ts'
@@ -39,9 +39,9 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
   app.get<{ Querystring: ListPetsQuery }>(
     '/pets',
     { schema: listPetsSchema, onRequest: admit },
-    async (request, reply) => {
-      const page = await readPets.page(request.query, (pets) => reply.serialize(pets) as string)
-      return sendRepresentation(request, reply, page)
+    (request, reply) => {
+      const page = readPets.page(request.query, (pets) => reply.serialize(pets) as string)
+      return sendRepresentationOf(request, reply, page)
     },
   )
 
@@ -62,9 +62,9 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
       schema: getPetSchema,
       onRequest: admitDeprecated,
     },
-    async (request, reply) => {
-      const pet = await readPets.pet(request.params.petId, (found) => reply.serialize(found) as string)
-      return sendRepresentation(request, reply, pet)
+    (request, reply) => {
+      const pet = readPets.pet(request.params.petId, (found) => reply.serialize(found) as string)
+      return sendRepresentationOf(request, reply, pet)
     },
   )
 }
