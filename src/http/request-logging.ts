@@ -13,6 +13,7 @@ export function requestIdOf(request: IncomingMessage): string {
 
 /** The operation a request reached: its operationId, or the route, or "unknown" for unmatched paths. */
 export function operationOf(request: FastifyRequest): string {
-  const schema = request.routeOptions.schema as { operationId?: string } | undefined
-  return schema?.operationId ?? request.routeOptions.url ?? 'unknown'
+  // Read once: Fastify builds a new routeOptions object on every read.
+  const { schema, url } = request.routeOptions
+  return (schema as { operationId?: string } | undefined)?.operationId ?? url ?? 'unknown'
 }
