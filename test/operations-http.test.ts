@@ -275,6 +275,36 @@ describe('resource defences', () => {
     assert.equal(shed.headers.get('retry-after'), '1')
   })
 
+  test('when the heap in use is above MAX_HEAP_USED_BYTES, then API requests are shed with 503 and probes still answer', async (t) => {
+    // Any heap is above one megabyte: every sample after the first finds the service over the limit.
+    const server = await startTestServer(t, {
+      env: { MAX_HEAP_USED_BYTES: String(1024 * 1024), MAX_EVENT_LOOP_DELAY_MS: '0' },
+    })
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200, 'not shed before the first sample')
+    await sleep(400)
+    const shed = await call(server, 'GET', '/v1/pets')
+    assert.equal(shed.status, 503)
+    assert.deepEqual(shed.json, {
+      code: 'service_unavailable',
+      message: 'the service is overloaded; retry shortly',
+      status: 503,
+    })
+    assert.equal(shed.headers.get('retry-after'), '1')
+    assert.equal((await fetch(`${server.origin}/healthz`)).status, 200)
+  })
+
+  test('when MAX_EVENT_LOOP_DELAY_MS and MAX_HEAP_USED_BYTES are both 0, then nothing is shed, even after a long stall', async (t) => {
+    const server = await startTestServer(t, {
+      env: { MAX_EVENT_LOOP_DELAY_MS: '0', MAX_HEAP_USED_BYTES: '0' },
+    })
+    const until = Date.now() + 600
+    while (Date.now() < until) {
+      // Blocked far beyond any limit that could apply.
+    }
+    await sleep(300)
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+  })
+
   test('when the event loop stalls once for less than MAX_EVENT_LOOP_DELAY_MS, then no request is shed', async (t) => {
     const server = await startTestServer(t, { env: { MAX_EVENT_LOOP_DELAY_MS: '1000' } })
     assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)

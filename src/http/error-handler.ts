@@ -26,8 +26,6 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
     new ApiError('malformed_json', 'request body is empty; a JSON object is required'),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('malformed_json', 'request body is not valid JSON'),
   FST_ERR_BAD_URL: () => new ApiError('bad_request', 'the URL has a malformed percent-encoding'),
-  FST_UNDER_PRESSURE: () =>
-    new ApiError('service_unavailable', 'the service is overloaded; retry shortly', { 'retry-after': '1' }),
   FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('invalid_path_parameter', 'a path parameter is too long'),
 }
 

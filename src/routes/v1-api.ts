@@ -33,7 +33,7 @@ const RATE_LIMIT_WINDOW_MS = 60_000
 
 /** The versioned API, mounted at /v1, with what guards it (rate limits, load shedding) and its background jobs. */
 export async function v1Api(app: FastifyInstance, { config, store, metrics, now, redis }: V1ApiOptions) {
-  await registerLoadShedding(app, { config })
+  registerLoadShedding(app, { config })
   // Counted per API key: by this instance alone, or with REDIS_URL by every instance together.
   const limitRate =
     config.RATE_LIMIT_PER_MINUTE === 0
