@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import { WriteBatcher } from '../src/store/write-batcher.ts'
+
+/** A batcher whose commit records each batch and answers each item with its double. */
+function recordingBatcher(maxBatch: number, maxGatherMs?: number) {
+  const batches: number[][] = []
+  const batcher = new WriteBatcher<number, number>(
+    (items) => {
+      batches.push([...items])
+      return items.map((item) => item * 2)
+    },
+    maxBatch,
+    maxGatherMs,
+  )
+  return { batcher, batches }
+}
+
+describe('group commit (WriteBatcher)', () => {
+  test('when writes arrive over several consecutive turns of the event loop, then they are committed in one batch', async () => {
+    const { batcher, batches } = recordingBatcher(500, 60_000)
+    const results: Array<Promise<number>> = []
+    for (let item = 1; item <= 4; item++) {
+      results.push(batcher.submit(item))
+      await nextTurn()
+    }
+    assert.deepEqual(await Promise.all(results), [2, 4, 6, 8])
+    assert.deepEqual(batches, [[1, 2, 3, 4]])
+  })
+
+  test('when a write comes alone, then it is committed after one quiet turn, not after the gathering bound', async () => {
+    // A bound of a minute: were the lone write to wait for it, the test would time out.
+    const { batcher, batches } = recordingBatcher(500, 60_000)
+    assert.equal(await batcher.submit(21), 42)
+    assert.deepEqual(batches, [[21]])
+  })
+
+  test('when writes keep arriving at every turn, then a batch still starts within the gathering bound', async () => {
+    // A batch size never reached: only the time bound can end the gathering.
+    const { batcher, batches } = recordingBatcher(Number.MAX_SAFE_INTEGER, 5)
+    const results: Array<Promise<number>> = []
+    let producing = true
+    let committedWhileProducing = false
+    const stopAt = Date.now() + 200
+    for (let item = 1; Date.now() < stopAt; item++) {
+      results.push(batcher.submit(item))
+      if (batches.length > 0 && producing) committedWhileProducing = true
+      await nextTurn()
+    }
+    producing = false
+    await Promise.all(results)
+    assert.ok(committedWhileProducing, 'no batch was committed while writes kept arriving')
+    assert.equal(batches.flat().length, results.length)
+  })
+
+  test('when a batch is full, then it starts without gathering and the rest go in the next one', async () => {
+    const { batcher, batches } = recordingBatcher(3, 60_000)
+    const results = [1, 2, 3, 4, 5].map((item) => batcher.submit(item))
+    assert.deepEqual(await Promise.all(results), [2, 4, 6, 8, 10])
+    assert.deepEqual(batches, [
+      [1, 2, 3],
+      [4, 5],
+    ])
+  })
+
+  test('when a batch fails, then only its own callers fail', async () => {
+    let commits = 0
+    const batcher = new WriteBatcher<number, number>((items) => {
+      commits++
+      if (commits === 1) throw new Error('disk full')
+      return items
+    }, 2)
+    const [first, second, third] = [1, 2, 3].map((item) => batcher.submit(item))
+    await assert.rejects(first as Promise<number>, /disk full/)
+    await assert.rejects(second as Promise<number>, /disk full/)
+    assert.equal(await third, 3)
+  })
+})
