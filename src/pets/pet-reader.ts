@@ -23,7 +23,7 @@ export type Serialize = (value: unknown) => string
  * answer in the same turn (see `sendRepresentationOf`).
  */
 export interface PetReader {
-  /** A page of `listPets`, with a `Link: <…>; rel="next"` header when more pets follow. */
+  /** A page of `listPets`, with a `Link: <…>; rel="next"` header when more pets follow; a bad cursor throws. */
   page(query: ListPetsQuery, serialize: Serialize): Representation | Promise<Representation>
   /** One pet; 404 `pet_not_found` when no pet has the id. */
   pet(id: bigint, serialize: Serialize): Representation | Promise<Representation>
