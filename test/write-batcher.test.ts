@@ -56,8 +56,15 @@ describe('group commit (WriteBatcher)', () => {
 
   test('when a batch is full, then it starts without gathering and the rest go in the next one', async () => {
     const { batcher, batches } = recordingBatcher(3, 60_000)
-    const results = [1, 2, 3, 4, 5].map((item) => batcher.submit(item))
+    const results = [1, 2, 3].map((item) => batcher.submit(item))
+    await nextTurn()
+    // Had the full batch kept gathering, these later writes would have joined the wait instead.
+    const committedBeforeMore = batches.length
+    results.push(batcher.submit(4))
+    await nextTurn()
+    results.push(batcher.submit(5))
     assert.deepEqual(await Promise.all(results), [2, 4, 6, 8, 10])
+    assert.equal(committedBeforeMore, 1)
     assert.deepEqual(batches, [
       [1, 2, 3],
       [4, 5],

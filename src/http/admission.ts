@@ -54,10 +54,11 @@ export function admission({ checkBearer, limitRate, deprecation }: AdmissionOpti
     }
     const checked = checkBearer(request)
     if (checked instanceof Promise) {
-      checked.then(
-        (outcome) => admitKey(outcome, request, reply, done),
-        (error: Error) => done(error),
-      )
+      // Out of Fastify's hook runner here, so a failure (a store error, or a throw while admitting) must be
+      // handed to `done`, never left as an unhandled rejection.
+      checked
+        .then((outcome) => admitKey(outcome, request, reply, done))
+        .catch((error: unknown) => done(error instanceof Error ? error : new Error(String(error))))
       return
     }
     admitKey(checked, request, reply, done)

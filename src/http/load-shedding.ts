@@ -10,9 +10,10 @@ export interface LoadSheddingOptions {
 // The delay histogram's own timer period (ms): its samples include it, so it is taken off the mean.
 const RESOLUTION_MS = 10
 
-const OVERLOADED = Object.freeze(
-  new ApiError('service_unavailable', 'the service is overloaded; retry shortly', { 'retry-after': '1' }),
-)
+// One answer for every shed request; not frozen, as the error log line marks the error while writing it.
+const OVERLOADED = new ApiError('service_unavailable', 'the service is overloaded; retry shortly', {
+  'retry-after': '1',
+})
 
 /**
  * Overload shedding, registered in the /v1 scope only (probes and the document always answer): above
