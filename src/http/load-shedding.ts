@@ -44,9 +44,14 @@ export function registerLoadShedding(app: FastifyInstance, { config }: LoadShedd
   // An interval with no delay sample counts as infinite delay, so the interval must be at least the limit:
   // with a shorter one, any stall longer than the interval would shed even though it stayed under
   // MAX_EVENT_LOOP_DELAY_MS. Never coarser than a quarter second either, so a low limit is noticed quickly.
-  const timer = setInterval(sample, Math.max(250, maxDelayMs))
-  timer.unref()
-  delays.enable()
+  // Measured while the app is up, as the periodic jobs are (periodic-job.ts): nothing runs for an app that
+  // is built but never started.
+  let timer: NodeJS.Timeout | undefined
+  app.addHook('onReady', async () => {
+    delays.enable()
+    timer = setInterval(sample, Math.max(250, maxDelayMs))
+    timer.unref()
+  })
   app.addHook('onClose', async () => {
     clearInterval(timer)
     delays.disable()

@@ -18,10 +18,9 @@ export type RateLimitHook = (
 /**
  * Runs last in each operation's admission hook (admission.ts), after authentication: counts the request
  * against its API key's window (by the key's id, never the client's address, which a proxy hides and
- * anyone can vary). Every counted answer
- * carries the IETF RateLimit header fields; over the limit, 429 `rate_limited` with Retry-After. When the
- * counter fails (Redis unreachable), the request is served uncounted and without those fields: the limit
- * fails open, availability over strictness.
+ * anyone can vary). Every counted answer carries the IETF RateLimit header fields; over the limit, 429
+ * `rate_limited` with Retry-After. When the counter fails (Redis unreachable), the request is served
+ * uncounted and without those fields: the limit fails open, availability over strictness.
  *
  * A callback hook, not an async one: the in-memory counter answers at once, and a promise per request
  * would cost more than the counting.

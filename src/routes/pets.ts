@@ -27,12 +27,13 @@ export interface PetRoutesOptions {
 
 export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions) {
   const { readPets, publicBaseUrl } = options
-  const checkBearer = bearerAuth(options.authenticate)
-  const limitRate = options.limitRate
-  const admit = admission({ checkBearer, ...(limitRate ? { limitRate } : {}) })
+  const admitting = {
+    checkBearer: bearerAuth(options.authenticate),
+    ...(options.limitRate ? { limitRate: options.limitRate } : {}),
+  }
+  const admit = admission(admitting)
   const admitDeprecated = admission({
-    checkBearer,
-    ...(limitRate ? { limitRate } : {}),
+    ...admitting,
     deprecation: { policy: options.getPetDeprecation, now: options.now, calls: options.deprecatedCalls },
   })
 
