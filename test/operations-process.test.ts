@@ -18,6 +18,9 @@ import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { exchange } from './helpers/raw-http.ts'
 
 const TYPE_STRIPPER_PROBE = fileURLToPath(new URL('./helpers/type-stripper-probe.mjs', import.meta.url))
+const SLOW_COMPILE_CACHE_PROBE = fileURLToPath(
+  new URL('./helpers/slow-compile-cache-probe.mjs', import.meta.url),
+)
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
 const key = generateApiKey()
@@ -148,6 +151,29 @@ describe('start-up', () => {
     assert.match(await startAndStop(cache), /type stripper loaded: false/)
     const cold = await startAndStop(temporaryDirectory(t))
     assert.match(cold, /type stripper loaded: true/, 'with an empty cache, the probe does see types stripped')
+  })
+
+  test('when writing the compile cache holds the event loop for longer than the delay limit, then no request is shed once the port is open', async (t) => {
+    // A cold start on a busy host: the start's own work must be done before the port opens, so neither a
+    // client nor the load shedder ever sees it.
+    const server = await startServeProcess(
+      {
+        ...env,
+        NODE_COMPILE_CACHE: temporaryDirectory(t),
+        NODE_OPTIONS: `--import=${SLOW_COMPILE_CACHE_PROBE}`,
+      },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    const statuses: number[] = []
+    for (const deadline = Date.now() + 2500; Date.now() < deadline; await sleep(50)) {
+      statuses.push((await request(server, '/v1/pets')).status)
+    }
+    assert.deepEqual(
+      statuses.filter((status) => status !== 200),
+      [],
+      `${statuses.length} requests over 2.5 s from the first answer`,
+    )
   })
 })
 

@@ -42,14 +42,15 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
       alone && config.METRICS === 'on'
         ? await startMetricsServer(metrics.registry, config.METRICS_HOST, config.METRICS_PORT)
         : undefined
+    // Every module serving needs is loaded by now: write the compile cache (when bin/petstore.js enabled it)
+    // at once rather than at exit, so the next start finds it even if this process is killed. Before the
+    // port opens: on a cold cache the write holds the loop for up to a second, which no client may see.
+    flushCompileCache()
     const server = await startServer(app, config, async () => {
       metricsServer?.close()
       redis?.disconnect()
       await store.close()
     })
-    // Every module serving needs is loaded by now: write the compile cache (when bin/petstore.js enabled it)
-    // at once rather than at exit, so the next start finds it even if this process is killed.
-    flushCompileCache()
     const metricsAddress = metricsServer?.address()
     const metricsNote =
       typeof metricsAddress === 'object' && metricsAddress ? `; metrics on port ${metricsAddress.port}` : ''
