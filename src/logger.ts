@@ -4,9 +4,11 @@ import { maskApiKeys } from './auth/api-key.ts'
 import type { Config } from './config.ts'
 
 /**
- * The process logger. Keys never reach it: `Authorization` is redacted wherever headers are logged, and
- * a key a client put in the URL by mistake is masked in the logged URL. JSON lines for machines; with
- * `pretty` (a terminal, by default), human-readable lines through pino-pretty.
+ * The process logger. Keys never reach its output: `Authorization` is redacted wherever headers are
+ * logged, and every line is searched for anything shaped like a key, plain or percent-encoded, just before
+ * it is written (a key pasted into a URL, sent as a request id, echoed in an error message), so no field
+ * that may one day hold client input can leak one. JSON lines for machines; with `pretty` (a terminal, by
+ * default), human-readable lines through pino-pretty, made from the masked JSON.
  */
 export function createLogger(config: Pick<Config, 'LOG_LEVEL'>, pretty = false): Logger {
   return pino({
@@ -15,6 +17,7 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL'>, pretty = false):
       paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
       censor: '[redacted]',
     },
+    hooks: { streamWrite: maskApiKeys },
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,

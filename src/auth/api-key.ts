@@ -5,7 +5,15 @@ import type { NewApiKey } from '../store/store.ts'
 export const API_KEY_PREFIX = 'psk_'
 // 32 random bytes in base64url: 43 characters, 256 bits of entropy.
 const API_KEY_PATTERN = /^psk_[A-Za-z0-9_-]{43}$/
-const API_KEY_ANYWHERE = /psk_[A-Za-z0-9_-]{43}/g
+// A key anywhere in a text, each of its characters as itself or percent-encoded, once or more (`%5F`,
+// `%255F`, any case): that is how a key sent in a URL reaches a log line, decoded or not. The body admits
+// any encoded byte, so a near-key is masked too rather than a real one missed.
+const encoded = (hex: string) => `%(?:25)*${hex}`
+const API_KEY_ANYWHERE = new RegExp(
+  `(?:p|${encoded('70')})(?:s|${encoded('73')})(?:k|${encoded('6[Bb]')})(?:_|${encoded('5[Ff]')})` +
+    `(?:[A-Za-z0-9_-]|${encoded('[0-9A-Fa-f]{2}')}){43}`,
+  'g',
+)
 export const KEY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 export function generateApiKey(): string {
@@ -35,7 +43,16 @@ export function storedFormOf(name: string, key: string): NewApiKey {
   return { name, hash: hashApiKey(key), hint: apiKeyHint(key) }
 }
 
-/** The text with anything shaped like a key replaced, for logging what clients send (a URL, say). */
+/**
+ * The text with anything shaped like a key replaced, in plain or percent-encoded form: every log line goes
+ * through it (src/logger.ts). Text with neither the prefix nor a `%` is returned as it is, at once.
+ */
 export function maskApiKeys(text: string): string {
+  if (!text.includes('psk') && !text.includes('%')) return text
   return text.replace(API_KEY_ANYWHERE, `${API_KEY_PREFIX}[redacted]`)
+}
+
+/** Whether the text holds anything shaped like a key (see maskApiKeys). */
+export function containsApiKey(text: string): boolean {
+  return maskApiKeys(text) !== text
 }

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { logLines, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { rawHttp } from './helpers/raw-http.ts'
+
+const key = generateApiKey()
+const secret = key.slice('psk_'.length)
+const hex = (text: string, lower = false) =>
+  [...text].map((c) => `%${c.charCodeAt(0).toString(16)[lower ? 'toLowerCase' : 'toUpperCase']()}`).join('')
+
+/** The key as it may be written into a URL: each form must appear nowhere in the output either. */
+const encodedForms = {
+  'underscore encoded': `psk%5F${secret}`,
+  'underscore encoded, lower case': `psk%5f${secret}`,
+  'fully encoded': hex(key),
+  'fully encoded, lower case': hex(key, true),
+  'encoded twice': hex(key).replaceAll('%', '%25'),
+  'prefix encoded': `${hex('psk_')}${secret}`,
+  'mixed, twice': `p%2573k%255F${secret.slice(0, 20)}${hex(secret.slice(20))}`,
+}
+
+/** Calls the service with a valid key somewhere else than where keys belong (or also there). */
+async function sendKeyEverywhere(server: ServeProcess): Promise<void> {
+  const bearer = { authorization: `Bearer ${key}` }
+  const call = (path: string, init: RequestInit = {}) =>
+    checkedFetch(server.origin, path, { ...init, headers: { ...bearer, ...init.headers } })
+  for (const form of [key, ...Object.values(encodedForms)]) {
+    assert.equal((await call(`/v1/pets?x=${form}`)).status, 400)
+    assert.equal((await call(`/v1/pets?status=${form}`)).status, 400)
+    assert.equal((await call(`/v1/pets/${form}`)).status, 400)
+    assert.equal((await call(`/v1/${form}`)).status, 404)
+    assert.equal((await call(`/v1/pets?limit=5&cursor=${form}`)).status, 400)
+  }
+  for (const id of [key, `trace.${key}`, `${key}:1`]) {
+    const response = await call('/v1/pets', { headers: { 'x-request-id': id } })
+    assert.equal(response.status, 200)
+    assert.match(response.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, 'replaced, not echoed')
+  }
+  const headers = [
+    { 'x-api-key': key },
+    { cookie: `session=${key}` },
+    { authorization: `Basic ${key}` },
+    { authorization: `Bearer ${key}x` },
+    { authorization: key },
+  ]
+  for (const extra of headers) await call('/v1/pets', { headers: extra })
+  await call('/v1/pets', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: '{"name":"Rex","categoryId":1}',
+  })
+  await call('/v1/pets', { method: 'POST', headers: { 'content-type': `application/${key}` }, body: '{}' })
+  await call('/v1/pets', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: `{"name":"${key}","categoryId":1,"${key}":1}`,
+  })
+  await call('/v1/pets', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{${key}` })
+  await rawHttp(
+    server.origin,
+    `GET /v1/pets/%ZZ${key} HTTP/1.1\r\nHost: petstore\r\nConnection: close\r\n\r\n`,
+  )
+  await rawHttp(server.origin, `GET /v1/pets?${key} HTTP/1.1\r\nHost: petstore\r\nBad Header ${key}\r\n\r\n`)
+}
+
+function assertNoKey(output: string): void {
+  assert.equal(output.includes(secret), false, 'the key (its random part) is written somewhere')
+  for (const [name, form] of Object.entries(encodedForms)) {
+    for (const variant of [form, form.toLowerCase(), form.toUpperCase()]) {
+      assert.equal(output.includes(variant), false, `the key, ${name}, is written: ${variant}`)
+    }
+  }
+}
+
+describe('keys never reach the log', () => {
+  test('when a valid key is sent in the URL (plain or percent-encoded), as the request id, in other headers and in bodies, then the JSON log at info never holds it, and each request still has its line', async (t) => {
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await sendKeyEverywhere(server)
+    // The last call's line is written after its answer: wait for the count rather than for a while.
+    const requestLines = await waitForLog(server, (lines) => {
+      const found = lines.filter((line) => line.msg === 'request')
+      return found.length >= 5 * 8 + 3 + 5 + 4 ? found : undefined
+    })
+    assert.ok(
+      requestLines.some((line) => String(line.url).includes('psk_[redacted]')),
+      'URLs are kept, masked',
+    )
+    assertNoKey(server.output())
+    assert.ok(logLines(server).length > 0)
+  })
+
+  test('when the log is pretty, then it never holds the key either', async (t) => {
+    const server = await startServeProcess(
+      { API_KEYS: `ops:${key}`, LOG_FORMAT: 'pretty' },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    await sendKeyEverywhere(server)
+    server.child.kill('SIGTERM')
+    assert.equal(await server.exited, 0)
+    assert.match(server.output(), /psk_\[redacted\]/, 'the lines were written')
+    assertNoKey(server.output())
+  })
+})
