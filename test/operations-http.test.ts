@@ -276,7 +276,7 @@ describe('resource defences', () => {
     assert.equal(shed.headers.get('retry-after'), '1')
   })
 
-  test('when the heap in use is above MAX_HEAP_USED_BYTES, then API requests are shed with 503 (and logged) while probes still answer', async (t) => {
+  test('when the heap in use is above MAX_HEAP_USED_BYTES, then API requests are shed with 503 (logged once for the condition) while probes still answer', async (t) => {
     // Logged at info, as in production: the error line must not break the answer it describes.
     const lines: Array<Record<string, unknown>> = []
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
@@ -297,7 +297,12 @@ describe('resource defences', () => {
       assert.equal(shed.headers.get('retry-after'), '1')
     }
     assert.equal((await fetch(`${server.origin}/healthz`)).status, 200)
-    assert.ok(lines.some((line) => line.msg === 'request failed' && line.level === 50))
+    // Once for the condition, at warn, not per request; each request's own line names it.
+    const condition = 'the service is overloaded'
+    assert.equal(lines.filter((line) => line.condition === condition && line.level === 40).length, 1)
+    const shedLines = lines.filter((line) => line.msg === 'request' && line.status === 503)
+    assert.equal(shedLines.length, 2)
+    assert.ok(shedLines.every((line) => line.condition === condition))
   })
 
   test('when MAX_EVENT_LOOP_DELAY_MS is 0, then a long stall sheds nothing, even with the heap limit on', async (t) => {

@@ -83,6 +83,25 @@ describe('per-request logger', () => {
     )
   })
 
+  test('when fields are bound to a request, then its later lines carry them, whether its child logger was made before or after', () => {
+    const { logger, lines } = capturingLogger('info')
+    const early = requestLoggerFactory(logger, { reqId: 'r-4' }, {}) as unknown as Logger
+    early.setBindings({ condition: 'the store is unavailable' })
+    early.info('request')
+    const late = requestLoggerFactory(logger, { reqId: 'r-5' }, {}) as unknown as Logger
+    late.info('first')
+    late.setBindings({ condition: 'the service is overloaded' })
+    late.info('request')
+    assert.deepEqual(
+      lines.map(({ reqId, condition, msg }) => ({ reqId, condition, msg })),
+      [
+        { reqId: 'r-4', condition: 'the store is unavailable', msg: 'request' },
+        { reqId: 'r-5', condition: undefined, msg: 'first' },
+        { reqId: 'r-5', condition: 'the service is overloaded', msg: 'request' },
+      ],
+    )
+  })
+
   test('when the service fails a request at level warn, then its error line carries the request id it answered with', async (t) => {
     const { logger, lines } = capturingLogger('warn')
     const store = failingStore('getPet', new Error('disk I/O error'))

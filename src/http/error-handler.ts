@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
+import { logUnavailable } from './condition-log.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
@@ -62,7 +63,8 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
 /** The one error handler: every error, ours or the framework's, leaves as `{code, message, status}`. */
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request)
-  if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+  if (apiError.statusCode === 503) logUnavailable(error, apiError, request)
+  else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.debug({ code: apiError.code }, 'request refused')
   reply
     .code(apiError.statusCode)

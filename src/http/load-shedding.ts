@@ -10,7 +10,8 @@ export interface LoadSheddingOptions {
 // The delay histogram's own timer period (ms): its samples include it, so it is taken off the mean.
 const RESOLUTION_MS = 10
 
-// One answer for every shed request; not frozen, as the error log line marks the error while writing it.
+// One answer for every shed request, logged per condition, at warn (condition-log.ts); not frozen, as pino's
+// error serializer marks an error while writing it.
 const OVERLOADED = new ApiError('service_unavailable', 'the service is overloaded; retry shortly', {
   'retry-after': '1',
 })

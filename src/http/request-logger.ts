@@ -11,7 +11,7 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
  */
 class RequestLogger {
   readonly #parent: FastifyBaseLogger
-  readonly #bindings: Bindings
+  #bindings: Bindings
   readonly #options: ChildLoggerOptions
   #logger: FastifyBaseLogger | undefined
 
@@ -72,6 +72,12 @@ class RequestLogger {
   }
 
   silent(): void {}
+
+  /** Adds fields to every later line of this request (its access line included), as pino's own does. */
+  setBindings(bindings: Bindings): void {
+    if (this.#logger === undefined) this.#bindings = { ...this.#bindings, ...bindings }
+    else (this.#logger as unknown as Logger).setBindings(bindings)
+  }
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#child().child(bindings, options)

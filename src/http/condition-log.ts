@@ -1,0 +1,110 @@
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
+import { type ApiError, StoreUnavailableError } from '../errors.ts'
+
+export interface ConditionLogOptions {
+  /** A condition no request met for this long has passed, and its end is logged. */
+  quietMs?: number
+  /** While a condition lasts, a line saying so is written at most this often. */
+  repeatMs?: number
+}
+
+interface Condition {
+  since: number
+  lastMet: number
+  lastLogged: number
+  /** Requests that met it, in all and since the last line. */
+  met: number
+  metSinceLogged: number
+}
+
+/** What a request that met a condition adds to its first line: the error (with its stack), or a code. */
+export type ConditionDetail = { err: unknown } | { code: string }
+
+/**
+ * Conditions that fail many requests at once (the store unavailable, overload, shutting down) are logged per
+ * condition, not per request: once when one starts, with its error and stack; every `repeatMs` while it
+ * lasts, with the number of requests it failed and no stack; and once when it has passed, i.e. no request
+ * met it for `quietMs`. Each request keeps its own one access line: a stack per failed request buries an
+ * outage's log in copies of one stack.
+ */
+export class ConditionLog {
+  readonly #log: FastifyBaseLogger
+  readonly #quietMs: number
+  readonly #repeatMs: number
+  readonly #conditions = new Map<string, Condition>()
+
+  constructor(log: FastifyBaseLogger, { quietMs = 5000, repeatMs = 60_000 }: ConditionLogOptions = {}) {
+    this.#log = log
+    this.#quietMs = quietMs
+    this.#repeatMs = repeatMs
+  }
+
+  /** Records that the request `reqId` met `condition`; the start is logged at `level`, with `detail`. */
+  met(condition: string, level: 'error' | 'warn', detail: ConditionDetail, reqId: string): void {
+    const now = Date.now()
+    const known = this.#conditions.get(condition)
+    if (known === undefined) {
+      const started: Condition = { since: now, lastMet: now, lastLogged: now, met: 1, metSinceLogged: 0 }
+      this.#conditions.set(condition, started)
+      this.#log[level](
+        { condition, reqId, ...detail },
+        `${condition}: requests are answered 503 until it passes`,
+      )
+      this.#watch(condition, started, this.#quietMs)
+      return
+    }
+    known.lastMet = now
+    known.met++
+    known.metSinceLogged++
+    if (now - known.lastLogged < this.#repeatMs) return
+    // The latest error's message, without its stack: the cause may have changed while the condition lasted.
+    const latest = 'err' in detail ? { error: (detail.err as Error | undefined)?.message } : detail
+    this.#log.warn(
+      { condition, failedRequests: known.metSinceLogged, durationMs: now - known.since, reqId, ...latest },
+      `${condition}: still failing requests`,
+    )
+    known.lastLogged = now
+    known.metSinceLogged = 0
+  }
+
+  /** Checks, `afterMs` from now, whether the condition has passed; a timer per condition, not per request. */
+  #watch(name: string, condition: Condition, afterMs: number): void {
+    const timer = setTimeout(() => {
+      const quietFor = Date.now() - condition.lastMet
+      if (quietFor < this.#quietMs) {
+        this.#watch(name, condition, this.#quietMs - quietFor)
+        return
+      }
+      this.#conditions.delete(name)
+      this.#log.warn(
+        { condition: name, failedRequests: condition.met, durationMs: condition.lastMet - condition.since },
+        `${name}: passed (no request met it for ${this.#quietMs} ms)`,
+      )
+    }, afterMs)
+    // Never what keeps a process alive: a condition still open at exit ends with the process.
+    timer.unref()
+  }
+}
+
+// One condition log per process logger, i.e. per app (an app's plugins all share its logger).
+const conditionLogs = new WeakMap<FastifyBaseLogger, ConditionLog>()
+
+/**
+ * Logs a request answered 503 (`apiError`, for `error`): by its condition (with the stack once, for a store
+ * failure), and names the condition on the request's own access line; nothing else is written per request.
+ */
+export function logUnavailable(error: unknown, apiError: ApiError, request: FastifyRequest): void {
+  const fault = error instanceof StoreUnavailableError
+  // Named as the answer names it, without the advice: "the store is unavailable", "the service is overloaded".
+  const condition = apiError.message.split(';')[0] as string
+  const root = request.server?.log ?? request.log
+  let conditions = conditionLogs.get(root)
+  if (conditions === undefined) {
+    conditions = new ConditionLog(root)
+    conditionLogs.set(root, conditions)
+  }
+  const detail = fault ? { err: error } : { code: apiError.code }
+  conditions.met(condition, fault ? 'error' : 'warn', detail, request.id)
+  ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })
+}
