@@ -4,21 +4,11 @@ import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cluster/restart-backoff.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { requesterFor, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { createPets, servingWorkers } from './helpers/cluster-process.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
 const request = requesterFor(key)
-
-/** The pids of the workers that announced "serving …", in order, once there are `count` of them. */
-function servingWorkers(server: ServeProcess, count: number): Promise<number[]> {
-  return waitForLog(server, (lines) => {
-    const pids = lines
-      .filter((line) => String(line.msg).startsWith('serving '))
-      .map((line) => Number(line.pid))
-    const distinct = [...new Set(pids)]
-    return distinct.length >= count ? distinct : undefined
-  })
-}
 
 /** Waits for the supervisor to log that the worker `pid` died. */
 function supervisorSawDeath(server: ServeProcess, pid: number) {
@@ -67,16 +57,7 @@ describe('all cores', () => {
     t.after(() => server.child.kill('SIGKILL'))
     const workers = await servingWorkers(server, 2)
     const sent = 300
-    const statuses = await Promise.all(
-      Array.from({ length: sent }, async (_, i) => {
-        const response = await request(server, '/v1/pets', {
-          method: 'POST',
-          body: `{"name":"c${i}","categoryId":1}`,
-        })
-        return response.status
-      }),
-    )
-    assert.deepEqual([...new Set(statuses)], [201])
+    await createPets(server, request, sent, 'c')
     const creates = await waitForLog(server, (lines) => {
       const found = lines.filter((line) => line.msg === 'request' && line.operation === 'createPet')
       return found.length === sent ? found : undefined

@@ -1,13 +1,13 @@
 import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
-import { AggregatorRegistry } from 'prom-client'
 import { provisionKeys } from '../auth/provision-keys.ts'
 import type { CommandIo } from '../commands/command.ts'
 import type { Config } from '../config.ts'
 import { createLogger, wantsPrettyLogs } from '../logger.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
 import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
+import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
 
 // Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
@@ -37,14 +37,9 @@ export async function runPrimary(config: Config, workers: number, { stdout }: Co
     await store.close()
   }
 
-  const aggregator = new AggregatorRegistry()
   const metricsServer =
     config.METRICS === 'on'
-      ? await startMetricsServer(
-          { contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() },
-          config.METRICS_HOST,
-          config.METRICS_PORT,
-        )
+      ? await startMetricsServer(new ClusterMetrics(), config.METRICS_HOST, config.METRICS_PORT)
       : undefined
 
   let stopping = false

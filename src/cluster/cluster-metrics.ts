@@ -1,0 +1,94 @@
+import cluster, { type Worker } from 'node:cluster'
+import { AggregatorRegistry, prometheusContentType } from 'prom-client'
+import type { MetricsSource } from '../metrics/metrics-server.ts'
+import { isMetricsReport, type MetricsJson, type MetricsRequest } from './metrics-messages.ts'
+
+// A worker that has not answered a scrape by then is counted with its last report, not waited for.
+const ANSWER_TIMEOUT_MS = 2000
+
+/** The metrics that only grow and are summed across workers (counters, histograms): a worker's legacy. */
+function cumulative(metrics: MetricsJson): MetricsJson {
+  return metrics.filter(
+    (metric) =>
+      (metric.type === 'counter' || metric.type === 'histogram') && (metric.aggregator ?? 'sum') === 'sum',
+  )
+}
+
+/** Several registries' metrics summed into one, at once (prom-client's aggregation, read synchronously). */
+function summed(registries: MetricsJson[]): MetricsJson {
+  return AggregatorRegistry.aggregate(registries)
+    .getMetricsAsArray()
+    .map((metric) => {
+      const { name, help, type, aggregator, values } = metric as unknown as MetricsJson[number]
+      return { name, help, type, aggregator, values }
+    })
+}
+
+/**
+ * The workers' metrics, summed, for the supervisor's /metrics. Each scrape asks every worker for its
+ * registry and keeps its answer; when a worker is gone (its channel closed: nothing more can come from
+ * it), its counters and histograms as last reported are folded into a retained base that every later sum
+ * includes, so totals never fall when a worker dies and its replacement starts from zero (Prometheus
+ * would read that as a reset). Gauges are not kept: they describe live processes. What a worker counted
+ * after its last report is lost, unless it sent a final one (a worker stopping on a fatal failure does).
+ */
+export class ClusterMetrics implements MetricsSource {
+  readonly contentType = prometheusContentType
+  readonly #latest = new Map<number, MetricsJson>()
+  #retired: MetricsJson = []
+  #nextRequestId = 0
+  readonly #waiting = new Map<number, { workers: Set<number>; done: () => void }>()
+
+  constructor() {
+    cluster.on('message', (worker, message) => this.#received(worker, message))
+    cluster.on('disconnect', (worker) => this.#retire(worker))
+  }
+
+  async metrics(): Promise<string> {
+    await this.#refresh()
+    return AggregatorRegistry.aggregate([this.#retired, ...this.#latest.values()]).metrics()
+  }
+
+  /** Asks every connected worker for its metrics; resolves when all answered, or after ANSWER_TIMEOUT_MS. */
+  #refresh(): Promise<void> {
+    const requestId = this.#nextRequestId++
+    const request: MetricsRequest = { type: 'petstore:metrics-request', requestId }
+    const workers = new Set<number>()
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.#waiting.delete(requestId)
+        resolve()
+      }
+      const timer = setTimeout(done, ANSWER_TIMEOUT_MS)
+      this.#waiting.set(requestId, { workers, done })
+      for (const worker of Object.values(cluster.workers ?? {})) {
+        if (!worker?.isConnected()) continue
+        workers.add(worker.id)
+        // With a callback, a channel closing meanwhile is reported here rather than thrown as an event.
+        worker.send(request, undefined, (error) => {
+          if (error) this.#answered(requestId, worker.id)
+        })
+      }
+      if (workers.size === 0) done()
+    })
+  }
+
+  #received(worker: Worker, message: unknown): void {
+    if (!isMetricsReport(message)) return
+    if (message.metrics) this.#latest.set(worker.id, message.metrics)
+    if (message.requestId !== undefined) this.#answered(message.requestId, worker.id)
+  }
+
+  #answered(requestId: number, workerId: number): void {
+    const waiting = this.#waiting.get(requestId)
+    if (waiting?.workers.delete(workerId) && waiting.workers.size === 0) waiting.done()
+  }
+
+  #retire(worker: Worker): void {
+    const last = this.#latest.get(worker.id)
+    this.#latest.delete(worker.id)
+    if (last) this.#retired = summed([this.#retired, cumulative(last)])
+    for (const requestId of this.#waiting.keys()) this.#answered(requestId, worker.id)
+  }
+}

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict'
+import { type ServeProcess, waitForLog } from './cli-process.ts'
+
+type Requester = (server: ServeProcess, path: string, init?: RequestInit) => Promise<Response>
+
+/** The pids of the workers that announced "serving …", in order, once there are `count` of them. */
+export function servingWorkers(server: ServeProcess, count: number): Promise<number[]> {
+  return waitForLog(server, (lines) => {
+    const pids = lines
+      .filter((line) => String(line.msg).startsWith('serving '))
+      .map((line) => Number(line.pid))
+    const distinct = [...new Set(pids)]
+    return distinct.length >= count ? distinct : undefined
+  })
+}
+
+/** Creates `count` pets at once (names `<prefix><i>`), so that every worker takes some; all must be 201. */
+export async function createPets(
+  server: ServeProcess,
+  request: Requester,
+  count: number,
+  prefix: string,
+): Promise<void> {
+  const statuses = await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const response = await request(server, '/v1/pets', {
+        method: 'POST',
+        body: `{"name":"${prefix}${i}","categoryId":1}`,
+      })
+      return response.status
+    }),
+  )
+  assert.deepEqual([...new Set(statuses)], [201])
+}
+
+/** The supervisor's summed metrics: each sample's value, by its name and labels as written. */
+export async function scrapeSupervisor(server: ServeProcess): Promise<Map<string, number>> {
+  const { metricsPort } = await waitForLog(server, (lines) =>
+    lines.find((line) => line.msg === 'supervising workers'),
+  )
+  const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+  const text = await response.text()
+  assert.equal(response.status, 200, text)
+  const samples = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const space = line.lastIndexOf(' ')
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)))
+  }
+  return samples
+}
