@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { provisionKeys } from '../auth/provision-keys.ts'
 import type { CommandIo } from '../commands/command.ts'
+import { exitOnFatalFailure } from '../commands/fatal-failure.ts'
 import type { Config } from '../config.ts'
 import { createLogger, wantsPrettyLogs } from '../logger.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
@@ -19,10 +20,12 @@ const SHUTDOWN_MARGIN_MS = 5000
  * The supervisor of WORKERS processes sharing one port (node:cluster). It prepares the store once
  * (migrations, first key) before any worker starts, serves the workers' metrics summed, replaces a worker
  * that dies, and on SIGTERM/SIGINT asks every worker to drain, waits for them (killing any still running
- * SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped cleanly, else 1.
+ * SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped cleanly, else 1. A fatal
+ * failure of its own stops the workers the same way and exits 1.
  */
 export async function runPrimary(config: Config, workers: number, { stdout }: CommandIo): Promise<number> {
   const log = createLogger(config, wantsPrettyLogs(config, stdout))
+  const fatal = exitOnFatalFailure(log, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS)
   const store = await openStore(config, log)
   try {
     await store.migrate()
@@ -61,31 +64,48 @@ export async function runPrimary(config: Config, workers: number, { stdout }: Co
     'supervising workers',
   )
 
+  /** Drains every worker (once); resolves with whether all stopped cleanly. */
+  let draining: Promise<boolean> | undefined
+  const stopWorkers = (): Promise<boolean> => {
+    stopping = true
+    draining ??= drainWorkers(config, log).finally(() => metricsServer?.close())
+    return draining
+  }
+  fatal.stopWith(async () => {
+    await stopWorkers()
+  })
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return
-    stopping = true
     log.info({ signal }, 'stopping workers')
-    const running = Object.values(cluster.workers ?? {}).filter(
-      (worker): worker is Worker => worker !== undefined && !worker.isDead(),
-    )
-    const exits = running.map((worker) => stopped(worker, log))
-    for (const worker of running) worker.process.kill('SIGTERM')
-    const deadline = setTimeout(() => {
-      for (const worker of running) {
-        if (worker.isDead()) continue
-        log.error({ worker: worker.process.pid }, 'a worker did not stop in time; killing it')
-        worker.process.kill('SIGKILL')
-      }
-    }, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS)
-    const clean = await Promise.all(exits)
-    clearTimeout(deadline)
-    metricsServer?.close()
+    const clean = await stopWorkers()
     // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
-    process.exit(clean.every(Boolean) ? 0 : 1)
+    process.exit(clean ? 0 : 1)
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
   return 0
+}
+
+/**
+ * Asks every running worker to drain (SIGTERM) and waits for them, killing any still running
+ * SHUTDOWN_TIMEOUT_MS plus a margin later; resolves with whether all stopped cleanly.
+ */
+async function drainWorkers(config: Config, log: Logger): Promise<boolean> {
+  const running = Object.values(cluster.workers ?? {}).filter(
+    (worker): worker is Worker => worker !== undefined && !worker.isDead(),
+  )
+  const exits = running.map((worker) => stopped(worker, log))
+  for (const worker of running) worker.process.kill('SIGTERM')
+  const deadline = setTimeout(() => {
+    for (const worker of running) {
+      if (worker.isDead()) continue
+      log.error({ worker: worker.process.pid }, 'a worker did not stop in time; killing it')
+      worker.process.kill('SIGKILL')
+    }
+  }, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS)
+  const clean = await Promise.all(exits)
+  clearTimeout(deadline)
+  return clean.every(Boolean)
 }
 
 /** Resolves, once `worker` has exited, with whether it stopped cleanly; an unclean exit is logged. */

@@ -14,6 +14,11 @@ import { connectRedis } from '../redis.ts'
 import { startServer } from '../server.ts'
 import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
 import { type Command, type CommandIo, parseCommandArgs } from './command.ts'
+import { exitOnFatalFailure } from './fatal-failure.ts'
+
+// After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
+// process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
+const FATAL_GRACE_MS = 5000
 
 function workerCount(config: Config): number {
   return config.WORKERS === 'auto' ? availableParallelism() : Number(config.WORKERS)
@@ -22,9 +27,11 @@ function workerCount(config: Config): number {
 /**
  * Serves in this process. Alone, it also prepares the store (migrations, first key) and serves metrics;
  * as a cluster worker, the primary has done both, and it hands its metrics to the primary's aggregator.
+ * An uncaught exception or unhandled rejection stops it: drain as on SIGTERM, briefly, then exit 1.
  */
 async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<number> {
   const logger = createLogger(config, wantsPrettyLogs(config, stdout))
+  const fatal = exitOnFatalFailure(logger, Math.min(config.SHUTDOWN_TIMEOUT_MS, FATAL_GRACE_MS))
   const alone = !cluster.isWorker
   const store = await openStore(config, logger)
   const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, logger) : undefined
@@ -37,7 +44,7 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
       const dataDirectory = embeddedDataDirectory(config)
       await provisionKeys({ store, config, log: app.log, dataDirectory, terminal: stdout })
     }
-    if (!alone) shareMetricsWithPrimary(metrics.registry)
+    const shared = alone ? undefined : shareMetricsWithPrimary(metrics.registry)
     metricsServer =
       alone && config.METRICS === 'on'
         ? await startMetricsServer(metrics.registry, config.METRICS_HOST, config.METRICS_PORT)
@@ -50,6 +57,18 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
       metricsServer?.close()
       redis?.disconnect()
       await store.close()
+    })
+    // The supervisor keeps a worker's counts once it has gone; the final report adds those since the last scrape.
+    fatal.stopWith(async () => {
+      // A connection whose request ends during the drain is kept alive, and holds the exit for its
+      // keep-alive timeout; closed as soon as it is idle instead.
+      const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100)
+      try {
+        await server.shutdown()
+      } finally {
+        clearInterval(closeIdle)
+      }
+      await shared?.reportFinal()
     })
     const metricsAddress = metricsServer?.address()
     const metricsNote =

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
@@ -6,15 +7,28 @@ import { containsApiKey } from '../auth/api-key.ts'
 // A client's own request id is kept if it is short and plain; anything else is replaced, never logged as is.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
+// The id of the request on whose behalf the code now running was started, timers and promises included.
+const requestContext = new AsyncLocalStorage<string>()
+
 /**
  * Fastify's `genReqId`: the client's `X-Request-Id` when it is acceptable, else a new UUID. A key is made
- * of the same characters, so an id holding one is replaced too (it would be echoed and logged).
+ * of the same characters, so an id holding one is replaced too (it would be echoed and logged). The id
+ * becomes the request context of everything this request starts (Fastify calls this as the request
+ * arrives), so a failure outside the request's own promise chain can still name it.
  */
 export function requestIdOf(request: IncomingMessage): string {
   const given = request.headers['x-request-id']
-  return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !containsApiKey(given)
-    ? given
-    : randomUUID()
+  const id =
+    typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !containsApiKey(given)
+      ? given
+      : randomUUID()
+  requestContext.enterWith(id)
+  return id
+}
+
+/** The id of the request the running code works for, if it works for one. */
+export function currentRequestId(): string | undefined {
+  return requestContext.getStore()
 }
 
 /** The operation a request reached: its operationId, or the route, or "unknown" for unmatched paths. */

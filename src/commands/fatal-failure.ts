@@ -1,0 +1,70 @@
+import type { Logger } from 'pino'
+import { currentRequestId } from '../http/request-logging.ts'
+
+// Further failures logged while stopping, at most: a fault that repeats must not flood the last lines.
+const FURTHER_FAILURES_LOGGED = 10
+// How long the logger is given to write its last lines before the process exits without them.
+const FLUSH_TIMEOUT_MS = 1000
+
+export interface FatalFailureHandling {
+  /**
+   * What to do before exiting once the process serves: stop accepting and let in-flight requests finish
+   * (the drain of a shutdown). Until this is set, a failure exits as soon as it is logged.
+   */
+  stopWith(stop: () => Promise<void>): void
+}
+
+/**
+ * Makes an uncaught exception or an unhandled rejection end the process, as its state can no longer be
+ * trusted: the failure is logged once, at fatal, with its stack and the id of the request whose code
+ * raised it (if any); the process stops accepting and gives in-flight requests up to `graceMs` (the stop
+ * set with `stopWith`); then it exits 1, so its supervisor (WORKERS) or orchestrator starts a fresh one.
+ */
+export function exitOnFatalFailure(log: Logger, graceMs: number): FatalFailureHandling {
+  let stop: (() => Promise<void>) | undefined
+  let failed = false
+  let further = 0
+  let exiting = false
+
+  const exit = () => {
+    if (exiting) return
+    exiting = true
+    // Written before exiting: pino's destination writes asynchronously, and a fatal line lost is no line.
+    const timer = setTimeout(() => process.exit(1), FLUSH_TIMEOUT_MS)
+    log.flush(() => {
+      clearTimeout(timer)
+      process.exit(1)
+    })
+  }
+
+  const onFailure = (error: unknown, origin: 'uncaughtException' | 'unhandledRejection') => {
+    const reqId = currentRequestId()
+    const context = { err: error, origin, ...(reqId === undefined ? {} : { reqId }) }
+    if (failed) {
+      if (further++ < FURTHER_FAILURES_LOGGED) log.error(context, 'another failure while stopping')
+      return
+    }
+    failed = true
+    const what = origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception'
+    log.fatal(context, `${what}: stopping, in-flight requests get up to ${graceMs} ms, then exit 1`)
+    if (stop === undefined) return exit()
+    setTimeout(() => {
+      log.error(`still stopping ${graceMs} ms after the failure: exiting, requests in flight are cut`)
+      exit()
+    }, graceMs)
+    stop().then(exit, (stopError: unknown) => {
+      log.error({ err: stopError }, 'stopping after a fatal failure failed')
+      exit()
+    })
+  }
+
+  process.on('uncaughtException', (error, origin) =>
+    onFailure(error, origin === 'unhandledRejection' ? origin : 'uncaughtException'),
+  )
+  process.on('unhandledRejection', (reason) => onFailure(reason, 'unhandledRejection'))
+  return {
+    stopWith(given) {
+      stop = given
+    },
+  }
+}

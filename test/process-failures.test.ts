@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict'
+import { connect, type Socket } from 'node:net'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import {
+  type LogLine,
+  logLines,
+  requesterFor,
+  type ServeProcess,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
+import { createPets, scrapeSupervisor, servingWorkers } from './helpers/cluster-process.ts'
+import { checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
+
+const FAULT_PROBE = fileURLToPath(new URL('./helpers/fault-probe.mjs', import.meta.url))
+const key = generateApiKey()
+const request = requesterFor(key)
+const faulty = (env: Record<string, string> = {}) => ({
+  API_KEYS: `ops:${key}`,
+  NODE_OPTIONS: `--import ${FAULT_PROBE}`,
+  ...env,
+})
+
+/** Resolves with the exit code; fails if the process is still running `timeoutMs` later. */
+async function exitWithin(server: ServeProcess, timeoutMs: number): Promise<number | NodeJS.Signals> {
+  const late = sleep(timeoutMs).then(() => 'late' as const)
+  const result = await Promise.race([server.exited, late])
+  assert.notEqual(result, 'late', `still running ${timeoutMs} ms later:\n${server.output()}`)
+  return result as number | NodeJS.Signals
+}
+
+function fatalLines(server: ServeProcess): LogLine[] {
+  return logLines(server).filter((line) => line.level === 60)
+}
+
+/** Polls `read` until `done` holds for what it returns; fails after `timeoutMs`. */
+async function until<T>(read: () => T, done: (value: T) => boolean, what: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = read()
+    if (done(value)) return value
+    if (Date.now() > deadline) assert.fail(`${what} not seen within ${timeoutMs} ms: ${String(value)}`)
+    await sleep(20)
+  }
+}
+
+/**
+ * A createPet the server has taken in (it answered `100 Continue`, so the request is in flight) whose body
+ * is held back until `finish` sends it; `finish` resolves with the raw answer.
+ */
+async function heldCreate(server: ServeProcess) {
+  const { hostname, port } = new URL(server.origin)
+  const socket: Socket = connect({ host: hostname, port: Number(port) })
+  let received = ''
+  socket.on('data', (chunk) => {
+    received += chunk
+  })
+  socket.on('error', () => {})
+  const body = '{"name":"held","categoryId":1}'
+  socket.write(
+    `POST /v1/pets HTTP/1.1\r\nHost: petstore\r\nAuthorization: Bearer ${key}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+  )
+  await until(
+    () => received,
+    (text) => text.includes('100 Continue'),
+    'the 100 Continue',
+  )
+  return {
+    socket,
+    async finish(): Promise<string> {
+      socket.write(body)
+      const answered = /HTTP\/1\.1 [2-5]\d\d [^\r]*\r\n[\s\S]*?\r\n\r\n\{[\s\S]*\}$/
+      const text = await until(
+        () => received,
+        (text) => answered.test(text),
+        'an answer',
+      )
+      const answer = text.slice(text.indexOf('\r\n\r\n') + 4)
+      await checkRawText(server.origin, 'POST', '/v1/pets', answer)
+      return answer
+    },
+  }
+}
+
+describe('process-level failures', () => {
+  test('when code started by a request throws outside its promise chain, then one fatal line names the request, the listener closes, the request in flight is answered and the process exits 1', async (t) => {
+    const server = await startServeProcess(faulty(), temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await conformanceAt(server.origin)
+    const held = await heldCreate(server)
+    t.after(() => held.socket.destroy())
+
+    // Its error message quotes the URL, which holds a key sent by mistake.
+    const faulting = await request(server, `/v1/pets?limit=1&x=${key}`, {
+      headers: { 'x-test-fault': 'throw', 'x-request-id': 'fault-1' },
+    })
+    assert.equal(faulting.status, 400, 'the request whose code failed was answered')
+    const fatal = await waitForLog(server, (lines) => lines.find((line) => line.level === 60))
+    assert.equal(fatal.reqId, 'fault-1')
+    assert.equal(fatal.origin, 'uncaughtException')
+    const err = fatal.err as { message: string; stack: string }
+    assert.equal(err.message, 'injected exception answering /v1/pets?limit=1&x=psk_[redacted]')
+    assert.match(err.stack, /fault-probe\.mjs/)
+
+    // Stop accepting: a new connection is refused once the listener is closed.
+    let refused = false
+    for (let attempt = 0; attempt < 100 && !refused; attempt++) {
+      refused = await request(server, '/healthz').then(
+        () => false,
+        () => true,
+      )
+      if (!refused) await sleep(20)
+    }
+    assert.ok(refused, 'new connections are refused after the failure')
+
+    const answer = await held.finish()
+    assert.match(answer, /HTTP\/1\.1 201 /, 'the request in flight is answered')
+    assert.equal(await exitWithin(server, 10_000), 1)
+    assert.equal(fatalLines(server).length, 1, 'logged once')
+    assert.doesNotMatch(server.output(), /requests in flight are cut/, 'drained, not cut at the bound')
+    assert.doesNotMatch(
+      server.output(),
+      /^Error: injected|^\s+at /m,
+      "no stack outside the log line (Node's own report)",
+    )
+    assert.equal(
+      server.output().includes(key.slice(4)),
+      false,
+      'the key is masked in the error and its stack',
+    )
+  })
+
+  test('when a promise is rejected with nobody to handle it, outside any request, then one fatal line and exit 1 within the grace, though a request is still in flight', async (t) => {
+    const server = await startServeProcess(faulty({ TEST_FAULT: 'reject' }), temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    // Its body never comes: only the bound ends the drain.
+    const held = await heldCreate(server)
+    t.after(() => held.socket.destroy())
+    const started = Date.now()
+    server.child.kill('SIGUSR2')
+    assert.equal(await exitWithin(server, 5000 + 10_000), 1)
+    const waited = Date.now() - started
+    const [fatal, ...more] = fatalLines(server)
+    assert.ok(fatal, `a fatal line:\n${server.output()}`)
+    assert.equal(more.length, 0)
+    assert.equal(fatal.origin, 'unhandledRejection')
+    assert.equal((fatal.err as { message: string }).message, 'injected rejection')
+    assert.equal(fatal.reqId, undefined, 'no request was running it')
+    assert.ok(waited >= 4000, `the request in flight had its grace (${waited} ms)`)
+    assert.match(
+      server.output(),
+      /still stopping 5000 ms after the failure: exiting, requests in flight are cut/,
+    )
+  })
+})
+
+describe('process-level failures under WORKERS', () => {
+  test('when a worker fails, then it exits 1, the supervisor replaces it, and its counts stay in the summed metrics', async (t) => {
+    const server = await startServeProcess(faulty({ WORKERS: '2' }), temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await servingWorkers(server, 2)
+    const sent = 100
+    await createPets(server, request, sent, 'f')
+    // A worker that created some; never scraped: only its last report can bring them to the supervisor.
+    const failing = await waitForLog(server, (lines) => {
+      const line = lines.find((entry) => entry.msg === 'request' && entry.operation === 'createPet')
+      return line === undefined ? undefined : Number(line.pid)
+    })
+    process.kill(failing, 'SIGUSR2')
+    const death = await waitForLog(server, (lines) =>
+      lines.find((line) => line.msg === 'a worker died; replacing it' && line.worker === failing),
+    )
+    assert.equal(death.code, 1)
+    assert.ok(fatalLines(server).some((line) => line.pid === failing))
+    await servingWorkers(server, 3)
+    assert.equal((await request(server, '/v1/pets')).status, 200)
+
+    const scrape = await scrapeSupervisor(server)
+    assert.equal(scrape.get('petstore_pets_created_total'), sent)
+  })
+})
