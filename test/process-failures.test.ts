@@ -159,6 +159,22 @@ describe('process-level failures', () => {
   })
 })
 
+describe('process-level failures while shutting down', () => {
+  test('when a failure comes while a SIGTERM drain is under way, then the process still exits 1, not 0', async (t) => {
+    const server = await startServeProcess(faulty({ TEST_FAULT: 'throw' }), temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await conformanceAt(server.origin)
+    const held = await heldCreate(server)
+    t.after(() => held.socket.destroy())
+    server.child.kill('SIGTERM')
+    await waitForLog(server, (lines) => lines.find((line) => line.msg === 'shutting down'))
+    server.child.kill('SIGUSR2')
+    await waitForLog(server, (lines) => lines.find((line) => line.level === 60))
+    assert.match(await held.finish(), /HTTP\/1\.1 201 /, 'the drain goes on')
+    assert.equal(await exitWithin(server, 10_000), 1)
+  })
+})
+
 describe('process-level failures under WORKERS', () => {
   test('when a worker fails, then it exits 1, the supervisor replaces it, and its counts stay in the summed metrics', async (t) => {
     const server = await startServeProcess(faulty({ WORKERS: '2' }), temporaryDirectory(t))

@@ -58,6 +58,11 @@ export function exitOnFatalFailure(log: Logger, graceMs: number): FatalFailureHa
     })
   }
 
+  // A SIGTERM drain under way when the failure came ends in its own `process.exit(0)`: the code is made 1
+  // as the process exits (Node reads `process.exitCode` after the 'exit' listeners).
+  process.on('exit', () => {
+    if (failed) process.exitCode = 1
+  })
   process.on('uncaughtException', (error, origin) =>
     onFailure(error, origin === 'unhandledRejection' ? origin : 'uncaughtException'),
   )
