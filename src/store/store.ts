@@ -86,8 +86,11 @@ export interface Store {
   createPet(request: CreatePetRequest): Promise<CreatedPet>
   getPet(id: bigint): Promise<Pet | undefined>
   listPets(query: PetQuery): Promise<Pet[]>
-  /** Deletes idempotency records that expired before `nowMs`; resolves to how many. */
-  purgeIdempotencyKeys(nowMs: number): Promise<number>
+  /**
+   * Deletes idempotency records that expired by `nowMs`, in small chunks (see `purgeInChunks`), and
+   * resolves to how many. When `signal` aborts it stops after the chunk in progress.
+   */
+  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number>
   /** A random secret created once per database and shared by every instance (signs paging cursors). */
   serviceSecret(): Promise<string>
   /** Rejects with `DuplicateKeyNameError` when an active key has the name. */

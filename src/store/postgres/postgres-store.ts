@@ -67,8 +67,8 @@ export class PostgresStore implements Store {
     return listPets(this.#database, query)
   }
 
-  purgeIdempotencyKeys(nowMs: number): Promise<number> {
-    return purgeClaims(this.#database, nowMs)
+  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number> {
+    return purgeClaims(this.#database, nowMs, signal)
   }
 
   serviceSecret(): Promise<string> {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
+import { purgeInChunks } from '../chunked-purge.ts'
 import type { CreateOutcome } from '../idempotent-batch.ts'
 import { latestVersion, pendingMigrations } from '../migration-plan.ts'
 import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
@@ -41,6 +42,10 @@ export const LIST_PETS_SQL = {
   all: `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`,
   byStatus: `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
 }
+
+// One chunk of the purge: the oldest expired keys first, by the expiry index.
+const PURGE_CHUNK_SQL = `DELETE FROM idempotency_keys WHERE (api_key_id, idempotency_key) IN
+  (SELECT api_key_id, idempotency_key FROM idempotency_keys WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`
 
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
 function keyNameTaken(error: unknown, name: string): unknown {
@@ -132,11 +137,12 @@ export class SqliteStore implements Store {
     })
   }
 
-  purgeIdempotencyKeys(nowMs: number): Promise<number> {
-    return this.#db.run(() =>
-      Number(this.#db.statement('DELETE FROM idempotency_keys WHERE expires_at_ms <= ?').run(nowMs).changes),
-    )
+  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number> {
+    const purgeChunk = (rows: number) =>
+      this.#db.run(() => Number(this.#db.statement(PURGE_CHUNK_SQL).run(nowMs, rows).changes))
+    return purgeInChunks(purgeChunk, signal)
   }
+
 
   serviceSecret(): Promise<string> {
     return this.#db.run(() => {
