@@ -10,6 +10,7 @@ import type {
   NewApiKey,
   PetQuery,
   Store,
+  StoreHealth,
 } from '../store.ts'
 import { WriteBatcher } from '../write-batcher.ts'
 import { purgeClaims } from './postgres-claim-queries.ts'
@@ -46,6 +47,11 @@ export class PostgresStore implements Store {
 
   schemaStatus(): Promise<{ current: number; latest: number }> {
     return schemaStatus(this.#database)
+  }
+
+  /** The server's own faults (a full disk is SQLSTATE 53100) fail each call with 503; none is kept here. */
+  health(): Promise<StoreHealth> {
+    return Promise.resolve({ writable: true })
   }
 
   poolStats() {
