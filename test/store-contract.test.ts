@@ -2,7 +2,13 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
 import type { NewPet, Pet } from '../src/schemas/pet.ts'
-import { DuplicateKeyNameError, IdempotencyKeyReusedError, type Store } from '../src/store/store.ts'
+import { PURGE_CHUNK_ROWS } from '../src/store/chunked-purge.ts'
+import {
+  DuplicateKeyNameError,
+  type IdempotencyClaim,
+  IdempotencyKeyReusedError,
+  type Store,
+} from '../src/store/store.ts'
 import { engineSuiteOptions, sqliteWriteThreadEngine, storeEngines } from './helpers/store-engines.ts'
 
 /** Creates one pet, with no idempotency key, and resolves to it. */
@@ -14,6 +20,23 @@ async function createOne(store: Store, newPet: NewPet): Promise<Pet> {
 
 const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPet =>
   status === undefined ? { name, categoryId } : { name, categoryId, status }
+
+const claimFor = (key: string, expiresAtMs: number): IdempotencyClaim => ({
+  apiKeyId: 1n,
+  key,
+  fingerprint: `fingerprint of ${key}`,
+  requestedAtMs: 1000,
+  expiresAtMs,
+})
+
+/** Creates `count` pets whose idempotency keys expire at 10,000 ms and after (all before 1,000,000). */
+async function createWithExpiringKeys(store: Store, count: number): Promise<void> {
+  await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      store.createPet({ pet: pet(`e${i}`, 1n), idempotency: claimFor(`e${i}`, 10_000 + i) }),
+    ),
+  )
+}
 
 // SQLite's two ways of committing (the calling thread by default, a write thread when on) both keep it.
 for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
@@ -179,6 +202,30 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       assert.equal((await store.listPets({ limit: 10 })).length, 1)
       assert.equal(await store.purgeIdempotencyKeys(99_999), 0)
       assert.equal(await store.purgeIdempotencyKeys(100_000), 1)
+    })
+
+    test('when more expired idempotency keys than one chunk are purged, then all of them go and live ones stay', async (t) => {
+      const { store } = await engine.open(t)
+      const expired = PURGE_CHUNK_ROWS * 2 + 500
+      await createWithExpiringKeys(store, expired)
+      const live = await store.createPet({ pet: pet('live', 1n), idempotency: claimFor('live', 1_000_000) })
+      assert.equal(await store.purgeIdempotencyKeys(999_999), expired)
+      assert.equal(await store.purgeIdempotencyKeys(999_999), 0)
+      const retry = await store.createPet({
+        pet: pet('live', 1n),
+        idempotency: { ...claimFor('live', 2_000_000), requestedAtMs: 2000 },
+      })
+      assert.deepEqual(retry, { pet: live.pet, replayed: true }, 'a key not yet expired still replays')
+    })
+
+    test('when a purge is aborted while it runs, then it stops after the chunk in progress', async (t) => {
+      const { store } = await engine.open(t)
+      await createWithExpiringKeys(store, PURGE_CHUNK_ROWS * 3)
+      const controller = new AbortController()
+      const purging = store.purgeIdempotencyKeys(999_999, controller.signal)
+      controller.abort()
+      assert.equal(await purging, PURGE_CHUNK_ROWS)
+      assert.equal(await store.purgeIdempotencyKeys(999_999), PURGE_CHUNK_ROWS * 2)
     })
 
     test('when deprecated calls are recorded twice, then they add up and the latest call is kept', async (t) => {

@@ -1,25 +1,44 @@
 import type { FastifyInstance } from 'fastify'
 
+export interface PeriodicJobOptions {
+  everyMs: number
+  /** Also run as the app becomes ready (not awaited: the app does not wait for it). */
+  atStart?: boolean
+  /** Run once more as the app closes, after the run in progress, so nothing counted is lost (default). */
+  atClose?: boolean
+}
+
 /**
- * Runs `job` every `everyMs` while the app is up, and once more as it closes (so nothing counted is lost
- * on a graceful stop). Failures are logged and retried at the next tick; the timer never keeps the
- * process alive.
+ * Runs `job` every `everyMs` while the app is up. A run still going when the next is due makes that one
+ * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and
+ * awaited before the app closes its store. Failures are logged and retried at the next tick; the timer
+ * never keeps the process alive.
  */
 export function runPeriodically(
   app: FastifyInstance,
   name: string,
-  everyMs: number,
-  job: () => Promise<unknown>,
+  { everyMs, atStart = false, atClose = true }: PeriodicJobOptions,
+  job: (signal: AbortSignal) => Promise<unknown>,
 ) {
   let timer: NodeJS.Timeout | undefined
-  const run = () =>
-    job().catch((error: unknown) => app.log.warn({ err: error, job: name }, 'periodic job failed'))
+  let running: Promise<unknown> | undefined
+  const closing = new AbortController()
+  const run = (signal: AbortSignal) =>
+    job(signal).catch((error: unknown) => app.log.warn({ err: error, job: name }, 'periodic job failed'))
+  const tick = () => {
+    running ??= run(closing.signal).finally(() => {
+      running = undefined
+    })
+  }
   app.addHook('onReady', async () => {
-    timer = setInterval(run, everyMs)
+    timer = setInterval(tick, everyMs)
     timer.unref()
+    if (atStart) tick()
   })
   app.addHook('onClose', async () => {
     clearInterval(timer)
-    await run()
+    closing.abort()
+    await running
+    if (atClose) await run(new AbortController().signal)
   })
 }

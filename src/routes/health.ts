@@ -2,27 +2,33 @@ import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import { ApiError } from '../errors.ts'
 import { guardMethods } from '../http/method-guard.ts'
-import type { Store } from '../store/store.ts'
+import type { Store, StoreHealth } from '../store/store.ts'
 
 const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String() }) } }
 
 /**
  * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
- * `/readyz`: the store answers and its schema is the one this release needs; otherwise 503 in the Error
- * body, so a load balancer stops sending traffic here (also while the service shuts down).
+ * `/readyz`: the store answers, can take writes (no storage fault: see `Store.health`) and its schema is
+ * the one this release needs; otherwise 503 in the Error body, so a load balancer stops sending traffic
+ * here (also while the service shuts down).
  */
 export async function healthRoutes(app: FastifyInstance, { store }: { store: Store }) {
   app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
 
   app.get('/readyz', { schema: hidden }, async (request) => {
     let schema: { current: number; latest: number }
+    let health: StoreHealth
     try {
-      schema = await store.schemaStatus()
+      ;[schema, health] = await Promise.all([store.schemaStatus(), store.health()])
     } catch (error) {
       request.log.warn({ err: error }, 'readiness check failed')
       throw new ApiError('service_unavailable', 'not ready: the store cannot be reached', {
         'retry-after': '1',
       })
+    }
+    // The store logged the fault once; this says which, without detail, to whoever asks.
+    if (!health.writable) {
+      throw new ApiError('service_unavailable', `not ready: ${health.reason}`, { 'retry-after': '1' })
     }
     if (schema.current !== schema.latest) {
       throw new ApiError(

@@ -49,8 +49,15 @@ export async function v1Api(app: FastifyInstance, { config, store, metrics, now,
   const deprecatedCalls = new DeprecatedCallTally(store, now, (key) =>
     metrics.countDeprecatedCall('getPet', key.name),
   )
-  runPeriodically(app, 'deprecated-call tally', TALLY_FLUSH_MS, () => deprecatedCalls.flush())
-  runPeriodically(app, 'idempotency purge', IDEMPOTENCY_PURGE_MS, () => store.purgeIdempotencyKeys(now()))
+  runPeriodically(app, 'deprecated-call tally', { everyMs: TALLY_FLUSH_MS }, () => deprecatedCalls.flush())
+  // The purge runs at start rather than at shutdown: frequent restarts never starve it, and it never holds
+  // up a stop (a run in progress is stopped between two chunks).
+  runPeriodically(
+    app,
+    'idempotency purge',
+    { everyMs: IDEMPOTENCY_PURGE_MS, atStart: true, atClose: false },
+    (signal) => store.purgeIdempotencyKeys(now(), signal),
+  )
 
   await app.register(petRoutes, {
     authenticate: createAuthenticator({

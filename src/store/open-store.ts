@@ -11,7 +11,10 @@ const SQLITE = 'sqlite:'
  * PostgreSQL engine and its driver are loaded only when chosen, so an embedded deployment does not
  * carry them (about 2 MiB of heap).
  */
-export async function openStore(config: Config, log: Pick<Logger, 'warn'>): Promise<Store> {
+export async function openStore(
+  config: Config,
+  log: Pick<Logger, 'warn' | 'error' | 'info'>,
+): Promise<Store> {
   const path = sqlitePath(config)
   const maxBatch = config.WRITE_BATCH_MAX
   if (path !== undefined)
@@ -20,6 +23,7 @@ export async function openStore(config: Config, log: Pick<Logger, 'warn'>): Prom
       busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS,
       maxBatch,
       writeThread: config.SQLITE_WRITE_THREAD === 'on',
+      log,
     })
   const { PostgresStore } = await import('./postgres/postgres-store.ts')
   return new PostgresStore({

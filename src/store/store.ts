@@ -61,6 +61,12 @@ export interface DeprecatedCallTally {
   lastCallAtMs: number
 }
 
+/**
+ * Whether the store can take writes now. Not writable while a storage fault lasts (a full disk, a read-only
+ * file system, the database file removed from under the service); `reason` is safe to show to anyone.
+ */
+export type StoreHealth = { writable: true } | { writable: false; reason: string }
+
 /** Migration versions, in order: those already in the database and those this call applied. */
 export interface MigrationReport {
   applied: number[]
@@ -77,6 +83,11 @@ export interface Store {
   migrate(): Promise<MigrationReport>
   /** The schema version in the database and the one this release expects (readiness). */
   schemaStatus(): Promise<{ current: number; latest: number }>
+  /**
+   * Readiness beyond reachability: engines that watch their own storage report a fault here until a write
+   * (or a probe write made by this call) succeeds again. Rejects like any call when the store is unreachable.
+   */
+  health(): Promise<StoreHealth>
   /** Connection counts, for engines that pool connections. */
   poolStats?(): { total: number; idle: number; waiting: number }
   /**
@@ -86,8 +97,11 @@ export interface Store {
   createPet(request: CreatePetRequest): Promise<CreatedPet>
   getPet(id: bigint): Promise<Pet | undefined>
   listPets(query: PetQuery): Promise<Pet[]>
-  /** Deletes idempotency records that expired before `nowMs`; resolves to how many. */
-  purgeIdempotencyKeys(nowMs: number): Promise<number>
+  /**
+   * Deletes idempotency records that expired by `nowMs`, in small chunks (see `purgeInChunks`), and
+   * resolves to how many. When `signal` aborts it stops after the chunk in progress.
+   */
+  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number>
   /** A random secret created once per database and shared by every instance (signs paging cursors). */
   serviceSecret(): Promise<string>
   /** Rejects with `DuplicateKeyNameError` when an active key has the name. */

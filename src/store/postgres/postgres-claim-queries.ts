@@ -1,3 +1,4 @@
+import { purgeInChunks } from '../chunked-purge.ts'
 import type { StoredClaim } from '../idempotent-batch.ts'
 import { type ClaimRow, claimsFromRows } from '../rows.ts'
 import type { IdempotencyClaim } from '../store.ts'
@@ -43,12 +44,28 @@ export async function recordClaims(client: Queryable, records: readonly ClaimRec
   })
 }
 
-/** Deletes the records expired by `nowMs`; resolves to how many. */
-export async function purgeClaims(database: PostgresDatabase, nowMs: number): Promise<number> {
-  const rows = await database.query(
-    'claims.purge',
-    'DELETE FROM idempotency_keys WHERE expires_at_ms <= $1 RETURNING 1',
-    [nowMs],
-  )
-  return rows.length
+/**
+ * Deletes the records expired by `nowMs`, one chunk per statement (each its own short transaction, not
+ * one long one holding millions of row locks); resolves to how many. Rows another instance is purging
+ * right now are skipped, not waited for.
+ */
+export function purgeClaims(
+  database: PostgresDatabase,
+  nowMs: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  return purgeInChunks(async (rows) => {
+    const [row] = await database.query<{ deleted: number }>(
+      'claims.purge',
+      `WITH expired AS (
+         SELECT api_key_id, idempotency_key FROM idempotency_keys WHERE expires_at_ms <= $1
+         ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM idempotency_keys k USING expired e
+         WHERE k.api_key_id = e.api_key_id AND k.idempotency_key = e.idempotency_key RETURNING 1)
+       SELECT count(*)::int AS deleted FROM gone`,
+      [nowMs, rows],
+    )
+    return row?.deleted ?? 0
+  }, signal)
 }

@@ -10,6 +10,7 @@ import type {
   NewApiKey,
   PetQuery,
   Store,
+  StoreHealth,
 } from '../store.ts'
 import { WriteBatcher } from '../write-batcher.ts'
 import { purgeClaims } from './postgres-claim-queries.ts'
@@ -48,6 +49,11 @@ export class PostgresStore implements Store {
     return schemaStatus(this.#database)
   }
 
+  /** The server's own faults (a full disk is SQLSTATE 53100) fail each call with 503; none is kept here. */
+  health(): Promise<StoreHealth> {
+    return Promise.resolve({ writable: true })
+  }
+
   poolStats() {
     return this.#database.stats()
   }
@@ -67,8 +73,8 @@ export class PostgresStore implements Store {
     return listPets(this.#database, query)
   }
 
-  purgeIdempotencyKeys(nowMs: number): Promise<number> {
-    return purgeClaims(this.#database, nowMs)
+  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number> {
+    return purgeClaims(this.#database, nowMs, signal)
   }
 
   serviceSecret(): Promise<string> {

@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
+import { asStorageError, StorageFaultError } from './sqlite-faults.ts'
 
 export interface SqliteConnectionOptions {
   /** A file path, or `:memory:` for a throwaway database. */
@@ -20,6 +21,60 @@ function isBusy(error: unknown): boolean {
 }
 
 /**
+ * A database file that is gone while its write-ahead log is still there was deleted or moved under a
+ * running server: SQLite would start an empty database and discard that log, which may hold the latest
+ * writes. Refuse, and say what to do.
+ */
+function refuseOrphanedLog(path: string): void {
+  const wal = `${path}-wal`
+  if (existsSync(path) || (statSync(wal, { throwIfNoEntry: false })?.size ?? 0) === 0) return
+  throw new Error(
+    `${path} is missing but its write-ahead log ${wal} is there: the database file was deleted or moved ` +
+      `while in use. Put it back (the log holds its latest writes), or remove ${wal} and ${path}-shm to ` +
+      'start on an empty database',
+  )
+}
+
+function pragmaOf(db: DatabaseSync, pragma: string): unknown {
+  const row = db.prepare(`PRAGMA ${pragma}`).get()
+  return row === undefined ? undefined : Object.values(row)[0]
+}
+
+/** Opens `path` in WAL mode with every commit synced; a failure says which file, and why if it can. */
+function openDurable(path: string): DatabaseSync {
+  let db: DatabaseSync | undefined
+  try {
+    db = new DatabaseSync(path)
+    db.exec('PRAGMA busy_timeout = 0')
+    const mode = pragmaOf(db, 'journal_mode = WAL')
+    if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${mode})`)
+    db.exec('PRAGMA synchronous = FULL')
+    // A first read opens the write-ahead log, so the files this connection uses exist from here on.
+    db.prepare('SELECT count(*) FROM sqlite_schema').get()
+    return db
+  } catch (error) {
+    db?.close()
+    throw new Error(`cannot open the database ${path}: ${(error as Error).message}${whyNotWritable(path)}`, {
+      cause: error,
+    })
+  }
+}
+
+/** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
+function whyNotWritable(path: string): string {
+  const directory = dirname(path)
+  try {
+    accessSync(directory, constants.W_OK)
+    return ''
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return code === 'EROFS'
+      ? ` (${directory} is on a read-only file system)`
+      : ` (${directory} is not writable)`
+  }
+}
+
+/**
  * One connection to the SQLite file, set up for durability: WAL mode and `synchronous = FULL`, so a
  * committed write survives a crash of the process or of the machine.
  *
@@ -31,23 +86,23 @@ export class SqliteConnection {
   readonly #db: DatabaseSync
   readonly #busyTimeoutMs: number
   readonly #statements = new Map<string, StatementSync>()
+  readonly #onFault: (error: StorageFaultError) => void
   #closed = false
 
-  constructor(options: SqliteConnectionOptions) {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
+  /** `onFault` hears of every storage fault an operation ran into (see StorageFaultError). */
+  constructor(options: SqliteConnectionOptions, onFault: (error: StorageFaultError) => void = () => {}) {
+    if (options.path !== ':memory:') {
+      mkdirSync(dirname(options.path), { recursive: true })
+      refuseOrphanedLog(options.path)
+    }
     this.#busyTimeoutMs = options.busyTimeoutMs
-    this.#db = new DatabaseSync(options.path)
-    this.#db.exec('PRAGMA busy_timeout = 0')
-    const mode = this.pragma('journal_mode = WAL')
-    if (options.path !== ':memory:' && mode !== 'wal')
-      throw new Error(`SQLite refused WAL mode (got ${mode})`)
-    this.#db.exec('PRAGMA synchronous = FULL')
+    this.#onFault = onFault
+    this.#db = openDurable(options.path)
   }
 
   /** Reads (or sets and reads back) a pragma of this connection. */
   pragma(pragma: string): unknown {
-    const row = this.#db.prepare(`PRAGMA ${pragma}`).get()
-    return row === undefined ? undefined : Object.values(row)[0]
+    return pragmaOf(this.#db, pragma)
   }
 
   /** A statement prepared on first use (once migrations created its tables), reading integers as bigint. */
@@ -74,7 +129,10 @@ export class SqliteConnection {
     if (this.#closed) throw new StoreUnavailableError('the store is closed')
   }
 
-  /** Runs `work`, retrying it while another connection holds the lock, for up to `busyTimeoutMs`. */
+  /**
+   * Runs `work`, retrying it while another connection holds the lock, for up to `busyTimeoutMs`. A fault
+   * of the storage (full, read-only, I/O error…) rejects with StorageFaultError, answered 503.
+   */
   async run<T>(work: () => T): Promise<T> {
     this.ensureOpen()
     const deadline = Date.now() + this.#busyTimeoutMs
@@ -82,12 +140,18 @@ export class SqliteConnection {
       try {
         return work()
       } catch (error) {
-        if (!isBusy(error)) throw error
+        if (!isBusy(error)) throw this.#storageError(error)
         if (Date.now() >= deadline) throw new StoreUnavailableError('the database is busy', { cause: error })
         // Jittered, growing pauses (up to ~25 ms) so competing processes do not retry in lockstep.
         await sleep(Math.min(2 ** attempt, 25) * (0.5 + Math.random()))
       }
     }
+  }
+
+  #storageError(error: unknown): unknown {
+    const mapped = asStorageError(error)
+    if (mapped instanceof StorageFaultError) this.#onFault(mapped)
+    return mapped
   }
 
   /** `work` inside `BEGIN IMMEDIATE` … `COMMIT` (the write lock is taken up front, so it cannot deadlock). */
@@ -98,7 +162,10 @@ export class SqliteConnection {
       this.#db.exec('COMMIT')
       return result
     } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
+      // On a full or failing disk the rollback can fail too; the first error is the one that explains.
+      try {
+        if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
+      } catch {}
       throw error
     }
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
+import { purgeInChunks } from '../chunked-purge.ts'
 import type { CreateOutcome } from '../idempotent-batch.ts'
 import { latestVersion, pendingMigrations } from '../migration-plan.ts'
 import { type KeyRow, keyRecordFromRow, type PetRow, petFromRow } from '../rows.ts'
@@ -15,9 +16,11 @@ import {
   type NewApiKey,
   type PetQuery,
   type Store,
+  type StoreHealth,
 } from '../store.ts'
 import { WriteBatcher } from '../write-batcher.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
+import { SqliteHealth, type StorageLog } from './sqlite-health.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
 import { insertPets, PET_BY_ID_SQL, PET_COLUMNS } from './sqlite-pet-inserts.ts'
 import { SqliteWriteThread } from './sqlite-write-thread.ts'
@@ -32,7 +35,11 @@ export interface SqliteStoreOptions extends SqliteConnectionOptions {
   writeThread?: boolean
   /** The write thread's entry module (tests replace it to make the thread fail). */
   writeThreadEntry?: URL
+  /** Where storage faults are reported, once each (by default nowhere). */
+  log?: StorageLog
 }
+
+const SILENT: StorageLog = { error: () => {}, info: () => {} }
 
 const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
@@ -41,6 +48,10 @@ export const LIST_PETS_SQL = {
   all: `SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`,
   byStatus: `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
 }
+
+// One chunk of the purge: the oldest expired keys first, by the expiry index.
+const PURGE_CHUNK_SQL = `DELETE FROM idempotency_keys WHERE (api_key_id, idempotency_key) IN
+  (SELECT api_key_id, idempotency_key FROM idempotency_keys WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`
 
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
 function keyNameTaken(error: unknown, name: string): unknown {
@@ -53,25 +64,49 @@ function keyNameTaken(error: unknown, name: string): unknown {
  * The embedded store: one SQLite file (see SqliteConnection for durability and locking). Creates that
  * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), optionally on a
  * write thread so the sync does not stall reads (SqliteWriteThread), and each 201 is sent only after its
- * commit returned.
+ * commit returned — and after the database files were found still in place (SqliteHealth).
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: SqliteConnection
+  readonly #health: SqliteHealth
   readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
   readonly #writeThread: SqliteWriteThread | undefined
 
   constructor(options: SqliteStoreOptions) {
-    this.#db = new SqliteConnection(options)
+    this.#db = new SqliteConnection(options, (fault) => this.#health.noteFailure(fault))
+    this.#health = new SqliteHealth(this.#db, options.path, options.log ?? SILENT)
     const onThread = options.path !== ':memory:' && (options.writeThread ?? false)
     const writeThread = onThread ? new SqliteWriteThread(options, options.writeThreadEntry) : undefined
     this.#writeThread = writeThread
     this.#creates = new WriteBatcher(
       writeThread
-        ? (batch) => writeThread.commit(batch)
-        : (batch) => this.#db.run(() => insertPets(this.#db, batch)),
+        ? (batch) => this.#write(() => writeThread.commit(batch))
+        : (batch) => this.#write(() => this.#db.run(() => insertPets(this.#db, batch))),
       options.maxBatch ?? 500,
     )
+  }
+
+  /**
+   * A write, refused while a database file is not the one opened, and checked again once committed: what
+   * went into a file no longer at its path would be lost by a restart, so it is never acknowledged.
+   */
+  async #write<T>(commit: () => Promise<T>): Promise<T> {
+    try {
+      this.#health.assertFilesInPlace()
+      const result = await commit()
+      this.#health.assertFilesInPlace()
+      this.#health.noteWriteSucceeded()
+      return result
+    } catch (error) {
+      this.#health.noteFailure(error)
+      throw error
+    }
+  }
+
+  async health(): Promise<StoreHealth> {
+    this.#db.ensureOpen()
+    return this.#health.health()
   }
 
   migrate(): Promise<MigrationReport> {
@@ -132,10 +167,10 @@ export class SqliteStore implements Store {
     })
   }
 
-  purgeIdempotencyKeys(nowMs: number): Promise<number> {
-    return this.#db.run(() =>
-      Number(this.#db.statement('DELETE FROM idempotency_keys WHERE expires_at_ms <= ?').run(nowMs).changes),
-    )
+  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number> {
+    const purgeChunk = (rows: number) =>
+      this.#db.run(() => Number(this.#db.statement(PURGE_CHUNK_SQL).run(nowMs, rows).changes))
+    return purgeInChunks(purgeChunk, signal)
   }
 
   serviceSecret(): Promise<string> {
@@ -149,24 +184,24 @@ export class SqliteStore implements Store {
   }
 
   async createApiKey({ name, hash, hint }: NewApiKey): Promise<ApiKeyRecord> {
-    const row = await this.#db
-      .run(() =>
+    const row = await this.#write(() =>
+      this.#db.run(() =>
         this.#db
           .statement(`INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING ${KEY_COLUMNS}`)
           .get(name, hash, hint),
-      )
-      .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+      ),
+    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
     return keyRecordFromRow(row as unknown as KeyRow)
   }
 
   async ensureApiKey({ name, hash, hint }: NewApiKey): Promise<void> {
-    await this.#db
-      .run(() =>
+    await this.#write(() =>
+      this.#db.run(() =>
         this.#db
           .statement('INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING')
           .run(name, hash, hint),
-      )
-      .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+      ),
+    ).catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
   }
 
   findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
@@ -186,15 +221,22 @@ export class SqliteStore implements Store {
   }
 
   revokeApiKey(name: string): Promise<boolean> {
-    return this.#db.run(() => {
-      const result = this.#db
-        .statement(`UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`)
-        .run(name)
-      return Number(result.changes) > 0
-    })
+    return this.#write(() =>
+      this.#db.run(() => {
+        const result = this.#db
+          .statement(`UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`)
+          .run(name)
+        return Number(result.changes) > 0
+      }),
+    )
   }
 
   recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
+    // Refused while the files are not in place: the tally keeps its counts and adds them to a later flush.
+    return this.#write(() => this.#recordDeprecatedCalls(tallies))
+  }
+
+  #recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
     return this.#db.run(() => {
       const record = this.#db.statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
         last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)

@@ -4,6 +4,7 @@ import { StoreUnavailableError } from '../../errors.ts'
 import type { CreateOutcome } from '../idempotent-batch.ts'
 import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
 import type { SqliteConnectionOptions } from './sqlite-connection.ts'
+import { type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-faults.ts'
 
 /** A batch's outcomes as they cross threads: a created or replayed pet, or null for a reused key. */
 export type WireOutcome = CreatedPet | null
@@ -11,6 +12,8 @@ export type WireOutcome = CreatedPet | null
 /** Why a batch failed, as it crosses threads (errors lose their class in a message). */
 export interface WireFailure {
   unavailable: boolean
+  /** The storage fault behind it, if any (the main thread keeps the store's health). */
+  fault?: StorageFault
   message: string
   stack?: string
 }
@@ -24,11 +27,17 @@ export function toWire(outcome: CreateOutcome): WireOutcome {
 
 export function failureToWire(error: unknown): WireFailure {
   const { message, stack } = error instanceof Error ? error : new Error(String(error))
-  return { unavailable: error instanceof StoreUnavailableError, message, stack }
+  const fault = storageFaultOf(error)
+  return { unavailable: error instanceof StoreUnavailableError, ...(fault ? { fault } : {}), message, stack }
 }
 
-function failureFromWire({ unavailable, message, stack }: WireFailure): Error {
-  const error = unavailable ? new StoreUnavailableError(message) : new Error(message)
+function failureFromWire({ unavailable, fault, message, stack }: WireFailure): Error {
+  const error =
+    fault !== undefined
+      ? new StorageFaultError(fault, { cause: new Error(message) })
+      : unavailable
+        ? new StoreUnavailableError(message)
+        : new Error(message)
   if (stack !== undefined) error.stack = stack
   return error
 }

@@ -1,0 +1,77 @@
+import { statSync, utimesSync } from 'node:fs'
+import { StoreUnavailableError } from '../../errors.ts'
+
+/** Why the database cannot take writes now. Each is answered 503 and makes the service not ready. */
+export type StorageFault =
+  | 'disk_full'
+  | 'read_only'
+  | 'io_error'
+  | 'cannot_open'
+  | 'corrupt'
+  | 'file_replaced'
+
+/** What readiness says about each fault: shown to anyone, so no path and no detail. */
+export const FAULT_REASONS: Record<StorageFault, string> = {
+  disk_full: 'the disk holding the database is full',
+  read_only: 'the database is on a read-only file system',
+  io_error: 'the disk holding the database reports I/O errors',
+  cannot_open: 'the database files cannot be opened',
+  corrupt: 'the database file is damaged',
+  file_replaced: 'the database file was deleted, moved or replaced while in use',
+}
+
+// SQLite's primary result codes (the low byte of every extended code) that are faults of the storage.
+const FAULTS_BY_CODE: Record<number, StorageFault> = {
+  8: 'read_only', // SQLITE_READONLY and its extended codes
+  10: 'io_error', // SQLITE_IOERR_* (a write, sync or truncate the operating system refused)
+  11: 'corrupt', // SQLITE_CORRUPT
+  13: 'disk_full', // SQLITE_FULL
+  14: 'cannot_open', // SQLITE_CANTOPEN
+  15: 'io_error', // SQLITE_PROTOCOL: the log's locks kept failing
+  22: 'disk_full', // SQLITE_NOLFS: the file cannot grow further
+  26: 'corrupt', // SQLITE_NOTADB
+}
+
+/** A storage fault, as callers see it: unavailable (503), with what went wrong for readiness and logs. */
+export class StorageFaultError extends StoreUnavailableError {
+  readonly fault: StorageFault
+
+  constructor(fault: StorageFault, options?: ErrorOptions) {
+    super(FAULT_REASONS[fault], options)
+    this.name = 'StorageFaultError'
+    this.fault = fault
+  }
+}
+
+/** The fault an error stands for (looking through causes, as a failed write thread wraps its error). */
+export function storageFaultOf(error: unknown): StorageFault | undefined {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof StorageFaultError) return cause.fault
+    const code = (cause as { errcode?: number }).errcode
+    if (code !== undefined) return FAULTS_BY_CODE[code & 0xff]
+  }
+  return undefined
+}
+
+/** `error` as a StorageFaultError when it is a fault of the storage, else unchanged. */
+export function asStorageError(error: unknown): unknown {
+  const fault = storageFaultOf(error)
+  return fault === undefined || error instanceof StorageFaultError
+    ? error
+    : new StorageFaultError(fault, { cause: error })
+}
+
+/**
+ * SQLite reports a write the file system refused as a plain I/O error. Setting the file's times to what
+ * they are tells one cause apart: a file system that turned read-only (the kernel does so on disk
+ * errors with `errors=remount-ro`) refuses it with EROFS.
+ */
+export function diagnoseIoError(path: string): StorageFault {
+  try {
+    const { atime, mtime } = statSync(path)
+    utimesSync(path, atime, mtime)
+    return 'io_error'
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EROFS' ? 'read_only' : 'io_error'
+  }
+}

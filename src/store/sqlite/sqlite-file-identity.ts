@@ -1,0 +1,53 @@
+import { readdirSync, readlinkSync, statSync } from 'node:fs'
+
+export type WatchedFile = 'database' | 'wal'
+
+function identityOf(path: string): string | undefined {
+  const stats = statSync(path, { bigint: true, throwIfNoEntry: false })
+  return stats === undefined ? undefined : `${stats.dev}:${stats.ino}`
+}
+
+/**
+ * Which files the connection opened (device and inode of the database and its write-ahead log, taken
+ * once it has opened both), so a write can check that the paths still name them: a file deleted, renamed
+ * or replaced under a running server keeps taking writes that no restart will find. Two stat calls.
+ */
+export class SqliteFileIdentity {
+  readonly #paths: Record<WatchedFile, string>
+  readonly #opened: Record<WatchedFile, string | undefined>
+
+  constructor(path: string) {
+    this.#paths = { database: path, wal: `${path}-wal` }
+    this.#opened = { database: identityOf(path), wal: identityOf(`${path}-wal`) }
+  }
+
+  /** The first file whose path no longer names the file opened, if any. */
+  changed(): WatchedFile | undefined {
+    if (identityOf(this.#paths.database) !== this.#opened.database) return 'database'
+    if (identityOf(this.#paths.wal) !== this.#opened.wal) return 'wal'
+    return undefined
+  }
+
+  /**
+   * Where the opened `file` is now, as this process sees it (Linux /proc): its new path after a move, or
+   * for a deleted file the /proc path that still reads it while this process runs.
+   */
+  openedFileNow(file: WatchedFile): { path: string; deleted: boolean } | undefined {
+    try {
+      for (const fd of readdirSync('/proc/self/fd')) {
+        const link = `/proc/self/fd/${fd}`
+        if (identityOf(link) !== this.#opened[file]) continue
+        const target = readlinkSync(link)
+        const deleted = target.endsWith(' (deleted)')
+        return { path: deleted ? `/proc/${process.pid}/fd/${fd}` : target, deleted }
+      }
+    } catch {}
+    return undefined
+  }
+
+  /** Whether another file now sits at the path of `file` (someone else opened the database meanwhile). */
+  replacedByAnother(file: WatchedFile): boolean {
+    const now = identityOf(this.#paths[file])
+    return now !== undefined && now !== this.#opened[file]
+  }
+}

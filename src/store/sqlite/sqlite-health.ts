@@ -1,0 +1,169 @@
+import type { StoreHealth } from '../store.ts'
+import type { SqliteConnection } from './sqlite-connection.ts'
+import {
+  diagnoseIoError,
+  FAULT_REASONS,
+  type StorageFault,
+  StorageFaultError,
+  storageFaultOf,
+} from './sqlite-faults.ts'
+import { SqliteFileIdentity, type WatchedFile } from './sqlite-file-identity.ts'
+
+/** Where the store reports faults: the process logger (pino's `(details, message)` form). */
+export interface StorageLog {
+  error(details: object, message: string): void
+  info(details: object, message: string): void
+}
+
+// While a fault lasts, readiness probes with a write at most this often (/readyz needs no key).
+const PROBE_INTERVAL_MS = 1000
+
+const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced'>, string> = {
+  disk_full: 'free space and the service resumes by itself',
+  read_only:
+    'make it writable again (a file system the kernel turned read-only after disk errors needs a repair and a restart)',
+  io_error: 'check the disk; the service resumes by itself once writes succeed',
+  cannot_open: 'check the files and their permissions; the service resumes once they open',
+  corrupt: 'restore the database from a backup',
+}
+const REFUSED = 'creates are refused with 503 and /readyz reports not ready'
+
+/**
+ * The embedded store's health: the last storage fault, until a write or a probe write succeeds again,
+ * and whether the database files are still the ones opened. Each change is logged once, not per request.
+ */
+export class SqliteHealth {
+  readonly #db: SqliteConnection
+  readonly #path: string
+  readonly #files: SqliteFileIdentity | undefined
+  readonly #log: StorageLog
+  #fault: StorageFault | undefined
+  #probedAt = 0
+
+  constructor(db: SqliteConnection, path: string, log: StorageLog) {
+    this.#db = db
+    this.#path = path
+    this.#files = path === ':memory:' ? undefined : new SqliteFileIdentity(path)
+    this.#log = log
+  }
+
+  /**
+   * Throws StorageFaultError while a path no longer names the file opened: what is committed then would
+   * not be found by a restart. Called before and after every write, so no such write is acknowledged.
+   */
+  assertFilesInPlace(): void {
+    const changed = this.#files?.changed()
+    if (changed === undefined) {
+      if (this.#fault === 'file_replaced') this.#recovered()
+      return
+    }
+    if (this.#fault !== 'file_replaced') this.#filesReplaced(changed)
+    throw new StorageFaultError('file_replaced')
+  }
+
+  /** Records a failed operation: a storage fault becomes the store's state until a write succeeds. */
+  noteFailure(error: unknown): void {
+    const reported = storageFaultOf(error)
+    if (reported === undefined || reported === 'file_replaced' || this.#fault === 'file_replaced') return
+    // An I/O error is told apart once; while it lasts the next ones are the same fault.
+    if (reported === this.#fault || (reported === 'io_error' && this.#fault === 'read_only')) return
+    const fault =
+      reported === 'io_error' && this.#path !== ':memory:' ? diagnoseIoError(this.#path) : reported
+    if (fault === this.#fault || fault === 'file_replaced') return
+    const cause = error instanceof StorageFaultError ? error.cause : error
+    const { message, errcode } = cause as { message?: string; errcode?: number }
+    const detail = message === undefined ? '' : ` (SQLite: ${message}${errcode ? `, code ${errcode}` : ''})`
+    this.#enter(
+      fault,
+      { err: cause },
+      `${this.#path}: ${FAULT_REASONS[fault]}${detail}: ${REFUSED}; ${WHAT_TO_DO[fault]}`,
+    )
+  }
+
+  noteWriteSucceeded(): void {
+    if (this.#fault !== undefined && this.#fault !== 'file_replaced') this.#recovered()
+  }
+
+  /** Readiness: the files are checked, and while a fault lasts a small write tells whether it is over. */
+  async health(): Promise<StoreHealth> {
+    try {
+      this.assertFilesInPlace()
+    } catch {
+      return { writable: false, reason: FAULT_REASONS.file_replaced }
+    }
+    if (this.#fault !== undefined && Date.now() - this.#probedAt >= PROBE_INTERVAL_MS) await this.#probe()
+    return this.#fault === undefined
+      ? { writable: true }
+      : { writable: false, reason: FAULT_REASONS[this.#fault] }
+  }
+
+  async #probe(): Promise<void> {
+    this.#probedAt = Date.now()
+    try {
+      await this.#db.run(() =>
+        this.#db.transaction(() => {
+          this.#db
+            .statement("INSERT OR REPLACE INTO service_settings VALUES ('write_probe', ?)")
+            .run(new Date().toISOString())
+          this.#db.statement("DELETE FROM service_settings WHERE name = 'write_probe'").run()
+        }),
+      )
+      this.noteWriteSucceeded()
+    } catch (error) {
+      this.noteFailure(error)
+    }
+  }
+
+  /**
+   * Reports replaced files, once. Every committed write is first copied from the log into the open
+   * database file (a checkpoint) — unless another process has meanwhile put a log of its own at the
+   * path — so after a deleted -wal the next start still finds every pet acknowledged so far.
+   */
+  #filesReplaced(changed: WatchedFile): void {
+    const checkpointed = !(changed === 'wal' && this.#files?.replacedByAnother('wal')) && this.#checkpoint()
+    const file = changed === 'wal' ? `${this.#path}-wal` : this.#path
+    const now = this.#files?.openedFileNow(changed)
+    let advice: string
+    if (changed === 'wal' && checkpointed) {
+      advice = `every committed pet was copied into ${this.#path}, so restarting the service loses nothing`
+    } else {
+      const kept = checkpointed
+        ? 'every committed pet is in the open file'
+        : 'the latest pets are in the open files'
+      advice = now?.deleted
+        ? `${kept}: copy ${now.path} to ${file} while this process runs, then restart the service`
+        : now
+          ? `${kept}, now ${now.path}: move it back to resume`
+          : `${kept}: put ${file} back to resume`
+    }
+    this.#enter(
+      'file_replaced',
+      { file, checkpointed },
+      `${file} was deleted, moved or replaced while in use: ${REFUSED}; ${advice} (a restart opens ` +
+        `whatever is at ${this.#path})`,
+    )
+  }
+
+  /** Copies the whole log into the database file; false if it could not finish. */
+  #checkpoint(): boolean {
+    try {
+      const row = this.#db.statement('PRAGMA wal_checkpoint(FULL)').get() as Record<string, bigint>
+      return row.busy === 0n && row.log === row.checkpointed
+    } catch {
+      return false
+    }
+  }
+
+  #enter(fault: StorageFault, details: object, message: string): void {
+    this.#fault = fault
+    this.#log.error({ storageFault: fault, database: this.#path, ...details }, message)
+  }
+
+  #recovered(): void {
+    this.#log.info(
+      { recoveredFrom: this.#fault, database: this.#path },
+      'storage recovered: writes are accepted again',
+    )
+    this.#fault = undefined
+  }
+}

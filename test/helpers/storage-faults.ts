@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Cleanup } from './cleanup.ts'
+import { logLines, type ServeProcess, waitForLog } from './cli-process.ts'
+import { checkedFetch } from './conformance-fetch.ts'
+import { assertUnavailable, type PetLedger } from './pet-ledger.ts'
+
+/** The log lines that report a storage fault (as opposed to the per-request lines of refused requests). */
+export function storageFaultLines(server: ServeProcess) {
+  return logLines(server).filter((line) => line.level === 50 && line.storageFault !== undefined)
+}
+
+/**
+ * What every storage fault must look like from outside: creates (one at a time and a batch of them)
+ * refused with 503 and Retry-After, /readyz 503, and one error line naming the fault — not one per request.
+ */
+export async function assertStorageFaultReported(
+  server: ServeProcess,
+  ledger: PetLedger,
+  fault: string,
+): Promise<void> {
+  for (let i = 0; i < 3; i++) await assertUnavailable(await ledger.create(server), `create ${i}`)
+  const batch = await Promise.all(Array.from({ length: 10 }, () => ledger.create(server)))
+  for (const response of batch) await assertUnavailable(response, 'a create of a batch')
+  const readiness = await checkedFetch(server.origin, '/readyz')
+  assert.equal(readiness.status, 503, 'not ready while the fault lasts')
+  assert.ok(readiness.headers.get('retry-after'))
+  await waitForLog(server, () => (storageFaultLines(server).length > 0 ? true : undefined))
+  const faults = storageFaultLines(server)
+  assert.equal(faults.length, 1, `one error line:\n${JSON.stringify(faults, null, 1)}`)
+  assert.equal(faults[0]?.storageFault, fault)
+}
+
+/** Polls /readyz until it answers 200; fails after `timeoutMs`. */
+export async function waitUntilReady(server: ServeProcess, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const response = await checkedFetch(server.origin, '/readyz')
+    if (response.status === 200) return
+    if (Date.now() > deadline) assert.fail(`not ready within ${timeoutMs} ms: ${await response.text()}`)
+    await sleep(50)
+  }
+}
+
+/**
+ * `describe` options for suites that mount file systems: skipped, with the reason shown, when not root
+ * (or without the tools named) — except under CI, which runs as root and must run them.
+ */
+export function mountingSuiteOptions(tools: string[] = []): { skip?: string } {
+  const missing = tools.filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
+  const reason =
+    process.getuid?.() !== 0
+      ? 'mounting a file system needs root'
+      : missing.length > 0
+        ? `missing ${missing.join(', ')}`
+        : !existsSync('/dev/loop-control') && tools.includes('losetup')
+          ? 'no loop devices (/dev/loop-control)'
+          : undefined
+  if (reason === undefined) return {}
+  if (process.env.CI === 'true') throw new Error(`CI must run the storage-fault suites: ${reason}`)
+  return { skip: `storage-fault suites unavailable: ${reason}` }
+}
+
+function mountPoint(t: Cleanup): string {
+  const directory = mkdtempSync(join(tmpdir(), 'petstore-mount-'))
+  t.after(() => {
+    // Lazy: a server killed a moment ago may still hold files; the mount goes once they are closed.
+    spawnSync('umount', ['-l', directory])
+    rmSync(directory, { recursive: true, force: true })
+  })
+  return directory
+}
+
+/** A tmpfs of `bytes` mounted on a new directory, unmounted after the test. */
+export function mountTmpfs(t: Cleanup, bytes: number): string {
+  const directory = mountPoint(t)
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', directory])
+  return directory
+}
+
+/**
+ * An ext4 file system of `bytes` on a loop device whose image lives on a tmpfs (no real disk involved),
+ * mounted with `errors=remount-ro`, as data volumes usually are. `abort` makes the kernel turn it
+ * read-only as it does on a disk error; `repair` unmounts, checks and mounts it again, read-write.
+ */
+export function mountExt4(t: Cleanup, bytes: number) {
+  const image = join(mountTmpfs(t, bytes + 4 * 1024 * 1024), 'volume.img')
+  execFileSync('truncate', ['-s', String(bytes), image])
+  execFileSync('mkfs.ext4', ['-q', '-F', image])
+  const directory = mountPoint(t)
+  const mount = () => execFileSync('mount', ['-o', 'loop,errors=remount-ro', image, directory])
+  mount()
+  return {
+    directory,
+    abort: () => execFileSync('mount', ['-o', 'remount,abort', directory]),
+    repair() {
+      execFileSync('umount', [directory])
+      // e2fsck exits 1 when it fixed something (the aborted journal), which is expected here.
+      const check = spawnSync('e2fsck', ['-f', '-y', image], { encoding: 'utf8' })
+      assert.ok(check.status === 0 || check.status === 1, `e2fsck: ${check.stdout}${check.stderr}`)
+      mount()
+    },
+  }
+}
+
+/** Writes a file into `directory` until the file system has no space left; returns its path. */
+export function fillFileSystem(directory: string): string {
+  const path = join(directory, 'filler')
+  const fd = openSync(path, 'w')
+  try {
+    for (const size of [1024 * 1024, 4096, 1]) {
+      const chunk = Buffer.alloc(size)
+      try {
+        for (;;) writeSync(fd, chunk)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error
+      }
+    }
+  } finally {
+    closeSync(fd)
+  }
+  return path
+}

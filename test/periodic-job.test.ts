@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify from 'fastify'
+import { runPeriodically } from '../src/http/periodic-job.ts'
+
+/** Resolves when `signal` aborts. */
+const aborted = (signal: AbortSignal) =>
+  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`${what} did not happen within ${timeoutMs} ms`)
+    await sleep(5)
+  }
+}
+
+describe('periodic jobs', () => {
+  test('when the app closes during a run of a job not meant for shutdown, then the run is told to stop, close waits for it, and it does not run again', async (t) => {
+    const app = Fastify()
+    t.after(() => app.close())
+    let runs = 0
+    let finished = false
+    runPeriodically(app, 'long job', { everyMs: 60_000, atStart: true, atClose: false }, async (signal) => {
+      runs++
+      await aborted(signal)
+      await sleep(20)
+      finished = true
+    })
+    await app.ready()
+    await waitFor(() => runs === 1, 'the run at start')
+    await app.close()
+    assert.equal(finished, true, 'close resolved only after the run stopped')
+    assert.equal(runs, 1)
+  })
+
+  test('when a run outlasts the interval, then the next one waits: runs never overlap', async (t) => {
+    const app = Fastify()
+    t.after(() => app.close())
+    let running = 0
+    let most = 0
+    let runs = 0
+    runPeriodically(app, 'slow job', { everyMs: 5 }, async () => {
+      running++
+      most = Math.max(most, running)
+      await sleep(40)
+      running--
+      runs++
+    })
+    await app.ready()
+    await waitFor(() => runs >= 3, 'three runs')
+    await app.close()
+    assert.equal(most, 1)
+  })
+
+  test('when the app closes, then a job meant for shutdown runs once more after the run in progress', async (t) => {
+    const app = Fastify()
+    t.after(() => app.close())
+    const runs: string[] = []
+    runPeriodically(app, 'flush', { everyMs: 60_000, atStart: true }, async (signal) => {
+      runs.push(signal.aborted ? 'aborted' : 'fresh')
+      await sleep(20)
+    })
+    await app.ready()
+    await app.close()
+    assert.deepEqual(runs, ['fresh', 'fresh'], 'the last run gets a signal of its own, not the aborted one')
+  })
+})
