@@ -46,13 +46,14 @@ export const ConfigSchema = Type.Object({
     maximum: 600_000,
     default: 5000,
     description:
-      'PostgreSQL: longest a statement may run (server-side); the client gives up 1 s later (503).',
+      'PostgreSQL: longest a statement may run (server-side); the client gives up 1 s later (503) and destroys the connection.',
   }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({
     minimum: 100,
     maximum: 600_000,
     default: 2000,
-    description: 'PostgreSQL: longest wait for a connection before a request fails with 503.',
+    description:
+      'PostgreSQL: longest wait for a connection (503 after it). Every call to the database, a create with the batch it queues behind included, is answered within this + PG_STATEMENT_TIMEOUT_MS + 1 s.',
   }),
   PUBLIC_BASE_URL: Type.Optional(
     Type.String({

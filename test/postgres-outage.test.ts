@@ -2,31 +2,17 @@ import assert from 'node:assert/strict'
 import { type AddressInfo, createServer } from 'node:net'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { StoreUnavailableError } from '../src/errors.ts'
+import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-database.ts'
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { petsInDatabase } from './helpers/outage-load.ts'
 import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
 
 const CONNECT_TIMEOUT_MS = 1000
-
-/** The rows of these pets as the database itself holds them, by id (as text, so nothing is rounded). */
-async function petsInDatabase(url: string, ids: readonly string[]) {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    const { rows } = await client.query<{ id: string; name: string; category_id: string }>(
-      'SELECT id::text, name, category_id::text FROM pets WHERE id = ANY($1::bigint[])',
-      [ids],
-    )
-    return new Map(rows.map((row) => [row.id, row]))
-  } finally {
-    await client.end()
-  }
-}
 
 // Under CI this suite must run: a server named by URL cannot be stopped, so it always starts its own.
 describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
@@ -148,5 +134,47 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
       await assert.rejects(attempt(), StoreUnavailableError)
       assert.ok(performance.now() - started < CONNECT_TIMEOUT_MS + 500)
     }
+  })
+
+  test('when the database is frozen with creates and reads in flight, then closing the store takes at most its grace and those calls fail as unavailable', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    const store = new PostgresStore({
+      url: await postgres.createDatabase(),
+      poolSize: 4,
+      statementTimeoutMs: 5000,
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      onIdleError: () => {},
+    })
+    t.after(() => store.close())
+    await store.migrate()
+    await Promise.all([store.createPet({ pet: { name: 'before', categoryId: 1n } }), store.getPet(1n)])
+    postgres.freeze()
+    const inFlight = [
+      store.createPet({ pet: { name: 'a', categoryId: 1n } }),
+      store.createPet({ pet: { name: 'b', categoryId: 1n } }),
+      store.getPet(1n),
+      store.listPets({ limit: 5 }),
+    ].map((call) =>
+      call.then(
+        () => 'answered',
+        (error: unknown) => error,
+      ),
+    )
+    await sleep(300)
+
+    const started = performance.now()
+    await store.close()
+    const closedMs = performance.now() - started
+    assert.ok(closedMs < CLOSE_GRACE_MS + 1000, `closed in ${Math.round(closedMs)} ms`)
+    for (const outcome of await Promise.all(inFlight))
+      assert.ok(outcome instanceof StoreUnavailableError, `${outcome}`)
+    assert.ok(
+      performance.now() - started < CLOSE_GRACE_MS + 1000,
+      'the calls in flight failed with the close',
+    )
+    await assert.rejects(store.getPet(1n), StoreUnavailableError)
+    await assert.rejects(store.createPet({ pet: { name: 'c', categoryId: 1n } }), StoreUnavailableError)
   })
 })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { setImmediate as nextTurn } from 'node:timers/promises'
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 import { WriteBatcher } from '../src/store/write-batcher.ts'
 
 /** A batcher whose commit records each batch and answers each item with its double. */
@@ -12,7 +12,7 @@ function recordingBatcher(maxBatch: number, maxGatherMs?: number) {
       return items.map((item) => item * 2)
     },
     maxBatch,
-    maxGatherMs,
+    { maxGatherMs },
   )
   return { batcher, batches }
 }
@@ -82,5 +82,53 @@ describe('group commit (WriteBatcher)', () => {
     await assert.rejects(first as Promise<number>, /disk full/)
     await assert.rejects(second as Promise<number>, /disk full/)
     assert.equal(await third, 3)
+  })
+
+  test('when a batch fails with an error said to fail the queue, then the writes queued behind it fail with it at once, and later ones get a new batch', async () => {
+    const unavailable = new Error('database unreachable')
+    const batches: number[][] = []
+    let failFirst: (error: Error) => void = () => {}
+    const batcher = new WriteBatcher<number, number>(
+      (items) => {
+        batches.push([...items])
+        if (batches.length === 1) return new Promise((_, reject) => (failFirst = reject))
+        return items
+      },
+      500,
+      { failsQueued: (error) => error === unavailable },
+    )
+    const first = batcher.submit(1)
+    await nextTurn()
+    await nextTurn()
+    // Queued while the first batch is in flight: never started, failed with it rather than tried again.
+    const queued = [batcher.submit(2), batcher.submit(3)]
+    failFirst(unavailable)
+    await assert.rejects(first, unavailable)
+    for (const write of queued) await assert.rejects(write, unavailable)
+    assert.equal(await batcher.submit(4), 4)
+    assert.deepEqual(batches, [[1], [4]])
+  })
+
+  test('when writes wait behind a batch in flight, then their batch is told when the oldest of them was submitted', async () => {
+    const told: number[] = []
+    let finishFirst: () => void = () => {}
+    const batcher = new WriteBatcher<number, number>((items, since) => {
+      told.push(since)
+      if (told.length === 1) return new Promise((resolve) => (finishFirst = () => resolve(items)))
+      return items
+    }, 500)
+    const beforeFirst = performance.now()
+    const first = batcher.submit(1)
+    await nextTurn()
+    await nextTurn()
+    const beforeQueued = performance.now()
+    const queued = batcher.submit(2)
+    await sleep(50)
+    finishFirst()
+    await Promise.all([first, queued])
+    const [firstSince, queuedSince] = told as [number, number]
+    assert.ok(firstSince >= beforeFirst && firstSince <= beforeQueued)
+    // Its waiting behind the first batch counts: told the submit time, not the start of its own batch.
+    assert.ok(queuedSince >= beforeQueued && queuedSince < beforeQueued + 40, `${queuedSince - beforeQueued}`)
   })
 })

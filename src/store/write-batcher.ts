@@ -1,11 +1,24 @@
 interface Pending<In, Out> {
   item: In
+  /** When it was submitted (`performance.now()`). */
+  since: number
   resolve: (value: Out) => void
   reject: (error: unknown) => void
 }
 
 /** Longest a batch waits for more writes while they keep arriving, by default (milliseconds). */
 export const DEFAULT_MAX_GATHER_MS = 2
+
+export interface WriteBatcherOptions {
+  /** Longest a batch waits for more writes while they keep arriving (milliseconds). */
+  maxGatherMs?: number
+  /**
+   * Whether a batch's failure also fails, at once and with the same error, the writes queued behind it:
+   * for failures that say the store cannot work now, where the next batch would only wait out the same
+   * timeout. Those writes were never started, so failing them is always safe to retry.
+   */
+  failsQueued?: (error: unknown) => boolean
+}
 
 /**
  * Group commit: writes submitted while a batch is being committed wait and go together in the next one,
@@ -19,28 +32,36 @@ export const DEFAULT_MAX_GATHER_MS = 2
  * clients into batches of 19 on average, and gathering makes them one batch of 32: 40 % more creates
  * per second on SQLite, where each commit's sync holds the event loop. A lone write waits one extra turn
  * (microseconds), never the bound.
+ *
+ * A write's time in the queue counts against its own bound: `commit` is told when the oldest write of its
+ * batch was submitted, so a store can answer every write of the batch within one bound of its arrival.
  */
 export class WriteBatcher<In, Out> {
-  readonly #commit: (items: In[]) => Out[] | Promise<Out[]>
+  readonly #commit: (items: In[], since: number) => Out[] | Promise<Out[]>
   readonly #maxBatch: number
   readonly #maxGatherMs: number
+  readonly #failsQueued: (error: unknown) => boolean
   #queue: Array<Pending<In, Out>> = []
   #draining: Promise<void> | undefined
 
-  /** `commit` stores the items in one transaction and returns one result per item, in order. */
+  /**
+   * `commit` stores the items in one transaction and returns one result per item, in order; `since` is
+   * when the oldest of them was submitted (`performance.now()`).
+   */
   constructor(
-    commit: (items: In[]) => Out[] | Promise<Out[]>,
+    commit: (items: In[], since: number) => Out[] | Promise<Out[]>,
     maxBatch: number,
-    maxGatherMs = DEFAULT_MAX_GATHER_MS,
+    options: WriteBatcherOptions = {},
   ) {
     this.#commit = commit
     this.#maxBatch = maxBatch
-    this.#maxGatherMs = maxGatherMs
+    this.#maxGatherMs = options.maxGatherMs ?? DEFAULT_MAX_GATHER_MS
+    this.#failsQueued = options.failsQueued ?? (() => false)
   }
 
   submit(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject })
+      this.#queue.push({ item, since: performance.now(), resolve, reject })
       this.#draining ??= this.#gather().then(() => this.#drain())
     })
   }
@@ -65,10 +86,15 @@ export class WriteBatcher<In, Out> {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, this.#maxBatch)
         try {
-          const results = await this.#commit(batch.map((pending) => pending.item))
+          const since = (batch[0] as Pending<In, Out>).since
+          const results = await this.#commit(
+            batch.map((pending) => pending.item),
+            since,
+          )
           for (const [index, pending] of batch.entries()) pending.resolve(results[index] as Out)
         } catch (error) {
-          for (const pending of batch) pending.reject(error)
+          const failed = this.#failsQueued(error) ? [...batch, ...this.#queue.splice(0)] : batch
+          for (const pending of failed) pending.reject(error)
         }
       }
     } finally {

@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -17,6 +17,12 @@ export interface PostgresServer {
   /** Stops the server the way a crash or an operator would (`immediate` skips the shutdown checkpoint). */
   stop(mode?: 'fast' | 'immediate'): void
   start(): void
+  /**
+   * Freezes every process of the server (SIGSTOP to the postmaster, then its children): connections stay
+   * open and the port keeps accepting, but nothing answers, as on a hung host. `thaw` resumes them.
+   */
+  freeze(): void
+  thaw(): void
   /** Whether stop/start are possible (not for a server named by URL). */
   readonly controllable: boolean
 }
@@ -122,6 +128,8 @@ export async function startPostgres(): Promise<PostgresServer> {
       createDatabase: await databaseFactory(named),
       stop: () => assertNever('a named server cannot be stopped by tests'),
       start: () => assertNever('a named server cannot be started by tests'),
+      freeze: () => assertNever('a named server cannot be frozen by tests'),
+      thaw: () => assertNever('a named server cannot be thawed by tests'),
       controllable: false,
     }
   }
@@ -159,7 +167,25 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
     run(join(bin, 'pg_ctl'), ['-D', data, '-m', mode, '-w', 'stop'])
   start()
   let running = true
+  let frozen = false
+  const signalAll = (signal: 'SIGSTOP' | 'SIGCONT') => {
+    const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+    const children = childrenOf(postmaster)
+    for (const pid of signal === 'SIGSTOP' ? [postmaster, ...children] : [...children, postmaster]) {
+      try {
+        process.kill(pid, signal)
+      } catch {
+        // A child that exited in between has nothing left to freeze.
+      }
+    }
+    frozen = signal === 'SIGSTOP'
+  }
+  const thaw = () => {
+    if (frozen) signalAll('SIGCONT')
+  }
   process.once('exit', () => {
+    // pg_ctl would wait forever for a frozen server to stop.
+    thaw()
     if (running) spawnSync(...asServerUser(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']))
     rmSync(directory, { recursive: true, force: true })
   })
@@ -167,6 +193,7 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
     createDatabase: await databaseFactory(`postgres://postgres@127.0.0.1:${port}/postgres`),
     stop(mode) {
       if (!running) return
+      thaw()
       stop(mode)
       running = false
     },
@@ -175,8 +202,28 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
       start()
       running = true
     },
+    freeze() {
+      if (running && !frozen) signalAll('SIGSTOP')
+    },
+    thaw,
     controllable: true,
   }
+}
+
+/** The processes whose parent is `pid` (from /proc; the server's backends and auxiliary processes). */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        // Field 4 of stat is the parent; the command name before it (in parentheses) may hold spaces.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
 }
 
 function postgresOwner(): [number, number] {

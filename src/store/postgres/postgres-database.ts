@@ -13,6 +13,9 @@ export interface PostgresStoreOptions {
   onIdleError: (error: Error) => void
 }
 
+/** How long closing waits for work still running before it destroys the connections (docs/decisions.md). */
+export const CLOSE_GRACE_MS = 1000
+
 // int8 arrives as text; it becomes a bigint here, so no id or category is ever rounded.
 const INT8_OID = 20
 const types = {
@@ -23,26 +26,44 @@ const types = {
 /** What the query modules need from a connection: one statement, rows back. */
 export type Queryable = Pick<pg.PoolClient, 'query'>
 
+/** Cuts a connection at once, whatever it is waiting for (as the pool itself does on a connect timeout). */
+function destroy(client: pg.ClientBase): void {
+  ;(client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
+}
+
 /**
  * The connection pool, and the two ways the store uses it: one named statement, or a transaction. Both
- * turn "the database cannot do this now" into `StoreUnavailableError`, and both refuse once closed.
+ * turn "the database cannot do this now" into `StoreUnavailableError`, both refuse once closed, and both
+ * answer within `callBoundMs`: a connection within the connect timeout, then its work within the
+ * statement timeout plus one second.
  */
 export class PostgresDatabase {
   readonly #pool: pg.Pool
+  /** Every open connection, idle or checked out: what a close past its grace destroys. */
+  readonly #clients = new Set<pg.Client>()
+  readonly callBoundMs: number
   #closed = false
+  #closing: Promise<void> | undefined
 
   constructor(options: PostgresStoreOptions) {
+    const workMs = options.statementTimeoutMs + 1000
+    this.callBoundMs = options.connectTimeoutMs + workMs
     this.#pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize,
       connectionTimeoutMillis: options.connectTimeoutMs,
       statement_timeout: options.statementTimeoutMs,
-      query_timeout: options.statementTimeoutMs + 1000,
+      query_timeout: workMs,
+      // A transaction whose client vanished (destroyed here, or cut off by the network) would hold its
+      // locks, the insert lock included, for every instance; the server ends it instead.
+      idle_in_transaction_session_timeout: options.statementTimeoutMs,
       idleTimeoutMillis: 30_000,
       application_name: 'petstore',
       types,
     })
     this.#pool.on('error', options.onIdleError)
+    this.#pool.on('connect', (client) => this.#clients.add(client))
+    this.#pool.on('remove', (client) => this.#clients.delete(client))
   }
 
   ensureOpen(): void {
@@ -57,41 +78,80 @@ export class PostgresDatabase {
   ): Promise<Row[]> {
     this.ensureOpen()
     try {
+      // Bounded by the pool: the connect timeout to get a connection, query_timeout on it (after which the
+      // pool destroys the connection rather than reuse it).
       return (await this.#pool.query<Row>({ name, text, values })).rows
     } catch (error) {
       throw storeErrorOf(error)
     }
   }
 
-  /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if not. */
-  async transaction<T>(work: (client: Queryable) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in one transaction on one connection: committed if it resolves, rolled back if not. With
+   * `since` (when the caller started waiting, e.g. behind the batch ahead of it), answered within
+   * `callBoundMs` of it: past that the connection is destroyed and the transaction fails as unavailable.
+   * Without (migrations), each statement is still bounded by the statement timeout.
+   */
+  async transaction<T>(work: (client: Queryable) => Promise<T>, since?: number): Promise<T> {
     this.ensureOpen()
-    let client: pg.PoolClient
-    try {
-      client = await this.#pool.connect()
-    } catch (error) {
-      throw storeErrorOf(error)
-    }
+    const deadline = since === undefined ? undefined : since + this.callBoundMs
+    const client = await this.#connectBy(deadline)
+    const expiry =
+      deadline === undefined ? undefined : setTimeout(() => destroy(client), deadline - performance.now())
     // Checked out, a connection has no pool listener: if the server drops it, the 'error' it emits would
     // crash the process. Its queries fail anyway (and are answered 503), so the event itself is dropped.
     const ignoreLost = () => {}
     client.on('error', ignoreLost)
-    let broken = false
+    let reusable = false
     try {
       await client.query('BEGIN')
       const result = await work(client)
       await client.query('COMMIT')
+      reusable = true
       return result
     } catch (error) {
-      // A connection that cannot even roll back is discarded rather than returned to the pool.
-      broken = await client.query('ROLLBACK').then(
-        () => false,
-        () => true,
+      // Only a server that answered with an error is asked to roll back. A connection that timed out or
+      // dropped is destroyed instead (the server rolls back when it sees it gone): a ROLLBACK on it would
+      // queue behind the hung statement and wait out a second timeout.
+      if (error instanceof pg.DatabaseError) {
+        reusable = await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        )
+      }
+      throw storeErrorOf(error)
+    } finally {
+      clearTimeout(expiry)
+      client.removeListener('error', ignoreLost)
+      client.release(!reusable)
+    }
+  }
+
+  /** A connection from the pool; `StoreUnavailableError` after the connect timeout, or at `deadline`. */
+  async #connectBy(deadline: number | undefined): Promise<pg.PoolClient> {
+    if (deadline !== undefined && performance.now() >= deadline) {
+      throw new StoreUnavailableError('no database connection in time')
+    }
+    const connecting = this.#pool.connect()
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      if (deadline === undefined) return
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError('no database connection in time')),
+        deadline - performance.now(),
+      )
+    })
+    try {
+      return await Promise.race([connecting, late])
+    } catch (error) {
+      // One that comes after all goes back to the pool unused.
+      connecting.then(
+        (client) => client.release(),
+        () => {},
       )
       throw storeErrorOf(error)
     } finally {
-      client.removeListener('error', ignoreLost)
-      client.release(broken)
+      clearTimeout(timer)
     }
   }
 
@@ -99,9 +159,28 @@ export class PostgresDatabase {
     return { total: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount }
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    await this.#pool.end()
+  /**
+   * Lets `pending` (work already handed to this database, e.g. queued creates) and every call in flight
+   * finish, then refuses new work and ends the pool. Past `CLOSE_GRACE_MS` it destroys every connection
+   * instead, so a hung server cannot hold the close: what still runs then fails as unavailable.
+   */
+  close(pending: Promise<unknown> = Promise.resolve()): Promise<void> {
+    this.#closing ??= (async () => {
+      let grace: NodeJS.Timeout | undefined
+      const graceOver = new Promise<void>((resolve) => {
+        grace = setTimeout(resolve, CLOSE_GRACE_MS)
+      })
+      const ended = pending
+        .catch(() => {})
+        .then(() => {
+          this.#closed = true
+          return this.#pool.end()
+        })
+      const finished = await Promise.race([ended.then(() => true), graceOver.then(() => false)])
+      clearTimeout(grace)
+      this.#closed = true
+      if (!finished) for (const client of this.#clients) destroy(client)
+    })()
+    return this.#closing
   }
 }

@@ -16,10 +16,12 @@ const INSERT_LOCK = 0x7065_7473_0002n
 /**
  * One transaction for a whole batch of creates, under the insert lock: the batch's idempotency records
  * are read, the new pets inserted in one statement, and their records written, all committed together.
+ * `since` is when the oldest create of the batch arrived: the batch is answered within one bound of it.
  */
 export function createPetBatch(
   database: PostgresDatabase,
   requests: readonly CreatePetRequest[],
+  since?: number,
 ): Promise<CreateOutcome[]> {
   return database.transaction(async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [INSERT_LOCK])
@@ -38,7 +40,7 @@ export function createPetBatch(
     )
     const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
     return createOutcomes(plans, inserted, await petsById(client, replayIds))
-  })
+  }, since)
 }
 
 /**

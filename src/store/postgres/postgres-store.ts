@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../../errors.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import type { CreateOutcome } from '../idempotent-batch.ts'
 import type {
@@ -32,12 +33,16 @@ export class PostgresStore implements Store {
   readonly engine = 'postgres'
   readonly #database: PostgresDatabase
   readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
+  #closing = false
 
   constructor(options: PostgresStoreOptions & { maxBatch?: number }) {
     this.#database = new PostgresDatabase(options)
+    // Each batch is answered within one call bound of its oldest create's arrival, and when it fails as
+    // unavailable the creates queued behind it fail with it rather than wait out a second bound.
     this.#creates = new WriteBatcher(
-      (batch) => createPetBatch(this.#database, batch),
+      (batch, since) => createPetBatch(this.#database, batch, since),
       options.maxBatch ?? 500,
+      { failsQueued: (error) => error instanceof StoreUnavailableError },
     )
   }
 
@@ -59,7 +64,7 @@ export class PostgresStore implements Store {
   }
 
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
-    this.#database.ensureOpen()
+    if (this.#closing) throw new StoreUnavailableError('the store is closed')
     const outcome = await this.#creates.submit(request)
     if (outcome instanceof Error) throw outcome
     return outcome
@@ -105,9 +110,12 @@ export class PostgresStore implements Store {
     return keys.recordDeprecatedCalls(this.#database, tallies)
   }
 
-  async close(): Promise<void> {
-    // Pending creates commit first; only then does the pool close (and later calls fail as unavailable).
-    await this.#creates.flush()
-    await this.#database.close()
+  /**
+   * Pending creates commit first, then the pool closes (and later calls fail as unavailable); with a hung
+   * server, within the database's close grace. New creates are refused from the start.
+   */
+  close(): Promise<void> {
+    this.#closing = true
+    return this.#database.close(this.#creates.flush())
   }
 }

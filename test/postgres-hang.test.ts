@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-database.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { startServeProcess } from './helpers/cli-process.ts'
+import {
+  assertAllStored,
+  assertAnsweredWithin,
+  awaitRecovery,
+  loadAcross,
+  startLoad,
+  timedCall,
+} from './helpers/outage-load.ts'
+import {
+  sharedPostgres,
+  startThrowawayPostgres,
+  throwawayPostgresSuiteOptions,
+} from './helpers/postgres-server.ts'
+import { startTcpProxy } from './helpers/tcp-proxy.ts'
+
+// Room for a loaded 2-core CI machine on top of each bound: far below what the old code took.
+const SLACK_MS = 1000
+
+/** A serve process on `databaseUrl` with these PostgreSQL timeouts, its key lookups cached all test long. */
+async function startService(
+  t: Parameters<typeof temporaryDirectory>[0],
+  databaseUrl: string,
+  settings: Record<string, string>,
+) {
+  const key = generateApiKey()
+  const service = await startServeProcess(
+    {
+      DATABASE_URL: databaseUrl,
+      API_KEYS: `hang:${key}`,
+      // Cached keys let creates reach the write batch (an uncached lookup would fail first); no cached
+      // answers, so every read needs the database.
+      API_KEY_CACHE_TTL_MS: '600000',
+      READ_CACHE_BYTES: '0',
+      RATE_LIMIT_PER_MINUTE: '0',
+      ...settings,
+    },
+    temporaryDirectory(t),
+  )
+  t.after(() => service.child.kill('SIGKILL'))
+  assert.equal((await timedCall(service.origin, key, 'GET', '/v1/pets')).status, 200, 'serving')
+  return { service, key }
+}
+
+describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
+  test('when every PostgreSQL process is frozen under create load, then every request is answered 503 within PG_CONNECT_TIMEOUT_MS + PG_STATEMENT_TIMEOUT_MS + 1 s, and after it thaws creates succeed and no acknowledged pet is lost', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    const databaseUrl = await postgres.createDatabase()
+    const [connectMs, statementMs] = [500, 1000]
+    const { service, key } = await startService(t, databaseUrl, {
+      PG_CONNECT_TIMEOUT_MS: String(connectMs),
+      PG_STATEMENT_TIMEOUT_MS: String(statementMs),
+      PG_POOL_SIZE: '4',
+    })
+    const bound = connectMs + statementMs + 1000
+    // Long enough for creates to queue behind batches that hang, several times over.
+    const { answers, faultAt } = await loadAcross(service.origin, key, () => postgres.freeze(), 3 * bound)
+    postgres.thaw()
+    t.diagnostic(`frozen: ${assertAnsweredWithin(answers, faultAt, bound, SLACK_MS)}`)
+
+    const recovered = await awaitRecovery(service.origin, key)
+    const stored = await assertAllStored(databaseUrl, [...answers, recovered])
+    assert.ok(stored > 1, 'creates were acknowledged before the freeze')
+  })
+
+  test('when the database address accepts connections but never answers, then creates and reads are answered 503 within PG_CONNECT_TIMEOUT_MS, not twice it', async (t) => {
+    const proxy = await startTcpProxy(t, await (await sharedPostgres()).createDatabase())
+    const connectMs = 2000
+    const { service, key } = await startService(t, proxy.url, {
+      PG_CONNECT_TIMEOUT_MS: String(connectMs),
+      PG_STATEMENT_TIMEOUT_MS: '1000',
+    })
+    // Creates keep arriving while a batch waits for its connection: none may wait for two of them.
+    const { answers, faultAt } = await loadAcross(service.origin, key, () => proxy.silence(), 2.5 * connectMs)
+    proxy.restore()
+    t.diagnostic(`silent: ${assertAnsweredWithin(answers, faultAt, connectMs, SLACK_MS)}`)
+    await awaitRecovery(service.origin, key)
+  })
+
+  test('when PostgreSQL is frozen under load and the service gets SIGTERM, then it exits 0 within SHUTDOWN_TIMEOUT_MS + PG_CONNECT_TIMEOUT_MS + the store close grace', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    // The default statement timeout: the old code's close waited out two of them per hung batch.
+    const [shutdownMs, connectMs, statementMs] = [2000, 500, 5000]
+    const { service, key } = await startService(t, await postgres.createDatabase(), {
+      SHUTDOWN_TIMEOUT_MS: String(shutdownMs),
+      PG_CONNECT_TIMEOUT_MS: String(connectMs),
+      PG_STATEMENT_TIMEOUT_MS: String(statementMs),
+      PG_POOL_SIZE: '4',
+    })
+    const load = await startLoad(service.origin, key)
+    await sleep(300)
+    postgres.freeze()
+    // Until every connection that was open at the freeze has timed out and been destroyed: from then on,
+    // any call waits for a new connection, which never comes.
+    await sleep(statementMs + 1000 + 500)
+    const signalledAt = performance.now()
+    service.child.kill('SIGTERM')
+    const exit = await service.exited
+    const tookMs = performance.now() - signalledAt
+    await load.stop()
+
+    // The drain (cut at SHUTDOWN_TIMEOUT_MS), the closing jobs' last call (the idempotency purge, which
+    // waits PG_CONNECT_TIMEOUT_MS for a connection), then the store's close, within its grace.
+    const bound = shutdownMs + connectMs + CLOSE_GRACE_MS
+    assert.equal(exit, 0, service.output().slice(-2000))
+    assert.ok(tookMs <= bound + SLACK_MS, `exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms)`)
+    t.diagnostic(`exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms)`)
+  })
+})
