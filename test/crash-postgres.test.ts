@@ -30,7 +30,10 @@ async function untilServing(origin: string, key: string): Promise<void> {
 // Under CI this suite must run; it stops its database, so it always starts a server of its own.
 describe('crash durability (PostgreSQL)', throwawayPostgresSuiteOptions(), () => {
   const kills = crashKills()
-  test(`when the database is stopped in immediate mode ${kills} times under concurrent creates, then nothing acknowledged is lost and nothing unsent appears`, async (t) => {
+  // About a second per stop here; the bound scales with CRASH_KILLS, so `npm run crash` is bounded too.
+  test(`when the database is stopped in immediate mode ${kills} times under concurrent creates, then nothing acknowledged is lost and nothing unsent appears`, {
+    timeout: 30_000 + kills * 10_000,
+  }, async (t) => {
     const postgres = await startThrowawayPostgres()
     t.after(() => postgres.stop('immediate'))
     const key = generateApiKey()

@@ -19,7 +19,10 @@ const WRITERS = 8
 
 describe('crash durability (SQLite)', () => {
   const kills = crashKills()
-  test(`when the server is killed with SIGKILL ${kills} times under concurrent creates, then nothing acknowledged is lost and nothing unsent appears`, async (t) => {
+  // About a second per kill here; the bound scales with CRASH_KILLS, so `npm run crash` is bounded too.
+  test(`when the server is killed with SIGKILL ${kills} times under concurrent creates, then nothing acknowledged is lost and nothing unsent appears`, {
+    timeout: 30_000 + kills * 10_000,
+  }, async (t) => {
     const cwd = temporaryDirectory(t)
     const key = generateApiKey()
     // No rate limit: the writers send thousands of requests a minute on one key.

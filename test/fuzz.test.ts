@@ -264,8 +264,11 @@ function fuzzSuite(engine: StoreEngine, runs: number) {
   })
 }
 
-describe('fuzzing the three operations (sqlite)', () => fuzzSuite(sqliteEngine, RUNS))
+// A whole suite takes about 2 ms per request here; the bound scales with FUZZ_RUNS, so `npm run fuzz`
+// (which has no per-test default) is bounded too.
+const timeout = 60_000 + RUNS * 20
+describe('fuzzing the three operations (sqlite)', { timeout }, () => fuzzSuite(sqliteEngine, RUNS))
 // PostgreSQL stores what SQLite stores, through another driver and type parser: a quarter of the runs.
-describe('fuzzing the three operations (postgres)', engineSuiteOptions(postgresEngine), () =>
+describe('fuzzing the three operations (postgres)', { ...engineSuiteOptions(postgresEngine), timeout }, () =>
   fuzzSuite(postgresEngine, Math.round(RUNS / 4)),
 )

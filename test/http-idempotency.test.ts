@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { call } from './helpers/api-client.ts'
+import { within } from './helpers/bounded-wait.ts'
+import { holdFirstCreate } from './helpers/held-store.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
@@ -59,6 +61,32 @@ for (const engine of storeEngines) {
         assert.equal(response.json.code, 'idempotency_key_in_flight')
         assert.equal(response.headers.get('retry-after'), '1')
       }
+      assert.equal(await petCount(server), 1)
+    })
+
+    test('when a retry comes while the first request with its key is still running, then 409 idempotency_key_in_flight with Retry-After, and the first still creates one pet', async (t) => {
+      const held = holdFirstCreate((await engine.open(t)).store)
+      // Released before the server closes, even when an assertion fails: a held request would hold the close.
+      t.after(held.release)
+      const server = await startTestServer(t, { store: held.store })
+      const first = post(server, 'slow-order')
+      await within(held.entered, 5000, 'the first create did not reach the store')
+      const retry = await within(post(server, 'slow-order'), 5000, 'the retry waited for the first request')
+      assert.equal(retry.status, 409, retry.text)
+      assert.deepEqual(retry.json, {
+        code: 'idempotency_key_in_flight',
+        message: 'a request with this Idempotency-Key is still being processed',
+        status: 409,
+      })
+      assert.equal(retry.headers.get('retry-after'), '1')
+      assert.equal(retry.headers.get('idempotent-replayed'), null)
+      held.release()
+      const created = await within(first, 5000, 'the first create did not finish once released')
+      assert.equal(created.status, 201, created.text)
+      const later = await post(server, 'slow-order')
+      assert.equal(later.status, 201)
+      assert.equal(later.text, created.text, 'once the first has finished, a retry replays it')
+      assert.equal(later.headers.get('idempotent-replayed'), 'true')
       assert.equal(await petCount(server), 1)
     })
 

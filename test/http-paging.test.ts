@@ -28,6 +28,9 @@ async function seed(server: TestServer, count: number, status?: 'available' | 's
   )
 }
 
+// More pages than any walk here needs: a next link that never ends fails the walk instead of hanging it.
+const MAX_PAGES = 1000
+
 /** Follows next links from `path` to the end; the ids of every page, in order. */
 async function walk(
   server: TestServer,
@@ -37,6 +40,7 @@ async function walk(
   const ids: bigint[] = []
   let next: string | undefined = path
   for (let page = 0; next !== undefined; page++) {
+    assert.ok(page < MAX_PAGES, `the walk from ${path} did not end within ${MAX_PAGES} pages`)
     const response = await call(server, 'GET', next)
     assert.equal(response.status, 200, response.text)
     for (const match of response.text.matchAll(/"id":(\d+)/g)) ids.push(BigInt(match[1] as string))
@@ -66,19 +70,25 @@ for (const engine of storeEngines) {
     test('when 1,000 pets are walked in pages while others are added, then no pet is repeated or missed', async (t) => {
       const server = await startTestServer(t, { engine })
       await seed(server, 1000)
+      // The adder stops at page 15, or when the walk ends before it, and in any case after 1,000 pets.
       let adding = true
       let added = 0
       const adder = (async () => {
-        while (adding) {
+        while (adding && added < 1000) {
           await server.store.createPet({
             pet: { name: `late ${added++}`, categoryId: 1n, status: 'available' },
           })
         }
       })()
+      let pages = 0
       const ids = await walk(server, '/v1/pets?limit=37', async (page) => {
+        pages = page + 1
         if (page === 15) adding = false
+      }).finally(() => {
+        adding = false
       })
       await adder
+      assert.ok(pages > 15, `the walk of 1,000 pets in pages of 37 ended after ${pages} page(s)`)
       assert.ok(added > 0, 'pets were added during the walk')
       assert.deepEqual(
         ids,

@@ -8,6 +8,7 @@ import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { checkedFetch, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { exchange, openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -255,7 +256,8 @@ describe('resource defences', () => {
       new Promise<number>((resolve, reject) =>
         server.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
       )
-    while ((await connections()) >= 3) await sleep(10) // the server sees the close a moment later
+    // The server sees the close a moment later.
+    await waitUntil(async () => (await connections()) < 3, 'the server still counts the closed socket')
     const later = await openSocket(server.origin)
     open.push(later)
     assert.match(await exchange(later, probe), /^HTTP\/1\.1 200 /)

@@ -21,7 +21,8 @@ async function call(origin: string, key: string, method: string, path: string, b
 /** The ids of every pet, page by page from `path`, following each page's `Link: rel="next"`. */
 async function walkPages(origin: string, key: string, path: string): Promise<number[]> {
   const ids: number[] = []
-  for (let next: string | undefined = path; next !== undefined; ) {
+  for (let next: string | undefined = path, pages = 0; next !== undefined; pages++) {
+    assert.ok(pages < 1000, `the walk from ${path} did not end within 1000 pages`)
     const page = await call(origin, key, 'GET', next)
     assert.equal(page.status, 200, page.text)
     ids.push(...JSON.parse(page.text).map((pet: { id: number }) => pet.id))

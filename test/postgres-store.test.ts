@@ -8,6 +8,7 @@ import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts
 import { listPetsStatement } from '../src/store/postgres/postgres-pet-queries.ts'
 import { PostgresStore, type PostgresStoreOptions } from '../src/store/postgres/postgres-store.ts'
 import type { PetQuery } from '../src/store/store.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { type Cleanup, temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
@@ -232,13 +233,15 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     const slow = create(slowStore, { name: 'slow', categoryId: 1n })
     const sleeping =
       "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'"
-    while ((await admin.query(sleeping)).rowCount === 0) await sleep(10)
+    await waitUntil(async () => (await admin.query(sleeping)).rowCount !== 0, 'the slow insert never started')
     let settled = false
     const both = Promise.all([slow, create(fastStore, { name: 'fast', categoryId: 1n })]).finally(() => {
       settled = true
     })
     const snapshots: string[][] = []
+    const deadline = Date.now() + 10_000
     while (!settled) {
+      assert.ok(Date.now() < deadline, 'the two creates did not finish within 10 s')
       snapshots.push((await reader.listPets({ limit: 10 })).map((pet) => pet.name))
       await sleep(20)
     }
@@ -273,7 +276,9 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     })
     // A client paging with cursors: each call continues after the last id it has seen.
     const followed: bigint[] = []
+    const deadline = Date.now() + 20_000
     for (let done = false; !done; ) {
+      assert.ok(Date.now() < deadline, `the follower did not catch up within 20 s (${followed.length} seen)`)
       const finished = !writing
       const page = await reader.listPets({ limit: 25, afterId: followed.at(-1) })
       followed.push(...page.map((pet) => pet.id))

@@ -6,7 +6,9 @@ import { runSoak, soakViolations } from '../scripts/soak.ts'
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60)
 
 describe('soak', () => {
-  test(`when the service takes a steady mixed load for ${SECONDS} s, then there are no errors and memory, open files and the WAL stay bounded`, async (t) => {
+  test(`when the service takes a steady mixed load for ${SECONDS} s, then there are no errors and memory, open files and the WAL stay bounded`, {
+    timeout: (SECONDS + 60) * 1000,
+  }, async (t) => {
     const result = await runSoak({
       durationS: SECONDS,
       rate: 400,

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { SqliteConnection } from '../src/store/sqlite/sqlite-connection.ts'
 import { LIST_PETS_SQL, SqliteStore, type SqliteStoreOptions } from '../src/store/sqlite/sqlite-store.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 
@@ -98,12 +99,31 @@ describe('SQLite engine', () => {
       store.createPet({ pet: { name: `p${i}`, categoryId: 1n } }).then(() => committed++),
     )
     let ticksDuringCommits = 0
-    while (committed < creates.length) {
-      await sleep(0)
-      if (committed > 0 && committed < creates.length) ticksDuringCommits++
-    }
+    await waitUntil(
+      () => {
+        if (committed > 0 && committed < creates.length) ticksDuringCommits++
+        return committed === creates.length
+      },
+      'the creates were not all committed',
+      { everyMs: 0 },
+    )
     await Promise.all(creates)
     assert.ok(ticksDuringCommits > 0, 'timers fired while batches were still being committed')
+  })
+
+  test('when the store is closed while creates are still gathering (write thread on), then they commit and no thread is left running', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path, 2000, { writeThread: true })
+    // A live worker thread shows as a MessagePort among the process's active resources.
+    const ports = () => process.getActiveResourcesInfo().filter((kind) => kind === 'MessagePort').length
+    const portsBefore = ports()
+    const creates = Array.from({ length: 20 }, (_, i) =>
+      store.createPet({ pet: { name: `p${i}`, categoryId: 1n } }),
+    )
+    await within(store.close(), 10_000, 'close did not return')
+    const created = await within(Promise.all(creates), 5000, 'creates issued before close were not answered')
+    assert.equal(new Set(created.map(({ pet }) => pet.id)).size, 20)
+    assert.equal(ports(), portsBefore, 'a write thread was left running after close (close did not wait)')
   })
 
   test('when the write thread dies in the middle of a batch, then that batch fails with 503 and the next create works', async (t) => {

@@ -2,6 +2,12 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 import { WriteBatcher } from '../src/store/write-batcher.ts'
+import { within } from './helpers/bounded-wait.ts'
+
+// The gathering bound these tests give, and how long a write that must not wait for it may take on a busy
+// machine (thousands of turns): a batch that waits for the bound fails its test after PROMPTLY.
+const LONG_BOUND = 20_000
+const PROMPTLY = 5000
 
 /** A batcher whose commit records each batch and answers each item with its double. */
 function recordingBatcher(maxBatch: number, maxGatherMs?: number) {
@@ -19,20 +25,21 @@ function recordingBatcher(maxBatch: number, maxGatherMs?: number) {
 
 describe('group commit (WriteBatcher)', () => {
   test('when writes arrive over several consecutive turns of the event loop, then they are committed in one batch', async () => {
-    const { batcher, batches } = recordingBatcher(500, 60_000)
+    const { batcher, batches } = recordingBatcher(500, LONG_BOUND)
     const results: Array<Promise<number>> = []
     for (let item = 1; item <= 4; item++) {
       results.push(batcher.submit(item))
       await nextTurn()
     }
-    assert.deepEqual(await Promise.all(results), [2, 4, 6, 8])
+    const committed = within(Promise.all(results), PROMPTLY, 'the batch waited for the gathering bound')
+    assert.deepEqual(await committed, [2, 4, 6, 8])
     assert.deepEqual(batches, [[1, 2, 3, 4]])
   })
 
   test('when a write comes alone, then it is committed after one quiet turn, not after the gathering bound', async () => {
-    // A bound of a minute: were the lone write to wait for it, the test would time out.
-    const { batcher, batches } = recordingBatcher(500, 60_000)
-    assert.equal(await batcher.submit(21), 42)
+    const { batcher, batches } = recordingBatcher(500, LONG_BOUND)
+    const committed = within(batcher.submit(21), PROMPTLY, 'a lone write waited for the gathering bound')
+    assert.equal(await committed, 42)
     assert.deepEqual(batches, [[21]])
   })
 
@@ -55,7 +62,7 @@ describe('group commit (WriteBatcher)', () => {
   })
 
   test('when a batch is full, then it starts without gathering and the rest go in the next one', async () => {
-    const { batcher, batches } = recordingBatcher(3, 60_000)
+    const { batcher, batches } = recordingBatcher(3, LONG_BOUND)
     const results = [1, 2, 3].map((item) => batcher.submit(item))
     await nextTurn()
     // Had the full batch kept gathering, these later writes would have joined the wait instead.
@@ -63,12 +70,38 @@ describe('group commit (WriteBatcher)', () => {
     results.push(batcher.submit(4))
     await nextTurn()
     results.push(batcher.submit(5))
-    assert.deepEqual(await Promise.all(results), [2, 4, 6, 8, 10])
+    const committed = within(Promise.all(results), PROMPTLY, 'a batch waited for the gathering bound')
+    assert.deepEqual(await committed, [2, 4, 6, 8, 10])
     assert.equal(committedBeforeMore, 1)
     assert.deepEqual(batches, [
       [1, 2, 3],
       [4, 5],
     ])
+  })
+
+  test('when flush is awaited, then every write submitted before it has been committed', async () => {
+    // A commit that takes a while, as a sync does: a flush that did not wait for it would return first.
+    let release = () => {}
+    const committing = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const committed: number[] = []
+    const batcher = new WriteBatcher<number, number>(async (items) => {
+      await committing
+      committed.push(...items)
+      return items
+    }, 2)
+    const results = [1, 2, 3].map((item) => batcher.submit(item))
+    let flushed = false
+    const flush = batcher.flush().then(() => {
+      flushed = true
+    })
+    for (let turn = 0; turn < 10; turn++) await nextTurn()
+    assert.equal(flushed, false, 'flush returned while a batch was still being committed')
+    release()
+    await within(flush, PROMPTLY, 'flush did not return once the writes were committed')
+    assert.deepEqual(committed, [1, 2, 3], 'flush returned before every write was committed')
+    assert.deepEqual(await Promise.all(results), [1, 2, 3])
   })
 
   test('when a batch fails, then only its own callers fail', async () => {

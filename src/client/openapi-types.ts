@@ -298,6 +298,8 @@ export interface operations {
             /** @description `idempotency_key_in_flight`: A request with the same Idempotency-Key is still being processed; retry later. */
             409: {
                 headers: {
+                    /** @description Seconds to wait before retrying: the first request with this Idempotency-Key is still running. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {

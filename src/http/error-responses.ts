@@ -5,6 +5,11 @@ import { responseHeader } from './response-headers.ts'
 const HEADERS: Record<number, Record<string, object>> = {
   // RFC 6750 §3: every 401 carries the bearer challenge.
   401: { 'WWW-Authenticate': responseHeader('The bearer challenge (RFC 6750).') },
+  409: {
+    'Retry-After': responseHeader(
+      'Seconds to wait before retrying: the first request with this Idempotency-Key is still running.',
+    ),
+  },
   429: {
     'Retry-After': responseHeader('Seconds until the limit resets.'),
     'RateLimit-Limit': responseHeader('Requests allowed per window (IETF RateLimit header fields draft).'),

@@ -32,12 +32,12 @@ export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOpt
   async function createIdempotently(pet: NewPet, apiKeyId: bigint, key: string): Promise<CreatedPet> {
     const id = claimId(apiKeyId, key)
     if (inFlight.has(id)) {
+      // The first request ends within milliseconds, or within the store's timeouts (seconds) when it is
+      // slow: a retry a second later is replayed, or goes through if the first failed.
       throw new ApiError(
         'idempotency_key_in_flight',
         'a request with this Idempotency-Key is still being processed',
-        {
-          'retry-after': '1',
-        },
+        { 'retry-after': '1' },
       )
     }
     inFlight.add(id)

@@ -191,7 +191,8 @@ export class FuzzTarget {
   /** The whole store, read directly, equals the model: nothing changed, vanished or appeared unseen. */
   async checkCatalogue(): Promise<void> {
     const stored: ModelPet[] = []
-    for (;;) {
+    for (let pages = 0; ; pages++) {
+      assert.ok(pages < 1000, 'the catalogue did not end within 1,000 pages of 500')
       const afterId = stored.at(-1)?.id
       const page = await this.server.store.listPets({
         limit: 500,

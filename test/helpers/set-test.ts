@@ -80,7 +80,8 @@ export function startWriters(options: {
 export async function walkCatalogue(origin: string, key: string): Promise<Map<string, string>> {
   const pets = new Map<string, string>()
   let url: string | undefined = `${origin}/v1/pets?limit=100`
-  while (url !== undefined) {
+  for (let pages = 0; url !== undefined; pages++) {
+    if (pages === 10_000) throw new Error('walk: next links did not end within 10,000 pages')
     const response: Response = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
     if (response.status !== 200) throw new Error(`walk: ${response.status} ${await response.text()}`)
     const text = await response.text()

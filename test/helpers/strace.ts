@@ -1,0 +1,107 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { CLI } from './cli-process.ts'
+
+/** Why system calls cannot be traced here (no strace, or ptrace refused), or undefined when they can. */
+export function straceUnavailableReason(): string | undefined {
+  const probe = spawnSync('strace', ['-f', '-qq', '-e', 'trace=fsync', '-o', '/dev/null', 'true'], {
+    encoding: 'utf8',
+  })
+  if (probe.error !== undefined) return 'no strace on this machine'
+  if (probe.status !== 0) return `strace cannot trace here: ${probe.stderr.trim()}`
+  return undefined
+}
+
+/** `describe` options: skipped with the reason when strace cannot run, except under CI, where that fails. */
+export function straceSuiteOptions(): { skip?: string } {
+  const reason = straceUnavailableReason()
+  if (reason === undefined) return {}
+  if (process.env.CI === 'true') throw new Error(`CI must run the strace suites: ${reason}`)
+  return { skip: reason }
+}
+
+export interface TracedServe {
+  origin: string
+  /** How many fsync or fdatasync calls the process (any thread) has made so far on a file ending so. */
+  syncsOf(fileSuffix: string): number
+  /** Kills the service with SIGKILL (no closing checkpoint, no last sync) and waits for strace to end. */
+  kill(): Promise<void>
+}
+
+// One traced call as `strace -y` writes it: `<tid> fsync(<fd></path>) = 0`, or its `<unfinished ...>` first
+// half when another thread's call interleaves.
+const SYNC_CALL = /^\d+ +f(?:data)?sync\(\d+<([^>]+)>/gm
+
+/**
+ * `petstore serve` as a child of `strace -f`, which logs every fsync and fdatasync of every thread, with
+ * the file each was made on; started in `cwd` with `env`, on a free loopback port.
+ */
+export async function startTracedServe(env: Record<string, string>, cwd: string): Promise<TracedServe> {
+  const traceFile = join(cwd, 'syncs.trace')
+  const child: ChildProcess = spawn(
+    'strace',
+    ['-f', '-qq', '-y', '-e', 'trace=fsync,fdatasync', '-o', traceFile, process.execPath, CLI, 'serve'],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        METRICS: 'off',
+        ...env,
+        LOG_LEVEL: 'info',
+      },
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let output = ''
+  child.stdout?.on('data', (chunk) => {
+    output += chunk
+  })
+  child.stderr?.on('data', (chunk) => {
+    output += chunk
+  })
+  // The log line saying where it serves also carries the service's own pid (strace's child, not strace).
+  const started = await new Promise<{ origin: string; pid: number }>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`traced serve did not start in 20 s:\n${output}`)),
+      20_000,
+    )
+    const check = () => {
+      const line = output.split('\n').find((text) => /"msg":"serving http/.test(text))
+      if (line === undefined) return
+      clearTimeout(timer)
+      const { pid, msg } = JSON.parse(line) as { pid: number; msg: string }
+      resolve({ pid, origin: /serving (http:\/\/[\d.]+:\d+)\/v1/.exec(msg)?.[1] ?? '' })
+    }
+    child.stdout?.on('data', check)
+    exited.then(() => {
+      clearTimeout(timer)
+      reject(new Error(`traced serve exited before listening:\n${output}`))
+    })
+  }).catch((error) => {
+    child.kill('SIGKILL')
+    throw error
+  })
+  return {
+    origin: started.origin,
+    syncsOf(fileSuffix) {
+      const trace = readFileSync(traceFile, 'utf8')
+      return [...trace.matchAll(SYNC_CALL)].filter(([, file]) => file?.endsWith(fileSuffix)).length
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      try {
+        process.kill(started.pid, 'SIGKILL')
+      } catch {
+        // Already gone.
+      }
+      // strace ends when its last tracee has; killed too if it does not, so nothing outlives the test.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+      await exited
+      clearTimeout(timer)
+    },
+  }
+}
