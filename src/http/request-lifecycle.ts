@@ -7,6 +7,13 @@ import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './er
 import { headRefusal } from './request-head.ts'
 import { operationOf } from './request-logging.ts'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Shutdown has begun: from now on every request is answered 503 with `Connection: close`. */
+    refuseRequests(): void
+  }
+}
+
 const SHUTTING_DOWN = () =>
   new ApiError('service_unavailable', 'the service is shutting down; retry on another instance', {
     connection: 'close',
@@ -40,6 +47,10 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
  */
 export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): void {
   let closing = false
+  // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
+  app.decorate('refuseRequests', () => {
+    closing = true
+  })
   app.addHook('preClose', async () => {
     closing = true
   })
