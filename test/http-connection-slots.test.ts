@@ -117,25 +117,28 @@ describe('connections the server has finished with give back their MAX_CONNECTIO
     })
   }
 
-  test('when a client sends CONNECT, gets its 405 and never closes, then its slot is given back', {
-    timeout: 30_000,
-  }, async (t) => {
-    const running = await startServerWithClients(t, { ...env, MAX_CONNECTIONS: '1' })
-    const { server } = running
-    const client = await clientThatNeverCloses(
-      running,
-      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
-    )
-    await servedWithin(server, BOUND_MS, 'CONNECT')
-    assert.match(client.received(), /^HTTP\/1\.1 405 /)
-  })
+  // No timeout of the request's own may free a slot below: only letting go after the answer does.
+  const patient = { ...env, REQUEST_TIMEOUT_MS: '600000', HEADERS_TIMEOUT_MS: '600000', MAX_CONNECTIONS: '1' }
+
+  for (const [what, bytes, status] of [
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
+    ['an Expect it cannot meet', 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n', 417],
+    ['two Host headers', 'GET /v1/pets HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400],
+  ] as const) {
+    test(`when a client sends ${what}, gets its ${status} and never closes, then its slot is given back`, {
+      timeout: 30_000,
+    }, async (t) => {
+      const running = await startServerWithClients(t, patient)
+      const client = await clientThatNeverCloses(running, bytes)
+      await servedWithin(running.server, BOUND_MS, what)
+      assert.match(client.received(), new RegExp(`^HTTP/1\\.1 ${status} `))
+    })
+  }
 
   test('when garbage follows a create on a connection that never closes, then the create is answered and the slot given back', {
     timeout: 30_000,
   }, async (t) => {
-    // No timeout of the request's own may free the slot here: only letting go after the answer does.
-    const patient = { REQUEST_TIMEOUT_MS: '600000', HEADERS_TIMEOUT_MS: '600000' }
-    const running = await startServerWithClients(t, { ...env, ...patient, MAX_CONNECTIONS: '1' })
+    const running = await startServerWithClients(t, patient)
     const { server } = running
     const body = '{"name":"then garbage","categoryId":1}'
     const client = await clientThatNeverCloses(
