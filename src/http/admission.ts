@@ -37,7 +37,8 @@ export type AdmissionHook = (
 /**
  * The one onRequest hook of each operation: announce a deprecation (on every answer, a 401 included),
  * authenticate the bearer key, count a deprecated call against its key, invite the body if the client
- * waits for `100 Continue`, then count the request against the key's rate limit. It runs before the body is read, so a refused request costs almost nothing.
+ * waits for `100 Continue`, then count the request against the key's rate limit. It runs before the body
+ * is read, so a refused request costs almost nothing.
  * One callback hook rather than one hook per step, and no promise while the key's lookup is cached:
  * Fastify runs each hook as a step of its pipeline and each async one as a promise; the split version
  * cost about 1 % more CPU per getPet (paired runs, docs/decisions.md "Per-request cost").
