@@ -1,17 +1,45 @@
+import { Server as NetServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.ts'
 
 export interface RunningServer {
   /** The base URL the server listens on, e.g. `http://127.0.0.1:8080`. */
   url: string
-  /** Stops accepting, lets in-flight requests finish (bounded by SHUTDOWN_TIMEOUT_MS), then runs `onClosed`. */
+  /** Stops accepting, answers what open connections send (bounded by SHUTDOWN_TIMEOUT_MS), then runs `onClosed`. */
   shutdown(): Promise<void>
 }
 
+/** Time given, after the drain's SHUTDOWN_TIMEOUT_MS, to the app's closing hooks and `onClosed` together. */
+export const SHUTDOWN_MARGIN_MS = 2000
+
 /**
- * Listens, and on SIGTERM or SIGINT drains: new requests get 503 and `Connection: close`, in-flight ones
- * finish, idle connections close; connections still busy after `SHUTDOWN_TIMEOUT_MS` are cut. `onClosed`
- * (closing the store) runs last, so every acknowledged write is committed before the process exits.
+ * Stops accepting connections and keeps each open one until it has answered what it received: every
+ * request from now on gets 503 with `Connection: close`, so the connection closes after that answer;
+ * a connection nobody uses closes at its keep-alive timeout, which each answer announced. Resolves when
+ * no connection is left, or after `timeoutMs`, when those still open are cut.
+ *
+ * Node's `http.Server#close` is not used for this: it also destroys every connection that is idle at that
+ * instant, and a request the client has just sent on one is lost without an answer.
+ */
+function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
+  app.refuseRequests()
+  return new Promise((resolve) => {
+    const cut = setTimeout(() => {
+      app.server.closeAllConnections()
+      resolve()
+    }, timeoutMs)
+    NetServer.prototype.close.call(app.server, () => {
+      clearTimeout(cut)
+      resolve()
+    })
+  })
+}
+
+/**
+ * Listens, and on SIGTERM or SIGINT drains (see `drain`), closes the app, then runs `onClosed` (closing the
+ * store), so every acknowledged write is committed before the process exits 0. The whole shutdown is
+ * bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still hangs (a store that does not
+ * close), the process logs it and exits 1.
  */
 export async function startServer(
   app: FastifyInstance,
@@ -26,14 +54,9 @@ export async function startServer(
   let closing: Promise<void> | undefined
   const shutdown = () => {
     closing ??= (async () => {
-      const force = setTimeout(() => app.server.closeAllConnections(), config.SHUTDOWN_TIMEOUT_MS)
-      force.unref()
-      try {
-        await app.close()
-      } finally {
-        clearTimeout(force)
-        await onClosed()
-      }
+      await drain(app, config.SHUTDOWN_TIMEOUT_MS)
+      await app.close()
+      await onClosed()
     })()
     return closing
   }
@@ -41,6 +64,12 @@ export async function startServer(
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return
     app.log.info({ signal }, 'shutting down')
+    const boundMs = config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS
+    // Not unref'd: a close waiting on nothing the event loop holds would otherwise end the process with 0.
+    setTimeout(() => {
+      app.log.error({ boundMs }, 'shutdown did not finish in time; exiting')
+      process.exit(1)
+    }, boundMs)
     shutdown().then(
       () => process.exit(0),
       (error: unknown) => {

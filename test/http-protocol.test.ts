@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
 import { checkRawResponse } from './helpers/conformance-fetch.ts'
-import { rawHttp } from './helpers/raw-http.ts'
+import { openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 function errorBody(text: string) {
@@ -93,5 +93,158 @@ describe('slow clients', () => {
     assert.ok(Date.now() - started < 3000, 'cut off within the timeout plus the 1 s check interval')
     assert.match(received, /^HTTP\/1\.1 408 /)
     assert.equal(errorBody(received.slice(received.indexOf('\r\n\r\n') + 4)).code, 'request_timeout')
+  })
+})
+
+describe('Host and Transfer-Encoding as RFC 9112 reads them', () => {
+  let server: TestServer
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup)
+  })
+  const list = (headers: string) =>
+    rawHttp(
+      server.origin,
+      `GET /v1/pets HTTP/1.1\r\n${headers}Authorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`,
+    )
+
+  test('when Host is sent twice, then 400 bad_request naming the rule, and the connection is closed', async () => {
+    const response = await checkRawResponse(
+      server.origin,
+      'GET',
+      '/v1/pets',
+      await list('Host: a\r\nHost: b\r\n'),
+    )
+    assert.equal(response.status, 400)
+    assert.equal(response.headers.connection, 'close')
+    const body = errorBody(response.body)
+    assert.equal(body.code, 'bad_request')
+    assert.match(body.message, /Host.*RFC 9112/)
+  })
+
+  for (const host of [
+    'a b',
+    'example.com/v1',
+    'user@example.com',
+    'example.com:80:80',
+    '[::1',
+    'é.example',
+  ]) {
+    test(`when Host is ${JSON.stringify(host)}, then 400 bad_request`, async () => {
+      const response = await list(`Host: ${host}\r\n`)
+      assert.equal(response.status, 400)
+      assert.equal(errorBody(response.body).code, 'bad_request')
+    })
+  }
+
+  for (const host of ['localhost:8080', '127.0.0.1', '[::1]:8080', 'api.petstore.example', 'x', '']) {
+    test(`when Host is ${JSON.stringify(host)}, then the request is served`, async () => {
+      assert.equal((await list(`Host: ${host}\r\n`)).status, 200)
+    })
+  }
+
+  /** A create whose body is sent chunked, under the given Transfer-Encoding header lines. */
+  const create = (transferEncoding: string, name: string, version = '1.1') => {
+    const pet = JSON.stringify({ name, categoryId: 1 })
+    return rawHttp(
+      server.origin,
+      `POST /v1/pets HTTP/${version}\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+        `Content-Type: application/json\r\n${transferEncoding}Connection: close\r\n\r\n` +
+        `${pet.length.toString(16)}\r\n${pet}\r\n0\r\n\r\n`,
+    )
+  }
+  const stored = async (name: string) => {
+    const { json } = await call(server, 'GET', '/v1/pets?limit=100')
+    return json.filter((pet: { name: string }) => pet.name === name).length
+  }
+
+  for (const [what, header] of [
+    ['gzip, chunked', 'Transfer-Encoding: gzip, chunked\r\n'],
+    ['identity, chunked', 'Transfer-Encoding: identity, chunked\r\n'],
+    ['gzip and chunked on two lines', 'Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n'],
+  ] as const) {
+    test(`when Transfer-Encoding is ${what}, then 400 bad_request naming the coding, and no pet is created`, async () => {
+      const response = await checkRawResponse(server.origin, 'POST', '/v1/pets', await create(header, what))
+      assert.equal(response.status, 400)
+      assert.equal(response.headers.connection, 'close')
+      const body = errorBody(response.body)
+      assert.equal(body.code, 'bad_request')
+      assert.match(body.message, /^Transfer-Encoding "(gzip|identity), chunked" .*RFC 9112/)
+      assert.equal(await stored(what), 0)
+    })
+  }
+
+  test('when an HTTP/1.0 request carries Transfer-Encoding, then 400 bad_request and no pet is created', async () => {
+    const response = await create('Transfer-Encoding: chunked\r\n', 'HTTP/1.0 chunked', '1.0')
+    assert.equal(response.status, 400)
+    assert.match(errorBody(response.body).message, /HTTP\/1\.0/)
+    assert.equal(await stored('HTTP/1.0 chunked'), 0)
+  })
+
+  test('when Transfer-Encoding is chunked alone, then the body is read and the pet created', async () => {
+    const response = await checkRawResponse(
+      server.origin,
+      'POST',
+      '/v1/pets',
+      await create('Transfer-Encoding: chunked\r\n', 'chunked alone'),
+    )
+    assert.equal(response.status, 201)
+    assert.equal(JSON.parse(response.body).name, 'chunked alone')
+    assert.equal(await stored('chunked alone'), 1)
+  })
+})
+
+describe('Expect: 100-continue', () => {
+  let server: TestServer
+  const cleanup = suiteCleanup()
+  before(async () => {
+    server = await startTestServer(cleanup)
+  })
+  const body = '{"name":"invited","categoryId":1}'
+  const head = (key: string, contentType = 'application/json') =>
+    `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: ${contentType}\r\n` +
+    `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`
+
+  /** Sends the head alone, and the body only once the server has said 100 Continue. */
+  async function expectContinue(key: string, contentType?: string): Promise<string> {
+    const socket = await openSocket(server.origin)
+    cleanup.after(() => socket.destroy())
+    let received = ''
+    const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+    socket.on('data', (chunk) => {
+      const before = received
+      received += chunk
+      if (!before.includes('100 Continue') && received.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+        socket.write(body)
+      }
+      if (/^HTTP\/1\.1 [2-5]\d\d /m.test(received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''))) {
+        const final = received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')
+        const end = final.indexOf('\r\n\r\n')
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(final)?.[1] ?? -1)
+        if (end !== -1 && final.length - end - 4 >= length) socket.end()
+      }
+    })
+    socket.write(head(key, contentType))
+    await ended
+    return received
+  }
+
+  test('when the key is wrong, then 401 and the client is never invited to send its body', async () => {
+    const received = await expectContinue('psk_wrong')
+    assert.doesNotMatch(received, /100 Continue/)
+    assert.match(received, /^HTTP\/1\.1 401 /)
+    assert.match(received, /"code":"unauthorized"/)
+  })
+
+  test('when the key is good but the body is not JSON, then 415 without an invitation to send it', async () => {
+    const received = await expectContinue(server.key, 'text/plain')
+    assert.doesNotMatch(received, /100 Continue/)
+    assert.match(received, /^HTTP\/1\.1 415 /)
+  })
+
+  test('when the key is good, then 100 Continue, and after the body 201', async () => {
+    const received = await expectContinue(server.key)
+    assert.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
+    assert.match(received, /"name":"invited"/)
   })
 })

@@ -95,6 +95,21 @@ function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): 
   )
 }
 
+// How long a client is given to read an answer and close after the server ended the connection.
+const CLOSE_GRACE_MS = 1000
+
+/**
+ * Ends the connection (after `bytes`, if any), then lets go of it a moment later whatever the client does:
+ * a client that never closes its side would otherwise keep the socket, and its MAX_CONNECTIONS slot, for
+ * good. `end` first rather than `destroy`, so that a reset does not discard the answer before it is read.
+ */
+function closeConnection(socket: Duplex, bytes?: string): void {
+  socket.end(bytes)
+  const letGo = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS)
+  letGo.unref()
+  socket.once('close', () => clearTimeout(letGo))
+}
+
 const latestRequests = new WeakMap<Socket | Duplex, IncomingMessage>()
 
 /** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */
@@ -123,8 +138,7 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
   // request's head) gets the error response.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
   if (inFlight && (inFlight.req?.complete || inFlight.headersSent)) {
-    // end, not destroy: a reset could discard the answer before the client has read it.
-    inFlight.once('finish', () => socket.end())
+    inFlight.once('finish', () => closeConnection(socket))
     return
   }
   const latest = latestRequests.get(socket)
@@ -138,7 +152,7 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? new ApiError('headers_too_large', 'the request line and headers are too large')
         : new ApiError('bad_request', 'the request is not valid HTTP/1.1')
-  socket.end(rawResponse(apiError))
+  closeConnection(socket, rawResponse(apiError))
 }
 
 /** `Expect` values other than 100-continue (Node would answer a bare 417). */
@@ -156,5 +170,5 @@ export function handleUnmetExpectation(request: IncomingMessage, response: Serve
 /** CONNECT is not a method this API serves (Node would drop the connection without a word). */
 export function handleConnect(_request: IncomingMessage, socket: Duplex): void {
   const apiError = new ApiError('method_not_allowed', 'CONNECT is not allowed')
-  socket.end(rawResponse(apiError, { Allow: 'GET, HEAD, POST' }))
+  closeConnection(socket, rawResponse(apiError, { Allow: 'GET, HEAD, POST' }))
 }

@@ -4,7 +4,15 @@ import { maskApiKeys } from '../auth/api-key.ts'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
+import { headRefusal } from './request-head.ts'
 import { operationOf } from './request-logging.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Shutdown has begun: from now on every request is answered 503 with `Connection: close`. */
+    refuseRequests(): void
+  }
+}
 
 const SHUTTING_DOWN = () =>
   new ApiError('service_unavailable', 'the service is shutting down; retry on another instance', {
@@ -27,16 +35,22 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
 /**
  * What every request goes through, in one hook at each end (each hook costs a turn of the request
  * pipeline, so they are not split by concern):
- * - on arrival: refused with 503 while shutting down; an HTTP/1.1 request without Host is refused (RFC 9112
- *   §3.2; Node's own check would answer without our Error body); the request id is echoed in
+ * - on arrival: refused with 503 while shutting down; a request without exactly one valid Host, or with a
+ *   transfer coding other than chunked, is refused (RFC 9112 §3.2, §6.1; Node's own Host check would
+ *   answer without our Error body); the request id is echoed in
  *   `X-Request-Id`; `X-Content-Type-Options: nosniff` and, unless a route sets its own caching policy,
  *   `Cache-Control: no-store` (answers hold per-key data no shared cache should keep);
  * - when done: one log line (request id, operation, status, duration, key name — never the key) and the
  *   request's metrics.
- * Node's own answers to `Expect` and CONNECT are replaced by ours too.
+ * Node's own answers to `Expect` and CONNECT are replaced by ours too, and Node no longer answers
+ * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
 export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): void {
   let closing = false
+  // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
+  app.decorate('refuseRequests', () => {
+    closing = true
+  })
   app.addHook('preClose', async () => {
     closing = true
   })
@@ -44,10 +58,7 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     setCommonHeaders(request, reply)
     if (closing) return done(SHUTTING_DOWN())
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
-      return done(new ApiError('bad_request', 'the Host header is required'))
-    }
-    done()
+    done(headRefusal(request.raw))
   })
 
   // Decided once: below info the line is not even built (building it is most of its cost).
@@ -81,6 +92,7 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
   })
 
   app.server.on('checkExpectation', handleUnmetExpectation)
+  app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
   trackLatestRequests(app.server)
   app.server.on('connect', handleConnect)
 }

@@ -1,0 +1,38 @@
+import type { IncomingMessage } from 'node:http'
+import { ApiError } from '../errors.ts'
+import { countHeader } from './raw-headers.ts'
+
+// RFC 9110 §7.2: Host = uri-host [ ":" port ], uri-host being an IP literal in brackets or a reg-name
+// (RFC 3986: unreserved, percent-encoded and sub-delims characters; an IPv4 address is one too).
+const HOST = /^(?:\[[\w.:~!$&'()*+,;=-]+\]|(?:[\w.~!$&'()*+,;=-]|%[\dA-Fa-f]{2})*)(?::\d*)?$/
+
+// The request's body is not read, and its framing is not trusted for a next request: the connection ends.
+const refused = (message: string) => new ApiError('bad_request', message, { connection: 'close' })
+
+/**
+ * What RFC 9112 asks a server to refuse in a request's head before reading anything else, or undefined:
+ * an HTTP/1.1 request without exactly one valid Host (§3.2), and a transfer coding other than `chunked`
+ * alone (§6.1: Node would read `gzip, chunked` as plain chunked and hand on a body still coded).
+ */
+export function headRefusal(raw: IncomingMessage): ApiError | undefined {
+  const host = raw.headers.host
+  if (host === undefined) {
+    if (raw.httpVersion === '1.1') return new ApiError('bad_request', 'the Host header is required')
+  } else if (!HOST.test(host)) {
+    return refused(`the Host header is not a valid host[:port] (RFC 9112 §3.2)`)
+  } else if (countHeader(raw.rawHeaders, 'host') > 1) {
+    return refused('the Host header is repeated (RFC 9112 §3.2)')
+  }
+  const transferEncoding = raw.headers['transfer-encoding']
+  if (transferEncoding === undefined) return undefined
+  if (raw.httpVersion === '1.0') {
+    return refused('Transfer-Encoding is not allowed in an HTTP/1.0 request (RFC 9112 §6.1)')
+  }
+  if (transferEncoding.trim().toLowerCase() !== 'chunked') {
+    return refused(
+      `Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 100))} is not supported: send the body ` +
+        'chunked alone, or with Content-Length (RFC 9112 §6.1)',
+    )
+  }
+  return undefined
+}
