@@ -109,8 +109,8 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     const tookMs = performance.now() - signalledAt
     await load.stop()
 
-    // The drain (cut at SHUTDOWN_TIMEOUT_MS), the closing jobs' last call (the idempotency purge, which
-    // waits PG_CONNECT_TIMEOUT_MS for a connection), then the store's close, within its grace.
+    // The drain (cut at SHUTDOWN_TIMEOUT_MS), the closing jobs' last call (the deprecated-call counts, if
+    // any: it waits PG_CONNECT_TIMEOUT_MS for a connection), then the store's close, within its grace.
     const bound = shutdownMs + connectMs + CLOSE_GRACE_MS
     assert.equal(exit, 0, service.output().slice(-2000))
     assert.ok(tookMs <= bound + SLACK_MS, `exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms)`)

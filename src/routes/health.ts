@@ -21,7 +21,9 @@ export async function healthRoutes(app: FastifyInstance, { store }: { store: Sto
     try {
       ;[schema, health] = await Promise.all([store.schemaStatus(), store.health()])
     } catch (error) {
-      request.log.warn({ err: error }, 'readiness check failed')
+      // The message only: probes come every few seconds for as long as an outage lasts, and the store's
+      // error with its stack is logged once per condition by the requests that meet it.
+      request.log.warn({ error: (error as Error | undefined)?.message }, 'readiness check failed')
       throw new ApiError('service_unavailable', 'not ready: the store cannot be reached', {
         'retry-after': '1',
       })

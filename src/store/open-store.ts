@@ -33,7 +33,8 @@ export async function openStore(
     statementTimeoutMs: config.PG_STATEMENT_TIMEOUT_MS,
     connectTimeoutMs: config.PG_CONNECT_TIMEOUT_MS,
     onIdleError: (error) =>
-      log.warn({ err: error }, 'an idle database connection failed; it will be replaced'),
+      // Without the stack: when the server goes down, every pooled connection reports the same thing.
+      log.warn({ error: error.message }, 'an idle database connection failed; it will be replaced'),
   })
 }
 
