@@ -1,8 +1,10 @@
 // Adds a pet safely (an Idempotency-Key makes the create retryable), then lists the available pets.
 //
-//   PETSTORE_URL=http://localhost:8080/v1 PETSTORE_API_KEY=psk_… node examples/list-and-create.ts
+// In a project with @petstore/client installed (see the README, "From TypeScript, and the examples"):
+//
+//   PETSTORE_URL=http://localhost:8080/v1 PETSTORE_API_KEY=psk_… node list-and-create.ts
 import { randomUUID } from 'node:crypto'
-import { createClient, PetStoreError } from 'petstore/client'
+import { createClient, PetStoreError } from '@petstore/client'
 
 const baseUrl = process.env.PETSTORE_URL
 const apiKey = process.env.PETSTORE_API_KEY

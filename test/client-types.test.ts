@@ -5,7 +5,7 @@ import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 const GENERATOR = fileURLToPath(new URL('../tools/client-generator/', import.meta.url))
-const COMMITTED = fileURLToPath(new URL('../src/client/openapi-types.ts', import.meta.url))
+const COMMITTED = fileURLToPath(new URL('../packages/client/src/openapi-types.ts', import.meta.url))
 
 /** Why the generator cannot run here, or undefined when it can. */
 function generatorUnavailableReason(): string | undefined {
@@ -34,7 +34,7 @@ describe('generated client types', generatorSuiteOptions(), () => {
     assert.equal(generated.status, 0, generated.stderr)
     assert.ok(
       generated.stdout === readFileSync(COMMITTED, 'utf8'),
-      'src/client/openapi-types.ts is out of date with the OpenAPI document: run `npm run client:generate`',
+      'packages/client/src/openapi-types.ts is out of date with the OpenAPI document: run `npm run client:generate`',
     )
   })
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { createClient, type Pet, type PetStoreClient, PetStoreError } from 'petstore/client'
+import { createClient, type Pet, type PetStoreClient, PetStoreError } from '../packages/client/src/index.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
@@ -153,5 +153,17 @@ describe('typed client', () => {
     assert.equal(error.code, 'unexpected_response')
     assert.equal(error.status, 502)
     assert.match(error.message, /Bad Gateway/)
+  })
+
+  test('when a success status carries a body that is not JSON, then the PetStoreError says unexpected_response', async () => {
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: 'psk_unused',
+      fetch: async () => new Response('<html>Sign in to the Wi-Fi</html>', { status: 200 }),
+    })
+    const error = await rejection(client.getPet(1n))
+    assert.equal(error.code, 'unexpected_response')
+    assert.equal(error.status, 200)
+    assert.match(error.message, /Wi-Fi/)
   })
 })

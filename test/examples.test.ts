@@ -1,14 +1,18 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { describe, test } from 'node:test'
+import { copyFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { startTestServer, type TestServer } from './helpers/test-server.ts'
+import { installPackedClient } from './helpers/client-package.ts'
+import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url))
 
 /** Runs an example as a user would, with only PATH and the two variables the examples document. */
-function runExample(command: string, args: string[], server: TestServer, key = server.key) {
+function runExample(command: string, args: string[], server: TestServer, key = server.key, cwd?: string) {
   const child = spawn(command, args, {
+    cwd,
     env: { PATH: process.env.PATH ?? '', PETSTORE_URL: `${server.origin}/v1`, PETSTORE_API_KEY: key },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -33,10 +37,18 @@ function curlSuiteOptions(): { skip?: string } {
   return { skip: 'no curl on this machine' }
 }
 
+// Run as another team runs it: copied into their project, next to @petstore/client installed from the tarball.
 describe('examples/list-and-create.ts', () => {
+  const cleanup = suiteCleanup()
+  let project = ''
+  before(async () => {
+    project = (await installPackedClient(cleanup)).directory
+    copyFileSync(`${EXAMPLES}list-and-create.ts`, join(project, 'list-and-create.ts'))
+  })
+
   test('when run against a server, then it creates one pet, replays it and lists it as available', async (t) => {
     const server = await startTestServer(t)
-    const run = await runExample(process.execPath, [`${EXAMPLES}list-and-create.ts`], server)
+    const run = await runExample(process.execPath, ['list-and-create.ts'], server, server.key, project)
     assert.equal(run.code, 0, run.stderr)
     assert.match(run.stdout, /^created pet 1: Rex, category 9007199254740993, available$/m)
     assert.match(run.stdout, /^retried with the same Idempotency-Key: pet 1 again$/m)
@@ -47,7 +59,7 @@ describe('examples/list-and-create.ts', () => {
 
   test('when the key is wrong, then it prints the Error code and exits 1', async (t) => {
     const server = await startTestServer(t)
-    const run = await runExample(process.execPath, [`${EXAMPLES}list-and-create.ts`], server, 'psk_wrong')
+    const run = await runExample(process.execPath, ['list-and-create.ts'], server, 'psk_wrong', project)
     assert.equal(run.code, 1)
     assert.match(run.stderr, /^petstore answered 401 unauthorized: /m)
   })

@@ -1,10 +1,10 @@
-// Generates src/client/openapi-types.ts from the OpenAPI document the app serves.
+// Generates packages/client/src/openapi-types.ts from the OpenAPI document the app serves.
 //
 // This is a package of its own because openapi-typescript needs the TypeScript 5 compiler API
 // (`ts.factory`), while the service is checked with TypeScript 7, which has no JavaScript API. Install it
 // with `npm ci --prefix tools/client-generator`, then:
 //
-//   node tools/client-generator/generate.ts            writes src/client/openapi-types.ts
+//   node tools/client-generator/generate.ts            writes packages/client/src/openapi-types.ts
 //   node tools/client-generator/generate.ts --stdout   prints what it would write (the freshness test)
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -15,7 +15,7 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import ts from 'typescript'
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
-const OUTPUT = fileURLToPath(new URL('../../src/client/openapi-types.ts', import.meta.url))
+const OUTPUT = fileURLToPath(new URL('../../packages/client/src/openapi-types.ts', import.meta.url))
 
 const HEADER = `// Generated from the service's OpenAPI document by \`npm run client:generate\`: do not edit.
 // Every int64 is a bigint (JavaScript numbers round above 2^53); the client parses and writes them exactly.

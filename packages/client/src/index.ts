@@ -1,4 +1,4 @@
-// The package's `petstore/client` entry point: a typed client for the three operations.
+// The entry point of `@petstore/client`: a typed client for the Pet Store API's three operations.
 export {
   type ClientOptions,
   createClient,

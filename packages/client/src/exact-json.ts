@@ -1,0 +1,55 @@
+import type { components } from './openapi-types.ts'
+
+type Pet = components['schemas']['Pet']
+type BigintKeys<T> = { [K in keyof T]-?: NonNullable<T[K]> extends bigint ? K : never }[keyof T]
+
+// The int64 properties of the response bodies. Typed as a record of exactly Pet's bigint keys, so a new
+// int64 field in the document fails the type check here (after `npm run client:generate`) instead of
+// arriving as a rounded number.
+const INT64_KEYS: Record<BigintKeys<Pet>, true> = { id: true, categoryId: true }
+
+/** JSON as ES2025 engines have it; TypeScript's lib does not declare rawJSON or the reviver's context yet. */
+interface JsonWithSource {
+  rawJSON?: (text: string) => unknown
+  parse(
+    text: string,
+    reviver: (key: string, value: unknown, context?: { source?: string }) => unknown,
+  ): unknown
+}
+const json = JSON as unknown as JsonWithSource
+
+export const UNSUPPORTED_ENGINE =
+  '@petstore/client cannot keep int64 values exact on this JavaScript engine: it needs JSON.rawJSON and ' +
+  "the source text in JSON.parse's reviver (Node.js 22 or newer, Chrome 114, Firefox 135, Safari 18.4)."
+
+/**
+ * Whether this engine reads and writes JSON integers digit for digit. Without both features an int64
+ * above 2^53 would be rounded silently, in either direction.
+ */
+export function hasExactJson(): boolean {
+  let source: string | undefined
+  json.parse('9007199254740993', (_key, value, context) => {
+    source = context?.source
+    return value
+  })
+  return typeof json.rawJSON === 'function' && source === '9007199254740993'
+}
+
+/**
+ * Parses a response body with every int64 property as an exact bigint. JSON.parse alone would round ids
+ * above 2^53; its reviver receives the literal's source text (`context.source`), which BigInt reads exactly.
+ */
+export function parseExactJson(text: string): unknown {
+  return json.parse(text, (key, value, context) => {
+    if (typeof value !== 'number' || !Object.hasOwn(INT64_KEYS, key)) return value
+    if (context?.source === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
+    return BigInt(context.source)
+  })
+}
+
+/** Writes a request body with each bigint as a plain JSON integer, digit for digit. */
+export function stringifyExactJson(body: unknown): string {
+  const rawJson = json.rawJSON
+  if (rawJson === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
+  return JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? rawJson(String(value)) : value))
+}

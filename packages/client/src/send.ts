@@ -1,0 +1,72 @@
+import { parseExactJson, stringifyExactJson } from './exact-json.ts'
+import type { paths } from './openapi-types.ts'
+import { PetStoreError } from './pet-store-error.ts'
+
+type Method = 'get' | 'post'
+/** The operation the OpenAPI document declares at this path and method (never when there is none). */
+type OperationAt<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>
+/** Its parameters, as generated: `query`, `header` and `path`, each typed or `never`. */
+export type ParametersOf<P extends keyof paths, M extends Method> = OperationAt<P, M>['parameters']
+type BodyOf<P extends keyof paths, M extends Method> =
+  OperationAt<P, M> extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : never
+
+type Values = Record<string, string | number | bigint | undefined>
+
+/** Where and how calls go: the deployment's base URL, the key, and the fetch that sends them. */
+export interface Transport {
+  baseUrl: string
+  apiKey: string
+  fetch: (request: Request) => Promise<Response>
+}
+
+/**
+ * Sends one operation and returns its parsed success body, or throws a {@link PetStoreError}. The path and
+ * parameters are typed from the generated `paths`, so a call the document no longer allows fails the type check.
+ */
+export async function send<P extends keyof paths, M extends Method>(
+  transport: Transport,
+  method: M,
+  path: P,
+  parameters: ParametersOf<P, M>,
+  body?: BodyOf<P, M>,
+): Promise<{ body: unknown; response: Response }> {
+  const { query, header, path: inPath } = parameters as { query?: Values; header?: Values; path?: Values }
+  const headers = new Headers({ authorization: `Bearer ${transport.apiKey}`, accept: 'application/json' })
+  for (const [name, value] of definedEntries(header)) headers.set(name, value)
+  if (body !== undefined) headers.set('content-type', 'application/json')
+  const request = new Request(urlOf(transport.baseUrl, path, inPath, query), {
+    method: method.toUpperCase(),
+    headers,
+    body: body === undefined ? null : stringifyExactJson(body),
+  })
+  const response = await transport.fetch(request)
+  const text = await response.text()
+  if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
+  try {
+    return { body: parseExactJson(text), response }
+  } catch (error) {
+    // A success status with a body that is not JSON came from something in between (a proxy's page).
+    if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
+    throw error
+  }
+}
+
+function urlOf(baseUrl: string, path: string, inPath: Values | undefined, query: Values | undefined): string {
+  const filled = path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(inPath?.[name])))
+  const search = new URLSearchParams(definedEntries(query)).toString()
+  return `${baseUrl.replace(/\/+$/, '')}${filled}${search === '' ? '' : `?${search}`}`
+}
+
+function definedEntries(values: Values | undefined): [string, string][] {
+  return Object.entries(values ?? {}).flatMap(([name, value]) =>
+    value === undefined ? [] : [[name, String(value)] as [string, string]],
+  )
+}
+
+function parsedOrText(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
