@@ -155,6 +155,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of animals returned. */
                 limit?: number;
+                /** @description Availability of the animal in the store. */
                 status?: components["schemas"]["PetStatus"];
                 /** @description Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; it must be sent with the same `status` as the page it came from. */
                 cursor?: string;
