@@ -58,6 +58,15 @@ export interface ErrorBodyValue {
   status: number
 }
 
+/** The longest `message` an error body carries: one echoing a huge field name or header value is cut. */
+export const MESSAGE_MAX_LENGTH = 500
+
+function bounded(message: string): string {
+  if (message.length <= MESSAGE_MAX_LENGTH) return message
+  // Never half of a surrogate pair at the cut.
+  return `${message.slice(0, MESSAGE_MAX_LENGTH - 1).replace(/[\uD800-\uDBFF]$/, '')}…`
+}
+
 /** An error whose code, status and message are safe to send to the client as they are. */
 export class ApiError extends Error {
   readonly code: ErrorCode
@@ -70,7 +79,7 @@ export class ApiError extends Error {
     // most expensive part of refusing a request (401s come by the thousand under attack).
     const limit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(message)
+    super(bounded(message))
     Error.stackTraceLimit = limit
     this.name = 'ApiError'
     this.code = code

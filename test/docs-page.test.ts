@@ -4,9 +4,10 @@ import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 // What each kind of asset the page references must be served as (nosniff makes browsers hold us to it).
+// Charset names are case-insensitive: the plugin serves its theme stylesheet as `charset=UTF-8`.
 const CONTENT_TYPES: Record<string, RegExp> = {
-  js: /^(text|application)\/javascript; charset=utf-8$/,
-  css: /^text\/css; charset=utf-8$/,
+  js: /^(text|application)\/javascript; charset=utf-8$/i,
+  css: /^text\/css; charset=utf-8$/i,
   png: /^image\/png$/,
 }
 

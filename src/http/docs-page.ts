@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs'
 import { STATUS_CODES } from 'node:http'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.ts'
 import { ApiError } from '../errors.ts'
+import { exactJsonBodies } from './docs-page-plugin.ts'
 import { handleError, handleRouteNotFound, isFrameworkError } from './error-handler.ts'
 import { guardMethods } from './method-guard.ts'
 
@@ -23,6 +25,12 @@ const DOCS_PATHS = [
   `${DOCS_PREFIX}/yaml`,
   STATIC_FILES,
 ]
+
+// Served by the plugin under /docs/static/theme/ (style-src 'self').
+const STYLESHEET = {
+  filename: 'docs-page.css',
+  content: readFileSync(new URL('docs-page.css', import.meta.url), 'utf8'),
+}
 
 /**
  * Where the page may connect: itself, and the deployments its OpenAPI `servers` offer in "Try it out"
@@ -103,7 +111,7 @@ export async function docsPage(app: FastifyInstance, { config }: { config: Confi
     staticCSP: contentSecurityPolicy(config),
     // Null in the page: no request to validator.swagger.io, and no validity badge from it.
     validatorUrl: false,
-    theme: { title: 'Pet Store API reference' },
+    theme: { title: 'Pet Store API reference', css: [STYLESHEET] },
     uiConfig: {
       // No top bar: it only holds a box to load other documents and the Swagger logo. The page loads the
       // plugin's ./json, which serves app.swagger(): the very document of /v1/openapi.json.
@@ -119,6 +127,8 @@ export async function docsPage(app: FastifyInstance, { config }: { config: Confi
       displayRequestDuration: true,
       // The reference is read first; "Try it out" makes the fields editable when asked.
       tryItOutEnabled: false,
+      // Response bodies as received (int64 values exact); Swagger UI's own presets and plugins stay.
+      plugins: [exactJsonBodies],
     },
   })
 }

@@ -1,42 +1,103 @@
 import Type, { type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../errors.ts'
-import { responseHeader } from './response-headers.ts'
+import { responseHeader, SECONDS, URL_MAX_LENGTH } from './response-headers.ts'
 
-const HEADERS: Record<number, Record<string, object>> = {
+type Headers = Record<string, object>
+
+/** The key under which an error response's schema carries its examples, for the document only (openapi.ts). */
+export const ERROR_EXAMPLES = Symbol('error examples')
+
+/** Sent by the CORS plugin on every answer Fastify gives (the raw socket's are not Fastify's). */
+const CORS_HEADERS: Headers = {
+  'Access-Control-Allow-Origin': responseHeader(
+    "The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default).",
+    { maxLength: URL_MAX_LENGTH, pattern: '^[a-z][a-z0-9+.-]*://[^/\\s]+$' },
+    { required: false },
+  ),
+}
+
+/**
+ * The IETF RateLimit fields (rate-limit.ts): on every answer counted against the key's limit, which is
+ * every answer after authentication; absent when rate limiting is off or its counter (Redis) failed.
+ */
+export function rateLimitHeaders(required = false): Headers {
+  return {
+    'RateLimit-Limit': responseHeader(
+      'Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`).',
+      SECONDS,
+      { required },
+    ),
+    'RateLimit-Remaining': responseHeader('Requests left in the current window.', SECONDS, { required }),
+    'RateLimit-Reset': responseHeader('Seconds until the current window ends.', SECONDS, { required }),
+  }
+}
+
+/** Every answer of an operation that Fastify gives after counting the request. */
+export const COUNTED_HEADERS: Headers = { ...rateLimitHeaders(), ...CORS_HEADERS }
+
+// Answered on the raw socket by the HTTP layer, before any hook runs: none of the headers above.
+const RAW_SOCKET = new Set([408, 417, 431])
+// Answered before the request is counted: no key yet (401), or the operation is gone (410).
+const UNCOUNTED = new Set([401, 410])
+
+const HEADERS: Record<number, Headers> = {
   // RFC 6750 §3: every 401 carries the bearer challenge.
-  401: { 'WWW-Authenticate': responseHeader('The bearer challenge (RFC 6750).') },
+  401: {
+    'WWW-Authenticate': responseHeader('The bearer challenge (RFC 6750).', {
+      maxLength: 100,
+      pattern: '^Bearer realm="petstore"(, error="[a-z_]+")?$',
+    }),
+  },
   409: {
     'Retry-After': responseHeader(
       'Seconds to wait before retrying: the first request with this Idempotency-Key is still running.',
+      SECONDS,
     ),
   },
+  // Only the rate limiter answers 429, after counting: the RateLimit fields are always there.
   429: {
-    'Retry-After': responseHeader('Seconds until the limit resets.'),
-    'RateLimit-Limit': responseHeader('Requests allowed per window (IETF RateLimit header fields draft).'),
-    'RateLimit-Remaining': responseHeader('Requests left in the window.'),
-    'RateLimit-Reset': responseHeader('Seconds until the window resets.'),
+    'Retry-After': responseHeader('Seconds until the limit resets.', SECONDS),
+    ...rateLimitHeaders(true),
   },
-  503: { 'Retry-After': responseHeader('Seconds to wait before retrying.', { required: false }) },
+  503: { 'Retry-After': responseHeader('Seconds to wait before retrying.', SECONDS, { required: false }) },
+}
+
+function headersOf(status: number, operationHeaders: Headers): Headers | undefined {
+  if (RAW_SOCKET.has(status)) return undefined
+  const counted = UNCOUNTED.has(status) ? CORS_HEADERS : COUNTED_HEADERS
+  return { ...operationHeaders, ...counted, ...HEADERS[status] }
+}
+
+/** One example per code: the body as the service writes it, its message the code's summary. */
+function examplesOf(codes: ErrorCode[]): Record<string, object> {
+  return Object.fromEntries(
+    codes.map((code) => {
+      const { status, summary } = ERROR_CODES[code]
+      return [code, { summary: `${status} ${code}`, value: { code, message: summary, status } }]
+    }),
+  )
 }
 
 /**
  * The error responses of an operation, for its route schema: one entry per status, its description made
- * from the summaries of the codes the operation can answer with, so the document never restates them.
+ * from the summaries of the codes the operation can answer with and one example per code, so the document
+ * never restates them. `operationHeaders` are sent on every answer of the operation that Fastify gives.
  */
-export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
+export function errorResponses(codes: ErrorCode[], operationHeaders: Headers = {}): Record<number, TSchema> {
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of codes) {
     const { status } = ERROR_CODES[code]
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }
   return Object.fromEntries(
-    [...byStatus].map(([status, list]) => [
-      status,
-      Type.Ref('Error', {
+    [...byStatus].map(([status, list]) => {
+      const headers = headersOf(status, operationHeaders)
+      const schema = Type.Ref('Error', {
         description: list.map((code) => `\`${code}\`: ${ERROR_CODES[code].summary}`).join(' '),
-        ...(HEADERS[status] ? { headers: HEADERS[status] } : {}),
-      }),
-    ]),
+        ...(headers ? { headers } : {}),
+      })
+      return [status, Object.assign(schema, { [ERROR_EXAMPLES]: examplesOf(list) })]
+    }),
   )
 }
 

@@ -1,39 +1,88 @@
 import swagger from '@fastify/swagger'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
-import { ERROR_CODES } from '../errors.ts'
+import { ERROR_EXAMPLES } from './error-responses.ts'
 import { guardMethods } from './method-guard.ts'
+import { boundInt64Schemas } from './openapi-exact-integers.ts'
 import { markRequiredHeaders } from './response-headers.ts'
 
-const errorCodeTable = Object.entries(ERROR_CODES)
-  .map(([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`)
-  .join('\n')
-
+// Short, so the reference opens on its operations: the table of error codes is in the Error schema.
 const DESCRIPTION = `A catalogue of animals held by a store: list them, add one, get one by id.
+Every operation needs an API key as \`Authorization: Bearer <key>\`; every error has the body
+\`{code, message, status}\` (the codes: schema **Error**). Integers marked int64 are exact over the whole
+signed 64-bit range: parse them with a JSON library that keeps big integers.`
 
-Every operation needs an API key sent as \`Authorization: Bearer <key>\`. Every error has the body
-\`{code, message, status}\`; \`code\` is one of:
+// The service's code is not licensed to anyone (package.json: UNLICENSED).
+const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' }
+const CONTACT = { name: 'Pet Store API team' }
 
-| Status | Code | Meaning |
-| --- | --- | --- |
-${errorCodeTable}
+type RouteResponses = Record<string, Record<string | symbol, unknown>>
 
-Integers marked int64 are exact over the whole signed 64-bit range: parse them with a JSON library that
-keeps big integers if your language's numbers are doubles.`
+/**
+ * An error response's examples (one per code, see error-responses.ts) become its media type's examples:
+ * written beside the `$ref` to Error, @fastify/swagger would drop them.
+ */
+function withErrorExamples(schema: FastifySchema): FastifySchema {
+  const responses = schema?.response as RouteResponses | undefined
+  if (responses === undefined) return schema
+  const documented = Object.entries(responses).map(([status, entry]) => {
+    const examples = entry[ERROR_EXAMPLES]
+    if (examples === undefined) return [status, entry]
+    const { $ref, description, headers } = entry
+    const content = { 'application/json': { schema: { $ref }, examples } }
+    return [status, { description, ...(headers ? { headers } : {}), content }]
+  })
+  return { ...schema, response: Object.fromEntries(documented) }
+}
+
+interface Document {
+  paths: Record<
+    string,
+    Record<string, { parameters?: Array<{ description?: string; schema?: { $ref?: string } }> }>
+  >
+  components: { schemas: Record<string, { description?: string }> }
+}
+
+/**
+ * A parameter typed by a named schema (listPets' `status`: PetStatus) is described by that schema:
+ * @fastify/swagger drops a description written beside a `$ref`.
+ */
+function describeReferencedParameters(document: Document): void {
+  for (const operations of Object.values(document.paths)) {
+    for (const parameter of Object.values(operations).flatMap((operation) => operation.parameters ?? [])) {
+      const name = parameter.schema?.$ref?.replace('#/components/schemas/', '')
+      const description = name === undefined ? undefined : document.components.schemas[name]?.description
+      if (parameter.description === undefined && description !== undefined)
+        parameter.description = description
+    }
+  }
+}
 
 /** The OpenAPI 3.1 document, generated from the route schemas; served at `/v1/openapi.json` without auth. */
 export const openApi = fp(async function openApi(app: FastifyInstance, { config }: { config: Config }) {
+  // Every server is public (`x-internal: false`) and says which environment it is.
   const servers = [
-    { url: config.PUBLIC_BASE_URL, description: 'This deployment' },
+    {
+      url: config.PUBLIC_BASE_URL,
+      description: 'This deployment, the one serving this document (local, staging or production)',
+    },
     { url: config.PRODUCTION_BASE_URL, description: 'Production' },
     { url: config.STAGING_BASE_URL, description: 'Staging' },
-  ].filter((server, index, all) => all.findIndex((other) => other.url === server.url) === index)
+  ]
+    .filter((server, index, all) => all.findIndex((other) => other.url === server.url) === index)
+    .map((server) => ({ ...server, 'x-internal': false }))
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Pet Store', version: '1.0.0', description: DESCRIPTION },
+      info: {
+        title: 'Pet Store',
+        version: '1.0.0',
+        description: DESCRIPTION,
+        license: LICENSE,
+        contact: CONTACT,
+      },
       servers,
       tags: [{ name: 'pets', description: 'Animals of the catalogue' }],
       components: {
@@ -47,11 +96,13 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { config 
       },
     },
     // Routes are mounted under /v1 and the servers already end in /v1, so paths are given relative to it.
-    transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1/, '') }),
+    transform: ({ schema, url }) => ({ schema: withErrorExamples(schema), url: url.replace(/^\/v1/, '') }),
     transformObject: (documentObject) => {
       const document =
         'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject
       markRequiredHeaders(document as Parameters<typeof markRequiredHeaders>[0])
+      describeReferencedParameters(document as unknown as Document)
+      boundInt64Schemas(document)
       return document
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

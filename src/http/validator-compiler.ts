@@ -16,6 +16,16 @@ const PART: Record<Part, { code: ErrorCode; field: string; whole: string }> = {
   headers: { code: 'bad_request', field: 'header', whole: 'headers' },
 }
 
+// Headers whose refusal has a code of its own (the schema that checks them is in idempotency-key.ts).
+const HEADER_CODES: Record<string, ErrorCode> = { 'idempotency-key': 'invalid_idempotency_key' }
+
+/** The code of a refused part: its part's, or for a header with a code of its own, that one. */
+function codeOf(part: Part, errors: TLocalizedValidationError[]): ErrorCode {
+  const name =
+    part === 'headers' ? errors.find((e) => e.instancePath !== '')?.instancePath.split('/')[1] : undefined
+  return (name !== undefined && HEADER_CODES[name]) || PART[part].code
+}
+
 /**
  * Copies a schema for checking, with every int64 node checked by `isInt64`: JSON Schema's `integer` knows
  * only JS numbers, and int64 values reach the validator as bigint. Property descriptors are copied so
@@ -35,6 +45,7 @@ function describe(
   schema: SchemaNode,
   value: unknown,
   errors: TLocalizedValidationError[],
+  shared: ReadonlyMap<string, SchemaNode>,
 ): string {
   const where = PART[part]
   if (value === null || typeof value !== 'object' || Array.isArray(value))
@@ -52,7 +63,10 @@ function describe(
   const error = errors.find((e) => e.instancePath !== '')
   const name = error?.instancePath.split('/')[1]
   if (error === undefined || name === undefined) return `${where.whole} is not valid`
-  return `${where.field} "${name}" ${brokenRule(error, properties[name])}`
+  const property = properties[name]
+  // A field may be a reference to a shared schema (status → PetStatus): its rule is the referenced one's.
+  const rule = property?.$ref === undefined ? property : (shared.get(property.$ref) ?? property)
+  return `${where.field} "${name}" ${brokenRule(error, rule)}`
 }
 
 /**
@@ -91,9 +105,10 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
     const node = schema as SchemaNode
     const resolved = node.$ref === undefined ? node : (byId.get(node.$ref) ?? node)
     const validator = Compile(context, forChecking(schema) as TSchema)
-    const fail = (value: unknown) => ({
-      error: new ApiError(PART[part].code, describe(part, resolved, value, validator.Errors(value))),
-    })
+    const fail = (value: unknown) => {
+      const errors = validator.Errors(value)
+      return { error: new ApiError(codeOf(part, errors), describe(part, resolved, value, errors, byId)) }
+    }
 
     if (part === 'querystring' || part === 'params') {
       return (input: unknown) => {

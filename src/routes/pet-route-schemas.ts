@@ -1,18 +1,23 @@
 import Type from 'typebox'
-import { COMMON_ERRORS, errorResponses } from '../http/error-responses.ts'
-import { responseHeader } from '../http/response-headers.ts'
+import { COMMON_ERRORS, COUNTED_HEADERS, errorResponses } from '../http/error-responses.ts'
+import { IdempotencyKeySchema } from '../http/idempotency-key.ts'
+import { linkHeader, responseHeader, URL_REFERENCE } from '../http/response-headers.ts'
 import { ListPetsQuerySchema, NoQuerySchema, PetIdParamsSchema } from '../schemas/pet.ts'
 
 // Documentation and validation of the three operations; the handlers are in pets.ts.
 
 const security = [{ bearerAuth: [] }]
-const etag = responseHeader('Strong validator of this exact response; send it back in If-None-Match.')
-const cacheControl = responseHeader(
-  '`private, no-cache`: clients may keep the response but must revalidate it.',
-)
-const notModified = {
-  304: Type.Null({ description: 'Not modified: the If-None-Match tag still holds.' }),
-}
+const etag = responseHeader('Strong validator of this exact response; send it back in If-None-Match.', {
+  maxLength: 64,
+  pattern: '^"[!#-~]+"$',
+})
+const cacheControl = responseHeader('Clients may keep the response but must revalidate it.', {
+  enum: ['private, no-cache'],
+})
+const cachedRead = { ETag: etag, 'Cache-Control': cacheControl, ...COUNTED_HEADERS }
+const notModified = (headers: Record<string, object>) => ({
+  304: Type.Null({ description: 'Not modified: the If-None-Match tag still holds.', headers }),
+})
 
 export const listPetsSchema = {
   operationId: 'listPets',
@@ -28,15 +33,14 @@ export const listPetsSchema = {
     200: Type.Ref('Pets', {
       description: 'A page of animals.',
       headers: {
-        Link: responseHeader('`<…>; rel="next"`: the next page, present only when more pets follow.', {
+        Link: responseHeader('The next page, present only when more pets follow.', linkHeader('next'), {
           required: false,
         }),
-        ETag: etag,
-        'Cache-Control': cacheControl,
+        ...cachedRead,
       },
     }),
-    ...notModified,
-    ...errorResponses(...COMMON_ERRORS, 'invalid_query'),
+    ...notModified(cachedRead),
+    ...errorResponses([...COMMON_ERRORS, 'invalid_query']),
   },
 }
 
@@ -49,17 +53,7 @@ export const createPetSchema = {
   tags: ['pets'],
   security,
   querystring: NoQuerySchema,
-  headers: Type.Object({
-    'idempotency-key': Type.Optional(
-      Type.String({
-        description:
-          'Makes the create safe to retry: 1 to 255 printable ASCII characters (bare, or a quoted string as in ' +
-          'the IETF draft), unique per API key. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). The same key with the ' +
-          'same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; ' +
-          'while the first request is still running it is 409.',
-      }),
-    ),
-  }),
+  headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeySchema) }),
   body: Type.Ref('NewPet'),
   response: {
     201: Type.Ref('Pet', {
@@ -68,16 +62,17 @@ export const createPetSchema = {
       headers: {
         Location: responseHeader(
           'The URL of the created animal (relative when no public base URL is known).',
-          {
-            format: 'uri-reference',
-          },
+          URL_REFERENCE,
         ),
-        'Idempotent-Replayed': responseHeader('`true` when this is the replay of an earlier create.', {
-          required: false,
-        }),
+        'Idempotent-Replayed': responseHeader(
+          'Present, `true`, when this is the replay of an earlier create.',
+          { enum: ['true'] },
+          { required: false },
+        ),
+        ...COUNTED_HEADERS,
       },
     }),
-    ...errorResponses(
+    ...errorResponses([
       ...COMMON_ERRORS,
       'malformed_json',
       'invalid_body',
@@ -87,19 +82,39 @@ export const createPetSchema = {
       'unsupported_media_type',
       'idempotency_key_reused',
       'invalid_query',
-    ),
+    ]),
   },
 }
 
-const deprecationHeaders = {
-  Deprecation: responseHeader('`@<epoch seconds>` (RFC 9745): when this operation was deprecated.'),
-  Sunset: responseHeader('`Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed.'),
-  Link: responseHeader('`<…/pets>; rel="successor-version"`: the operation to use instead.'),
+/** Sent on every answer of getPet (errors included) but those refused before it runs (overload, HTTP layer). */
+function deprecationHeaders(required: boolean) {
+  return {
+    Deprecation: responseHeader(
+      '`@<epoch seconds>` (RFC 9745): when this operation was deprecated.',
+      { maxLength: 17, pattern: '^@[0-9]{1,15}$' },
+      { required },
+    ),
+    Sunset: responseHeader(
+      '`Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed.',
+      {
+        maxLength: 29,
+        pattern: '^[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$',
+      },
+      { required },
+    ),
+    Link: responseHeader(
+      '`<…/pets>; rel="successor-version"`: the operation to use instead.',
+      linkHeader('successor-version'),
+      { required },
+    ),
+  }
 }
+
+const getPetHeaders = { ...deprecationHeaders(true), ...cachedRead }
 
 export const getPetSchema = {
   operationId: 'getPet',
-  summary: 'Get an animal (deprecated)',
+  summary: 'Get an animal (deprecated: removed on 5 December 2030)',
   description:
     'Deprecated: scheduled for removal on 5 December 2030. Use `GET /pets` with a `status` filter instead. Every ' +
     'response carries `Deprecation`, `Sunset` and a `Link` to the successor; calls are counted per API key.',
@@ -109,11 +124,11 @@ export const getPetSchema = {
   querystring: NoQuerySchema,
   params: PetIdParamsSchema,
   response: {
-    200: Type.Ref('Pet', {
-      description: 'The animal.',
-      headers: { ...deprecationHeaders, ETag: etag, 'Cache-Control': cacheControl },
-    }),
-    ...notModified,
-    ...errorResponses(...COMMON_ERRORS, 'invalid_query', 'invalid_path_parameter', 'pet_not_found', 'gone'),
+    200: Type.Ref('Pet', { description: 'The animal.', headers: getPetHeaders }),
+    ...notModified(getPetHeaders),
+    ...errorResponses(
+      [...COMMON_ERRORS, 'invalid_query', 'invalid_path_parameter', 'pet_not_found', 'gone'],
+      deprecationHeaders(false),
+    ),
   },
 }

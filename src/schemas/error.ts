@@ -1,19 +1,36 @@
 import Type, { type Static } from 'typebox'
-import { ERROR_CODES } from '../errors.ts'
+import { ERROR_CODES, MESSAGE_MAX_LENGTH } from '../errors.ts'
+
+const errorCodeTable = Object.entries(ERROR_CODES)
+  .map(([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`)
+  .join('\n')
+
+// The table of codes lives here, with the schema it explains, rather than in the document's introduction:
+// the reference then opens on the operations, and the table is one click away (Schemas → Error).
+const DESCRIPTION = `The body of every error response. \`code\` is one of these stable identifiers (new ones may be
+added; existing ones never change meaning):
+
+| Status | Code | Meaning |
+| --- | --- | --- |
+${errorCodeTable}`
 
 export const ErrorSchema = Type.Object(
   {
     code: Type.Enum(Object.keys(ERROR_CODES), {
       type: 'string',
-      description: 'Machine-readable, stable error code (see the table in the API description).',
+      description: 'Machine-readable, stable error code (see the table in the Error schema).',
     }),
-    message: Type.String({ description: 'Human-readable description naming the offending field and rule.' }),
+    message: Type.String({
+      maxLength: MESSAGE_MAX_LENGTH,
+      description: 'Human-readable description naming the offending field and rule.',
+    }),
     status: Type.Integer({
       minimum: 400,
       maximum: 599,
+      format: 'int32',
       description: 'The HTTP status code of the response.',
     }),
   },
-  { $id: 'Error', additionalProperties: false, description: 'The body of every error response.' },
+  { $id: 'Error', additionalProperties: false, description: DESCRIPTION },
 )
 export type ErrorBody = Static<typeof ErrorSchema>

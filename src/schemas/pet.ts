@@ -11,6 +11,12 @@ export const PetStatusSchema = Type.Enum(['available', 'pending', 'sold'], {
 })
 export type PetStatus = Static<typeof PetStatusSchema>
 
+/**
+ * Where a pet's status appears (Pet, NewPet, the list's filter): a reference to the one named schema, so the
+ * document has one PetStatus and generators make one enum of it.
+ */
+const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
+
 // Control characters and unpaired surrogates cannot be stored or shown faithfully (SQLite and UTF-8 would
 // replace them), so they are refused rather than silently changed.
 const CONTROL = /\p{Cc}/u
@@ -31,23 +37,35 @@ const PetName = Type.Refine(
 const petFields = {
   name: PetName,
   categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
-  status: Type.Optional(PetStatusSchema),
+  status: Type.Optional(PetStatusRef),
 }
 
 export const NewPetSchema = Type.Object(petFields, {
   $id: 'NewPet',
   additionalProperties: false,
   description: 'An animal to add. Unknown properties (including `id`) are rejected.',
+  // What "Try it out" starts from, and generators show: a pet as a client would send it.
+  examples: [{ name: 'Rex', categoryId: 1, status: 'available' }],
 })
 export type NewPet = Static<typeof NewPetSchema>
 
 export const PetSchema = Type.Object(
   { id: Int64({ description: 'Unique identifier assigned by the service on creation.' }), ...petFields },
-  { $id: 'Pet', additionalProperties: false, description: 'An animal of the catalogue.' },
+  {
+    $id: 'Pet',
+    additionalProperties: false,
+    description: 'An animal of the catalogue.',
+    examples: [{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }],
+  },
 )
 export type Pet = Static<typeof PetSchema>
 
-export const PetsSchema = Type.Array(Type.Ref('Pet'), { $id: 'Pets', description: 'Animals, ordered by id.' })
+export const PetsSchema = Type.Array(Type.Ref('Pet'), {
+  $id: 'Pets',
+  // A page holds at most the largest `limit`.
+  maxItems: LIST_LIMIT.maximum,
+  description: 'Animals, ordered by id.',
+})
 
 export const PetIdParamsSchema = Type.Object(
   { petId: Int64({ description: 'The identifier of the animal to retrieve.' }) },
@@ -57,8 +75,10 @@ export type PetIdParams = Static<typeof PetIdParamsSchema>
 
 export const ListPetsQuerySchema = Type.Object(
   {
-    limit: Type.Optional(Type.Integer({ ...LIST_LIMIT, description: 'Maximum number of animals returned.' })),
-    status: Type.Optional(PetStatusSchema),
+    limit: Type.Optional(
+      Type.Integer({ ...LIST_LIMIT, format: 'int32', description: 'Maximum number of animals returned.' }),
+    ),
+    status: Type.Optional(PetStatusRef),
     cursor: Type.Optional(
       Type.String({
         minLength: 1,

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { type Browser, chromium, type Page } from 'playwright-core'
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
 import type { Cleanup } from './cleanup.ts'
 
 /** Debian's `chromium` package (what `.ci/run` installs); playwright-core downloads no browser of its own. */
@@ -65,4 +65,48 @@ export async function watchPage(page: Page, origin: string): Promise<PageProblem
     if (response.status() >= 400) watched.problems.push(`${response.status()}: ${response.url()}`)
   })
   return watched
+}
+
+/**
+ * How readable an element's text is: its WCAG 2 contrast ratio against the backgrounds painted behind it
+ * (from the root down, over white), and the opacity it is drawn with (below 1, it fades into the page).
+ */
+export function textContrast(locator: Locator): Promise<{ ratio: number; opacity: number }> {
+  // Runs in the page; the project's TypeScript has no DOM types, so the little it uses is declared here.
+  type Node = { parentElement: Node | null }
+  type Style = { color: string; backgroundColor: string; opacity: string }
+  return locator.evaluate((element: Node) => {
+    const styleOf = (node: Node) =>
+      (globalThis as unknown as { getComputedStyle(node: Node): Style }).getComputedStyle(node)
+    type Color = { r: number; g: number; b: number; a: number }
+    const parse = (css: string): Color => {
+      const [r = 0, g = 0, b = 0, a = 1] = (css.match(/[\d.]+/g) ?? []).map(Number)
+      return { r, g, b, a }
+    }
+    const over = (top: Color, bottom: Color): Color => ({
+      r: top.r * top.a + bottom.r * (1 - top.a),
+      g: top.g * top.a + bottom.g * (1 - top.a),
+      b: top.b * top.a + bottom.b * (1 - top.a),
+      a: 1,
+    })
+    const luminance = ({ r, g, b }: Color) => {
+      const [lr = 0, lg = 0, lb = 0] = [r, g, b].map((v) => {
+        const c = v / 255
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4
+      })
+      return 0.2126 * lr + 0.7152 * lg + 0.0722 * lb
+    }
+    const chain: Node[] = []
+    for (let node: Node | null = element; node; node = node.parentElement) chain.unshift(node)
+    let background: Color = { r: 255, g: 255, b: 255, a: 1 }
+    let opacity = 1
+    for (const node of chain) {
+      const style = styleOf(node)
+      background = over(parse(style.backgroundColor), background)
+      opacity *= Number(style.opacity)
+    }
+    const text = over(parse(styleOf(element).color), background)
+    const [light = 0, dark = 0] = [luminance(text), luminance(background)].sort((x, y) => y - x)
+    return { ratio: (light + 0.05) / (dark + 0.05), opacity }
+  })
 }

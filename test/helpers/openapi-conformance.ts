@@ -8,8 +8,19 @@ interface OpenApiDocument {
 
 interface ResponseObject {
   content?: Record<string, { schema: { $ref?: string } }>
-  headers?: Record<string, { required?: boolean }>
+  headers?: Record<string, { required?: boolean; schema?: object }>
 }
+
+// Headers a response may carry only where the document says so: the rate-limit fields, Retry-After and the
+// deprecation announcement are what clients act on, so an answer that sends one undocumented is a gap.
+const DOCUMENTED_WHEN_SENT = [
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'retry-after',
+  'deprecation',
+  'sunset',
+]
 
 export interface ObservedResponse {
   method: string
@@ -26,7 +37,11 @@ export interface ObservedResponse {
  */
 export class OpenApiConformance {
   readonly #document: OpenApiDocument
-  readonly #ajv = new Ajv2020({ strict: false, allErrors: true, formats: { int64: true } })
+  readonly #ajv = new Ajv2020({
+    strict: false,
+    allErrors: true,
+    formats: { int64: true, int32: true, 'uri-reference': true },
+  })
   readonly #templates: Array<{ template: string; pattern: RegExp }>
 
   constructor(document: unknown) {
@@ -90,10 +105,19 @@ export class OpenApiConformance {
     return declared
   }
 
+  /** Required headers are there, every documented header sent has the documented form, and none is missing. */
   #checkHeaders(declared: ResponseObject, headers: Headers, what: string): void {
-    for (const [name, header] of Object.entries(declared.headers ?? {})) {
-      if (!header.required) continue
-      assert.ok(headers.get(name), `${what}: the document requires a ${name} header, the response has none`)
+    const documented = Object.entries(declared.headers ?? {})
+    for (const [name, header] of documented) {
+      const value = headers.get(name)
+      if (value === null) {
+        assert.ok(!header.required, `${what}: the document requires a ${name} header, the response has none`)
+      } else if (header.schema) this.#validate(header.schema, value, `${what}: header ${name} (${value})`)
+    }
+    const names = new Set(documented.map(([name]) => name.toLowerCase()))
+    for (const name of DOCUMENTED_WHEN_SENT) {
+      if (headers.has(name))
+        assert.ok(names.has(name), `${what}: sends ${name}, which the document does not list`)
     }
   }
 

@@ -33,7 +33,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get an animal (deprecated)
+         * Get an animal (deprecated: removed on 5 December 2030)
          * @deprecated
          * @description Deprecated: scheduled for removal on 5 December 2030. Use `GET /pets` with a `status` filter instead. Every response carries `Deprecation`, `Sunset` and a `Link` to the successor; calls are counted per API key.
          */
@@ -55,7 +55,14 @@ export interface components {
          * @enum {string}
          */
         PetStatus: "available" | "pending" | "sold";
-        /** @description An animal to add. Unknown properties (including `id`) are rejected. */
+        /**
+         * @description An animal to add. Unknown properties (including `id`) are rejected.
+         * @example {
+         *       "name": "Rex",
+         *       "categoryId": 1,
+         *       "status": "available"
+         *     }
+         */
         NewPet: {
             /** @description The animal's name: 1 to 100 Unicode characters, at least one of them visible (not only spaces or invisible characters), no control characters (C0, DEL, C1). Stored exactly as sent (never trimmed). */
             name: string;
@@ -64,13 +71,17 @@ export interface components {
              * @description Identifier of the category the animal belongs to.
              */
             categoryId: bigint;
-            /**
-             * @description Availability of the animal in the store.
-             * @enum {string}
-             */
-            status?: "available" | "pending" | "sold";
+            status?: components["schemas"]["PetStatus"];
         };
-        /** @description An animal of the catalogue. */
+        /**
+         * @description An animal of the catalogue.
+         * @example {
+         *       "id": 1,
+         *       "name": "Rex",
+         *       "categoryId": 1,
+         *       "status": "available"
+         *     }
+         */
         Pet: {
             /**
              * Format: int64
@@ -84,24 +95,50 @@ export interface components {
              * @description Identifier of the category the animal belongs to.
              */
             categoryId: bigint;
-            /**
-             * @description Availability of the animal in the store.
-             * @enum {string}
-             */
-            status?: "available" | "pending" | "sold";
+            status?: components["schemas"]["PetStatus"];
         };
         /** @description Animals, ordered by id. */
         Pets: components["schemas"]["Pet"][];
-        /** @description The body of every error response. */
+        /**
+         * @description The body of every error response. `code` is one of these stable identifiers (new ones may be
+         *     added; existing ones never change meaning):
+         *
+         *     | Status | Code | Meaning |
+         *     | --- | --- | --- |
+         *     | 400 | `bad_request` | The request could not be read (malformed URL, bad header, bad framing). |
+         *     | 400 | `malformed_json` | The request body is not valid JSON (or not UTF-8). |
+         *     | 400 | `invalid_body` | The JSON body breaks the NewPet schema; the message names the field. |
+         *     | 400 | `invalid_query` | A query parameter is unknown, repeated or out of range. |
+         *     | 400 | `invalid_path_parameter` | A path parameter is not valid (petId must be an int64). |
+         *     | 400 | `invalid_idempotency_key` | The Idempotency-Key header is malformed or repeated. |
+         *     | 401 | `unauthorized` | The bearer API key is missing, malformed, unknown or revoked. |
+         *     | 404 | `route_not_found` | No operation exists at this path. |
+         *     | 404 | `pet_not_found` | No pet has the requested id. |
+         *     | 405 | `method_not_allowed` | The path exists but not with this method; see Allow. |
+         *     | 408 | `request_timeout` | The request was not received in time. |
+         *     | 409 | `idempotency_key_in_flight` | A request with the same Idempotency-Key is still being processed; retry later. |
+         *     | 410 | `gone` | The operation was removed after its sunset date. |
+         *     | 413 | `body_too_large` | The request body is over the size limit. |
+         *     | 415 | `unsupported_media_type` | The body is not UTF-8 application/json, or is content-encoded. |
+         *     | 417 | `expectation_failed` | The Expect header asks for something other than 100-continue. |
+         *     | 422 | `idempotency_key_reused` | The Idempotency-Key was already used with a different request body. |
+         *     | 429 | `rate_limited` | Too many requests for this API key; see Retry-After. |
+         *     | 431 | `headers_too_large` | The request line or headers are too large. |
+         *     | 500 | `internal_error` | An unexpected failure; the detail is in the server log. |
+         *     | 503 | `service_unavailable` | The service cannot answer now (store down, overload, shutdown). |
+         */
         Error: {
             /**
-             * @description Machine-readable, stable error code (see the table in the API description).
+             * @description Machine-readable, stable error code (see the table in the Error schema).
              * @enum {string}
              */
             code: "bad_request" | "malformed_json" | "invalid_body" | "invalid_query" | "invalid_path_parameter" | "invalid_idempotency_key" | "unauthorized" | "route_not_found" | "pet_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_flight" | "gone" | "body_too_large" | "unsupported_media_type" | "expectation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description naming the offending field and rule. */
             message: string;
-            /** @description The HTTP status code of the response. */
+            /**
+             * Format: int32
+             * @description The HTTP status code of the response.
+             */
             status: number;
         };
     };
@@ -119,7 +156,7 @@ export interface operations {
                 /** @description Maximum number of animals returned. */
                 limit?: number;
                 /** @description Availability of the animal in the store. */
-                status?: "available" | "pending" | "sold";
+                status?: components["schemas"]["PetStatus"];
                 /** @description Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; it must be sent with the same `status` as the page it came from. */
                 cursor?: string;
             };
@@ -132,12 +169,20 @@ export interface operations {
             /** @description A page of animals. */
             200: {
                 headers: {
-                    /** @description `<…>; rel="next"`: the next page, present only when more pets follow. */
+                    /** @description The next page, present only when more pets follow. */
                     Link?: string;
                     /** @description Strong validator of this exact response; send it back in If-None-Match. */
                     ETag: string;
-                    /** @description `private, no-cache`: clients may keep the response but must revalidate it. */
-                    "Cache-Control": string;
+                    /** @description Clients may keep the response but must revalidate it. */
+                    "Cache-Control": "private, no-cache";
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -147,6 +192,18 @@ export interface operations {
             /** @description Not modified: the If-None-Match tag still holds. */
             304: {
                 headers: {
+                    /** @description Strong validator of this exact response; send it back in If-None-Match. */
+                    ETag: string;
+                    /** @description Clients may keep the response but must revalidate it. */
+                    "Cache-Control": "private, no-cache";
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -154,6 +211,14 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -163,6 +228,8 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description The bearer challenge (RFC 6750). */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -192,14 +259,16 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit": string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining": string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset": string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds until the limit resets. */
                     "Retry-After": string;
-                    /** @description Requests allowed per window (IETF RateLimit header fields draft). */
-                    "RateLimit-Limit": string;
-                    /** @description Requests left in the window. */
-                    "RateLimit-Remaining": string;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -218,6 +287,14 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -227,6 +304,14 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: string;
                     [name: string]: unknown;
@@ -241,7 +326,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the create safe to retry: 1 to 255 printable ASCII characters (bare, or a quoted string as in the IETF draft), unique per API key. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; while the first request is still running it is 409. */
+                /** @description Makes the create safe to retry: 1 to 255 printable ASCII characters, bare or as a quoted string (as in the IETF draft, `"` and `\` escaped), unique per API key, sent once. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; while the first request is still running it is 409. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -258,8 +343,16 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created animal (relative when no public base URL is known). */
                     Location: string;
-                    /** @description `true` when this is the replay of an earlier create. */
-                    "Idempotent-Replayed"?: string;
+                    /** @description Present, `true`, when this is the replay of an earlier create. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -269,6 +362,14 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -278,6 +379,8 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description The bearer challenge (RFC 6750). */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -298,6 +401,14 @@ export interface operations {
             /** @description `idempotency_key_in_flight`: A request with the same Idempotency-Key is still being processed; retry later. */
             409: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying: the first request with this Idempotency-Key is still running. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -309,6 +420,14 @@ export interface operations {
             /** @description `body_too_large`: The request body is over the size limit. */
             413: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -318,6 +437,14 @@ export interface operations {
             /** @description `unsupported_media_type`: The body is not UTF-8 application/json, or is content-encoded. */
             415: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -336,6 +463,14 @@ export interface operations {
             /** @description `idempotency_key_reused`: The Idempotency-Key was already used with a different request body. */
             422: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -345,14 +480,16 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit": string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining": string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset": string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds until the limit resets. */
                     "Retry-After": string;
-                    /** @description Requests allowed per window (IETF RateLimit header fields draft). */
-                    "RateLimit-Limit": string;
-                    /** @description Requests left in the window. */
-                    "RateLimit-Remaining": string;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -371,6 +508,14 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -380,6 +525,14 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: string;
                     [name: string]: unknown;
@@ -413,8 +566,16 @@ export interface operations {
                     Link: string;
                     /** @description Strong validator of this exact response; send it back in If-None-Match. */
                     ETag: string;
-                    /** @description `private, no-cache`: clients may keep the response but must revalidate it. */
-                    "Cache-Control": string;
+                    /** @description Clients may keep the response but must revalidate it. */
+                    "Cache-Control": "private, no-cache";
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -424,6 +585,24 @@ export interface operations {
             /** @description Not modified: the If-None-Match tag still holds. */
             304: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link: string;
+                    /** @description Strong validator of this exact response; send it back in If-None-Match. */
+                    ETag: string;
+                    /** @description Clients may keep the response but must revalidate it. */
+                    "Cache-Control": "private, no-cache";
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -431,6 +610,20 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `invalid_query`: A query parameter is unknown, repeated or out of range. `invalid_path_parameter`: A path parameter is not valid (petId must be an int64). */
             400: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -440,6 +633,14 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description The bearer challenge (RFC 6750). */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -451,6 +652,20 @@ export interface operations {
             /** @description `pet_not_found`: No pet has the requested id. */
             404: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -469,6 +684,14 @@ export interface operations {
             /** @description `gone`: The operation was removed after its sunset date. */
             410: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -487,14 +710,22 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit": string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining": string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset": string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds until the limit resets. */
                     "Retry-After": string;
-                    /** @description Requests allowed per window (IETF RateLimit header fields draft). */
-                    "RateLimit-Limit": string;
-                    /** @description Requests left in the window. */
-                    "RateLimit-Remaining": string;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -513,6 +744,20 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -522,6 +767,20 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: string;
                     [name: string]: unknown;
