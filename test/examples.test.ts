@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url))
@@ -28,9 +29,11 @@ function runExample(command: string, args: string[], server: TestServer, key = s
 
 /** `describe` options for the curl example: skipped without curl, except under CI, where that fails. */
 function curlSuiteOptions(): { skip?: string } {
-  if (spawnSync('curl', ['--version']).status === 0) return {}
-  if (process.env.CI === 'true') throw new Error('CI must run the curl example: no curl on this machine')
-  return { skip: 'no curl on this machine' }
+  const installed = spawnSync('curl', ['--version']).status === 0
+  return suiteNeeding(
+    'the curl example',
+    installed ? undefined : { missing: 'no curl on this machine', remedy: 'apt-get install curl' },
+  )
 }
 
 describe('examples/list-and-create.ts', () => {
