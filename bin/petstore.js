@@ -5,9 +5,27 @@
 // holds about 17 MiB for the life of the process (docs/decisions.md, "Memory"). The cache sits next to the
 // dependencies, not in the shared temporary directory, where another user could plant entries;
 // NODE_COMPILE_CACHE moves it and NODE_DISABLE_COMPILE_CACHE=1 turns it off (both read by Node itself).
-import { enableCompileCache } from 'node:module'
+// It first checks the Node.js version, importing nothing an older one lacks (a named import of
+// enableCompileCache fails there before any line runs, with a SyntaxError and a stack).
+import { existsSync, readFileSync } from 'node:fs'
+import nodeModule from 'node:module'
 import { fileURLToPath } from 'node:url'
 
-enableCompileCache(fileURLToPath(new URL('../node_modules/.cache/petstore', import.meta.url)))
+const root = new URL('../', import.meta.url)
+const { engines } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'))
+const [needMajor = 0, needMinor = 0] = (engines.node.match(/\d+/g) ?? []).map(Number)
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
+if (major < needMajor || (major === needMajor && minor < needMinor)) {
+  // `npm install` puts the project's own Node.js in node_modules/.bin, first on the PATH of npm's scripts.
+  const how = existsSync(new URL('node_modules/.bin/node', root))
+    ? 'npm start and npm run petstore -- <command> use the one npm install put in node_modules/.bin'
+    : "run npm install (it installs the project's own Node.js), then npm start or npm run petstore -- <command>"
+  process.stderr.write(
+    `petstore: needs Node.js ${needMajor}.${needMinor} or newer, and ${process.execPath} is ${process.version}; ${how}\n`,
+  )
+  process.exit(1)
+}
+
+nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })

@@ -11,13 +11,14 @@ interface SettingSchema {
   minimum?: number
   maximum?: number
   enum?: string[]
+  allowedForm?: string
   description?: string
 }
 
 function allowed(schema: SettingSchema): string {
   if (schema.enum) return schema.enum.join(', ')
   if (schema.type === 'integer') return `${schema.minimum} to ${schema.maximum}`
-  return 'text'
+  return schema.allowedForm ?? 'text'
 }
 
 export function configTable(): string {

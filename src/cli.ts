@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs'
 import { type Command, type CommandIo, UsageError } from './commands/command.ts'
 import { keysCommand } from './commands/keys-command.ts'
 import { migrateCommand } from './commands/migrate-command.ts'
@@ -15,12 +16,22 @@ const HELP = `Usage: petstore [command] [options]
 Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(9)} ${command.summary}`).join('\n')}
 
-Run "petstore <command> --help" for a command's options. Without a command, "serve" runs.`
+Run "petstore <command> --help" for a command's options. Without a command, "serve" runs.
+"petstore --version" prints the version.`
+
+/** The version of this release, as package.json gives it. */
+function version(): string {
+  return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version
+}
 
 export async function runCli(argv: string[], io: CommandIo): Promise<number> {
   const [first, ...rest] = argv
   if (first === '--help' || first === '-h' || first === 'help') {
     io.stdout.write(`${HELP}\n`)
+    return 0
+  }
+  if (first === '--version' || first === '-v') {
+    io.stdout.write(`petstore ${version()}\n`)
     return 0
   }
   const implicitServe = first === undefined || first.startsWith('-')

@@ -6,7 +6,15 @@ import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 
-const BASE_URL = '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$'
+// Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
+const BASE_URL = {
+  pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$',
+  allowedForm: 'an http:// or https:// URL ending in /v1, without query or fragment',
+}
+const API_KEYS_FORM =
+  'name:key pairs separated by commas, each name 1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit, each key psk_ followed by 43 base64url characters'
+/** The embedded store a first start creates, in `data/` (the one directory a start creates). */
+export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 const DURATION = (fallback: number, description: string) =>
   Type.Integer({ minimum: 0, maximum: 3_600_000, default: fallback, description })
 
@@ -29,8 +37,10 @@ export const ConfigSchema = Type.Object({
   }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port of the API.' }),
   DATABASE_URL: Type.String({
-    default: 'sqlite:data/petstore.db',
+    default: DEFAULT_DATABASE_URL,
     pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+    allowedForm:
+      'sqlite: followed by a file path (sqlite::memory: for a throwaway store), or a postgres:// or postgresql:// URL',
     description:
       'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
   }),
@@ -57,18 +67,18 @@ export const ConfigSchema = Type.Object({
   }),
   PUBLIC_BASE_URL: Type.Optional(
     Type.String({
-      pattern: BASE_URL,
+      ...BASE_URL,
       description:
         'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
     }),
   ),
   PRODUCTION_BASE_URL: Type.String({
-    pattern: BASE_URL,
+    ...BASE_URL,
     default: 'https://api.petstore.example/v1',
     description: 'Production base URL, listed in the OpenAPI `servers`.',
   }),
   STAGING_BASE_URL: Type.String({
-    pattern: BASE_URL,
+    ...BASE_URL,
     default: 'https://staging.api.petstore.example/v1',
     description: 'Staging base URL, listed in the OpenAPI `servers`.',
   }),
@@ -85,12 +95,12 @@ export const ConfigSchema = Type.Object({
   API_KEYS: Type.Refine(
     Type.String({
       default: '',
+      allowedForm: API_KEYS_FORM,
       description:
         'Keys given to this deployment, `name:key` pairs separated by commas. Stored hashed at start (never revived once revoked).',
     }),
     isApiKeyList,
-    () =>
-      'must be name:key pairs separated by commas (names [A-Za-z0-9._-], keys psk_ followed by 43 characters)',
+    () => `must be ${API_KEYS_FORM}`,
   ),
   API_KEY_CACHE_TTL_MS: DURATION(
     5000,
@@ -128,6 +138,7 @@ export const ConfigSchema = Type.Object({
   REDIS_URL: Type.Optional(
     Type.String({
       pattern: '^rediss?://.+$',
+      allowedForm: 'a redis:// or rediss:// URL',
       description: 'Redis for rate limits shared by all instances; without it each instance counts alone.',
     }),
   ),
@@ -177,6 +188,7 @@ export const ConfigSchema = Type.Object({
   WORKERS: Type.String({
     default: '1',
     pattern: '^(auto|[1-9][0-9]{0,2})$',
+    allowedForm: 'auto, or a whole number from 1 to 999',
     description: 'Processes serving the API: a number, or `auto` for one per available CPU.',
   }),
   REQUEST_TIMEOUT_MS: DURATION(10_000, 'Time allowed to receive a whole request (408 after it).'),

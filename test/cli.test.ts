@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -34,6 +34,25 @@ describe('petstore CLI', () => {
     }
   })
 
+  test('when asked for its version, then it prints "petstore" and the package version, exit 0', (t) => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+    for (const flag of ['--version', '-v']) {
+      const result = runCli([flag], {}, temporaryDirectory(t))
+      assert.equal(result.status, 0, flag)
+      assert.equal(result.stdout, `petstore ${version}\n`, flag)
+    }
+  })
+
+  test('when a key action lacks its name, then the reason quotes the usage that action expects', (t) => {
+    const cwd = temporaryDirectory(t)
+    const revoke = runCli(['keys', 'revoke'], {}, cwd)
+    assert.equal(revoke.status, 2)
+    assert.match(revoke.stderr, /^petstore keys: .*petstore keys revoke <name>/)
+    const create = runCli(['keys', 'create'], {}, cwd)
+    assert.equal(create.status, 2)
+    assert.match(create.stderr, /^petstore keys: .*petstore keys create --name <name>/)
+  })
+
   const wrongUsage = [
     ['frobnicate'],
     ['keys'],
@@ -62,6 +81,20 @@ describe('petstore CLI', () => {
       'petstore: invalid configuration: SQLITE_BUSY_TIMEOUT_MS must be an integer from 0 to 3600000 (got "-5")\n',
     )
   })
+
+  for (const args of [['serve'], ['migrate'], ['keys', 'create', '--name', 'ops']]) {
+    test(`when DATABASE_URL names a file in a directory that does not exist, then "${args.join(' ')}" refuses with one line and creates nothing`, (t) => {
+      const cwd = temporaryDirectory(t)
+      const result = runCli(args, { DATABASE_URL: 'sqlite:dta/pets/petstore.db' }, cwd)
+      assert.equal(result.status, 1)
+      assert.equal(
+        result.stderr,
+        `petstore: invalid configuration: DATABASE_URL names a file in ${join(cwd, 'dta', 'pets')}, a directory that does not exist (create it first, or correct the path)\n`,
+      )
+      assert.equal(result.stdout, '')
+      assert.deepEqual(readdirSync(cwd), [], 'no directory, database or initial key was created')
+    })
+  }
 
   test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
     const result = runCli(

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { ConfigError, configuredApiKeys, loadConfig, readEnvironment } from '../src/config.ts'
+import { ConfigError, ConfigSchema, configuredApiKeys, loadConfig, readEnvironment } from '../src/config.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('configuration', () => {
@@ -23,11 +23,22 @@ describe('configuration', () => {
     [{ PORT: '80.5' }, /^PORT must be an integer/],
     [{ PORT: ' 80' }, /^PORT must be an integer/],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of: fatal, error, warn, info, debug, trace, silent/],
-    [{ PUBLIC_BASE_URL: 'https://api.example.com' }, /^PUBLIC_BASE_URL must match .*\/v1\$/],
-    [{ STAGING_BASE_URL: 'ftp://x/v1' }, /^STAGING_BASE_URL must match/],
+    [
+      { PUBLIC_BASE_URL: 'https://api.example.com' },
+      /^PUBLIC_BASE_URL must be an http:\/\/ or https:\/\/ URL ending in \/v1, without query or fragment \(got "https:\/\/api.example.com"\)$/,
+    ],
+    [
+      { STAGING_BASE_URL: 'ftp://x/v1' },
+      /^STAGING_BASE_URL must be an http:\/\/ or https:\/\/ URL ending in \/v1/,
+    ],
     [{ BODY_LIMIT_BYTES: '10' }, /^BODY_LIMIT_BYTES must be an integer from 256 to 1048576/],
-    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must match/],
-    [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs/],
+    [
+      { DATABASE_URL: 'mysql://x' },
+      /^DATABASE_URL must be sqlite: followed by a file path \(sqlite::memory: for a throwaway store\), or a postgres:\/\/ or postgresql:\/\/ URL$/,
+    ],
+    [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL$/],
+    [{ WORKERS: 'all' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "all"\)$/],
+    [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs separated by commas/],
   ]
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)}, then loading fails naming the variable and the rule`, () => {
@@ -37,6 +48,24 @@ describe('configuration', () => {
       )
     })
   }
+
+  test('when any setting breaks its rule, then the message states the allowed form in words, never as a regular expression', () => {
+    const settings = Object.entries(ConfigSchema.properties as Record<string, { type?: string }>)
+    const checked = settings.filter(([, schema]) => schema.type === 'string')
+    assert.ok(checked.length > 10)
+    for (const [name] of checked) {
+      let message = ''
+      try {
+        loadConfig({ [name]: ' !' })
+      } catch (error) {
+        message = (error as Error).message
+      }
+      // A setting that takes any text (HOST, CORS_ORIGINS…) accepts this value: nothing to word.
+      if (message === '') continue
+      assert.match(message, new RegExp(`^${name} must be `), message)
+      assert.doesNotMatch(message, /[\^$\\[\]]|\.\+|\(\?/, `${name}: ${message}`)
+    }
+  })
 
   test('when API_KEYS or DATABASE_URL is wrong, then the error does not echo its value', () => {
     const key = generateApiKey()

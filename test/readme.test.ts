@@ -12,10 +12,12 @@ describe('README', () => {
     assert.ok(readme.includes(errorCodeTable()), 'error code table is stale: run npm run readme:tables')
   })
 
-  test('when CI runs, then it runs the test command the README gives', () => {
+  test("when CI runs, then it runs the README's test command, literally", () => {
     const commands = /```sh\n(.+)\n(.+)\n```/.exec(readme)
-    const testCommand = commands?.[2]?.split('#')[0]?.trim()
-    assert.equal(testCommand, 'npm test')
+    const [start, testCommand] = [1, 2].map((line) => commands?.[line]?.split('#')[0]?.trim())
+    assert.equal(start, 'npm install && npm start')
+    assert.equal(testCommand, 'npm install && npm test')
     assert.match(ci, new RegExp(`^${testCommand}$`, 'm'))
+    assert.doesNotMatch(ci, /node@|nvm |\.cache\/node/, 'CI installs no Node.js: the project brings its own')
   })
 })

@@ -20,8 +20,14 @@ const ACTION_OPTIONS: Record<string, ParseArgsOptionsConfig> = {
   revoke: { name: { type: 'string' } },
 }
 
-function checkName(name: string | undefined): string {
-  if (name === undefined) throw new UsageError('--name is required')
+// A missing name is answered with the usage of that action, as the help gives it.
+const USAGE: Record<string, string> = {
+  create: 'petstore keys create --name <name>',
+  revoke: 'petstore keys revoke <name>',
+}
+
+function checkName(action: string, name: string | undefined): string {
+  if (name === undefined) throw new UsageError(`${action} needs the key's name: ${USAGE[action]}`)
   if (!KEY_NAME_PATTERN.test(name))
     throw new UsageError(`invalid key name "${name}" (see petstore keys --help)`)
   return name
@@ -39,7 +45,7 @@ export const keysCommand: Command = {
     const { values, positionals } = parseCommandArgs(rest, options, action === 'revoke')
     if (positionals.length > 1) throw new UsageError('revoke takes one name')
     const name =
-      action === 'list' ? undefined : checkName((values.name as string | undefined) ?? positionals[0])
+      action === 'list' ? undefined : checkName(action, (values.name as string | undefined) ?? positionals[0])
 
     const { store } = await openMigratedStore()
     try {

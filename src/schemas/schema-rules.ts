@@ -14,6 +14,8 @@ export interface SchemaNode {
   minLength?: number
   maxLength?: number
   pattern?: string
+  /** What `pattern` allows, in words ("a redis:// or rediss:// URL"): messages state it instead of the pattern. */
+  allowedForm?: string
   properties?: Record<string, SchemaNode>
   additionalProperties?: boolean
 }
@@ -24,6 +26,7 @@ export function ruleOf(node: SchemaNode | undefined): string {
   if (isInt64Schema(node as TSchema)) return INT64_RULE
   if (node.enum) return `must be one of: ${node.enum.join(', ')}`
   if (node.type === 'integer') return `must be an integer from ${node.minimum} to ${node.maximum}`
+  if (node.allowedForm !== undefined) return `must be ${node.allowedForm}`
   if (node.type === 'string' && node.maxLength !== undefined) {
     return `must be a string of ${node.minLength ?? 0} to ${node.maxLength} characters`
   }
@@ -32,11 +35,12 @@ export function ruleOf(node: SchemaNode | undefined): string {
 }
 
 /**
- * The rule one validation error broke, in words: a refinement's own message, the pattern when that is what
- * failed (the field's length may be fine), else the field's whole rule.
+ * The rule one validation error broke, in words: a refinement's own message, the pattern's allowed form
+ * (or the pattern) when that is what failed (the field's length may be fine), else the field's whole rule.
  */
 export function brokenRule(error: TLocalizedValidationError, node: SchemaNode | undefined): string {
   if (error.keyword === '~refine') return error.params.message
+  if (error.keyword === 'pattern' && node?.allowedForm !== undefined) return `must be ${node.allowedForm}`
   if (error.keyword === 'pattern' && node?.pattern !== undefined) return `must match ${node.pattern}`
   return ruleOf(node)
 }

@@ -1,6 +1,7 @@
-import { dirname } from 'node:path'
+import { existsSync, mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import type { Logger } from 'pino'
-import type { Config } from '../config.ts'
+import { type Config, ConfigError, DEFAULT_DATABASE_URL } from '../config.ts'
 import { SqliteStore } from './sqlite/sqlite-store.ts'
 import type { Store } from './store.ts'
 
@@ -17,7 +18,8 @@ export async function openStore(
 ): Promise<Store> {
   const path = sqlitePath(config)
   const maxBatch = config.WRITE_BATCH_MAX
-  if (path !== undefined)
+  if (path !== undefined) {
+    prepareDirectory(config)
     return new SqliteStore({
       path,
       busyTimeoutMs: config.SQLITE_BUSY_TIMEOUT_MS,
@@ -25,6 +27,7 @@ export async function openStore(
       writeThread: config.SQLITE_WRITE_THREAD === 'on',
       log,
     })
+  }
   const { PostgresStore } = await import('./postgres/postgres-store.ts')
   return new PostgresStore({
     maxBatch,
@@ -36,6 +39,22 @@ export async function openStore(
       // Without the stack: when the server goes down, every pooled connection reports the same thing.
       log.warn({ error: error.message }, 'an idle database connection failed; it will be replaced'),
   })
+}
+
+/**
+ * The default `data/` is created on the first start; any other directory must exist, so a mistyped path is
+ * refused rather than given a new empty database (and a new initial key) somewhere unexpected.
+ */
+function prepareDirectory(config: Config): void {
+  const directory = embeddedDataDirectory(config)
+  if (directory === undefined || existsSync(directory)) return
+  if (config.DATABASE_URL === DEFAULT_DATABASE_URL) {
+    mkdirSync(directory)
+    return
+  }
+  throw new ConfigError(
+    `DATABASE_URL names a file in ${resolve(directory)}, a directory that does not exist (create it first, or correct the path)`,
+  )
 }
 
 /** The embedded database's path (a file, or `:memory:`), if the store is SQLite. */

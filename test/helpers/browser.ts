@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
 import type { Cleanup } from './cleanup.ts'
+import { suiteNeeding } from './suite-requirements.ts'
 
 /** Debian's `chromium` package (what `.ci/run` installs); playwright-core downloads no browser of its own. */
 export const CHROMIUM_PATH = '/usr/bin/chromium'
@@ -17,12 +18,14 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ]
 
-/** `describe` options: skipped with the reason when Chromium is missing, except under CI, where that fails. */
+/** `describe` options: skipped with one line when Chromium is missing, except under CI, where that fails. */
 export function browserSuiteOptions(): { skip?: string } {
-  if (existsSync(CHROMIUM_PATH)) return {}
-  const reason = `no Chromium at ${CHROMIUM_PATH} (apt-get install chromium)`
-  if (process.env.CI === 'true') throw new Error(`CI must run the browser suites: ${reason}`)
-  return { skip: reason }
+  return suiteNeeding(
+    'the browser suites',
+    existsSync(CHROMIUM_PATH)
+      ? undefined
+      : { missing: `no Chromium at ${CHROMIUM_PATH}`, remedy: 'apt-get install chromium' },
+  )
 }
 
 /**

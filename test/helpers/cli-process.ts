@@ -12,12 +12,20 @@ function cliEnvironment(env: Record<string, string>): Record<string, string> {
   return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }
 }
 
+/** Runs one command to its end; one still running after 60 s (a `serve` that should have refused) is killed. */
 export function runCli(args: string[], env: Record<string, string>, cwd: string) {
   const result = spawnSync(process.execPath, [CLI, ...args], {
     env: cliEnvironment(env),
     cwd,
     encoding: 'utf8',
+    timeout: 60_000,
+    killSignal: 'SIGKILL',
   })
+  assert.equal(
+    result.error,
+    undefined,
+    `petstore ${args.join(' ')} did not end within 60 s:\n${result.stderr}`,
+  )
   return { status: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 

@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
+import { type Lack, suiteNeeding } from './suite-requirements.ts'
 
 /**
  * A throwaway PostgreSQL server for tests: `initdb` and `pg_ctl` on a temporary directory and a free port,
@@ -27,28 +28,35 @@ export interface PostgresServer {
   readonly controllable: boolean
 }
 
-/** Why PostgreSQL tests cannot run here, or undefined when they can. */
-export function postgresUnavailableReason(): string | undefined {
-  if (process.env.PETSTORE_TEST_POSTGRES_URL) return undefined
-  return throwawayPostgresUnavailableReason()
+const NO_SERVER_BINARIES = 'no PostgreSQL server binaries (initdb, pg_ctl) on this machine'
+
+/** What keeps PostgreSQL tests from running here, or undefined when they can. */
+export function postgresLack(): Lack | undefined {
+  if (process.env.PETSTORE_TEST_POSTGRES_URL || binDirectory() !== undefined) return undefined
+  return {
+    missing: NO_SERVER_BINARIES,
+    remedy: 'apt-get install postgresql (or name a server: PETSTORE_TEST_POSTGRES_URL=postgres://… npm test)',
+  }
 }
 
-/** Why no throwaway server can be started here (a server named by URL does not help), or undefined. */
-export function throwawayPostgresUnavailableReason(): string | undefined {
-  return binDirectory() === undefined
-    ? 'no PostgreSQL server binaries (initdb, pg_ctl) on this machine'
-    : undefined
+/** Why PostgreSQL cannot be used here, in a sentence, or undefined when it can (for the benchmark). */
+export function postgresUnavailableReason(): string | undefined {
+  const lack = postgresLack()
+  return lack && `${lack.missing} (${lack.remedy})`
 }
 
 /**
- * `describe` options for suites that stop and start a server of their own: skipped, with the reason shown,
- * when no throwaway server can be started here — except under CI, where that must fail the run.
+ * `describe` options for suites that stop and start a server of their own (a server named by URL does not
+ * do): skipped with one line when no throwaway server can be started here — except under CI, where that
+ * must fail the run.
  */
 export function throwawayPostgresSuiteOptions(): { skip?: string } {
-  const reason = throwawayPostgresUnavailableReason()
-  if (reason === undefined) return {}
-  if (process.env.CI === 'true') throw new Error(`CI must run the PostgreSQL outage suites: ${reason}`)
-  return { skip: `PostgreSQL outage suites unavailable: ${reason}` }
+  return suiteNeeding(
+    'the PostgreSQL outage suites',
+    binDirectory() === undefined
+      ? { missing: NO_SERVER_BINARIES, remedy: 'apt-get install postgresql' }
+      : undefined,
+  )
 }
 
 function binDirectory(): string | undefined {
@@ -142,7 +150,7 @@ export async function startPostgres(): Promise<PostgresServer> {
  */
 export async function startThrowawayPostgres(): Promise<PostgresServer> {
   const bin = binDirectory()
-  if (bin === undefined) throw new Error(throwawayPostgresUnavailableReason())
+  if (bin === undefined) throw new Error(NO_SERVER_BINARIES)
   const directory = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
   const data = join(directory, 'data')
   if (process.getuid?.() === 0) chownSync(directory, ...postgresOwner())

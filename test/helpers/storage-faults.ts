@@ -8,6 +8,7 @@ import type { Cleanup } from './cleanup.ts'
 import { logLines, type ServeProcess, waitForLog } from './cli-process.ts'
 import { checkedFetch } from './conformance-fetch.ts'
 import { assertUnavailable, type PetLedger } from './pet-ledger.ts'
+import { hasCommand, type Lack, suiteNeeding } from './suite-requirements.ts'
 
 /** The log lines that report a storage fault (as opposed to the per-request lines of refused requests). */
 export function storageFaultLines(server: ServeProcess) {
@@ -46,23 +47,36 @@ export async function waitUntilReady(server: ServeProcess, timeoutMs = 10_000): 
   }
 }
 
+// The Debian package that provides each tool the storage-fault suites run.
+const PACKAGE_OF: Record<string, string> = {
+  mount: 'mount',
+  losetup: 'mount',
+  'mkfs.ext4': 'e2fsprogs',
+  e2fsck: 'e2fsprogs',
+}
+
+function mountingLack(tools: string[]): Lack | undefined {
+  if (process.getuid?.() !== 0)
+    return { missing: 'mounting a file system needs root', remedy: 'sudo npm test' }
+  const missing = ['mount', ...tools].filter((tool) => !hasCommand(tool))
+  if (missing.length > 0) {
+    const packages = [...new Set(missing.map((tool) => PACKAGE_OF[tool] ?? tool))]
+    return {
+      missing: `no ${missing.join(', ')} on this machine`,
+      remedy: `apt-get install ${packages.join(' ')}`,
+    }
+  }
+  if (tools.includes('losetup') && !existsSync('/dev/loop-control'))
+    return { missing: 'no loop devices (/dev/loop-control)', remedy: 'modprobe loop' }
+  return undefined
+}
+
 /**
- * `describe` options for suites that mount file systems: skipped, with the reason shown, when not root
- * (or without the tools named) — except under CI, which runs as root and must run them.
+ * `describe` options for suites that mount file systems: skipped with one line when not root (or without
+ * the tools named) — except under CI, which runs as root and must run them.
  */
 export function mountingSuiteOptions(tools: string[] = []): { skip?: string } {
-  const missing = tools.filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
-  const reason =
-    process.getuid?.() !== 0
-      ? 'mounting a file system needs root'
-      : missing.length > 0
-        ? `missing ${missing.join(', ')}`
-        : !existsSync('/dev/loop-control') && tools.includes('losetup')
-          ? 'no loop devices (/dev/loop-control)'
-          : undefined
-  if (reason === undefined) return {}
-  if (process.env.CI === 'true') throw new Error(`CI must run the storage-fault suites: ${reason}`)
-  return { skip: `storage-fault suites unavailable: ${reason}` }
+  return suiteNeeding('the storage-fault suites', mountingLack(tools))
 }
 
 function mountPoint(t: Cleanup): string {

@@ -3,7 +3,8 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
 import { type Cleanup, temporaryDirectory } from './cleanup.ts'
-import { postgresUnavailableReason, sharedPostgres } from './postgres-server.ts'
+import { postgresLack, sharedPostgres } from './postgres-server.ts'
+import { type Lack, suiteNeeding } from './suite-requirements.ts'
 
 export interface OpenedStore {
   store: Store
@@ -15,8 +16,8 @@ export interface OpenedStore {
 
 export interface StoreEngine {
   name: string
-  /** Why this engine cannot run here (the suite is then reported as skipped, and fails under CI). */
-  unavailable(): string | undefined
+  /** What this engine lacks here (the suite is then reported as skipped, and fails under CI). */
+  unavailable(): Lack | undefined
   /** A new, empty, migrated store, closed after the test. */
   open(t: Cleanup): Promise<OpenedStore>
 }
@@ -51,7 +52,7 @@ export const sqliteWriteThreadEngine = sqliteEngineWith('sqlite, writes on a wri
 
 export const postgresEngine: StoreEngine = {
   name: 'postgres',
-  unavailable: postgresUnavailableReason,
+  unavailable: postgresLack,
   async open(t) {
     const url = await (await sharedPostgres()).createDatabase()
     const create = () =>
@@ -70,12 +71,9 @@ export const postgresEngine: StoreEngine = {
 export const storeEngines: StoreEngine[] = [sqliteEngine, postgresEngine]
 
 /**
- * `describe` options for an engine's suite: skipped, with the reason shown, when the engine cannot run
- * here — except under CI, where a missing engine must fail the run rather than pass it silently.
+ * `describe` options for an engine's suite: skipped with one line when the engine cannot run here —
+ * except under CI, where a missing engine must fail the run rather than pass it silently.
  */
 export function engineSuiteOptions(engine: StoreEngine): { skip?: string } {
-  const reason = engine.unavailable()
-  if (reason === undefined) return {}
-  if (process.env.CI === 'true') throw new Error(`CI must run the ${engine.name} suites: ${reason}`)
-  return { skip: `${engine.name} unavailable: ${reason}` }
+  return suiteNeeding(`the ${engine.name} suites`, engine.unavailable())
 }

@@ -1,8 +1,8 @@
 // Generates packages/client/src/openapi-types.ts from the OpenAPI document the app serves.
 //
 // This is a package of its own because openapi-typescript needs the TypeScript 5 compiler API
-// (`ts.factory`), while the service is checked with TypeScript 7, which has no JavaScript API. Install it
-// with `npm ci --prefix tools/client-generator`, then:
+// (`ts.factory`), while the service is checked with TypeScript 7, which has no JavaScript API. It is an npm
+// workspace, so the repository's `npm install` gives it its own TypeScript 5; then:
 //
 //   node tools/client-generator/generate.ts            writes packages/client/src/openapi-types.ts
 //   node tools/client-generator/generate.ts --stdout   prints what it would write (the freshness test)

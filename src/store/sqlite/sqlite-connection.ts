@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -68,6 +68,7 @@ function whyNotWritable(path: string): string {
     return ''
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') return ` (${directory} does not exist)`
     return code === 'EROFS'
       ? ` (${directory} is on a read-only file system)`
       : ` (${directory} is not writable)`
@@ -91,10 +92,8 @@ export class SqliteConnection {
 
   /** `onFault` hears of every storage fault an operation ran into (see StorageFaultError). */
   constructor(options: SqliteConnectionOptions, onFault: (error: StorageFaultError) => void = () => {}) {
-    if (options.path !== ':memory:') {
-      mkdirSync(dirname(options.path), { recursive: true })
-      refuseOrphanedLog(options.path)
-    }
+    // The directory is not created here: only the default one is, by openStore (see prepareDirectory).
+    if (options.path !== ':memory:') refuseOrphanedLog(options.path)
     this.#busyTimeoutMs = options.busyTimeoutMs
     this.#onFault = onFault
     this.#db = openDurable(options.path)
