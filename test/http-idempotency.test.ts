@@ -152,6 +152,12 @@ for (const engine of storeEngines) {
         const response = await post(server, bad)
         assert.equal(response.status, 400, JSON.stringify(bad))
         assert.equal(response.json.code, 'invalid_idempotency_key')
+        // The rule in words, never the regular expression that checks it.
+        assert.match(
+          response.json.message,
+          /^header "idempotency-key" (must be sent once, as 1 to 255 printable|must be a string)/,
+        )
+        assert.doesNotMatch(response.json.message, /[\^$[\]]/)
       }
       assert.equal(await petCount(server), 0)
     })

@@ -83,10 +83,13 @@ for (const engine of storeEngines) {
       assert.equal((await call(server, 'GET', '/v1/pets?limit=100')).text, before.text)
     })
 
-    test('when a cursor has characters no cursor has, then the message states the pattern', async () => {
+    test('when a cursor has characters no cursor has, then the message states its form in words', async () => {
       const response = await call(server, 'GET', '/v1/pets?cursor=a%2Fb.c')
       assert.equal(response.status, 400)
-      assert.match(response.json.message, /"cursor" must match \^\[A-Za-z0-9_-\]\+/)
+      assert.equal(
+        response.json.message,
+        'query parameter "cursor" must be the cursor of a next link, copied unchanged',
+      )
     })
 
     test('when petId is longer than any int64, then 400 invalid_path_parameter', async () => {

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { Int64 } from './int64.ts'
+import { withAllowedForm } from './schema-rules.ts'
 
 export const PET_NAME_MAX_LENGTH = 100
 export const LIST_LIMIT = { minimum: 1, maximum: 100, default: 20 } as const
@@ -80,14 +81,17 @@ export const ListPetsQuerySchema = Type.Object(
     ),
     status: Type.Optional(PetStatusRef),
     cursor: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 200,
-        pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
-        description:
-          'Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; ' +
-          'it must be sent with the same `status` as the page it came from.',
-      }),
+      withAllowedForm(
+        Type.String({
+          minLength: 1,
+          maxLength: 200,
+          pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+          description:
+            'Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; ' +
+            'it must be sent with the same `status` as the page it came from.',
+        }),
+        'the cursor of a next link, copied unchanged',
+      ),
     ),
   },
   { additionalProperties: false },

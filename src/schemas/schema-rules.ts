@@ -30,17 +30,26 @@ export function ruleOf(node: SchemaNode | undefined): string {
   if (node.type === 'string' && node.maxLength !== undefined) {
     return `must be a string of ${node.minLength ?? 0} to ${node.maxLength} characters`
   }
-  if (node.type === 'string' && node.pattern !== undefined) return `must match ${node.pattern}`
+  if (node.type === 'string' && node.pattern !== undefined) return 'is not in the form this field allows'
   return `must be of type ${node.type}`
 }
 
 /**
  * The rule one validation error broke, in words: a refinement's own message, the pattern's allowed form
- * (or the pattern) when that is what failed (the field's length may be fine), else the field's whole rule.
+ * when that is what failed (the field's length may be fine), else the field's whole rule. A regular
+ * expression is never shown: it tells a client less than a sentence and exposes how input is checked.
  */
 export function brokenRule(error: TLocalizedValidationError, node: SchemaNode | undefined): string {
   if (error.keyword === '~refine') return error.params.message
   if (error.keyword === 'pattern' && node?.allowedForm !== undefined) return `must be ${node.allowedForm}`
-  if (error.keyword === 'pattern' && node?.pattern !== undefined) return `must match ${node.pattern}`
   return ruleOf(node)
+}
+
+/**
+ * Gives a schema with a `pattern` the same rule in words, for error messages. Not enumerable, so it stays
+ * out of the OpenAPI document (where the pattern and the description already say it).
+ */
+export function withAllowedForm<T extends object>(schema: T, allowedForm: string): T {
+  Object.defineProperty(schema, 'allowedForm', { value: allowedForm, enumerable: false })
+  return schema
 }
