@@ -26,6 +26,13 @@ if (major < needMajor || (major === needMajor && minor < needMinor)) {
   process.exit(1)
 }
 
+// A reader that stops early (`petstore openapi | head`) closes the pipe: that ends the command quietly, as it
+// does any Unix tool, rather than with an unhandled EPIPE and its stack.
+process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
+  if (error.code !== 'EPIPE') throw error
+  process.exit(0)
+})
+
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { CLI, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -243,5 +245,19 @@ describe('petstore CLI', () => {
     t.after(() => second.child.kill('SIGKILL'))
     const id = /"id":(\d+)/.exec(created)?.[1]
     assert.equal((await get(second.origin, `/v1/pets/${id}`, key)).text, created)
+  })
+
+  test('when the reader of its output stops early, then the command ends quietly, without a stack', async (t) => {
+    const child = spawn(process.execPath, [CLI, 'openapi'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    t.after(() => child.kill('SIGKILL'))
+    let stderr = ''
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    // Like `| head -c 0`: the reader has closed the pipe before the command writes.
+    child.stdout.destroy()
+    const [code] = await once(child, 'exit')
+    assert.equal(stderr, '')
+    assert.equal(code, 0)
   })
 })
