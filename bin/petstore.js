@@ -34,5 +34,5 @@ process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
 })
 
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
-const { runCli } = await import('../src/cli.ts')
+const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })

@@ -2,7 +2,7 @@
  * The README's configuration and error-code tables, generated from their single sources (the config
  * schema and ERROR_CODES). `npm run readme:tables` prints them; a test fails when the README differs.
  */
-import { ConfigSchema } from '../src/config.ts'
+import { ConfigSchema } from '../src/config-schema.ts'
 import { ERROR_CODES } from '../src/errors.ts'
 
 interface SettingSchema {

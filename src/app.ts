@@ -6,39 +6,51 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
-import type { Config } from './config.ts'
 import { registerCors } from './http/cors.ts'
-import { deprecationHeaders } from './http/deprecation.ts'
+import { type DeprecationPolicy, deprecationHeaders } from './http/deprecation.ts'
 import { docsPage } from './http/docs-page.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
-import { openApi } from './http/openapi.ts'
+import { type BaseUrls, openApi } from './http/openapi.ts'
 import { addRequestLifecycle, setCommonHeaders } from './http/request-lifecycle.ts'
 import { requestLoggerFactory } from './http/request-logger.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
-import { createLogger } from './logger.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
-import { createMetrics, type Metrics } from './metrics/metrics.ts'
+import type { Metrics } from './metrics/metrics.ts'
 import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
 import { healthRoutes } from './routes/health.ts'
-import { v1Api } from './routes/v1-api.ts'
+import { type RateLimit, type V1ApiSettings, v1Api } from './routes/v1-api.ts'
 import { ErrorSchema } from './schemas/error.ts'
 import { petSchemas } from './schemas/pet.ts'
 import type { Store } from './store/store.ts'
 
-export interface AppDependencies {
-  config: Config
+/** Limits of the HTTP layer, and the browser origins allowed to call (CORS). */
+export interface HttpSettings {
+  bodyLimitBytes: number
+  requestTimeoutMs: number
+  headersTimeoutMs: number
+  keepAliveTimeoutMs: number
+  maxConnections: number
+  /** Empty: CORS off. */
+  corsOrigins: readonly string[]
+}
+
+export interface AppOptions {
+  http: HttpSettings
+  baseUrls: BaseUrls
+  api: V1ApiSettings
+  /** Serve the interactive reference at /docs. */
+  docs: boolean
   /** A migrated store; the caller opens and closes it. */
   store: Store
-  /** The process logger; by default one is made from the config (`LOG_LEVEL`). */
-  logger?: Logger
-  /** Where the app's metrics go; by default a registry of its own (served by the caller, if at all). */
-  metrics?: Metrics
-  /** Shared rate-limit counters (`REDIS_URL`); without it, limits are counted in memory. */
-  redis?: Redis
+  /** The process logger. */
+  logger: Logger
+  /** Where the app's metrics go (served by the caller, if at all). */
+  metrics: Metrics
+  /** Counts requests per API key; none when rate limiting is off. */
+  rateLimit?: RateLimit
   /** The clock (epoch milliseconds); tests move it to check expiry and sunset. */
   now?: () => number
 }
@@ -50,8 +62,8 @@ const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
  * Errors the router raises before any route (or its hooks) runs: an over-long or badly encoded petId is
  * still a getPet call, so its answer carries getPet's deprecation headers like every other.
  */
-function routerErrorHandler(config: Config) {
-  const getPetHeaders = deprecationHeaders(getPetDeprecation(config))
+function routerErrorHandler(policy: DeprecationPolicy) {
+  const getPetHeaders = deprecationHeaders(policy)
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // No hook runs for these, so the headers every answer carries are set here.
     setCommonHeaders(request, reply)
@@ -67,28 +79,30 @@ const MAX_PARAM_LENGTH = 100
 
 /**
  * Builds the whole service, ready to `inject` or `listen`, and never listens itself: `server.ts` does.
- * Everything it depends on is given: the store (whose engine the caller chose), the logger, the metrics
- * registry, Redis and the clock.
+ * Everything it depends on is given (by the composition root, cli/): the settings, the store (whose engine
+ * the caller chose), the logger, the metrics registry, the rate-limit counter and the clock.
  */
-export async function buildApp(dependencies: AppDependencies): Promise<FastifyInstance> {
-  const { config, logger, redis, now = Date.now } = dependencies
-  const metrics =
-    dependencies.metrics ?? createMetrics(dependencies.store.poolStats?.bind(dependencies.store))
-  const store = instrumentStore(dependencies.store, metrics)
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { http, baseUrls, logger, metrics, now = Date.now } = options
+  const store = instrumentStore(options.store, metrics)
+  const getPet = getPetDeprecation({
+    publicBaseUrl: baseUrls.publicBaseUrl,
+    afterSunset: options.api.getPetAfterSunset,
+  })
   const app = Fastify({
-    loggerInstance: (logger ?? createLogger(config)) as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     genReqId: requestIdOf,
     childLoggerFactory: requestLoggerFactory,
     // One line per request, written by our own onResponse hook (request-logging.ts).
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.BODY_LIMIT_BYTES,
+    bodyLimit: http.bodyLimitBytes,
     // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
-    requestTimeout: config.REQUEST_TIMEOUT_MS,
-    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
     http: {
       // Given to Node too: it checks headersTimeout against requestTimeout before Fastify sets the latter.
-      requestTimeout: config.REQUEST_TIMEOUT_MS,
-      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      requestTimeout: http.requestTimeoutMs,
+      headersTimeout: http.headersTimeoutMs,
       connectionsCheckingInterval: 1000,
       requireHostHeader: false,
     },
@@ -96,9 +110,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     // Answered by our own onRequest guard, in the Error body.
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
-    frameworkErrors: routerErrorHandler(config),
+    frameworkErrors: routerErrorHandler(getPet),
   })
-  app.server.maxConnections = config.MAX_CONNECTIONS
+  app.server.maxConnections = http.maxConnections
   app.decorateRequest('apiKey', null)
 
   const sharedSchemas = [...petSchemas, ErrorSchema]
@@ -109,15 +123,21 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   app.setErrorHandler(handleError)
   app.setNotFoundHandler(handleRouteNotFound)
 
-  const corsOrigins = config.CORS_ORIGINS.split(',')
-    .map((origin) => origin.trim())
-    .filter(Boolean)
-  await registerCors(app, { corsOrigins })
+  await registerCors(app, { corsOrigins: http.corsOrigins })
   addRequestLifecycle(app, metrics)
 
-  await app.register(openApi, { config })
-  if (config.DOCS === 'on') await app.register(docsPage, { config })
+  await app.register(openApi, { baseUrls })
+  if (options.docs) await app.register(docsPage, { baseUrls })
   await app.register(healthRoutes, { store })
-  await app.register(v1Api, { prefix: '/v1', config, store, metrics, now, ...(redis ? { redis } : {}) })
+  await app.register(v1Api, {
+    prefix: '/v1',
+    settings: options.api,
+    publicBaseUrl: baseUrls.publicBaseUrl,
+    getPetDeprecation: getPet,
+    store,
+    metrics,
+    now,
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+  })
   return app
 }

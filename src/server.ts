@@ -1,6 +1,12 @@
 import { Server as NetServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from './config.ts'
+
+/** Where the API listens (`HOST`, `PORT`), and how long a stop lets open connections finish. */
+export interface ListenSettings {
+  host: string
+  port: number
+  shutdownTimeoutMs: number
+}
 
 export interface RunningServer {
   /** The base URL the server listens on, e.g. `http://127.0.0.1:8080`. */
@@ -43,18 +49,18 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
  */
 export async function startServer(
   app: FastifyInstance,
-  config: Config,
+  { host, port, shutdownTimeoutMs }: ListenSettings,
   onClosed: () => Promise<void>,
 ): Promise<RunningServer> {
-  await app.listen({ host: config.HOST, port: config.PORT })
+  await app.listen({ host, port })
   const address = app.server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : config.PORT
-  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST
+  const listening = typeof address === 'object' && address !== null ? address.port : port
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${listening}`
 
   let closing: Promise<void> | undefined
   const shutdown = () => {
     closing ??= (async () => {
-      await drain(app, config.SHUTDOWN_TIMEOUT_MS)
+      await drain(app, shutdownTimeoutMs)
       await app.close()
       await onClosed()
     })()
@@ -64,7 +70,7 @@ export async function startServer(
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return
     app.log.info({ signal }, 'shutting down')
-    const boundMs = config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS
+    const boundMs = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS
     // Not unref'd: a close waiting on nothing the event loop holds would otherwise end the process with 0.
     setTimeout(() => {
       app.log.error({ boundMs }, 'shutdown did not finish in time; exiting')
@@ -83,5 +89,5 @@ export async function startServer(
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
 
-  return { url: `http://${host}:${port}`, shutdown }
+  return { url, shutdown }
 }

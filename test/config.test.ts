@@ -1,19 +1,22 @@
 import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { ConfigError, ConfigSchema, configuredApiKeys, loadConfig, readEnvironment } from '../src/config.ts'
+import { ConfigError, loadConfig, readEnvironment } from '../src/config.ts'
+import { ConfigSchema } from '../src/config-schema.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('configuration', () => {
   test('when nothing is set, then the defaults serve the embedded store on localhost:8080', () => {
     const config = loadConfig({})
-    assert.equal(config.HOST, '127.0.0.1')
-    assert.equal(config.PORT, 8080)
-    assert.equal(config.DATABASE_URL, 'sqlite:data/petstore.db')
-    assert.equal(config.PUBLIC_BASE_URL, '/v1', 'relative unless configured')
-    assert.equal(config.BODY_LIMIT_BYTES, 4096)
+    assert.equal(config.server.host, '127.0.0.1')
+    assert.equal(config.server.port, 8080)
+    assert.equal(config.database.engine, 'sqlite')
+    assert.equal(config.database.engine === 'sqlite' && config.database.path, 'data/petstore.db')
+    assert.equal(config.baseUrls.publicBaseUrl, '/v1', 'relative unless configured')
+    assert.equal(config.http.bodyLimitBytes, 4096)
     assert.ok(Object.isFrozen(config))
   })
 
@@ -81,10 +84,33 @@ describe('configuration', () => {
 
   test('when API_KEYS holds several pairs, then each is read', () => {
     const [a, b] = [generateApiKey(), generateApiKey()]
-    assert.deepEqual(configuredApiKeys(loadConfig({ API_KEYS: `ci:${a},deploy.prod:${b}` })), [
+    assert.deepEqual(loadConfig({ API_KEYS: `ci:${a},deploy.prod:${b}` }).apiKeys, [
       { name: 'ci', key: a },
       { name: 'deploy.prod', key: b },
     ])
+  })
+
+  test('when settings are loaded, then they come decoded: lists, milliseconds, the engine, the worker count', () => {
+    const config = loadConfig({
+      CORS_ORIGINS: 'https://a.example, https://b.example,',
+      IDEMPOTENCY_RETENTION_S: '120',
+      DATABASE_URL: 'postgres://db.internal/petstore',
+      PG_POOL_SIZE: '4',
+      METRICS: 'off',
+      DOCS: 'off',
+      WORKERS: '3',
+    })
+    assert.deepEqual(config.http.corsOrigins, ['https://a.example', 'https://b.example'])
+    assert.equal(config.api.idempotencyRetentionMs, 120_000)
+    assert.equal(config.database.engine, 'postgres')
+    assert.equal(config.database.engine === 'postgres' && config.database.poolSize, 4)
+    assert.equal(config.metrics, undefined)
+    assert.equal(config.docs, false)
+    assert.equal(config.workers, 3)
+    assert.equal(loadConfig({ WORKERS: 'auto' }).workers, availableParallelism())
+    const memory = loadConfig({ DATABASE_URL: 'sqlite::memory:' }).database
+    assert.equal(memory.engine === 'sqlite' && memory.dataDirectory, undefined, 'no file, no directory')
+    assert.ok(Object.isFrozen(config.http.corsOrigins), 'frozen all the way down')
   })
 
   test('when the headers timeout is longer than the whole-request timeout, then the start stops', () => {
@@ -94,7 +120,7 @@ describe('configuration', () => {
         error instanceof ConfigError && /HEADERS_TIMEOUT_MS must be at most/.test(error.message),
     )
     assert.equal(
-      loadConfig({ HEADERS_TIMEOUT_MS: '400000', REQUEST_TIMEOUT_MS: '0' }).HEADERS_TIMEOUT_MS,
+      loadConfig({ HEADERS_TIMEOUT_MS: '400000', REQUEST_TIMEOUT_MS: '0' }).http.headersTimeoutMs,
       400000,
     )
   })
@@ -105,9 +131,9 @@ describe('configuration', () => {
     writeFileSync(path, 'PORT=9090\nLOG_LEVEL=debug\nHOST=0.0.0.0\n')
     const env = readEnvironment(path, { HOST: '127.0.0.2' })
     const config = loadConfig(env)
-    assert.equal(config.PORT, 9090, 'from the file')
-    assert.equal(config.LOG_LEVEL, 'debug', 'from the file')
-    assert.equal(config.HOST, '127.0.0.2', 'the environment wins over the file')
+    assert.equal(config.server.port, 9090, 'from the file')
+    assert.equal(config.log.level, 'debug', 'from the file')
+    assert.equal(config.server.host, '127.0.0.2', 'the environment wins over the file')
     assert.equal(readEnvironment(join(directory, 'absent.env'), {}).PORT, undefined)
   })
 })

@@ -152,7 +152,7 @@ describe('key revocation', () => {
 
 describe('API_KEYS setting', () => {
   test('when keys are given in API_KEYS and provisioned, then they authenticate; revoked ones stay revoked', async (t) => {
-    const { provisionKeys } = await import('../src/auth/provision-keys.ts')
+    const { provisionKeys } = await import('../src/cli/provision-keys.ts')
     const key = generateApiKey()
     const server = await startTestServer(t, { env: { API_KEYS: `deploy:${key}` } })
     const provision = () =>

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { RestartBackoff } from '../src/cluster/restart-backoff.ts'
+import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { requesterFor, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { createPets, servingWorkers } from './helpers/cluster-process.ts'

@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey, hashApiKey, storedFormOf } from '../src/auth/api-key.ts'
-import { INITIAL_KEY_FILE, provisionKeys } from '../src/auth/provision-keys.ts'
+import { INITIAL_KEY_FILE, provisionKeys } from '../src/cli/provision-keys.ts'
 import { ConfigError } from '../src/config.ts'
 import { createLogger } from '../src/logger.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -11,7 +11,7 @@ import { sqliteEngine } from './helpers/store-engines.ts'
 import { testConfig } from './helpers/test-server.ts'
 
 const KEY = /psk_[A-Za-z0-9_-]{43}/
-const log = createLogger({ LOG_LEVEL: 'silent' })
+const log = createLogger({ level: 'silent' })
 
 function terminal(isTTY: boolean) {
   let output = ''

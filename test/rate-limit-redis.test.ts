@@ -3,13 +3,13 @@ import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import type { Redis } from 'ioredis'
 import { createLogger } from '../src/logger.ts'
-import { connectRedis } from '../src/redis.ts'
+import { connectRedis } from '../src/rate-limit/redis-connection.ts'
 import { call } from './helpers/api-client.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
-const log = createLogger({ LOG_LEVEL: 'silent' })
+const log = createLogger({ level: 'silent' })
 
 describe('rate limits shared through Redis', redisSuiteOptions(), () => {
   test('when two instances share Redis, then one key has one limit across both; when Redis goes away, requests are served (fail open); when it is back, the shared limit applies again', async (t) => {

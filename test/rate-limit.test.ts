@@ -4,9 +4,9 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createLogger } from '../src/logger.ts'
 import { MemoryWindowCounter } from '../src/rate-limit/memory-counter.ts'
+import { connectRedis } from '../src/rate-limit/redis-connection.ts'
 import { RedisWindowCounter } from '../src/rate-limit/redis-counter.ts'
 import type { WindowCounter } from '../src/rate-limit/window-counter.ts'
-import { connectRedis } from '../src/redis.ts'
 import { call } from './helpers/api-client.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
@@ -69,7 +69,7 @@ counterContract(
   async (t) => {
     const server = await startRedis()
     t.after(() => server.stop())
-    const redis = await connectRedis(server.url, createLogger({ LOG_LEVEL: 'silent' }))
+    const redis = await connectRedis(server.url, createLogger({ level: 'silent' }))
     t.after(() => redis.disconnect())
     await once(redis, 'ready')
     return { counter: new RedisWindowCounter(redis, `test:${Math.random()}:`), pass: (ms) => sleep(ms) }

@@ -9,11 +9,14 @@ declare module 'fastify' {
 }
 
 /** CORS is off unless origins are listed; then only those origins may call from a browser. */
-export async function registerCors(app: FastifyInstance, { corsOrigins }: { corsOrigins: string[] }) {
+export async function registerCors(
+  app: FastifyInstance,
+  { corsOrigins }: { corsOrigins: readonly string[] },
+) {
   app.decorate('corsEnabled', corsOrigins.length > 0)
   if (corsOrigins.length === 0) return
   await app.register(cors, {
-    origin: corsOrigins,
+    origin: [...corsOrigins],
     methods: ['GET', 'HEAD', 'POST'],
     allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'x-request-id'],
     exposedHeaders: [

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs'
 import { STATUS_CODES } from 'node:http'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Config } from '../config.ts'
 import { ApiError } from '../errors.ts'
 import { exactJsonBodies } from './docs-page-plugin.ts'
 import { handleError, handleRouteNotFound, isFrameworkError } from './error-handler.ts'
 import { guardMethods } from './method-guard.ts'
+import type { BaseUrls } from './openapi.ts'
 
 // Outside /v1: reading the reference needs no key.
 const DOCS_PREFIX = '/docs'
@@ -36,8 +36,8 @@ const STYLESHEET = {
  * Where the page may connect: itself, and the deployments its OpenAPI `servers` offer in "Try it out"
  * (a relative base URL is this origin). Nothing else: the page must work, and leak keys, nowhere else.
  */
-function connectSources(config: Config): string {
-  const origins = [config.PUBLIC_BASE_URL, config.PRODUCTION_BASE_URL, config.STAGING_BASE_URL]
+function connectSources({ publicBaseUrl, productionBaseUrl, stagingBaseUrl }: BaseUrls): string {
+  const origins = [publicBaseUrl, productionBaseUrl, stagingBaseUrl]
     .filter((url) => /^https?:\/\//.test(url))
     .map((url) => new URL(url).origin)
   return ["'self'", ...new Set(origins)].join(' ')
@@ -48,13 +48,13 @@ function connectSources(config: Config): string {
  * through the DOM, which CSP allows), only `data:` images its stylesheet embeds. No framing: the page takes
  * API keys, so it must not be overlaid by another site (clickjacking).
  */
-function contentSecurityPolicy(config: Config): string {
+function contentSecurityPolicy(baseUrls: BaseUrls): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'self' data:",
-    `connect-src ${connectSources(config)}`,
+    `connect-src ${connectSources(baseUrls)}`,
     "base-uri 'none'",
     "form-action 'self'",
     "frame-ancestors 'none'",
@@ -99,7 +99,7 @@ function handleDocsError(error: FastifyError, request: FastifyRequest, reply: Fa
  * (`app.swagger()`, as at /v1/openapi.json) with every asset from the @fastify/swagger-ui package: it works
  * with no internet access. Registered only when `DOCS=on`; its routes are hidden from the document.
  */
-export async function docsPage(app: FastifyInstance, { config }: { config: Config }): Promise<void> {
+export async function docsPage(app: FastifyInstance, { baseUrls }: { baseUrls: BaseUrls }): Promise<void> {
   app.addHook('onRequest', redirectStaticFolder)
   app.addHook('onSend', cacheStaticFiles)
   app.setErrorHandler(handleDocsError)
@@ -108,7 +108,7 @@ export async function docsPage(app: FastifyInstance, { config }: { config: Confi
 
   await app.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
-    staticCSP: contentSecurityPolicy(config),
+    staticCSP: contentSecurityPolicy(baseUrls),
     // Null in the page: no request to validator.swagger.io, and no validity badge from it.
     validatorUrl: false,
     theme: { title: 'Pet Store API reference', css: [STYLESHEET] },

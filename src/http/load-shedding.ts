@@ -1,10 +1,11 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import type { Config } from '../config.ts'
 import { ApiError } from '../errors.ts'
 
-export interface LoadSheddingOptions {
-  config: Pick<Config, 'MAX_EVENT_LOOP_DELAY_MS' | 'MAX_HEAP_USED_BYTES'>
+/** `MAX_EVENT_LOOP_DELAY_MS` and `MAX_HEAP_USED_BYTES`; 0 switches either measure off. */
+export interface LoadSheddingLimits {
+  maxEventLoopDelayMs: number
+  maxHeapUsedBytes: number
 }
 
 // The delay histogram's own timer period (ms): its samples include it, so it is taken off the mean.
@@ -26,9 +27,10 @@ const OVERLOADED = new ApiError('service_unavailable', 'the service is overloade
  * options object on every request to look for a per-route handler, 1.5 % of a cached read's CPU; here the
  * hook reads one flag that a timer keeps up to date.
  */
-export function registerLoadShedding(app: FastifyInstance, { config }: LoadSheddingOptions): void {
-  const maxDelayMs = config.MAX_EVENT_LOOP_DELAY_MS
-  const maxHeapBytes = config.MAX_HEAP_USED_BYTES
+export function registerLoadShedding(
+  app: FastifyInstance,
+  { maxEventLoopDelayMs: maxDelayMs, maxHeapUsedBytes: maxHeapBytes }: LoadSheddingLimits,
+): void {
   if (maxDelayMs === 0 && maxHeapBytes === 0) return
 
   const delays = monitorEventLoopDelay({ resolution: RESOLUTION_MS })

@@ -1,7 +1,6 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.ts'
 import { ERROR_EXAMPLES } from './error-responses.ts'
 import { guardMethods } from './method-guard.ts'
 import { boundInt64Schemas } from './openapi-exact-integers.ts'
@@ -16,6 +15,13 @@ signed 64-bit range: parse them with a JSON library that keeps big integers.`
 // The service's code is not licensed to anyone (package.json: UNLICENSED).
 const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' }
 const CONTACT = { name: 'Pet Store API team' }
+
+/** The deployments the document lists: this one first (`PUBLIC_BASE_URL`, relative by default), then production and staging. */
+export interface BaseUrls {
+  publicBaseUrl: string
+  productionBaseUrl: string
+  stagingBaseUrl: string
+}
 
 type RouteResponses = Record<string, Record<string | symbol, unknown>>
 
@@ -60,15 +66,15 @@ function describeReferencedParameters(document: Document): void {
 }
 
 /** The OpenAPI 3.1 document, generated from the route schemas; served at `/v1/openapi.json` without auth. */
-export const openApi = fp(async function openApi(app: FastifyInstance, { config }: { config: Config }) {
+export const openApi = fp(async function openApi(app: FastifyInstance, { baseUrls }: { baseUrls: BaseUrls }) {
   // Every server is public (`x-internal: false`) and says which environment it is.
   const servers = [
     {
-      url: config.PUBLIC_BASE_URL,
+      url: baseUrls.publicBaseUrl,
       description: 'This deployment, the one serving this document (local, staging or production)',
     },
-    { url: config.PRODUCTION_BASE_URL, description: 'Production' },
-    { url: config.STAGING_BASE_URL, description: 'Staging' },
+    { url: baseUrls.productionBaseUrl, description: 'Production' },
+    { url: baseUrls.stagingBaseUrl, description: 'Staging' },
   ]
     .filter((server, index, all) => all.findIndex((other) => other.url === server.url) === index)
     .map((server) => ({ ...server, 'x-internal': false }))

@@ -6,11 +6,20 @@ export interface MetricsSource {
   metrics(): Promise<string>
 }
 
+/** Where metrics are served (`METRICS_HOST`, `METRICS_PORT`). */
+export interface MetricsListener {
+  host: string
+  port: number
+}
+
 /**
  * A listener of its own for `GET /metrics`, on METRICS_HOST (loopback by default): metrics are never
  * served on the API's port, so publishing the API cannot expose them by accident.
  */
-export async function startMetricsServer(source: MetricsSource, host: string, port: number): Promise<Server> {
+export async function startMetricsServer(
+  source: MetricsSource,
+  { host, port }: MetricsListener,
+): Promise<Server> {
   const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: scrape /metrics\n')

@@ -1,28 +1,43 @@
 import type { FastifyInstance } from 'fastify'
-import type { Redis } from 'ioredis'
 import { createAuthenticator } from '../auth/authenticator.ts'
-import type { Config } from '../config.ts'
-import { registerLoadShedding } from '../http/load-shedding.ts'
+import type { DeprecationPolicy } from '../http/deprecation.ts'
+import { type LoadSheddingLimits, registerLoadShedding } from '../http/load-shedding.ts'
 import { pageCursors } from '../http/page-cursor.ts'
 import { runPeriodically } from '../http/periodic-job.ts'
 import { rateLimitPerKey } from '../http/rate-limit.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
-import { getPetDeprecation } from '../pets/get-pet-deprecation.ts'
 import { petCreator } from '../pets/pet-creator.ts'
 import { petReader } from '../pets/pet-reader.ts'
 import { ReadCache } from '../pets/read-cache.ts'
-import { MemoryWindowCounter } from '../rate-limit/memory-counter.ts'
-import { RedisWindowCounter } from '../rate-limit/redis-counter.ts'
+import type { WindowCounter } from '../rate-limit/window-counter.ts'
 import type { Store } from '../store/store.ts'
 import { petMethodGuards, petRoutes } from './pets.ts'
 
+/** The settings of the versioned API: key lookups, the read cache, idempotency, getPet's sunset, overload. */
+export interface V1ApiSettings extends LoadSheddingLimits {
+  apiKeyCacheTtlMs: number
+  readCacheBytes: number
+  idempotencyRetentionMs: number
+  getPetAfterSunset: DeprecationPolicy['afterSunset']
+}
+
+/** Requests allowed to each API key per minute, and where they are counted (this instance, or Redis). */
+export interface RateLimit {
+  counter: WindowCounter
+  perMinute: number
+}
+
 export interface V1ApiOptions {
-  config: Config
+  settings: V1ApiSettings
+  /** Where links point (`PUBLIC_BASE_URL`). */
+  publicBaseUrl: string
+  getPetDeprecation: DeprecationPolicy
   store: Store
   metrics: Metrics
   now: () => number
-  redis?: Redis
+  /** None when rate limiting is off. */
+  rateLimit?: RateLimit
 }
 
 // Deprecated-call counts reach the store this often; expired idempotency keys are purged this often.
@@ -32,19 +47,12 @@ const KEY_CACHE_ENTRIES = 10_000
 const RATE_LIMIT_WINDOW_MS = 60_000
 
 /** The versioned API, mounted at /v1, with what guards it (rate limits, load shedding) and its background jobs. */
-export async function v1Api(app: FastifyInstance, { config, store, metrics, now, redis }: V1ApiOptions) {
-  registerLoadShedding(app, { config })
-  // Counted per API key: by this instance alone, or with REDIS_URL by every instance together.
+export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
+  const { settings, publicBaseUrl, store, metrics, now, rateLimit } = options
+  registerLoadShedding(app, settings)
   const limitRate =
-    config.RATE_LIMIT_PER_MINUTE === 0
-      ? undefined
-      : rateLimitPerKey({
-          counter: redis
-            ? new RedisWindowCounter(redis, 'petstore:rate-limit:')
-            : new MemoryWindowCounter(KEY_CACHE_ENTRIES, now),
-          max: config.RATE_LIMIT_PER_MINUTE,
-          windowMs: RATE_LIMIT_WINDOW_MS,
-        })
+    rateLimit &&
+    rateLimitPerKey({ counter: rateLimit.counter, max: rateLimit.perMinute, windowMs: RATE_LIMIT_WINDOW_MS })
 
   const deprecatedCalls = new DeprecatedCallTally(store, now, (key) =>
     metrics.countDeprecatedCall('getPet', key.name),
@@ -62,25 +70,25 @@ export async function v1Api(app: FastifyInstance, { config, store, metrics, now,
   await app.register(petRoutes, {
     authenticate: createAuthenticator({
       store,
-      cacheTtlMs: config.API_KEY_CACHE_TTL_MS,
+      cacheTtlMs: settings.apiKeyCacheTtlMs,
       cacheMaxEntries: KEY_CACHE_ENTRIES,
     }),
     createPet: petCreator({
       store,
-      retentionMs: config.IDEMPOTENCY_RETENTION_S * 1000,
+      retentionMs: settings.idempotencyRetentionMs,
       now,
       onCreated: () => metrics.petsCreated.inc(),
     }),
     readPets: petReader({
       store,
       cursors: pageCursors(await store.serviceSecret()),
-      cache: new ReadCache(config.READ_CACHE_BYTES),
-      publicBaseUrl: config.PUBLIC_BASE_URL,
+      cache: new ReadCache(settings.readCacheBytes),
+      publicBaseUrl,
     }),
     ...(limitRate ? { limitRate } : {}),
-    getPetDeprecation: getPetDeprecation(config),
+    getPetDeprecation: options.getPetDeprecation,
     deprecatedCalls,
-    publicBaseUrl: config.PUBLIC_BASE_URL,
+    publicBaseUrl,
     now,
   })
   await app.register(petMethodGuards)

@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify'
-import { type AppDependencies, buildApp } from '../../src/app.ts'
+import { buildApp } from '../../src/app.ts'
 import { generateApiKey, storedFormOf } from '../../src/auth/api-key.ts'
+import { type AppServices, appOptions } from '../../src/cli/app-options.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
+import { createLogger } from '../../src/logger.ts'
+import { createMetrics } from '../../src/metrics/metrics.ts'
 import type { Store } from '../../src/store/store.ts'
 import type { Cleanup } from './cleanup.ts'
 import { type StoreEngine, sqliteEngine } from './store-engines.ts'
@@ -36,8 +39,8 @@ export async function startTestServer(
     engine?: StoreEngine
     /** An existing key to use (another instance on the same data made it); else a key "test" is created. */
     key?: string
-    /** Passed to buildApp as they are (clock, Redis, metrics, logger). */
-    app?: Pick<AppDependencies, 'now' | 'redis' | 'metrics' | 'logger'>
+    /** Given to the app as they are (clock, Redis, metrics, logger); by default made as `serve` makes them. */
+    app?: Partial<Pick<AppServices, 'now' | 'redis' | 'metrics' | 'logger'>>
   } = {},
 ): Promise<TestServer> {
   const config = testConfig(options.env)
@@ -62,7 +65,13 @@ export async function startTestServer(
   }
   const key = options.key ?? generateApiKey()
   if (options.key === undefined) await store.createApiKey(storedFormOf('test', key))
-  app = await buildApp({ config, store, ...options.app })
+  const services: AppServices = {
+    store,
+    logger: createLogger(config.log),
+    metrics: createMetrics(store.poolStats?.bind(store)),
+    ...options.app,
+  }
+  app = await buildApp(appOptions(config, services))
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0

@@ -2,7 +2,8 @@ import type { ParseArgsOptionsConfig } from 'node:util'
 import { generateApiKey, KEY_NAME_PATTERN, storedFormOf } from '../auth/api-key.ts'
 import { DuplicateKeyNameError } from '../store/store.ts'
 import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
-import { openMigratedStore } from './open-services.ts'
+import { openMigratedStore } from './open-store.ts'
+import { startUp } from './start-up.ts'
 
 const HELP = `Usage:
   petstore keys create --name <name>   Create a key; the key is printed once, on stdout
@@ -47,7 +48,8 @@ export const keysCommand: Command = {
     const name =
       action === 'list' ? undefined : checkName(action, (values.name as string | undefined) ?? positionals[0])
 
-    const { store } = await openMigratedStore()
+    const { config, log } = startUp()
+    const store = await openMigratedStore(config.database, log)
     try {
       if (action === 'create') {
         const key = generateApiKey()

@@ -1,59 +1,58 @@
 import cluster from 'node:cluster'
 import type { Server } from 'node:http'
 import { flushCompileCache } from 'node:module'
-import { availableParallelism } from 'node:os'
+import type { Logger } from 'pino'
 import { buildApp } from '../app.ts'
-import { provisionKeys } from '../auth/provision-keys.ts'
-import { runPrimary } from '../cluster/primary.ts'
-import { shareMetricsWithPrimary } from '../cluster/worker-metrics.ts'
-import { type Config, loadConfig } from '../config.ts'
-import { createLogger, wantsPrettyLogs } from '../logger.ts'
+import type { Config } from '../config.ts'
 import { createMetrics } from '../metrics/metrics.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
-import { connectRedis } from '../redis.ts'
+import { connectRedis } from '../rate-limit/redis-connection.ts'
 import { startServer } from '../server.ts'
-import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
-import { type Command, type CommandIo, parseCommandArgs } from './command.ts'
+import type { Store } from '../store/store.ts'
+import { appOptions } from './app-options.ts'
+import { type Command, type Output, parseCommandArgs } from './command.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
+import { openStore } from './open-store.ts'
+import { provisionKeys } from './provision-keys.ts'
+import { startUp } from './start-up.ts'
+import { superviseWorkers } from './supervisor/supervisor.ts'
+import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
 const FATAL_GRACE_MS = 5000
 
-function workerCount(config: Config): number {
-  return config.WORKERS === 'auto' ? availableParallelism() : Number(config.WORKERS)
+/** Once per service, before anything serves: migrations, and the keys that make it callable. */
+async function prepareStore(store: Store, config: Config, log: Logger, terminal: Output): Promise<void> {
+  await store.migrate()
+  const dataDirectory = config.database.engine === 'sqlite' ? config.database.dataDirectory : undefined
+  await provisionKeys({ store, config, log, dataDirectory, terminal })
 }
 
 /**
- * Serves in this process. Alone, it also prepares the store (migrations, first key) and serves metrics;
- * as a cluster worker, the primary has done both, and it hands its metrics to the primary's aggregator.
+ * Serves in this process. Alone, it also prepares the store and serves metrics; as a cluster worker, the
+ * supervisor has done the first, and the worker hands its metrics to the supervisor's sum.
  * An uncaught exception or unhandled rejection stops it: drain as on SIGTERM, briefly, then exit 1.
  */
-async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<number> {
-  const logger = createLogger(config, wantsPrettyLogs(config, stdout))
-  const fatal = exitOnFatalFailure(logger, Math.min(config.SHUTDOWN_TIMEOUT_MS, FATAL_GRACE_MS))
+async function serveInProcess(config: Config, logger: Logger, terminal: Output): Promise<number> {
+  const fatal = exitOnFatalFailure(logger, Math.min(config.server.shutdownTimeoutMs, FATAL_GRACE_MS))
   const alone = !cluster.isWorker
-  const store = await openStore(config, logger)
-  const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, logger) : undefined
+  const store = await openStore(config.database, logger)
+  const { redisUrl } = config.rateLimit
+  const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
   const metrics = createMetrics(store.poolStats?.bind(store))
   let metricsServer: Server | undefined
   try {
-    if (alone) await store.migrate()
-    const app = await buildApp({ config, store, logger, metrics, ...(redis ? { redis } : {}) })
-    if (alone) {
-      const dataDirectory = embeddedDataDirectory(config)
-      await provisionKeys({ store, config, log: app.log, dataDirectory, terminal: stdout })
-    }
+    if (alone) await prepareStore(store, config, logger, terminal)
+    const app = await buildApp(appOptions(config, { store, logger, metrics, ...(redis ? { redis } : {}) }))
     const shared = alone ? undefined : shareMetricsWithPrimary(metrics.registry)
     metricsServer =
-      alone && config.METRICS === 'on'
-        ? await startMetricsServer(metrics.registry, config.METRICS_HOST, config.METRICS_PORT)
-        : undefined
+      alone && config.metrics ? await startMetricsServer(metrics.registry, config.metrics) : undefined
     // Every module serving needs is loaded by now: write the compile cache (when bin/petstore.js enabled it)
     // at once rather than at exit, so the next start finds it even if this process is killed. Before the
     // port opens: on a cold cache the write holds the loop for up to a second, which no client may see.
     flushCompileCache()
-    const server = await startServer(app, config, async () => {
+    const server = await startServer(app, config.server, async () => {
       metricsServer?.close()
       redis?.disconnect()
       await store.close()
@@ -73,7 +72,7 @@ async function serveInProcess(config: Config, { stdout }: CommandIo): Promise<nu
     const metricsAddress = metricsServer?.address()
     const metricsNote =
       typeof metricsAddress === 'object' && metricsAddress ? `; metrics on port ${metricsAddress.port}` : ''
-    const docsNote = config.DOCS === 'on' ? `; docs: ${server.url}/docs` : ''
+    const docsNote = config.docs ? `; docs: ${server.url}/docs` : ''
     app.log.info(
       `serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${docsNote}${metricsNote})`,
     )
@@ -97,11 +96,18 @@ environment and from .env; see README, "Configuration". SIGTERM or SIGINT stops 
 every request already read (served if in flight, else 503 with Connection: close), commits pending
 writes, closes the store and exits 0; exit 1 if that takes over SHUTDOWN_TIMEOUT_MS + 2 s, or after an
 uncaught failure (see README, "Operating").`,
-  async run(args, io) {
+  async run(args, { stdout }) {
     parseCommandArgs(args, {})
-    const config = loadConfig()
-    const workers = workerCount(config)
-    if (workers > 1 && cluster.isPrimary) return runPrimary(config, workers, io)
-    return serveInProcess(config, io)
+    const { config, log } = startUp(stdout)
+    if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
+    // The supervisor prepares the store once, before any worker starts, and closes it again.
+    return superviseWorkers(config.workers, config, log, async () => {
+      const store = await openStore(config.database, log)
+      try {
+        await prepareStore(store, config, log, stdout)
+      } finally {
+        await store.close()
+      }
+    })
   },
 }

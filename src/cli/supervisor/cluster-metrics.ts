@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry, prometheusContentType } from 'prom-client'
-import type { MetricsSource } from '../metrics/metrics-server.ts'
+import type { MetricsSource } from '../../metrics/metrics-server.ts'
 import { isMetricsReport, type MetricsJson, type MetricsRequest } from './metrics-messages.ts'
 
 // A worker that has not answered a scrape by then is counted with its last report, not waited for.

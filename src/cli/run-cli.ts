@@ -1,13 +1,12 @@
-#!/usr/bin/env node
 import { readFileSync } from 'node:fs'
-import { type Command, type CommandIo, UsageError } from './commands/command.ts'
-import { keysCommand } from './commands/keys-command.ts'
-import { migrateCommand } from './commands/migrate-command.ts'
-import { openapiCommand } from './commands/openapi-command.ts'
-import { seedCommand } from './commands/seed-command.ts'
-import { serveCommand } from './commands/serve-command.ts'
-import { ConfigError } from './config.ts'
-import { StoreUnavailableError } from './errors.ts'
+import { ConfigError } from '../config.ts'
+import { StoreUnavailableError } from '../errors.ts'
+import { type Command, type CommandIo, UsageError } from './command.ts'
+import { keysCommand } from './keys-command.ts'
+import { migrateCommand } from './migrate-command.ts'
+import { openapiCommand } from './openapi-command.ts'
+import { seedCommand } from './seed-command.ts'
+import { serveCommand } from './serve-command.ts'
 
 const COMMANDS: Command[] = [serveCommand, migrateCommand, keysCommand, seedCommand, openapiCommand]
 
@@ -21,7 +20,7 @@ Run "petstore <command> --help" for a command's options. Without a command, "ser
 
 /** The version of this release, as package.json gives it. */
 function version(): string {
-  return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version
+  return JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version
 }
 
 export async function runCli(argv: string[], io: CommandIo): Promise<number> {

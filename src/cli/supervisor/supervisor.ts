@@ -1,13 +1,8 @@
 import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
-import { provisionKeys } from '../auth/provision-keys.ts'
-import type { CommandIo } from '../commands/command.ts'
-import { exitOnFatalFailure } from '../commands/fatal-failure.ts'
-import type { Config } from '../config.ts'
-import { createLogger, wantsPrettyLogs } from '../logger.ts'
-import { startMetricsServer } from '../metrics/metrics-server.ts'
-import { embeddedDataDirectory, openStore } from '../store/open-store.ts'
+import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
+import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
 
@@ -16,34 +11,34 @@ import { RestartBackoff } from './restart-backoff.ts'
 // worker stuck in shutdown cannot keep the service from exiting (and its orchestrator waiting) forever.
 const SHUTDOWN_MARGIN_MS = 5000
 
-/**
- * The supervisor of WORKERS processes sharing one port (node:cluster). It prepares the store once
- * (migrations, first key) before any worker starts, serves the workers' metrics summed, replaces a worker
- * that dies, and on SIGTERM/SIGINT asks every worker to drain, waits for them (killing any still running
- * SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped cleanly, else 1. A fatal
- * failure of its own stops the workers the same way and exits 1.
- */
-export async function runPrimary(config: Config, workers: number, { stdout }: CommandIo): Promise<number> {
-  const log = createLogger(config, wantsPrettyLogs(config, stdout))
-  const fatal = exitOnFatalFailure(log, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS)
-  const store = await openStore(config, log)
-  try {
-    await store.migrate()
-    await provisionKeys({
-      store,
-      config,
-      log,
-      dataDirectory: embeddedDataDirectory(config),
-      terminal: stdout,
-    })
-  } finally {
-    await store.close()
-  }
+/** What the supervisor needs of the configuration. */
+export interface SupervisorSettings {
+  /** Workers drain for this long before they are asked no more (`SHUTDOWN_TIMEOUT_MS`). */
+  server: { shutdownTimeoutMs: number }
+  /** Where the workers' summed metrics are served; none when `METRICS=off`. */
+  metrics: MetricsListener | undefined
+}
 
-  const metricsServer =
-    config.METRICS === 'on'
-      ? await startMetricsServer(new ClusterMetrics(), config.METRICS_HOST, config.METRICS_PORT)
-      : undefined
+/**
+ * The supervisor of `workers` processes sharing one port (node:cluster). It runs `prepare` once (the
+ * store's migrations and first key) before any worker starts, serves the workers' metrics summed,
+ * replaces a worker that dies, and on SIGTERM/SIGINT asks every worker to drain, waits for them (killing
+ * any still running SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped
+ * cleanly, else 1. A fatal failure of its own stops the workers the same way and exits 1.
+ */
+export async function superviseWorkers(
+  workers: number,
+  settings: SupervisorSettings,
+  log: Logger,
+  prepare: () => Promise<void>,
+): Promise<number> {
+  const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
+  const fatal = exitOnFatalFailure(log, shutdownTimeoutMs + SHUTDOWN_MARGIN_MS)
+  await prepare()
+
+  const metricsServer = settings.metrics
+    ? await startMetricsServer(new ClusterMetrics(), settings.metrics)
+    : undefined
 
   let stopping = false
   const backoff = new RestartBackoff()
@@ -68,7 +63,7 @@ export async function runPrimary(config: Config, workers: number, { stdout }: Co
   let draining: Promise<boolean> | undefined
   const stopWorkers = (): Promise<boolean> => {
     stopping = true
-    draining ??= drainWorkers(config, log).finally(() => metricsServer?.close())
+    draining ??= drainWorkers(shutdownTimeoutMs, log).finally(() => metricsServer?.close())
     return draining
   }
   fatal.stopWith(async () => {
@@ -90,7 +85,7 @@ export async function runPrimary(config: Config, workers: number, { stdout }: Co
  * Asks every running worker to drain (SIGTERM) and waits for them, killing any still running
  * SHUTDOWN_TIMEOUT_MS plus a margin later; resolves with whether all stopped cleanly.
  */
-async function drainWorkers(config: Config, log: Logger): Promise<boolean> {
+async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boolean> {
   const running = Object.values(cluster.workers ?? {}).filter(
     (worker): worker is Worker => worker !== undefined && !worker.isDead(),
   )
@@ -102,7 +97,7 @@ async function drainWorkers(config: Config, log: Logger): Promise<boolean> {
       log.error({ worker: worker.process.pid }, 'a worker did not stop in time; killing it')
       worker.process.kill('SIGKILL')
     }
-  }, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS)
+  }, shutdownTimeoutMs + SHUTDOWN_MARGIN_MS)
   const clean = await Promise.all(exits)
   clearTimeout(deadline)
   return clean.every(Boolean)

@@ -1,7 +1,9 @@
 import { buildApp } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import { createLogger } from '../logger.ts'
-import { openStore } from '../store/open-store.ts'
+import { createMetrics } from '../metrics/metrics.ts'
+import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
+import { appOptions } from './app-options.ts'
 import { type Command, parseCommandArgs } from './command.ts'
 
 export const openapiCommand: Command = {
@@ -14,10 +16,10 @@ configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches 
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
-    const config = { ...loadConfig(), LOG_LEVEL: 'silent' as const, DATABASE_URL: 'sqlite::memory:' }
-    const store = await openStore(config, createLogger(config))
+    const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0 })
     await store.migrate()
-    const app = await buildApp({ config, store })
+    const services = { store, logger: createLogger({ level: 'silent' }), metrics: createMetrics() }
+    const app = await buildApp(appOptions(loadConfig(), services))
     try {
       await app.ready()
       stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)

@@ -1,5 +1,6 @@
 import { type Command, parseCommandArgs } from './command.ts'
-import { openConfiguredStore } from './open-services.ts'
+import { openStore } from './open-store.ts'
+import { startUp } from './start-up.ts'
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -10,7 +11,8 @@ Applies every migration the database does not have yet, in order, and prints wha
 "serve" does the same at start, so running this first is optional (useful in a deploy pipeline).`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
-    const { store } = await openConfiguredStore()
+    const { config, log } = startUp()
+    const store = await openStore(config.database, log)
     try {
       const { applied, current } = await store.migrate()
       stdout.write(

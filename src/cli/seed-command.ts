@@ -1,6 +1,7 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
 import { type Command, integerOption, parseCommandArgs } from './command.ts'
-import { openMigratedStore } from './open-services.ts'
+import { openMigratedStore } from './open-store.ts'
+import { startUp } from './start-up.ts'
 
 const NAMES = [
   'Bella',
@@ -75,7 +76,8 @@ statuses, then prints how many were added. Each run adds more; it never deletes.
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { count: { type: 'string' } })
     const count = integerOption('count', values.count, 100, 10_000_000)
-    const { store } = await openMigratedStore()
+    const { config, log } = startUp()
+    const store = await openMigratedStore(config.database, log)
     try {
       for (let start = 0; start < count; start += BATCH) {
         const size = Math.min(BATCH, count - start)

@@ -1,18 +1,17 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
-import { type Config, ConfigError, configuredApiKeys } from '../config.ts'
+import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
+import { type Config, ConfigError } from '../config.ts'
 import { DuplicateKeyNameError, type Store } from '../store/store.ts'
-import { generateApiKey, storedFormOf } from './api-key.ts'
 
 export const INITIAL_KEY_NAME = 'initial'
 export const INITIAL_KEY_FILE = 'initial-api-key'
 
 /** Where a newcomer on this machine reaches the API (a relative base is completed with the local port). */
-function tryItBase(config: Config): string {
-  return config.PUBLIC_BASE_URL.startsWith('/')
-    ? `http://localhost:${config.PORT}${config.PUBLIC_BASE_URL}`
-    : config.PUBLIC_BASE_URL
+function tryItBase({ baseUrls, server }: Config): string {
+  const base = baseUrls.publicBaseUrl
+  return base.startsWith('/') ? `http://localhost:${server.port}${base}` : base
 }
 
 export interface ProvisionOptions {
@@ -32,7 +31,7 @@ export interface ProvisionOptions {
  * never goes to the log. Once keys exist, none is ever minted here: revoking every key stays in force.
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
-  for (const { name, key } of configuredApiKeys(config)) {
+  for (const { name, key } of config.apiKeys) {
     await store.ensureApiKey(storedFormOf(name, key)).catch((error: unknown) => {
       if (!(error instanceof DuplicateKeyNameError)) throw error
       throw new ConfigError(

@@ -1,0 +1,58 @@
+import { existsSync, mkdirSync } from 'node:fs'
+import { resolve } from 'node:path'
+import type { Logger } from 'pino'
+import { ConfigError, type DatabaseSettings } from '../config.ts'
+import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
+import type { Store } from '../store/store.ts'
+
+/**
+ * The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. The
+ * PostgreSQL engine and its driver are loaded only when chosen, so an embedded deployment does not
+ * carry them (docs/decisions.md, "Memory").
+ */
+export async function openStore(
+  database: DatabaseSettings,
+  log: Pick<Logger, 'warn' | 'error' | 'info'>,
+): Promise<Store> {
+  if (database.engine === 'sqlite') {
+    prepareDirectory(database)
+    return new SqliteStore({ ...database, log })
+  }
+  const { PostgresStore } = await import('../store/postgres/postgres-store.ts')
+  return new PostgresStore({
+    ...database,
+    onIdleError: (error) =>
+      // Without the stack: when the server goes down, every pooled connection reports the same thing.
+      log.warn({ error: error.message }, 'an idle database connection failed; it will be replaced'),
+  })
+}
+
+/** The configured store with its migrations applied (so a command works on a fresh database). */
+export async function openMigratedStore(
+  database: DatabaseSettings,
+  log: Pick<Logger, 'warn' | 'error' | 'info'>,
+): Promise<Store> {
+  const store = await openStore(database, log)
+  try {
+    await store.migrate()
+    return store
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+}
+
+/**
+ * The default `data/` is created on the first start; any other directory must exist, so a mistyped path is
+ * refused rather than given a new empty database (and a new initial key) somewhere unexpected.
+ */
+function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSettings & { engine: 'sqlite' }) {
+  if (dataDirectory === undefined || existsSync(dataDirectory)) return
+  if (createsDataDirectory) {
+    mkdirSync(dataDirectory)
+    return
+  }
+  throw new ConfigError(
+    `DATABASE_URL names a file in ${resolve(dataDirectory)}, a directory that does not exist (create it first, or correct the path)`,
+  )
+}

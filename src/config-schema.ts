@@ -1,0 +1,215 @@
+import Type, { type Static } from 'typebox'
+import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
+
+// Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
+const BASE_URL = {
+  pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$',
+  allowedForm: 'an http:// or https:// URL ending in /v1, without query or fragment',
+}
+const API_KEYS_FORM =
+  'name:key pairs separated by commas, each name 1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit, each key psk_ followed by 43 base64url characters'
+/** The embedded store a first start creates, in `data/` (the one directory a start creates). */
+export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
+const DURATION = (fallback: number, description: string) =>
+  Type.Integer({ minimum: 0, maximum: 3_600_000, default: fallback, description })
+
+function isApiKeyList(value: string): boolean {
+  if (value === '') return true
+  return value.split(',').every((entry) => {
+    const [name, key, ...rest] = entry.split(':')
+    return rest.length === 0 && KEY_NAME_PATTERN.test(name ?? '') && isWellFormedApiKey(key ?? '')
+  })
+}
+
+/**
+ * Every setting, by the name of its environment variable: this schema validates the environment (config.ts
+ * then decodes it) and is the source of the README's configuration table (`npm run readme:tables`).
+ */
+export const ConfigSchema = Type.Object({
+  HOST: Type.String({
+    default: '127.0.0.1',
+    description: 'Interface to listen on; `0.0.0.0` in containers.',
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port of the API.' }),
+  DATABASE_URL: Type.String({
+    default: DEFAULT_DATABASE_URL,
+    pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+    allowedForm:
+      'sqlite: followed by a file path (sqlite::memory: for a throwaway store), or a postgres:// or postgresql:// URL',
+    description:
+      'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
+  }),
+  PG_POOL_SIZE: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 10,
+    description:
+      "PostgreSQL: connections per instance; instances × this must stay under the server's max_connections.",
+  }),
+  PG_STATEMENT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 5000,
+    description:
+      'PostgreSQL: longest a statement may run (server-side); the client gives up 1 s later (503) and destroys the connection.',
+  }),
+  PG_CONNECT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 2000,
+    description:
+      'PostgreSQL: longest wait for a connection (503 after it). Every call to the database, a create with the batch it queues behind included, is answered within this + PG_STATEMENT_TIMEOUT_MS + 1 s.',
+  }),
+  PUBLIC_BASE_URL: Type.Optional(
+    Type.String({
+      ...BASE_URL,
+      description:
+        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
+    }),
+  ),
+  PRODUCTION_BASE_URL: Type.String({
+    ...BASE_URL,
+    default: 'https://api.petstore.example/v1',
+    description: 'Production base URL, listed in the OpenAPI `servers`.',
+  }),
+  STAGING_BASE_URL: Type.String({
+    ...BASE_URL,
+    default: 'https://staging.api.petstore.example/v1',
+    description: 'Staging base URL, listed in the OpenAPI `servers`.',
+  }),
+  LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
+    type: 'string',
+    default: 'auto',
+    description: 'Log lines as JSON, or human-readable; `auto` is pretty on a terminal and JSON otherwise.',
+  }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    type: 'string',
+    default: 'info',
+    description: 'Least severe log level written.',
+  }),
+  API_KEYS: Type.Refine(
+    Type.String({
+      default: '',
+      allowedForm: API_KEYS_FORM,
+      description:
+        'Keys given to this deployment, `name:key` pairs separated by commas. Stored hashed at start (never revived once revoked).',
+    }),
+    isApiKeyList,
+    () => `must be ${API_KEYS_FORM}`,
+  ),
+  API_KEY_CACHE_TTL_MS: DURATION(
+    5000,
+    'How long a key lookup is reused; a revoked key is refused within this.',
+  ),
+  BODY_LIMIT_BYTES: Type.Integer({
+    minimum: 256,
+    maximum: 1_048_576,
+    default: 4096,
+    description: 'Largest request body accepted; larger bodies get 413.',
+  }),
+  READ_CACHE_BYTES: Type.Integer({
+    minimum: 0,
+    maximum: 1e10,
+    default: 32 * 1024 * 1024,
+    description: 'Memory for serialized answers that never change (pets, full list pages); 0 keeps none.',
+  }),
+  IDEMPOTENCY_RETENTION_S: Type.Integer({
+    minimum: 60,
+    maximum: 2_592_000,
+    default: 86_400,
+    description: 'How long an Idempotency-Key is remembered (and a retry replays the first result).',
+  }),
+  GET_PET_AFTER_SUNSET: Type.Enum(['serve', 'gone'], {
+    type: 'string',
+    default: 'serve',
+    description: 'What getPet does after its sunset (5 December 2030): keep serving, or answer 410 Gone.',
+  }),
+  RATE_LIMIT_PER_MINUTE: Type.Integer({
+    minimum: 0,
+    maximum: 10_000_000,
+    default: 6000,
+    description: 'Requests per minute allowed to one API key (429 beyond); 0 switches rate limiting off.',
+  }),
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://.+$',
+      allowedForm: 'a redis:// or rediss:// URL',
+      description: 'Redis for rate limits shared by all instances; without it each instance counts alone.',
+    }),
+  ),
+  METRICS: Type.Enum(['on', 'off'], {
+    type: 'string',
+    default: 'on',
+    description: 'Serve Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT, path /metrics).',
+  }),
+  METRICS_HOST: Type.String({
+    default: '127.0.0.1',
+    description: 'Interface of the metrics listener; loopback so metrics are never exposed with the API.',
+  }),
+  METRICS_PORT: Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    default: 9464,
+    description: 'Port of the metrics listener.',
+  }),
+  MAX_CONNECTIONS: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    default: 10_000,
+    description: 'Open connections accepted at once per process; more are refused by the socket.',
+  }),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
+    minimum: 0,
+    maximum: 60_000,
+    default: 1000,
+    description: 'Above this event-loop delay requests are shed with 503 and Retry-After; 0 switches it off.',
+  }),
+  MAX_HEAP_USED_BYTES: Type.Integer({
+    minimum: 0,
+    maximum: 1e12,
+    default: 0,
+    description: 'Above this heap use requests are shed with 503; 0 switches it off.',
+  }),
+  DOCS: Type.Enum(['on', 'off'], {
+    default: 'on',
+    description:
+      'Serve the interactive API reference at /docs (assets served locally, no key needed to read it).',
+  }),
+  CORS_ORIGINS: Type.String({
+    default: '',
+    description:
+      'Browser origins allowed to call the API (comma-separated, e.g. `https://app.example.com`); empty: CORS off.',
+  }),
+  WORKERS: Type.String({
+    default: '1',
+    pattern: '^(auto|[1-9][0-9]{0,2})$',
+    allowedForm: 'auto, or a whole number from 1 to 999',
+    description: 'Processes serving the API: a number, or `auto` for one per available CPU.',
+  }),
+  REQUEST_TIMEOUT_MS: DURATION(10_000, 'Time allowed to receive a whole request (408 after it).'),
+  HEADERS_TIMEOUT_MS: DURATION(5000, 'Time allowed to receive the request headers.'),
+  KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.'),
+  SHUTDOWN_TIMEOUT_MS: DURATION(
+    10_000,
+    'On SIGTERM/SIGINT, time allowed for in-flight requests before exit.',
+  ),
+  WRITE_BATCH_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 500,
+    description:
+      'Most creates committed together in one transaction and one disk sync (group commit); 1 commits each alone.',
+  }),
+  SQLITE_WRITE_THREAD: Type.Enum(['on', 'off'], {
+    default: 'off',
+    description:
+      'Commit SQLite writes on a thread of their own, so reads are served while the disk syncs; pays off with a spare core, costs memory (docs/decisions.md).',
+  }),
+  SQLITE_BUSY_TIMEOUT_MS: DURATION(
+    5000,
+    'How long a write waits for another process holding the SQLite lock.',
+  ),
+})
+
+/** The environment's settings once validated, before config.ts decodes them. */
+export type Settings = Static<typeof ConfigSchema>
