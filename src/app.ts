@@ -7,8 +7,8 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { Logger } from 'pino'
+import { deprecationHeaders } from './admission/deprecation-notice.ts'
 import { registerCors } from './http/cors.ts'
-import { type DeprecationPolicy, deprecationHeaders } from './http/deprecation.ts'
 import { docsPage } from './http/docs-page.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
@@ -19,7 +19,7 @@ import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
 import type { Metrics } from './metrics/metrics.ts'
-import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
+import { type DeprecationPolicy, getPetDeprecation } from './pets/get-pet-deprecation.ts'
 import { healthRoutes } from './routes/health.ts'
 import { type RateLimit, type V1ApiSettings, v1Api } from './routes/v1-api.ts'
 import { ErrorSchema } from './schemas/error.ts'
@@ -113,7 +113,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     frameworkErrors: routerErrorHandler(getPet),
   })
   app.server.maxConnections = http.maxConnections
-  app.decorateRequest('apiKey', null)
 
   const sharedSchemas = [...petSchemas, ErrorSchema]
   for (const schema of sharedSchemas) app.addSchema(schema)

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
+import { MemoryWindowCounter } from '../admission/rate-limit/memory-counter.ts'
+import { RedisWindowCounter } from '../admission/rate-limit/redis-counter.ts'
 import type { AppOptions } from '../app.ts'
 import type { Config } from '../config.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import { MemoryWindowCounter } from '../rate-limit/memory-counter.ts'
-import { RedisWindowCounter } from '../rate-limit/redis-counter.ts'
 import type { Store } from '../store/store.ts'
 
 // API keys counted in memory at once; beyond it the least recently seen key starts a new window.

@@ -3,11 +3,16 @@ import type { Logger } from 'pino'
 import { maskApiKeys } from '../auth/api-key.ts'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import type { KeyIdentity } from '../store/store.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { headRefusal } from './request-head.ts'
 import { operationOf } from './request-logging.ts'
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key that authenticated this request, set by the operation's admission; null until then. */
+    apiKey: KeyIdentity | null
+  }
   interface FastifyInstance {
     /** Shutdown has begun: from now on every request is answered 503 with `Connection: close`. */
     refuseRequests(): void
@@ -46,6 +51,7 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
 export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): void {
+  app.decorateRequest('apiKey', null)
   let closing = false
   // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
   app.decorate('refuseRequests', () => {

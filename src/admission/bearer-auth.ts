@@ -1,15 +1,8 @@
 import type { FastifyRequest } from 'fastify'
 import type { Authenticate } from '../auth/authenticator.ts'
 import { ApiError } from '../errors.ts'
+import { countHeader } from '../http/raw-headers.ts'
 import type { KeyIdentity } from '../store/store.ts'
-import { countHeader } from './raw-headers.ts'
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The API key that authenticated this request; set on admission (admission.ts). */
-    apiKey: KeyIdentity | null
-  }
-}
 
 // RFC 6750 §3: a request without credentials gets the challenge alone; a bad token gets an error code.
 const CHALLENGE = 'Bearer realm="petstore"'

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { ApiError } from '../errors.ts'
-import type { WindowCount, WindowCounter } from '../rate-limit/window-counter.ts'
+import { ApiError } from '../../errors.ts'
+import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 export interface RateLimitOptions {
   counter: WindowCounter

@@ -1,19 +1,6 @@
 import type { FastifyReply } from 'fastify'
 import { ApiError } from '../errors.ts'
-
-/** A deprecated operation's schedule and what to do once its sunset has passed. */
-export interface DeprecationPolicy {
-  /** When the operation was deprecated (epoch milliseconds). */
-  deprecatedAtMs: number
-  /** When it is removed (epoch milliseconds). */
-  sunsetAtMs: number
-  /** The URL of what replaces it. */
-  successor: string
-  /** After the sunset: keep answering, or answer 410 Gone. */
-  afterSunset: 'serve' | 'gone'
-  /** What the 410 says instead. */
-  goneMessage: string
-}
+import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
 
 /** `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and the successor `Link`. */
 export function deprecationHeaders(policy: DeprecationPolicy): Readonly<Record<string, string>> {

@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
+import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import type { BearerCheck } from './bearer-auth.ts'
-import { announceDeprecation, type DeprecationPolicy } from './deprecation.ts'
-import type { RateLimitHook } from './rate-limit.ts'
+import { announceDeprecation } from './deprecation-notice.ts'
+import type { RateLimitHook } from './rate-limit/rate-limit.ts'
 
 export interface AdmissionOptions {
   checkBearer: BearerCheck
