@@ -1,26 +1,19 @@
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
-import { deprecationHeaders } from './admission/deprecation-notice.ts'
 import { registerCors } from './http/cors.ts'
-import { docsPage } from './http/docs-page.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
-import { type BaseUrls, openApi } from './http/openapi.ts'
-import { addRequestLifecycle, setCommonHeaders } from './http/request-lifecycle.ts'
+import { addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestLoggerFactory } from './http/request-logger.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
 import type { Metrics } from './metrics/metrics.ts'
-import { type DeprecationPolicy, getPetDeprecation } from './pets/get-pet-deprecation.ts'
+import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
 import { healthRoutes } from './routes/health.ts'
+import { docsPage } from './routes/openapi/docs-page.ts'
+import { type BaseUrls, openApi } from './routes/openapi/openapi.ts'
+import { getPetRouterErrors } from './routes/pets/pet-routes.ts'
 import { type RateLimit, type V1ApiSettings, v1Api } from './routes/v1-api.ts'
 import { ErrorSchema } from './schemas/error.ts'
 import { petSchemas } from './schemas/pet.ts'
@@ -53,25 +46,6 @@ export interface AppOptions {
   rateLimit?: RateLimit
   /** The clock (epoch milliseconds); tests move it to check expiry and sunset. */
   now?: () => number
-}
-
-// A getPet path, as far as a path the router could not even parse can be recognised.
-const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
-
-/**
- * Errors the router raises before any route (or its hooks) runs: an over-long or badly encoded petId is
- * still a getPet call, so its answer carries getPet's deprecation headers like every other.
- */
-function routerErrorHandler(policy: DeprecationPolicy) {
-  const getPetHeaders = deprecationHeaders(policy)
-  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    // No hook runs for these, so the headers every answer carries are set here.
-    setCommonHeaders(request, reply)
-    if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
-      reply.headers(getPetHeaders)
-    }
-    handleError(error, request, reply)
-  }
 }
 
 // Longest path parameter read; a petId is at most 20 characters, so anything longer is refused early.
@@ -110,7 +84,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Answered by our own onRequest guard, in the Error body.
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
-    frameworkErrors: routerErrorHandler(getPet),
+    frameworkErrors: getPetRouterErrors(getPet),
   })
   app.server.maxConnections = http.maxConnections
 

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
+import { GET_PET_SUNSET_DAY } from './pets/get-pet-deprecation.ts'
 
 // Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
 const BASE_URL = {
@@ -122,7 +123,7 @@ export const ConfigSchema = Type.Object({
   GET_PET_AFTER_SUNSET: Type.Enum(['serve', 'gone'], {
     type: 'string',
     default: 'serve',
-    description: 'What getPet does after its sunset (5 December 2030): keep serving, or answer 410 Gone.',
+    description: `What getPet does after its sunset (${GET_PET_SUNSET_DAY}): keep serving, or answer 410 Gone.`,
   }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     minimum: 0,

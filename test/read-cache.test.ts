@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { representationOf } from '../src/http/conditional-get.ts'
 import { ReadCache } from '../src/pets/read-cache.ts'
+import { representationOf } from '../src/pets/representation.ts'
 
 // Each entry is charged its body plus 200 bytes, so a 100-byte body costs 300.
 const answer = (text: string) => representationOf(text.padEnd(100, '.'))

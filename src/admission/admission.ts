@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
+import type { DeprecatedCallCounter } from '../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import type { BearerCheck } from './bearer-auth.ts'
@@ -10,8 +10,8 @@ export interface AdmissionOptions {
   checkBearer: BearerCheck
   /** Counts each authenticated request against its key's limit; none when rate limiting is off. */
   limitRate?: RateLimitHook
-  /** For a deprecated operation: its schedule, and the tally its calls are counted in, per key. */
-  deprecation?: { policy: DeprecationPolicy; now: () => number; calls: DeprecatedCallTally }
+  /** For a deprecated operation: its schedule, and the counter its calls are counted in, per key. */
+  deprecation?: { policy: DeprecationPolicy; now: () => number; calls: DeprecatedCallCounter }
 }
 
 // Node's own reading of the header (RFC 9110 §10.1.1), which it answers only on HTTP/1.1.

@@ -1,12 +1,12 @@
 import type { FastifyReply } from 'fastify'
 import { ApiError } from '../errors.ts'
-import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
+import { type DeprecationPolicy, httpDate } from '../pets/get-pet-deprecation.ts'
 
 /** `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and the successor `Link`. */
 export function deprecationHeaders(policy: DeprecationPolicy): Readonly<Record<string, string>> {
   return {
     deprecation: `@${Math.floor(policy.deprecatedAtMs / 1000)}`,
-    sunset: new Date(policy.sunsetAtMs).toUTCString(),
+    sunset: httpDate(policy.sunsetAtMs),
     link: `<${policy.successor}>; rel="successor-version"`,
   }
 }

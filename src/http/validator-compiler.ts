@@ -16,14 +16,11 @@ const PART: Record<Part, { code: ErrorCode; field: string; whole: string }> = {
   headers: { code: 'bad_request', field: 'header', whole: 'headers' },
 }
 
-// Headers whose refusal has a code of its own (the schema that checks them is in idempotency-key.ts).
-const HEADER_CODES: Record<string, ErrorCode> = { 'idempotency-key': 'invalid_idempotency_key' }
-
-/** The code of a refused part: its part's, or for a header with a code of its own, that one. */
-function codeOf(part: Part, errors: TLocalizedValidationError[]): ErrorCode {
-  const name =
-    part === 'headers' ? errors.find((e) => e.instancePath !== '')?.instancePath.split('/')[1] : undefined
-  return (name !== undefined && HEADER_CODES[name]) || PART[part].code
+/** The code of a refused part: its part's, or that of the refused field when it has one (`withRefusalCode`). */
+function codeOf(part: Part, schema: SchemaNode, errors: TLocalizedValidationError[]): ErrorCode {
+  const name = errors.find((e) => e.instancePath !== '')?.instancePath.split('/')[1]
+  const field = name === undefined ? undefined : schema.properties?.[name]
+  return field?.refusalCode ?? PART[part].code
 }
 
 /**
@@ -107,7 +104,9 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
     const validator = Compile(context, forChecking(schema) as TSchema)
     const fail = (value: unknown) => {
       const errors = validator.Errors(value)
-      return { error: new ApiError(codeOf(part, errors), describe(part, resolved, value, errors, byId)) }
+      return {
+        error: new ApiError(codeOf(part, resolved, errors), describe(part, resolved, value, errors, byId)),
+      }
     }
 
     if (part === 'querystring' || part === 'params') {

@@ -12,10 +12,27 @@ export interface DeprecationPolicy {
   goneMessage: string
 }
 
-/** getPet is deprecated as of interface 1.0.0 (released 1 November 2026) and removed on 5 December 2030. */
+// The one place getPet's dates are written: the headers, the route's documentation, the 410 and the
+// GET_PET_AFTER_SUNSET setting's description all read them from here.
+/** getPet is deprecated as of interface 1.0.0 (released 1 November 2026). */
 export const GET_PET_DEPRECATED_AT_MS = Date.UTC(2026, 10, 1)
+/** getPet is removed on this day. */
 export const GET_PET_SUNSET_AT_MS = Date.UTC(2030, 11, 5)
 
+/** The removal day as people read it: "5 December 2030". */
+export const GET_PET_SUNSET_DAY = new Date(GET_PET_SUNSET_AT_MS).toLocaleDateString('en-GB', {
+  day: 'numeric',
+  month: 'long',
+  year: 'numeric',
+  timeZone: 'UTC',
+})
+
+/** A moment as the `Sunset` header writes it (RFC 8594: an HTTP date). */
+export function httpDate(epochMs: number): string {
+  return new Date(epochMs).toUTCString()
+}
+
+/** getPet's policy: its dates, its successor (listPets, under `publicBaseUrl`) and `GET_PET_AFTER_SUNSET`. */
 export function getPetDeprecation({
   publicBaseUrl,
   afterSunset,
@@ -28,6 +45,6 @@ export function getPetDeprecation({
     sunsetAtMs: GET_PET_SUNSET_AT_MS,
     successor: `${publicBaseUrl}/pets`,
     afterSunset,
-    goneMessage: 'getPet was removed on 5 December 2030: use GET /pets with a status filter',
+    goneMessage: `getPet was removed on ${GET_PET_SUNSET_DAY}: use GET /pets with a status filter`,
   }
 }

@@ -1,8 +1,12 @@
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.ts'
 import type { NewPet } from '../schemas/pet.ts'
-import { claimId } from '../store/idempotent-batch.ts'
-import { type CreatedPet, IdempotencyKeyReusedError, type Store } from '../store/store.ts'
+import {
+  type CreatedPet,
+  IdempotencyKeyReusedError,
+  idempotencyRecordId,
+  type Store,
+} from '../store/store.ts'
 
 export interface PetCreatorOptions {
   store: Pick<Store, 'createPet'>
@@ -30,7 +34,7 @@ export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOpt
   const inFlight = new Set<string>()
 
   async function createIdempotently(pet: NewPet, apiKeyId: bigint, key: string): Promise<CreatedPet> {
-    const id = claimId(apiKeyId, key)
+    const id = idempotencyRecordId(apiKeyId, key)
     if (inFlight.has(id)) {
       // The first request ends within milliseconds, or within the store's timeouts (seconds) when it is
       // slow: a retry a second later is replayed, or goes through if the first failed.

@@ -1,9 +1,9 @@
 import { ApiError } from '../errors.ts'
-import { type Representation, representationOf } from '../http/conditional-get.ts'
-import type { PageCursors } from '../http/page-cursor.ts'
 import { LIST_LIMIT, type ListPetsQuery, type Pet } from '../schemas/pet.ts'
 import type { Store } from '../store/store.ts'
+import type { PageCursors } from './page-cursor.ts'
 import type { ReadCache } from './read-cache.ts'
+import { type Representation, representationOf } from './representation.ts'
 
 export interface PetReaderOptions {
   store: Pick<Store, 'getPet' | 'listPets'>

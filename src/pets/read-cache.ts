@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import type { Representation } from '../http/conditional-get.ts'
+import type { Representation } from './representation.ts'
 
 /** What an entry is charged besides its body: the key, the ETag and the cache's own bookkeeping. */
 const ENTRY_OVERHEAD_BYTES = 200

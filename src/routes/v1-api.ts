@@ -3,16 +3,16 @@ import { rateLimitPerKey } from '../admission/rate-limit/rate-limit.ts'
 import type { WindowCounter } from '../admission/rate-limit/window-counter.ts'
 import { createAuthenticator } from '../auth/authenticator.ts'
 import { type LoadSheddingLimits, registerLoadShedding } from '../http/load-shedding.ts'
-import { pageCursors } from '../http/page-cursor.ts'
 import { runPeriodically } from '../http/periodic-job.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
+import { DeprecatedCallCounter } from '../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
+import { pageCursors } from '../pets/page-cursor.ts'
 import { petCreator } from '../pets/pet-creator.ts'
 import { petReader } from '../pets/pet-reader.ts'
 import { ReadCache } from '../pets/read-cache.ts'
 import type { Store } from '../store/store.ts'
-import { petMethodGuards, petRoutes } from './pets.ts'
+import { petMethodGuards, petRoutes } from './pets/pet-routes.ts'
 
 /** The settings of the versioned API: key lookups, the read cache, idempotency, getPet's sunset, overload. */
 export interface V1ApiSettings extends LoadSheddingLimits {
@@ -54,10 +54,10 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     rateLimit &&
     rateLimitPerKey({ counter: rateLimit.counter, max: rateLimit.perMinute, windowMs: RATE_LIMIT_WINDOW_MS })
 
-  const deprecatedCalls = new DeprecatedCallTally(store, now, (key) =>
+  const deprecatedCalls = new DeprecatedCallCounter(store, now, (key) =>
     metrics.countDeprecatedCall('getPet', key.name),
   )
-  runPeriodically(app, 'deprecated-call tally', { everyMs: TALLY_FLUSH_MS }, () => deprecatedCalls.flush())
+  runPeriodically(app, 'deprecated-call flush', { everyMs: TALLY_FLUSH_MS }, () => deprecatedCalls.flush())
   // The purge runs at start rather than at shutdown: frequent restarts never starve it, and it never holds
   // up a stop (a run in progress is stopped between two chunks).
   runPeriodically(

@@ -1,5 +1,6 @@
 import type { TSchema } from 'typebox'
 import type { TLocalizedValidationError } from 'typebox/error'
+import type { ErrorCode } from '../errors.ts'
 import { INT64_RULE, isInt64Schema } from './int64.ts'
 
 /** The JSON Schema keywords our schemas use, as the error messages read them. */
@@ -16,6 +17,8 @@ export interface SchemaNode {
   pattern?: string
   /** What `pattern` allows, in words ("a redis:// or rediss:// URL"): messages state it instead of the pattern. */
   allowedForm?: string
+  /** The code a refused value is answered with, when not its request part's own (a header with a code). */
+  refusalCode?: ErrorCode
   properties?: Record<string, SchemaNode>
   additionalProperties?: boolean
 }
@@ -51,5 +54,14 @@ export function brokenRule(error: TLocalizedValidationError, node: SchemaNode | 
  */
 export function withAllowedForm<T extends object>(schema: T, allowedForm: string): T {
   Object.defineProperty(schema, 'allowedForm', { value: allowedForm, enumerable: false })
+  return schema
+}
+
+/**
+ * Gives a request field the error code its refusal is answered with, instead of its request part's (a
+ * header is otherwise `bad_request`). Not enumerable, like `allowedForm`.
+ */
+export function withRefusalCode<T extends object>(schema: T, refusalCode: ErrorCode): T {
+  Object.defineProperty(schema, 'refusalCode', { value: refusalCode, enumerable: false })
   return schema
 }

@@ -1,5 +1,10 @@
 import type { Pet } from '../schemas/pet.ts'
-import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from './store.ts'
+import {
+  type CreatedPet,
+  type CreatePetRequest,
+  IdempotencyKeyReusedError,
+  idempotencyRecordId,
+} from './store.ts'
 
 /** An idempotency record as stored: which pet its key created, for which request, until when. */
 export interface StoredClaim {
@@ -17,11 +22,6 @@ export type CreatePlan =
 
 export type CreateOutcome = CreatedPet | IdempotencyKeyReusedError
 
-/** The identity of a claim: an idempotency key is scoped to the API key that sent it. */
-export function claimId(apiKeyId: bigint, key: string): string {
-  return `${apiKeyId}:${key}`
-}
-
 /**
  * Decides, for a batch of creates, which insert a pet and which replay an earlier one. `stored` holds
  * the records already in the database for the batch's keys (read under the batch's write lock). A key
@@ -35,7 +35,7 @@ export function planCreates(
   const earlier = new Map<string, { index: number; fingerprint: string }>()
   return requests.map(({ idempotency }, index): CreatePlan => {
     if (idempotency === undefined) return { kind: 'insert' }
-    const id = claimId(idempotency.apiKeyId, idempotency.key)
+    const id = idempotencyRecordId(idempotency.apiKeyId, idempotency.key)
     const inBatch = earlier.get(id)
     if (inBatch !== undefined) {
       return inBatch.fingerprint === idempotency.fingerprint

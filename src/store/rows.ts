@@ -1,6 +1,6 @@
 import type { Pet, PetStatus } from '../schemas/pet.ts'
-import { claimId, type StoredClaim } from './idempotent-batch.ts'
-import type { ApiKeyRecord } from './store.ts'
+import type { StoredClaim } from './idempotent-batch.ts'
+import { type ApiKeyRecord, idempotencyRecordId } from './store.ts'
 
 /** A pet as both engines return it: integers as bigint, a missing status as NULL. */
 export interface PetRow {
@@ -54,7 +54,7 @@ export function keyRecordFromRow(row: KeyRow): ApiKeyRecord {
 export function claimsFromRows(rows: readonly ClaimRow[]): Map<string, StoredClaim> {
   return new Map(
     rows.map((row) => [
-      claimId(row.api_key_id, row.idempotency_key),
+      idempotencyRecordId(row.api_key_id, row.idempotency_key),
       { fingerprint: row.fingerprint, petId: row.pet_id, expiresAtMs: Number(row.expires_at_ms) },
     ]),
   )

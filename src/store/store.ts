@@ -42,6 +42,11 @@ export interface IdempotencyClaim {
   expiresAtMs: number
 }
 
+/** The identity of an idempotency record: an Idempotency-Key is scoped to the API key that sent it. */
+export function idempotencyRecordId(apiKeyId: bigint, idempotencyKey: string): string {
+  return `${apiKeyId}:${idempotencyKey}`
+}
+
 export interface CreatePetRequest {
   pet: NewPet
   idempotency?: IdempotencyClaim
@@ -54,7 +59,7 @@ export interface CreatedPet {
 }
 
 /** Deprecated-operation calls counted in memory, added to a key's totals. */
-export interface DeprecatedCallTally {
+export interface DeprecatedCallCount {
   apiKeyId: bigint
   calls: number
   /** Epoch milliseconds of the latest call. */
@@ -116,7 +121,7 @@ export interface Store {
   listApiKeys(): Promise<ApiKeyRecord[]>
   /** Revokes the key with this name; false when no active key has it. */
   revokeApiKey(name: string): Promise<boolean>
-  recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void>
+  recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void>
   /** Closes the store after pending writes are committed. */
   close(): Promise<void>
 }

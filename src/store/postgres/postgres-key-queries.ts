@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { type KeyRow, keyRecordFromRow } from '../rows.ts'
-import type { ApiKeyRecord, DeprecatedCallTally, KeyIdentity, NewApiKey } from '../store.ts'
+import type { ApiKeyRecord, DeprecatedCallCount, KeyIdentity, NewApiKey } from '../store.ts'
 import type { PostgresDatabase } from './postgres-database.ts'
 import { keyNameTaken } from './postgres-errors.ts'
 
@@ -64,18 +64,18 @@ export async function revokeApiKey(database: PostgresDatabase, name: string): Pr
 
 export async function recordDeprecatedCalls(
   database: PostgresDatabase,
-  tallies: readonly DeprecatedCallTally[],
+  counts: readonly DeprecatedCallCount[],
 ): Promise<void> {
-  if (tallies.length === 0) return
+  if (counts.length === 0) return
   await database.query(
     'keys.deprecated-calls',
     `UPDATE api_keys SET deprecated_calls = deprecated_calls + t.calls,
        last_deprecated_call_at = GREATEST(last_deprecated_call_at, to_timestamp(t.last_ms / 1000.0))
      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, calls, last_ms) WHERE api_keys.id = t.id`,
     [
-      tallies.map((t) => t.apiKeyId.toString()),
-      tallies.map((t) => String(t.calls)),
-      tallies.map((t) => String(t.lastCallAtMs)),
+      counts.map((c) => c.apiKeyId.toString()),
+      counts.map((c) => String(c.calls)),
+      counts.map((c) => String(c.lastCallAtMs)),
     ],
   )
 }

@@ -5,7 +5,7 @@ import type {
   ApiKeyRecord,
   CreatedPet,
   CreatePetRequest,
-  DeprecatedCallTally,
+  DeprecatedCallCount,
   KeyIdentity,
   MigrationReport,
   NewApiKey,
@@ -106,8 +106,8 @@ export class PostgresStore implements Store {
     return keys.revokeApiKey(this.#database, name)
   }
 
-  recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
-    return keys.recordDeprecatedCalls(this.#database, tallies)
+  recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void> {
+    return keys.recordDeprecatedCalls(this.#database, counts)
   }
 
   /**

@@ -9,7 +9,7 @@ import {
   type ApiKeyRecord,
   type CreatedPet,
   type CreatePetRequest,
-  type DeprecatedCallTally,
+  type DeprecatedCallCount,
   DuplicateKeyNameError,
   type KeyIdentity,
   type MigrationReport,
@@ -231,17 +231,17 @@ export class SqliteStore implements Store {
     )
   }
 
-  recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
-    // Refused while the files are not in place: the tally keeps its counts and adds them to a later flush.
-    return this.#write(() => this.#recordDeprecatedCalls(tallies))
+  recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void> {
+    // Refused while the files are not in place: the counter keeps them and adds them to a later flush.
+    return this.#write(() => this.#recordDeprecatedCalls(counts))
   }
 
-  #recordDeprecatedCalls(tallies: DeprecatedCallTally[]): Promise<void> {
+  #recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void> {
     return this.#db.run(() => {
       const record = this.#db.statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
         last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)
       this.#db.transaction(() => {
-        for (const { apiKeyId, calls, lastCallAtMs } of tallies) {
+        for (const { apiKeyId, calls, lastCallAtMs } of counts) {
           record.run(calls, new Date(lastCallAtMs).toISOString(), apiKeyId)
         }
       })

@@ -1,10 +1,11 @@
 import Type from 'typebox'
-import { COMMON_ERRORS, COUNTED_HEADERS, errorResponses } from '../http/error-responses.ts'
-import { IdempotencyKeySchema } from '../http/idempotency-key.ts'
-import { linkHeader, responseHeader, URL_REFERENCE } from '../http/response-headers.ts'
-import { ListPetsQuerySchema, NoQuerySchema, PetIdParamsSchema } from '../schemas/pet.ts'
+import { GET_PET_SUNSET_AT_MS, GET_PET_SUNSET_DAY, httpDate } from '../../pets/get-pet-deprecation.ts'
+import { ListPetsQuerySchema, NoQuerySchema, PetIdParamsSchema } from '../../schemas/pet.ts'
+import { COMMON_ERRORS, COUNTED_HEADERS, errorResponses } from '../openapi/error-responses.ts'
+import { linkHeader, responseHeader, URL_REFERENCE } from '../openapi/response-headers.ts'
+import { IdempotencyKeySchema } from './idempotency-key-header.ts'
 
-// Documentation and validation of the three operations; the handlers are in pets.ts.
+// Documentation and validation of the three operations; the handlers are in pet-routes.ts.
 
 const security = [{ bearerAuth: [] }]
 const etag = responseHeader('Strong validator of this exact response; send it back in If-None-Match.', {
@@ -95,7 +96,7 @@ function deprecationHeaders(required: boolean) {
       { required },
     ),
     Sunset: responseHeader(
-      '`Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed.',
+      `\`${httpDate(GET_PET_SUNSET_AT_MS)}\` (RFC 8594): when this operation is removed.`,
       {
         maxLength: 29,
         pattern: '^[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$',
@@ -114,9 +115,9 @@ const getPetHeaders = { ...deprecationHeaders(true), ...cachedRead }
 
 export const getPetSchema = {
   operationId: 'getPet',
-  summary: 'Get an animal (deprecated: removed on 5 December 2030)',
+  summary: `Get an animal (deprecated: removed on ${GET_PET_SUNSET_DAY})`,
   description:
-    'Deprecated: scheduled for removal on 5 December 2030. Use `GET /pets` with a `status` filter instead. Every ' +
+    `Deprecated: scheduled for removal on ${GET_PET_SUNSET_DAY}. Use \`GET /pets\` with a \`status\` filter instead. Every ` +
     'response carries `Deprecation`, `Sunset` and a `Link` to the successor; calls are counted per API key.',
   deprecated: true,
   tags: ['pets'],

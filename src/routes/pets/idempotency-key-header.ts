@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
-import { withAllowedForm } from '../schemas/schema-rules.ts'
+import { withAllowedForm, withRefusalCode } from '../../schemas/schema-rules.ts'
 
 // The IETF draft makes the value a Structured Field string ("…"); Stripe and most clients send it bare.
 // Both are accepted: 1 to 255 printable ASCII characters, bare (not starting with a quote), or quoted with
@@ -11,20 +11,23 @@ const MAX_LENGTH = 2 + 2 * 255
 
 /**
  * The Idempotency-Key request header: the route validates it with this schema (a malformed or repeated key
- * is 400 `invalid_idempotency_key`, see validator-compiler.ts) and the OpenAPI document shows it.
+ * is 400 `invalid_idempotency_key`) and the OpenAPI document shows it.
  */
-export const IdempotencyKeySchema = withAllowedForm(
-  Type.String({
-    minLength: 1,
-    maxLength: MAX_LENGTH,
-    pattern: PATTERN,
-    description:
-      'Makes the create safe to retry: 1 to 255 printable ASCII characters, bare or as a quoted string (as in the ' +
-      'IETF draft, `"` and `\\` escaped), unique per API key, sent once. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). ' +
-      'The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different ' +
-      'pet it is 422; while the first request is still running it is 409.',
-  }),
-  'sent once, as 1 to 255 printable ASCII characters, bare or as a quoted string with " and \\ escaped',
+export const IdempotencyKeySchema = withRefusalCode(
+  withAllowedForm(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_LENGTH,
+      pattern: PATTERN,
+      description:
+        'Makes the create safe to retry: 1 to 255 printable ASCII characters, bare or as a quoted string (as in the ' +
+        'IETF draft, `"` and `\\` escaped), unique per API key, sent once. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). ' +
+        'The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different ' +
+        'pet it is 422; while the first request is still running it is 409.',
+    }),
+    'sent once, as 1 to 255 printable ASCII characters, bare or as a quoted string with " and \\ escaped',
+  ),
+  'invalid_idempotency_key',
 )
 
 /** The request's idempotency key, if it sent one, unquoted; the route's schema has checked its form. */

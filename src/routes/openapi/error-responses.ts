@@ -1,5 +1,5 @@
 import Type, { type TSchema } from 'typebox'
-import { ERROR_CODES, type ErrorCode } from '../errors.ts'
+import { ERROR_CODES, type ErrorCode } from '../../errors.ts'
 import { responseHeader, SECONDS, URL_MAX_LENGTH } from './response-headers.ts'
 
 type Headers = Record<string, object>

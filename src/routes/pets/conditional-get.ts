@@ -1,17 +1,5 @@
-import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-
-/** A 200 representation, serialized once: its exact bytes, strong validator, and extra headers. */
-export interface Representation {
-  body: string
-  etag: string
-  headers: Readonly<Record<string, string>>
-}
-
-/** A strong ETag: a digest of the exact bytes sent. */
-export function representationOf(body: string, headers: Record<string, string> = {}): Representation {
-  return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, headers }
-}
+import type { Representation } from '../../pets/representation.ts'
 
 /** RFC 9110 §13.1.2: `*`, or a list of entity tags compared weakly (a `W/` prefix does not matter). */
 function noneMatch(header: string | undefined, etag: string): boolean {

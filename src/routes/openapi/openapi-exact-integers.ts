@@ -1,4 +1,4 @@
-import { INT64_MAX, INT64_MIN } from '../schemas/int64.ts'
+import { INT64_MAX, INT64_MIN } from '../../schemas/int64.ts'
 
 // Node 24 has JSON.rawJSON; TypeScript's lib does not declare it yet.
 const rawJson = (JSON as unknown as { rawJSON(text: string): object }).rawJSON

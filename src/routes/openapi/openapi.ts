@@ -1,8 +1,8 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
+import { guardMethods } from '../../http/method-guard.ts'
 import { ERROR_EXAMPLES } from './error-responses.ts'
-import { guardMethods } from './method-guard.ts'
 import { boundInt64Schemas } from './openapi-exact-integers.ts'
 import { markRequiredHeaders } from './response-headers.ts'
 

@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs'
 import { STATUS_CODES } from 'node:http'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.ts'
+import { ApiError } from '../../errors.ts'
+import { handleError, handleRouteNotFound, isFrameworkError } from '../../http/error-handler.ts'
+import { guardMethods } from '../../http/method-guard.ts'
 import { exactJsonBodies } from './docs-page-plugin.ts'
-import { handleError, handleRouteNotFound, isFrameworkError } from './error-handler.ts'
-import { guardMethods } from './method-guard.ts'
 import type { BaseUrls } from './openapi.ts'
 
 // Outside /v1: reading the reference needs no key.

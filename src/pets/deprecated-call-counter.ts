@@ -1,15 +1,15 @@
-import type { KeyIdentity, Store, DeprecatedCallTally as Tally } from '../store/store.ts'
+import type { DeprecatedCallCount, KeyIdentity, Store } from '../store/store.ts'
 
 /**
  * Counts calls of deprecated operations per API key in memory and adds them to the store in one write
  * every few seconds, so the deprecated operation costs no database write per call. `keys list` shows the
  * totals, so operators can see who still depends on an operation before it is removed.
  */
-export class DeprecatedCallTally {
+export class DeprecatedCallCounter {
   readonly #store: Pick<Store, 'recordDeprecatedCalls'>
   readonly #now: () => number
   readonly #onCall: (key: KeyIdentity) => void
-  #pending = new Map<bigint, Tally>()
+  #pending = new Map<bigint, DeprecatedCallCount>()
 
   /** `onCall` hears of every call as it is counted (for metrics). */
   constructor(
@@ -25,28 +25,28 @@ export class DeprecatedCallTally {
   count(key: KeyIdentity): void {
     this.#onCall(key)
     const apiKeyId = key.id
-    const tally = this.#pending.get(apiKeyId)
-    if (tally === undefined) this.#pending.set(apiKeyId, { apiKeyId, calls: 1, lastCallAtMs: this.#now() })
+    const count = this.#pending.get(apiKeyId)
+    if (count === undefined) this.#pending.set(apiKeyId, { apiKeyId, calls: 1, lastCallAtMs: this.#now() })
     else {
-      tally.calls++
-      tally.lastCallAtMs = this.#now()
+      count.calls++
+      count.lastCallAtMs = this.#now()
     }
   }
 
   /** Writes what was counted since the last flush; on failure it is kept and counted into the next one. */
   async flush(): Promise<void> {
     if (this.#pending.size === 0) return
-    const tallies = [...this.#pending.values()]
+    const counts = [...this.#pending.values()]
     this.#pending = new Map()
     try {
-      await this.#store.recordDeprecatedCalls(tallies)
+      await this.#store.recordDeprecatedCalls(counts)
     } catch (error) {
-      for (const tally of tallies) {
-        const newer = this.#pending.get(tally.apiKeyId)
-        this.#pending.set(tally.apiKeyId, {
-          apiKeyId: tally.apiKeyId,
-          calls: tally.calls + (newer?.calls ?? 0),
-          lastCallAtMs: Math.max(tally.lastCallAtMs, newer?.lastCallAtMs ?? 0),
+      for (const count of counts) {
+        const newer = this.#pending.get(count.apiKeyId)
+        this.#pending.set(count.apiKeyId, {
+          apiKeyId: count.apiKeyId,
+          calls: count.calls + (newer?.calls ?? 0),
+          lastCallAtMs: Math.max(count.lastCallAtMs, newer?.lastCallAtMs ?? 0),
         })
       }
       throw error

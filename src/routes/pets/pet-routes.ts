@@ -1,16 +1,19 @@
-import type { FastifyInstance } from 'fastify'
-import { admission } from '../admission/admission.ts'
-import { bearerAuth } from '../admission/bearer-auth.ts'
-import type { RateLimitHook } from '../admission/rate-limit/rate-limit.ts'
-import type { Authenticate } from '../auth/authenticator.ts'
-import { sendRepresentationOf } from '../http/conditional-get.ts'
-import { idempotencyKeyOf } from '../http/idempotency-key.ts'
-import { guardMethods } from '../http/method-guard.ts'
-import type { DeprecatedCallTally } from '../pets/deprecated-call-tally.ts'
-import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
-import type { CreatePet } from '../pets/pet-creator.ts'
-import type { PetReader } from '../pets/pet-reader.ts'
-import type { ListPetsQuery, NewPet, PetIdParams } from '../schemas/pet.ts'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { admission } from '../../admission/admission.ts'
+import { bearerAuth } from '../../admission/bearer-auth.ts'
+import { deprecationHeaders } from '../../admission/deprecation-notice.ts'
+import type { RateLimitHook } from '../../admission/rate-limit/rate-limit.ts'
+import type { Authenticate } from '../../auth/authenticator.ts'
+import { handleError } from '../../http/error-handler.ts'
+import { guardMethods } from '../../http/method-guard.ts'
+import { setCommonHeaders } from '../../http/request-lifecycle.ts'
+import type { DeprecatedCallCounter } from '../../pets/deprecated-call-counter.ts'
+import type { DeprecationPolicy } from '../../pets/get-pet-deprecation.ts'
+import type { CreatePet } from '../../pets/pet-creator.ts'
+import type { PetReader } from '../../pets/pet-reader.ts'
+import type { ListPetsQuery, NewPet, PetIdParams } from '../../schemas/pet.ts'
+import { sendRepresentationOf } from './conditional-get.ts'
+import { idempotencyKeyOf } from './idempotency-key-header.ts'
 import { createPetSchema, getPetSchema, listPetsSchema } from './pet-route-schemas.ts'
 
 export interface PetRoutesOptions {
@@ -20,7 +23,7 @@ export interface PetRoutesOptions {
   createPet: CreatePet
   readPets: PetReader
   getPetDeprecation: DeprecationPolicy
-  deprecatedCalls: DeprecatedCallTally
+  deprecatedCalls: DeprecatedCallCounter
   publicBaseUrl: string
   now: () => number
 }
@@ -74,4 +77,23 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
 export async function petMethodGuards(app: FastifyInstance) {
   guardMethods(app, '/pets', ['GET', 'HEAD', 'POST'])
   guardMethods(app, '/pets/:petId', ['GET', 'HEAD'])
+}
+
+// A getPet path, as far as a path the router could not even parse can be recognised.
+const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
+
+/**
+ * Errors the router raises before any route (or its hooks) runs: an over-long or badly encoded petId is
+ * still a getPet call, so its answer carries getPet's deprecation headers like every other.
+ */
+export function getPetRouterErrors(policy: DeprecationPolicy) {
+  const getPetHeaders = deprecationHeaders(policy)
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // No hook runs for these, so the headers every answer carries are set here.
+    setCommonHeaders(request, reply)
+    if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
+      reply.headers(getPetHeaders)
+    }
+    handleError(error, request, reply)
+  }
 }
