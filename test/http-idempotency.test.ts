@@ -129,13 +129,18 @@ for (const engine of storeEngines) {
       assert.notEqual(later.json.id, first.json.id)
       assert.equal(later.headers.get('idempotent-replayed'), null)
       clock += 61_000
-      assert.equal(await server.store.purgeIdempotencyKeys(clock), 1)
+      assert.equal(await server.store.purgeIdempotencyRecords(clock), 1)
     })
 
     test('when the app starts, then its purge job removes the keys that had expired', async (t) => {
       const clock = Date.UTC(2027, 0, 1)
       const { store } = await engine.open(t)
-      const expired = { apiKeyId: 1n, key: 'expired', fingerprint: 'f', requestedAtMs: clock - 120_000 }
+      const expired = {
+        apiKeyId: 1n,
+        idempotencyKey: 'expired',
+        fingerprint: 'f',
+        requestedAtMs: clock - 120_000,
+      }
       await store.createPet({
         pet: { name: 'Old', categoryId: 1n },
         idempotency: { ...expired, expiresAtMs: clock - 60_000 },
@@ -143,7 +148,7 @@ for (const engine of storeEngines) {
       const server = await startTestServer(t, { store, app: { now: () => clock } })
       // The job runs as the app starts and hourly; closing lets the run in progress finish its chunk.
       await server.app.close()
-      assert.equal(await store.purgeIdempotencyKeys(clock), 0, 'already purged by the job')
+      assert.equal(await store.purgeIdempotencyRecords(clock), 0, 'already purged by the job')
     })
 
     test('when the Idempotency-Key header is malformed or repeated, then 400 invalid_idempotency_key', async (t) => {

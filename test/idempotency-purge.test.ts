@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { PURGE_CHUNK_ROWS } from '../src/store/chunked-purge.ts'
+import { PURGE_CHUNK_ROWS } from '../src/store/shared/chunked-purge.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
 import { startTestServer, temporaryDirectory } from './helpers/test-server.ts'
 
@@ -69,7 +69,7 @@ describe('idempotency purge (SQLite)', () => {
     while (requests.answeredAt.length < 20) await new Promise((resolve) => setTimeout(resolve, 10))
 
     const started = performance.now()
-    const purged = await server.store.purgeIdempotencyKeys(Date.now())
+    const purged = await server.store.purgeIdempotencyRecords(Date.now())
     const ended = performance.now()
     await requests.stop()
 

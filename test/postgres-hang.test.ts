@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-database.ts'
+import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
 import {

@@ -158,7 +158,7 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
       pet: { name: `p${i}`, categoryId: BigInt(i) },
       idempotency: {
         apiKeyId: 1n,
-        key: `k${i}`,
+        idempotencyKey: `k${i}`,
         fingerprint: `f${i}`,
         requestedAtMs: Date.now(),
         expiresAtMs: Date.now() + 60_000,

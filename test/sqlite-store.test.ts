@@ -176,16 +176,16 @@ describe('SQLite engine', () => {
     const path = join(temporaryDirectory(t), 'pets.db')
     const [a, b] = [await openStore(t, path), await openStore(t, path)] as const
     const now = Date.now()
-    const claim = {
+    const record = {
       apiKeyId: 1n,
-      key: 'k-1',
+      idempotencyKey: 'k-1',
       fingerprint: 'f',
       requestedAtMs: now,
       expiresAtMs: now + 60_000,
     }
     const pet = { name: 'Rex', categoryId: 1n }
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createPet({ pet, idempotency: claim })),
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createPet({ pet, idempotency: record })),
     )
     const ids = new Set(results.map((result) => result.pet.id))
     assert.equal(ids.size, 1, 'every caller got the same pet')

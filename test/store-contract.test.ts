@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
 import type { NewPet, Pet } from '../src/schemas/pet.ts'
-import { PURGE_CHUNK_ROWS } from '../src/store/chunked-purge.ts'
+import { PURGE_CHUNK_ROWS } from '../src/store/shared/chunked-purge.ts'
 import {
   DuplicateKeyNameError,
-  type IdempotencyClaim,
   IdempotencyKeyReusedError,
+  type IdempotencyRecord,
   type Store,
 } from '../src/store/store.ts'
 import { engineSuiteOptions, sqliteWriteThreadEngine, storeEngines } from './helpers/store-engines.ts'
@@ -21,9 +21,9 @@ async function createOne(store: Store, newPet: NewPet): Promise<Pet> {
 const pet = (name: string, categoryId: bigint, status?: NewPet['status']): NewPet =>
   status === undefined ? { name, categoryId } : { name, categoryId, status }
 
-const claimFor = (key: string, expiresAtMs: number): IdempotencyClaim => ({
+const recordFor = (key: string, expiresAtMs: number): IdempotencyRecord => ({
   apiKeyId: 1n,
-  key,
+  idempotencyKey: key,
   fingerprint: `fingerprint of ${key}`,
   requestedAtMs: 1000,
   expiresAtMs,
@@ -33,7 +33,7 @@ const claimFor = (key: string, expiresAtMs: number): IdempotencyClaim => ({
 async function createWithExpiringKeys(store: Store, count: number): Promise<void> {
   await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      store.createPet({ pet: pet(`e${i}`, 1n), idempotency: claimFor(`e${i}`, 10_000 + i) }),
+      store.createPet({ pet: pet(`e${i}`, 1n), idempotency: recordFor(`e${i}`, 10_000 + i) }),
     ),
   )
 }
@@ -180,17 +180,17 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
 
     test('when creates in one batch share an idempotency key, then the first creates and the rest replay or are refused', async (t) => {
       const { store } = await engine.open(t)
-      const claim = (fingerprint: string) => ({
+      const record = (fingerprint: string) => ({
         apiKeyId: 1n,
-        key: 'k',
+        idempotencyKey: 'k',
         fingerprint,
         requestedAtMs: 1000,
         expiresAtMs: 100_000,
       })
       const [first, same, other] = await Promise.allSettled([
-        store.createPet({ pet: pet('A', 1n), idempotency: claim('f1') }),
-        store.createPet({ pet: pet('A', 1n), idempotency: claim('f1') }),
-        store.createPet({ pet: pet('B', 1n), idempotency: claim('f2') }),
+        store.createPet({ pet: pet('A', 1n), idempotency: record('f1') }),
+        store.createPet({ pet: pet('A', 1n), idempotency: record('f1') }),
+        store.createPet({ pet: pet('B', 1n), idempotency: record('f2') }),
       ])
       assert.equal(first.status === 'fulfilled' && first.value.replayed, false)
       assert.equal(same.status === 'fulfilled' && same.value.replayed, true)
@@ -200,20 +200,20 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       )
       assert.ok(other.status === 'rejected' && other.reason instanceof IdempotencyKeyReusedError)
       assert.equal((await store.listPets({ limit: 10 })).length, 1)
-      assert.equal(await store.purgeIdempotencyKeys(99_999), 0)
-      assert.equal(await store.purgeIdempotencyKeys(100_000), 1)
+      assert.equal(await store.purgeIdempotencyRecords(99_999), 0)
+      assert.equal(await store.purgeIdempotencyRecords(100_000), 1)
     })
 
     test('when more expired idempotency keys than one chunk are purged, then all of them go and live ones stay', async (t) => {
       const { store } = await engine.open(t)
       const expired = PURGE_CHUNK_ROWS * 2 + 500
       await createWithExpiringKeys(store, expired)
-      const live = await store.createPet({ pet: pet('live', 1n), idempotency: claimFor('live', 1_000_000) })
-      assert.equal(await store.purgeIdempotencyKeys(999_999), expired)
-      assert.equal(await store.purgeIdempotencyKeys(999_999), 0)
+      const live = await store.createPet({ pet: pet('live', 1n), idempotency: recordFor('live', 1_000_000) })
+      assert.equal(await store.purgeIdempotencyRecords(999_999), expired)
+      assert.equal(await store.purgeIdempotencyRecords(999_999), 0)
       const retry = await store.createPet({
         pet: pet('live', 1n),
-        idempotency: { ...claimFor('live', 2_000_000), requestedAtMs: 2000 },
+        idempotency: { ...recordFor('live', 2_000_000), requestedAtMs: 2000 },
       })
       assert.deepEqual(retry, { pet: live.pet, replayed: true }, 'a key not yet expired still replays')
     })
@@ -222,10 +222,10 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       const { store } = await engine.open(t)
       await createWithExpiringKeys(store, PURGE_CHUNK_ROWS * 3)
       const controller = new AbortController()
-      const purging = store.purgeIdempotencyKeys(999_999, controller.signal)
+      const purging = store.purgeIdempotencyRecords(999_999, controller.signal)
       controller.abort()
       assert.equal(await purging, PURGE_CHUNK_ROWS)
-      assert.equal(await store.purgeIdempotencyKeys(999_999), PURGE_CHUNK_ROWS * 2)
+      assert.equal(await store.purgeIdempotencyRecords(999_999), PURGE_CHUNK_ROWS * 2)
     })
 
     test('when deprecated calls are recorded twice, then they add up and the latest call is kept', async (t) => {

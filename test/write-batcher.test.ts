@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
-import { WriteBatcher } from '../src/store/write-batcher.ts'
+import { WriteBatcher } from '../src/store/shared/write-batcher.ts'
 import { within } from './helpers/bounded-wait.ts'
 
 // The gathering bound these tests give, and how long a write that must not wait for it may take on a busy

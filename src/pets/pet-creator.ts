@@ -10,7 +10,7 @@ import {
 
 export interface PetCreatorOptions {
   store: Pick<Store, 'createPet'>
-  /** How long an idempotency key is kept (24 h by default). */
+  /** How long an idempotency record is kept (`IDEMPOTENCY_RETENTION_S`). */
   retentionMs: number
   now: () => number
   /** Told of every pet actually created (not of replays), for metrics. */
@@ -24,17 +24,21 @@ function fingerprintOf(pet: NewPet): string {
 }
 
 /**
- * Creates pets, idempotently when the client sends a key (IETF httpapi Idempotency-Key draft, Stripe's
+ * Creates pets, idempotently when the client sends an Idempotency-Key (IETF httpapi draft, Stripe's
  * practice): the key is scoped to the API key; the same key and the same pet replay the first result; the
  * same key with another pet is refused (422); a key whose first request is still running here is refused
- * (409). The key's record is committed in the pet's own transaction, so a crash between the two cannot
- * make a retry create a second pet.
+ * (409). The idempotency record is committed in the pet's own transaction, so a crash between the two
+ * cannot make a retry create a second pet.
  */
 export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOptions) {
   const inFlight = new Set<string>()
 
-  async function createIdempotently(pet: NewPet, apiKeyId: bigint, key: string): Promise<CreatedPet> {
-    const id = idempotencyRecordId(apiKeyId, key)
+  async function createIdempotently(
+    pet: NewPet,
+    apiKeyId: bigint,
+    idempotencyKey: string,
+  ): Promise<CreatedPet> {
+    const id = idempotencyRecordId(apiKeyId, idempotencyKey)
     if (inFlight.has(id)) {
       // The first request ends within milliseconds, or within the store's timeouts (seconds) when it is
       // slow: a retry a second later is replayed, or goes through if the first failed.
@@ -48,8 +52,9 @@ export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOpt
     try {
       const requestedAtMs = now()
       const fingerprint = fingerprintOf(pet)
-      const claim = { apiKeyId, key, fingerprint, requestedAtMs, expiresAtMs: requestedAtMs + retentionMs }
-      return await store.createPet({ pet, idempotency: claim })
+      const expiresAtMs = requestedAtMs + retentionMs
+      const record = { apiKeyId, idempotencyKey, fingerprint, requestedAtMs, expiresAtMs }
+      return await store.createPet({ pet, idempotency: record })
     } catch (error) {
       if (!(error instanceof IdempotencyKeyReusedError)) throw error
       throw new ApiError(

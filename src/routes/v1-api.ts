@@ -64,7 +64,7 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     app,
     'idempotency purge',
     { everyMs: IDEMPOTENCY_PURGE_MS, atStart: true, atClose: false },
-    (signal) => store.purgeIdempotencyKeys(now(), signal),
+    (signal) => store.purgeIdempotencyRecords(now(), signal),
   )
 
   await app.register(petRoutes, {

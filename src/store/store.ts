@@ -30,15 +30,19 @@ export interface NewApiKey {
   hint: string
 }
 
-/** Makes a create idempotent: the same key (per API key) never creates a second pet while it is kept. */
-export interface IdempotencyClaim {
+/**
+ * What the store keeps of an idempotent create, written with its pet: while it is kept, the same
+ * Idempotency-Key (per API key) never creates a second pet.
+ */
+export interface IdempotencyRecord {
   apiKeyId: bigint
-  key: string
+  /** The Idempotency-Key header's value. */
+  idempotencyKey: string
   /** A digest of what was asked for; the same key with another fingerprint is refused. */
   fingerprint: string
   /** When the request came (epoch milliseconds): an earlier record expired by then counts as none. */
   requestedAtMs: number
-  /** Epoch milliseconds after which the key is forgotten. */
+  /** Epoch milliseconds after which the record is forgotten. */
   expiresAtMs: number
 }
 
@@ -49,7 +53,7 @@ export function idempotencyRecordId(apiKeyId: bigint, idempotencyKey: string): s
 
 export interface CreatePetRequest {
   pet: NewPet
-  idempotency?: IdempotencyClaim
+  idempotency?: IdempotencyRecord
 }
 
 /** A create's result: the pet, and whether it was created earlier under the same idempotency key. */
@@ -106,7 +110,7 @@ export interface Store {
    * Deletes idempotency records that expired by `nowMs`, in small chunks (see `purgeInChunks`), and
    * resolves to how many. When `signal` aborts it stops after the chunk in progress.
    */
-  purgeIdempotencyKeys(nowMs: number, signal?: AbortSignal): Promise<number>
+  purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number>
   /** A random secret created once per database and shared by every instance (signs paging cursors). */
   serviceSecret(): Promise<string>
   /** Rejects with `DuplicateKeyNameError` when an active key has the name. */

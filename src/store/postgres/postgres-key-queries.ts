@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto'
-import { type KeyRow, keyRecordFromRow } from '../rows.ts'
+import { type KeyRow, keyRecordFromRow } from '../shared/rows.ts'
 import type { ApiKeyRecord, DeprecatedCallCount, KeyIdentity, NewApiKey } from '../store.ts'
-import type { PostgresDatabase } from './postgres-database.ts'
+import type { PostgresPool } from './postgres-connection.ts'
 import { keyNameTaken } from './postgres-errors.ts'
 
 // Timestamps leave the database as ISO 8601 UTC text, the form both engines report.
@@ -10,10 +9,10 @@ const isoUtc = (column: string) =>
 const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
 
 export async function createApiKey(
-  database: PostgresDatabase,
+  pool: PostgresPool,
   { name, hash, hint }: NewApiKey,
 ): Promise<ApiKeyRecord> {
-  const [row] = await database
+  const [row] = await pool
     .query<KeyRow>(
       'keys.create',
       `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
@@ -23,11 +22,8 @@ export async function createApiKey(
   return keyRecordFromRow(row as KeyRow)
 }
 
-export async function ensureApiKey(
-  database: PostgresDatabase,
-  { name, hash, hint }: NewApiKey,
-): Promise<void> {
-  await database
+export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: NewApiKey): Promise<void> {
+  await pool
     .query(
       'keys.ensure',
       'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
@@ -36,11 +32,8 @@ export async function ensureApiKey(
     .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
 }
 
-export async function findActiveApiKey(
-  database: PostgresDatabase,
-  hash: string,
-): Promise<KeyIdentity | undefined> {
-  const [row] = await database.query<KeyIdentity>(
+export async function findActiveApiKey(pool: PostgresPool, hash: string): Promise<KeyIdentity | undefined> {
+  const [row] = await pool.query<KeyIdentity>(
     'keys.find',
     'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
     [hash],
@@ -48,13 +41,13 @@ export async function findActiveApiKey(
   return row === undefined ? undefined : { id: row.id, name: row.name }
 }
 
-export async function listApiKeys(database: PostgresDatabase): Promise<ApiKeyRecord[]> {
-  const rows = await database.query<KeyRow>('keys.list', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+export async function listApiKeys(pool: PostgresPool): Promise<ApiKeyRecord[]> {
+  const rows = await pool.query<KeyRow>('keys.list', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
   return rows.map(keyRecordFromRow)
 }
 
-export async function revokeApiKey(database: PostgresDatabase, name: string): Promise<boolean> {
-  const rows = await database.query(
+export async function revokeApiKey(pool: PostgresPool, name: string): Promise<boolean> {
+  const rows = await pool.query(
     'keys.revoke',
     'UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING id',
     [name],
@@ -63,11 +56,11 @@ export async function revokeApiKey(database: PostgresDatabase, name: string): Pr
 }
 
 export async function recordDeprecatedCalls(
-  database: PostgresDatabase,
+  pool: PostgresPool,
   counts: readonly DeprecatedCallCount[],
 ): Promise<void> {
   if (counts.length === 0) return
-  await database.query(
+  await pool.query(
     'keys.deprecated-calls',
     `UPDATE api_keys SET deprecated_calls = deprecated_calls + t.calls,
        last_deprecated_call_at = GREATEST(last_deprecated_call_at, to_timestamp(t.last_ms / 1000.0))
@@ -78,18 +71,4 @@ export async function recordDeprecatedCalls(
       counts.map((c) => String(c.lastCallAtMs)),
     ],
   )
-}
-
-/** The database's signing secret: created by whichever instance asks first, then the same for all. */
-export async function serviceSecret(database: PostgresDatabase): Promise<string> {
-  await database.query(
-    'settings.secret-init',
-    "INSERT INTO service_settings VALUES ('service_secret', $1) ON CONFLICT (name) DO NOTHING",
-    [randomBytes(32).toString('base64url')],
-  )
-  const [row] = await database.query<{ value: string }>(
-    'settings.secret',
-    "SELECT value FROM service_settings WHERE name = 'service_secret'",
-  )
-  return (row as { value: string }).value
 }

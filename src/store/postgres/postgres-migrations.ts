@@ -1,4 +1,4 @@
-import type { Migration } from '../migration-plan.ts'
+import type { Migration } from '../shared/migration-plan.ts'
 
 /**
  * Versioned schema changes for PostgreSQL, applied in order and never edited once released. Every

@@ -1,6 +1,6 @@
-import { latestVersion, pendingMigrations } from '../migration-plan.ts'
+import { latestVersion, pendingMigrations } from '../shared/migration-plan.ts'
 import type { MigrationReport } from '../store.ts'
-import type { PostgresDatabase } from './postgres-database.ts'
+import type { PostgresPool } from './postgres-connection.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
 
 // Arbitrary, fixed key of the advisory lock that serializes migrations across instances.
@@ -12,8 +12,8 @@ const LATEST = latestVersion(postgresMigrations)
  * advisory lock; the first applies what is missing, the rest find it done. A database newer than this
  * release is refused rather than used.
  */
-export function migrate(database: PostgresDatabase): Promise<MigrationReport> {
-  return database.transaction(async (client) => {
+export function migrate(pool: PostgresPool): Promise<MigrationReport> {
+  return pool.transaction(async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
@@ -35,8 +35,8 @@ export function migrate(database: PostgresDatabase): Promise<MigrationReport> {
 }
 
 /** The schema version in the database and the one this release expects. */
-export async function schemaStatus(database: PostgresDatabase): Promise<{ current: number; latest: number }> {
-  const [row] = await database.query<{ current: number | null }>(
+export async function schemaStatus(pool: PostgresPool): Promise<{ current: number; latest: number }> {
+  const [row] = await pool.query<{ current: number | null }>(
     'schema.status',
     'SELECT max(version) AS current FROM schema_migrations',
   )

@@ -1,9 +1,9 @@
 import type { NewPet, Pet } from '../../schemas/pet.ts'
-import { type CreateOutcome, createOutcomes, planCreates } from '../idempotent-batch.ts'
-import { type PetRow, petFromRow } from '../rows.ts'
+import { type CreateOutcome, createOutcomes, planCreates } from '../shared/idempotent-batch.ts'
+import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { CreatePetRequest } from '../store.ts'
-import { recordClaims, storedClaims } from './postgres-claim-queries.ts'
-import type { PostgresDatabase, Queryable } from './postgres-database.ts'
+import type { PostgresPool, Queryable } from './postgres-connection.ts'
+import { storedIdempotencyRecords, writeIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 
 /**
@@ -19,23 +19,23 @@ const INSERT_LOCK = 0x7065_7473_0002n
  * `since` is when the oldest create of the batch arrived: the batch is answered within one bound of it.
  */
 export function createPetBatch(
-  database: PostgresDatabase,
+  pool: PostgresPool,
   requests: readonly CreatePetRequest[],
   since?: number,
 ): Promise<CreateOutcome[]> {
-  return database.transaction(async (client) => {
+  return pool.transaction(async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [INSERT_LOCK])
-    const claims = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-    const plans = planCreates(requests, await storedClaims(client, claims))
+    const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+    const plans = planCreates(requests, await storedIdempotencyRecords(client, records))
     const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
     const inserted = await insertPets(
       client,
       toInsert.map((request) => request.pet),
     )
-    await recordClaims(
+    await writeIdempotencyRecords(
       client,
       toInsert.flatMap(({ idempotency }, index) =>
-        idempotency ? [{ claim: idempotency, petId: (inserted[index] as Pet).id }] : [],
+        idempotency ? [{ record: idempotency, petId: (inserted[index] as Pet).id }] : [],
       ),
     )
     const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))

@@ -1,8 +1,8 @@
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
-import { type PetRow, petFromRow } from '../rows.ts'
+import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
-import type { PostgresDatabase, Queryable } from './postgres-database.ts'
+import type { PostgresPool, Queryable } from './postgres-connection.ts'
 
 export const PET_COLUMNS = 'id, name, category_id, status'
 
@@ -38,15 +38,13 @@ export function listPetsStatement({ limit, status, afterId = INT64_MIN }: PetQue
       }
 }
 
-export async function listPets(database: PostgresDatabase, query: PetQuery): Promise<Pet[]> {
+export async function listPets(pool: PostgresPool, query: PetQuery): Promise<Pet[]> {
   const { name, text, values } = listPetsStatement(query)
-  return (await database.query<PetRow>(name, text, values)).map(petFromRow)
+  return (await pool.query<PetRow>(name, text, values)).map(petFromRow)
 }
 
-export async function getPet(database: PostgresDatabase, id: bigint): Promise<Pet | undefined> {
-  const [row] = await database.query<PetRow>('pets.get', `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [
-    id,
-  ])
+export async function getPet(pool: PostgresPool, id: bigint): Promise<Pet | undefined> {
+  const [row] = await pool.query<PetRow>('pets.get', `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [id])
   return row === undefined ? undefined : petFromRow(row)
 }
 

@@ -3,21 +3,13 @@ import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
-import { asStorageError, StorageFaultError } from './sqlite-faults.ts'
+import { asStorageError, isBusy, StorageFaultError } from './sqlite-errors.ts'
 
 export interface SqliteConnectionOptions {
   /** A file path, or `:memory:` for a throwaway database. */
   path: string
   /** How long an operation keeps retrying while another process holds the write lock. */
   busyTimeoutMs: number
-}
-
-const SQLITE_BUSY = 5
-const SQLITE_LOCKED = 6
-
-function isBusy(error: unknown): boolean {
-  const code = (error as { errcode?: number }).errcode
-  return code !== undefined && ((code & 0xff) === SQLITE_BUSY || (code & 0xff) === SQLITE_LOCKED)
 }
 
 /**

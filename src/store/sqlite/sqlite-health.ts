@@ -6,8 +6,9 @@ import {
   type StorageFault,
   StorageFaultError,
   storageFaultOf,
-} from './sqlite-faults.ts'
+} from './sqlite-errors.ts'
 import { SqliteFileIdentity, type WatchedFile } from './sqlite-file-identity.ts'
+import { probeWrite } from './sqlite-settings-queries.ts'
 
 /** Where the store reports faults: the process logger (pino's `(details, message)` form). */
 export interface StorageLog {
@@ -100,14 +101,7 @@ export class SqliteHealth {
   async #probe(): Promise<void> {
     this.#probedAt = Date.now()
     try {
-      await this.#db.run(() =>
-        this.#db.transaction(() => {
-          this.#db
-            .statement("INSERT OR REPLACE INTO service_settings VALUES ('write_probe', ?)")
-            .run(new Date().toISOString())
-          this.#db.statement("DELETE FROM service_settings WHERE name = 'write_probe'").run()
-        }),
-      )
+      await probeWrite(this.#db)
       this.noteWriteSucceeded()
     } catch (error) {
       this.noteFailure(error)

@@ -1,4 +1,4 @@
-import type { Migration } from '../migration-plan.ts'
+import type { Migration } from '../shared/migration-plan.ts'
 
 /** The current time as SQLite writes it in every timestamp column: ISO 8601, UTC, milliseconds. */
 export const NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
-import { insertPets } from './sqlite-pet-inserts.ts'
+import { createPetBatch } from './sqlite-pet-inserts.ts'
 import {
   failureToWire,
   toWire,
@@ -21,7 +21,7 @@ port.on('message', async (message: WriteThreadMessage) => {
   }
   let reply: WriteThreadReply
   try {
-    const outcomes = await db.run(() => insertPets(db, message.requests))
+    const outcomes = await db.run(() => createPetBatch(db, message.requests))
     reply = { outcomes: outcomes.map(toWire) }
   } catch (error) {
     reply = { failure: failureToWire(error) }

@@ -1,10 +1,10 @@
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { StoreUnavailableError } from '../../errors.ts'
-import type { CreateOutcome } from '../idempotent-batch.ts'
+import type { CreateOutcome } from '../shared/idempotent-batch.ts'
 import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
 import type { SqliteConnectionOptions } from './sqlite-connection.ts'
-import { type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-faults.ts'
+import { type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
 
 /** A batch's outcomes as they cross threads: a created or replayed pet, or null for a reused key. */
 export type WireOutcome = CreatedPet | null

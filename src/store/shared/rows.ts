@@ -1,6 +1,6 @@
-import type { Pet, PetStatus } from '../schemas/pet.ts'
-import type { StoredClaim } from './idempotent-batch.ts'
-import { type ApiKeyRecord, idempotencyRecordId } from './store.ts'
+import type { Pet, PetStatus } from '../../schemas/pet.ts'
+import { type ApiKeyRecord, idempotencyRecordId } from '../store.ts'
+import type { StoredIdempotencyRecord } from './idempotent-batch.ts'
 
 /** A pet as both engines return it: integers as bigint, a missing status as NULL. */
 export interface PetRow {
@@ -22,7 +22,7 @@ export interface KeyRow {
 }
 
 /** An idempotency record row. */
-export interface ClaimRow {
+export interface IdempotencyRecordRow {
   api_key_id: bigint
   idempotency_key: string
   fingerprint: string
@@ -50,8 +50,10 @@ export function keyRecordFromRow(row: KeyRow): ApiKeyRecord {
   return record
 }
 
-/** The stored claims of a batch, by claim id, as `planCreates` reads them. */
-export function claimsFromRows(rows: readonly ClaimRow[]): Map<string, StoredClaim> {
+/** The stored idempotency records of a batch, by record id, as `planCreates` reads them. */
+export function idempotencyRecordsFromRows(
+  rows: readonly IdempotencyRecordRow[],
+): Map<string, StoredIdempotencyRecord> {
   return new Map(
     rows.map((row) => [
       idempotencyRecordId(row.api_key_id, row.idempotency_key),

@@ -1,13 +1,13 @@
-import type { Pet } from '../schemas/pet.ts'
+import type { Pet } from '../../schemas/pet.ts'
 import {
   type CreatedPet,
   type CreatePetRequest,
   IdempotencyKeyReusedError,
   idempotencyRecordId,
-} from './store.ts'
+} from '../store.ts'
 
 /** An idempotency record as stored: which pet its key created, for which request, until when. */
-export interface StoredClaim {
+export interface StoredIdempotencyRecord {
   fingerprint: string
   petId: bigint
   expiresAtMs: number
@@ -30,22 +30,22 @@ export type CreateOutcome = CreatedPet | IdempotencyKeyReusedError
  */
 export function planCreates(
   requests: readonly CreatePetRequest[],
-  stored: ReadonlyMap<string, StoredClaim>,
+  stored: ReadonlyMap<string, StoredIdempotencyRecord>,
 ): CreatePlan[] {
   const earlier = new Map<string, { index: number; fingerprint: string }>()
   return requests.map(({ idempotency }, index): CreatePlan => {
     if (idempotency === undefined) return { kind: 'insert' }
-    const id = idempotencyRecordId(idempotency.apiKeyId, idempotency.key)
+    const id = idempotencyRecordId(idempotency.apiKeyId, idempotency.idempotencyKey)
     const inBatch = earlier.get(id)
     if (inBatch !== undefined) {
       return inBatch.fingerprint === idempotency.fingerprint
         ? { kind: 'same-batch', index: inBatch.index }
         : { kind: 'reused' }
     }
-    const claim = stored.get(id)
-    if (claim !== undefined && claim.expiresAtMs > idempotency.requestedAtMs) {
-      return claim.fingerprint === idempotency.fingerprint
-        ? { kind: 'replay', petId: claim.petId }
+    const record = stored.get(id)
+    if (record !== undefined && record.expiresAtMs > idempotency.requestedAtMs) {
+      return record.fingerprint === idempotency.fingerprint
+        ? { kind: 'replay', petId: record.petId }
         : { kind: 'reused' }
     }
     earlier.set(id, { index, fingerprint: idempotency.fingerprint })

@@ -1,5 +1,22 @@
 import { statSync, utimesSync } from 'node:fs'
 import { StoreUnavailableError } from '../../errors.ts'
+import { DuplicateKeyNameError } from '../store.ts'
+
+const SQLITE_BUSY = 5
+const SQLITE_LOCKED = 6
+
+/** Another connection holds the lock: retried after a pause (SqliteConnection.run), never a fault. */
+export function isBusy(error: unknown): boolean {
+  const code = (error as { errcode?: number }).errcode
+  return code !== undefined && ((code & 0xff) === SQLITE_BUSY || (code & 0xff) === SQLITE_LOCKED)
+}
+
+/** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
+export function keyNameTaken(error: unknown, name: string): unknown {
+  const taken =
+    (error as { errstr?: string }).errstr === 'constraint failed' && String(error).includes('api_keys.name')
+  return taken ? new DuplicateKeyNameError(name) : error
+}
 
 /** Why the database cannot take writes now. Each is answered 503 and makes the service not ready. */
 export type StorageFault =

@@ -37,7 +37,7 @@ function destroy(client: pg.ClientBase): void {
  * answer within `callBoundMs`: a connection within the connect timeout, then its work within the
  * statement timeout plus one second.
  */
-export class PostgresDatabase {
+export class PostgresPool {
   readonly #pool: pg.Pool
   /** Every open connection, idle or checked out: what a close past its grace destroys. */
   readonly #clients = new Set<pg.Client>()

@@ -1,0 +1,74 @@
+import { purgeInChunks } from '../shared/chunked-purge.ts'
+import type { StoredIdempotencyRecord } from '../shared/idempotent-batch.ts'
+import { type IdempotencyRecordRow, idempotencyRecordsFromRows } from '../shared/rows.ts'
+import type { IdempotencyRecord } from '../store.ts'
+import type { PostgresPool, Queryable } from './postgres-connection.ts'
+
+/** An idempotency record about to be written: its Idempotency-Key now stands for this pet. */
+export interface IdempotencyRecordWrite {
+  record: IdempotencyRecord
+  petId: bigint
+}
+
+/** The idempotency records already stored for these, by record id. */
+export async function storedIdempotencyRecords(
+  client: Queryable,
+  records: readonly IdempotencyRecord[],
+): Promise<Map<string, StoredIdempotencyRecord>> {
+  if (records.length === 0) return new Map()
+  const { rows } = await client.query<IdempotencyRecordRow>({
+    name: 'idempotency.find',
+    text: `SELECT * FROM idempotency_keys WHERE (api_key_id, idempotency_key) IN
+           (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
+    values: [records.map((r) => r.apiKeyId.toString()), records.map((r) => r.idempotencyKey)],
+  })
+  return idempotencyRecordsFromRows(rows)
+}
+
+/** Writes the records; an expired record with the same key is replaced. */
+export async function writeIdempotencyRecords(
+  client: Queryable,
+  writes: readonly IdempotencyRecordWrite[],
+): Promise<void> {
+  if (writes.length === 0) return
+  await client.query({
+    name: 'idempotency.write',
+    text: `INSERT INTO idempotency_keys
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
+           ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
+             pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`,
+    values: [
+      writes.map((w) => w.record.apiKeyId.toString()),
+      writes.map((w) => w.record.idempotencyKey),
+      writes.map((w) => w.record.fingerprint),
+      writes.map((w) => w.petId.toString()),
+      writes.map((w) => String(w.record.expiresAtMs)),
+    ],
+  })
+}
+
+/**
+ * Deletes the records expired by `nowMs`, one chunk per statement (each its own short transaction, not
+ * one long one holding millions of row locks); resolves to how many. Rows another instance is purging
+ * right now are skipped, not waited for.
+ */
+export function purgeExpiredIdempotencyRecords(
+  pool: PostgresPool,
+  nowMs: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  return purgeInChunks(async (rows) => {
+    const [row] = await pool.query<{ deleted: number }>(
+      'idempotency.purge',
+      `WITH expired AS (
+         SELECT api_key_id, idempotency_key FROM idempotency_keys WHERE expires_at_ms <= $1
+         ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM idempotency_keys k USING expired e
+         WHERE k.api_key_id = e.api_key_id AND k.idempotency_key = e.idempotency_key RETURNING 1)
+       SELECT count(*)::int AS deleted FROM gone`,
+      [nowMs, rows],
+    )
+    return row?.deleted ?? 0
+  }, signal)
+}

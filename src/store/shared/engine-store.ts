@@ -1,0 +1,104 @@
+import type { Pet } from '../../schemas/pet.ts'
+import type {
+  ApiKeyRecord,
+  CreatedPet,
+  CreatePetRequest,
+  DeprecatedCallCount,
+  KeyIdentity,
+  MigrationReport,
+  NewApiKey,
+  PetQuery,
+  Store,
+  StoreHealth,
+} from '../store.ts'
+
+/**
+ * What an engine's query files provide, each function taking the engine's connection first (the role
+ * files of store/README.md). A new engine that lacks one fails the type check.
+ */
+export interface EngineQueries<Connection> {
+  migrate(db: Connection): Promise<MigrationReport>
+  schemaStatus(db: Connection): Promise<{ current: number; latest: number }>
+  getPet(db: Connection, id: bigint): Promise<Pet | undefined>
+  listPets(db: Connection, query: PetQuery): Promise<Pet[]>
+  purgeExpiredIdempotencyRecords(db: Connection, nowMs: number, signal?: AbortSignal): Promise<number>
+  serviceSecret(db: Connection): Promise<string>
+  createApiKey(db: Connection, key: NewApiKey): Promise<ApiKeyRecord>
+  ensureApiKey(db: Connection, key: NewApiKey): Promise<void>
+  findActiveApiKey(db: Connection, hash: string): Promise<KeyIdentity | undefined>
+  listApiKeys(db: Connection): Promise<ApiKeyRecord[]>
+  revokeApiKey(db: Connection, name: string): Promise<boolean>
+  recordDeprecatedCalls(db: Connection, counts: readonly DeprecatedCallCount[]): Promise<void>
+}
+
+/**
+ * The storage port routed to an engine's query files. An engine extends it with what is its own: how it
+ * commits creates, reports its health and closes, and (`write`) how it guards a write.
+ */
+export abstract class EngineStore<Connection> implements Store {
+  abstract readonly engine: string
+  readonly #db: Connection
+  readonly #queries: EngineQueries<Connection>
+
+  constructor(db: Connection, queries: EngineQueries<Connection>) {
+    this.#db = db
+    this.#queries = queries
+  }
+
+  abstract health(): Promise<StoreHealth>
+  abstract createPet(request: CreatePetRequest): Promise<CreatedPet>
+  abstract close(): Promise<void>
+
+  /** Runs a write of a key or of deprecated-call counts; an engine may check its storage around it. */
+  protected write<T>(commit: () => Promise<T>): Promise<T> {
+    return commit()
+  }
+
+  migrate(): Promise<MigrationReport> {
+    return this.#queries.migrate(this.#db)
+  }
+
+  schemaStatus(): Promise<{ current: number; latest: number }> {
+    return this.#queries.schemaStatus(this.#db)
+  }
+
+  getPet(id: bigint): Promise<Pet | undefined> {
+    return this.#queries.getPet(this.#db, id)
+  }
+
+  listPets(query: PetQuery): Promise<Pet[]> {
+    return this.#queries.listPets(this.#db, query)
+  }
+
+  purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number> {
+    return this.#queries.purgeExpiredIdempotencyRecords(this.#db, nowMs, signal)
+  }
+
+  serviceSecret(): Promise<string> {
+    return this.#queries.serviceSecret(this.#db)
+  }
+
+  createApiKey(key: NewApiKey): Promise<ApiKeyRecord> {
+    return this.write(() => this.#queries.createApiKey(this.#db, key))
+  }
+
+  ensureApiKey(key: NewApiKey): Promise<void> {
+    return this.write(() => this.#queries.ensureApiKey(this.#db, key))
+  }
+
+  findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
+    return this.#queries.findActiveApiKey(this.#db, hash)
+  }
+
+  listApiKeys(): Promise<ApiKeyRecord[]> {
+    return this.#queries.listApiKeys(this.#db)
+  }
+
+  revokeApiKey(name: string): Promise<boolean> {
+    return this.write(() => this.#queries.revokeApiKey(this.#db, name))
+  }
+
+  recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void> {
+    return this.write(() => this.#queries.recordDeprecatedCalls(this.#db, counts))
+  }
+}

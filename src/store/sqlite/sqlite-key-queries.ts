@@ -1,0 +1,69 @@
+import { type KeyRow, keyRecordFromRow } from '../shared/rows.ts'
+import type { ApiKeyRecord, DeprecatedCallCount, KeyIdentity, NewApiKey } from '../store.ts'
+import type { SqliteConnection } from './sqlite-connection.ts'
+import { keyNameTaken } from './sqlite-errors.ts'
+import { NOW } from './sqlite-migrations.ts'
+
+const KEY_COLUMNS = 'id, name, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
+
+export async function createApiKey(
+  db: SqliteConnection,
+  { name, hash, hint }: NewApiKey,
+): Promise<ApiKeyRecord> {
+  const row = await db
+    .run(() =>
+      db
+        .statement(`INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+        .get(name, hash, hint),
+    )
+    .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+  return keyRecordFromRow(row as unknown as KeyRow)
+}
+
+export async function ensureApiKey(db: SqliteConnection, { name, hash, hint }: NewApiKey): Promise<void> {
+  await db
+    .run(() =>
+      db
+        .statement('INSERT INTO api_keys (name, hash, hint) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING')
+        .run(name, hash, hint),
+    )
+    .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
+}
+
+export function findActiveApiKey(db: SqliteConnection, hash: string): Promise<KeyIdentity | undefined> {
+  return db.run(() => {
+    const row = db.statement('SELECT id, name FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
+    return row === undefined ? undefined : { id: row.id as bigint, name: row.name as string }
+  })
+}
+
+export function listApiKeys(db: SqliteConnection): Promise<ApiKeyRecord[]> {
+  return db.run(() => {
+    const rows = db.statement(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`).all()
+    return (rows as unknown as KeyRow[]).map(keyRecordFromRow)
+  })
+}
+
+export function revokeApiKey(db: SqliteConnection, name: string): Promise<boolean> {
+  return db.run(() => {
+    const result = db
+      .statement(`UPDATE api_keys SET revoked_at = ${NOW} WHERE name = ? AND revoked_at IS NULL`)
+      .run(name)
+    return Number(result.changes) > 0
+  })
+}
+
+export function recordDeprecatedCalls(
+  db: SqliteConnection,
+  counts: readonly DeprecatedCallCount[],
+): Promise<void> {
+  return db.run(() => {
+    const record = db.statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
+      last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)
+    db.transaction(() => {
+      for (const { apiKeyId, calls, lastCallAtMs } of counts) {
+        record.run(calls, new Date(lastCallAtMs).toISOString(), apiKeyId)
+      }
+    })
+  })
+}

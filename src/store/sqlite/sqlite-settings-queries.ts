@@ -1,0 +1,25 @@
+import { randomBytes } from 'node:crypto'
+import type { SqliteConnection } from './sqlite-connection.ts'
+
+/** The database's signing secret: created by whichever process asks first, then the same for all. */
+export function serviceSecret(db: SqliteConnection): Promise<string> {
+  return db.run(() => {
+    db.statement(
+      "INSERT INTO service_settings VALUES ('service_secret', ?) ON CONFLICT (name) DO NOTHING",
+    ).run(randomBytes(32).toString('base64url'))
+    const row = db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()
+    return (row as { value: string }).value
+  })
+}
+
+/** A row written and deleted in one transaction: whether the storage takes writes again (readiness). */
+export function probeWrite(db: SqliteConnection): Promise<void> {
+  return db.run(() =>
+    db.transaction(() => {
+      db.statement("INSERT OR REPLACE INTO service_settings VALUES ('write_probe', ?)").run(
+        new Date().toISOString(),
+      )
+      db.statement("DELETE FROM service_settings WHERE name = 'write_probe'").run()
+    }),
+  )
+}
