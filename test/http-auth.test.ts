@@ -4,8 +4,7 @@ import { before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { apiKeyHint, generateApiKey, hashApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { call } from './helpers/api-client.ts'
-import { checkRawResponse } from './helpers/conformance-fetch.ts'
-import { rawHttp } from './helpers/raw-http.ts'
+import { checkedRawHttp } from './helpers/conformance-fetch.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
@@ -90,12 +89,7 @@ for (const engine of storeEngines) {
 
     test('when two Authorization headers are sent, even both valid, then 401', async () => {
       const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`
-      const response = await checkRawResponse(
-        server.origin,
-        'GET',
-        '/v1/pets',
-        await rawHttp(server.origin, request),
-      )
+      const response = await checkedRawHttp(server.origin, request)
       assert.equal(response.status, 401)
       assert.equal(JSON.parse(response.body).code, 'unauthorized')
     })

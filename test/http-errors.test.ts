@@ -6,17 +6,9 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
-import { checkRawResponse, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
+import { assertErrorBody, checkedRawHttp, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
-
-function assertErrorBody(text: string, status: number, code: string) {
-  const body = JSON.parse(text)
-  assert.deepEqual(Object.keys(body).sort(), ['code', 'message', 'status'])
-  assert.equal(body.status, status)
-  assert.equal(body.code, code)
-  return body
-}
 
 describe('errors raised before any handler', () => {
   let server: TestServer
@@ -63,14 +55,9 @@ describe('errors raised before any handler', () => {
   })
 
   test('when Content-Length is not a number, then 400 in the Error body', async () => {
-    const response = await checkRawResponse(
+    const response = await checkedRawHttp(
       server.origin,
-      'POST',
-      '/v1/pets',
-      await rawHttp(
-        server.origin,
-        'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nContent-Type: application/json\r\n\r\n{}',
-      ),
+      'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nContent-Type: application/json\r\n\r\n{}',
     )
     assert.equal(response.status, 400)
     assert.match(response.headers['content-type'] ?? '', /^application\/json/)
@@ -79,12 +66,7 @@ describe('errors raised before any handler', () => {
 
   test('when the method is not HTTP at all, then 400 in the Error body', async () => {
     const request = 'FOO /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n'
-    const response = await checkRawResponse(
-      server.origin,
-      'FOO',
-      '/v1/pets',
-      await rawHttp(server.origin, request),
-    )
+    const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 400)
     assertErrorBody(response.body, 400, 'bad_request')
   })
@@ -99,14 +81,9 @@ describe('errors raised before any handler', () => {
   })
 
   test('when the declared body is over the limit, then 413 without reading it', async () => {
-    const response = await checkRawResponse(
+    const response = await checkedRawHttp(
       server.origin,
-      'POST',
-      '/v1/pets',
-      await rawHttp(
-        server.origin,
-        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n{`,
-      ),
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n{`,
     )
     assert.equal(response.status, 413)
     assertErrorBody(response.body, 413, 'body_too_large')
@@ -115,14 +92,9 @@ describe('errors raised before any handler', () => {
   test('when a chunked body grows over the limit, then 413', async () => {
     const chunk = 'a'.repeat(3000)
     const size = chunk.length.toString(16)
-    const response = await checkRawResponse(
+    const response = await checkedRawHttp(
       server.origin,
-      'POST',
-      '/v1/pets',
-      await rawHttp(
-        server.origin,
-        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${size}\r\n${chunk}\r\n${size}\r\n${chunk}\r\n0\r\n\r\n`,
-      ),
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${size}\r\n${chunk}\r\n${size}\r\n${chunk}\r\n0\r\n\r\n`,
     )
     assert.equal(response.status, 413)
     assertErrorBody(response.body, 413, 'body_too_large')

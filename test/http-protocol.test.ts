@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
-import { checkRawResponse } from './helpers/conformance-fetch.ts'
+import { checkedRawHttp, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
@@ -21,12 +21,7 @@ describe('HTTP edge cases answered in the Error body', () => {
 
   test('when an HTTP/1.1 request has no Host header, then 400 bad_request', async () => {
     const request = 'GET /v1/pets HTTP/1.1\r\nConnection: close\r\n\r\n'
-    const response = await checkRawResponse(
-      server.origin,
-      'GET',
-      '/v1/pets',
-      await rawHttp(server.origin, request),
-    )
+    const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 400)
     assert.equal(errorBody(response.body).code, 'bad_request')
   })
@@ -42,12 +37,7 @@ describe('HTTP edge cases answered in the Error body', () => {
 
   test('when the method is CONNECT, then 405 with Allow instead of a dropped connection', async () => {
     const request = 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'
-    const response = await checkRawResponse(
-      server.origin,
-      'CONNECT',
-      'example.com:443',
-      await rawHttp(server.origin, request),
-    )
+    const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 405)
     assert.ok(response.headers.allow)
     assert.equal(errorBody(response.body).code, 'method_not_allowed')
@@ -61,14 +51,9 @@ describe('HTTP edge cases answered in the Error body', () => {
 
   test('when garbage follows a valid create on one connection, then the create is still answered 201', async () => {
     const body = '{"name":"pipelined","categoryId":1}'
-    const response = await checkRawResponse(
+    const response = await checkedRawHttp(
       server.origin,
-      'POST',
-      '/v1/pets',
-      await rawHttp(
-        server.origin,
-        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}FOO /x HTTP/1.1\r\n\r\n`,
-      ),
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}FOO /x HTTP/1.1\r\n\r\n`,
     )
     assert.equal(response.status, 201, 'the client learns its pet was created')
     const listed = await call(server, 'GET', '/v1/pets')

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
-import { checkRawResponse } from './helpers/conformance-fetch.ts'
-import { rawHttp } from './helpers/raw-http.ts'
+import { checkedRawHttp } from './helpers/conformance-fetch.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
@@ -114,14 +113,9 @@ for (const engine of storeEngines) {
 
     test('when Content-Type is sent twice, then 400 and nothing is stored', async () => {
       const body = pet('')
-      const response = await checkRawResponse(
+      const response = await checkedRawHttp(
         server.origin,
-        'POST',
-        '/v1/pets',
-        await rawHttp(
-          server.origin,
-          `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
-        ),
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
       )
       assert.equal(response.status, 400)
       assert.equal(JSON.parse(response.body).code, 'bad_request')

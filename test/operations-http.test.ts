@@ -9,7 +9,7 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { checkedFetch, checkRawResponse } from './helpers/conformance-fetch.ts'
+import { checkedFetch, checkedRawHttp, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { exchange, openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -88,12 +88,7 @@ describe('HTTP hygiene', () => {
   test('when TRACE is tried, then 405', async (t) => {
     const server = await startTestServer(t)
     const request = 'TRACE /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
-    const response = await checkRawResponse(
-      server.origin,
-      'TRACE',
-      '/v1/pets',
-      await rawHttp(server.origin, request),
-    )
+    const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 405)
   })
 

@@ -10,8 +10,8 @@ const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
 const INVALID_REQUEST = `${CHALLENGE}, error="invalid_request"`
 const BEARER = /^bearer +(\S+) *$/i
 
-// The refusals never vary, so each is built once: building an error per refused request was measured at 8 %
-// of a 401's CPU time, and 401s are what a service receives by the thousand when it is probed or attacked.
+// The refusals never vary, so each is built once: 401s are what a service receives by the thousand when it is
+// probed or attacked (docs/decisions.md, "Per-request cost").
 // Not frozen: pino's error serializer marks an error (and unmarks it) while it writes it to the log.
 const refusal = (message: string, challenge: string) =>
   new ApiError('unauthorized', message, { 'www-authenticate': challenge })

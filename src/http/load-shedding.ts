@@ -24,8 +24,8 @@ const OVERLOADED = new ApiError('service_unavailable', 'the service is overloade
  * client times out.
  *
  * The measure is @fastify/under-pressure's, which this replaces: that plugin builds Fastify's route
- * options object on every request to look for a per-route handler, 1.5 % of a cached read's CPU; here the
- * hook reads one flag that a timer keeps up to date.
+ * options object on every request to look for a per-route handler; here the hook reads one flag that a
+ * timer keeps up to date (docs/decisions.md, "Per-request cost").
  */
 export function registerLoadShedding(
   app: FastifyInstance,

@@ -6,8 +6,8 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
 /**
  * A request's logger, bound to its request id, that makes pino's child on first use. Fastify makes one
- * child per request; pino serialises its bindings at once, which costs about 3 % of a cached read's CPU,
- * and at `warn` (or when the line is refused) most requests never log at all.
+ * child per request and pino serialises its bindings at once, though at `warn` (or when the line is
+ * refused) most requests never log at all (docs/decisions.md, "Per-request cost").
  */
 class RequestLogger {
   readonly #parent: FastifyBaseLogger

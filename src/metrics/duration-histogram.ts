@@ -27,9 +27,9 @@ interface Series {
 /**
  * A Prometheus histogram for per-request durations, read by prom-client's registry (and its cluster
  * aggregation) exactly as prom-client's own Histogram is. prom-client checks and hashes the labels and
- * turns the bucket's bound into a property name on every observation: about 500 ns, 2–3 % of a cached
- * read's CPU. Here the labels are resolved once per series, and an observation is a bucket search and
- * three additions.
+ * turns the bucket's bound into a property name on every observation; here the labels are resolved once
+ * per series, and an observation is a bucket search and three additions (docs/decisions.md, "Per-request
+ * cost").
  */
 export class DurationHistogram<Label extends string> {
   readonly name: string

@@ -16,7 +16,7 @@ export function createMetrics(poolStats?: () => PoolStats) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   // Counted here and added to the counter when metrics are read: a labelled increment per call (label
-  // checks and hashing) cost about 1 % of a getPet's CPU, these two map updates almost nothing.
+  // checks and hashing) costs measurably more (docs/decisions.md, "Per-request cost").
   const deprecatedCallsSinceRead = new Map<string, Map<string, number>>()
   const metrics = {
     registry,

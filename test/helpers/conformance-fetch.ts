@@ -1,5 +1,6 @@
+import assert from 'node:assert/strict'
 import { OpenApiConformance } from './openapi-conformance.ts'
-import type { RawResponse } from './raw-http.ts'
+import { type RawResponse, rawHttp } from './raw-http.ts'
 
 const documents = new Map<string, Promise<OpenApiConformance>>()
 
@@ -70,4 +71,22 @@ export async function checkRawText(origin: string, method: string, path: string,
     headers.append(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim())
   const status = Number(statusLine.split(' ')[1])
   await checkResponse(origin, { method, path, status, headers, text: raw.slice(headEnd + 4) })
+}
+
+/**
+ * Sends `request` as raw bytes (`rawHttp`: what fetch refuses to send) and checks the answer against the
+ * document for the method and target of its request line.
+ */
+export async function checkedRawHttp(origin: string, request: string): Promise<RawResponse> {
+  const [method = '', target = ''] = request.slice(0, request.indexOf('\r\n')).split(' ')
+  return checkRawResponse(origin, method, target, await rawHttp(origin, request))
+}
+
+/** The Error body in `text`: exactly its three fields, with the status and code expected. */
+export function assertErrorBody(text: string, status: number, code: string): { message: string } {
+  const body = JSON.parse(text)
+  assert.deepEqual(Object.keys(body).sort(), ['code', 'message', 'status'])
+  assert.equal(body.status, status)
+  assert.equal(body.code, code)
+  return body
 }

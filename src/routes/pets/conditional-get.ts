@@ -29,7 +29,7 @@ export function sendRepresentation(
  * A route handler's answer from a representation that is either at hand (a read-cache hit: sent at once,
  * and the handler returns nothing, so Fastify needs no promise for the request) or still being read
  * (sent when ready; the promise is the handler's result, so a failed read becomes the error answer).
- * The async handler this replaces cost 4–6 % more CPU per cached read (paired runs).
+ * An async handler costs more per cached read (docs/decisions.md, "Per-request cost").
  */
 export function sendRepresentationOf(
   request: FastifyRequest,

@@ -28,10 +28,8 @@ export interface WriteBatcherOptions {
  *
  * Before a batch starts, it gathers: as long as each turn of the event loop brings more writes (up to
  * `maxBatch`, for at most `maxGatherMs`), it waits one more turn. Clients answered by the last batch send
- * their next writes over several turns, not one; committing at the first turn split 32 concurrent
- * clients into batches of 19 on average, and gathering makes them one batch of 32: 40 % more creates
- * per second on SQLite, where each commit's sync holds the event loop. A lone write waits one extra turn
- * (microseconds), never the bound.
+ * their next writes over several turns, not one, so committing at the first turn splits them into smaller
+ * batches (docs/decisions.md, "Durability"). A lone write waits one extra turn, never the bound.
  *
  * A write's time in the queue counts against its own bound: `commit` is told when the oldest write of its
  * batch was submitted, so a store can answer every write of the batch within one bound of its arrival.
