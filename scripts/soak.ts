@@ -5,15 +5,7 @@
  * one in CI and checks the same bounds.
  */
 import { randomBytes } from 'node:crypto'
-import {
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -21,6 +13,8 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { spawnTracked, stopChild } from '../bench/processes.ts'
 import { freePort, startCommandArgs, waitUntilListening } from '../bench/service-process.ts'
+import { growthOf, MiB, type SoakGrowth, type SoakSample, sampleProcess } from './soak-samples.ts'
+
 
 export interface SoakOptions {
   durationS: number
@@ -29,20 +23,6 @@ export interface SoakOptions {
   /** Seconds at the start not judged (JIT, caches and pools fill). */
   warmupS: number
   sampleEveryS: number
-}
-
-export interface SoakSample {
-  atS: number
-  rssMiB: number
-  heapUsedMiB: number
-  /** Descriptors other than sockets: database files, pipes, event fds — what a leaked handle adds to. */
-  openFiles: number
-  /**
-   * Sockets, reported but not bounded: they follow the client's concurrency (fetch opens a connection per
-   * request in flight and keeps it idle for seconds), so a slow moment on a busy machine adds a dozen.
-   */
-  sockets: number
-  walMiB: number
 }
 
 export interface SoakResult {
@@ -58,59 +38,7 @@ export interface SoakResult {
    * After warm-up: growth of the heap floor (lowest heap used, last third against first third), RSS, open
    * files and WAL; and of the live heap after full collections, when at least two happened after warm-up.
    */
-  growth: { heapFloorMiB: number; rssMiB: number; openFiles: number; walMiB: number; liveHeapMiB?: number }
-}
-
-const MiB = 1024 * 1024
-
-function countDescriptors(pid: number): { openFiles: number; sockets: number } {
-  let openFiles = 0
-  let sockets = 0
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    let target: string
-    try {
-      target = readlinkSync(`/proc/${pid}/fd/${fd}`)
-    } catch {
-      continue // closed since the directory was read
-    }
-    if (target.startsWith('socket:')) sockets++
-    else openFiles++
-  }
-  return { openFiles, sockets }
-}
-
-function sampleProcess(pid: number, metricsText: string, walPath: string, atS: number): SoakSample {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const rssKiB = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? Number.NaN)
-  const heapUsed = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(metricsText)?.[1] ?? Number.NaN)
-  let walBytes = 0
-  try {
-    walBytes = statSync(walPath).size
-  } catch {
-    // No WAL file yet.
-  }
-  return {
-    atS,
-    rssMiB: rssKiB / 1024,
-    heapUsedMiB: heapUsed / MiB,
-    ...countDescriptors(pid),
-    walMiB: walBytes / MiB,
-  }
-}
-
-/** Growth between the first and the last third of the judged samples (floors for the heap, as GC saws it). */
-function growthOf(samples: SoakSample[]): SoakResult['growth'] {
-  const third = Math.max(1, Math.floor(samples.length / 3))
-  const first = samples.slice(0, third)
-  const last = samples.slice(-third)
-  const floor = (list: SoakSample[], pick: (s: SoakSample) => number) => Math.min(...list.map(pick))
-  const peak = (list: SoakSample[], pick: (s: SoakSample) => number) => Math.max(...list.map(pick))
-  return {
-    heapFloorMiB: floor(last, (s) => s.heapUsedMiB) - floor(first, (s) => s.heapUsedMiB),
-    rssMiB: peak(last, (s) => s.rssMiB) - peak(first, (s) => s.rssMiB),
-    openFiles: peak(last, (s) => s.openFiles) - peak(first, (s) => s.openFiles),
-    walMiB: peak(last, (s) => s.walMiB) - peak(first, (s) => s.walMiB),
-  }
+  growth: SoakGrowth
 }
 
 export async function runSoak(

@@ -1,51 +1,19 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
 import { StoreUnavailableError } from '../src/errors.ts'
 import type { NewPet, Pet } from '../src/schemas/pet.ts'
 import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts'
 import { listPetsStatement } from '../src/store/postgres/postgres-pet-queries.ts'
-import { PostgresStore, type PostgresStoreOptions } from '../src/store/postgres/postgres-store.ts'
+import type { PostgresStore } from '../src/store/postgres/postgres-store.ts'
 import type { PetQuery } from '../src/store/store.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { type Cleanup, temporaryDirectory } from './helpers/cleanup.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
-import { sharedPostgres } from './helpers/postgres-server.ts'
+import { adminOn, emptyDatabase, migratedStore, storeOn } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
 
 const LATEST = postgresMigrations.at(-1)?.version ?? 0
-
-const emptyDatabase = async () => (await sharedPostgres()).createDatabase()
-
-/** A store on `url`, not migrated, closed after the test. */
-function storeOn(t: Cleanup, url: string, options: Partial<PostgresStoreOptions> = {}): PostgresStore {
-  const store = new PostgresStore({
-    url,
-    poolSize: 5,
-    statementTimeoutMs: 5000,
-    connectTimeoutMs: 2000,
-    onIdleError: () => {},
-    ...options,
-  })
-  t.after(() => store.close())
-  return store
-}
-
-/** A plain connection to the same database, for what the store never does (DDL, locks, EXPLAIN). */
-async function adminOn(t: Cleanup, url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  t.after(() => client.end())
-  return client
-}
-
-async function migratedStore(t: Cleanup, options: Partial<PostgresStoreOptions> = {}) {
-  const url = await emptyDatabase()
-  const store = storeOn(t, url, options)
-  await store.migrate()
-  return { url, store, admin: await adminOn(t, url) }
-}
 
 const create = async (store: PostgresStore, pet: NewPet): Promise<Pet> => (await store.createPet({ pet })).pet
 

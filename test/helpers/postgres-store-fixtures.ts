@@ -1,0 +1,36 @@
+/** Stores and plain connections on fresh databases of the shared throwaway PostgreSQL server. */
+import pg from 'pg'
+import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts'
+import type { Cleanup } from './cleanup.ts'
+import { sharedPostgres } from './postgres-server.ts'
+
+export const emptyDatabase = async () => (await sharedPostgres()).createDatabase()
+
+/** A store on `url`, not migrated, closed after the test. */
+export function storeOn(t: Cleanup, url: string, options: Partial<PostgresStoreOptions> = {}): PostgresStore {
+  const store = new PostgresStore({
+    url,
+    poolSize: 5,
+    statementTimeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    onIdleError: () => {},
+    ...options,
+  })
+  t.after(() => store.close())
+  return store
+}
+
+/** A plain connection to the same database, for what the store never does (DDL, locks, EXPLAIN). */
+export async function adminOn(t: Cleanup, url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  t.after(() => client.end())
+  return client
+}
+
+export async function migratedStore(t: Cleanup, options: Partial<PostgresStoreOptions> = {}) {
+  const url = await emptyDatabase()
+  const store = storeOn(t, url, options)
+  await store.migrate()
+  return { url, store, admin: await adminOn(t, url) }
+}
