@@ -15,7 +15,6 @@ import { spawnTracked, stopChild } from '../bench/processes.ts'
 import { freePort, startCommandArgs, waitUntilListening } from '../bench/service-process.ts'
 import { growthOf, MiB, type SoakGrowth, type SoakSample, sampleProcess } from './soak-samples.ts'
 
-
 export interface SoakOptions {
   durationS: number
   /** Requests per second, spread over the clients. */
