@@ -70,7 +70,9 @@ for (const engine of storeEngines) {
     test('when 1,000 pets are walked in pages while others are added, then no pet is repeated or missed', async (t) => {
       const server = await startTestServer(t, { engine })
       await seed(server, 1000)
-      // The adder stops at page 15, or when the walk ends before it, and in any case after 1,000 pets.
+      // The adder stops at page 15 (or when the walk ends before it, and in any case after 1,000 pets), and
+      // the walk goes on only once its last create is committed: every added pet exists before the pages
+      // that must show it are read.
       let adding = true
       let added = 0
       const adder = (async () => {
@@ -83,7 +85,10 @@ for (const engine of storeEngines) {
       let pages = 0
       const ids = await walk(server, '/v1/pets?limit=37', async (page) => {
         pages = page + 1
-        if (page === 15) adding = false
+        if (page === 15) {
+          adding = false
+          await adder
+        }
       }).finally(() => {
         adding = false
       })
