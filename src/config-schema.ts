@@ -68,16 +68,20 @@ export const ConfigSchema = Type.Object({
         'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
     }),
   ),
-  PRODUCTION_BASE_URL: Type.String({
-    ...BASE_URL,
-    default: 'https://api.petstore.example/v1',
-    description: 'Production base URL, listed in the OpenAPI `servers`.',
-  }),
-  STAGING_BASE_URL: Type.String({
-    ...BASE_URL,
-    default: 'https://staging.api.petstore.example/v1',
-    description: 'Staging base URL, listed in the OpenAPI `servers`.',
-  }),
+  PRODUCTION_BASE_URL: Type.Optional(
+    Type.String({
+      ...BASE_URL,
+      description:
+        "Production's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
+    }),
+  ),
+  STAGING_BASE_URL: Type.Optional(
+    Type.String({
+      ...BASE_URL,
+      description:
+        "Staging's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
+    }),
+  ),
   LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
     type: 'string',
     default: 'auto',

@@ -16,11 +16,14 @@ signed 64-bit range: parse them with a JSON library that keeps big integers.`
 const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' }
 const CONTACT = { name: 'Pet Store API team' }
 
-/** The deployments the document lists: this one first (`PUBLIC_BASE_URL`, relative by default), then production and staging. */
+/**
+ * The deployments the document lists: this one first (`PUBLIC_BASE_URL`, relative by default), then
+ * production and staging when configured (never a placeholder a client could mistake for a real host).
+ */
 export interface BaseUrls {
   publicBaseUrl: string
-  productionBaseUrl: string
-  stagingBaseUrl: string
+  productionBaseUrl: string | undefined
+  stagingBaseUrl: string | undefined
 }
 
 type RouteResponses = Record<string, Record<string | symbol, unknown>>
@@ -76,6 +79,7 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { baseUrl
     { url: baseUrls.productionBaseUrl, description: 'Production' },
     { url: baseUrls.stagingBaseUrl, description: 'Staging' },
   ]
+    .filter((server): server is { url: string; description: string } => server.url !== undefined)
     .filter((server, index, all) => all.findIndex((other) => other.url === server.url) === index)
     .map((server) => ({ ...server, 'x-internal': false }))
 
