@@ -28,6 +28,8 @@ export interface HttpSettings {
   maxConnections: number
   /** Empty: CORS off. */
   corsOrigins: readonly string[]
+  /** Peers whose X-Forwarded-For names the client (`request.ip`); empty: the socket's address is. */
+  trustedProxies: readonly string[]
 }
 
 export interface AppOptions {
@@ -70,6 +72,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // One line per request, written by our own onResponse hook (request-logging.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: http.bodyLimitBytes,
+    trustProxy: http.trustedProxies.length > 0 ? [...http.trustedProxies] : false,
     // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
     requestTimeout: http.requestTimeoutMs,
     keepAliveTimeout: http.keepAliveTimeoutMs,

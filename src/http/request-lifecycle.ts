@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics/metrics.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { headRefusal } from './request-head.ts'
-import { operationOf } from './request-logging.ts'
+import { operationOf, userAgentOf } from './request-logging.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -45,8 +45,8 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
  *   answer without our Error body); the request id is echoed in
  *   `X-Request-Id`; `X-Content-Type-Options: nosniff` and, unless a route sets its own caching policy,
  *   `Cache-Control: no-store` (answers hold per-key data no shared cache should keep);
- * - when done: one log line (request id, operation, status, duration, key name — never the key) and the
- *   request's metrics.
+ * - when done: one log line (request id, operation, status, duration, key name — never the key —, client
+ *   address and user agent) and the request's metrics.
  * Node's own answers to `Expect` and CONNECT are replaced by ours too, and Node no longer answers
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
@@ -90,6 +90,9 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
           status,
           durationMs: Math.round(reply.elapsedTime * 100) / 100,
           key: request.apiKey?.name,
+          // The socket's peer, or the client a trusted proxy names (TRUSTED_PROXIES).
+          remoteAddress: request.ip,
+          userAgent: userAgentOf(request),
         },
         'request',
       )
