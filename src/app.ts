@@ -10,7 +10,7 @@ import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
 import type { Metrics } from './metrics/metrics.ts'
 import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
-import { healthRoutes } from './routes/health.ts'
+import { healthRoutes, PROBE_PATHS } from './routes/health.ts'
 import { docsPage } from './routes/openapi/docs-page.ts'
 import { type BaseUrls, openApi } from './routes/openapi/openapi.ts'
 import { getPetRouterErrors } from './routes/pets/pet-routes.ts'
@@ -28,6 +28,8 @@ export interface HttpSettings {
   maxConnections: number
   /** Empty: CORS off. */
   corsOrigins: readonly string[]
+  /** Peers whose X-Forwarded-For names the client (`request.ip`); empty: the socket's address is. */
+  trustedProxies: readonly string[]
 }
 
 export interface AppOptions {
@@ -70,6 +72,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // One line per request, written by our own onResponse hook (request-logging.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: http.bodyLimitBytes,
+    trustProxy: http.trustedProxies.length > 0 ? [...http.trustedProxies] : false,
     // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
     requestTimeout: http.requestTimeoutMs,
     keepAliveTimeout: http.keepAliveTimeoutMs,
@@ -97,7 +100,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler(handleRouteNotFound)
 
   await registerCors(app, { corsOrigins: http.corsOrigins })
-  addRequestLifecycle(app, metrics)
+  // Probes come every few seconds from each balancer: at info they would outnumber the requests served.
+  addRequestLifecycle(app, metrics, PROBE_PATHS)
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import Type, { type Static } from 'typebox'
 import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
 import { GET_PET_SUNSET_DAY } from './pets/get-pet-deprecation.ts'
@@ -13,6 +14,27 @@ const API_KEYS_FORM =
 export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 const DURATION = (fallback: number, description: string) =>
   Type.Integer({ minimum: 0, maximum: 3_600_000, default: fallback, description })
+
+const TRUSTED_PROXIES_FORM =
+  'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
+// The named ranges Fastify's trustProxy (proxy-addr) knows.
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isTrustedProxy(entry: string): boolean {
+  if (NAMED_RANGES.has(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+}
+
+/** `TRUSTED_PROXIES` as the list Fastify's `trustProxy` takes (the schema has checked each entry). */
+export function trustedProxiesOf(setting: string): string[] {
+  return setting
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+}
 
 function isApiKeyList(value: string): boolean {
   if (value === '') return true
@@ -68,16 +90,20 @@ export const ConfigSchema = Type.Object({
         'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
     }),
   ),
-  PRODUCTION_BASE_URL: Type.String({
-    ...BASE_URL,
-    default: 'https://api.petstore.example/v1',
-    description: 'Production base URL, listed in the OpenAPI `servers`.',
-  }),
-  STAGING_BASE_URL: Type.String({
-    ...BASE_URL,
-    default: 'https://staging.api.petstore.example/v1',
-    description: 'Staging base URL, listed in the OpenAPI `servers`.',
-  }),
+  PRODUCTION_BASE_URL: Type.Optional(
+    Type.String({
+      ...BASE_URL,
+      description:
+        "Production's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
+    }),
+  ),
+  STAGING_BASE_URL: Type.Optional(
+    Type.String({
+      ...BASE_URL,
+      description:
+        "Staging's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
+    }),
+  ),
   LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
     type: 'string',
     default: 'auto',
@@ -176,6 +202,16 @@ export const ConfigSchema = Type.Object({
     description:
       'Serve the interactive API reference at /docs (assets served locally, no key needed to read it).',
   }),
+  TRUSTED_PROXIES: Type.Refine(
+    Type.String({
+      default: '',
+      allowedForm: TRUSTED_PROXIES_FORM,
+      description:
+        'Load balancers and proxies whose `X-Forwarded-For` is believed: the request log then shows the client they name. Empty: the socket address is the client, and the header is ignored.',
+    }),
+    (value) => trustedProxiesOf(value).every(isTrustedProxy),
+    () => `must be ${TRUSTED_PROXIES_FORM}`,
+  ),
   CORS_ORIGINS: Type.String({
     default: '',
     description:

@@ -4,7 +4,7 @@ import { dirname } from 'node:path'
 import { parseEnv } from 'node:util'
 import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
-import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings } from './config-schema.ts'
+import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings, trustedProxiesOf } from './config-schema.ts'
 import type { LogSettings } from './logger.ts'
 import type { MetricsListener } from './metrics/metrics-server.ts'
 import type { BaseUrls } from './routes/openapi/openapi.ts'
@@ -121,6 +121,7 @@ function decode(s: Settings): Config {
       corsOrigins: s.CORS_ORIGINS.split(',')
         .map((origin) => origin.trim())
         .filter(Boolean),
+      trustedProxies: trustedProxiesOf(s.TRUSTED_PROXIES),
     },
     baseUrls: {
       // Unset, the base is the root-relative `/v1`: `Location`, `Link` and the OpenAPI `servers` all allow a

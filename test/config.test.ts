@@ -42,6 +42,12 @@ describe('configuration', () => {
     [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL$/],
     [{ WORKERS: 'all' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "all"\)$/],
     [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs separated by commas/],
+    [
+      { TRUSTED_PROXIES: '10.0.0.0/33' },
+      /^TRUSTED_PROXIES must be IP addresses, CIDR ranges .* separated by commas \(got "10.0.0.0\/33"\)$/,
+    ],
+    [{ TRUSTED_PROXIES: 'lb.internal' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
+    [{ TRUSTED_PROXIES: '10.0.0.1/8/8' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
   ]
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)}, then loading fails naming the variable and the rule`, () => {
@@ -99,8 +105,11 @@ describe('configuration', () => {
       METRICS: 'off',
       DOCS: 'off',
       WORKERS: '3',
+      TRUSTED_PROXIES: ' 10.0.0.1, fd00::/8 ,uniquelocal,',
     })
     assert.deepEqual(config.http.corsOrigins, ['https://a.example', 'https://b.example'])
+    assert.deepEqual(config.http.trustedProxies, ['10.0.0.1', 'fd00::/8', 'uniquelocal'])
+    assert.deepEqual(loadConfig({}).http.trustedProxies, [], 'no proxy trusted unless listed')
     assert.equal(config.api.idempotencyRetentionMs, 120_000)
     assert.equal(config.database.engine, 'postgres')
     assert.equal(config.database.engine === 'postgres' && config.database.poolSize, 4)

@@ -82,21 +82,6 @@ describe('OpenAPI document', () => {
     assert.ok(document.info.description.length < 400, 'a short introduction')
   })
 
-  test('when the base URLs are configured, then servers lists this deployment, production and staging', async (t) => {
-    const server = await startTestServer(t, {
-      env: {
-        PUBLIC_BASE_URL: 'http://localhost:9999/v1',
-        PRODUCTION_BASE_URL: 'https://api.example.com/v1',
-        STAGING_BASE_URL: 'https://staging.example.com/v1',
-      },
-    })
-    const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })
-    assert.deepEqual(
-      document.servers.map((s: { url: string }) => s.url),
-      ['http://localhost:9999/v1', 'https://api.example.com/v1', 'https://staging.example.com/v1'],
-    )
-  })
-
   test('when read, then paging, idempotency, conditional GET and deprecation are documented', async (t) => {
     const server = await startTestServer(t)
     const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })

@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics/metrics.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { headRefusal } from './request-head.ts'
-import { operationOf } from './request-logging.ts'
+import { operationOf, userAgentOf } from './request-logging.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -45,12 +45,17 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
  *   answer without our Error body); the request id is echoed in
  *   `X-Request-Id`; `X-Content-Type-Options: nosniff` and, unless a route sets its own caching policy,
  *   `Cache-Control: no-store` (answers hold per-key data no shared cache should keep);
- * - when done: one log line (request id, operation, status, duration, key name — never the key) and the
- *   request's metrics.
+ * - when done: one log line (request id, operation, status, duration, key name — never the key —, client
+ *   address and user agent), at debug for the quiet operations (probes), and the request's metrics.
  * Node's own answers to `Expect` and CONNECT are replaced by ours too, and Node no longer answers
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
-export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): void {
+export function addRequestLifecycle(
+  app: FastifyInstance,
+  metrics: Metrics,
+  /** Operations whose access line is written at debug, not info: health probes, every few seconds. */
+  quietOperations: ReadonlySet<string> = new Set(),
+): void {
   app.decorateRequest('apiKey', null)
   let closing = false
   // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
@@ -68,7 +73,9 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
   })
 
   // Decided once: below info the line is not even built (building it is most of its cost).
-  const logRequests = (app.log as unknown as Pick<Logger, 'isLevelEnabled'>).isLevelEnabled('info')
+  const log = app.log as unknown as Pick<Logger, 'isLevelEnabled'>
+  const logRequests = log.isLevelEnabled('info')
+  const logQuiet = log.isLevelEnabled('debug')
   const durations = new Map<string, { observe(seconds: number): void }>()
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const operation = operationOf(request)
@@ -81,8 +88,9 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
     }
     duration.observe(reply.elapsedTime / 1000)
     if (status === 401) metrics.unauthorized.inc()
-    if (logRequests) {
-      request.log.info(
+    const quiet = quietOperations.has(operation)
+    if (quiet ? logQuiet : logRequests) {
+      request.log[quiet ? 'debug' : 'info'](
         {
           method: request.method,
           url: maskApiKeys(request.url),
@@ -90,6 +98,9 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
           status,
           durationMs: Math.round(reply.elapsedTime * 100) / 100,
           key: request.apiKey?.name,
+          // The socket's peer, or the client a trusted proxy names (TRUSTED_PROXIES).
+          remoteAddress: request.ip,
+          userAgent: userAgentOf(request),
         },
         'request',
       )

@@ -37,3 +37,14 @@ export function operationOf(request: FastifyRequest): string {
   const { schema, url } = request.routeOptions
   return (schema as { operationId?: string } | undefined)?.operationId ?? url ?? 'unknown'
 }
+
+// Enough for any real browser or library (about 150 characters); a 16 KiB header does not make a 16 KiB line.
+const USER_AGENT_LOGGED = 256
+
+/** The client's User-Agent as the access line shows it, cut at 256 characters. */
+export function userAgentOf(request: FastifyRequest): string | undefined {
+  const agent = request.headers['user-agent']
+  return agent !== undefined && agent.length > USER_AGENT_LOGGED
+    ? `${agent.slice(0, USER_AGENT_LOGGED)}…`
+    : agent
+}

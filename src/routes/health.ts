@@ -6,6 +6,9 @@ import type { Store, StoreHealth } from '../store/store.ts'
 
 const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String() }) } }
 
+/** The probes' paths, which are their operations in the request log (written at debug: see app.ts). */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
+
 /**
  * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
  * `/readyz`: the store answers, can take writes (no storage fault: see `Store.health`) and its schema is

@@ -38,7 +38,7 @@ const STYLESHEET = {
  */
 function connectSources({ publicBaseUrl, productionBaseUrl, stagingBaseUrl }: BaseUrls): string {
   const origins = [publicBaseUrl, productionBaseUrl, stagingBaseUrl]
-    .filter((url) => /^https?:\/\//.test(url))
+    .filter((url): url is string => url !== undefined && /^https?:\/\//.test(url))
     .map((url) => new URL(url).origin)
   return ["'self'", ...new Set(origins)].join(' ')
 }

@@ -12,15 +12,24 @@ Every operation needs an API key as \`Authorization: Bearer <key>\`; every error
 \`{code, message, status}\` (the codes: schema **Error**). Integers marked int64 are exact over the whole
 signed 64-bit range: parse them with a JSON library that keeps big integers.`
 
+/**
+ * The API's version (`info.version`), not the service's (package.json): its major is the `/v1` of the
+ * paths, and it changes only with the interface (docs/versioning.md); each CHANGELOG release names it.
+ */
+export const API_VERSION = '1.0.0'
+
 // The service's code is not licensed to anyone (package.json: UNLICENSED).
 const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' }
 const CONTACT = { name: 'Pet Store API team' }
 
-/** The deployments the document lists: this one first (`PUBLIC_BASE_URL`, relative by default), then production and staging. */
+/**
+ * The deployments the document lists: this one first (`PUBLIC_BASE_URL`, relative by default), then
+ * production and staging when configured (never a placeholder a client could mistake for a real host).
+ */
 export interface BaseUrls {
   publicBaseUrl: string
-  productionBaseUrl: string
-  stagingBaseUrl: string
+  productionBaseUrl: string | undefined
+  stagingBaseUrl: string | undefined
 }
 
 type RouteResponses = Record<string, Record<string | symbol, unknown>>
@@ -76,6 +85,7 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { baseUrl
     { url: baseUrls.productionBaseUrl, description: 'Production' },
     { url: baseUrls.stagingBaseUrl, description: 'Staging' },
   ]
+    .filter((server): server is { url: string; description: string } => server.url !== undefined)
     .filter((server, index, all) => all.findIndex((other) => other.url === server.url) === index)
     .map((server) => ({ ...server, 'x-internal': false }))
 
@@ -84,7 +94,7 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { baseUrl
       openapi: '3.1.0',
       info: {
         title: 'Pet Store',
-        version: '1.0.0',
+        version: API_VERSION,
         description: DESCRIPTION,
         license: LICENSE,
         contact: CONTACT,

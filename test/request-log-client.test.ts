@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { request } from 'node:http'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+
+const key = generateApiKey()
+// Another loopback address: a real peer whose socket address differs from 127.0.0.1 (Linux routes 127/8).
+const OTHER_PEER = '127.0.0.2'
+
+interface Sent {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+}
+
+/** One request over a socket bound to `from`, with `headers`; resolves with the answer's status and headers. */
+function send(
+  server: ServeProcess,
+  from: string,
+  headers: Record<string, string>,
+  method = 'GET',
+  body?: string,
+): Promise<Sent> {
+  const { hostname, port } = new URL(server.origin)
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      {
+        host: hostname,
+        port,
+        localAddress: from,
+        method,
+        path: '/v1/pets',
+        agent: false,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+      },
+      (response) => {
+        response.resume()
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers }))
+      },
+    )
+    outgoing.setTimeout(10_000, () => outgoing.destroy(new Error('no answer within 10 s')))
+    outgoing.on('error', reject)
+    outgoing.end(body)
+  })
+}
+
+/** The access line of the request sent with `requestId`, once written. */
+function accessLine(server: ServeProcess, requestId: string) {
+  return waitForLog(server, (lines) =>
+    lines.find((line) => line.reqId === requestId && line.msg === 'request'),
+  )
+}
+
+async function serve(t: test.TestContext, env: Record<string, string>): Promise<ServeProcess> {
+  const server = await startServeProcess({ API_KEYS: `ops:${key}`, ...env }, temporaryDirectory(t))
+  t.after(() => server.child.kill('SIGKILL'))
+  return server
+}
+
+/** Sends from `from` with a forwarded address and a user agent; resolves with what the access line says. */
+async function loggedClient(server: ServeProcess, from: string, forwardedFor: string) {
+  const requestId = randomUUID()
+  const sent = await send(server, from, {
+    'x-request-id': requestId,
+    'x-forwarded-for': forwardedFor,
+    'user-agent': 'inventory-sync/2.3',
+  })
+  assert.equal(sent.status, 200)
+  const line = await accessLine(server, requestId)
+  return { remoteAddress: line.remoteAddress, userAgent: line.userAgent }
+}
+
+describe('the client in the request log', () => {
+  test('when the peer is a trusted proxy, then the line shows the forwarded client; from any other peer, the socket address', async (t) => {
+    const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
+    assert.deepEqual(await loggedClient(server, '127.0.0.1', '203.0.113.7'), {
+      remoteAddress: '203.0.113.7',
+      userAgent: 'inventory-sync/2.3',
+    })
+    // The chain is read from the right: the first address no trusted proxy vouches for is the client.
+    assert.equal(
+      (await loggedClient(server, '127.0.0.1', '198.51.100.9, 203.0.113.7')).remoteAddress,
+      '203.0.113.7',
+    )
+    assert.equal((await loggedClient(server, OTHER_PEER, '203.0.113.7')).remoteAddress, OTHER_PEER)
+  })
+
+  for (const [setting, env] of [
+    ['unset', {}],
+    ['listing another address', { TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1' }],
+  ] as const) {
+    test(`when TRUSTED_PROXIES is ${setting}, then X-Forwarded-For is ignored and the line shows the socket address`, async (t) => {
+      const server = await serve(t, env)
+      assert.deepEqual(await loggedClient(server, '127.0.0.1', '203.0.113.7'), {
+        remoteAddress: '127.0.0.1',
+        userAgent: 'inventory-sync/2.3',
+      })
+    })
+  }
+
+  test('when a trusted proxy forwards a scheme and host, then Location still follows PUBLIC_BASE_URL alone', async (t) => {
+    const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
+    const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'elsewhere.test' }
+    const created = await send(server, '127.0.0.1', forwarded, 'POST', '{"name":"Rex","categoryId":1}')
+    assert.equal(created.status, 201)
+    assert.match(String(created.headers.location), /^\/v1\/pets\/\d+$/)
+  })
+
+  test('when the user agent is very long, then the line keeps its first 256 characters', async (t) => {
+    const server = await serve(t, {})
+    const requestId = randomUUID()
+    await send(server, '127.0.0.1', { 'x-request-id': requestId, 'user-agent': 'a'.repeat(4000) })
+    const line = await accessLine(server, requestId)
+    assert.equal(line.userAgent, `${'a'.repeat(256)}…`)
+  })
+})

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { runCli } from './helpers/cli-process.ts'
+
+const changelog = readFileSync(new URL('../CHANGELOG.md', import.meta.url), 'utf8')
+const { version: packageVersion } = JSON.parse(
+  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+)
+const SEMVER = /^(\d+)\.(\d+)\.(\d+)$/
+
+/** The CHANGELOG's sections, newest first: `Unreleased` or a version with its date. */
+const sections = [...changelog.matchAll(/^## \[([^\]]+)\](?: - (\S+))?$/gm)].map((match) => ({
+  name: match[1] ?? '',
+  date: match[2],
+}))
+const releases = sections.filter((section) => section.name !== 'Unreleased')
+
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a, b].map((v) => (SEMVER.exec(v) ?? []).slice(1).map(Number))
+  for (let i = 0; i < 3; i++) if (x?.[i] !== y?.[i]) return (x?.[i] ?? 0) - (y?.[i] ?? 0)
+  return 0
+}
+
+describe('versions', () => {
+  test('when the CHANGELOG is read, then it has Unreleased first and dated releases, newest first', () => {
+    assert.equal(sections[0]?.name, 'Unreleased')
+    assert.ok(releases.length > 0, 'at least one release')
+    for (const release of releases) {
+      assert.match(release.name, SEMVER, `${release.name} is a semantic version`)
+      assert.match(release.date ?? '', /^\d{4}-\d{2}-\d{2}$/, `${release.name} has an ISO date`)
+    }
+    for (let i = 1; i < releases.length; i++) {
+      const [newer, older] = [releases[i - 1], releases[i]]
+      assert.ok(
+        compareVersions(newer?.name ?? '', older?.name ?? '') > 0,
+        `${newer?.name} after ${older?.name}`,
+      )
+      assert.ok((newer?.date ?? '') >= (older?.date ?? ''), `${newer?.name} not dated before ${older?.name}`)
+    }
+  })
+
+  test('when petstore --version runs, then it agrees with package.json and the latest CHANGELOG release', (t) => {
+    const result = runCli(['--version'], {}, temporaryDirectory(t))
+    assert.equal(result.status, 0)
+    assert.equal(result.stdout, `petstore ${packageVersion}\n`)
+    assert.equal(releases[0]?.name, packageVersion, 'the latest release is the package version')
+  })
+
+  test('when the OpenAPI document is printed, then info.version is the API version the CHANGELOG names last, with the major of its path', (t) => {
+    const result = runCli(['openapi'], { LOG_LEVEL: 'silent' }, temporaryDirectory(t))
+    assert.equal(result.status, 0, result.stderr)
+    const document = JSON.parse(result.stdout) as {
+      info: { version: string }
+      servers: Array<{ url: string }>
+    }
+    const named = /^API version: (\d+\.\d+\.\d+)/m.exec(changelog)?.[1]
+    assert.equal(document.info.version, named, 'the newest "API version:" line of the CHANGELOG')
+    const major = SEMVER.exec(document.info.version)?.[1]
+    assert.equal(document.servers[0]?.url, `/v${major}`, 'served under /v<major>')
+  })
+})
