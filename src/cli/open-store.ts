@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { ConfigError, type DatabaseSettings } from '../config.ts'
+import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import type { Store } from '../store/store.ts'
 
@@ -55,4 +56,19 @@ function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSetti
   throw new ConfigError(
     `DATABASE_URL names a file in ${resolve(dataDirectory)}, a directory that does not exist (create it first, or correct the path)`,
   )
+}
+
+/**
+ * The engine's backup role for the configured database (`<engine>-backup.ts`), and the database it works on.
+ * PostgreSQL's refuses, pointing to pg_dump.
+ */
+export async function backupRole(
+  database: DatabaseSettings,
+): Promise<{ path: string; role: typeof sqliteBackup }> {
+  if (database.engine === 'postgres') {
+    return { path: '', role: await import('../store/postgres/postgres-backup.ts') }
+  }
+  if (database.path === ':memory:')
+    throw new ConfigError('DATABASE_URL is sqlite::memory:, which has no file to back up or restore')
+  return { path: database.path, role: sqliteBackup }
 }
