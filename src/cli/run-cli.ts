@@ -3,6 +3,7 @@ import { ConfigError } from '../config.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import { backupCommand } from './backup-command.ts'
 import { type Command, type CommandIo, UsageError } from './command.ts'
+import { copyCommand } from './copy-command.ts'
 import { keysCommand } from './keys-command.ts'
 import { migrateCommand } from './migrate-command.ts'
 import { openapiCommand } from './openapi-command.ts'
@@ -17,6 +18,7 @@ const COMMANDS: Command[] = [
   seedCommand,
   backupCommand,
   restoreCommand,
+  copyCommand,
   openapiCommand,
 ]
 
