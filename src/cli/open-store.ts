@@ -2,6 +2,10 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { ConfigError, type DatabaseSettings } from '../config.ts'
+import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
+import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
+import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
+import { SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import type { Store } from '../store/store.ts'
 
@@ -55,4 +59,49 @@ function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSetti
   throw new ConfigError(
     `DATABASE_URL names a file in ${resolve(dataDirectory)}, a directory that does not exist (create it first, or correct the path)`,
   )
+}
+
+/**
+ * The engine's backup role for the configured database (`<engine>-backup.ts`), and the database it works on.
+ * PostgreSQL's refuses, pointing to pg_dump.
+ */
+export async function backupRole(
+  database: DatabaseSettings,
+): Promise<{ path: string; role: typeof sqliteBackup }> {
+  if (database.engine === 'postgres') {
+    return { path: '', role: await import('../store/postgres/postgres-backup.ts') }
+  }
+  if (database.path === ':memory:')
+    throw new ConfigError('DATABASE_URL is sqlite::memory:, which has no file to back up or restore')
+  return { path: database.path, role: sqliteBackup }
+}
+
+// A copy runs few, long statements: one connection each way, a minute per chunk.
+const COPY_POOL = { poolSize: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000, onIdleError: () => {} }
+
+/** Where `petstore copy` reads, from `sqlite:PATH` or a postgres:// URL (the engine's dump role). */
+export async function openCopySource(url: string): Promise<CopySource> {
+  const path = sqlitePathOf(url)
+  if (path !== undefined) {
+    // Opening a path that is not there would make an empty database and copy nothing.
+    if (!existsSync(path)) throw new ConfigError(`--from names ${resolve(path)}, which does not exist`)
+    return new SqliteDump(path)
+  }
+  const { PostgresDump } = await import('../store/postgres/postgres-dump.ts')
+  return new PostgresDump({ url, ...COPY_POOL })
+}
+
+/** Where `petstore copy` writes (the engine's load role); a new SQLite file is made if needed. */
+export async function openCopyTarget(url: string): Promise<CopyTarget> {
+  const path = sqlitePathOf(url)
+  if (path !== undefined) return new SqliteLoad(path)
+  const { PostgresLoad } = await import('../store/postgres/postgres-load.ts')
+  return new PostgresLoad({ url, ...COPY_POOL })
+}
+
+function sqlitePathOf(url: string): string | undefined {
+  if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
+    return url.slice(7)
+  if (/^postgres(ql)?:\/\//.test(url)) return undefined
+  throw new ConfigError('a store is named sqlite:PATH or postgres://user:password@host:5432/db')
 }

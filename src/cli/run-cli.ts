@@ -1,14 +1,26 @@
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '../config.ts'
 import { StoreUnavailableError } from '../errors.ts'
+import { backupCommand } from './backup-command.ts'
 import { type Command, type CommandIo, UsageError } from './command.ts'
+import { copyCommand } from './copy-command.ts'
 import { keysCommand } from './keys-command.ts'
 import { migrateCommand } from './migrate-command.ts'
 import { openapiCommand } from './openapi-command.ts'
+import { restoreCommand } from './restore-command.ts'
 import { seedCommand } from './seed-command.ts'
 import { serveCommand } from './serve-command.ts'
 
-const COMMANDS: Command[] = [serveCommand, migrateCommand, keysCommand, seedCommand, openapiCommand]
+const COMMANDS: Command[] = [
+  serveCommand,
+  migrateCommand,
+  keysCommand,
+  seedCommand,
+  backupCommand,
+  restoreCommand,
+  copyCommand,
+  openapiCommand,
+]
 
 const HELP = `Usage: petstore [command] [options]
 

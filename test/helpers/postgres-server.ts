@@ -59,6 +59,12 @@ export function throwawayPostgresSuiteOptions(): { skip?: string } {
   )
 }
 
+/** A PostgreSQL client program (pg_dump, pg_restore…) from the server's binaries, or from PATH. */
+export function postgresProgram(name: string): string {
+  const bin = binDirectory()
+  return bin === undefined ? name : join(bin, name)
+}
+
 function binDirectory(): string | undefined {
   try {
     const fromConfig = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()

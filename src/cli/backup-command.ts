@@ -1,0 +1,24 @@
+import { type Command, parseCommandArgs, UsageError } from './command.ts'
+import { backupRole } from './open-store.ts'
+import { startUp } from './start-up.ts'
+
+export const backupCommand: Command = {
+  name: 'backup',
+  summary: 'Copy the SQLite database to a file while it serves',
+  help: `Usage: petstore backup --to FILE [--force]
+
+Copies the database of DATABASE_URL (SQLite) to FILE while servers keep serving and writing it: one
+consistent snapshot (every create acknowledged before the command started is in it), checked (integrity,
+Pet Store schema), synced, then renamed into place, so FILE is never half-written. FILE is one
+self-contained SQLite file. An existing FILE is replaced only with --force.
+On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
+  async run(args, { stdout }) {
+    const { values } = parseCommandArgs(args, { to: { type: 'string' }, force: { type: 'boolean' } })
+    if (values.to === undefined) throw new UsageError('missing --to FILE')
+    const { config } = startUp()
+    const { path, role } = await backupRole(config.database)
+    const { pets, bytes } = await role.backupDatabase(path, values.to, { force: values.force ?? false })
+    stdout.write(`backed up ${pets} pets to ${values.to} (${bytes} bytes)\n`)
+    return 0
+  },
+}

@@ -1,0 +1,84 @@
+import { copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
+import { type Command, CommandError, integerOption, parseCommandArgs, UsageError } from './command.ts'
+import { openCopySource, openCopyTarget } from './open-store.ts'
+
+// Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
+const PROGRESS_EVERY_MS = 2000
+/** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */
+export const INCOMPLETE_EXIT = 3
+
+export const copyCommand: Command = {
+  name: 'copy',
+  summary: 'Copy every pet, key and setting from one store to another',
+  help: `Usage: petstore copy --from STORE --to STORE [--into-non-empty] [--chunk-size N] [--max-chunks N]
+
+Copies a whole store, e.g. --from sqlite:data/petstore.db --to postgres://user:password@host:5432/db
+(either engine either way): pets with their ids, API keys (hashes, names, revocations, deprecated-call
+counts), Idempotency-Key records, and the cursor-signing secret (cursors issued before stay valid); then
+sets the target's id sequences past the highest id. The target's schema is migrated first.
+Stop the service on the source first, or run the copy again after stopping it: each run copies what is
+missing. A copy that was interrupted (or stopped by --max-chunks, exit ${INCOMPLETE_EXIT}) continues where it stopped.
+
+  --into-non-empty   copy into a target that holds pets or keys of its own (rows already there are kept)
+  --chunk-size N     pets per transaction (default 5000)
+  --max-chunks N     stop after N chunks of pets (exit ${INCOMPLETE_EXIT}); run again to continue
+
+Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdout.`,
+  async run(args, { stdout, stderr }) {
+    const { values } = parseCommandArgs(args, {
+      from: { type: 'string' },
+      to: { type: 'string' },
+      'into-non-empty': { type: 'boolean' },
+      'chunk-size': { type: 'string' },
+      'max-chunks': { type: 'string' },
+    })
+    if (values.from === undefined || values.to === undefined)
+      throw new UsageError('needs --from STORE and --to STORE')
+    if (values.from === values.to) throw new UsageError('--from and --to name the same store')
+    const chunkSize = integerOption('chunk-size', values['chunk-size'], 5000, 100_000)
+    const maxChunks =
+      values['max-chunks'] === undefined
+        ? undefined
+        : integerOption('max-chunks', values['max-chunks'], 1, 1e9)
+    const source = await openCopySource(values.from)
+    const target = await openCopyTarget(values.to).catch(async (error) => {
+      await source.close()
+      throw error
+    })
+    const started = performance.now()
+    let reported = started
+    try {
+      const report = await copyStore(source, target, {
+        chunkSize,
+        intoNonEmpty: values['into-non-empty'] ?? false,
+        ...(maxChunks === undefined ? {} : { maxChunks }),
+        onProgress(copied, total) {
+          const now = performance.now()
+          if (now - reported < PROGRESS_EVERY_MS) return
+          reported = now
+          const rate = Math.round(copied / ((now - started) / 1000))
+          stderr.write(
+            `petstore copy: ${copied} of ${total} pets (${Math.floor((copied / Math.max(total, 1)) * 100)}%, ${rate}/s)\n`,
+          )
+        },
+      })
+      const seconds = ((performance.now() - started) / 1000).toFixed(1)
+      const summary = `${report.pets} pets, ${report.keys} API keys, ${report.idempotencyRecords} idempotency records`
+      if (!report.complete) {
+        stdout.write(
+          `copied ${summary} in ${seconds} s, then stopped (--max-chunks); run it again to continue\n`,
+        )
+        return INCOMPLETE_EXIT
+      }
+      stdout.write(
+        `copied ${summary} in ${seconds} s; the next pet id will be above ${report.highestPetId}\n`,
+      )
+      return 0
+    } catch (error) {
+      if (error instanceof TargetNotEmptyError) throw new CommandError(error.message)
+      throw error
+    } finally {
+      await Promise.all([source.close(), target.close()])
+    }
+  },
+}

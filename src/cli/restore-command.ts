@@ -1,0 +1,24 @@
+import { type Command, parseCommandArgs, UsageError } from './command.ts'
+import { backupRole } from './open-store.ts'
+import { startUp } from './start-up.ts'
+
+export const restoreCommand: Command = {
+  name: 'restore',
+  summary: 'Replace the SQLite database with a backup (servers stopped)',
+  help: `Usage: petstore restore --from FILE
+
+Replaces the database of DATABASE_URL (SQLite) with the backup FILE. FILE is checked first (integrity,
+a Pet Store database at a schema version this release knows); the restore is refused while any process
+(a server, a worker, a command) has the database open: stop the service, restore, start it. The old
+database is replaced in one rename, and its write-ahead log removed. FILE itself is left as it is.
+On PostgreSQL, use pg_restore (README, "Backups and restores").`,
+  async run(args, { stdout }) {
+    const { values } = parseCommandArgs(args, { from: { type: 'string' } })
+    if (values.from === undefined) throw new UsageError('missing --from FILE')
+    const { config } = startUp()
+    const { path, role } = await backupRole(config.database)
+    const { pets } = await role.restoreDatabase(values.from, path)
+    stdout.write(`restored ${pets} pets from ${values.from} into ${path}\n`)
+    return 0
+  },
+}

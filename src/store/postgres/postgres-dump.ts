@@ -1,0 +1,75 @@
+import type { IdempotencyRecordRow } from '../shared/rows.ts'
+import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
+import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
+import { isoUtc } from './postgres-key-queries.ts'
+import { schemaStatus } from './postgres-migrator.ts'
+
+const KEY_COLUMNS = `id, name, hash, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
+
+/** Reads a PostgreSQL store for `petstore copy`, in id order. */
+export class PostgresDump implements CopySource {
+  readonly #pool: PostgresPool
+
+  constructor(options: PostgresStoreOptions) {
+    this.#pool = new PostgresPool(options)
+  }
+
+  async prepare(): Promise<void> {
+    const { current, latest } = await schemaStatus(this.#pool)
+    if (current !== latest) {
+      throw new Error(
+        `the source is at schema version ${current}, not ${latest}: run "petstore migrate" on it first`,
+      )
+    }
+  }
+
+  async secret(): Promise<string | undefined> {
+    const [row] = await this.#pool.query<{ value: string }>(
+      'copy.secret',
+      "SELECT value FROM service_settings WHERE name = 'service_secret'",
+    )
+    return row?.value
+  }
+
+  keys(): Promise<CopiedKey[]> {
+    return this.#pool.query<CopiedKey>('copy.keys', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+  }
+
+  async petCount(): Promise<number> {
+    const [row] = await this.#pool.query<{ n: bigint }>('copy.count', 'SELECT count(*) AS n FROM pets')
+    return Number(row?.n)
+  }
+
+  pets(afterId: bigint, limit: number): Promise<CopiedPet[]> {
+    return this.#pool.query<CopiedPet>(
+      'copy.pets',
+      `SELECT id, name, category_id, status, ${isoUtc('created_at')} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
+      [afterId, limit],
+    )
+  }
+
+  idempotencyRecords(
+    after: IdempotencyRecordRow | undefined,
+    limit: number,
+  ): Promise<IdempotencyRecordRow[]> {
+    return this.#pool.query<IdempotencyRecordRow>(
+      'copy.idempotency',
+      `SELECT api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms FROM idempotency_keys
+       WHERE (api_key_id, idempotency_key) > ($1, $2) ORDER BY api_key_id, idempotency_key LIMIT $3`,
+      [after?.api_key_id ?? -(2n ** 63n), after?.idempotency_key ?? '', limit],
+    )
+  }
+
+  async highestPetId(): Promise<bigint> {
+    const [row] = await this.#pool.query<{ id: bigint }>(
+      'copy.highest',
+      `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM pets),
+         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
+    )
+    return row?.id ?? 0n
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close()
+  }
+}

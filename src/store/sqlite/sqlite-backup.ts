@@ -1,0 +1,141 @@
+import { copyFileSync, existsSync, rmSync, statSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { backup, DatabaseSync } from 'node:sqlite'
+import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
+import { latestVersion } from '../shared/migration-plan.ts'
+import { sqliteMigrations } from './sqlite-migrations.ts'
+
+const LATEST = latestVersion(sqliteMigrations)
+// One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
+// in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
+// API), which under steady writes might never end.
+const ALL_PAGES = 2 ** 31 - 1
+const SQLITE_BUSY = 5
+const SQLITE_LOCKED = 6
+
+/** What a backup or a restore put in place. */
+export interface BackupSummary {
+  pets: bigint
+  bytes: number
+}
+
+function open(path: string): DatabaseSync {
+  const db = new DatabaseSync(path)
+  db.exec('PRAGMA busy_timeout = 5000')
+  return db
+}
+
+/**
+ * Checks that the file at `path` is whole (`PRAGMA integrity_check`) and is a Pet Store database at a
+ * schema version this release knows (an older one is migrated by the next start); returns its pet count.
+ */
+function verified(path: string, name: string): bigint {
+  let db: DatabaseSync | undefined
+  try {
+    db = open(path)
+    const problems = db
+      .prepare('PRAGMA integrity_check')
+      .all()
+      .map((row) => String(Object.values(row)[0]))
+    if (problems.join() !== 'ok')
+      throw new Error(`fails the integrity check: ${problems.slice(0, 3).join('; ')}`)
+    const table = db.prepare(
+      "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'",
+    )
+    if (table.get() === undefined) throw new Error('is not a Pet Store database (no schema_migrations table)')
+    const version = Number(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()?.v ?? 0)
+    if (version < 1) throw new Error('is not a Pet Store database (no migration applied)')
+    if (version > LATEST) {
+      throw new Error(`has schema version ${version}, newer than this release knows (${LATEST})`)
+    }
+    const count = db.prepare('SELECT count(*) AS n FROM pets')
+    count.setReadBigInts(true)
+    return count.get()?.n as bigint
+  } catch (error) {
+    throw new Error(
+      `${name} ${(error as Error).message.replace(/^.*file is not a database.*$/, 'is not a SQLite database')}`,
+    )
+  } finally {
+    db?.close()
+  }
+}
+
+/**
+ * Copies the live database at `path` to `to`, consistently, while servers go on reading and writing it:
+ * into a temporary file beside `to`, checked, made a single file (rollback journal, so it opens anywhere,
+ * even read-only), synced, then renamed over `to`. An existing `to` is replaced only with `force`.
+ */
+export async function backupDatabase(
+  path: string,
+  to: string,
+  { force = false } = {},
+): Promise<BackupSummary> {
+  if (!existsSync(path)) throw new Error(`there is no database at ${path}`)
+  if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
+  if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
+  const temporary = temporaryBeside(to, 'backup')
+  removeWithCompanions(temporary)
+  try {
+    const source = open(path)
+    try {
+      await backup(source, temporary, { rate: ALL_PAGES })
+    } finally {
+      source.close()
+    }
+    const copy = open(temporary)
+    copy.exec('PRAGMA journal_mode = DELETE')
+    copy.close()
+    const pets = verified(temporary, 'the backup')
+    renameDurably(temporary, to)
+    return { pets, bytes: statSync(to).size }
+  } finally {
+    removeWithCompanions(temporary)
+  }
+}
+
+/**
+ * Refuses when any connection has the database open (a server, a worker, a command): every connection
+ * to a WAL database holds a shared lock on it as long as it is open, so an exclusive lock is taken only
+ * when none is left.
+ */
+function assertNotInUse(path: string): void {
+  if (!existsSync(path)) return
+  const db = new DatabaseSync(path)
+  try {
+    db.exec('PRAGMA busy_timeout = 0')
+    db.exec('PRAGMA locking_mode = EXCLUSIVE')
+    db.exec('BEGIN EXCLUSIVE')
+    db.exec('COMMIT')
+  } catch (error) {
+    const code = (error as { errcode?: number }).errcode
+    if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
+      throw new Error(`${path} is in use (a server or another command has it open): stop it, then restore`)
+    }
+    throw error
+  } finally {
+    // The last connection to close folds the write-ahead log into the file it belongs to.
+    db.close()
+  }
+}
+
+/**
+ * Puts the backup `from` in place of the database at `path`: copied beside it, checked, synced, then
+ * renamed over it once no process has the database open; the old write-ahead log and shared-memory files
+ * are removed first, so nothing of the old database is ever applied to the restored one.
+ */
+export function restoreDatabase(from: string, path: string): BackupSummary {
+  if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
+  if (!existsSync(dirname(path))) throw new Error(`${dirname(path)} does not exist`)
+  const temporary = temporaryBeside(path, 'restore')
+  removeWithCompanions(temporary)
+  try {
+    copyFileSync(from, temporary)
+    const pets = verified(temporary, from)
+    assertNotInUse(path)
+    for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
+    renameDurably(temporary, path)
+    return { pets, bytes: statSync(path).size }
+  } finally {
+    removeWithCompanions(temporary)
+  }
+}

@@ -1,0 +1,86 @@
+import type { IdempotencyRecordRow } from '../shared/rows.ts'
+import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
+import { SqliteConnection } from './sqlite-connection.ts'
+import { schemaStatus } from './sqlite-migrator.ts'
+
+const KEY_COLUMNS = 'id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
+
+/** Reads a SQLite store for `petstore copy`, in id order; servers may keep using the file meanwhile. */
+export class SqliteDump implements CopySource {
+  readonly #db: SqliteConnection
+
+  constructor(path: string) {
+    this.#db = new SqliteConnection({ path, busyTimeoutMs: 5000 })
+  }
+
+  async prepare(): Promise<void> {
+    const { current, latest } = await schemaStatus(this.#db)
+    if (current !== latest) {
+      throw new Error(
+        `the source is at schema version ${current}, not ${latest}: run "petstore migrate" on it first`,
+      )
+    }
+  }
+
+  secret(): Promise<string | undefined> {
+    return this.#db.run(
+      () =>
+        this.#db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()?.value as
+          | string
+          | undefined,
+    )
+  }
+
+  keys(): Promise<CopiedKey[]> {
+    return this.#db.run(
+      () =>
+        this.#db.statement(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`).all() as unknown as CopiedKey[],
+    )
+  }
+
+  petCount(): Promise<number> {
+    return this.#db.run(() => Number(this.#db.statement('SELECT count(*) AS n FROM pets').get()?.n))
+  }
+
+  pets(afterId: bigint, limit: number): Promise<CopiedPet[]> {
+    return this.#db.run(
+      () =>
+        this.#db
+          .statement(
+            'SELECT id, name, category_id, status, created_at FROM pets WHERE id > ? ORDER BY id LIMIT ?',
+          )
+          .all(afterId, limit) as unknown as CopiedPet[],
+    )
+  }
+
+  idempotencyRecords(
+    after: IdempotencyRecordRow | undefined,
+    limit: number,
+  ): Promise<IdempotencyRecordRow[]> {
+    return this.#db.run(
+      () =>
+        this.#db
+          .statement(`SELECT api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms FROM idempotency_keys
+            WHERE (api_key_id, idempotency_key) > (?, ?) ORDER BY api_key_id, idempotency_key LIMIT ?`)
+          .all(
+            after?.api_key_id ?? -(2n ** 63n),
+            after?.idempotency_key ?? '',
+            limit,
+          ) as unknown as IdempotencyRecordRow[],
+    )
+  }
+
+  highestPetId(): Promise<bigint> {
+    return this.#db.run(
+      () =>
+        this.#db
+          .statement(`SELECT max(coalesce((SELECT max(id) FROM pets), 0),
+            coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'pets'), 0)) AS id`)
+          .get()?.id as bigint,
+    )
+  }
+
+  async close(): Promise<void> {
+    this.#db.close()
+  }
+}

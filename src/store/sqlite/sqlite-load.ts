@@ -1,0 +1,120 @@
+import type { SQLInputValue, StatementSync } from 'node:sqlite'
+import type { IdempotencyRecordRow } from '../shared/rows.ts'
+import {
+  type CopiedKey,
+  type CopiedPet,
+  type CopyTarget,
+  contentsOf,
+  TARGET_CONTENTS_SQL,
+  type TargetContents,
+  type TargetContentsRow,
+} from '../shared/store-copy.ts'
+import { SqliteConnection } from './sqlite-connection.ts'
+import { migrate } from './sqlite-migrator.ts'
+
+/** Runs `insert` once per row in one transaction; resolves to how many rows it added. */
+function insertEach<T>(
+  db: SqliteConnection,
+  insert: StatementSync,
+  rows: readonly T[],
+  values: (row: T) => SQLInputValue[],
+) {
+  return db.run(() =>
+    db.transaction(() => rows.reduce((sum, row) => sum + Number(insert.run(...values(row)).changes), 0)),
+  )
+}
+
+/** Writes a copied store into a SQLite file for `petstore copy`; each write is one transaction. */
+export class SqliteLoad implements CopyTarget {
+  readonly #db: SqliteConnection
+
+  constructor(path: string) {
+    this.#db = new SqliteConnection({ path, busyTimeoutMs: 5000 })
+  }
+
+  async prepare(): Promise<TargetContents> {
+    await migrate(this.#db)
+    return this.#db.run(() =>
+      contentsOf(this.#db.statement(TARGET_CONTENTS_SQL).get() as unknown as TargetContentsRow),
+    )
+  }
+
+  async writeSecret(secret: string): Promise<void> {
+    await this.#db.run(() =>
+      this.#db
+        .statement(`INSERT INTO service_settings VALUES ('service_secret', ?)
+          ON CONFLICT (name) DO UPDATE SET value = excluded.value`)
+        .run(secret),
+    )
+  }
+
+  writeKeys(keys: readonly CopiedKey[]): Promise<number> {
+    const insert = this.#db.statement(`INSERT INTO api_keys (id, name, hash, hint, created_at, revoked_at,
+      deprecated_calls, last_deprecated_call_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+    const update = this.#db.statement(`UPDATE api_keys SET revoked_at = ?, deprecated_calls = ?,
+      last_deprecated_call_at = ? WHERE id = ? AND hash = ?`)
+    return this.#db.run(() =>
+      this.#db.transaction(() => {
+        let inserted = 0
+        for (const k of keys) {
+          const { changes } = insert.run(
+            k.id,
+            k.name,
+            k.hash,
+            k.hint,
+            k.created_at,
+            k.revoked_at,
+            k.deprecated_calls,
+            k.last_deprecated_call_at,
+          )
+          inserted += Number(changes)
+          update.run(k.revoked_at, k.deprecated_calls, k.last_deprecated_call_at, k.id, k.hash)
+        }
+        return inserted
+      }),
+    )
+  }
+
+  writePets(pets: readonly CopiedPet[]): Promise<number> {
+    const insert = this.#db.statement(
+      'INSERT INTO pets (id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+    )
+    return insertEach(this.#db, insert, pets, (p) => [p.id, p.name, p.category_id, p.status, p.created_at])
+  }
+
+  writeIdempotencyRecords(rows: readonly IdempotencyRecordRow[]): Promise<number> {
+    const insert = this.#db.statement(
+      'INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    )
+    return insertEach(this.#db, insert, rows, (r) => [
+      r.api_key_id,
+      r.idempotency_key,
+      r.fingerprint,
+      r.pet_id,
+      r.expires_at_ms,
+    ])
+  }
+
+  async raiseSequences(petId: bigint, keyId: bigint): Promise<void> {
+    // AUTOINCREMENT keeps the highest id given out per table in sqlite_sequence; explicit inserts raised it.
+    const raise = this.#db.statement('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?')
+    const add = this.#db.statement(
+      'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
+    )
+    await this.#db.run(() =>
+      this.#db.transaction(() => {
+        for (const [table, id] of [
+          ['pets', petId],
+          ['api_keys', keyId],
+        ] as const) {
+          raise.run(id, table)
+          add.run(table, id, table)
+        }
+      }),
+    )
+  }
+
+  async close(): Promise<void> {
+    this.#db.close()
+  }
+}

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { requesterFor, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
+import { walkCatalogue } from './helpers/set-test.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+/** Runs a PostgreSQL client program as the README's runbook does; it must succeed. */
+function runbook(program: string, args: string[]): void {
+  const result = spawnSync(postgresProgram(program), args, { encoding: 'utf8', timeout: 120_000 })
+  assert.equal(result.status, 0, `${program} ${args.join(' ')}: ${result.error?.message ?? result.stderr}`)
+}
+
+async function stop(server: ServeProcess): Promise<void> {
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0, server.output())
+}
+
+describe(
+  'backup and restore (PostgreSQL runbook)',
+  suiteNeeding('the PostgreSQL runbook suite', postgresLack()),
+  () => {
+    test('when a database is dumped with pg_dump -Fc and restored with pg_restore into a fresh one, then the service serves every pet byte for byte and the next id comes after', {
+      timeout: 120_000,
+    }, async (t) => {
+      const cwd = temporaryDirectory(t)
+      const key = generateApiKey()
+      const postgres = await sharedPostgres()
+      const original = await postgres.createDatabase()
+      const env = { API_KEYS: `ops:${key}`, RATE_LIMIT_PER_MINUTE: '0' }
+      const request = requesterFor(key)
+      const servers: ServeProcess[] = []
+      t.after(() => {
+        for (const server of servers) server.child.kill('SIGKILL')
+      })
+      const serve = async (url: string) => {
+        const server = await startServeProcess({ ...env, DATABASE_URL: url }, cwd)
+        servers.push(server)
+        return server
+      }
+
+      const before = await serve(original)
+      let highest = 0n
+      for (let i = 0; i < 250; i++) {
+        const body = `{"name":"pet ${i}","categoryId":${9007199254740993n + BigInt(i)}${i % 3 ? ',"status":"sold"' : ''}}`
+        const response = await request(before, '/v1/pets', { method: 'POST', body })
+        assert.equal(response.status, 201)
+        highest = BigInt(/"id":(\d+)/.exec(await response.text())?.[1] ?? 0)
+      }
+      const served = await walkCatalogue(before.origin, key)
+      await stop(before)
+
+      const dump = join(cwd, 'petstore.dump')
+      runbook('pg_dump', ['-Fc', '-f', dump, original])
+      const fresh = await postgres.createDatabase()
+      runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', fresh, dump])
+
+      const after = await serve(fresh)
+      assert.deepEqual(await walkCatalogue(after.origin, key), served)
+      const created = await request(after, '/v1/pets', {
+        method: 'POST',
+        body: '{"name":"after","categoryId":1}',
+      })
+      assert.equal(created.status, 201)
+      assert.ok(
+        BigInt(/"id":(\d+)/.exec(await created.text())?.[1] ?? 0) > highest,
+        'the id sequence was restored',
+      )
+      await stop(after)
+    })
+  },
+)

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict'
+import { readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { describe, type TestContext, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
+import { runCliAsync } from './helpers/cli-async.ts'
+import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { petLedger } from './helpers/pet-ledger.ts'
+import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+/** A serve process, killed after the test if it is still running. */
+async function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
+  const server = await startServeProcess(env, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  return server
+}
+
+async function stop(server: ServeProcess): Promise<void> {
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0, server.output())
+}
+
+function integrityOf(path: string): unknown {
+  const db = new DatabaseSync(path, { readOnly: true })
+  try {
+    return db.prepare('PRAGMA integrity_check').get()?.integrity_check
+  } finally {
+    db.close()
+  }
+}
+
+describe('backup and restore (SQLite)', () => {
+  test('when a backup is taken while writers create pets, then it holds every pet acknowledged before it started, passes the integrity check and serves after a restore', {
+    timeout: 180_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const key = generateApiKey()
+    // The service's own write thread commits on a connection of its own, as in production.
+    const env = { API_KEYS: `backup:${key}`, RATE_LIMIT_PER_MINUTE: '0', SQLITE_WRITE_THREAD: 'on' }
+    const server = await serve(t, env, cwd)
+    const log = newSetTestLog()
+    const writers = startWriters({ count: 6, log, key, origin: () => server.origin })
+    t.after(() => writers.stop())
+    await waitUntil(
+      () => log.ok.size >= 300,
+      () => `only ${log.ok.size} creates acknowledged`,
+      {
+        timeoutMs: 60_000,
+      },
+    )
+
+    const acknowledgedBefore = new Map(log.ok)
+    const backup = await runCliAsync(['backup', '--to', 'petstore-backup.db'], env, cwd)
+    const acknowledgedDuring = log.ok.size - acknowledgedBefore.size
+    await writers.stop()
+    assert.equal(backup.status, 0, backup.stderr)
+    assert.match(backup.stdout, /^backed up \d+ pets to petstore-backup\.db \(\d+ bytes\)\n$/)
+    t.diagnostic(
+      `${acknowledgedBefore.size} pets acknowledged before the backup, ${acknowledgedDuring} during it`,
+    )
+    assert.equal(integrityOf(join(cwd, 'petstore-backup.db')), 'ok')
+
+    // Restored where another service starts: a new directory, a database that does not exist yet.
+    const elsewhere = temporaryDirectory(t)
+    const restoredEnv = { ...env, DATABASE_URL: `sqlite:${join(elsewhere, 'restored.db')}` }
+    const restore = runCli(['restore', '--from', join(cwd, 'petstore-backup.db')], restoredEnv, elsewhere)
+    assert.equal(restore.status, 0, restore.stderr)
+    const restored = await serve(t, restoredEnv, elsewhere)
+    const served = await walkCatalogue(restored.origin, key)
+    const missing = [...acknowledgedBefore].filter(([name, body]) => served.get(name) !== body)
+    assert.deepEqual(missing, [], 'every pet acknowledged before the backup is served, byte for byte')
+    const unsent = [...served.keys()].filter((name) => !log.sent.has(name))
+    assert.deepEqual(unsent, [], 'nothing that was never sent')
+    await stop(restored)
+    await stop(server)
+  })
+
+  test('when a server has the database open, then restore refuses in one line (exit 1) and the database is unchanged; once stopped, the restore goes through', {
+    timeout: 120_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const key = generateApiKey()
+    const env = { API_KEYS: `restore:${key}`, RATE_LIMIT_PER_MINUTE: '0' }
+    const ledger = petLedger(key)
+    let server = await serve(t, env, cwd)
+    await ledger.createAcknowledged(server, 3)
+    assert.equal(runCli(['backup', '--to', 'three.db'], env, cwd).status, 0)
+    const threePets = new Map(ledger.acknowledged)
+    await ledger.createAcknowledged(server, 3)
+
+    const refused = runCli(['restore', '--from', 'three.db'], env, cwd)
+    assert.equal(refused.status, 1)
+    assert.match(
+      refused.stderr,
+      /^petstore restore: \S+petstore\.db is in use \(a server or another command has it open\): stop it, then restore\n$/,
+    )
+    await ledger.assertAllPresent(server)
+    assert.deepEqual(
+      readdirSync(join(cwd, 'data')).filter((name) => name.endsWith('.tmp')),
+      [],
+      'no temporary file left',
+    )
+    await stop(server)
+
+    const restored = runCli(['restore', '--from', 'three.db'], env, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
+    assert.equal(restored.stdout, `restored 3 pets from three.db into data/petstore.db\n`)
+    server = await serve(t, env, cwd)
+    ledger.acknowledged.clear()
+    for (const [id, body] of threePets) ledger.acknowledged.set(id, body)
+    await ledger.assertAllPresent(server)
+    await stop(server)
+  })
+
+  test('when the backup file exists, or the restore file is not a Pet Store database, then the command refuses and changes nothing', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = { API_KEYS: `cli:${generateApiKey()}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], env, cwd).status, 0)
+    const again = runCli(['backup', '--to', 'b.db'], env, cwd)
+    assert.deepEqual(
+      [again.status, again.stderr],
+      [1, 'petstore backup: b.db already exists (give --force to replace it)\n'],
+    )
+    assert.equal(runCli(['backup', '--to', 'b.db', '--force'], env, cwd).status, 0)
+
+    writeFileSync(
+      join(cwd, 'junk.db'),
+      'not a database at all, but long enough to look like a header\n'.repeat(20),
+    )
+    const junk = runCli(['restore', '--from', 'junk.db'], env, cwd)
+    assert.deepEqual([junk.status, junk.stderr], [1, 'petstore restore: junk.db is not a SQLite database\n'])
+    const other = new DatabaseSync(join(cwd, 'other.db'))
+    other.exec('CREATE TABLE t (x)')
+    other.close()
+    const foreign = runCli(['restore', '--from', 'other.db'], env, cwd)
+    assert.deepEqual(
+      [foreign.status, foreign.stderr],
+      [1, 'petstore restore: other.db is not a Pet Store database (no schema_migrations table)\n'],
+    )
+    assert.equal(
+      runCli(['seed', '--count', '1'], env, cwd).stdout,
+      'added 1 pets\n',
+      'the database still works',
+    )
+    assert.equal(integrityOf(join(cwd, 'data', 'petstore.db')), 'ok')
+  })
+
+  test('when the store is PostgreSQL, then backup and restore refuse in one line pointing to pg_dump and pg_restore', (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }
+    for (const args of [
+      ['backup', '--to', 'x.db'],
+      ['restore', '--from', 'x.db'],
+    ]) {
+      const result = runCli(args, env, cwd)
+      assert.equal(result.status, 1)
+      assert.match(
+        result.stderr,
+        /^petstore \w+: \w+ \S+ a SQLite file only: on PostgreSQL, back up with pg_dump -Fc and restore with pg_restore \(README, "Backups and restores"\)\n$/,
+      )
+    }
+  })
+})

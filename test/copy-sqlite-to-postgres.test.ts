@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { describe, type TestContext, test } from 'node:test'
+import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.ts'
+import type { PetStatus } from '../src/schemas/pet.ts'
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+const PETS = 10_000
+const STATUSES: Array<PetStatus | undefined> = ['available', 'pending', 'sold', undefined]
+// Exactness at the edges: values a double would round, and the int64 extremes.
+const CATEGORIES = [1n, 9007199254740993n, INT64_MAX, INT64_MIN, -9007199254740993n]
+
+async function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
+  const server = await startServeProcess({ RATE_LIMIT_PER_MINUTE: '0', ...env }, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  return server
+}
+
+async function stop(server: ServeProcess): Promise<void> {
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0, server.output())
+}
+
+function call(server: ServeProcess, key: string, path: string, init: RequestInit = {}) {
+  return fetch(new URL(path, server.origin), {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
+  })
+}
+
+/** Every listPets page of a walk, as the bytes of its body and its next link. */
+async function walk(server: ServeProcess, key: string, start: string): Promise<string[]> {
+  const pages: string[] = []
+  let path: string | undefined = start
+  while (path !== undefined) {
+    assert.ok(pages.length < 1000, 'the walk ends within 1000 pages')
+    const response = await call(server, key, path)
+    assert.equal(response.status, 200, path)
+    const link = response.headers.get('link') ?? ''
+    pages.push(`${link}\n${await response.text()}`)
+    const next = /<([^>]+)>; rel="next"/.exec(link)?.[1]
+    path =
+      next === undefined
+        ? undefined
+        : new URL(next, server.origin).pathname + new URL(next, server.origin).search
+  }
+  return pages
+}
+
+/** A SQLite store as a deployment leaves it: pets, an old key, a revoked key, deprecated-call counts. */
+async function seedSource(path: string, oldKey: string, revokedKey: string): Promise<void> {
+  const store = new SqliteStore({ path, busyTimeoutMs: 5000 })
+  try {
+    await store.migrate()
+    const old = await store.createApiKey(storedFormOf('old', oldKey))
+    await store.createApiKey(storedFormOf('gone', revokedKey))
+    await store.revokeApiKey('gone')
+    await store.recordDeprecatedCalls([
+      { apiKeyId: old.id, calls: 7, lastCallAtMs: Date.parse('2026-03-01T10:00:00Z') },
+    ])
+    for (let start = 0; start < PETS; start += 1000) {
+      await Promise.all(
+        Array.from({ length: 1000 }, (_, i) => {
+          const n = start + i
+          const status = STATUSES[n % STATUSES.length]
+          const categoryId = CATEGORIES[n % CATEGORIES.length] as bigint
+          return store.createPet({ pet: { name: `pet ${n} ✓`, categoryId, ...(status ? { status } : {}) } })
+        }),
+      )
+    }
+  } finally {
+    await store.close()
+  }
+}
+
+describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgresLack()), () => {
+  test(`when ${PETS} pets, keys and idempotency records are copied (interrupted once), then PostgreSQL serves them byte for byte, keys, cursors and Idempotency-Keys carry over, and new ids come after`, {
+    timeout: 300_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const sqlite = `sqlite:${join(cwd, 'source.db')}`
+    const oldKey = generateApiKey()
+    const revokedKey = generateApiKey()
+    await seedSource(join(cwd, 'source.db'), oldKey, revokedKey)
+
+    const before = await serve(t, { DATABASE_URL: sqlite }, cwd)
+    const replays: Array<{ key: string; body: string; answer: string }> = []
+    for (let i = 0; i < 3; i++) {
+      const body = `{"name":"retried ${i}","categoryId":9223372036854775807}`
+      const response = await call(before, oldKey, '/v1/pets', {
+        method: 'POST',
+        body,
+        headers: { 'idempotency-key': `move-${i}` },
+      })
+      assert.equal(response.status, 201)
+      replays.push({ key: `move-${i}`, body, answer: await response.text() })
+    }
+    const firstPage = await call(before, oldKey, '/v1/pets?limit=100&status=sold')
+    const oldCursor = /<([^>]+)>; rel="next"/.exec(firstPage.headers.get('link') ?? '')?.[1] as string
+    assert.ok(oldCursor, 'a next link')
+    const cursorPath = new URL(oldCursor, before.origin)
+    const afterCursorOnSqlite = await (
+      await call(before, oldKey, cursorPath.pathname + cursorPath.search)
+    ).text()
+    const pagesOnSqlite = await walk(before, oldKey, '/v1/pets?limit=100')
+    await stop(before)
+    const keysOnSqlite = runCli(['keys', 'list', '--json'], { DATABASE_URL: sqlite }, cwd).stdout
+
+    const postgres = await sharedPostgres()
+    const url = await postgres.createDatabase()
+    const copy = ['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000']
+    const stopped = runCli([...copy, '--max-chunks', '3'], {}, cwd)
+    assert.equal(stopped.status, 3, stopped.stderr)
+    assert.match(
+      stopped.stdout,
+      /^copied 3000 pets, 2 API keys, 0 idempotency records in [\d.]+ s, then stopped \(--max-chunks\); run it again to continue\n$/,
+    )
+
+    const occupied = await postgres.createDatabase()
+    assert.equal(runCli(['keys', 'create', '--name', 'someone'], { DATABASE_URL: occupied }, cwd).status, 0)
+    const refused = runCli(['copy', '--from', sqlite, '--to', occupied], {}, cwd)
+    assert.deepEqual(
+      [refused.status, refused.stderr],
+      [
+        1,
+        'petstore copy: the target already holds 0 pets and 1 API keys, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)\n',
+      ],
+    )
+
+    const resumed = runCli(copy, {}, cwd)
+    assert.equal(resumed.status, 0, resumed.stderr)
+    const highest = JSON.parse(replays[2]?.answer as string).id as number
+    assert.match(
+      resumed.stdout,
+      new RegExp(
+        `^copied ${PETS + 3 - 3000} pets, 0 API keys, 3 idempotency records in [\\d.]+ s; the next pet id will be above ${PETS + 3}\\n$`,
+      ),
+    )
+    assert.equal(highest, PETS + 3)
+
+    const after = await serve(t, { DATABASE_URL: url }, cwd)
+    const pagesOnPostgres = await walk(after, oldKey, '/v1/pets?limit=100')
+    assert.equal(pagesOnPostgres.length, pagesOnSqlite.length)
+    for (const [index, page] of pagesOnSqlite.entries())
+      assert.equal(pagesOnPostgres[index], page, `page ${index + 1}`)
+    const continued = await call(after, oldKey, cursorPath.pathname + cursorPath.search)
+    assert.equal(continued.status, 200, 'a cursor from the SQLite service continues the walk')
+    assert.equal(await continued.text(), afterCursorOnSqlite)
+    assert.equal(
+      (await call(after, revokedKey, '/v1/pets?limit=1')).status,
+      401,
+      'a revoked key stays revoked',
+    )
+    for (const { key, body, answer } of replays) {
+      const replay = await call(after, oldKey, '/v1/pets', {
+        method: 'POST',
+        body,
+        headers: { 'idempotency-key': key },
+      })
+      assert.equal(replay.status, 201)
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true')
+      assert.equal(await replay.text(), answer)
+    }
+    const created = await call(after, oldKey, '/v1/pets', {
+      method: 'POST',
+      body: '{"name":"first on PostgreSQL","categoryId":1}',
+    })
+    assert.equal(created.status, 201)
+    assert.ok(JSON.parse(await created.text()).id > highest, 'the next id is above the highest copied')
+    await stop(after)
+    assert.equal(
+      runCli(['keys', 'list', '--json'], { DATABASE_URL: url }, cwd).stdout,
+      keysOnSqlite,
+      'keys, revocations, counts',
+    )
+  })
+})
