@@ -30,12 +30,17 @@ export function containerLack(commands: string[]): Lack | undefined {
 }
 
 /** Runs a command and resolves with its standard output; fails naming it, with its stderr, or after `timeoutMs`. */
-export function run(command: string, args: string[], timeoutMs = 60_000): Promise<string> {
+export function run(
+  command: string,
+  args: string[],
+  timeoutMs = 60_000,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       command,
       args,
-      { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' },
+      { env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' },
       (error, stdout, stderr) => {
         if (error === null) return resolve(stdout)
         const why = error.killed ? `did not finish within ${timeoutMs} ms` : `failed (${error.code})`
