@@ -130,7 +130,7 @@ describe('the container image', {
     )
 
     // 0 means drained and closed within SHUTDOWN_TIMEOUT_MS + 2 s (else the service exits 1) and before
-    // podman's SIGKILL at 30 s (137).
+    // podman's SIGKILL at 20 s (137).
     const stopped = await stopContainer(first)
     t.diagnostic(`first container stopped in ${stopped.seconds.toFixed(1)} s`)
     assert.equal(stopped.exitCode, 0, await first.logs())

@@ -78,14 +78,14 @@ async function waitUntilReady(container: RunningContainer, timeoutMs = 90_000): 
 }
 
 /**
- * Stops the container as an orchestrator does (SIGTERM; SIGKILL only after 30 s) and returns its exit code
+ * Stops the container as an orchestrator does (SIGTERM; SIGKILL only after 20 s, as the README stops it) and returns its exit code
  * and how long the stop took.
  */
 export async function stopContainer(
   container: RunningContainer,
 ): Promise<{ exitCode: number; seconds: number }> {
   const started = performance.now()
-  await podman(['stop', '--time', '30', container.name], 60_000)
+  await podman(['stop', '--time', '20', container.name], 60_000)
   const seconds = (performance.now() - started) / 1000
   const exitCode = Number(
     (await podman(['inspect', '--format', '{{.State.ExitCode}}', container.name])).trim(),

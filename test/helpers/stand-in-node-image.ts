@@ -59,16 +59,14 @@ export async function ensureStandInNodeImage(
     .then((out) => out.trim())
     .catch(() => undefined)
   if (existing !== undefined) {
-    const [id = '', ...label] = existing.split(' ')
+    const [, ...label] = existing.split(' ')
     const madeBy = label.join(' ').replace('<no value>', '')
     if (madeBy === '') return note(`${base.name}: a real image, used as it is`)
     if (madeBy === wanted) return note(`${base.name}: the stand-in built earlier (${wanted})`)
-    await assemble(base, wanted)
-    await podmanQuietly(['rmi', id])
-    return note(`${base.name}: stand-in rebuilt (${wanted}; was ${madeBy})`)
   }
   const started = Date.now()
   await assemble(base, wanted)
+  if (existing !== undefined) await podmanQuietly(['rmi', existing.split(' ')[0] ?? ''])
   note(`${base.name}: stand-in assembled in ${((Date.now() - started) / 1000).toFixed(0)} s (${wanted})`)
 }
 
