@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { suiteCleanup } from './helpers/cleanup.ts'
+import { type RunningContainer, startContainer, stopContainer } from './helpers/container-run.ts'
+import { containerLack, podman, podmanQuietly } from './helpers/podman.ts'
+import { containerfileBase, ensureStandInNodeImage } from './helpers/stand-in-node-image.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+
+// The image as a user builds it from the Containerfile, on a stand-in for the official base (no registry is
+// reachable here): built once, then run the way the README runs it. The first run on a machine assembles
+// the stand-in with debootstrap; later runs reuse it, and podman's layer cache.
+const REPOSITORY = fileURLToPath(new URL('../', import.meta.url))
+const IMAGE = 'localhost/petstore:container-test'
+const PROBE = fileURLToPath(new URL('helpers/type-stripper-probe.mjs', import.meta.url))
+const MINUTE = 60_000
+const lack = containerLack(['podman', 'runc', 'debootstrap'])
+
+async function imageId(name: string): Promise<string | undefined> {
+  return podman(['image', 'inspect', '--format', '{{.Id}}', name]).then(
+    (id) => id.trim(),
+    () => undefined,
+  )
+}
+
+/** The exact text of an API answer, with its status. */
+async function call(container: RunningContainer, path: string, key: string, body?: string) {
+  const response = await fetch(`${container.api}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${key}`, ...(body && { 'content-type': 'application/json' }) },
+    body,
+    signal: AbortSignal.timeout(10_000),
+  })
+  return { status: response.status, text: await response.text() }
+}
+
+describe('the container image', {
+  ...suiteNeeding('the container image suite', lack),
+  timeout: 30 * MINUTE,
+}, () => {
+  const cleanup = suiteCleanup()
+  const notes: string[] = []
+  let baseName = ''
+
+  before(
+    async () => {
+      const base = containerfileBase(readFileSync(join(REPOSITORY, 'Containerfile'), 'utf8'))
+      baseName = base.name
+      await ensureStandInNodeImage(base, (note) => notes.push(note))
+      const previous = await imageId(IMAGE)
+      const started = performance.now()
+      await podman(['build', '--pull=never', '--runtime', 'runc', '--tag', IMAGE, REPOSITORY], 15 * MINUTE)
+      notes.push(`image built in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+      // Each build that changed something leaves the previous image untagged: remove it, keep the layers.
+      if (previous !== undefined && previous !== (await imageId(IMAGE)))
+        await podmanQuietly(['rmi', previous])
+    },
+    { timeout: 25 * MINUTE },
+  )
+
+  test('when the image is built, then it holds the service and its production dependencies only, with a warm compile cache, for a non-root user', {
+    timeout: 2 * MINUTE,
+  }, async (t) => {
+    for (const note of notes) t.diagnostic(note)
+    const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]))
+    assert.equal(config.User, '1000:1000')
+    assert.deepEqual(config.Entrypoint, ['node', '--max-semi-space-size=4', '/app/bin/petstore.js'])
+    assert.deepEqual(config.Cmd, ['serve'])
+    for (const setting of ['HOST=0.0.0.0', 'METRICS_HOST=0.0.0.0', 'DATABASE_URL=sqlite:/data/petstore.db']) {
+      assert.ok(config.Env.includes(setting), `${setting} in ${config.Env}`)
+    }
+    assert.deepEqual(Object.keys(config.Volumes), ['/data'])
+    const sizes = await Promise.all(
+      [IMAGE, baseName].map((name) => podman(['image', 'inspect', '--format', '{{.Size}}', name])),
+    )
+    const [size = 0, baseSize = 0] = sizes.map(Number)
+    t.diagnostic(
+      `image ${(size / 1e6).toFixed(0)} MB, ${((size - baseSize) / 1e6).toFixed(1)} MB over its base`,
+    )
+
+    const root = (await podman(['image', 'mount', IMAGE])).trim()
+    t.after(() => podmanQuietly(['image', 'unmount', IMAGE]))
+    assert.deepEqual(readdirSync(join(root, 'app')).sort(), ['bin', 'node_modules', 'package.json', 'src'])
+    const modules = readdirSync(join(root, 'app/node_modules'))
+    assert.ok(modules.includes('fastify'))
+    for (const absent of ['node', 'typescript', '@biomejs', 'fast-check', 'petstore-client-generator']) {
+      assert.ok(!modules.includes(absent), `${absent} is a development package`)
+    }
+    assert.ok(readdirSync(join(root, 'app/node_modules/.cache/petstore')).length > 0, 'compile cache written')
+    assert.ok(!existsSync(join(root, 'usr/local/lib/node_modules/npm')), 'no npm at run time')
+    assert.equal(statSync(join(root, 'data')).uid, 1000)
+    assert.equal(statSync(join(root, 'app/src')).uid, 0, "the code is root's, read-only to the service")
+  })
+
+  test('when run on a read-only root, then it serves an exact int64, stops on SIGTERM with 0, and a new container on the volume serves the pet, warm', {
+    timeout: 8 * MINUTE,
+  }, async (t) => {
+    const volume = `petstore-test-${process.pid}`
+    await podman(['volume', 'create', volume])
+    cleanup.after(() => podmanQuietly(['volume', 'rm', '--force', volume]))
+    const key = generateApiKey()
+    const first = await startContainer(t, IMAGE, volume, { API_KEYS: `container-test:${key}` })
+
+    const created = await call(
+      first,
+      '/v1/pets',
+      key,
+      '{"name":"Rex","categoryId":9007199254740993,"status":"available"}',
+    )
+    assert.equal(created.status, 201, created.text)
+    assert.match(created.text, /"categoryId":9007199254740993[,}]/)
+    const id = /"id":(\d+)/.exec(created.text)?.[1]
+    assert.deepEqual(await call(first, `/v1/pets/${id}`, key), { status: 200, text: created.text })
+    const metrics = await fetch(`${first.metrics}/metrics`, { signal: AbortSignal.timeout(10_000) })
+    assert.match(await metrics.text(), /^petstore_pets_created_total 1$/m, 'metrics reachable from outside')
+
+    const pid1 = await podman(['exec', first.name, 'cat', '/proc/1/cmdline', '/proc/1/status'])
+    assert.match(
+      pid1,
+      /^node\0--max-semi-space-size=4\0\/app\/bin\/petstore\.js\0serve\0/,
+      'the service is PID 1',
+    )
+    assert.match(pid1, /^Uid:\s+1000\s/m)
+    await assert.rejects(
+      podman(['exec', first.name, 'touch', '/app/written', '/tmp/written']),
+      /'\/app\/written': Read-only file system\n.*'\/tmp\/written': Read-only file system/,
+    )
+
+    // 0 means drained and closed within SHUTDOWN_TIMEOUT_MS + 2 s (else the service exits 1) and before
+    // podman's SIGKILL at 20 s (137).
+    const stopped = await stopContainer(first)
+    t.diagnostic(`first container stopped in ${stopped.seconds.toFixed(1)} s`)
+    assert.equal(stopped.exitCode, 0, await first.logs())
+    assert.match(await first.logs(), /"signal":"SIGTERM","msg":"shutting down"/)
+
+    const probe = { NODE_OPTIONS: '--import=/probe/type-stripper-probe.mjs' }
+    const second = await startContainer(t, IMAGE, volume, probe, [
+      `${PROBE}:/probe/type-stripper-probe.mjs:ro`,
+    ])
+    assert.deepEqual(await call(second, `/v1/pets/${id}`, key), { status: 200, text: created.text })
+    assert.equal((await stopContainer(second)).exitCode, 0, await second.logs())
+    const logs = await second.logs()
+    assert.match(logs, /^compile cache: \/app\/node_modules\/\.cache\/petstore\//m)
+    assert.match(
+      logs,
+      /^type stripper loaded: false$/m,
+      'a fresh container starts on the compile cache built in',
+    )
+  })
+})

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { parseEnv } from 'node:util'
+import { loadConfig, readEnvironment } from '../src/config.ts'
+import { ConfigSchema } from '../src/config-schema.ts'
+
+const EXAMPLE = fileURLToPath(new URL('../.env.example', import.meta.url))
+const text = readFileSync(EXAMPLE, 'utf8')
+const listed = parseEnv(text)
+const settings = ConfigSchema.properties as Record<string, { default?: unknown }>
+
+describe('.env.example', () => {
+  test('when a setting is added to or removed from the schema, then .env.example lists exactly the settings there are', () => {
+    const names = Object.keys(settings)
+    assert.deepEqual(
+      names.filter((name) => !(name in listed)),
+      [],
+      'settings missing from .env.example',
+    )
+    assert.deepEqual(
+      Object.keys(listed).filter((name) => !(name in settings)),
+      [],
+      'names in .env.example that are no setting',
+    )
+  })
+
+  test('when it is read, then each setting is at its default, under a comment saying what it is', () => {
+    const lines = text.split('\n')
+    for (const [name, schema] of Object.entries(settings)) {
+      assert.equal(listed[name], String(schema.default ?? ''), `${name} is listed at its default`)
+      const at = lines.findIndex((line) => line.startsWith(`${name}=`))
+      assert.match(lines[at - 1] ?? '', /^# \S/, `${name} has a one-line comment above it`)
+    }
+    assert.deepEqual(loadConfig(readEnvironment(EXAMPLE, {})), loadConfig({}))
+  })
+})

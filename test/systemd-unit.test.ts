@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { ConfigSchema } from '../src/config-schema.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
+
+// Checked, not run: systemd is not PID 1 on the machines that run the tests.
+const UNIT = fileURLToPath(new URL('../deploy/petstore.service', import.meta.url))
+const unit = readFileSync(UNIT, 'utf8')
+const lack = hasCommand('systemd-analyze')
+  ? undefined
+  : { missing: 'no systemd-analyze on this machine', remedy: 'apt-get install systemd' }
+
+function directive(name: string): string[] {
+  return [...unit.matchAll(new RegExp(`^${name}=(.*)$`, 'gm'))].map((match) => match[1] ?? '')
+}
+
+describe('deploy/petstore.service', suiteNeeding('the systemd unit checks', lack), () => {
+  test('when systemd-analyze verifies it, then it finds nothing to say', (t) => {
+    // verify checks that ExecStart's program exists: the unit's /usr/bin/node becomes this machine's Node.js.
+    const [program = ''] = (directive('ExecStart')[0] ?? '').split(' ')
+    assert.equal(program, '/usr/bin/node')
+    const copy = join(temporaryDirectory(t), 'petstore.service')
+    writeFileSync(copy, unit.replace(/^ExecStart=\/usr\/bin\/node /m, `ExecStart=${process.execPath} `))
+    const verify = spawnSync('systemd-analyze', ['verify', copy], { encoding: 'utf8', timeout: 60_000 })
+    assert.equal(verify.status, 0, verify.stderr)
+    assert.equal(
+      `${verify.stdout}${verify.stderr}`,
+      '',
+      'no warning either (an unknown or misspelt key is only a warning)',
+    )
+  })
+
+  test('when its hardening is scored, then the exposure stays at 2.5 or below', () => {
+    const security = spawnSync('systemd-analyze', ['security', '--offline=true', '--threshold=25', UNIT], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    assert.equal(security.status, 0, security.stdout.split('\n').slice(-3).join('\n'))
+  })
+
+  test('when it stops the service, then SIGTERM comes first and SIGKILL only after the service has had its time', () => {
+    assert.deepEqual(directive('KillSignal'), ['SIGTERM'])
+    const stopSeconds = Number(/^(\d+)s$/.exec(directive('TimeoutStopSec')[0] ?? '')?.[1])
+    // The service's own bound, plus the WORKERS supervisor's 5 s (README, "Operating").
+    const shutdown = Number(
+      (ConfigSchema.properties as Record<string, { default?: unknown }>).SHUTDOWN_TIMEOUT_MS?.default,
+    )
+    assert.ok(
+      stopSeconds * 1000 > shutdown + 5000,
+      `TimeoutStopSec=${stopSeconds}s, SHUTDOWN_TIMEOUT_MS ${shutdown}`,
+    )
+    assert.deepEqual(directive('EnvironmentFile'), ['/etc/petstore/petstore.env'])
+    assert.deepEqual(directive('DynamicUser'), ['yes'])
+    assert.deepEqual(directive('StateDirectory'), ['petstore'])
+  })
+})
