@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
@@ -10,8 +11,12 @@ import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 /** Runs a PostgreSQL client program as the README's runbook does; it must succeed. */
-function runbook(program: string, args: string[]): void {
-  const result = spawnSync(postgresProgram(program), args, { encoding: 'utf8', timeout: 120_000 })
+function runbook(program: string, args: string[], env: Record<string, string> = {}): void {
+  const result = spawnSync(postgresProgram(program), args, {
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, ...env },
+  })
   assert.equal(result.status, 0, `${program} ${args.join(' ')}: ${result.error?.message ?? result.stderr}`)
 }
 
@@ -56,7 +61,15 @@ describe(
 
       const dump = join(cwd, 'petstore.dump')
       runbook('pg_dump', ['-Fc', '-f', dump, original])
-      const fresh = await postgres.createDatabase()
+      // createdb as the README has it, with the throwaway server's host, port and user.
+      const server = new URL(original)
+      const restored = `petstore_restored_${randomBytes(4).toString('hex')}`
+      runbook(
+        'createdb',
+        ['-h', server.hostname, '-p', server.port || '5432', '-U', server.username, restored],
+        { PGPASSWORD: decodeURIComponent(server.password) },
+      )
+      const fresh = Object.assign(new URL(original), { pathname: `/${restored}` }).href
       runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', fresh, dump])
 
       const after = await serve(fresh)

@@ -1,82 +1,15 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { describe, type TestContext, test } from 'node:test'
-import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
-import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.ts'
-import type { PetStatus } from '../src/schemas/pet.ts'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
-import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { runCli } from './helpers/cli-process.ts'
 import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
+import { call, seedStore, serve, stop, walk } from './helpers/store-copy-fixtures.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 const PETS = 10_000
-const STATUSES: Array<PetStatus | undefined> = ['available', 'pending', 'sold', undefined]
-// Exactness at the edges: values a double would round, and the int64 extremes.
-const CATEGORIES = [1n, 9007199254740993n, INT64_MAX, INT64_MIN, -9007199254740993n]
-
-async function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
-  const server = await startServeProcess({ RATE_LIMIT_PER_MINUTE: '0', ...env }, cwd)
-  t.after(() => server.child.kill('SIGKILL'))
-  return server
-}
-
-async function stop(server: ServeProcess): Promise<void> {
-  server.child.kill('SIGTERM')
-  assert.equal(await server.exited, 0, server.output())
-}
-
-function call(server: ServeProcess, key: string, path: string, init: RequestInit = {}) {
-  return fetch(new URL(path, server.origin), {
-    ...init,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
-  })
-}
-
-/** Every listPets page of a walk, as the bytes of its body and its next link. */
-async function walk(server: ServeProcess, key: string, start: string): Promise<string[]> {
-  const pages: string[] = []
-  let path: string | undefined = start
-  while (path !== undefined) {
-    assert.ok(pages.length < 1000, 'the walk ends within 1000 pages')
-    const response = await call(server, key, path)
-    assert.equal(response.status, 200, path)
-    const link = response.headers.get('link') ?? ''
-    pages.push(`${link}\n${await response.text()}`)
-    const next = /<([^>]+)>; rel="next"/.exec(link)?.[1]
-    path =
-      next === undefined
-        ? undefined
-        : new URL(next, server.origin).pathname + new URL(next, server.origin).search
-  }
-  return pages
-}
-
-/** A SQLite store as a deployment leaves it: pets, an old key, a revoked key, deprecated-call counts. */
-async function seedSource(path: string, oldKey: string, revokedKey: string): Promise<void> {
-  const store = new SqliteStore({ path, busyTimeoutMs: 5000 })
-  try {
-    await store.migrate()
-    const old = await store.createApiKey(storedFormOf('old', oldKey))
-    await store.createApiKey(storedFormOf('gone', revokedKey))
-    await store.revokeApiKey('gone')
-    await store.recordDeprecatedCalls([
-      { apiKeyId: old.id, calls: 7, lastCallAtMs: Date.parse('2026-03-01T10:00:00Z') },
-    ])
-    for (let start = 0; start < PETS; start += 1000) {
-      await Promise.all(
-        Array.from({ length: 1000 }, (_, i) => {
-          const n = start + i
-          const status = STATUSES[n % STATUSES.length]
-          const categoryId = CATEGORIES[n % CATEGORIES.length] as bigint
-          return store.createPet({ pet: { name: `pet ${n} ✓`, categoryId, ...(status ? { status } : {}) } })
-        }),
-      )
-    }
-  } finally {
-    await store.close()
-  }
-}
 
 describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgresLack()), () => {
   test(`when ${PETS} pets, keys and idempotency records are copied (interrupted once), then PostgreSQL serves them byte for byte, keys, cursors and Idempotency-Keys carry over, and new ids come after`, {
@@ -86,7 +19,10 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     const sqlite = `sqlite:${join(cwd, 'source.db')}`
     const oldKey = generateApiKey()
     const revokedKey = generateApiKey()
-    await seedSource(join(cwd, 'source.db'), oldKey, revokedKey)
+    await seedStore(new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 }), PETS, {
+      oldKey,
+      revokedKey,
+    })
 
     const before = await serve(t, { DATABASE_URL: sqlite }, cwd)
     const replays: Array<{ key: string; body: string; answer: string }> = []

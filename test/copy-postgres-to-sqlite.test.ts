@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { runCli } from './helpers/cli-process.ts'
+import { postgresLack } from './helpers/postgres-server.ts'
+import { emptyDatabase, storeOn } from './helpers/postgres-store-fixtures.ts'
+import { call, seedStore, serve, stop, storeContents, walk } from './helpers/store-copy-fixtures.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+const PETS = 2000
+
+describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgresLack()), () => {
+  test(`when ${PETS} pets, keys and idempotency records are copied back from PostgreSQL into a new SQLite file, then SQLite serves them byte for byte, keys and Idempotency-Keys carry over, and new ids come after`, {
+    timeout: 180_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const url = await emptyDatabase()
+    const oldKey = generateApiKey()
+    const revokedKey = generateApiKey()
+    await seedStore(storeOn(t, url), PETS, { oldKey, revokedKey })
+
+    const before = await serve(t, { DATABASE_URL: url }, cwd)
+    const replays: Array<{ key: string; body: string; answer: string }> = []
+    for (let i = 0; i < 3; i++) {
+      const body = `{"name":"retried ${i}","categoryId":-9223372036854775808}`
+      const init = { method: 'POST', body, headers: { 'idempotency-key': `back-${i}` } }
+      const response = await call(before, oldKey, '/v1/pets', init)
+      assert.equal(response.status, 201)
+      replays.push({ key: `back-${i}`, body, answer: await response.text() })
+    }
+    const pagesOnPostgres = await walk(before, oldKey, '/v1/pets?limit=100')
+    await stop(before)
+
+    const sqlite = `sqlite:${join(cwd, 'staging.db')}`
+    const copied = runCli(['copy', '--from', url, '--to', sqlite, '--chunk-size', '500'], {}, cwd)
+    assert.equal(copied.status, 0, copied.stderr)
+    assert.match(
+      copied.stdout,
+      new RegExp(
+        `^copied ${PETS + 3} pets, 2 API keys, 3 idempotency records in [\\d.]+ s; the next pet id will be above ${PETS + 3}\\n$`,
+      ),
+    )
+    const [source, target] = await Promise.all([storeContents(url), storeContents(sqlite)])
+    assert.deepEqual(target, source, 'pets, keys with hashes and counts, records, the secret, the highest id')
+
+    const after = await serve(t, { DATABASE_URL: sqlite }, cwd)
+    const pagesOnSqlite = await walk(after, oldKey, '/v1/pets?limit=100')
+    assert.equal(pagesOnSqlite.length, pagesOnPostgres.length)
+    for (const [index, page] of pagesOnPostgres.entries())
+      assert.equal(pagesOnSqlite[index], page, `page ${index + 1}`)
+    assert.equal((await call(after, revokedKey, '/v1/pets?limit=1')).status, 401, 'revoked stays revoked')
+    for (const { key, body, answer } of replays) {
+      const replay = await call(after, oldKey, '/v1/pets', {
+        method: 'POST',
+        body,
+        headers: { 'idempotency-key': key },
+      })
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true')
+      assert.equal(await replay.text(), answer)
+    }
+    const created = await call(after, oldKey, '/v1/pets', {
+      method: 'POST',
+      body: '{"name":"first","categoryId":1}',
+    })
+    assert.equal(created.status, 201)
+    assert.ok(JSON.parse(await created.text()).id > PETS + 3, 'the next id is above the highest copied')
+    await stop(after)
+  })
+})
