@@ -58,7 +58,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
     // then finds its modules in the compile cache, as every start but a fresh install's first does.
     progress(engine, 'warming the compile cache (one start and stop)')
     await (await startService(serviceOptions)).stop()
-    service = await startService(serviceOptions)
+    service = await startService({ ...serviceOptions, stdoutCopy: options.serviceStdout })
     if (options.logsOff) {
       logsOff = await startService({
         ...serviceOptions,

@@ -18,6 +18,8 @@ export interface BenchOptions {
   logsOff: boolean
   /** Node.js flags added after the start script's own (a repeated V8 flag: the last one wins). */
   nodeFlags: string[]
+  /** Also copy the service's standard output (its log, a --trace-gc trace) to this file. */
+  serviceStdout: string | undefined
   /** Where the Markdown report goes, relative to the repository. */
   output: string
 }
@@ -34,8 +36,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
   --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. WORKERS=2
   --logs-off                     also measure the service with request logs off (LOG_LEVEL=warn), interleaved
-  --node-flags "FLAGS"           node flags for the service after npm start's own, e.g.
-                                 "--max-semi-space-size=16" or "--cpu-prof --cpu-prof-dir=/abs/dir"
+  --node-flags="FLAGS"           node flags for the service after npm start's own (note the =), e.g.
+                                 --node-flags="--cpu-prof --cpu-prof-dir=/abs/dir --trace-gc"
+  --service-stdout FILE          also copy the service's standard output (log lines, --trace-gc) to FILE
   --output PATH                  where the report goes (default docs/benchmarks.md)
   --help                         this text`
 
@@ -121,6 +124,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     serviceEnv: serviceEnv(values['service-env']),
     logsOff: values['logs-off'] === true,
     nodeFlags: nodeFlags(values['node-flags']),
+    serviceStdout: values['service-stdout'],
     output: output(values.output),
   }
 }
@@ -141,6 +145,7 @@ function parse(args: string[]) {
       'service-env': { type: 'string', multiple: true },
       'logs-off': { type: 'boolean' },
       'node-flags': { type: 'string' },
+      'service-stdout': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { createWriteStream, existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { peakRssKiB } from './process-stats.ts'
@@ -75,7 +75,11 @@ const WARNING_MARKERS = ['"level":40', '"level":50', '"level":60']
  * request) only the lines at warn or worse. Request lines are only searched, never decoded, so draining
  * the pipe costs about what a log collector reading it would (it runs on the server's core).
  */
-function captureOutput(child: ChildProcess): { output: () => string; stdoutBytes: () => number } {
+function captureOutput(
+  child: ChildProcess,
+  copyTo?: string,
+): { output: () => string; stdoutBytes: () => number } {
+  const copy = copyTo === undefined ? undefined : createWriteStream(copyTo, { flags: 'a' })
   let output = ''
   let bytes = 0
   let partial = Buffer.alloc(0)
@@ -84,6 +88,7 @@ function captureOutput(child: ChildProcess): { output: () => string; stdoutBytes
   }
   child.stdout?.on('data', (chunk: Buffer) => {
     bytes += chunk.length
+    copy?.write(chunk)
     const end = chunk.lastIndexOf(NEWLINE) + 1
     if (end === 0) {
       partial = Buffer.concat([partial, chunk])
@@ -138,6 +143,7 @@ export async function startService(options: {
   cwd: string
   extraEnv: Record<string, string>
   nodeFlags: string[]
+  stdoutCopy?: string | undefined
 }): Promise<ServiceProcess> {
   const port = await freePort()
   // Several workers need several cores: then the service is not pinned (and shares the load's core).
@@ -154,7 +160,7 @@ export async function startService(options: {
     }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const { output, stdoutBytes } = captureOutput(child)
+  const { output, stdoutBytes } = captureOutput(child, options.stdoutCopy)
   const origin = `http://127.0.0.1:${port}`
   try {
     // The OpenAPI document needs no key, so it shows the server is up without touching the pets.

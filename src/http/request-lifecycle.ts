@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Logger } from 'pino'
-import { maskApiKeys } from '../auth/api-key.ts'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { headRefusal } from './request-head.ts'
+import { requestLineWriter } from './request-line.ts'
+import { serializedBindingsOf } from './request-logger.ts'
 import { operationOf } from './request-logging.ts'
 
 declare module 'fastify' {
@@ -68,7 +69,7 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
   })
 
   // Decided once: below info the line is not even built (building it is most of its cost).
-  const logRequests = (app.log as unknown as Pick<Logger, 'isLevelEnabled'>).isLevelEnabled('info')
+  const writeRequestLine = requestLineWriter(app.log as unknown as Logger)
   const durations = new Map<string, { observe(seconds: number): void }>()
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const operation = operationOf(request)
@@ -81,19 +82,16 @@ export function addRequestLifecycle(app: FastifyInstance, metrics: Metrics): voi
     }
     duration.observe(reply.elapsedTime / 1000)
     if (status === 401) metrics.unauthorized.inc()
-    if (logRequests) {
-      request.log.info(
-        {
-          method: request.method,
-          url: maskApiKeys(request.url),
-          operation,
-          status,
-          durationMs: Math.round(reply.elapsedTime * 100) / 100,
-          key: request.apiKey?.name,
-        },
-        'request',
-      )
-    }
+    writeRequestLine?.({
+      reqId: request.id,
+      bindings: serializedBindingsOf(request.log),
+      method: request.method,
+      url: request.url,
+      operation,
+      status,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      key: request.apiKey?.name,
+    })
     done()
   })
 

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Bindings, ChildLoggerOptions, Logger } from 'pino'
+import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino'
 
 type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
@@ -82,6 +82,25 @@ class RequestLogger {
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#child().child(bindings, options)
   }
+
+  /**
+   * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later, without
+   * making the child (the request line is built from them: request-line.ts).
+   */
+  serializedBindings(): string {
+    const chindings = (logger: unknown) => (logger as Record<symbol, string>)[pino.symbols.chindingsSym] ?? ''
+    if (this.#logger !== undefined) return chindings(this.#logger)
+    let serialized = chindings(this.#parent)
+    for (const [name, value] of Object.entries(this.#bindings)) {
+      if (value !== undefined) serialized += `,${JSON.stringify(name)}:${JSON.stringify(value)}`
+    }
+    return serialized
+  }
+}
+
+/** The serialized bindings of a request's logger (see RequestLogger), if it is one of ours. */
+export function serializedBindingsOf(log: FastifyBaseLogger): string | undefined {
+  return log instanceof RequestLogger ? log.serializedBindings() : undefined
 }
 
 /** Fastify's `childLoggerFactory`: the per-request logger above, in place of an eager pino child. */
