@@ -6,10 +6,13 @@ import { write, writeSync } from 'node:fs'
  * FLUSH_INTERVAL_MS, then written by libuv's thread pool, a batch per write().
  */
 export const LOG_OUTPUT = {
-  batchBytes: 3584,
-  // A batch is at most PIPE_BUF bytes (unless one line is longer): a pipe takes it whole, so the lines of
-  // several workers sharing one stdout never interleave.
-  maxWriteBytes: 4096,
+  // Alone on its stdout, a process writes large batches: each write() wakes a thread and the reader.
+  batchBytes: 32 * 1024,
+  maxWriteBytes: 64 * 1024,
+  // Workers sharing one stdout write at most PIPE_BUF bytes at a time (unless one line is longer): a pipe
+  // takes such a write whole, so their lines never interleave.
+  sharedBatchBytes: 3584,
+  sharedMaxWriteBytes: 4096,
   flushIntervalMs: 500,
   // What a stdout that does not keep up may hold back; past it, lines are dropped and counted.
   maxBufferedBytes: 8 * 1024 * 1024,
@@ -33,14 +36,19 @@ export function droppedLogLines(): number {
  */
 export class BufferedLogOutput {
   readonly #fd: number
+  readonly #batchBytes: number
+  readonly #maxWriteBytes: number
   #lines: string[] = []
   #bytes = 0
   #writing = false
   #broken = false
   #waiters: Array<() => void> = []
 
-  constructor(fd = 1) {
+  /** `shared`: other processes write to the same stdout (WORKERS). */
+  constructor({ shared = false, fd = 1 } = {}) {
     this.#fd = fd
+    this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
+    this.#maxWriteBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
     setInterval(() => this.#writeBatch(), LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => this.flushSync())
   }
@@ -54,7 +62,7 @@ export class BufferedLogOutput {
     }
     this.#lines.push(line)
     this.#bytes += bytes
-    if (!this.#writing && this.#bytes >= LOG_OUTPUT.batchBytes) this.#writeBatch()
+    if (!this.#writing && this.#bytes >= this.#batchBytes) this.#writeBatch()
     return true
   }
 
@@ -96,7 +104,7 @@ export class BufferedLogOutput {
       return
     }
     this.#writing = true
-    this.#send(Buffer.from(this.#take(LOG_OUTPUT.maxWriteBytes)))
+    this.#send(Buffer.from(this.#take(this.#maxWriteBytes)))
   }
 
   #send(batch: Buffer): void {
@@ -104,7 +112,7 @@ export class BufferedLogOutput {
       if (error) return this.#failed(error, batch)
       if (written < batch.length) return this.#send(batch.subarray(written))
       this.#writing = false
-      if (this.#bytes >= LOG_OUTPUT.batchBytes || this.#waiters.length > 0) this.#writeBatch()
+      if (this.#bytes >= this.#batchBytes || this.#waiters.length > 0) this.#writeBatch()
     })
   }
 
