@@ -178,6 +178,9 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   **Service/bare** is the service's req/s over the bare server's: the share of the machine's bare HTTP
   throughput the service keeps. Each round runs every target in turn on the same scenario (service, logs
   off, Fastify, bare), so slow drift of a shared machine hits all of them alike.
+- Profiles of the service under this load, the request log's cost and the young-generation curve behind
+  \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
+  \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
 - **Share of bare, best rounds**: the service's fastest round over the bare server's fastest. Other work on a shared
   host only ever slows a run down, so each side's fastest round is the closest to what it does
   undisturbed. On a quiet host it agrees with the median share; on a noisy one the median share swings
