@@ -1,4 +1,3 @@
-import cluster from 'node:cluster'
 import type { Logger } from 'pino'
 import { type Config, loadConfig } from '../config.ts'
 import { BufferedLogOutput } from '../log-output.ts'
@@ -14,7 +13,7 @@ export function startUp(terminal?: Output, { bufferedLog = false } = {}): { conf
   const config = loadConfig()
   const pretty = terminal !== undefined && wantsPrettyLogs(config.log, terminal)
   if (pretty || !bufferedLog) return { config, log: createLogger(config.log, pretty) }
-  const log = createLogger(config.log, false, new BufferedLogOutput({ shared: cluster.isWorker }))
+  const log = createLogger(config.log, false, new BufferedLogOutput({ shared: config.workers !== 1 }))
   reportDroppedLogLines(log)
   return { config, log }
 }
