@@ -20,8 +20,8 @@ const INFO = 30
 /**
  * The writer of the one line per request, or undefined when the log is below info. The line is the one
  * pino would write (same fields, order and masking of keys), built as one template instead of a child
- * logger and a serialization per request: a third of the request log's cost at 40,000 requests a second
- * (docs/decisions.md, "Request log"). Strings a client can influence go through JSON.stringify.
+ * logger and a serialization per request, which cost more than twice as much (docs/decisions.md, "The
+ * request log is buffered"). Strings a client can influence go through JSON.stringify.
  */
 export function requestLineWriter(logger: Logger): ((line: RequestLine) => void) | undefined {
   if (!logger.isLevelEnabled('info')) return undefined
