@@ -45,7 +45,7 @@ export function resultsTable(engineRuns: EngineRun[]): string {
       'Errors, service / Fastify / bare (status / socket)',
       'Service peak RSS',
     ]),
-    row(['---', '---', ...Array<string>(withLogsOff ? 12 : 10).fill('---:')]),
+    row(['---', '---', ...Array<string>(withLogsOff ? 13 : 11).fill('---:')]),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
