@@ -4,7 +4,11 @@ import { fileURLToPath } from 'node:url'
 import type { BaselineFixture } from './baseline-fixture.ts'
 import { SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
 
-const BASELINE_SCRIPT = fileURLToPath(new URL('./baseline-server.ts', import.meta.url))
+/** The two baselines: bare node:http, and a minimal Fastify app with the service's schemas. */
+export const BASELINE_SCRIPTS = {
+  baseline: fileURLToPath(new URL('./baseline-server.ts', import.meta.url)),
+  fastify: fileURLToPath(new URL('./fastify-baseline-server.ts', import.meta.url)),
+} as const
 
 export interface BaselineProcess {
   origin: string
@@ -12,21 +16,22 @@ export interface BaselineProcess {
   stop(): Promise<void>
 }
 
-/** The bare node:http baseline on the server core, answering from `fixture`. */
+/** A baseline on the server core, answering from `fixture`. */
 export async function startBaseline(
+  kind: keyof typeof BASELINE_SCRIPTS,
   fixture: BaselineFixture,
   apiKey: string,
   directory: string,
 ): Promise<BaselineProcess> {
-  const fixturePath = join(directory, 'baseline-fixture.json')
+  const fixturePath = join(directory, `${kind}-fixture.json`)
   writeFileSync(fixturePath, JSON.stringify(fixture))
-  const child = spawnTracked(SERVER_CORE, process.execPath, [BASELINE_SCRIPT, fixturePath], {
+  const child = spawnTracked(SERVER_CORE, process.execPath, [BASELINE_SCRIPTS[kind], fixturePath], {
     env: { PATH: process.env.PATH ?? '', BENCH_API_KEY: apiKey },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const port = await new Promise<number>((resolve, reject) => {
     let output = ''
-    const timer = setTimeout(() => reject(new Error('baseline did not start within 10 s')), 10_000)
+    const timer = setTimeout(() => reject(new Error(`${kind} did not start within 10 s`)), 10_000)
     child.stdout?.on('data', (chunk) => {
       output += chunk
       const match = /listening (\d+)/.exec(output)
@@ -37,7 +42,7 @@ export async function startBaseline(
     })
     child.once('exit', (code) => {
       clearTimeout(timer)
-      reject(new Error(`baseline exited (${code}) before listening`))
+      reject(new Error(`${kind} exited (${code}) before listening`))
     })
   }).catch(async (error) => {
     await stopChild(child)

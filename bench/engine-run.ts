@@ -12,7 +12,7 @@ import { checkParity } from './parity-check.ts'
 import { onExit } from './processes.ts'
 import { buildScenario, type ScenarioContext, spreadPetIds } from './scenarios.ts'
 import { type ServiceProcess, seedPets, startService } from './service-process.ts'
-import type { EngineRun, ScenarioRuns, Target } from './summary.ts'
+import { type EngineRun, type ScenarioRuns, TARGETS, type Target } from './summary.ts'
 
 const newApiKey = () => `psk_${randomBytes(32).toString('base64url')}`
 
@@ -44,40 +44,63 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
     petIds: spreadPetIds(options.pets),
   }
   let service: ServiceProcess | undefined
-  let baseline: BaselineProcess | undefined
-  const serviceOptions = { databaseUrl, apiKey: context.apiKey, cwd: directory, extraEnv: options.serviceEnv }
+  let logsOff: ServiceProcess | undefined
+  const baselines: BaselineProcess[] = []
+  const serviceOptions = {
+    databaseUrl,
+    apiKey: context.apiKey,
+    cwd: directory,
+    extraEnv: options.serviceEnv,
+    nodeFlags: options.nodeFlags,
+  }
   try {
     // Started once and stopped first, as any deployment's earlier start would have: the measured process
     // then finds its modules in the compile cache, as every start but a fresh install's first does.
     progress(engine, 'warming the compile cache (one start and stop)')
     await (await startService(serviceOptions)).stop()
-    service = await startService(serviceOptions)
-    baseline = await startBaseline(
-      await recordFixture(service.origin, context, options.pets),
-      context.apiKey,
-      directory,
-    )
+    service = await startService({ ...serviceOptions, stdoutCopy: options.serviceStdout })
+    if (options.logsOff) {
+      logsOff = await startService({
+        ...serviceOptions,
+        extraEnv: { ...options.serviceEnv, LOG_LEVEL: 'warn' },
+      })
+    }
+    const fixture = await recordFixture(service.origin, context, options.pets)
+    const fastify = await startBaseline('fastify', fixture, context.apiKey, directory)
+    baselines.push(fastify)
+    const baseline = await startBaseline('baseline', fixture, context.apiKey, directory)
+    baselines.push(baseline)
     const scenarios = options.scenarios.map((name) => buildScenario(name, context))
     await checkParity(service.origin, baseline.origin, scenarios)
+    await checkParity(service.origin, fastify.origin, scenarios)
 
+    const servers: Partial<Record<Target, { origin: string; pid: number }>> = {
+      service,
+      fastify,
+      baseline,
+      ...(logsOff ? { 'logs-off': logsOff } : {}),
+    }
+    const measured = TARGETS.filter((target) => servers[target] !== undefined)
     const results: ScenarioRuns[] = scenarios.map((scenario) => ({
       scenario: scenario.name,
-      runs: { service: [], baseline: [] },
+      runs: { service: [], 'logs-off': [], fastify: [], baseline: [] },
     }))
-    const servers: Record<Target, { origin: string; pid: number }> = { service, baseline }
+    let responses = 0
     for (let round = 1; round <= options.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
-        // A B per scenario and round: slow drift of the machine (heat, neighbours) hits both alike.
-        for (const target of ['service', 'baseline'] as const) {
+        // A B C per scenario and round: slow drift of the machine (heat, neighbours) hits all alike.
+        for (const target of measured) {
+          const server = servers[target] as { origin: string; pid: number }
           const result = await runLoad({
-            origin: servers[target].origin,
-            serverPid: servers[target].pid,
+            origin: server.origin,
+            serverPid: server.pid,
             requests: scenario.requests,
             expectedStatuses: scenario.expectedStatuses,
             connections: options.connections,
             warmupS: options.warmupS,
             durationS: options.durationS,
           })
+          if (target === 'service') responses += result.totalRequests
           results[index]?.runs[target].push(result)
           progress(
             engine,
@@ -91,10 +114,12 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
       engineVersion: await engineVersion(engine, databaseUrl),
       scenarios: results,
       servicePeakRssKiB: service.peakRssKiB(),
-      serviceLog: service.logged(),
+      serviceLogBytesPerResponse: service.logBytes() / responses,
+      serviceLog: service.logged() + (logsOff?.logged() ?? ''),
     }
   } finally {
-    await baseline?.stop()
+    for (const baseline of baselines) await baseline.stop()
+    await logsOff?.stop()
     await service?.stop()
     rmSync(directory, { recursive: true, force: true })
   }

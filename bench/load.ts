@@ -22,6 +22,8 @@ export interface LoadSpec {
 export interface LoadResult {
   /** Every response, whatever its status. */
   requests: number
+  /** Every response of the warm-up and the measured run together (each one a request log line). */
+  totalRequests: number
   durationS: number
   /** Responses with an expected status only: a fast 429 or 503 must not pass for throughput. */
   requestsPerSecond: number
@@ -69,7 +71,7 @@ const toMs = (us: number) => Math.round(us) / 1000
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec
   // A separate warm-up run: JIT, connection pools and caches settle on both sides before anything counts.
-  await run(spec, spec.warmupS)
+  const warmup = await run(spec, spec.warmupS)
   const cpuBefore = cpuTimeUs(spec.serverPid)
   const { result, latenciesUs, statusCounts } = await run(spec, spec.durationS)
   const serverCpuUs = cpuTimeUs(spec.serverPid) - cpuBefore
@@ -81,6 +83,7 @@ async function main(): Promise<void> {
   }
   const output: LoadResult = {
     requests,
+    totalRequests: requests + [...warmup.statusCounts.values()].reduce((sum, count) => sum + count, 0),
     durationS: result.duration,
     requestsPerSecond: (requests - unexpectedStatus) / result.duration,
     latencyMs: {

@@ -14,6 +14,12 @@ export interface BenchOptions {
   quick: boolean
   /** Extra settings for the service process (`--service-env NAME=VALUE`). */
   serviceEnv: Record<string, string>
+  /** Also measure the service with request logs off (LOG_LEVEL=warn), in the same interleaved rounds. */
+  logsOff: boolean
+  /** Node.js flags added after the start script's own (a repeated V8 flag: the last one wins). */
+  nodeFlags: string[]
+  /** Also copy the service's standard output (its log, a --trace-gc trace) to this file. */
+  serviceStdout: string | undefined
   /** Where the Markdown report goes, relative to the repository. */
   output: string
 }
@@ -29,6 +35,10 @@ export const USAGE = `Usage: npm run bench -- [options]
   --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
   --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. WORKERS=2
+  --logs-off                     also measure the service with request logs off (LOG_LEVEL=warn), interleaved
+  --node-flags="FLAGS"           node flags for the service after npm start's own (note the =), e.g.
+                                 --node-flags="--cpu-prof --cpu-prof-dir=/abs/dir --trace-gc"
+  --service-stdout FILE          also copy the service's standard output (log lines, --trace-gc) to FILE
   --output PATH                  where the report goes (default docs/benchmarks.md)
   --help                         this text`
 
@@ -76,6 +86,13 @@ function serviceEnv(entries: string[] | undefined): Record<string, string> {
   return env
 }
 
+function nodeFlags(raw: string | undefined): string[] {
+  const flags = (raw ?? '').split(/\s+/).filter(Boolean)
+  const notFlag = flags.find((flag) => !flag.startsWith('--'))
+  if (notFlag !== undefined) throw new UsageError(`--node-flags takes only --flags (got "${notFlag}")`)
+  return flags
+}
+
 function output(raw: string | undefined): string {
   if (raw === undefined) return 'docs/benchmarks.md'
   if (!/^[\w./-]+\.md$/.test(raw) || raw.includes('..')) {
@@ -105,6 +122,9 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     scenarios: scenarios(values.scenarios),
     quick,
     serviceEnv: serviceEnv(values['service-env']),
+    logsOff: values['logs-off'] === true,
+    nodeFlags: nodeFlags(values['node-flags']),
+    serviceStdout: values['service-stdout'],
     output: output(values.output),
   }
 }
@@ -123,6 +143,9 @@ function parse(args: string[]) {
       scenarios: { type: 'string' },
       quick: { type: 'boolean' },
       'service-env': { type: 'string', multiple: true },
+      'logs-off': { type: 'boolean' },
+      'node-flags': { type: 'string' },
+      'service-stdout': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

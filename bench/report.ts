@@ -2,7 +2,7 @@ import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import { BENCH_DEFAULTS, startScript } from './service-process.ts'
-import { type EngineRun, summarize, type TargetSummary } from './summary.ts'
+import { type EngineRun, summarize, TARGETS, type TargetSummary } from './summary.ts'
 
 export interface ReportInput {
   environment: Environment
@@ -23,42 +23,53 @@ function row(cells: string[]): string {
   return `| ${cells.join(' | ')} |`
 }
 
-/** One line per engine and scenario: medians over the rounds, service next to baseline. */
+const ratio = (a: number, b: number) => (a / b).toFixed(2)
+
+/** One line per engine and scenario: medians over the rounds, the service next to both baselines. */
 export function resultsTable(engineRuns: EngineRun[]): string {
+  const withLogsOff = engineRuns.some((run) => run.scenarios.some((s) => s.runs['logs-off'].length > 0))
   const lines = [
     row([
       'Engine',
       'Scenario',
       'Service req/s',
-      'Baseline req/s',
-      'Service/baseline',
-      'Share, best rounds',
-      'CPU µs per request, service / baseline',
+      ...(withLogsOff ? ['Logs off req/s', 'Logs on/off'] : []),
+      'Fastify req/s',
+      'Bare req/s',
+      'Service/bare',
+      'Service/Fastify',
+      'Share of bare, best rounds',
+      'CPU µs per request, service / Fastify / bare',
       'Service p50 / p99 / p99.9 ms',
-      'Baseline p50 / p99 / p99.9 ms',
-      'Service errors (status / socket)',
-      'Baseline errors (status / socket)',
+      'p99 ms, Fastify / bare',
+      'Errors, service / Fastify / bare (status / socket)',
       'Service peak RSS',
     ]),
-    row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    row(['---', '---', ...Array<string>(withLogsOff ? 13 : 11).fill('---:')]),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
       const service = summarize(runs.service)
-      const baseline = summarize(runs.baseline)
+      const fastify = summarize(runs.fastify)
+      const bare = summarize(runs.baseline)
+      const off = withLogsOff ? summarize(runs['logs-off']) : undefined
       lines.push(
         row([
           ENGINE_LABELS[engineRun.engine],
           scenario,
           integer(service.requestsPerSecond),
-          integer(baseline.requestsPerSecond),
-          (service.requestsPerSecond / baseline.requestsPerSecond).toFixed(2),
-          (service.bestRequestsPerSecond / baseline.bestRequestsPerSecond).toFixed(2),
-          `${service.cpuUsPerRequest.toFixed(1)} / ${baseline.cpuUsPerRequest.toFixed(1)}`,
+          ...(off
+            ? [integer(off.requestsPerSecond), ratio(service.requestsPerSecond, off.requestsPerSecond)]
+            : []),
+          integer(fastify.requestsPerSecond),
+          integer(bare.requestsPerSecond),
+          ratio(service.requestsPerSecond, bare.requestsPerSecond),
+          ratio(service.requestsPerSecond, fastify.requestsPerSecond),
+          ratio(service.bestRequestsPerSecond, bare.bestRequestsPerSecond),
+          [service, fastify, bare].map((summary) => summary.cpuUsPerRequest.toFixed(1)).join(' / '),
           latencies(service),
-          latencies(baseline),
-          errors(service),
-          errors(baseline),
+          `${ms(fastify.p99)} / ${ms(bare.p99)}`,
+          [service, fastify, bare].map(errors).join(', '),
           mib(engineRun.servicePeakRssKiB),
         ]),
       )
@@ -85,11 +96,9 @@ function runsTable(engineRuns: EngineRun[]): string {
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
-      runs.service.forEach((service, round) => {
-        for (const [target, run] of [
-          ['service', service],
-          ['baseline', runs.baseline[round]],
-        ] as const) {
+      runs.service.forEach((_service, round) => {
+        for (const target of TARGETS) {
+          const run = runs[target][round]
           if (run === undefined) continue
           const { p50, p99, p999, max } = run.latencyMs
           const statuses = Object.entries(run.statusCounts)
@@ -121,6 +130,19 @@ function serviceLogs(engineRuns: EngineRun[]): string {
     .join('\n\n')
 }
 
+function nodeFlagsNote(options: BenchOptions): string {
+  return options.nodeFlags.length === 0
+    ? ''
+    : ` with \`${options.nodeFlags.join(' ')}\` added to node's flags`
+}
+
+function logBytes(engineRuns: EngineRun[]): string {
+  const perResponse = engineRuns.map(
+    (run) => `${ENGINE_LABELS[run.engine]} ${Math.round(run.serviceLogBytesPerResponse)}`,
+  )
+  return `bytes written per response: ${perResponse.join(', ')}`
+}
+
 export function markdownReport(input: ReportInput): string {
   const { environment: env, options } = input
   return `# Benchmarks
@@ -132,26 +154,38 @@ ${options.quick ? '\n**This is a --quick smoke run (1 round, short runs): do not
 - Node.js: ${env.node}
 - Commit: ${env.commit}
 - Machine: ${env.cores} cores, ${env.cpuModel}, ${env.memoryGiB} GiB memory; load average ${env.loadAverage.toFixed(2)} before the run
-- Load: autocannon, ${options.connections} connections, 1 worker; ${options.warmupS} s warm-up then ${options.durationS} s measured per run; ${options.rounds} round(s), service and baseline interleaved (A B A B …); ${options.pets.toLocaleString('en-US')} seeded pets
+- Load: autocannon, ${options.connections} connections, 1 worker; ${options.warmupS} s warm-up then ${options.durationS} s measured per run; ${options.rounds} round(s), service and baselines interleaved (A B C A B C …); ${options.pets.toLocaleString('en-US')} seeded pets
 ${input.notes.map((note) => `- ${note}`).join('\n')}
 
 ## What is measured
 
-- **Service**: what \`npm start\` runs, \`${startScript()}\` (Fastify, validation, auth, rate limiting,
-  the real store), with ${Object.entries(BENCH_DEFAULTS)
+- **Service**: what \`npm start\` runs, \`${startScript()}\`${nodeFlagsNote(options)} (Fastify, validation, auth, rate limiting,
+  the real store, metrics), with ${Object.entries(BENCH_DEFAULTS)
     .map(([name, value]) => `\`${name}=${value}\``)
-    .join(', ')}: the rate limit is counted on every request but never reached, and no log line is
-  written per request. It is started once and stopped before the measured start, so that start finds its
-  modules in the compile cache (bin/petstore.js), as every start of a deployment after its first does.
-- **Baseline**: \`bench/baseline-server.ts\`, bare \`node:http\` replaying the service's own recorded
+    .join(', ')}: the rate limit is counted on every request but never reached. Its log level is
+  npm start's, \`info\`: one JSON line per request, on its standard output, a pipe the bench drains as a
+  log collector would (on the server's core; it only searches the lines for warnings), ${logBytes(input.engineRuns)}.
+  It is started once and stopped before the measured start, so that start finds its modules in the
+  compile cache (bin/petstore.js), as every start of a deployment after its first does.
+- **Logs off** (only with \`--logs-off\`): the same service with \`LOG_LEVEL=warn\`, in the same rounds;
+  **Logs on/off** is what writing the request log keeps of the throughput.
+- **Fastify**: \`bench/fastify-baseline-server.ts\`, a minimal Fastify app with the service's TypeBox
+  schemas, validator and JSON body parser, serializing pets from memory through the response schemas on
+  every request, with the same key check as the bare baseline; no store, cache, rate limit, metrics or log.
+  The framework's own ceiling: **Service/Fastify** is what everything the service adds to it costs.
+- **Bare**: \`bench/baseline-server.ts\`, bare \`node:http\` replaying the service's own recorded
   response bytes and headers from memory, with a constant-time API-key check and an in-memory create.
-  **Service/baseline** is the service's req/s over the baseline's: the share of the machine's bare HTTP
-  throughput the service keeps.
-- **Share, best rounds**: the service's fastest round over the baseline's fastest. Other work on a shared
+  **Service/bare** is the service's req/s over the bare server's: the share of the machine's bare HTTP
+  throughput the service keeps. Each round runs every target in turn on the same scenario (service, logs
+  off, Fastify, bare), so slow drift of a shared machine hits all of them alike.
+- Profiles of the service under this load, the request log's cost and the young-generation curve behind
+  \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
+  \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
+- **Share of bare, best rounds**: the service's fastest round over the bare server's fastest. Other work on a shared
   host only ever slows a run down, so each side's fastest round is the closest to what it does
   undisturbed. On a quiet host it agrees with the median share; on a noisy one the median share swings
   with whichever side the noise happened to hit.
-- **CPU µs per request**: the server process's CPU time (all its threads and, under WORKERS, its
+- **CPU µs per request**: each server process's CPU time (all its threads and, under WORKERS, its
   workers; not a PostgreSQL server's) over the measured run, divided by the responses; median over the
   rounds. It is the cost of a request, not a noise-free measure: contention on the host (shared caches,
   a busy sibling hyperthread) makes the same work take more CPU time.

@@ -15,11 +15,11 @@ function pinningNote(serviceEnv: Record<string, string>): string {
   if ((serviceEnv.WORKERS ?? '1') !== '1') {
     return (
       `WORKERS=${serviceEnv.WORKERS}: the service is not pinned (its workers use every core, the load generator's ` +
-      `too); the baseline stays on core ${SERVER_CORE} and the load generator on core ${LOAD_CORE}.`
+      `too); the baselines stay on core ${SERVER_CORE} and the load generator on core ${LOAD_CORE}.`
     )
   }
   return (
-    `Service and baseline pinned to core ${SERVER_CORE}, load generator to core ${LOAD_CORE} (taskset). ` +
+    `Service and both baselines pinned to core ${SERVER_CORE}, load generator to core ${LOAD_CORE} (taskset). ` +
     `The PostgreSQL server and the bench's coordinating process (idle while measuring) also share core ${SERVER_CORE}.`
   )
 }

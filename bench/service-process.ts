@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { createWriteStream, existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { peakRssKiB } from './process-stats.ts'
@@ -17,10 +17,13 @@ export function startScript(): string {
  * The arguments `npm start` gives node (runtime flags, then the CLI), so the bench measures exactly what
  * a deployment runs. Paths are made absolute: the service runs in the bench's temporary directory.
  */
-export function startCommandArgs(): string[] {
+export function startCommandArgs(extraNodeFlags: string[] = []): string[] {
   const [program, ...args] = startScript().split(/\s+/)
   if (program !== 'node') throw new Error(`npm start must run node (got "${startScript()}")`)
-  return args.map((arg) => (existsSync(`${REPOSITORY}${arg}`) ? `${REPOSITORY}${arg}` : arg))
+  const absolute = args.map((arg) => (existsSync(`${REPOSITORY}${arg}`) ? `${REPOSITORY}${arg}` : arg))
+  // Node's own flags end where the script begins; extra ones go last among them, so they win.
+  const script = absolute.findIndex((arg) => !arg.startsWith('-'))
+  return [...absolute.slice(0, script), ...extraNodeFlags, ...absolute.slice(script)]
 }
 
 export interface ServiceProcess {
@@ -30,16 +33,18 @@ export interface ServiceProcess {
   peakRssKiB(): number
   /** What the service logged (warnings and worse; the tail only). */
   logged(): string
+  /** Bytes written to its standard output (its log) so far. */
+  logBytes(): number
   stop(): Promise<void>
 }
 
 /**
  * Only PATH from this process: the bench states every setting, so a developer's shell cannot skew it.
- * The rate limit stays on (its cost is part of every request) but at its ceiling, so one key driving the
- * whole load is never refused; metrics listen on a free port so a running service cannot block the bench.
+ * The log level is npm start's (info: one line per request). The rate limit stays on (its cost is part of
+ * every request) but at its ceiling, so one key driving the whole load is never refused; metrics listen
+ * on a free port so a running service cannot block the bench.
  */
 export const BENCH_DEFAULTS: Readonly<Record<string, string>> = {
-  LOG_LEVEL: 'warn',
   RATE_LIMIT_PER_MINUTE: '10000000',
   METRICS_PORT: '0',
 }
@@ -61,15 +66,44 @@ export async function freePort(): Promise<number> {
   })
 }
 
-/** Collects a child's output, so a failure can say why. */
-function captureOutput(child: ChildProcess): () => string {
+const NEWLINE = 0x0a
+// A JSON log line at warn (40) or worse; request lines are info (30).
+const WARNING_MARKERS = ['"level":40', '"level":50', '"level":60']
+
+/**
+ * Collects a child's output, so a failure can say why: all of stderr, and of stdout (one log line per
+ * request) only the lines at warn or worse. Request lines are only searched, never decoded, so draining
+ * the pipe costs about what a log collector reading it would (it runs on the server's core).
+ */
+function captureOutput(
+  child: ChildProcess,
+  copyTo?: string,
+): { output: () => string; stdoutBytes: () => number } {
+  const copy = copyTo === undefined ? undefined : createWriteStream(copyTo, { flags: 'a' })
   let output = ''
-  const append = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000)
+  let bytes = 0
+  let partial = Buffer.alloc(0)
+  const append = (text: string) => {
+    output = (output + text).slice(-20_000)
   }
-  child.stdout?.on('data', append)
-  child.stderr?.on('data', append)
-  return () => output
+  child.stdout?.on('data', (chunk: Buffer) => {
+    bytes += chunk.length
+    copy?.write(chunk)
+    const end = chunk.lastIndexOf(NEWLINE) + 1
+    if (end === 0) {
+      partial = Buffer.concat([partial, chunk])
+      return
+    }
+    const lines =
+      partial.length === 0 ? chunk.subarray(0, end) : Buffer.concat([partial, chunk.subarray(0, end)])
+    partial = Buffer.from(chunk.subarray(end))
+    if (!WARNING_MARKERS.some((marker) => lines.includes(marker))) return
+    for (const line of lines.toString().split('\n')) {
+      if (WARNING_MARKERS.some((marker) => line.includes(marker))) append(`${line}\n`)
+    }
+  })
+  child.stderr?.on('data', (chunk: Buffer) => append(chunk.toString()))
+  return { output: () => output, stdoutBytes: () => bytes }
 }
 
 /** `petstore seed --count N` on the store the service will then serve. */
@@ -79,7 +113,7 @@ export async function seedPets(databaseUrl: string, count: number, cwd: string):
     env: serviceEnvironment({ DATABASE_URL: databaseUrl }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const output = captureOutput(child)
+  const { output } = captureOutput(child)
   await exited(child)
   if (child.exitCode !== 0) throw new Error(`seed failed (${child.exitCode}):\n${output()}`)
 }
@@ -108,12 +142,14 @@ export async function startService(options: {
   apiKey: string
   cwd: string
   extraEnv: Record<string, string>
+  nodeFlags: string[]
+  stdoutCopy?: string | undefined
 }): Promise<ServiceProcess> {
   const port = await freePort()
   // Several workers need several cores: then the service is not pinned (and shares the load's core).
   const core = (options.extraEnv.WORKERS ?? '1') === '1' ? SERVER_CORE : undefined
   // The working directory is the bench's temporary one: a developer's .env there would change settings.
-  const child = spawnTracked(core, process.execPath, startCommandArgs(), {
+  const child = spawnTracked(core, process.execPath, startCommandArgs(options.nodeFlags), {
     cwd: options.cwd,
     env: serviceEnvironment({
       ...options.extraEnv,
@@ -124,7 +160,7 @@ export async function startService(options: {
     }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const output = captureOutput(child)
+  const { output, stdoutBytes } = captureOutput(child, options.stdoutCopy)
   const origin = `http://127.0.0.1:${port}`
   try {
     // The OpenAPI document needs no key, so it shows the server is up without touching the pets.
@@ -139,6 +175,7 @@ export async function startService(options: {
     pid,
     peakRssKiB: () => peakRssKiB(pid),
     logged: output,
+    logBytes: stdoutBytes,
     stop: async () => {
       await stopChild(child)
       // Shutdown is graceful (exit 0 on SIGTERM); anything else is worth a look.

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
-import pino, { type Logger } from 'pino'
+import pino, { type DestinationStream, type Logger } from 'pino'
 import { maskApiKeys } from './auth/api-key.ts'
+import { droppedLogLines, LOG_OUTPUT } from './log-output.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */
 export interface LogSettings {
@@ -17,8 +18,12 @@ export interface LogSettings {
  * for machines; with `pretty` (a terminal, by default), human-readable lines through pino-pretty, made
  * from the masked JSON.
  */
-export function createLogger({ level }: Pick<LogSettings, 'level'>, pretty = false): Logger {
-  return pino({
+export function createLogger(
+  { level }: Pick<LogSettings, 'level'>,
+  pretty = false,
+  destination?: DestinationStream,
+): Logger {
+  const options = {
     level,
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
@@ -33,6 +38,30 @@ export function createLogger({ level }: Pick<LogSettings, 'level'>, pretty = fal
       }),
     },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+  }
+  return pretty || destination === undefined ? pino(options) : pino(options, destination)
+}
+
+/** Says, every so often, how many lines were dropped since it last said so (once stdout takes lines again). */
+export function reportDroppedLogLines(log: Logger): void {
+  let reported = 0
+  setInterval(() => {
+    const dropped = droppedLogLines()
+    if (dropped === reported) return
+    log.warn({ droppedLines: dropped - reported }, 'log lines dropped: standard output did not keep up')
+    reported = dropped
+  }, LOG_OUTPUT.dropReportIntervalMs).unref()
+}
+
+// How long the log is given to write its last lines before the process exits without them.
+const FLUSH_TIMEOUT_MS = 1000
+
+/** Exits with `code` once the log's buffered lines are written, or after a second if stdout is stuck. */
+export function exitAfterLogFlush(log: Pick<Logger, 'flush'>, code: number): void {
+  const timer = setTimeout(() => process.exit(code), FLUSH_TIMEOUT_MS)
+  log.flush(() => {
+    clearTimeout(timer)
+    process.exit(code)
   })
 }
 

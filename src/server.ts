@@ -1,5 +1,7 @@
 import { Server as NetServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { exitAfterLogFlush } from './logger.ts'
 
 /** Where the API listens (`HOST`, `PORT`), and how long a stop lets open connections finish. */
 export interface ListenSettings {
@@ -77,7 +79,8 @@ export async function startServer(
       process.exit(1)
     }, boundMs)
     shutdown().then(
-      () => process.exit(0),
+      // Every request line written first: the log is buffered.
+      () => exitAfterLogFlush(app.log as Logger, 0),
       (error: unknown) => {
         app.log.error({ err: error }, 'shutdown failed')
         process.exit(1)

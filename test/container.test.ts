@@ -67,7 +67,7 @@ describe('the container image', {
     for (const note of notes) t.diagnostic(note)
     const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]))
     assert.equal(config.User, '1000:1000')
-    assert.deepEqual(config.Entrypoint, ['node', '--max-semi-space-size=4', '/app/bin/petstore.js'])
+    assert.deepEqual(config.Entrypoint, ['node', '--max-semi-space-size=16', '/app/bin/petstore.js'])
     assert.deepEqual(config.Cmd, ['serve'])
     for (const setting of ['HOST=0.0.0.0', 'METRICS_HOST=0.0.0.0', 'DATABASE_URL=sqlite:/data/petstore.db']) {
       assert.ok(config.Env.includes(setting), `${setting} in ${config.Env}`)
@@ -120,7 +120,7 @@ describe('the container image', {
     const pid1 = await podman(['exec', first.name, 'cat', '/proc/1/cmdline', '/proc/1/status'])
     assert.match(
       pid1,
-      /^node\0--max-semi-space-size=4\0\/app\/bin\/petstore\.js\0serve\0/,
+      /^node\0--max-semi-space-size=16\0\/app\/bin\/petstore\.js\0serve\0/,
       'the service is PID 1',
     )
     assert.match(pid1, /^Uid:\s+1000\s/m)

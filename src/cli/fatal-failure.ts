@@ -1,10 +1,9 @@
 import type { Logger } from 'pino'
 import { currentRequestId } from '../http/request-logging.ts'
+import { exitAfterLogFlush } from '../logger.ts'
 
 // Further failures logged while stopping, at most: a fault that repeats must not flood the last lines.
 const FURTHER_FAILURES_LOGGED = 10
-// How long the logger is given to write its last lines before the process exits without them.
-const FLUSH_TIMEOUT_MS = 1000
 
 export interface FatalFailureHandling {
   /**
@@ -29,12 +28,8 @@ export function exitOnFatalFailure(log: Logger, graceMs: number): FatalFailureHa
   const exit = () => {
     if (exiting) return
     exiting = true
-    // Written before exiting: pino's destination writes asynchronously, and a fatal line lost is no line.
-    const timer = setTimeout(() => process.exit(1), FLUSH_TIMEOUT_MS)
-    log.flush(() => {
-      clearTimeout(timer)
-      process.exit(1)
-    })
+    // Written before exiting: the log is buffered, and a fatal line lost is no line.
+    exitAfterLogFlush(log, 1)
   }
 
   const onFailure = (error: unknown, origin: 'uncaughtException' | 'unhandledRejection') => {

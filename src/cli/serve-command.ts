@@ -98,7 +98,7 @@ writes, closes the store and exits 0; exit 1 if that takes over SHUTDOWN_TIMEOUT
 uncaught failure (see README, "Operating").`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
-    const { config, log } = startUp(stdout)
+    const { config, log } = startUp(stdout, { bufferedLog: true })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
     // The supervisor prepares the store once, before any worker starts, and closes it again.
     return superviseWorkers(config.workers, config, log, async () => {

@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Logger } from 'pino'
-import { maskApiKeys } from '../auth/api-key.ts'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { headRefusal } from './request-head.ts'
+import { requestLineWriter } from './request-line.ts'
+import { serializedBindingsOf } from './request-logger.ts'
 import { operationOf, userAgentOf } from './request-logging.ts'
 
 declare module 'fastify' {
@@ -72,10 +73,9 @@ export function addRequestLifecycle(
     done(headRefusal(request.raw))
   })
 
-  // Decided once: below info the line is not even built (building it is most of its cost).
-  const log = app.log as unknown as Pick<Logger, 'isLevelEnabled'>
-  const logRequests = log.isLevelEnabled('info')
-  const logQuiet = log.isLevelEnabled('debug')
+  // Decided once per level: below it the line is not even built (building it is most of its cost).
+  const writeRequestLine = requestLineWriter(app.log as unknown as Logger, 'info')
+  const writeQuietLine = requestLineWriter(app.log as unknown as Logger, 'debug')
   const durations = new Map<string, { observe(seconds: number): void }>()
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const operation = operationOf(request)
@@ -88,23 +88,19 @@ export function addRequestLifecycle(
     }
     duration.observe(reply.elapsedTime / 1000)
     if (status === 401) metrics.unauthorized.inc()
-    const quiet = quietOperations.has(operation)
-    if (quiet ? logQuiet : logRequests) {
-      request.log[quiet ? 'debug' : 'info'](
-        {
-          method: request.method,
-          url: maskApiKeys(request.url),
-          operation,
-          status,
-          durationMs: Math.round(reply.elapsedTime * 100) / 100,
-          key: request.apiKey?.name,
-          // The socket's peer, or the client a trusted proxy names (TRUSTED_PROXIES).
-          remoteAddress: request.ip,
-          userAgent: userAgentOf(request),
-        },
-        'request',
-      )
-    }
+    const write = quietOperations.has(operation) ? writeQuietLine : writeRequestLine
+    write?.({
+      reqId: request.id,
+      bindings: serializedBindingsOf(request.log),
+      method: request.method,
+      url: request.url,
+      operation,
+      status,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      key: request.apiKey?.name,
+      remoteAddress: request.ip,
+      userAgent: userAgentOf(request),
+    })
     done()
   })
 

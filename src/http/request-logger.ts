@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Bindings, ChildLoggerOptions, Logger } from 'pino'
+import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino'
 
 type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
@@ -82,6 +82,29 @@ class RequestLogger {
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#child().child(bindings, options)
   }
+
+  /**
+   * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later, without
+   * making the child (the request line is built from them: request-line.ts).
+   */
+  serializedBindings(): string {
+    if (this.#logger !== undefined) return chindingsOf(this.#logger)
+    let serialized = chindingsOf(this.#parent)
+    // for…in, not Object.entries: no array per binding (this runs once per request).
+    for (const name in this.#bindings) {
+      const value = this.#bindings[name]
+      if (value !== undefined) serialized += `,${JSON.stringify(name)}:${JSON.stringify(value)}`
+    }
+    return serialized
+  }
+}
+
+const chindingsOf = (logger: unknown): string =>
+  (logger as Record<symbol, string>)[pino.symbols.chindingsSym] ?? ''
+
+/** The serialized bindings of a request's logger (see RequestLogger), if it is one of ours. */
+export function serializedBindingsOf(log: FastifyBaseLogger): string | undefined {
+  return log instanceof RequestLogger ? log.serializedBindings() : undefined
 }
 
 /** Fastify's `childLoggerFactory`: the per-request logger above, in place of an eager pino child. */

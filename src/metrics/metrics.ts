@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { droppedLogLines } from '../log-output.ts'
 import { DurationHistogram } from './duration-histogram.ts'
 
 /** What the store reports about its connections, for engines that pool them. */
@@ -66,6 +67,17 @@ export function createMetrics(poolStats?: () => PoolStats) {
     }
     byKey.set(key, (byKey.get(key) ?? 0) + 1)
   }
+  let droppedReported = 0
+  new Counter({
+    name: 'petstore_log_lines_dropped_total',
+    help: 'Log lines dropped because standard output did not keep up (or was closed).',
+    registers: [registry],
+    collect() {
+      const dropped = droppedLogLines()
+      this.inc(dropped - droppedReported)
+      droppedReported = dropped
+    },
+  })
   if (poolStats) {
     new Gauge({
       name: 'petstore_store_connections',

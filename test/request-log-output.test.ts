@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { LOG_OUTPUT } from '../src/log-output.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { logLines, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+
+const key = generateApiKey()
+const env = { API_KEYS: `ops:${key}` }
+const auth = { authorization: `Bearer ${key}` }
+
+/** The metrics port the "serving" line names. */
+function metricsOrigin(server: ServeProcess): string {
+  const port = /metrics on port (\d+)/.exec(server.output())?.[1]
+  assert.ok(port, `no metrics port in:\n${server.output().slice(0, 2000)}`)
+  return `http://127.0.0.1:${port}`
+}
+
+async function droppedLines(server: ServeProcess): Promise<number> {
+  const text = await (await fetch(`${metricsOrigin(server)}/metrics`)).text()
+  const match = /^petstore_log_lines_dropped_total (\d+)$/m.exec(text)
+  assert.ok(match?.[1], 'no petstore_log_lines_dropped_total in the metrics')
+  return Number(match[1])
+}
+
+function residentKiB(pid: number): number {
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
+}
+
+/** Sends `count` requests, `parallel` at a time, and returns their statuses. */
+async function sendMany(origin: string, path: string, count: number, parallel = 8): Promise<number[]> {
+  const statuses: number[] = []
+  let next = 0
+  const worker = async () => {
+    while (next < count) {
+      next++
+      const response = await fetch(`${origin}${path}`, { headers: auth })
+      await response.arrayBuffer()
+      statuses.push(response.status)
+    }
+  }
+  await Promise.all(Array.from({ length: parallel }, worker))
+  return statuses
+}
+
+describe('request log output', () => {
+  test('when a server receives SIGTERM while answering, then its output holds a line for every answer it gave', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const count = 400
+    let answered = 0
+    let next = 0
+    // SIGTERM lands in the middle of the load: the last lines are written during the drain, just before exit.
+    const worker = async () => {
+      while (next < count) {
+        next++
+        if (next === count / 2) server.child.kill('SIGTERM')
+        try {
+          const response = await fetch(`${server.origin}/v1/pets?limit=5`, { headers: auth })
+          await response.arrayBuffer()
+          answered++
+        } catch {
+          return // refused once the server stopped accepting: no answer, no line
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: 8 }, worker))
+    assert.equal(await server.exited, 0)
+    assert.ok(answered >= count / 2 - 8, `only ${answered} answers`)
+    // 'exit' may come before the pipe's last bytes are read: wait for them, bounded.
+    const lines = await waitForLog(server, (all) => {
+      const requests = all.filter((line) => line.msg === 'request' && line.operation === 'listPets')
+      return requests.length >= answered ? requests : undefined
+    })
+    assert.equal(lines.length, answered)
+  })
+
+  test('when nobody reads its stdout, then the server keeps answering, holds at most the bounded buffer and counts the dropped lines', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const stdout = server.child.stdout
+    assert.ok(stdout)
+    // The kernel's pipe (64 KiB) and this end's small read buffer fill, then every write waits.
+    stdout.pause()
+    const before = residentKiB(server.child.pid as number)
+    // Each refused request writes a line of about 7 kB (its URL): together well past the buffer.
+    const path = `/v1/pets?padding=${'a'.repeat(7000)}`
+    const count = Math.ceil((2.5 * LOG_OUTPUT.maxBufferedBytes) / 7000)
+    const statuses = await sendMany(server.origin, path, count)
+    assert.deepEqual(new Set(statuses), new Set([400]))
+    const dropped = await droppedLines(server)
+    // Whatever is not dropped is held: at most the buffer, plus what the pipe and its reader took.
+    const heldAtMost = Math.ceil((LOG_OUTPUT.maxBufferedBytes + 1024 * 1024) / 7000)
+    assert.ok(dropped >= count - heldAtMost, `only ${dropped} of ${count} lines dropped`)
+    const grownMiB = (residentKiB(server.child.pid as number) - before) / 1024
+    assert.ok(grownMiB < 100, `resident memory grew by ${grownMiB.toFixed(0)} MiB`)
+
+    // Read again: the log says how many lines were lost.
+    stdout.resume()
+    const warning = await waitForLog(
+      server,
+      (lines) => lines.find((line) => line.droppedLines !== undefined),
+      LOG_OUTPUT.dropReportIntervalMs * 3,
+    )
+    assert.equal(warning.level, 40)
+    assert.ok(Number(warning.droppedLines) > 0)
+  })
+
+  test('when its stdout reader is gone (EPIPE), then the server keeps answering and counts every line as dropped', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const linesBefore = logLines(server).length
+    server.child.stdout?.destroy()
+    const count = 50
+    // Enough for a batch to be written and fail; the flush interval writes a short one.
+    const statuses = await sendMany(server.origin, '/v1/pets?limit=5', count)
+    assert.deepEqual(new Set(statuses), new Set([200]))
+    const deadline = Date.now() + 10_000
+    let dropped = await droppedLines(server)
+    while (dropped < count && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      dropped = await droppedLines(server)
+    }
+    assert.ok(dropped >= count, `${dropped} of ${count} lines counted as dropped`)
+    const later = await fetch(`${server.origin}/v1/pets/1`, { headers: auth })
+    assert.ok([200, 404].includes(later.status))
+    assert.equal(server.child.exitCode, null, 'the server exited')
+    assert.ok(linesBefore > 0)
+  })
+})
