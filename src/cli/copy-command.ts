@@ -1,4 +1,4 @@
-import { copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
+import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
 import { type Command, CommandError, integerOption, parseCommandArgs, UsageError } from './command.ts'
 import { openCopySource, openCopyTarget } from './open-store.ts'
 
@@ -17,11 +17,13 @@ Copies a whole store, e.g. --from sqlite:data/petstore.db --to postgres://user:p
 counts), Idempotency-Key records, and the cursor-signing secret (cursors issued before stay valid); then
 sets the target's id sequences past the highest id. The target's schema is migrated first.
 Stop the service on the source first, or run the copy again after stopping it: each run copies what is
-missing. A copy that was interrupted (or stopped by --max-chunks, exit ${INCOMPLETE_EXIT}) continues where it stopped.
+missing. A copy that was interrupted (or stopped by --max-chunks, exit ${INCOMPLETE_EXIT}) is completed by a re-run.
+Ids are kept: a source pet or key whose id the target gives to another one is a conflict, and the copy
+stops (exit 1) naming it; such stores cannot be merged.
 
-  --into-non-empty   copy into a target that holds pets or keys of its own (rows already there are kept)
+  --into-non-empty   copy into a target that holds pets or keys of its own (at other ids)
   --chunk-size N     pets per transaction (default 5000)
-  --max-chunks N     stop after N chunks of pets (exit ${INCOMPLETE_EXIT}); run again to continue
+  --max-chunks N     stop after N chunks that added pets (exit ${INCOMPLETE_EXIT}); run again to continue
 
 Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdout.`,
   async run(args, { stdout, stderr }) {
@@ -52,13 +54,13 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
         chunkSize,
         intoNonEmpty: values['into-non-empty'] ?? false,
         ...(maxChunks === undefined ? {} : { maxChunks }),
-        onProgress(copied, total) {
+        onProgress(walked, total) {
           const now = performance.now()
           if (now - reported < PROGRESS_EVERY_MS) return
           reported = now
-          const rate = Math.round(copied / ((now - started) / 1000))
+          const rate = Math.round(walked / ((now - started) / 1000))
           stderr.write(
-            `petstore copy: ${copied} of ${total} pets (${Math.floor((copied / Math.max(total, 1)) * 100)}%, ${rate}/s)\n`,
+            `petstore copy: ${walked} of ${total} pets (${Math.floor((walked / Math.max(total, 1)) * 100)}%, ${rate}/s)\n`,
           )
         },
       })
@@ -75,7 +77,8 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       )
       return 0
     } catch (error) {
-      if (error instanceof TargetNotEmptyError) throw new CommandError(error.message)
+      if (error instanceof TargetNotEmptyError || error instanceof CopyConflictError)
+        throw new CommandError(error.message)
       throw error
     } finally {
       await Promise.all([source.close(), target.close()])

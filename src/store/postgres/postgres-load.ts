@@ -4,7 +4,20 @@ import * as copy from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { migrate } from './postgres-migrator.ts'
 
+const PET_ROWS =
+  'unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[]) AS k(id, name, category_id, status, created_at)'
+const PET_DIFFERS = `(p.name, p.category_id, p.status, p.created_at)
+  IS DISTINCT FROM (k.name, k.category_id, k.status, k.created_at)`
+
 const text = (values: readonly unknown[]) => values.map((value) => (value === null ? null : String(value)))
+
+const petColumns = (pets: readonly CopiedPet[]) => [
+  text(pets.map((p) => p.id)),
+  pets.map((p) => p.name),
+  text(pets.map((p) => p.category_id)),
+  pets.map((p) => p.status),
+  pets.map((p) => p.created_at),
+]
 
 /** Writes a copied store into PostgreSQL for `petstore copy`: one statement per chunk, int64 sent as text. */
 export class PostgresLoad implements CopyTarget {
@@ -21,16 +34,7 @@ export class PostgresLoad implements CopyTarget {
     )
   }
 
-  async writeSecret(secret: string): Promise<void> {
-    await this.#pool.query(
-      'copy.write-secret',
-      `INSERT INTO service_settings VALUES ('service_secret', $1)
-       ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-      [secret],
-    )
-  }
-
-  writeKeys(keys: readonly CopiedKey[]): Promise<number> {
+  writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number> {
     const columns = [
       text(keys.map((k) => k.id)),
       keys.map((k) => k.name),
@@ -54,25 +58,56 @@ export class PostgresLoad implements CopyTarget {
            last_deprecated_call_at = k.last_call FROM ${rows} WHERE api_keys.id = k.id AND api_keys.hash = k.hash`,
         columns,
       )
+      // Checked after inserting: a key left out because its name or hash was taken is missing too.
+      const missing = await client.query<{ id: bigint }>(
+        `SELECT k.id FROM ${rows} WHERE NOT EXISTS
+           (SELECT 1 FROM api_keys a WHERE a.id = k.id AND a.name = k.name AND a.hash = k.hash) ORDER BY k.id`,
+        columns,
+      )
+      copy.refuseConflicts(
+        'keys',
+        missing.rows.map((row) => row.id),
+      )
+      if (secret !== undefined) {
+        await client.query(
+          `INSERT INTO service_settings VALUES ('service_secret', $1)
+           ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+          [secret],
+        )
+      }
       return rowCount ?? 0
     })
   }
 
-  async writePets(pets: readonly CopiedPet[]): Promise<number> {
+  async petConflicts(pets: readonly CopiedPet[]): Promise<bigint[]> {
     const rows = await this.#pool.query<{ id: bigint }>(
-      'copy.write-pets',
-      `INSERT INTO pets (id, name, category_id, status, created_at) OVERRIDING SYSTEM VALUE
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
-       ON CONFLICT (id) DO NOTHING RETURNING id`,
-      [
-        text(pets.map((p) => p.id)),
-        pets.map((p) => p.name),
-        text(pets.map((p) => p.category_id)),
-        pets.map((p) => p.status),
-        pets.map((p) => p.created_at),
-      ],
+      'copy.pet-conflicts',
+      `SELECT k.id FROM ${PET_ROWS} JOIN pets p ON p.id = k.id WHERE ${PET_DIFFERS} ORDER BY k.id`,
+      petColumns(pets),
     )
-    return rows.length
+    return rows.map((row) => row.id)
+  }
+
+  writePets(pets: readonly CopiedPet[]): Promise<number> {
+    const columns = petColumns(pets)
+    return this.#pool.transaction(async (client) => {
+      const { rowCount } = await client.query(
+        `INSERT INTO pets (id, name, category_id, status, created_at) OVERRIDING SYSTEM VALUE
+         SELECT * FROM ${PET_ROWS} ON CONFLICT (id) DO NOTHING`,
+        columns,
+      )
+      // A new statement sees this transaction's inserts: every pet must now be there as copied.
+      const differing = await client.query<{ id: bigint }>(
+        `SELECT k.id FROM ${PET_ROWS} LEFT JOIN pets p ON p.id = k.id
+         WHERE p.id IS NULL OR ${PET_DIFFERS} ORDER BY k.id`,
+        columns,
+      )
+      copy.refuseConflicts(
+        'pets',
+        differing.rows.map((row) => row.id),
+      )
+      return rowCount ?? 0
+    })
   }
 
   async writeIdempotencyRecords(records: readonly IdempotencyRecordRow[]): Promise<number> {

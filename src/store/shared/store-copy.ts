@@ -32,39 +32,39 @@ export interface TargetContents {
   pets: number
   keys: number
   secret: string | undefined
-  highestPetId: bigint
 }
 
 /** What the target holds, in one statement both engines run (`contentsOf` reads its row). */
 export const TARGET_CONTENTS_SQL = `SELECT (SELECT count(*) FROM pets) AS pets, (SELECT count(*) FROM api_keys) AS keys,
-  (SELECT value FROM service_settings WHERE name = 'service_secret') AS secret,
-  (SELECT coalesce(max(id), 0) FROM pets) AS highest`
+  (SELECT value FROM service_settings WHERE name = 'service_secret') AS secret`
 
 export interface TargetContentsRow {
   pets: bigint
   keys: bigint
   secret: string | null
-  highest: bigint
 }
 
 export function contentsOf(row: TargetContentsRow | undefined): TargetContents {
   if (row === undefined) throw new Error('the target did not answer')
-  return {
-    pets: Number(row.pets),
-    keys: Number(row.keys),
-    secret: row.secret ?? undefined,
-    highestPetId: row.highest,
-  }
+  return { pets: Number(row.pets), keys: Number(row.keys), secret: row.secret ?? undefined }
 }
 
-/** What a copy writes (`<engine>-load.ts`); every write can be repeated without changing the outcome. */
+/**
+ * What a copy writes (`<engine>-load.ts`); every write can be repeated without changing the outcome. A
+ * row the target holds with the same id and content is an earlier copy of it; any other row at its id
+ * (or, for a key, under its name or hash) is a conflict: the write throws CopyConflictError, rolled back.
+ */
 export interface CopyTarget {
   /** Migrates the target, then says what it holds. */
   prepare(): Promise<TargetContents>
-  writeSecret(secret: string): Promise<void>
-  /** Inserts keys not there yet (by id), and brings revocations and deprecated-call counts up to date. */
-  writeKeys(keys: readonly CopiedKey[]): Promise<number>
-  /** One transaction; a pet whose id is already there is left as it is. Resolves to how many were new. */
+  /**
+   * One transaction: inserts keys not there yet, brings revocations and deprecated-call counts up to
+   * date, and sets the cursor secret. Resolves to how many keys were new.
+   */
+  writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number>
+  /** The ids of these pets the target holds with other content (name, category, status, created_at). */
+  petConflicts(pets: readonly CopiedPet[]): Promise<bigint[]>
+  /** One transaction: inserts the pets not there yet. Resolves to how many were new. */
   writePets(pets: readonly CopiedPet[]): Promise<number>
   writeIdempotencyRecords(rows: readonly IdempotencyRecordRow[]): Promise<number>
   /** Moves the id sequences past these, so the next create gets a higher id. */
@@ -82,12 +82,37 @@ export class TargetNotEmptyError extends Error {
   }
 }
 
+// Ids named in a conflict's message: enough to look at, short enough for one line.
+const IDS_SHOWN = 5
+
+/** Source rows whose ids the target gives to other rows: copying keeps ids, so the stores cannot merge. */
+export class CopyConflictError extends Error {
+  readonly count: number
+  readonly ids: readonly bigint[]
+
+  constructor(rows: 'pets' | 'keys', ids: readonly bigint[], count = ids.length) {
+    const shown = `${ids.slice(0, IDS_SHOWN).join(', ')}${count > IDS_SHOWN ? ', …' : ''}`
+    super(
+      `${count} ${rows === 'pets' ? 'pets of the source have ids the target holds with other content' : "API keys of the source collide with the target's by id or name"} ` +
+        `(ids ${shown}): stores whose ids collide cannot be merged; copy into an empty target`,
+    )
+    this.name = 'CopyConflictError'
+    this.count = count
+    this.ids = ids.slice(0, IDS_SHOWN)
+  }
+}
+
+/** Throws CopyConflictError when `ids` (of rows the target holds otherwise) is not empty. */
+export function refuseConflicts(rows: 'pets' | 'keys', ids: readonly bigint[]): void {
+  if (ids.length > 0) throw new CopyConflictError(rows, ids)
+}
+
 export interface CopyOptions {
   chunkSize: number
   intoNonEmpty: boolean
-  /** Stops after this many chunks of pets (a copy in slots); a re-run continues. */
+  /** Stops after this many chunks that added pets (a copy in slots); a re-run continues. */
   maxChunks?: number
-  onProgress(copied: number, total: number): void
+  onProgress(walked: number, total: number): void
 }
 
 export interface CopyReport {
@@ -99,11 +124,39 @@ export interface CopyReport {
   highestPetId: bigint
 }
 
+/** The source's pets in id-ordered chunks, from after `afterId`. */
+async function* chunksOf(source: CopySource, chunkSize: number, afterId = INT64_MIN) {
+  for (;;) {
+    const chunk = await source.pets(afterId, chunkSize)
+    if (chunk.length === 0) return
+    yield chunk
+    afterId = (chunk.at(-1) as CopiedPet).id
+  }
+}
+
+/** Every conflict among the source's pets after `afterId`, added to those already `found`. */
+async function petConflicts(
+  source: CopySource,
+  target: CopyTarget,
+  chunkSize: number,
+  afterId = INT64_MIN,
+  found: CopyConflictError | undefined = undefined,
+): Promise<CopyConflictError | undefined> {
+  const ids = [...(found?.ids ?? [])]
+  let count = found?.count ?? 0
+  for await (const chunk of chunksOf(source, chunkSize, afterId)) {
+    const conflicts = await target.petConflicts(chunk)
+    count += conflicts.length
+    ids.push(...conflicts.slice(0, IDS_SHOWN))
+  }
+  return count === 0 ? undefined : new CopyConflictError('pets', ids, count)
+}
+
 /**
- * Copies a whole store: the signing secret first (a target holding the source's secret is an earlier,
- * possibly interrupted, copy of it: the pets continue after its highest id), then keys, pets in id-ordered
- * chunks, idempotency records, and the id sequences. Every write skips what is already there, so a copy
- * stopped anywhere can be run again.
+ * Copies a whole store: keys with the signing secret (a target holding the source's secret is an earlier,
+ * possibly interrupted, copy of it), then every pet in id-ordered chunks, idempotency records, and the id
+ * sequences. Every chunk is walked on every run and only what is missing is inserted, so a copy stopped
+ * anywhere can be run again, whatever the target holds of its own; a conflict stops it (CopyConflictError).
  */
 export async function copyStore(
   source: CopySource,
@@ -116,24 +169,34 @@ export async function copyStore(
   const resuming = secret !== undefined && held.secret === secret
   if (!resuming && !options.intoNonEmpty && (held.pets > 0 || held.keys > 0))
     throw new TargetNotEmptyError(held)
-  if (secret !== undefined) await target.writeSecret(secret)
+  // Into pets of the target's own, every pet is checked before anything is written: a refused merge
+  // leaves the target as it was. (Resuming, a conflict can only come from writes since: checked per chunk.)
+  if (!resuming && held.pets > 0) {
+    const conflicts = await petConflicts(source, target, options.chunkSize)
+    if (conflicts !== undefined) throw conflicts
+  }
   const keys = await source.keys()
-  const keysCopied = await target.writeKeys(keys)
+  const keysCopied = await target.writeKeys(keys, secret)
 
   const total = await source.petCount()
-  let afterId = resuming ? held.highestPetId : INT64_MIN
+  let afterId = INT64_MIN
+  let walked = 0
   let pets = 0
-  for (let chunks = 0; ; chunks++) {
+  let chunks = 0
+  for await (const chunk of chunksOf(source, options.chunkSize)) {
     if (chunks === options.maxChunks) {
       return { complete: false, pets, keys: keysCopied, idempotencyRecords: 0, highestPetId: afterId }
     }
-    const chunk = await source.pets(afterId, options.chunkSize)
-    if (chunk.length === 0) break
-    pets += await target.writePets(chunk)
+    const added = await target.writePets(chunk).catch(async (error: unknown) => {
+      if (!(error instanceof CopyConflictError)) throw error
+      throw await petConflicts(source, target, options.chunkSize, (chunk.at(-1) as CopiedPet).id, error)
+    })
+    if (added > 0) chunks++
+    pets += added
+    walked += chunk.length
     afterId = (chunk.at(-1) as CopiedPet).id
-    options.onProgress(pets + (resuming ? held.pets : 0), total)
+    options.onProgress(walked, total)
   }
-
   let records = 0
   let afterRecord: IdempotencyRecordRow | undefined
   for (;;) {

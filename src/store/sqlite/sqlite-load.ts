@@ -5,6 +5,7 @@ import {
   type CopiedPet,
   type CopyTarget,
   contentsOf,
+  refuseConflicts,
   TARGET_CONTENTS_SQL,
   type TargetContents,
   type TargetContentsRow,
@@ -39,20 +40,14 @@ export class SqliteLoad implements CopyTarget {
     )
   }
 
-  async writeSecret(secret: string): Promise<void> {
-    await this.#db.run(() =>
-      this.#db
-        .statement(`INSERT INTO service_settings VALUES ('service_secret', ?)
-          ON CONFLICT (name) DO UPDATE SET value = excluded.value`)
-        .run(secret),
-    )
-  }
-
-  writeKeys(keys: readonly CopiedKey[]): Promise<number> {
+  writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number> {
     const insert = this.#db.statement(`INSERT INTO api_keys (id, name, hash, hint, created_at, revoked_at,
       deprecated_calls, last_deprecated_call_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
     const update = this.#db.statement(`UPDATE api_keys SET revoked_at = ?, deprecated_calls = ?,
       last_deprecated_call_at = ? WHERE id = ? AND hash = ?`)
+    const same = this.#db.statement('SELECT 1 FROM api_keys WHERE id = ? AND name = ? AND hash = ?')
+    const setSecret = this.#db.statement(`INSERT INTO service_settings VALUES ('service_secret', ?)
+      ON CONFLICT (name) DO UPDATE SET value = excluded.value`)
     return this.#db.run(() =>
       this.#db.transaction(() => {
         let inserted = 0
@@ -70,16 +65,52 @@ export class SqliteLoad implements CopyTarget {
           inserted += Number(changes)
           update.run(k.revoked_at, k.deprecated_calls, k.last_deprecated_call_at, k.id, k.hash)
         }
+        // Checked after inserting: a key left out because its name or hash was taken is missing too.
+        refuseConflicts(
+          'keys',
+          keys.filter((k) => same.get(k.id, k.name, k.hash) === undefined).map((k) => k.id),
+        )
+        if (secret !== undefined) setSecret.run(secret)
         return inserted
       }),
     )
+  }
+
+  petConflicts(pets: readonly CopiedPet[]): Promise<bigint[]> {
+    return this.#db.run(() => this.#differingPets(pets, false))
   }
 
   writePets(pets: readonly CopiedPet[]): Promise<number> {
     const insert = this.#db.statement(
       'INSERT INTO pets (id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
     )
-    return insertEach(this.#db, insert, pets, (p) => [p.id, p.name, p.category_id, p.status, p.created_at])
+    return this.#db.run(() =>
+      this.#db.transaction(() => {
+        const added = pets.reduce(
+          (sum, p) => sum + Number(insert.run(p.id, p.name, p.category_id, p.status, p.created_at).changes),
+          0,
+        )
+        refuseConflicts('pets', this.#differingPets(pets, true))
+        return added
+      }),
+    )
+  }
+
+  /** Ids of `pets` the file holds with other content (or, `missingToo`, not at all). */
+  #differingPets(pets: readonly CopiedPet[], missingToo: boolean): bigint[] {
+    const held = this.#db.statement('SELECT name, category_id, status, created_at FROM pets WHERE id = ?')
+    return pets
+      .filter((p) => {
+        const row = held.get(p.id)
+        if (row === undefined) return missingToo
+        return (
+          row.name !== p.name ||
+          row.category_id !== p.category_id ||
+          row.status !== p.status ||
+          row.created_at !== p.created_at
+        )
+      })
+      .map((p) => p.id)
   }
 
   writeIdempotencyRecords(rows: readonly IdempotencyRecordRow[]): Promise<number> {
