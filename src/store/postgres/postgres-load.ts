@@ -54,8 +54,11 @@ export class PostgresLoad implements CopyTarget {
         columns,
       )
       await client.query(
-        `UPDATE api_keys SET revoked_at = k.revoked_at, deprecated_calls = k.deprecated_calls,
-           last_deprecated_call_at = k.last_call FROM ${rows} WHERE api_keys.id = k.id AND api_keys.hash = k.hash`,
+        // Never undoes a revocation nor lowers a count (sqlite-load.ts says why).
+        `UPDATE api_keys SET revoked_at = coalesce(api_keys.revoked_at, k.revoked_at),
+           deprecated_calls = greatest(api_keys.deprecated_calls, k.deprecated_calls),
+           last_deprecated_call_at = greatest(api_keys.last_deprecated_call_at, k.last_call)
+         FROM ${rows} WHERE api_keys.id = k.id AND api_keys.hash = k.hash`,
         columns,
       )
       // Checked after inserting: a key left out because its name or hash was taken is missing too.

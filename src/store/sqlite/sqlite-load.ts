@@ -43,8 +43,12 @@ export class SqliteLoad implements CopyTarget {
   writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number> {
     const insert = this.#db.statement(`INSERT INTO api_keys (id, name, hash, hint, created_at, revoked_at,
       deprecated_calls, last_deprecated_call_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
-    const update = this.#db.statement(`UPDATE api_keys SET revoked_at = ?, deprecated_calls = ?,
-      last_deprecated_call_at = ? WHERE id = ? AND hash = ?`)
+    // A revocation is never undone and counts never go back: the target may have moved on since an earlier
+    // copy (it is the live store after the switch), and a re-run only adds what the source knows more of.
+    const update = this.#db.statement(`UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?1),
+      deprecated_calls = max(deprecated_calls, ?2),
+      last_deprecated_call_at = coalesce(max(last_deprecated_call_at, ?3), last_deprecated_call_at, ?3)
+      WHERE id = ?4 AND hash = ?5`)
     const same = this.#db.statement('SELECT 1 FROM api_keys WHERE id = ? AND name = ? AND hash = ?')
     const setSecret = this.#db.statement(`INSERT INTO service_settings VALUES ('service_secret', ?)
       ON CONFLICT (name) DO UPDATE SET value = excluded.value`)

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { runCli } from './helpers/cli-process.ts'
+import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
+import { storeOn } from './helpers/postgres-store-fixtures.ts'
+import { seedStore, storeContents } from './helpers/store-copy-fixtures.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+// After the switch the target is the live store: a copy run again from the old source (to catch up on
+// pets created meanwhile) must not undo what happened on the target since.
+describe(
+  'copy run again after the target has moved on',
+  suiteNeeding('the copy suite', postgresLack()),
+  () => {
+    for (const engine of ['sqlite', 'postgres'] as const) {
+      test(`when a key was revoked and deprecated calls counted on the ${engine} target after a copy, then a re-run keeps the revocation and never lowers the count`, {
+        timeout: 120_000,
+      }, async (t) => {
+        const cwd = temporaryDirectory(t)
+        const source = `sqlite:${join(cwd, 'source.db')}`
+        const store = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
+        await seedStore(store, 30, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
+        const served = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
+        await served.serviceSecret() // made on first serve, as a served store has it
+        await served.close()
+        const target =
+          engine === 'sqlite'
+            ? `sqlite:${join(cwd, 'target.db')}`
+            : await (await sharedPostgres()).createDatabase()
+        const copy = () => runCli(['copy', '--from', source, '--to', target], {}, cwd)
+        const first = copy()
+        assert.equal(first.status, 0, first.stderr)
+
+        assert.equal(runCli(['keys', 'revoke', '--name', 'old'], { DATABASE_URL: target }, cwd).status, 0)
+        const targetStore =
+          engine === 'sqlite'
+            ? new SqliteStore({ path: join(cwd, 'target.db'), busyTimeoutMs: 5000 })
+            : storeOn(t, target)
+        const [old] = (await targetStore.listApiKeys()).filter((key) => key.name === 'old')
+        await targetStore.recordDeprecatedCalls([
+          { apiKeyId: old?.id ?? 0n, calls: 5, lastCallAtMs: Date.parse('2026-06-01T10:00:00Z') },
+        ])
+        await targetStore.close()
+        const before = (await storeContents(target)).keys
+
+        const again = copy()
+        assert.equal(again.status, 0, again.stderr)
+        const after = (await storeContents(target)).keys
+        const revoked = after.find((key) => key.name === 'old')
+        assert.notEqual(revoked?.revoked_at ?? null, null, 'the key revoked on the target stays revoked')
+        assert.deepEqual(after, before, 'nothing of the keys went back to the source')
+      })
+    }
+  },
+)
