@@ -10,7 +10,7 @@ import { podmanQuietly, run } from './helpers/podman.ts'
 import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
 // What podman-compose makes of the file, without running it: its dry run prints every podman command it
-// would run. The PostgreSQL and Redis images cannot be pulled here (no registry), so nothing is started.
+// would run, with the environment interpolated. compose-stack.test.ts runs the file for real.
 const DEPLOY = fileURLToPath(new URL('../deploy/', import.meta.url))
 const COMPOSE = join(DEPLOY, 'compose.yaml')
 const missing = ['podman', 'podman-compose'].filter((command) => !hasCommand(command))

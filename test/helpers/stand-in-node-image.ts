@@ -4,15 +4,14 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { podman, podmanQuietly, run } from './podman.ts'
+import { podmanQuietly, run } from './podman.ts'
+import { debootstrapRootfs, imageUnderName, importRootfs, STAND_IN_LABEL } from './stand-in-images.ts'
 
 // No image registry is reachable from CI, so the official Node.js image the Containerfile starts FROM is
 // stood in for by one assembled here, under its exact name, with what the build and the service use from
 // it: Debian (debootstrap), node and npm in /usr/local, and the `node` user (1000:1000).
 const REPOSITORY = fileURLToPath(new URL('../../', import.meta.url))
-const STAND_IN_LABEL = 'petstore.test.stand-in'
 const OFFICIAL_NAME = /^docker\.io\/library\/node:(\d+\.\d+\.\d+)-([a-z]+)-slim$/
-const MIRROR = 'http://deb.debian.org/debian'
 const NPM_MAJOR = '11'
 // The host's npm may reach the registry through a TLS-intercepting proxy whose CA it trusts through this
 // variable; the stand-in trusts the same, as anyone building the real image behind such a proxy must.
@@ -49,24 +48,12 @@ export async function ensureStandInNodeImage(
   note: (message: string) => void,
 ): Promise<void> {
   const wanted = fingerprint(base.nodeVersion, base.suite)
-  const existing = await podman([
-    'image',
-    'inspect',
-    '--format',
-    `{{.Id}} {{index .Labels "${STAND_IN_LABEL}"}}`,
-    base.name,
-  ])
-    .then((out) => out.trim())
-    .catch(() => undefined)
-  if (existing !== undefined) {
-    const [, ...label] = existing.split(' ')
-    const madeBy = label.join(' ').replace('<no value>', '')
-    if (madeBy === '') return note(`${base.name}: a real image, used as it is`)
-    if (madeBy === wanted) return note(`${base.name}: the stand-in built earlier (${wanted})`)
-  }
+  const existing = await imageUnderName(base.name, wanted)
+  if (existing.kind === 'real') return note(`${base.name}: a real image, used as it is`)
+  if (existing.kind === 'current') return note(`${base.name}: the stand-in built earlier (${wanted})`)
   const started = Date.now()
   await assemble(base, wanted)
-  if (existing !== undefined) await podmanQuietly(['rmi', existing.split(' ')[0] ?? ''])
+  if (existing.kind === 'stale') await podmanQuietly(['rmi', existing.id])
   note(`${base.name}: stand-in assembled in ${((Date.now() - started) / 1000).toFixed(0)} s (${wanted})`)
 }
 
@@ -85,13 +72,7 @@ async function assemble(
   const work = mkdtempSync(join(tmpdir(), 'petstore-stand-in-'))
   try {
     const rootfs = join(work, 'rootfs')
-    await run('debootstrap', ['--variant=minbase', base.suite, rootfs, MIRROR], 10 * 60_000)
-    await run('sh', [
-      '-c',
-      'cd "$1" && rm -rf usr/share/doc/* usr/share/man/* var/lib/apt/lists/* var/cache/apt/*',
-      'sh',
-      rootfs,
-    ])
+    await debootstrapRootfs(base.suite, rootfs)
 
     mkdirSync(join(rootfs, 'usr/local/lib/node_modules/npm'), { recursive: true })
     copyFileSync(node, join(rootfs, 'usr/local/bin/node'))
@@ -125,12 +106,7 @@ async function assemble(
       copyFileSync(HOST_TRUST, join(rootfs, 'usr/local/share/ca-certificates/host-trust.crt'))
       changes.push('ENV NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/host-trust.crt')
     }
-    const archive = join(work, 'rootfs.tar')
-    await run('tar', ['-C', rootfs, '-cf', archive, '.'], 5 * 60_000)
-    await podman(
-      ['import', ...changes.flatMap((change) => ['--change', change]), archive, base.name],
-      5 * 60_000,
-    )
+    await importRootfs(rootfs, work, changes, base.name)
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
