@@ -45,6 +45,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
   }
   let service: ServiceProcess | undefined
   let logsOff: ServiceProcess | undefined
+  let pipeLog: ServiceProcess | undefined
   const baselines: BaselineProcess[] = []
   const serviceOptions = {
     databaseUrl,
@@ -52,6 +53,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
     cwd: directory,
     extraEnv: options.serviceEnv,
     nodeFlags: options.nodeFlags,
+    logSink: options.logSinks[0] ?? 'file',
   }
   try {
     // Started once and stopped first, as any deployment's earlier start would have: the measured process
@@ -59,6 +61,9 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
     progress(engine, 'warming the compile cache (one start and stop)')
     await (await startService(serviceOptions)).stop()
     service = await startService({ ...serviceOptions, stdoutCopy: options.serviceStdout })
+    if (options.logSinks.length > 1) {
+      pipeLog = await startService({ ...serviceOptions, logSink: 'pipe' })
+    }
     if (options.logsOff) {
       logsOff = await startService({
         ...serviceOptions,
@@ -74,8 +79,9 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
     await checkParity(service.origin, baseline.origin, scenarios)
     await checkParity(service.origin, fastify.origin, scenarios)
 
-    const servers: Partial<Record<Target, { origin: string; pid: number }>> = {
+    const servers: Partial<Record<Target, { origin: string; pid: number; collectLog?: () => void }>> = {
       service,
+      ...(pipeLog ? { 'pipe-log': pipeLog } : {}),
       fastify,
       baseline,
       ...(logsOff ? { 'logs-off': logsOff } : {}),
@@ -83,14 +89,14 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
     const measured = TARGETS.filter((target) => servers[target] !== undefined)
     const results: ScenarioRuns[] = scenarios.map((scenario) => ({
       scenario: scenario.name,
-      runs: { service: [], 'logs-off': [], fastify: [], baseline: [] },
+      runs: { service: [], 'pipe-log': [], 'logs-off': [], fastify: [], baseline: [] },
     }))
     let responses = 0
     for (let round = 1; round <= options.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
         // A B C per scenario and round: slow drift of the machine (heat, neighbours) hits all alike.
         for (const target of measured) {
-          const server = servers[target] as { origin: string; pid: number }
+          const server = servers[target] as NonNullable<(typeof servers)[Target]>
           const result = await runLoad({
             origin: server.origin,
             serverPid: server.pid,
@@ -100,6 +106,8 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
             warmupS: options.warmupS,
             durationS: options.durationS,
           })
+          // A file sink is read only now, between runs, so no reader competes with a measured server.
+          server.collectLog?.()
           if (target === 'service') responses += result.totalRequests
           results[index]?.runs[target].push(result)
           progress(
@@ -114,12 +122,14 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
       engineVersion: await engineVersion(engine, databaseUrl),
       scenarios: results,
       servicePeakRssKiB: service.peakRssKiB(),
+      serviceLogSink: serviceOptions.logSink,
       serviceLogBytesPerResponse: service.logBytes() / responses,
-      serviceLog: service.logged() + (logsOff?.logged() ?? ''),
+      serviceLog: service.logged() + (pipeLog?.logged() ?? '') + (logsOff?.logged() ?? ''),
     }
   } finally {
     for (const baseline of baselines) await baseline.stop()
     await logsOff?.stop()
+    await pipeLog?.stop()
     await service?.stop()
     rmSync(directory, { recursive: true, force: true })
   }

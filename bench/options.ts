@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.ts'
+import { LOG_SINKS, type LogSink } from './service-output.ts'
 
 export type EngineName = 'sqlite' | 'postgres'
 
@@ -16,6 +17,8 @@ export interface BenchOptions {
   serviceEnv: Record<string, string>
   /** Also measure the service with request logs off (LOG_LEVEL=warn), in the same interleaved rounds. */
   logsOff: boolean
+  /** Where the service's log goes; with `both`, a file, and a second service logs to a pipe (interleaved). */
+  logSinks: LogSink[]
   /** Node.js flags added after the start script's own (a repeated V8 flag: the last one wins). */
   nodeFlags: string[]
   /** Also copy the service's standard output (its log, a --trace-gc trace) to this file. */
@@ -36,6 +39,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
   --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. WORKERS=2
   --logs-off                     also measure the service with request logs off (LOG_LEVEL=warn), interleaved
+  --log-sink file|pipe|both      the service's stdout (its log): a file on disk, or a pipe the bench drains
+                                 on the server's core; both (default): the file, and a second service on a
+                                 pipe measured in the same rounds
   --node-flags="FLAGS"           node flags for the service after npm start's own (note the =), e.g.
                                  --node-flags="--cpu-prof --cpu-prof-dir=/abs/dir --trace-gc"
   --service-stdout FILE          also copy the service's standard output (log lines, --trace-gc) to FILE
@@ -86,6 +92,12 @@ function serviceEnv(entries: string[] | undefined): Record<string, string> {
   return env
 }
 
+function logSinks(raw: string | undefined): LogSink[] {
+  if (raw === undefined || raw === 'both') return [...LOG_SINKS]
+  if ((LOG_SINKS as readonly string[]).includes(raw)) return [raw as LogSink]
+  throw new UsageError(`--log-sink must be file, pipe or both (got "${raw}")`)
+}
+
 function nodeFlags(raw: string | undefined): string[] {
   const flags = (raw ?? '').split(/\s+/).filter(Boolean)
   const notFlag = flags.find((flag) => !flag.startsWith('--'))
@@ -123,6 +135,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     quick,
     serviceEnv: serviceEnv(values['service-env']),
     logsOff: values['logs-off'] === true,
+    logSinks: logSinks(values['log-sink']),
     nodeFlags: nodeFlags(values['node-flags']),
     serviceStdout: values['service-stdout'],
     output: output(values.output),
@@ -144,6 +157,7 @@ function parse(args: string[]) {
       quick: { type: 'boolean' },
       'service-env': { type: 'string', multiple: true },
       'logs-off': { type: 'boolean' },
+      'log-sink': { type: 'string' },
       'node-flags': { type: 'string' },
       'service-stdout': { type: 'string' },
       output: { type: 'string' },

@@ -1,9 +1,11 @@
 import type { ChildProcess } from 'node:child_process'
-import { createWriteStream, existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { peakRssKiB } from './process-stats.ts'
 import { exited, SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
+import { captureOutput, type LogSink, openLogFile } from './service-output.ts'
 
 const CLI = fileURLToPath(new URL('../bin/petstore.js', import.meta.url))
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
@@ -33,8 +35,10 @@ export interface ServiceProcess {
   peakRssKiB(): number
   /** What the service logged (warnings and worse; the tail only). */
   logged(): string
-  /** Bytes written to its standard output (its log) so far. */
+  /** Bytes written to its standard output (its log) so far (of a file sink: as of the last `collectLog`). */
   logBytes(): number
+  /** Reads a file sink's new lines (for warnings and the byte count); between measured runs only. */
+  collectLog(): void
   stop(): Promise<void>
 }
 
@@ -66,46 +70,6 @@ export async function freePort(): Promise<number> {
   })
 }
 
-const NEWLINE = 0x0a
-// A JSON log line at warn (40) or worse; request lines are info (30).
-const WARNING_MARKERS = ['"level":40', '"level":50', '"level":60']
-
-/**
- * Collects a child's output, so a failure can say why: all of stderr, and of stdout (one log line per
- * request) only the lines at warn or worse. Request lines are only searched, never decoded, so draining
- * the pipe costs about what a log collector reading it would (it runs on the server's core).
- */
-function captureOutput(
-  child: ChildProcess,
-  copyTo?: string,
-): { output: () => string; stdoutBytes: () => number } {
-  const copy = copyTo === undefined ? undefined : createWriteStream(copyTo, { flags: 'a' })
-  let output = ''
-  let bytes = 0
-  let partial = Buffer.alloc(0)
-  const append = (text: string) => {
-    output = (output + text).slice(-20_000)
-  }
-  child.stdout?.on('data', (chunk: Buffer) => {
-    bytes += chunk.length
-    copy?.write(chunk)
-    const end = chunk.lastIndexOf(NEWLINE) + 1
-    if (end === 0) {
-      partial = Buffer.concat([partial, chunk])
-      return
-    }
-    const lines =
-      partial.length === 0 ? chunk.subarray(0, end) : Buffer.concat([partial, chunk.subarray(0, end)])
-    partial = Buffer.from(chunk.subarray(end))
-    if (!WARNING_MARKERS.some((marker) => lines.includes(marker))) return
-    for (const line of lines.toString().split('\n')) {
-      if (WARNING_MARKERS.some((marker) => line.includes(marker))) append(`${line}\n`)
-    }
-  })
-  child.stderr?.on('data', (chunk: Buffer) => append(chunk.toString()))
-  return { output: () => output, stdoutBytes: () => bytes }
-}
-
 /** `petstore seed --count N` on the store the service will then serve. */
 export async function seedPets(databaseUrl: string, count: number, cwd: string): Promise<void> {
   const child = spawnTracked(SERVER_CORE, process.execPath, [CLI, 'seed', '--count', String(count)], {
@@ -113,7 +77,7 @@ export async function seedPets(databaseUrl: string, count: number, cwd: string):
     env: serviceEnvironment({ DATABASE_URL: databaseUrl }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const { output } = captureOutput(child)
+  const { output } = captureOutput(child, undefined)
   await exited(child)
   if (child.exitCode !== 0) throw new Error(`seed failed (${child.exitCode}):\n${output()}`)
 }
@@ -143,9 +107,11 @@ export async function startService(options: {
   cwd: string
   extraEnv: Record<string, string>
   nodeFlags: string[]
+  logSink: LogSink
   stdoutCopy?: string | undefined
 }): Promise<ServiceProcess> {
   const port = await freePort()
+  const logFd = options.logSink === 'file' ? openLogFile(join(options.cwd, `service-${port}.log`)) : undefined
   // Several workers need several cores: then the service is not pinned (and shares the load's core).
   const core = (options.extraEnv.WORKERS ?? '1') === '1' ? SERVER_CORE : undefined
   // The working directory is the bench's temporary one: a developer's .env there would change settings.
@@ -158,15 +124,16 @@ export async function startService(options: {
       DATABASE_URL: options.databaseUrl,
       API_KEYS: `bench:${options.apiKey}`,
     }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', logFd ?? 'pipe', 'pipe'],
   })
-  const { output, stdoutBytes } = captureOutput(child, options.stdoutCopy)
+  const { output, stdoutBytes, collect, close } = captureOutput(child, logFd, options.stdoutCopy)
   const origin = `http://127.0.0.1:${port}`
   try {
     // The OpenAPI document needs no key, so it shows the server is up without touching the pets.
     await waitUntilListening(`${origin}/v1/openapi.json`, child, output)
   } catch (error) {
     await stopChild(child)
+    close()
     throw error
   }
   const pid = child.pid as number
@@ -176,8 +143,10 @@ export async function startService(options: {
     peakRssKiB: () => peakRssKiB(pid),
     logged: output,
     logBytes: stdoutBytes,
+    collectLog: collect,
     stop: async () => {
       await stopChild(child)
+      close()
       // Shutdown is graceful (exit 0 on SIGTERM); anything else is worth a look.
       if (child.exitCode !== 0)
         process.stderr.write(`bench: service exited with ${child.exitCode}:\n${output()}\n`)

@@ -1,12 +1,14 @@
 import type { LoadResult } from './load.ts'
 import type { EngineName } from './options.ts'
 import type { ScenarioName } from './scenarios.ts'
+import type { LogSink } from './service-output.ts'
 
 /**
  * What one run measures, in the order each round runs them: the service as `npm start` runs it, the same
- * service with request logs off (only with --logs-off), the minimal Fastify app, the bare node:http server.
+ * service logging to a pipe the bench drains (with --log-sink both), the same service with request logs
+ * off (only with --logs-off), the minimal Fastify app, the bare node:http server.
  */
-export const TARGETS = ['service', 'logs-off', 'fastify', 'baseline'] as const
+export const TARGETS = ['service', 'pipe-log', 'logs-off', 'fastify', 'baseline'] as const
 export type Target = (typeof TARGETS)[number]
 
 /** Every measured run of one scenario on one engine, in round order; a target not measured has none. */
@@ -22,6 +24,7 @@ export interface EngineRun {
   scenarios: ScenarioRuns[]
   /** The service process's VmHWM at the end of all its scenarios, in KiB. */
   servicePeakRssKiB: number
+  serviceLogSink: LogSink
   /** Bytes the service wrote to its standard output (its log) over the whole run, per response. */
   serviceLogBytesPerResponse: number
   /** Warnings and errors the service logged during the run. */

@@ -20,6 +20,19 @@ export interface RequestLine {
 
 const LEVELS = { info: 30, debug: 20 } as const
 
+// JSON forms of the strings that come from a small fixed set (methods, operations, key names): made once.
+const QUOTED_KEPT = 1000
+const quotedForms = new Map<string, string>()
+
+/** `JSON.stringify(text)`, remembered for the first QUOTED_KEPT strings (only fixed sets are passed). */
+export function quoted(text: string): string {
+  const known = quotedForms.get(text)
+  if (known !== undefined) return known
+  const form = JSON.stringify(text)
+  if (quotedForms.size < QUOTED_KEPT) quotedForms.set(text, form)
+  return form
+}
+
 /**
  * The writer of the one line per request at `level`, or undefined when the log is below it. The line is the one
  * pino would write (same fields, order and masking of keys), built as one template instead of a child
@@ -40,14 +53,14 @@ export function requestLineWriter(
   if (stream === undefined) return undefined
   return (line) => {
     const { reqId, bindings: own, method, url, operation, status, durationMs, key } = line
-    const keyField = key === undefined ? '' : `,"key":${JSON.stringify(key)}`
+    const keyField = key === undefined ? '' : `,"key":${quoted(key)}`
     const addressField =
       line.remoteAddress === undefined ? '' : `,"remoteAddress":${JSON.stringify(line.remoteAddress)}`
     const agentField = line.userAgent === undefined ? '' : `,"userAgent":${JSON.stringify(line.userAgent)}`
     stream.write(
       maskApiKeys(
-        `${levelField}${Date.now()}${own ?? `${bindings},"reqId":${JSON.stringify(reqId)}`},"method":${JSON.stringify(method)},` +
-          `"url":${JSON.stringify(url)},"operation":${JSON.stringify(operation)},"status":${status},` +
+        `${levelField}${Date.now()}${own ?? `${bindings},"reqId":${JSON.stringify(reqId)}`},"method":${quoted(method)},` +
+          `"url":${JSON.stringify(url)},"operation":${quoted(operation)},"status":${status},` +
           `"durationMs":${durationMs}${keyField}${addressField}${agentField},"msg":"request"}\n`,
       ),
     )

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino'
+import { quoted } from './request-line.ts'
 
 type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
@@ -93,7 +94,7 @@ class RequestLogger {
     // for…in, not Object.entries: no array per binding (this runs once per request).
     for (const name in this.#bindings) {
       const value = this.#bindings[name]
-      if (value !== undefined) serialized += `,${JSON.stringify(name)}:${JSON.stringify(value)}`
+      if (value !== undefined) serialized += `,${quoted(name)}:${JSON.stringify(value)}`
     }
     return serialized
   }
