@@ -19,7 +19,11 @@ export const LOG_OUTPUT = {
   // How often dropped lines are reported in the log itself (once it takes lines again).
   dropReportIntervalMs: 10_000,
   retryMs: 10,
+  // How long the write at exit retries a full non-blocking stdout before counting the rest as dropped.
+  exitWaitMs: 200,
 } as const
+
+const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
 
 let dropped = 0
 
@@ -72,14 +76,30 @@ export class BufferedLogOutput {
     if (!this.#writing) this.#writeBatch()
   }
 
-  /** Writes what is buffered before the process exits, unless a write is pending. */
+  /**
+   * Writes what is buffered before the process exits, unless a write is pending: batch by batch (each at
+   * most the write size, so workers' lines stay whole), the rest of a partial write after it, a full
+   * non-blocking stdout retried briefly; what still cannot be written is counted as dropped.
+   */
   flushSync(): void {
     if (this.#writing || this.#broken) return
-    const text = this.#take(Number.POSITIVE_INFINITY)
-    try {
-      if (text !== '') writeSync(this.#fd, text)
-    } catch {
-      // Exiting anyway: a line that cannot be written now never will be.
+    let waitedMs = 0
+    while (this.#lines.length > 0) {
+      let batch = Buffer.from(this.#take(this.#maxWriteBytes))
+      while (batch.length > 0) {
+        try {
+          batch = batch.subarray(writeSync(this.#fd, batch))
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || waitedMs >= LOG_OUTPUT.exitWaitMs) {
+            dropped += this.#lines.length + (batch.toString().match(/\n/g)?.length ?? 0)
+            this.#lines = []
+            this.#bytes = 0
+            return
+          }
+          Atomics.wait(EXIT_WAIT, 0, 0, 1)
+          waitedMs++
+        }
+      }
     }
   }
 

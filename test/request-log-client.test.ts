@@ -22,6 +22,7 @@ function send(
   headers: Record<string, string>,
   method = 'GET',
   body?: string,
+  path = '/v1/pets',
 ): Promise<Sent> {
   const { hostname, port } = new URL(server.origin)
   return new Promise((resolve, reject) => {
@@ -31,7 +32,7 @@ function send(
         port,
         localAddress: from,
         method,
-        path: '/v1/pets',
+        path,
         agent: false,
         headers: {
           authorization: `Bearer ${key}`,
@@ -118,5 +119,27 @@ describe('the client in the request log', () => {
     await send(server, '127.0.0.1', { 'x-request-id': requestId, 'user-agent': 'a'.repeat(4000) })
     const line = await accessLine(server, requestId)
     assert.equal(line.userAgent, `${'a'.repeat(256)}…`)
+  })
+
+  test('when a key straddles the cut of the user agent or the URL, then no part of it reaches the log', async (t) => {
+    const server = await serve(t, {})
+    const leaked = generateApiKey()
+    const requestId = randomUUID()
+    const sent = await send(
+      server,
+      '127.0.0.1',
+      {
+        'x-request-id': requestId,
+        'user-agent': `${'a'.repeat(240)}${leaked}`,
+      },
+      'GET',
+      undefined,
+      `/v1/pets?x=${'b'.repeat(2030)}${leaked}`,
+    )
+    assert.equal(sent.status, 400, 'an unknown query parameter is refused, and still logged')
+    const line = await accessLine(server, requestId)
+    assert.equal(line.userAgent, `${'a'.repeat(240)}psk_[redacted]`)
+    assert.equal(String(line.url).length, 2049, 'the URL is cut at 2,048 characters')
+    assert.ok(!server.output().includes(leaked.slice(4, 20)), 'not even a part of the key is in the log')
   })
 })

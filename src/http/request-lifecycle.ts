@@ -7,7 +7,7 @@ import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './er
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
 import { serializedBindingsOf } from './request-logger.ts'
-import { operationOf, userAgentOf } from './request-logging.ts'
+import { loggedUrlOf, operationOf, userAgentOf } from './request-logging.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -99,7 +99,7 @@ export function addRequestLifecycle(
       reqId: request.id,
       bindings: serializedBindingsOf(request.log),
       method: request.method,
-      url: request.url,
+      url: loggedUrlOf(request),
       operation,
       status,
       durationMs: Math.round(elapsedMs * 100) / 100,
