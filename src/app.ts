@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { registerCors } from './http/cors.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
+import { watchLoad } from './http/load-shedding.ts'
 import { addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestLoggerFactory } from './http/request-logger.ts'
 import { requestIdOf } from './http/request-logging.ts'
@@ -105,7 +106,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })
-  await app.register(healthRoutes, { store })
+  // Watched for the whole app: /v1 sheds while it says overloaded, and /readyz says not ready.
+  const load = watchLoad(app, options.api)
+  await app.register(healthRoutes, { store, load })
   await app.register(v1Api, {
     prefix: '/v1',
     settings: options.api,
@@ -113,6 +116,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     getPetDeprecation: getPet,
     store,
     metrics,
+    load,
     now,
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
   })

@@ -21,6 +21,7 @@ const TYPE_STRIPPER_PROBE = fileURLToPath(new URL('./helpers/type-stripper-probe
 const SLOW_COMPILE_CACHE_PROBE = fileURLToPath(
   new URL('./helpers/slow-compile-cache-probe.mjs', import.meta.url),
 )
+const SLOW_LISTENING_PROBE = fileURLToPath(new URL('./helpers/slow-listening-probe.mjs', import.meta.url))
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
 const key = generateApiKey()
@@ -173,6 +174,31 @@ describe('start-up', () => {
       statuses.filter((status) => status !== 200),
       [],
       `${statuses.length} requests over 2.5 s from the first answer`,
+    )
+  })
+  test('when the port opens into a stall longer than the delay limit, then no request is shed and /readyz agrees', async (t) => {
+    // The start's last cold paths on a busy host: the stall is the start's own, not an overload.
+    const server = await startServeProcess(
+      { ...env, NODE_OPTIONS: `--import=${SLOW_LISTENING_PROBE}` },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    const first = await Promise.all(Array.from({ length: 4 }, () => request(server, '/v1/pets')))
+    const statuses = first.map((response) => response.status)
+    const ready: number[] = []
+    for (const deadline = Date.now() + 2500; Date.now() < deadline; await sleep(50)) {
+      statuses.push((await request(server, '/v1/pets')).status)
+      ready.push((await fetch(`${server.origin}/readyz`)).status)
+    }
+    assert.deepEqual(
+      statuses.filter((status) => status !== 200),
+      [],
+      `${statuses.length} requests over 2.5 s from the first answer`,
+    )
+    assert.deepEqual(
+      ready.filter((status) => status !== 200),
+      [],
+      'ready while every request is served',
     )
   })
 })

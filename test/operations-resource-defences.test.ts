@@ -110,19 +110,46 @@ describe('resource defences', () => {
     assert.match(await exchange(later, probe), /^HTTP\/1\.1 200 /)
   })
 
-  test('when the event loop is stalled beyond MAX_EVENT_LOOP_DELAY_MS, then requests are shed with 503 and Retry-After', async (t) => {
+  test('when the event loop is stalled beyond MAX_EVENT_LOOP_DELAY_MS, then requests are shed with 503 and Retry-After and /readyz says not ready, until the loop keeps time again', async (t) => {
     const server = await startTestServer(t, { env: { MAX_EVENT_LOOP_DELAY_MS: '50' } })
     assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    await sleep(300) // past the start, whose own stalls are never counted
+    // Both requests are on the wire before the stall, so the server reads them after it, as a queued client.
+    const [api, probe] = await Promise.all([openSocket(server.origin), openSocket(server.origin)])
+    t.after(() => {
+      api.destroy()
+      probe.destroy()
+    })
+    const answers = Promise.all([
+      exchange(api, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n\r\n`),
+      exchange(probe, 'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n'),
+    ])
     const until = Date.now() + 1000
     while (Date.now() < until) {
       // Deliberately block the event loop, as a CPU-bound burst would.
     }
-    await sleep(50)
-    const shed = await call(server, 'GET', '/v1/pets')
-    assert.equal(shed.status, 503)
-    assert.equal(shed.json.code, 'service_unavailable')
-    assert.match(shed.json.message, /overloaded/)
-    assert.equal(shed.headers.get('retry-after'), '1')
+    const [shed, ready] = await answers
+    assert.match(shed, /^HTTP\/1\.1 503 /)
+    assert.match(shed, /\r\nretry-after: 1\r\n/i)
+    assert.ok(
+      shed.endsWith(
+        '{"code":"service_unavailable","message":"the service is overloaded; retry shortly","status":503}',
+      ),
+      shed,
+    )
+    assert.match(ready, /^HTTP\/1\.1 503 /, 'not ready while shedding')
+    assert.ok(
+      ready.endsWith(
+        '{"code":"service_unavailable","message":"not ready: the service is overloaded","status":503}',
+      ),
+      ready,
+    )
+    // The stall is over: the next checks find the loop on time, and both answer again.
+    await waitUntil(
+      async () => (await call(server, 'GET', '/v1/pets')).status === 200,
+      'still shedding long after the stall ended',
+    )
+    assert.equal((await fetch(`${server.origin}/readyz`)).status, 200)
   })
 
   test('when the heap in use is above MAX_HEAP_USED_BYTES, then API requests are shed with 503 (logged once for the condition) while probes still answer', async (t) => {

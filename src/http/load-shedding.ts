@@ -8,8 +8,20 @@ export interface LoadSheddingLimits {
   maxHeapUsedBytes: number
 }
 
+/** Whether the process is overloaded now: the /v1 scope sheds new requests and /readyz says not ready. */
+export interface LoadWatch {
+  readonly overloaded: boolean
+}
+
 // The delay histogram's own timer period (ms): its samples include it, so it is taken off the mean.
 const RESOLUTION_MS = 10
+// How often the verdict is renewed: a stall that is over stops shedding within this (docs/decisions.md,
+// "Load shedding").
+const CHECK_EVERY_MS = 100
+// A start whose loop never keeps time (an instance brought up into a flood) is judged from then on anyway.
+const START_GRACE_MS = 10_000
+
+const NEVER_OVERLOADED: LoadWatch = Object.freeze({ overloaded: false })
 
 // One answer for every shed request, logged per condition, at warn (condition-log.ts); not frozen, as pino's
 // error serializer marks an error while writing it.
@@ -18,52 +30,64 @@ const OVERLOADED = new ApiError('service_unavailable', 'the service is overloade
 })
 
 /**
- * Overload shedding, registered in the /v1 scope only (probes and the document always answer): above
- * MAX_EVENT_LOOP_DELAY_MS of event-loop delay (the mean over the last sample interval) or
- * MAX_HEAP_USED_BYTES, new requests get 503 with Retry-After at once, instead of queueing until every
- * client times out.
- *
- * The measure is @fastify/under-pressure's, which this replaces: that plugin builds Fastify's route
- * options object on every request to look for a per-route handler; here the hook reads one flag that a
- * timer keeps up to date (docs/decisions.md, "Per-request cost").
+ * Watches the process while the app is up (from onReady to onClose, as the periodic jobs do): overloaded
+ * while the event-loop delay is above MAX_EVENT_LOOP_DELAY_MS, or the heap in use above MAX_HEAP_USED_BYTES.
+ * The delay of a check is the larger of the histogram's mean since the last check and how late the check
+ * itself ran, so a stall shows however its samples fall, and a stall that is over is forgotten at the next
+ * check. The start's own stalls are not overload: judging begins at the first check that runs on time.
  */
-export function registerLoadShedding(
+export function watchLoad(
   app: FastifyInstance,
   { maxEventLoopDelayMs: maxDelayMs, maxHeapUsedBytes: maxHeapBytes }: LoadSheddingLimits,
-): void {
-  if (maxDelayMs === 0 && maxHeapBytes === 0) return
+): LoadWatch {
+  if (maxDelayMs === 0 && maxHeapBytes === 0) return NEVER_OVERLOADED
 
   const delays = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
-  let overloaded = false
-  function sample(): void {
-    // No sample at all means the loop was held for the whole interval.
-    const delayMs =
-      delays.count === 0 ? Number.POSITIVE_INFINITY : Math.max(0, delays.mean / 1e6 - RESOLUTION_MS)
+  const watch = { overloaded: false }
+  let judging = false
+  let readyAt = 0
+  let lastCheck = 0
+  function check(): void {
+    const now = performance.now()
+    const lateMs = now - lastCheck - CHECK_EVERY_MS
+    const meanMs = delays.count === 0 ? 0 : delays.mean / 1e6 - RESOLUTION_MS
+    const delayMs = Math.max(0, lateMs, meanMs)
+    lastCheck = now
     delays.reset()
-    overloaded =
-      (maxDelayMs > 0 && delayMs > maxDelayMs) ||
-      (maxHeapBytes > 0 && process.memoryUsage().heapUsed > maxHeapBytes)
+    const delayed = maxDelayMs > 0 && delayMs > maxDelayMs
+    judging ||= !delayed || now - readyAt >= START_GRACE_MS
+    watch.overloaded =
+      judging && (delayed || (maxHeapBytes > 0 && process.memoryUsage().heapUsed > maxHeapBytes))
   }
-  // An interval with no delay sample counts as infinite delay, so the interval must be at least the limit:
-  // with a shorter one, any stall longer than the interval would shed even though it stayed under
-  // MAX_EVENT_LOOP_DELAY_MS. Never coarser than a quarter second either, so a low limit is noticed quickly.
-  // Measured while the app is up, as the periodic jobs are (periodic-job.ts): nothing runs for an app that
-  // is built but never started.
   let timer: NodeJS.Timeout | undefined
   app.addHook('onReady', async () => {
     delays.enable()
-    timer = setInterval(sample, Math.max(250, maxDelayMs))
+    readyAt = lastCheck = performance.now()
+    timer = setInterval(check, CHECK_EVERY_MS)
     timer.unref()
   })
   app.addHook('onClose', async () => {
     clearInterval(timer)
     delays.disable()
   })
+  return watch
+}
 
+/**
+ * Overload shedding, registered in the /v1 scope only (probes and the document always answer): while the
+ * watch says overloaded, new requests get 503 with Retry-After at once, instead of queueing until every
+ * client times out.
+ *
+ * The measure is @fastify/under-pressure's, which this replaces: that plugin builds Fastify's route
+ * options object on every request to look for a per-route handler; here the hook reads one flag that a
+ * timer keeps up to date (docs/decisions.md, "Per-request cost").
+ */
+export function shedWhenOverloaded(app: FastifyInstance, load: LoadWatch): void {
+  if (load === NEVER_OVERLOADED) return
   app.addHook(
     'onRequest',
     (_request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-      if (overloaded) done(OVERLOADED)
+      if (load.overloaded) done(OVERLOADED)
       else done()
     },
   )

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import { ApiError } from '../errors.ts'
+import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
 import type { Store, StoreHealth } from '../store/store.ts'
 
@@ -11,14 +12,20 @@ export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 
 /**
  * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
- * `/readyz`: the store answers, can take writes (no storage fault: see `Store.health`) and its schema is
- * the one this release needs; otherwise 503 in the Error body, so a load balancer stops sending traffic
- * here (also while the service shuts down).
+ * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
+ * `Store.health`) and its schema is the one this release needs; otherwise 503 in the Error body, so a load
+ * balancer stops sending traffic here (also while the service shuts down).
  */
-export async function healthRoutes(app: FastifyInstance, { store }: { store: Store }) {
+export async function healthRoutes(app: FastifyInstance, { store, load }: { store: Store; load: LoadWatch }) {
   app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
 
   app.get('/readyz', { schema: hidden }, async (request) => {
+    // Ready means served: while /v1 sheds, the balancer is told to send elsewhere.
+    if (load.overloaded) {
+      throw new ApiError('service_unavailable', 'not ready: the service is overloaded', {
+        'retry-after': '1',
+      })
+    }
     let schema: { current: number; latest: number }
     let health: StoreHealth
     try {

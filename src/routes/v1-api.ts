@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { rateLimitPerKey } from '../admission/rate-limit/rate-limit.ts'
 import type { WindowCounter } from '../admission/rate-limit/window-counter.ts'
 import { createAuthenticator } from '../auth/authenticator.ts'
-import { type LoadSheddingLimits, registerLoadShedding } from '../http/load-shedding.ts'
+import { type LoadSheddingLimits, type LoadWatch, shedWhenOverloaded } from '../http/load-shedding.ts'
 import { runPeriodically } from '../http/periodic-job.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { DeprecatedCallCounter } from '../pets/deprecated-call-counter.ts'
@@ -35,6 +35,8 @@ export interface V1ApiOptions {
   getPetDeprecation: DeprecationPolicy
   store: Store
   metrics: Metrics
+  /** Whether to shed new requests (watched by the app, which /readyz also asks). */
+  load: LoadWatch
   now: () => number
   /** None when rate limiting is off. */
   rateLimit?: RateLimit
@@ -49,7 +51,7 @@ const RATE_LIMIT_WINDOW_MS = 60_000
 /** The versioned API, mounted at /v1, with what guards it (rate limits, load shedding) and its background jobs. */
 export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
   const { settings, publicBaseUrl, store, metrics, now, rateLimit } = options
-  registerLoadShedding(app, settings)
+  shedWhenOverloaded(app, options.load)
   const limitRate =
     rateLimit &&
     rateLimitPerKey({ counter: rateLimit.counter, max: rateLimit.perMinute, windowMs: RATE_LIMIT_WINDOW_MS })
