@@ -43,7 +43,7 @@ export interface V1ApiOptions {
 }
 
 // Deprecated-call counts reach the store this often; expired idempotency keys are purged this often.
-const TALLY_FLUSH_MS = 5000
+const DEPRECATED_CALL_FLUSH_MS = 5000
 const IDEMPOTENCY_PURGE_MS = 3_600_000
 const KEY_CACHE_ENTRIES = 10_000
 const RATE_LIMIT_WINDOW_MS = 60_000
@@ -59,7 +59,9 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
   const deprecatedCalls = new DeprecatedCallCounter(store, now, (key) =>
     metrics.countDeprecatedCall('getPet', key.name),
   )
-  runPeriodically(app, 'deprecated-call flush', { everyMs: TALLY_FLUSH_MS }, () => deprecatedCalls.flush())
+  runPeriodically(app, 'deprecated-call flush', { everyMs: DEPRECATED_CALL_FLUSH_MS }, () =>
+    deprecatedCalls.flush(),
+  )
   // The purge runs at start rather than at shutdown: frequent restarts never starve it, and it never holds
   // up a stop (a run in progress is stopped between two chunks).
   runPeriodically(
