@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { SHUTDOWN_MARGIN_MS } from '../src/server.ts'
 import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
+import { within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
 import {
@@ -62,7 +64,7 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     })
     const bound = connectMs + statementMs + 1000
     // Long enough for creates to queue behind batches that hang, several times over.
-    const { answers, faultAt } = await loadAcross(service.origin, key, () => postgres.freeze(), 3 * bound)
+    const { answers, faultAt } = await loadAcross(t, service.origin, key, () => postgres.freeze(), 3 * bound)
     postgres.thaw()
     t.diagnostic(`frozen: ${assertAnsweredWithin(answers, faultAt, bound, SLACK_MS)}`)
 
@@ -79,7 +81,13 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
       PG_STATEMENT_TIMEOUT_MS: '1000',
     })
     // Creates keep arriving while a batch waits for its connection: none may wait for two of them.
-    const { answers, faultAt } = await loadAcross(service.origin, key, () => proxy.silence(), 2.5 * connectMs)
+    const { answers, faultAt } = await loadAcross(
+      t,
+      service.origin,
+      key,
+      () => proxy.silence(),
+      2.5 * connectMs,
+    )
     proxy.restore()
     t.diagnostic(`silent: ${assertAnsweredWithin(answers, faultAt, connectMs, SLACK_MS)}`)
     await awaitRecovery(service.origin, key)
@@ -97,7 +105,7 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
       PG_STATEMENT_TIMEOUT_MS: String(statementMs),
       PG_POOL_SIZE: '4',
     })
-    const load = await startLoad(service.origin, key)
+    const load = await startLoad(t, service.origin, key)
     await sleep(300)
     postgres.freeze()
     // Until every connection that was open at the freeze has timed out and been destroyed: from then on,
@@ -105,7 +113,8 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     await sleep(statementMs + 1000 + 500)
     const signalledAt = performance.now()
     service.child.kill('SIGTERM')
-    const exit = await service.exited
+    // Its own hard stop ends it at SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS at the latest.
+    const exit = await within(service.exited, shutdownMs + SHUTDOWN_MARGIN_MS + 5000, 'exit after SIGTERM')
     const tookMs = performance.now() - signalledAt
     await load.stop()
 

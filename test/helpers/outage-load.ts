@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import type { Cleanup } from './cleanup.ts'
 import { checkedFetch, conformanceAt } from './conformance-fetch.ts'
 
 /** One request of a load run, as the client saw it. */
@@ -46,9 +47,16 @@ export async function timedCall(
 
 /**
  * Open-loop load: a create every `createEveryMs` and a list every `readEveryMs`, each sent on time whether
- * or not the earlier ones were answered, so requests arrive all along an outage, not only in waves.
+ * or not the earlier ones were answered, so requests arrive all along an outage, not only in waves. It is
+ * stopped after the test `t` if the test has not stopped it.
  */
-export async function startLoad(origin: string, key: string, createEveryMs = 100, readEveryMs = 100) {
+export async function startLoad(
+  t: Cleanup,
+  origin: string,
+  key: string,
+  createEveryMs = 100,
+  readEveryMs = 100,
+) {
   await conformanceAt(origin)
   const pending: Array<Promise<Answer>> = []
   let running = true
@@ -65,25 +73,26 @@ export async function startLoad(origin: string, key: string, createEveryMs = 100
     ),
     every(readEveryMs, () => timedCall(origin, key, 'GET', '/v1/pets?limit=5')),
   ]
-  return {
-    /** Stops sending; resolves with every answer once all have come. */
-    async stop(): Promise<Answer[]> {
-      running = false
-      await Promise.all(loops)
-      return Promise.all(pending)
-    },
+  /** Stops sending; resolves with every answer once all have come (each gives up after 30 s). */
+  const stop = async (): Promise<Answer[]> => {
+    running = false
+    await Promise.all(loops)
+    return Promise.all(pending)
   }
+  t.after(stop)
+  return { stop }
 }
 
 /** Load for `warmMs`, then `fault()`, then load for `lastingMs` more: every answer, and when the fault began. */
 export async function loadAcross(
+  t: Cleanup,
   origin: string,
   key: string,
   fault: () => void,
   lastingMs: number,
   warmMs = 300,
 ) {
-  const load = await startLoad(origin, key)
+  const load = await startLoad(t, origin, key)
   await sleep(warmMs)
   const faultAt = performance.now()
   fault()
