@@ -13,11 +13,11 @@ export interface ListenSettings {
 export interface RunningServer {
   /** The base URL the server listens on, e.g. `http://127.0.0.1:8080`. */
   url: string
-  /** Stops accepting, answers what open connections send (bounded by SHUTDOWN_TIMEOUT_MS), then runs `onClosed`. */
+  /** Stops accepting, answers what open connections send (bounded by SHUTDOWN_TIMEOUT_MS), then closes. */
   shutdown(): Promise<void>
 }
 
-/** Time given, after the drain's SHUTDOWN_TIMEOUT_MS, to the app's closing hooks and `onClosed` together. */
+/** Time given, after the drain's SHUTDOWN_TIMEOUT_MS, to the app's closing hooks and `closeAfter` together. */
 export const SHUTDOWN_MARGIN_MS = 2000
 
 /**
@@ -44,15 +44,15 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Listens, and on SIGTERM or SIGINT drains (see `drain`), closes the app, then runs `onClosed` (closing the
- * store), so every acknowledged write is committed before the process exits 0. The whole shutdown is
- * bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still hangs (a store that does not
- * close), the process logs it and exits 1.
+ * Listens, and on SIGTERM or SIGINT drains (see `drain`), then closes the app and runs `closeAfter` with
+ * that closing (it closes the store once the app's last writes are done), so every acknowledged write is
+ * committed before the process exits 0. The whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS +
+ * SHUTDOWN_MARGIN_MS, whatever still hangs (a store that does not close), the process logs it and exits 1.
  */
 export async function startServer(
   app: FastifyInstance,
   { host, port, shutdownTimeoutMs }: ListenSettings,
-  onClosed: () => Promise<void>,
+  closeAfter: (appClosing: Promise<void>) => Promise<void>,
 ): Promise<RunningServer> {
   await app.listen({ host, port })
   const address = app.server.address()
@@ -63,8 +63,9 @@ export async function startServer(
   const shutdown = () => {
     closing ??= (async () => {
       await drain(app, shutdownTimeoutMs)
-      await app.close()
-      await onClosed()
+      // Together, so the app's last writes count within the store's close grace, not before it.
+      const appClosing = app.close()
+      await Promise.all([closeAfter(appClosing), appClosing])
     })()
     return closing
   }

@@ -66,4 +66,30 @@ describe('periodic jobs', () => {
     await app.close()
     assert.deepEqual(runs, ['fresh', 'fresh'], 'the last run gets a signal of its own, not the aborted one')
   })
+
+  test('when the last run at close fails, then the job is told so in place of the usual warning, and close still resolves', async (t) => {
+    const warnings: string[] = []
+    const app = Fastify({
+      logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(line) } },
+    })
+    t.after(() => app.close())
+    const told: unknown[] = []
+    let runs = 0
+    runPeriodically(
+      app,
+      'flush',
+      { everyMs: 60_000, onLastRunFailed: (error) => told.push(error) },
+      async () => {
+        runs++
+        throw new Error(`run ${runs} failed`)
+      },
+    )
+    await app.ready()
+    await app.close()
+    assert.deepEqual(
+      told.map((error) => (error as Error).message),
+      ['run 1 failed'],
+    )
+    assert.deepEqual(warnings, [], 'no "periodic job failed" warning for the last run')
+  })
 })

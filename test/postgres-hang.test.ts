@@ -24,6 +24,9 @@ import { startTcpProxy } from './helpers/tcp-proxy.ts'
 
 // Room for a loaded 2-core CI machine on top of each bound: far below what the old code took.
 const SLACK_MS = 1000
+// The default PostgreSQL timeouts: waiting out either before giving up would take a stop past its hard
+// limit of SHUTDOWN_TIMEOUT_MS + 2 s.
+const [DEFAULT_CONNECT_MS, DEFAULT_STATEMENT_MS] = [2000, 5000]
 
 /** A serve process on `databaseUrl` with these PostgreSQL timeouts, its key lookups cached all test long. */
 async function startService(
@@ -93,36 +96,65 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     await awaitRecovery(service.origin, key)
   })
 
-  test('when PostgreSQL is frozen under load and the service gets SIGTERM, then it exits 0 within SHUTDOWN_TIMEOUT_MS + PG_CONNECT_TIMEOUT_MS + the store close grace', async (t) => {
-    const postgres = await startThrowawayPostgres()
-    t.after(() => postgres.stop('immediate'))
-    t.after(() => postgres.thaw())
-    // The default statement timeout: the old code's close waited out two of them per hung batch.
-    const [shutdownMs, connectMs, statementMs] = [2000, 500, 5000]
-    const { service, key } = await startService(t, await postgres.createDatabase(), {
-      SHUTDOWN_TIMEOUT_MS: String(shutdownMs),
-      PG_CONNECT_TIMEOUT_MS: String(connectMs),
-      PG_STATEMENT_TIMEOUT_MS: String(statementMs),
-      PG_POOL_SIZE: '4',
-    })
-    const load = await startLoad(t, service.origin, key)
-    await sleep(300)
-    postgres.freeze()
-    // Until every connection that was open at the freeze has timed out and been destroyed: from then on,
-    // any call waits for a new connection, which never comes.
-    await sleep(statementMs + 1000 + 500)
-    const signalledAt = performance.now()
-    service.child.kill('SIGTERM')
-    // Its own hard stop ends it at SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS at the latest.
-    const exit = await within(service.exited, shutdownMs + SHUTDOWN_MARGIN_MS + 5000, 'exit after SIGTERM')
-    const tookMs = performance.now() - signalledAt
-    await load.stop()
+  for (const [when, frozenForMs] of [
+    // Pooled connections hang with the calls the freeze caught: a last write on one waits for its timeout.
+    ['soon after the freeze, while its pooled connections hang', 300],
+    // Every connection open at the freeze has timed out and been destroyed: any call waits for a new one.
+    ['once every connection open at the freeze is gone', DEFAULT_STATEMENT_MS + 1000 + 500],
+  ] as const) {
+    test(`when PostgreSQL freezes under load with getPet calls and the service gets SIGTERM ${when}, then it exits 0 within SHUTDOWN_TIMEOUT_MS + the store close grace, and one line reports the deprecated-call counts not recorded`, async (t) => {
+      const postgres = await startThrowawayPostgres()
+      t.after(() => postgres.stop('immediate'))
+      t.after(() => postgres.thaw())
+      const shutdownMs = 2000
+      const { service, key } = await startService(t, await postgres.createDatabase(), {
+        SHUTDOWN_TIMEOUT_MS: String(shutdownMs),
+        PG_CONNECT_TIMEOUT_MS: String(DEFAULT_CONNECT_MS),
+        PG_STATEMENT_TIMEOUT_MS: String(DEFAULT_STATEMENT_MS),
+        PG_POOL_SIZE: '4',
+      })
+      const created = await timedCall(
+        service.origin,
+        key,
+        'POST',
+        '/v1/pets',
+        '{"name":"old","categoryId":7}',
+      )
+      const getPetId = /"id":(\d+)/.exec(created.text)?.[1]
+      const load = await startLoad(t, service.origin, key, { getPetId })
+      await sleep(300)
+      postgres.freeze()
+      await sleep(frozenForMs)
+      const signalledAt = performance.now()
+      service.child.kill('SIGTERM')
+      // Its own hard stop ends it at SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS at the latest.
+      const exit = await within(service.exited, shutdownMs + SHUTDOWN_MARGIN_MS + 5000, 'exit after SIGTERM')
+      const tookMs = performance.now() - signalledAt
+      await load.stop()
 
-    // The drain (cut at SHUTDOWN_TIMEOUT_MS), the closing jobs' last call (the deprecated-call counts, if
-    // any: it waits PG_CONNECT_TIMEOUT_MS for a connection), then the store's close, within its grace.
-    const bound = shutdownMs + connectMs + CLOSE_GRACE_MS
-    assert.equal(exit, 0, service.output().slice(-2000))
-    assert.ok(tookMs <= bound + SLACK_MS, `exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms)`)
-    t.diagnostic(`exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms)`)
-  })
+      // The drain (cut at SHUTDOWN_TIMEOUT_MS), then the app's last writes and the store's close together,
+      // within the close grace.
+      const bound = shutdownMs + CLOSE_GRACE_MS
+      const lines = service
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map(
+          (line) =>
+            JSON.parse(line) as { msg: string; deprecatedCalls?: Array<{ key: string; calls: number }> },
+        )
+      assert.equal(exit, 0, service.output().slice(-2000))
+      assert.ok(
+        tookMs <= bound + SLACK_MS,
+        `exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms)`,
+      )
+      const reports = lines.filter((line) => line.msg === 'deprecated-call counts not recorded at shutdown')
+      assert.equal(reports.length, 1, service.output().slice(-2000))
+      const calls = reports[0]?.deprecatedCalls?.find((count) => count.key === 'hang')?.calls ?? 0
+      assert.ok(calls > 0, `getPet calls of key "hang" in the report: ${JSON.stringify(reports[0])}`)
+      t.diagnostic(
+        `exited ${Math.round(tookMs)} ms after SIGTERM (bound ${bound} ms); ${calls} calls reported`,
+      )
+    })
+  }
 })

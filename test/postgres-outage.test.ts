@@ -177,4 +177,36 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
     await assert.rejects(store.getPet(1n), StoreUnavailableError)
     await assert.rejects(store.createPet({ pet: { name: 'c', categoryId: 1n } }), StoreUnavailableError)
   })
+
+  test('when the database is frozen and the store closes after a write still waiting for a connection, then that write fails as unavailable at the close grace, not at the connect timeout', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    const connectTimeoutMs = 5000
+    const store = new PostgresStore({
+      url: await postgres.createDatabase(),
+      poolSize: 1,
+      statementTimeoutMs: 5000,
+      connectTimeoutMs,
+      onIdleError: () => {},
+    })
+    t.after(() => store.close())
+    await store.migrate()
+    postgres.freeze()
+    // The one connection hangs with a read; the write (the app's last, as it closes) waits for it.
+    const read = store.getPet(1n).catch((error: unknown) => error)
+    const started = performance.now()
+    const write = store.recordDeprecatedCalls([{ apiKeyId: 1n, calls: 1, lastCallAtMs: Date.now() }])
+    const written = write.then(
+      () => 'written',
+      (error: unknown) => error,
+    )
+    await store.close(written)
+    const closedMs = performance.now() - started
+    assert.ok(closedMs < CLOSE_GRACE_MS + 500, `closed in ${Math.round(closedMs)} ms`)
+    const outcome = await written
+    assert.ok(outcome instanceof StoreUnavailableError, `${outcome}`)
+    assert.ok(performance.now() - started < CLOSE_GRACE_MS + 500, 'the write failed with the close')
+    assert.ok((await read) instanceof StoreUnavailableError)
+  })
 })

@@ -6,25 +6,27 @@ export interface PeriodicJobOptions {
   atStart?: boolean
   /** Run once more as the app closes, after the run in progress, so nothing counted is lost (default). */
   atClose?: boolean
+  /** Told, instead of the usual warning, when that last run fails: to say what is lost with it. */
+  onLastRunFailed?: (error: unknown) => void
 }
 
 /**
  * Runs `job` every `everyMs` while the app is up. A run still going when the next is due makes that one
- * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and
- * awaited before the app closes its store. Failures are logged and retried at the next tick; the timer
- * never keeps the process alive.
+ * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and the
+ * app's close waits for it (as the store's close waits for the app's, within its grace). Failures are
+ * logged and retried at the next tick; the timer never keeps the process alive.
  */
 export function runPeriodically(
   app: FastifyInstance,
   name: string,
-  { everyMs, atStart = false, atClose = true }: PeriodicJobOptions,
+  { everyMs, atStart = false, atClose = true, onLastRunFailed }: PeriodicJobOptions,
   job: (signal: AbortSignal) => Promise<unknown>,
 ) {
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
   const closing = new AbortController()
-  const run = (signal: AbortSignal) =>
-    job(signal).catch((error: unknown) => app.log.warn({ err: error, job: name }, 'periodic job failed'))
+  const warn = (error: unknown) => app.log.warn({ err: error, job: name }, 'periodic job failed')
+  const run = (signal: AbortSignal, onFailure = warn) => job(signal).catch(onFailure)
   const tick = () => {
     running ??= run(closing.signal).finally(() => {
       running = undefined
@@ -39,6 +41,6 @@ export function runPeriodically(
     clearInterval(timer)
     closing.abort()
     await running
-    if (atClose) await run(new AbortController().signal)
+    if (atClose) await run(new AbortController().signal, onLastRunFailed)
   })
 }

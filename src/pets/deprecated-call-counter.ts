@@ -1,5 +1,8 @@
 import type { DeprecatedCallCount, KeyIdentity, Store } from '../store/store.ts'
 
+/** A key's count, with its name to say whose calls a failed write leaves out. */
+type KeyCount = DeprecatedCallCount & { keyName: string }
+
 /**
  * Counts calls of deprecated operations per API key in memory and adds them to the store in one write
  * every few seconds, so the deprecated operation costs no database write per call. `keys list` shows the
@@ -9,7 +12,7 @@ export class DeprecatedCallCounter {
   readonly #store: Pick<Store, 'recordDeprecatedCalls'>
   readonly #now: () => number
   readonly #onCall: (key: KeyIdentity) => void
-  #pending = new Map<bigint, DeprecatedCallCount>()
+  #pending = new Map<bigint, KeyCount>()
 
   /** `onCall` hears of every call as it is counted (for metrics). */
   constructor(
@@ -26,8 +29,9 @@ export class DeprecatedCallCounter {
     this.#onCall(key)
     const apiKeyId = key.id
     const count = this.#pending.get(apiKeyId)
-    if (count === undefined) this.#pending.set(apiKeyId, { apiKeyId, calls: 1, lastCallAtMs: this.#now() })
-    else {
+    if (count === undefined) {
+      this.#pending.set(apiKeyId, { apiKeyId, keyName: key.name, calls: 1, lastCallAtMs: this.#now() })
+    } else {
       count.calls++
       count.lastCallAtMs = this.#now()
     }
@@ -45,11 +49,21 @@ export class DeprecatedCallCounter {
         const newer = this.#pending.get(count.apiKeyId)
         this.#pending.set(count.apiKeyId, {
           apiKeyId: count.apiKeyId,
+          keyName: count.keyName,
           calls: count.calls + (newer?.calls ?? 0),
           lastCallAtMs: Math.max(count.lastCallAtMs, newer?.lastCallAtMs ?? 0),
         })
       }
       throw error
     }
+  }
+
+  /** What is counted and not yet written (after a failed flush, what it failed to write too), by key name. */
+  unwritten(): Array<{ key: string; calls: number; lastCallAt: string }> {
+    return [...this.#pending.values()].map((count) => ({
+      key: count.keyName,
+      calls: count.calls,
+      lastCallAt: new Date(count.lastCallAtMs).toISOString(),
+    }))
   }
 }

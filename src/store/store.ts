@@ -126,8 +126,12 @@ export interface Store {
   /** Revokes the key with this name; false when no active key has it. */
   revokeApiKey(name: string): Promise<boolean>
   recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void>
-  /** Closes the store after pending writes are committed. */
-  close(): Promise<void>
+  /**
+   * Closes the store once pending writes are committed and `after` (its callers' last work on it, such as
+   * the app's writes as it closes) has settled. An engine whose database can hang (PostgreSQL) gives all
+   * that one grace, then fails what still waits on the database as unavailable.
+   */
+  close(after?: Promise<unknown>): Promise<void>
 }
 
 export class DuplicateKeyNameError extends Error {

@@ -46,16 +46,15 @@ export async function timedCall(
 }
 
 /**
- * Open-loop load: a create every `createEveryMs` and a list every `readEveryMs`, each sent on time whether
- * or not the earlier ones were answered, so requests arrive all along an outage, not only in waves. It is
- * stopped after the test `t` if the test has not stopped it.
+ * Open-loop load: every `everyMs` a create, a list and, with `getPetId`, a getPet of that pet, each sent
+ * on time whether or not the earlier ones were answered, so requests arrive all along an outage, not only
+ * in waves. It is stopped after the test `t` if the test has not stopped it.
  */
 export async function startLoad(
   t: Cleanup,
   origin: string,
   key: string,
-  createEveryMs = 100,
-  readEveryMs = 100,
+  { everyMs = 100, getPetId }: { everyMs?: number; getPetId?: string } = {},
 ) {
   await conformanceAt(origin)
   const pending: Array<Promise<Answer>> = []
@@ -68,10 +67,11 @@ export async function startLoad(
     }
   }
   const loops = [
-    every(createEveryMs, () =>
+    every(everyMs, () =>
       timedCall(origin, key, 'POST', '/v1/pets', `{"name":"load-${sequence++}","categoryId":7}`),
     ),
-    every(readEveryMs, () => timedCall(origin, key, 'GET', '/v1/pets?limit=5')),
+    every(everyMs, () => timedCall(origin, key, 'GET', '/v1/pets?limit=5')),
+    ...(getPetId ? [every(everyMs, () => timedCall(origin, key, 'GET', `/v1/pets/${getPetId}`))] : []),
   ]
   /** Stops sending; resolves with every answer once all have come (each gives up after 30 s). */
   const stop = async (): Promise<Answer[]> => {

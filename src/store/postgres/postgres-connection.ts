@@ -35,12 +35,14 @@ function destroy(client: pg.ClientBase): void {
  * The connection pool, and the two ways the store uses it: one named statement, or a transaction. Both
  * turn "the database cannot do this now" into `StoreUnavailableError`, both refuse once closed, and both
  * answer within `callBoundMs`: a connection within the connect timeout, then its work within the
- * statement timeout plus one second.
+ * statement timeout plus one second. A close past its grace fails them at once.
  */
 export class PostgresPool {
   readonly #pool: pg.Pool
   /** Every open connection, idle or checked out: what a close past its grace destroys. */
   readonly #clients = new Set<pg.Client>()
+  /** How to fail each call still waiting on the database: what a close past its grace does. */
+  readonly #waiting = new Set<(error: Error) => void>()
   readonly callBoundMs: number
   #closed = false
   #closing: Promise<void> | undefined
@@ -80,10 +82,27 @@ export class PostgresPool {
     try {
       // Bounded by the pool: the connect timeout to get a connection, query_timeout on it (after which the
       // pool destroys the connection rather than reuse it).
-      return (await this.#pool.query<Row>({ name, text, values })).rows
+      return (await this.#unlessGivenUp(this.#pool.query<Row>({ name, text, values }))).rows
     } catch (error) {
       throw storeErrorOf(error)
     }
+  }
+
+  /** What `call` settles with, or `StoreUnavailableError` as soon as a close past its grace gives up. */
+  #unlessGivenUp<T>(call: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.add(reject)
+      call.then(
+        (value) => {
+          this.#waiting.delete(reject)
+          resolve(value)
+        },
+        (error: unknown) => {
+          this.#waiting.delete(reject)
+          reject(error)
+        },
+      )
+    })
   }
 
   /**
@@ -94,6 +113,10 @@ export class PostgresPool {
    */
   async transaction<T>(work: (client: Queryable) => Promise<T>, since?: number): Promise<T> {
     this.ensureOpen()
+    return this.#unlessGivenUp(this.#transaction(work, since))
+  }
+
+  async #transaction<T>(work: (client: Queryable) => Promise<T>, since?: number): Promise<T> {
     const deadline = since === undefined ? undefined : since + this.callBoundMs
     const client = await this.#connectBy(deadline)
     const expiry =
@@ -160,9 +183,10 @@ export class PostgresPool {
   }
 
   /**
-   * Lets `pending` (work already handed to this database, e.g. queued creates) and every call in flight
-   * finish, then refuses new work and ends the pool. Past `CLOSE_GRACE_MS` it destroys every connection
-   * instead, so a hung server cannot hold the close: what still runs then fails as unavailable.
+   * Lets `pending` (work already handed to this database, e.g. queued creates, or the app's last writes
+   * as it closes) and every call in flight finish, then refuses new work and ends the pool. Past
+   * `CLOSE_GRACE_MS` it destroys every connection and fails every call still waiting, a connection's
+   * included, as unavailable, so a hung server cannot hold the close (docs/decisions.md "PostgreSQL").
    */
   close(pending: Promise<unknown> = Promise.resolve()): Promise<void> {
     this.#closing ??= (async () => {
@@ -179,7 +203,10 @@ export class PostgresPool {
       const finished = await Promise.race([ended.then(() => true), graceOver.then(() => false)])
       clearTimeout(grace)
       this.#closed = true
-      if (!finished) for (const client of this.#clients) destroy(client)
+      if (finished) return
+      for (const client of this.#clients) destroy(client)
+      for (const fail of this.#waiting)
+        fail(new StoreUnavailableError('the store closed before the database answered'))
     })()
     return this.#closing
   }

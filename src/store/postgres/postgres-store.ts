@@ -55,11 +55,11 @@ export class PostgresStore extends EngineStore<PostgresPool> {
   }
 
   /**
-   * Pending creates commit first, then the pool closes (and later calls fail as unavailable); with a hung
-   * server, within the pool's close grace. New creates are refused from the start.
+   * Pending creates commit and `after` settles first, then the pool closes (and later calls fail as
+   * unavailable); with a hung server, within the pool's close grace. New creates are refused from the start.
    */
-  close(): Promise<void> {
+  close(after: Promise<unknown> = Promise.resolve()): Promise<void> {
     this.#closing = true
-    return this.#pool.close(this.#creates.flush())
+    return this.#pool.close(Promise.allSettled([after, this.#creates.flush()]))
   }
 }

@@ -92,7 +92,8 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     return outcome
   }
 
-  async close(): Promise<void> {
+  async close(after?: Promise<unknown>): Promise<void> {
+    await after?.catch(() => {})
     if (this.#db.closed) return
     await this.#creates.flush()
     await this.#writeThread?.close()
