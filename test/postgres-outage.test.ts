@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
+import { readdirSync, readlinkSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
@@ -13,6 +15,35 @@ import { petsInDatabase } from './helpers/outage-load.ts'
 import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
 
 const CONNECT_TIMEOUT_MS = 1000
+
+/** Sockets this process holds open (Linux: its descriptors that name a socket). */
+function openSockets(): number {
+  return readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`).startsWith('socket:')
+    } catch {
+      return false
+    }
+  }).length
+}
+
+/** A migrated store on a throwaway server of the test's own (to freeze), both closed after the test. */
+async function storeOnOwnServer(
+  t: TestContext,
+  settings: { poolSize: number; statementTimeoutMs: number; connectTimeoutMs: number },
+) {
+  const postgres = await startThrowawayPostgres()
+  t.after(() => postgres.stop('immediate'))
+  t.after(() => postgres.thaw())
+  const store = new PostgresStore({
+    url: await postgres.createDatabase(),
+    ...settings,
+    onIdleError: () => {},
+  })
+  t.after(() => store.close())
+  await store.migrate()
+  return { postgres, store }
+}
 
 // Under CI this suite must run: a server named by URL cannot be stopped, so it always starts its own.
 describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
@@ -137,18 +168,11 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
   })
 
   test('when the database is frozen with creates and reads in flight, then closing the store takes at most its grace and those calls fail as unavailable', async (t) => {
-    const postgres = await startThrowawayPostgres()
-    t.after(() => postgres.stop('immediate'))
-    t.after(() => postgres.thaw())
-    const store = new PostgresStore({
-      url: await postgres.createDatabase(),
+    const { postgres, store } = await storeOnOwnServer(t, {
       poolSize: 4,
       statementTimeoutMs: 5000,
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
-      onIdleError: () => {},
     })
-    t.after(() => store.close())
-    await store.migrate()
     await Promise.all([store.createPet({ pet: { name: 'before', categoryId: 1n } }), store.getPet(1n)])
     postgres.freeze()
     const inFlight = [
@@ -178,20 +202,30 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
     await assert.rejects(store.createPet({ pet: { name: 'c', categoryId: 1n } }), StoreUnavailableError)
   })
 
+  test('when a read times out on a frozen database, then its connection is destroyed at once, not ended with a goodbye the server never answers', async (t) => {
+    const { postgres, store } = await storeOnOwnServer(t, {
+      poolSize: 1,
+      statementTimeoutMs: 300,
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    })
+    const withConnection = openSockets()
+    postgres.freeze()
+    await assert.rejects(store.getPet(1n), StoreUnavailableError)
+    // Ended politely, the socket would stay open (half-closed) until the frozen server said goodbye too.
+    await waitUntil(
+      () => openSockets() === withConnection - 1,
+      () => `sockets held: ${openSockets()}, with the connection ${withConnection}`,
+      { timeoutMs: 500 },
+    )
+  })
+
   test('when the database is frozen and the store closes after a write still waiting for a connection, then that write fails as unavailable at the close grace, not at the connect timeout', async (t) => {
-    const postgres = await startThrowawayPostgres()
-    t.after(() => postgres.stop('immediate'))
-    t.after(() => postgres.thaw())
-    const connectTimeoutMs = 5000
-    const store = new PostgresStore({
-      url: await postgres.createDatabase(),
+    // A connect timeout far past the close grace, so the two cannot be mistaken.
+    const { postgres, store } = await storeOnOwnServer(t, {
       poolSize: 1,
       statementTimeoutMs: 5000,
-      connectTimeoutMs,
-      onIdleError: () => {},
+      connectTimeoutMs: 5000,
     })
-    t.after(() => store.close())
-    await store.migrate()
     postgres.freeze()
     // The one connection hangs with a read; the write (the app's last, as it closes) waits for it.
     const read = store.getPet(1n).catch((error: unknown) => error)

@@ -64,6 +64,11 @@ export class PostgresPool {
       types,
     })
     this.#pool.on('error', options.onIdleError)
+    // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
+    // own end would do: a polite goodbye waits on a hung server. One the server answered ends politely.
+    this.#pool.on('release', (error, client) => {
+      if (error && !(error instanceof pg.DatabaseError)) destroy(client)
+    })
     this.#pool.on('connect', (client) => this.#clients.add(client))
     this.#pool.on('remove', (client) => this.#clients.delete(client))
   }
@@ -81,7 +86,7 @@ export class PostgresPool {
     this.ensureOpen()
     try {
       // Bounded by the pool: the connect timeout to get a connection, query_timeout on it (after which the
-      // pool destroys the connection rather than reuse it).
+      // connection is released broken, and destroyed).
       return (await this.#unlessGivenUp(this.#pool.query<Row>({ name, text, values }))).rows
     } catch (error) {
       throw storeErrorOf(error)
