@@ -74,12 +74,18 @@ export class ApiError extends Error {
   /** Response headers that belong to this error (e.g. `Allow`, `WWW-Authenticate`, `Retry-After`). */
   readonly headers: Readonly<Record<string, string>>
 
-  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+  /** `options.cause`: the failure behind the answer, for the log only (never in the body). */
+  constructor(
+    code: ErrorCode,
+    message: string,
+    headers: Record<string, string> = {},
+    options?: ErrorOptions,
+  ) {
     // An ApiError is an answer, not a fault: its stack is never shown or logged, and capturing one is the
     // most expensive part of refusing a request (401s come by the thousand under attack).
     const limit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(bounded(message))
+    super(bounded(message), options)
     Error.stackTraceLimit = limit
     this.name = 'ApiError'
     this.code = code

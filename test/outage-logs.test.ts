@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { ConditionLog } from '../src/http/condition-log.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { type LogLine, logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { conformanceAt } from './helpers/conformance-fetch.ts'
@@ -11,6 +12,7 @@ import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers
 
 const key = generateApiKey()
 const request = requesterFor(key)
+type Service = Parameters<typeof request>[0]
 const hasStack = (line: LogLine) => typeof (line.err as { stack?: unknown } | undefined)?.stack === 'string'
 
 /** Polls `lines` until `found` returns something; fails after `timeoutMs`. */
@@ -22,6 +24,18 @@ async function waitForLines<T>(lines: LogLine[], found: (all: LogLine[]) => T | 
     if (Date.now() > deadline) assert.fail(`not logged within ${timeoutMs} ms: ${JSON.stringify(lines)}`)
     await sleep(10)
   }
+}
+
+/** Polls `path` until it answers 200 (the database back and reconnected); fails after 10 s with `what`. */
+async function answersOk(service: Service, path: string, what: string): Promise<void> {
+  await waitUntil(async () => (await request(service, path)).status === 200, what, { everyMs: 250 })
+}
+
+/** The line saying `condition` has passed, once written. */
+function passedLine(service: Service, condition: string): Promise<LogLine> {
+  return waitForLog(service, (lines) =>
+    lines.find((line) => line.condition === condition && String(line.msg).includes('passed')),
+  )
 }
 
 describe('condition log', () => {
@@ -107,17 +121,44 @@ describe('logs during a PostgreSQL outage', throwawayPostgresSuiteOptions(), () 
     }
 
     postgres.start()
-    let recovered = false
-    for (let attempt = 0; attempt < 40 && !recovered; attempt++) {
-      recovered = (await request(service, '/v1/pets')).status === 200
-      if (!recovered) await sleep(250)
-    }
-    assert.ok(recovered, 'the service recovers once the database is back')
-    const passed = await waitForLog(service, (lines) =>
-      lines.find(
-        (line) => line.condition === 'the store is unavailable' && String(line.msg).includes('passed'),
-      ),
-    )
+    await answersOk(service, '/v1/pets', 'the service recovers once the database is back')
+    const passed = await passedLine(service, 'the store is unavailable')
     assert.ok(Number(passed.failedRequests) >= failed, `counted: ${passed.failedRequests}`)
+  })
+})
+
+describe('readiness logs during a PostgreSQL outage', throwawayPostgresSuiteOptions(), () => {
+  test('when the database is down, then probes, however spaced, write one warn line with the error, and one line when /readyz is ready again', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    const env = { DATABASE_URL: await postgres.createDatabase(), API_KEYS: `outage:${key}` }
+    const service = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => service.child.kill('SIGKILL'))
+    assert.equal((await request(service, '/readyz')).status, 200)
+
+    postgres.stop('immediate')
+    const probe = async () => assert.equal((await request(service, '/readyz')).status, 503)
+    for (let i = 0; i < 10; i++) await probe()
+    // Longer than the quiet that ends a condition of requests: a balancer probes every 5 to 30 s.
+    await sleep(6000)
+    for (let i = 0; i < 3; i++) await probe()
+    // The pool's warning for each idle connection the database dropped is not about readiness.
+    const warnings = () =>
+      logLines(service).filter(
+        (line) =>
+          Number(line.level) >= 40 && line.msg !== 'an idle database connection failed; it will be replaced',
+      )
+    const started = warnings()
+    assert.equal(started.length, 1, `one line for 13 probes:\n${JSON.stringify(started, null, 1)}`)
+    assert.equal(started[0]?.level, 40)
+    assert.equal(started[0]?.condition, 'not ready: the store cannot be reached')
+    assert.ok(hasStack(started[0] as LogLine), "the store's error, with its stack, once")
+
+    postgres.start()
+    await answersOk(service, '/readyz', 'ready once the database is back')
+    const passed = await passedLine(service, 'not ready: the store cannot be reached')
+    assert.equal(passed.msg, 'not ready: the store cannot be reached: passed (/readyz answered ready)')
+    assert.ok(Number(passed.failedRequests) >= 13, `counted: ${passed.failedRequests}`)
+    assert.equal(warnings().length, 2, 'nothing else')
   })
 })

@@ -200,3 +200,58 @@ describe('process-level failures under WORKERS', () => {
     assert.equal(scrape.get('petstore_pets_created_total'), sent)
   })
 })
+
+describe('a failure of the WORKERS supervisor itself', () => {
+  test('when the supervisor throws, then it logs one fatal line, drains its workers, kills one that does not stop, and exits 1 within the bound', async (t) => {
+    const env = faulty({ WORKERS: '2', TEST_FAULT: 'throw', SHUTDOWN_TIMEOUT_MS: '1000' })
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const [stuck, draining] = (await servingWorkers(server, 2)) as [number, number]
+    t.after(() => {
+      for (const pid of [stuck, draining]) if (isRunning(pid)) process.kill(pid, 'SIGKILL')
+    })
+    // A worker that cannot stop: frozen, it never acts on the supervisor's SIGTERM.
+    process.kill(stuck, 'SIGSTOP')
+    server.child.kill('SIGUSR2')
+    // The workers' drain (SHUTDOWN_TIMEOUT_MS) and the supervisor's 5 s margin, then the kill; and a little.
+    assert.equal(await exitWithin(server, 1000 + 5000 + 3000), 1)
+
+    const [fatal, ...more] = fatalLines(server)
+    assert.ok(fatal, `a fatal line:\n${server.output()}`)
+    assert.equal(more.length, 0, 'logged once')
+    assert.equal(fatal.pid, server.child.pid, "the supervisor's own")
+    assert.equal((fatal.err as { message: string }).message, 'injected exception')
+    const lines = logLines(server)
+    assert.ok(
+      lines.some((line) => line.pid === draining && line.msg === 'shutting down'),
+      `the other worker drained:\n${server.output()}`,
+    )
+    assert.ok(
+      lines.some((line) => line.worker === stuck && line.msg === 'a worker did not stop in time; killing it'),
+      `the stuck worker was killed:\n${server.output()}`,
+    )
+    assert.doesNotMatch(server.output(), /still stopping/, 'the drain ended it, not the backstop')
+    assert.deepEqual(
+      lines.filter((line) => line.msg === 'a worker died; replacing it'),
+      [],
+      'no worker replaced while stopping',
+    )
+    for (const pid of [stuck, draining]) {
+      await until(
+        () => isRunning(pid),
+        (running) => !running,
+        `worker ${pid} gone`,
+        2000,
+      )
+    }
+  })
+})
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import type { Redis } from 'ioredis'
+import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { createLogger } from '../src/logger.ts'
 import { call } from './helpers/api-client.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -58,5 +60,55 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
       ),
     )
     assert.deepEqual(await alternating(), [200, 200, 200, 200, 200, 429], 'one shared limit again')
+  })
+})
+
+describe('Redis outages in the log', redisSuiteOptions(), () => {
+  test('when Redis goes away and comes back, then one line says it is unreachable (with the stack), one that it is reachable again, and nothing per reconnect attempt', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const lines: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const redis = await connectRedis(redisServer.url, logger)
+    t.after(() => redis.disconnect())
+    await within(once(redis, 'ready'), 5000, 'connected to Redis')
+    let failedAttempts = 0
+    redis.on('error', () => failedAttempts++)
+    const outage = async () => {
+      const before = failedAttempts
+      await redisServer.stop()
+      // Retries come 0.2, 0.4, 0.6 s… apart: four failed attempts are about two seconds of outage.
+      await waitUntil(
+        () => failedAttempts >= before + 4,
+        () => `failed attempts: ${failedAttempts}`,
+      )
+    }
+    const recovery = async () => {
+      await redisServer.restart()
+      await within(once(redis, 'ready'), 5000, 'reconnected to Redis')
+    }
+
+    await outage()
+    assert.equal(lines.length, 1, `one line for the outage:\n${JSON.stringify(lines, null, 1)}`)
+    const down = lines[0] as Record<string, unknown>
+    assert.equal(down.level, 40)
+    assert.equal(down.msg, 'Redis is unreachable: rate limits are not counted until it is back')
+    assert.equal(typeof (down.err as { stack?: unknown } | undefined)?.stack, 'string', 'the stack, once')
+
+    await recovery()
+    assert.equal(lines.length, 2, JSON.stringify(lines, null, 1))
+    const up = lines[1] as Record<string, unknown>
+    assert.equal(up.level, 30)
+    assert.equal(up.msg, 'Redis is reachable again: rate limits are counted')
+    assert.equal(up.err, undefined)
+    assert.ok(Number(up.downMs) >= 1000, `how long it was unreachable: ${up.downMs}`)
+
+    // A second outage is a new one, reported again.
+    await outage()
+    await recovery()
+    assert.deepEqual(
+      lines.map((line) => line.level),
+      [40, 30, 40, 30],
+    )
   })
 })

@@ -48,31 +48,33 @@ describe('SQLite: the database file changes under a running server', () => {
     })
   }
 
-  test('when the database file is renamed and later renamed back, then nothing is acknowledged meanwhile, and then writes resume and survive a restart', async (t) => {
-    const setup = setUp(t)
-    const server = await setup.start()
-    await setup.ledger.createAcknowledged(server, 10)
-    renameSync(setup.database, `${setup.database}.moved`)
+  for (const writeThread of ['off', 'on']) {
+    test(`when the database file is renamed and later renamed back (write thread ${writeThread}), then nothing is acknowledged meanwhile, and then writes resume and survive a restart`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 10)
+      renameSync(setup.database, `${setup.database}.moved`)
 
-    await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
-    renameSync(`${setup.database}.moved`, setup.database)
-    await waitUntilReady(server)
-    await setup.ledger.createAcknowledged(server, 5)
+      await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
+      renameSync(`${setup.database}.moved`, setup.database)
+      await waitUntilReady(server)
+      await setup.ledger.createAcknowledged(server, 5)
 
-    await setup.kill(server)
-    await setup.ledger.assertAllPresent(await setup.start())
-  })
+      await setup.kill(server)
+      await setup.ledger.assertAllPresent(await setup.start())
+    })
 
-  test('when the -wal file is deleted and the server is then killed, then nothing is acknowledged after the deletion and every earlier pet survives', async (t) => {
-    const setup = setUp(t)
-    const server = await setup.start()
-    await setup.ledger.createAcknowledged(server, 10)
-    unlinkSync(`${setup.database}-wal`)
+    test(`when the -wal file is deleted and the server is then killed (write thread ${writeThread}), then nothing is acknowledged after the deletion and every earlier pet survives`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 10)
+      unlinkSync(`${setup.database}-wal`)
 
-    await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
-    await setup.kill(server)
-    const restarted = await setup.start()
-    await setup.ledger.createAcknowledged(restarted, 1)
-    await setup.ledger.assertAllPresent(restarted)
-  })
+      await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
+      await setup.kill(server)
+      const restarted = await setup.start()
+      await setup.ledger.createAcknowledged(restarted, 1)
+      await setup.ledger.assertAllPresent(restarted)
+    })
+  }
 })

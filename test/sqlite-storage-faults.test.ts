@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { assertUnavailable, petLedger } from './helpers/pet-ledger.ts'
 import {
   assertStorageFaultReported,
@@ -13,6 +13,7 @@ import {
   mountExt4,
   mountingSuiteOptions,
   mountTmpfs,
+  readinessBecomes,
   storageFaultLines,
   waitUntilReady,
 } from './helpers/storage-faults.ts'
@@ -77,6 +78,65 @@ describe('SQLite: the disk fills up under a running server', mountingSuiteOption
   }
 })
 
+/** A server on an ext4 volume, with 10 pets acknowledged, then the kernel turns the volume read-only. */
+async function serverOnAbortedVolume(t: TestContext) {
+  const volume = mountExt4(t, 32 * MIB)
+  const setup = setUp(t, volume.directory)
+  const server = await setup.start()
+  await setup.ledger.createAcknowledged(server, 10)
+  volume.abort()
+  return { volume, setup, server }
+}
+
+/** The storage fault lines, once there is one (the log is written within half a second). */
+function faultLogged(server: ServeProcess) {
+  return waitForLog(server, () => {
+    const lines = storageFaultLines(server)
+    return lines.length > 0 ? lines : undefined
+  })
+}
+
+describe(
+  'SQLite: readiness notices a full or read-only volume before any write fails',
+  mountingSuiteOptions(['losetup', 'mkfs.ext4', 'e2fsck']),
+  () => {
+    // The volume is looked at at most once a second: a probe may see its state of a second ago.
+    const NOTICED_WITHIN_MS = 3000
+
+    test('when the disk fills up under an idle server, then /readyz is 503 with no write tried, and ready again once space is freed', async (t) => {
+      const directory = mountTmpfs(t, 8 * MIB)
+      const setup = setUp(t, directory)
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 5)
+      const filler = fillFileSystem(directory)
+
+      const notReady = await readinessBecomes(server, 503, NOTICED_WITHIN_MS)
+      assert.equal(notReady.message, 'not ready: the disk holding the database is full')
+      const [fault, ...more] = await faultLogged(server)
+      assert.equal(fault?.storageFault, 'disk_full')
+      assert.equal(typeof fault.freeBytes, 'number', 'the line says how much is free')
+      assert.equal(more.length, 0, 'one line')
+
+      unlinkSync(filler)
+      await readinessBecomes(server, 200, NOTICED_WITHIN_MS)
+      await setup.ledger.createAcknowledged(server, 5)
+      await waitForLog(server, (lines) => lines.find((line) => line.recoveredFrom === 'disk_full'))
+      assert.equal(storageFaultLines(server).length, 1)
+    })
+
+    test('when the kernel turns the volume read-only under an idle server, then /readyz is 503 with no write tried', async (t) => {
+      const { server } = await serverOnAbortedVolume(t)
+      const notReady = await readinessBecomes(server, 503, NOTICED_WITHIN_MS)
+      assert.equal(notReady.message, 'not ready: the database is on a read-only file system')
+      const faults = await faultLogged(server)
+      assert.deepEqual(
+        faults.map((line) => line.storageFault),
+        ['read_only'],
+      )
+    })
+  },
+)
+
 describe('SQLite: a read-only volume at start', mountingSuiteOptions(), () => {
   test('when the volume is read-only as the service starts, then it refuses with one line naming why; remounted read-write, it starts with every pet', async (t) => {
     const directory = mountTmpfs(t, 8 * MIB)
@@ -99,12 +159,7 @@ describe(
   mountingSuiteOptions(['losetup', 'mkfs.ext4', 'e2fsck']),
   () => {
     test('when the kernel remounts the volume read-only, then creates get 503 and /readyz 503; after repair and a restart every acknowledged pet is there', async (t) => {
-      const volume = mountExt4(t, 32 * MIB)
-      const setup = setUp(t, volume.directory)
-      const server = await setup.start()
-      await setup.ledger.createAcknowledged(server, 10)
-      volume.abort()
-
+      const { volume, setup, server } = await serverOnAbortedVolume(t)
       await assertStorageFaultReported(server, setup.ledger, 'read_only')
       await setup.kill(server)
       volume.repair()

@@ -10,6 +10,8 @@ export interface ConditionLogOptions {
 }
 
 interface Condition {
+  /** Ended only by `passed` (readiness: a probe found the service ready), never by a quiet period. */
+  untilPassed: boolean
   since: number
   lastMet: number
   lastLogged: number
@@ -18,8 +20,11 @@ interface Condition {
   metSinceLogged: number
 }
 
-/** What a request that met a condition adds to its first line: the error (with its stack), or a code. */
-export type ConditionDetail = { err: unknown } | { code: string }
+/** What a request that met a condition adds to its first line: the error (with its stack), a code, or both. */
+export type ConditionDetail = { err: unknown; code?: string } | { code: string }
+
+// Readiness conditions are named "not ready: …" (routes/health.ts); probes, not traffic, meet them.
+const isReadiness = (condition: string) => condition.startsWith('not ready:')
 
 /**
  * Conditions that fail many requests at once (the store unavailable, overload, shutting down) are logged per
@@ -40,18 +45,35 @@ export class ConditionLog {
     this.#repeatMs = repeatMs
   }
 
-  /** Records that the request `reqId` met `condition`; the start is logged at `level`, with `detail`. */
-  met(condition: string, level: 'error' | 'warn', detail: ConditionDetail, reqId: string): void {
+  /**
+   * Records that the request `reqId` met `condition`; the start is logged at `level`, with `detail`. A
+   * condition met `untilPassed` ends only when `passed` says so: probes come every 5 to 30 s, more
+   * sparsely than any quiet period, and each would otherwise start it again.
+   */
+  met(
+    condition: string,
+    level: 'error' | 'warn',
+    detail: ConditionDetail,
+    reqId: string,
+    untilPassed = false,
+  ): void {
     const now = Date.now()
     const known = this.#conditions.get(condition)
     if (known === undefined) {
-      const started: Condition = { since: now, lastMet: now, lastLogged: now, met: 1, metSinceLogged: 0 }
+      const started: Condition = {
+        untilPassed,
+        since: now,
+        lastMet: now,
+        lastLogged: now,
+        met: 1,
+        metSinceLogged: 0,
+      }
       this.#conditions.set(condition, started)
       this.#log[level](
         { condition, reqId, ...detail },
         `${condition}: requests are answered 503 until it passes`,
       )
-      this.#watch(condition, started, this.#quietMs)
+      if (!untilPassed) this.#watch(condition, started, this.#quietMs)
       return
     }
     known.lastMet = now
@@ -59,13 +81,30 @@ export class ConditionLog {
     known.metSinceLogged++
     if (now - known.lastLogged < this.#repeatMs) return
     // The latest error's message, without its stack: the cause may have changed while the condition lasted.
-    const latest = 'err' in detail ? { error: (detail.err as Error | undefined)?.message } : detail
+    const { err, ...rest } = detail as { err?: unknown; code?: string }
+    const latest = 'err' in detail ? { ...rest, error: (err as Error | undefined)?.message } : rest
     this.#log.warn(
       { condition, failedRequests: known.metSinceLogged, durationMs: now - known.since, reqId, ...latest },
       `${condition}: still failing requests`,
     )
     known.lastLogged = now
     known.metSinceLogged = 0
+  }
+
+  /** Ends now every open condition `which` selects (met `untilPassed`), saying `why` it has passed. */
+  passed(which: (condition: string) => boolean, why: string): void {
+    for (const [name, condition] of this.#conditions) {
+      if (!condition.untilPassed || !which(name)) continue
+      this.#conditions.delete(name)
+      this.#logPassed(name, condition, why)
+    }
+  }
+
+  #logPassed(name: string, condition: Condition, why: string): void {
+    this.#log.warn(
+      { condition: name, failedRequests: condition.met, durationMs: condition.lastMet - condition.since },
+      `${name}: passed (${why})`,
+    )
   }
 
   /** Checks, `afterMs` from now, whether the condition has passed; a timer per condition, not per request. */
@@ -77,10 +116,7 @@ export class ConditionLog {
         return
       }
       this.#conditions.delete(name)
-      this.#log.warn(
-        { condition: name, failedRequests: condition.met, durationMs: condition.lastMet - condition.since },
-        `${name}: passed (no request met it for ${this.#quietMs} ms)`,
-      )
+      this.#logPassed(name, condition, `no request met it for ${this.#quietMs} ms`)
     }, afterMs)
     // Never what keeps a process alive: a condition still open at exit ends with the process.
     timer.unref()
@@ -90,21 +126,36 @@ export class ConditionLog {
 // One condition log per process logger, i.e. per app (an app's plugins all share its logger).
 const conditionLogs = new WeakMap<FastifyBaseLogger, ConditionLog>()
 
-/**
- * Logs a request answered 503 (`apiError`, for `error`): by its condition (with the stack once, for a store
- * failure), and names the condition on the request's own access line; nothing else is written per request.
- */
-export function logUnavailable(error: unknown, apiError: ApiError, request: FastifyRequest): void {
-  const fault = error instanceof StoreUnavailableError
-  // Named as the answer names it, without the advice: "the store is unavailable", "the service is overloaded".
-  const condition = apiError.message.split(';')[0] as string
+function conditionLogOf(request: FastifyRequest): ConditionLog {
   const root = request.server?.log ?? request.log
   let conditions = conditionLogs.get(root)
   if (conditions === undefined) {
     conditions = new ConditionLog(root)
     conditionLogs.set(root, conditions)
   }
-  const detail = fault ? { err: error } : { code: apiError.code }
-  conditions.met(condition, fault ? 'error' : 'warn', detail, request.id)
+  return conditions
+}
+
+/**
+ * Logs a request answered 503 (`apiError`, for `error`): by its condition (with the stack once, for a store
+ * failure or the failure an answer names as its cause), and names the condition on the request's own
+ * access line; nothing else is written per request.
+ */
+export function logUnavailable(error: unknown, apiError: ApiError, request: FastifyRequest): void {
+  const fault = error instanceof StoreUnavailableError
+  // Named as the answer names it, without the advice: "the store is unavailable", "the service is overloaded".
+  const condition = apiError.message.split(';')[0] as string
+  const cause = fault ? undefined : apiError.cause
+  const detail = fault
+    ? { err: error }
+    : cause === undefined
+      ? { code: apiError.code }
+      : { code: apiError.code, err: cause }
+  conditionLogOf(request).met(condition, fault ? 'error' : 'warn', detail, request.id, isReadiness(condition))
   ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })
+}
+
+/** A probe found the service ready: every readiness condition still open has passed, and says so once. */
+export function logReady(request: FastifyRequest): void {
+  conditionLogOf(request).passed(isReadiness, '/readyz answered ready')
 }

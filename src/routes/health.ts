@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import { ApiError } from '../errors.ts'
+import { logReady } from '../http/condition-log.ts'
 import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
 import type { Store, StoreHealth } from '../store/store.ts'
@@ -31,12 +32,14 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     try {
       ;[schema, health] = await Promise.all([store.schemaStatus(), store.health()])
     } catch (error) {
-      // The message only: probes come every few seconds for as long as an outage lasts, and the store's
-      // error with its stack is logged once per condition by the requests that meet it.
-      request.log.warn({ error: (error as Error | undefined)?.message }, 'readiness check failed')
-      throw new ApiError('service_unavailable', 'not ready: the store cannot be reached', {
-        'retry-after': '1',
-      })
+      // Probes come every few seconds for as long as an outage lasts: the error handler logs the store's
+      // error once per condition (condition-log.ts), not once per probe.
+      throw new ApiError(
+        'service_unavailable',
+        'not ready: the store cannot be reached',
+        { 'retry-after': '1' },
+        { cause: error },
+      )
     }
     // The store logged the fault once; this says which, without detail, to whoever asks.
     if (!health.writable) {
@@ -49,6 +52,7 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
         { 'retry-after': '5' },
       )
     }
+    logReady(request)
     return { status: 'ready' }
   })
 

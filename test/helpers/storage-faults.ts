@@ -36,15 +36,22 @@ export async function assertStorageFaultReported(
   assert.equal(faults[0]?.storageFault, fault)
 }
 
-/** Polls /readyz until it answers 200; fails after `timeoutMs`. */
-export async function waitUntilReady(server: ServeProcess, timeoutMs = 10_000): Promise<void> {
+/** Polls /readyz until it answers `status`; resolves with that answer's body, fails after `timeoutMs`. */
+export async function readinessBecomes(server: ServeProcess, status: 200 | 503, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const response = await checkedFetch(server.origin, '/readyz')
-    if (response.status === 200) return
-    if (Date.now() > deadline) assert.fail(`not ready within ${timeoutMs} ms: ${await response.text()}`)
+    const body = (await response.json()) as { status?: string; message?: string }
+    if (response.status === status) return body
+    if (Date.now() > deadline)
+      assert.fail(`/readyz not ${status} within ${timeoutMs} ms: ${JSON.stringify(body)}`)
     await sleep(50)
   }
+}
+
+/** Polls /readyz until it answers 200; fails after `timeoutMs`. */
+export async function waitUntilReady(server: ServeProcess, timeoutMs = 10_000): Promise<void> {
+  await readinessBecomes(server, 200, timeoutMs)
 }
 
 // The Debian package that provides each tool the storage-fault suites run.

@@ -10,6 +10,9 @@ import { RestartBackoff } from './restart-backoff.ts'
 // the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
 // worker stuck in shutdown cannot keep the service from exiting (and its orchestrator waiting) forever.
 const SHUTDOWN_MARGIN_MS = 5000
+// After a fatal failure, the exit waits this much past that kill, for the killed workers' exits: the drain
+// ends the process, and the fatal failure's own bound is only a backstop that never cuts it short.
+const KILLED_WORKERS_REAPED_MS = 1000
 
 /** What the supervisor needs of the configuration. */
 export interface SupervisorSettings {
@@ -33,7 +36,7 @@ export async function superviseWorkers(
   prepare: () => Promise<void>,
 ): Promise<number> {
   const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
-  const fatal = exitOnFatalFailure(log, shutdownTimeoutMs + SHUTDOWN_MARGIN_MS)
+  const fatal = exitOnFatalFailure(log, shutdownTimeoutMs + SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS)
   await prepare()
 
   const metricsServer = settings.metrics

@@ -9,6 +9,7 @@ import {
 } from './sqlite-errors.ts'
 import { SqliteFileIdentity, type WatchedFile } from './sqlite-file-identity.ts'
 import { probeWrite } from './sqlite-settings-queries.ts'
+import { FREE_BYTES_FLOOR, SqliteVolume } from './sqlite-volume.ts'
 
 /** Where the store reports faults: the process logger (pino's `(details, message)` form). */
 export interface StorageLog {
@@ -16,7 +17,8 @@ export interface StorageLog {
   info(details: object, message: string): void
 }
 
-// While a fault lasts, readiness probes with a write at most this often (/readyz needs no key).
+// While a fault lasts, readiness probes with a write at most this often (/readyz needs no key); the
+// volume's free space and read-only state are looked at as often, found or not.
 const PROBE_INTERVAL_MS = 1000
 
 const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced'>, string> = {
@@ -31,20 +33,26 @@ const REFUSED = 'creates are refused with 503 and /readyz reports not ready'
 
 /**
  * The embedded store's health: the last storage fault, until a write or a probe write succeeds again,
- * and whether the database files are still the ones opened. Each change is logged once, not per request.
+ * whether the database files are still the ones opened, and whether their volume is full or read-only
+ * (so an idle instance is not ready before any write has failed). Each change is logged once.
  */
 export class SqliteHealth {
   readonly #db: SqliteConnection
   readonly #path: string
   readonly #files: SqliteFileIdentity | undefined
+  readonly #volume: SqliteVolume | undefined
   readonly #log: StorageLog
   #fault: StorageFault | undefined
   #probedAt = 0
+  /** The volume's fault as last looked at: while it lasts, no successful write ends the store's fault. */
+  #volumeFault: 'disk_full' | 'read_only' | undefined
+  #volumeCheckedAt = 0
 
   constructor(db: SqliteConnection, path: string, log: StorageLog) {
     this.#db = db
     this.#path = path
     this.#files = path === ':memory:' ? undefined : new SqliteFileIdentity(path)
+    this.#volume = path === ':memory:' ? undefined : new SqliteVolume(path)
     this.#log = log
   }
 
@@ -82,20 +90,47 @@ export class SqliteHealth {
   }
 
   noteWriteSucceeded(): void {
-    if (this.#fault !== undefined && this.#fault !== 'file_replaced') this.#recovered()
+    if (this.#fault === undefined || this.#fault === 'file_replaced' || this.#volumeFault !== undefined)
+      return
+    this.#recovered()
   }
 
-  /** Readiness: the files are checked, and while a fault lasts a small write tells whether it is over. */
+  /**
+   * Readiness: the files are checked, the volume at most once a second, and while a fault lasts (the
+   * volume no longer full or read-only) a small write tells whether it is over.
+   */
   async health(): Promise<StoreHealth> {
     try {
       this.assertFilesInPlace()
     } catch {
       return { writable: false, reason: FAULT_REASONS.file_replaced }
     }
-    if (this.#fault !== undefined && Date.now() - this.#probedAt >= PROBE_INTERVAL_MS) await this.#probe()
+    this.#checkVolume()
+    const probeDue = Date.now() - this.#probedAt >= PROBE_INTERVAL_MS
+    if (this.#fault !== undefined && this.#volumeFault === undefined && probeDue) await this.#probe()
     return this.#fault === undefined
       ? { writable: true }
       : { writable: false, reason: FAULT_REASONS[this.#fault] }
+  }
+
+  /** Looks at the volume (at most once a second); a full or read-only one is a fault, logged once. */
+  #checkVolume(): void {
+    const now = Date.now()
+    if (this.#volume === undefined || now - this.#volumeCheckedAt < PROBE_INTERVAL_MS) return
+    this.#volumeCheckedAt = now
+    const { fault, freeBytes } = this.#volume.check(this.#fault === 'disk_full')
+    this.#volumeFault = fault
+    // A fault already known (a failed write found it first) was logged then.
+    if (fault === undefined || this.#fault !== undefined) return
+    const found =
+      fault === 'disk_full'
+        ? `${freeBytes} bytes free, less than the ${FREE_BYTES_FLOOR} readiness asks for`
+        : 'its mount is read-only'
+    this.#enter(
+      fault,
+      { freeBytes },
+      `${this.#path}: ${FAULT_REASONS[fault]} (${found}): /readyz reports not ready; ${WHAT_TO_DO[fault]}`,
+    )
   }
 
   async #probe(): Promise<void> {
