@@ -55,7 +55,7 @@ describe('the direction of imports, guarded by the linter', () => {
     ['src/admission/planted.ts', '../routes/v1-api.ts', 'admission/ may not import routes/'],
     ['src/routes/pets/planted.ts', '../../cli/start-up.ts', 'routes/ may not import cli/'],
     ['src/app.ts', './config.ts', 'only cli/ imports config'],
-    ['src/errors.ts', './logger.ts', 'errors.ts is the bottom of the house'],
+    ['src/errors.ts', './log/logger.ts', 'errors.ts is the bottom of the house'],
   ]
   for (const [file, specifier, rule] of backward) {
     test(`when ${file} imports ${specifier}, then the linter rejects it naming the rule`, () => {

@@ -1,6 +1,6 @@
 import { buildApp } from '../app.ts'
 import { loadConfig } from '../config.ts'
-import { createLogger } from '../logger.ts'
+import { createLogger } from '../log/logger.ts'
 import { createMetrics } from '../metrics/metrics.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import { appOptions } from './app-options.ts'

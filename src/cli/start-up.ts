@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import { type Config, loadConfig } from '../config.ts'
-import { BufferedLogOutput } from '../log-output.ts'
-import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../logger.ts'
+import { BufferedLogOutput } from '../log/log-output.ts'
+import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../log/logger.ts'
 import type { Output } from './command.ts'
 
 /**
