@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
+import { admittedKeyName, decorateAdmittedKey } from './admission/admission.ts'
 import { registerCors } from './http/cors.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
@@ -102,7 +103,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await registerCors(app, { corsOrigins: http.corsOrigins })
   // Probes come every few seconds from each balancer: at info they would outnumber the requests served.
-  addRequestLifecycle(app, metrics, PROBE_PATHS)
+  decorateAdmittedKey(app)
+  addRequestLifecycle(app, { metrics, quietOperations: PROBE_PATHS, keyNameOf: admittedKeyName })
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import Type, { type Static } from 'typebox'
-import { isWellFormedApiKey, KEY_NAME_PATTERN } from './auth/api-key.ts'
 import { GET_PET_SUNSET_DAY } from './pets/get-pet-deprecation.ts'
+import { isWellFormedApiKey, KEY_NAME_PATTERN } from './schemas/api-key.ts'
 
 // Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
 const BASE_URL = {

@@ -1,7 +1,7 @@
 import { Server as NetServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
-import { exitAfterLogFlush } from './logger.ts'
+import { exitAfterLogFlush } from './log/logger.ts'
 
 /** Where the API listens (`HOST`, `PORT`), and how long a stop lets open connections finish. */
 export interface ListenSettings {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import { runPeriodically } from '../src/http/periodic-job.ts'
+import { runPeriodically } from '../src/periodic-job.ts'
 
 /** Resolves when `signal` aborts. */
 const aborted = (signal: AbortSignal) =>

@@ -6,7 +6,7 @@ import { MemoryWindowCounter } from '../src/admission/rate-limit/memory-counter.
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { RedisWindowCounter } from '../src/admission/rate-limit/redis-counter.ts'
 import type { WindowCounter } from '../src/admission/rate-limit/window-counter.ts'
-import { createLogger } from '../src/logger.ts'
+import { createLogger } from '../src/log/logger.ts'
 import { call } from './helpers/api-client.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { LOG_OUTPUT } from '../src/log-output.ts'
+import { LOG_OUTPUT } from '../src/log/log-output.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { logLines, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 

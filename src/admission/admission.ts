@@ -1,10 +1,27 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { DeprecatedCallCounter } from '../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
 import type { KeyIdentity } from '../store/store.ts'
 import type { BearerCheck } from './bearer-auth.ts'
 import { announceDeprecation } from './deprecation-notice.ts'
 import type { RateLimitHook } from './rate-limit/rate-limit.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key that authenticated this request, set by the operation's admission; null until then. */
+    apiKey: KeyIdentity | null
+  }
+}
+
+/** Gives every request its `apiKey`, null until admitted: on the root app, so all requests share one shape. */
+export function decorateAdmittedKey(app: FastifyInstance): void {
+  app.decorateRequest('apiKey', null)
+}
+
+/** The name of the key a request was admitted with, for its access line; undefined when none was. */
+export function admittedKeyName(request: FastifyRequest): string | undefined {
+  return request.apiKey?.name
+}
 
 export interface AdmissionOptions {
   checkBearer: BearerCheck

@@ -1,5 +1,6 @@
+import { isWellFormedApiKey } from '../schemas/api-key.ts'
 import type { KeyIdentity, Store } from '../store/store.ts'
-import { hashApiKey, isWellFormedApiKey } from './api-key.ts'
+import { hashApiKey } from './api-key.ts'
 
 export interface AuthenticatorOptions {
   store: Pick<Store, 'findActiveApiKey'>

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { currentRequestId } from '../http/request-logging.ts'
-import { exitAfterLogFlush } from '../logger.ts'
+import { exitAfterLogFlush } from '../log/logger.ts'
 
 // Further failures logged while stopping, at most: a fault that repeats must not flood the last lines.
 const FURTHER_FAILURES_LOGGED = 10

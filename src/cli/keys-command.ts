@@ -1,5 +1,6 @@
 import type { ParseArgsOptionsConfig } from 'node:util'
-import { generateApiKey, KEY_NAME_PATTERN, storedFormOf } from '../auth/api-key.ts'
+import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
+import { KEY_NAME_PATTERN } from '../schemas/api-key.ts'
 import { DuplicateKeyNameError } from '../store/store.ts'
 import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
 import { openMigratedStore } from './open-store.ts'

@@ -46,6 +46,13 @@ export async function openMigratedStore(
   }
 }
 
+/** An empty store in memory, migrated: for a command that builds the app but holds no data (openapi). */
+export async function openThrowawayStore(log: Pick<Logger, 'warn' | 'error' | 'info'>): Promise<Store> {
+  const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0, log })
+  await store.migrate()
+  return store
+}
+
 /**
  * The default `data/` is created on the first start; any other directory must exist, so a mistyped path is
  * refused rather than given a new empty database (and a new initial key) somewhere unexpected.

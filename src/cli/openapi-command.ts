@@ -1,10 +1,7 @@
-import { buildApp } from '../app.ts'
-import { loadConfig } from '../config.ts'
-import { createLogger } from '../logger.ts'
-import { createMetrics } from '../metrics/metrics.ts'
-import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
-import { appOptions } from './app-options.ts'
 import { type Command, parseCommandArgs } from './command.ts'
+import { composeApp } from './compose-app.ts'
+import { openThrowawayStore } from './open-store.ts'
+import { startUp } from './start-up.ts'
 
 export const openapiCommand: Command = {
   name: 'openapi',
@@ -15,11 +12,10 @@ Prints the OpenAPI document the server serves at /v1/openapi.json, with the serv
 configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches no database.`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
+    const { config, log } = startUp(undefined, { silent: true })
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
-    const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0 })
-    await store.migrate()
-    const services = { store, logger: createLogger({ level: 'silent' }), metrics: createMetrics() }
-    const app = await buildApp(appOptions(loadConfig(), services))
+    const store = await openThrowawayStore(log)
+    const { app } = await composeApp(config, { store, logger: log })
     try {
       await app.ready()
       stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)

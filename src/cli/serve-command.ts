@@ -3,14 +3,12 @@ import type { Server } from 'node:http'
 import { flushCompileCache } from 'node:module'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
-import { buildApp } from '../app.ts'
 import type { Config } from '../config.ts'
-import { createMetrics } from '../metrics/metrics.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
 import { startServer } from '../server.ts'
 import type { Store } from '../store/store.ts'
-import { appOptions } from './app-options.ts'
 import { type Command, type Output, parseCommandArgs } from './command.ts'
+import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
 import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
@@ -40,11 +38,10 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
   const store = await openStore(config.database, logger)
   const { redisUrl } = config.rateLimit
   const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
-  const metrics = createMetrics(store.poolStats?.bind(store))
   let metricsServer: Server | undefined
   try {
     if (alone) await prepareStore(store, config, logger, terminal)
-    const app = await buildApp(appOptions(config, { store, logger, metrics, ...(redis ? { redis } : {}) }))
+    const { app, metrics } = await composeApp(config, { store, logger, ...(redis ? { redis } : {}) })
     const shared = alone ? undefined : shareMetricsWithPrimary(metrics.registry)
     metricsServer =
       alone && config.metrics ? await startMetricsServer(metrics.registry, config.metrics) : undefined

@@ -1,16 +1,21 @@
 import type { Logger } from 'pino'
 import { type Config, loadConfig } from '../config.ts'
-import { BufferedLogOutput } from '../log-output.ts'
-import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../logger.ts'
+import { BufferedLogOutput } from '../log/log-output.ts'
+import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../log/logger.ts'
 import type { Output } from './command.ts'
 
 /**
  * What every command starts from, once per process: the configuration, read and decoded, and the process
  * logger made from it (human-readable on `terminal`, if given, when LOG_FORMAT allows). A server's JSON log
- * is buffered (`bufferedLog`): one line per request must not cost a write each.
+ * is buffered (`bufferedLog`): one line per request must not cost a write each. A command whose standard
+ * output is its result (`openapi`) logs nothing there (`silent`).
  */
-export function startUp(terminal?: Output, { bufferedLog = false } = {}): { config: Config; log: Logger } {
+export function startUp(
+  terminal?: Output,
+  { bufferedLog = false, silent = false } = {},
+): { config: Config; log: Logger } {
   const config = loadConfig()
+  if (silent) return { config, log: createLogger({ level: 'silent' }) }
   const pretty = terminal !== undefined && wantsPrettyLogs(config.log, terminal)
   if (pretty || !bufferedLog) return { config, log: createLogger(config.log, pretty) }
   const log = createLogger(config.log, false, new BufferedLogOutput({ shared: config.workers !== 1 }))

@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import type { Logger } from 'pino'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import type { KeyIdentity } from '../store/store.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
@@ -10,10 +9,6 @@ import { serializedBindingsOf } from './request-logger.ts'
 import { loggedUrlOf, operationOf, userAgentOf } from './request-logging.ts'
 
 declare module 'fastify' {
-  interface FastifyRequest {
-    /** The API key that authenticated this request, set by the operation's admission; null until then. */
-    apiKey: KeyIdentity | null
-  }
   interface FastifyInstance {
     /** Shutdown has begun: from now on every request is answered 503 with `Connection: close`. */
     refuseRequests(): void
@@ -37,6 +32,14 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
   reply.header('x-request-id', request.id).headers(FIXED_HEADERS)
 }
 
+export interface RequestLifecycleOptions {
+  metrics: Metrics
+  /** Operations whose access line is written at debug, not info: health probes, every few seconds. */
+  quietOperations?: ReadonlySet<string>
+  /** The name of the API key a request was admitted with, if any (admission sets it, after this hook). */
+  keyNameOf: (request: FastifyRequest) => string | undefined
+}
+
 /**
  * What every request goes through, in one hook at each end (each hook costs a turn of the request
  * pipeline, so they are not split by concern):
@@ -50,13 +53,8 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
  * Node's own answers to `Expect` and CONNECT are replaced by ours too, and Node no longer answers
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
-export function addRequestLifecycle(
-  app: FastifyInstance,
-  metrics: Metrics,
-  /** Operations whose access line is written at debug, not info: health probes, every few seconds. */
-  quietOperations: ReadonlySet<string> = new Set(),
-): void {
-  app.decorateRequest('apiKey', null)
+export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecycleOptions): void {
+  const { metrics, quietOperations = new Set(), keyNameOf } = options
   let closing = false
   // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
   app.decorate('refuseRequests', () => {
@@ -103,7 +101,7 @@ export function addRequestLifecycle(
       operation,
       status,
       durationMs: Math.round(elapsedMs * 100) / 100,
-      key: request.apiKey?.name,
+      key: keyNameOf(request),
       remoteAddress: request.ip,
       userAgent: userAgentOf(request),
     })

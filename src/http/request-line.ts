@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino'
-import { maskApiKeys } from '../auth/api-key.ts'
+import { maskApiKeys } from '../log/key-masking.ts'
 
 /** What the line of one answered request says. */
 export interface RequestLine {

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
-import { containsApiKey, maskApiKeys } from '../auth/api-key.ts'
+import { containsApiKey, maskApiKeys } from '../log/key-masking.ts'
 
 // A client's own request id is kept if it is short and plain; anything else is replaced, never logged as is.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/

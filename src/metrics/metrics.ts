@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import { droppedLogLines } from '../log-output.ts'
+import { droppedLogLines } from '../log/log-output.ts'
 import { DurationHistogram } from './duration-histogram.ts'
 
 /** What the store reports about its connections, for engines that pool them. */

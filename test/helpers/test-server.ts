@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
 import { generateApiKey, storedFormOf } from '../../src/auth/api-key.ts'
-import { type AppServices, appOptions } from '../../src/cli/app-options.ts'
+import { type AppServices, composeApp } from '../../src/cli/compose-app.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
-import { createLogger } from '../../src/logger.ts'
-import { createMetrics } from '../../src/metrics/metrics.ts'
+import { createLogger } from '../../src/log/logger.ts'
 import type { Store } from '../../src/store/store.ts'
 import type { Cleanup } from './cleanup.ts'
 import { type StoreEngine, sqliteEngine } from './store-engines.ts'
@@ -65,13 +63,7 @@ export async function startTestServer(
   }
   const key = options.key ?? generateApiKey()
   if (options.key === undefined) await store.createApiKey(storedFormOf('test', key))
-  const services: AppServices = {
-    store,
-    logger: createLogger(config.log),
-    metrics: createMetrics(store.poolStats?.bind(store)),
-    ...options.app,
-  }
-  app = await buildApp(appOptions(config, services))
+  app = (await composeApp(config, { store, logger: createLogger(config.log), ...options.app })).app
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0

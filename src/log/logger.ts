@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
-import { maskApiKeys } from './auth/api-key.ts'
+import { maskApiKeys } from './key-masking.ts'
 import { droppedLogLines, LOG_OUTPUT } from './log-output.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */

@@ -1,10 +1,11 @@
+import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { MemoryWindowCounter } from '../admission/rate-limit/memory-counter.ts'
 import { RedisWindowCounter } from '../admission/rate-limit/redis-counter.ts'
-import type { AppOptions } from '../app.ts'
+import { type AppOptions, buildApp } from '../app.ts'
 import type { Config } from '../config.ts'
-import type { Metrics } from '../metrics/metrics.ts'
+import { createMetrics, type Metrics } from '../metrics/metrics.ts'
 import type { Store } from '../store/store.ts'
 
 // API keys counted in memory at once; beyond it the least recently seen key starts a new window.
@@ -16,17 +17,32 @@ const REDIS_PREFIX = 'petstore:rate-limit:'
 export interface AppServices {
   store: Store
   logger: Logger
-  metrics: Metrics
+  /** Made by composeApp when not given (a test gives its own to read it). */
+  metrics?: Metrics
   /** Shared rate-limit counts (`REDIS_URL`); without it each instance counts alone. */
   redis?: Redis
   now?: () => number
 }
 
 /**
+ * The app as every command that builds one composes it (serve, openapi): the metrics registry is made here,
+ * once, reading the store's pool, and returned for the caller to serve or share.
+ */
+export async function composeApp(
+  config: Config,
+  services: AppServices,
+): Promise<{ app: FastifyInstance; metrics: Metrics }> {
+  const { store } = services
+  const metrics = services.metrics ?? createMetrics(store.poolStats?.bind(store))
+  const app = await buildApp(appOptions(config, { ...services, metrics }))
+  return { app, metrics }
+}
+
+/**
  * The app's options, from the configuration and the services: each part of the app gets its own group
  * of settings, and the rate limit its counter, chosen here (memory, or Redis when configured).
  */
-export function appOptions(config: Config, services: AppServices): AppOptions {
+function appOptions(config: Config, services: AppServices & { metrics: Metrics }): AppOptions {
   const { store, logger, metrics, redis, now = Date.now } = services
   const { perMinute } = config.rateLimit
   const counter = () =>
