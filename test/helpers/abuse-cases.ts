@@ -2,6 +2,7 @@ import { connect } from 'node:net'
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
 import { conformanceOf } from './api-client.ts'
+import { within } from './bounded-wait.ts'
 import type { TestServer } from './test-server.ts'
 import { sendWire, type WireRequest, type WireResponse } from './wire-client.ts'
 
@@ -145,13 +146,21 @@ export async function streamOversizedBody(
   socket.write(`${head}Content-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`)
   const chunk = Buffer.alloc(64 * 1024, 0x20)
   let sent = 0
-  while (!closed && sent < total) {
-    if (!socket.write(chunk))
-      await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), done])
-    sent += chunk.length
-  }
-  if (!closed) socket.end() // all of it taken in: the caller's assertions say so
-  await done
+  const streamed = (async () => {
+    while (!closed && sent < total) {
+      if (!socket.write(chunk))
+        await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), done])
+      sent += chunk.length
+    }
+    if (!closed) socket.end() // all of it taken in: the caller's assertions say so
+    await done
+  })()
+  // A server that stops reading and never hangs up fails here, not at the test's timeout.
+  await within(
+    streamed,
+    20_000,
+    () => `the connection was neither read on nor closed (${sent} bytes sent)`,
+  ).finally(() => socket.destroy())
   return { answer, sent }
 }
 
