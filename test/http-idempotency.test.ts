@@ -123,6 +123,7 @@ for (const engine of storeEngines) {
         app: { now: () => clock },
       })
       const first = await post(server, 'short-lived')
+      assert.equal(first.status, 201, first.text)
       clock += 61_000
       const later = await post(server, 'short-lived')
       assert.equal(later.status, 201)
@@ -132,23 +133,32 @@ for (const engine of storeEngines) {
       assert.equal(await server.store.purgeIdempotencyRecords(clock), 1)
     })
 
-    test('when the app starts, then its purge job removes the keys that had expired', async (t) => {
+    test('when the app starts, then its purge job removes the keys that had expired and keeps the others', async (t) => {
       const clock = Date.UTC(2027, 0, 1)
       const { store } = await engine.open(t)
-      const expired = {
-        apiKeyId: 1n,
-        idempotencyKey: 'expired',
-        fingerprint: 'f',
-        requestedAtMs: clock - 120_000,
-      }
-      await store.createPet({
-        pet: { name: 'Old', categoryId: 1n },
-        idempotency: { ...expired, expiresAtMs: clock - 60_000 },
-      })
+      // A create sent again with its key, as of a moment its record was still kept: replayed only if the
+      // record is stored; a new pet (and record) if it is gone.
+      const keyed = (idempotencyKey: string, requestedAtMs: number, expiresAtMs: number) =>
+        store.createPet({
+          pet: { name: idempotencyKey, categoryId: 1n },
+          idempotency: { apiKeyId: 1n, idempotencyKey, fingerprint: 'f', requestedAtMs, expiresAtMs },
+        })
+      const expired = (await keyed('expired', clock - 120_000, clock - 60_000)).pet
+      const kept = (await keyed('kept', clock - 1000, clock + 60_000)).pet
+      const replay = (key: string) => keyed(key, clock - 90_000, clock + 60_000)
+      // Seeding stored both records: otherwise the purge below would pass with nothing to purge.
+      assert.deepEqual(
+        await replay('expired'),
+        { pet: expired, replayed: true },
+        'the expired record is stored',
+      )
+      assert.deepEqual(await replay('kept'), { pet: kept, replayed: true }, 'the live record is stored')
+
       const server = await startTestServer(t, { store, app: { now: () => clock } })
       // The job runs as the app starts and hourly; closing lets the run in progress finish its chunk.
       await server.app.close()
-      assert.equal(await store.purgeIdempotencyRecords(clock), 0, 'already purged by the job')
+      assert.deepEqual(await replay('kept'), { pet: kept, replayed: true }, 'the live record was kept')
+      assert.equal((await replay('expired')).replayed, false, 'the expired record was purged')
     })
 
     test('when the Idempotency-Key header is malformed or repeated, then 400 invalid_idempotency_key', async (t) => {
