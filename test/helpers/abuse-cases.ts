@@ -110,18 +110,18 @@ export function failingStore(method: keyof Store, reason: unknown): Store {
 export const LEAK =
   /\n\s+at |\.ts:\d+|node_modules|\/srv\/|SELECT|INSERT|constraint|Cannot read|FST_|TypeError/i
 
-/** Everything the server writes back to these raw bytes until it closes the connection. */
+/** Everything the server writes back to these raw bytes until it closes the connection (within 10 s). */
 export function rawAnswer(origin: string, request: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
-    let received = ''
-    socket.on('data', (chunk) => {
-      received += chunk
-    })
-    socket.on('error', () => {})
-    socket.on('close', () => resolve(received))
-    socket.write(request)
+  const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
+  let received = ''
+  socket.on('data', (chunk) => {
+    received += chunk
   })
+  socket.on('error', () => {})
+  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)))
+  socket.write(request)
+  const what = () => `the connection was not closed; received: ${JSON.stringify(received)}`
+  return within(closed, 10_000, what).finally(() => socket.destroy())
 }
 
 /**
