@@ -5,7 +5,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { CLI, runCli, startServeProcess } from './helpers/cli-process.ts'
+import { within } from './helpers/bounded-wait.ts'
+import { CLI, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -171,7 +172,7 @@ describe('petstore CLI', () => {
     assert.equal((await get(server.origin, '/v1/pets', key)).status, 200, 'listPets is not deprecated')
     // Counts are written every few seconds and when the server stops.
     server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
 
     const [legacy, modern] = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout)
     assert.equal(legacy.deprecatedCalls, 3)
@@ -220,7 +221,7 @@ describe('petstore CLI', () => {
     assert.match(server.output(), /initial-api-key/)
 
     server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
     const again = await startServeProcess({}, cwd)
     t.after(() => again.child.kill('SIGKILL'))
     assert.equal(readFileSync(path, 'utf8').trim(), key, 'a second start creates no other key')
@@ -239,7 +240,7 @@ describe('petstore CLI', () => {
     const created = await response.text()
     assert.equal(response.status, 201)
     first.child.kill('SIGTERM')
-    assert.equal(await first.exited, 0)
+    assert.equal(await exitWithin(first), 0)
 
     const second = await startServeProcess({}, cwd)
     t.after(() => second.child.kill('SIGKILL'))
@@ -256,7 +257,7 @@ describe('petstore CLI', () => {
     })
     // Like `| head -c 0`: the reader has closed the pipe before the command writes.
     child.stdout.destroy()
-    const [code] = await once(child, 'exit')
+    const [code] = await within(once(child, 'exit'), 10_000, 'the command did not end')
     assert.equal(stderr, '')
     assert.equal(code, 0)
   })

@@ -4,7 +4,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { exitWithin, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
 import {
   crashKills,
   describeVerdict,
@@ -41,7 +41,7 @@ describe('crash durability (SQLite)', () => {
       const victim = server
       server = undefined
       victim.child.kill('SIGKILL')
-      await victim.exited
+      await exitWithin(victim)
     }
     server = await startServeProcess(env, cwd)
     await sleep(200)
@@ -55,7 +55,7 @@ describe('crash durability (SQLite)', () => {
     assert.deepEqual(result.refusedButStored, [], 'nothing refused is stored')
 
     server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
     const database = new DatabaseSync(join(cwd, 'data', 'petstore.db'), { readOnly: true })
     t.after(() => database.close())
     assert.equal(database.prepare('PRAGMA integrity_check').get()?.integrity_check, 'ok')

@@ -10,12 +10,17 @@ import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-s
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url))
 
-/** Runs an example as a user would, with only PATH and the two variables the examples document. */
+/**
+ * Runs an example as a user would, with only PATH and the two variables the examples document; one still
+ * running after 20 s is killed, and its code is then null.
+ */
 function runExample(command: string, args: string[], server: TestServer, key = server.key, cwd?: string) {
   const child = spawn(command, args, {
     cwd,
     env: { PATH: process.env.PATH ?? '', PETSTORE_URL: `${server.origin}/v1`, PETSTORE_API_KEY: key },
     stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 20_000,
+    killSignal: 'SIGKILL',
   })
   let stdout = ''
   let stderr = ''

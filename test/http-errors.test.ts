@@ -6,6 +6,7 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
+import { within } from './helpers/bounded-wait.ts'
 import { assertErrorBody, checkedRawHttp, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
@@ -157,7 +158,7 @@ describe('failures inside the service', () => {
     socket.write(request)
     await new Promise((resolve) => setTimeout(resolve, 50))
     release()
-    await Promise.all([closing, ended])
+    await within(Promise.all([closing, ended]), 10_000, 'the app did not close, or left the connection open')
     const [first, second] = received.split(/(?=HTTP\/1\.1 )/)
     for (const answer of [first, second]) await checkRawText(server.origin, 'GET', '/v1/pets', answer ?? '')
     assert.match(first ?? '', /^HTTP\/1\.1 200 /, 'the in-flight request is completed')

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
+import { within } from './helpers/bounded-wait.ts'
 import { checkedRawHttp, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
@@ -74,7 +75,7 @@ describe('slow clients', () => {
       `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"na`,
     )
     const started = Date.now()
-    await closed
+    await within(closed, 5000, 'the slow client was not cut off')
     assert.ok(Date.now() - started < 3000, 'cut off within the timeout plus the 1 s check interval')
     assert.match(received, /^HTTP\/1\.1 408 /)
     assert.equal(errorBody(received.slice(received.indexOf('\r\n\r\n') + 4)).code, 'request_timeout')
@@ -210,7 +211,7 @@ describe('Expect: 100-continue', () => {
       }
     })
     socket.write(head(key, contentType))
-    await ended
+    await within(ended, 5000, () => `the exchange did not end; received: ${JSON.stringify(received)}`)
     return received
   }
 

@@ -4,7 +4,8 @@ import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { PURGE_CHUNK_ROWS } from '../src/store/shared/chunked-purge.ts'
-import { startServeProcess } from './helpers/cli-process.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
+import { exitWithin, startServeProcess } from './helpers/cli-process.ts'
 import { startTestServer, temporaryDirectory } from './helpers/test-server.ts'
 
 // One hour of keyed creates at 555/s: the backlog an hourly purge finds.
@@ -39,7 +40,7 @@ function steadyRequests(origin: string, path: string) {
   const answeredAt: number[] = []
   const loop = (async () => {
     while (running) {
-      const response = await fetch(`${origin}${path}`)
+      const response = await fetch(`${origin}${path}`, { signal: AbortSignal.timeout(10_000) })
       assert.equal(response.status, 200)
       await response.arrayBuffer()
       answeredAt.push(performance.now())
@@ -66,7 +67,10 @@ describe('idempotency purge (SQLite)', () => {
     insertExpiredKeys(path, EXPIRED_ROWS)
     const requests = steadyRequests(server.origin, '/healthz')
     t.after(() => requests.stop())
-    while (requests.answeredAt.length < 20) await new Promise((resolve) => setTimeout(resolve, 10))
+    await waitUntil(
+      () => requests.answeredAt.length >= 20,
+      () => `the steady requests got ${requests.answeredAt.length} of 20 answers before the purge`,
+    )
 
     const started = performance.now()
     const purged = await server.store.purgeIdempotencyRecords(Date.now())
@@ -87,7 +91,7 @@ describe('idempotency purge (SQLite)', () => {
     const env = { API_KEYS: `purge:${generateApiKey()}` }
     const first = await startServeProcess(env, cwd)
     first.child.kill('SIGTERM')
-    assert.equal(await first.exited, 0)
+    assert.equal(await exitWithin(first), 0)
     const path = join(cwd, 'data', 'petstore.db')
     insertExpiredKeys(path, EXPIRED_ROWS)
 
@@ -96,7 +100,7 @@ describe('idempotency purge (SQLite)', () => {
     t.after(() => server.child.kill('SIGKILL'))
     const stopping = performance.now()
     server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
     const left = countKeys(path)
     t.diagnostic(`stopped in ${Math.round(performance.now() - stopping)} ms; ${left} keys left`)
     assert.ok(left > EXPIRED_ROWS / 2, `the shutdown purged ${EXPIRED_ROWS - left} keys on its way out`)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { logLines, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { exitWithin, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 
@@ -23,10 +23,10 @@ const encodedForms = {
 }
 
 /** Calls the service with a valid key somewhere else than where keys belong (or also there). */
-async function sendKeyEverywhere(server: ServeProcess): Promise<void> {
+async function sendKeyEverywhere(origin: string): Promise<void> {
   const bearer = { authorization: `Bearer ${key}` }
   const call = (path: string, init: RequestInit = {}) =>
-    checkedFetch(server.origin, path, { ...init, headers: { ...bearer, ...init.headers } })
+    checkedFetch(origin, path, { ...init, headers: { ...bearer, ...init.headers } })
   for (const form of [key, ...Object.values(encodedForms)]) {
     assert.equal((await call(`/v1/pets?x=${form}`)).status, 400)
     assert.equal((await call(`/v1/pets?status=${form}`)).status, 400)
@@ -59,11 +59,8 @@ async function sendKeyEverywhere(server: ServeProcess): Promise<void> {
     body: `{"name":"${key}","categoryId":1,"${key}":1}`,
   })
   await call('/v1/pets', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{${key}` })
-  await rawHttp(
-    server.origin,
-    `GET /v1/pets/%ZZ${key} HTTP/1.1\r\nHost: petstore\r\nConnection: close\r\n\r\n`,
-  )
-  await rawHttp(server.origin, `GET /v1/pets?${key} HTTP/1.1\r\nHost: petstore\r\nBad Header ${key}\r\n\r\n`)
+  await rawHttp(origin, `GET /v1/pets/%ZZ${key} HTTP/1.1\r\nHost: petstore\r\nConnection: close\r\n\r\n`)
+  await rawHttp(origin, `GET /v1/pets?${key} HTTP/1.1\r\nHost: petstore\r\nBad Header ${key}\r\n\r\n`)
 }
 
 function assertNoKey(output: string): void {
@@ -79,7 +76,7 @@ describe('keys never reach the log', () => {
   test('when a valid key is sent in the URL (plain or percent-encoded), as the request id, in other headers and in bodies, then the JSON log at info never holds it, and each request still has its line', async (t) => {
     const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
-    await sendKeyEverywhere(server)
+    await sendKeyEverywhere(server.origin)
     // The last call's line is written after its answer: wait for the count rather than for a while.
     const requestLines = await waitForLog(server, (lines) => {
       const found = lines.filter((line) => line.msg === 'request')
@@ -99,9 +96,9 @@ describe('keys never reach the log', () => {
       temporaryDirectory(t),
     )
     t.after(() => server.child.kill('SIGKILL'))
-    await sendKeyEverywhere(server)
+    await sendKeyEverywhere(server.origin)
     server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
     assert.match(server.output(), /psk_\[redacted\]/, 'the lines were written')
     assertNoKey(server.output())
   })

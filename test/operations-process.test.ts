@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
+  exitWithin,
   logLines,
   requesterFor,
   runCli,
@@ -139,14 +140,14 @@ describe('start-up', () => {
     t.after(() => first.child.kill('SIGKILL'))
     assert.equal((await request(first, '/v1/pets')).status, 200)
     first.child.kill('SIGKILL') // no exit hook runs: what the next start finds was written once listening
-    await first.exited
+    await exitWithin(first)
 
     const startAndStop = async (cacheDirectory: string) => {
       const server = await startServeProcess(probed(cacheDirectory), temporaryDirectory(t))
       t.after(() => server.child.kill('SIGKILL'))
       assert.equal((await request(server, '/v1/pets')).status, 200)
       server.child.kill('SIGTERM')
-      assert.equal(await server.exited, 0)
+      assert.equal(await exitWithin(server), 0)
       return server.output()
     }
     assert.match(await startAndStop(cache), /type stripper loaded: false/)
@@ -221,6 +222,7 @@ describe('graceful lifecycle', () => {
             response = await request(server, '/v1/pets', {
               method: 'POST',
               body: `{"name":"w${w}-${i}","categoryId":1}`,
+              signal: AbortSignal.timeout(10_000),
             })
             text = await response.text()
           } catch (error) {
@@ -240,13 +242,19 @@ describe('graceful lifecycle', () => {
           refused++
         }
       })
+      // Stopped even when an assertion fails first, or the writers would run on; each call ends within its
+      // 10 s timeout. Their own failures are reported where the test awaits them below.
+      t.after(async () => {
+        writing = false
+        await Promise.allSettled(writers)
+      })
       // Signal once writes are flowing, not after a fixed time: with the write thread on, the first create
       // also starts the thread, which can take longer than any fixed pause on a busy machine.
       const deadline = Date.now() + 10_000
       while (acknowledged.length < 20 && Date.now() < deadline) await sleep(20)
       signalled = true
       server.child.kill('SIGTERM')
-      assert.equal(await server.exited, 0)
+      assert.equal(await exitWithin(server), 0)
       writing = false
       await Promise.all(writers)
       assert.ok(refused > 0, 'requests after the signal were refused (503 or connection refused)')
@@ -278,6 +286,6 @@ describe('graceful lifecycle', () => {
     assert.match(answer, /^HTTP\/1\.1 503 /)
     assert.match(answer, /\r\nconnection: close\r\n/i)
     assert.match(answer, /"code":"service_unavailable"/)
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
   })
 })

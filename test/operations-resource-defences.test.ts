@@ -5,7 +5,7 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { call } from './helpers/api-client.ts'
-import { waitUntil } from './helpers/bounded-wait.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { exchange, openSocket } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -26,7 +26,7 @@ describe('resource defences', () => {
       assert.equal((await call(server, 'GET', '/v1/pets')).status, 200, 'a normal client is served meanwhile')
       await sleep(50)
     }
-    await closed
+    await within(closed, 5000, 'the slow client was not cut off')
     clearInterval(dripping)
     assert.ok(Date.now() - started < 3000)
     assert.match(received, /^HTTP\/1\.1 408 /)
@@ -62,7 +62,11 @@ describe('resource defences', () => {
       }
     }
     const clients = [0, 1, 2].map(normal)
-    await closed
+    // Stopped even when the wait below fails, or the normal clients would run on.
+    t.after(() => {
+      cutOff = true
+    })
+    await within(closed, 5000, 'the slow client was not cut off')
     cutOff = true
     clearInterval(dripping)
     await Promise.all(clients)
@@ -91,14 +95,14 @@ describe('resource defences', () => {
     })
     extra.on('error', () => {}) // a reset is as good a refusal as a close
     extra.on('connect', () => extra.write(probe))
-    await once(extra, 'close')
+    await within(once(extra, 'close'), 5000, 'the socket over the cap was not closed')
     assert.equal(answered, '', 'the socket over the cap gets no answer')
 
     for (const socket of open) assert.match(await exchange(socket, probe), /^HTTP\/1\.1 200 /, 'still served')
     // The cap counts open sockets: with one closed, a new one is served.
     const [first] = open.splice(0, 1)
     first?.destroy()
-    await once(first as Socket, 'close')
+    await within(once(first as Socket, 'close'), 5000, 'the destroyed socket did not close')
     const connections = () =>
       new Promise<number>((resolve, reject) =>
         server.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),

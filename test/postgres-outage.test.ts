@@ -94,6 +94,12 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
         else assert.equal(response.status, 503, response.text)
       }
     })
+    // Stopped even when an assertion fails first, or the writers would run on forever; each call ends
+    // within its 10 s timeout. Their own failures are reported where the test awaits them below.
+    t.after(async () => {
+      writing = false
+      await Promise.allSettled(writers)
+    })
     await sleep(300)
     postgres.stop('immediate')
 

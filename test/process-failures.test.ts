@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
+  exitWithin,
   type LogLine,
   logLines,
   requesterFor,
@@ -24,14 +25,6 @@ const faulty = (env: Record<string, string> = {}) => ({
   NODE_OPTIONS: `--import ${FAULT_PROBE}`,
   ...env,
 })
-
-/** Resolves with the exit code; fails if the process is still running `timeoutMs` later. */
-async function exitWithin(server: ServeProcess, timeoutMs: number): Promise<number | NodeJS.Signals> {
-  const late = sleep(timeoutMs).then(() => 'late' as const)
-  const result = await Promise.race([server.exited, late])
-  assert.notEqual(result, 'late', `still running ${timeoutMs} ms later:\n${server.output()}`)
-  return result as number | NodeJS.Signals
-}
 
 function fatalLines(server: ServeProcess): LogLine[] {
   return logLines(server).filter((line) => line.level === 60)

@@ -4,7 +4,13 @@ import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { LOG_OUTPUT } from '../src/log/log-output.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { logLines, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import {
+  exitWithin,
+  logLines,
+  type ServeProcess,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}` }
@@ -66,7 +72,7 @@ describe('request log output', () => {
       }
     }
     await Promise.all(Array.from({ length: 8 }, worker))
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
     assert.ok(answered >= count / 2 - 8, `only ${answered} answers`)
     // 'exit' may come before the pipe's last bytes are read: wait for them, bounded.
     const lines = await waitForLog(server, (all) => {

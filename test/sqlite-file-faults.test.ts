@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { exitWithin, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { assertStorageFaultReported, waitUntilReady } from './helpers/storage-faults.ts'
 
@@ -27,7 +27,7 @@ function setUp(t: TestContext, env: Record<string, string> = {}) {
     },
     async kill(server: ServeProcess): Promise<void> {
       server.child.kill('SIGKILL')
-      await server.exited
+      await exitWithin(server)
     },
   }
 }

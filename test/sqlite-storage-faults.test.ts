@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { exitWithin, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { assertUnavailable, petLedger } from './helpers/pet-ledger.ts'
 import {
   assertStorageFaultReported,
@@ -44,7 +44,7 @@ function setUp(t: TestContext, directory: string, writeThread = 'off') {
     },
     async kill(server: ServeProcess): Promise<void> {
       server.child.kill('SIGKILL')
-      await server.exited
+      await exitWithin(server)
     },
   }
 }
@@ -144,7 +144,7 @@ describe('SQLite: a read-only volume at start', mountingSuiteOptions(), () => {
     const server = await setup.start()
     await setup.ledger.createAcknowledged(server, 5)
     server.child.kill('SIGTERM')
-    assert.equal(await server.exited, 0)
+    assert.equal(await exitWithin(server), 0)
     // Linux refuses this while a process has files open for writing on the volume (EBUSY): a running
     // server's volume turns read-only only by the kernel's own doing, as in the next suite.
     execFileSync('mount', ['-o', 'remount,ro', directory])

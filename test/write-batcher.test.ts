@@ -56,7 +56,7 @@ describe('group commit (WriteBatcher)', () => {
       await nextTurn()
     }
     producing = false
-    await Promise.all(results)
+    await within(Promise.all(results), PROMPTLY, 'the writes were not all committed')
     assert.ok(committedWhileProducing, 'no batch was committed while writes kept arriving')
     assert.equal(batches.flat().length, results.length)
   })
@@ -112,9 +112,11 @@ describe('group commit (WriteBatcher)', () => {
       return items
     }, 2)
     const [first, second, third] = [1, 2, 3].map((item) => batcher.submit(item))
-    await assert.rejects(first as Promise<number>, /disk full/)
-    await assert.rejects(second as Promise<number>, /disk full/)
-    assert.equal(await third, 3)
+    const failed = Promise.all(
+      [first, second].map((write) => assert.rejects(write as Promise<number>, /disk full/)),
+    )
+    await within(failed, PROMPTLY, 'the writes of the failed batch were not failed')
+    assert.equal(await within(third as Promise<number>, PROMPTLY, 'the next batch was not committed'), 3)
   })
 
   test('when a batch fails with an error said to fail the queue, then the writes queued behind it fail with it at once, and later ones get a new batch', async () => {
@@ -136,9 +138,10 @@ describe('group commit (WriteBatcher)', () => {
     // Queued while the first batch is in flight: never started, failed with it rather than tried again.
     const queued = [batcher.submit(2), batcher.submit(3)]
     failFirst(unavailable)
-    await assert.rejects(first, unavailable)
-    for (const write of queued) await assert.rejects(write, unavailable)
-    assert.equal(await batcher.submit(4), 4)
+    await within(assert.rejects(first, unavailable), PROMPTLY, 'the failed batch was not failed')
+    for (const write of queued)
+      await within(assert.rejects(write, unavailable), PROMPTLY, 'a write queued behind it was not failed')
+    assert.equal(await within(batcher.submit(4), PROMPTLY, 'a later write was not committed'), 4)
     assert.deepEqual(batches, [[1], [4]])
   })
 
@@ -158,7 +161,7 @@ describe('group commit (WriteBatcher)', () => {
     const queued = batcher.submit(2)
     await sleep(50)
     finishFirst()
-    await Promise.all([first, queued])
+    await within(Promise.all([first, queued]), PROMPTLY, 'the writes were not committed')
     const [firstSince, queuedSince] = told as [number, number]
     assert.ok(firstSince >= beforeFirst && firstSince <= beforeQueued)
     // Its waiting behind the first batch counts: told the submit time, not the start of its own batch.

@@ -2,6 +2,7 @@ import { connect } from 'node:net'
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
 import { conformanceOf } from './api-client.ts'
+import { within } from './bounded-wait.ts'
 import type { TestServer } from './test-server.ts'
 import { sendWire, type WireRequest, type WireResponse } from './wire-client.ts'
 
@@ -109,18 +110,18 @@ export function failingStore(method: keyof Store, reason: unknown): Store {
 export const LEAK =
   /\n\s+at |\.ts:\d+|node_modules|\/srv\/|SELECT|INSERT|constraint|Cannot read|FST_|TypeError/i
 
-/** Everything the server writes back to these raw bytes until it closes the connection. */
+/** Everything the server writes back to these raw bytes until it closes the connection (within 10 s). */
 export function rawAnswer(origin: string, request: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
-    let received = ''
-    socket.on('data', (chunk) => {
-      received += chunk
-    })
-    socket.on('error', () => {})
-    socket.on('close', () => resolve(received))
-    socket.write(request)
+  const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
+  let received = ''
+  socket.on('data', (chunk) => {
+    received += chunk
   })
+  socket.on('error', () => {})
+  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)))
+  socket.write(request)
+  const what = () => `the connection was not closed; received: ${JSON.stringify(received)}`
+  return within(closed, 10_000, what).finally(() => socket.destroy())
 }
 
 /**
@@ -145,13 +146,21 @@ export async function streamOversizedBody(
   socket.write(`${head}Content-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`)
   const chunk = Buffer.alloc(64 * 1024, 0x20)
   let sent = 0
-  while (!closed && sent < total) {
-    if (!socket.write(chunk))
-      await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), done])
-    sent += chunk.length
-  }
-  if (!closed) socket.end() // all of it taken in: the caller's assertions say so
-  await done
+  const streamed = (async () => {
+    while (!closed && sent < total) {
+      if (!socket.write(chunk))
+        await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), done])
+      sent += chunk.length
+    }
+    if (!closed) socket.end() // all of it taken in: the caller's assertions say so
+    await done
+  })()
+  // A server that stops reading and never hangs up fails here, not at the test's timeout.
+  await within(
+    streamed,
+    20_000,
+    () => `the connection was neither read on nor closed (${sent} bytes sent)`,
+  ).finally(() => socket.destroy())
   return { answer, sent }
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { within } from './bounded-wait.ts'
 import { checkedFetch } from './conformance-fetch.ts'
 
 /** The command's entry point, as `npm start`, `npm run petstore` and the installed `petstore` run it. */
@@ -76,6 +77,14 @@ export async function startServeProcess(env: Record<string, string>, cwd: string
     })
   })
   return { child, origin, output: () => output, exited }
+}
+
+/**
+ * Resolves with the exit code (or signal) once the process has exited; fails with its output if it is
+ * still running `timeoutMs` later, so a stop that hangs fails the test instead of holding the run.
+ */
+export function exitWithin(server: ServeProcess, timeoutMs = 10_000): Promise<number | NodeJS.Signals> {
+  return within(server.exited, timeoutMs, () => `the process is still running:\n${server.output()}`)
 }
 
 export type LogLine = Record<string, unknown>

@@ -49,19 +49,29 @@ export async function openSocket(origin: string): Promise<Socket> {
   return socket
 }
 
-/** Writes `bytes` on a kept-alive connection and resolves with the one whole response that follows. */
-export function exchange(socket: Socket, bytes: string): Promise<string> {
+/**
+ * Writes `bytes` on a kept-alive connection and resolves with the one whole response that follows; fails
+ * if the connection closes first or no whole response has come `timeoutMs` later.
+ */
+export function exchange(socket: Socket, bytes: string, timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let received = ''
+    const settle = (outcome: () => void) => {
+      clearTimeout(timer)
+      socket.off('data', onData).off('close', onClose)
+      outcome()
+    }
     const onData = (chunk: Buffer) => {
       received += chunk
       const headEnd = received.indexOf('\r\n\r\n')
       const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, headEnd))?.[1] ?? 0)
       if (headEnd === -1 || Buffer.byteLength(received) - headEnd - 4 < length) return
-      socket.off('data', onData).off('close', onClose)
-      resolve(received)
+      settle(() => resolve(received))
     }
-    const onClose = () => reject(new Error(`closed before a whole response: ${JSON.stringify(received)}`))
+    const failed = (why: string) => () =>
+      settle(() => reject(new Error(`${why} before a whole response: ${JSON.stringify(received)}`)))
+    const onClose = failed('closed')
+    const timer = setTimeout(failed(`${timeoutMs} ms passed`), timeoutMs)
     socket.on('data', onData).on('close', onClose)
     socket.write(bytes)
   })

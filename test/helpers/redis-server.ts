@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:net'
+import { within } from './bounded-wait.ts'
 import { suiteNeeding } from './suite-requirements.ts'
 
 /** `describe` options: skipped with one line when redis-server is missing, except under CI, where that fails. */
@@ -70,7 +71,7 @@ export async function startRedis(): Promise<RedisServer> {
     url: `redis://127.0.0.1:${port}`,
     async stop() {
       current.child.kill('SIGKILL')
-      await current.exited
+      await within(current.exited, 10_000, 'redis-server did not exit after SIGKILL')
     },
     async restart() {
       current = await spawnRedis(port)
