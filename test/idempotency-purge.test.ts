@@ -61,8 +61,11 @@ function worstGap(times: number[], from: number, to: number): number {
   return Math.max(...inWindow.slice(1).map((time, i) => time - (inWindow[i] as number)))
 }
 
+// Inserting and purging two million rows takes 10-15 s alone, and far longer beside other suites.
 describe('idempotency purge (SQLite)', () => {
-  test(`when ${EXPIRED_ROWS} expired keys are purged, then requests keep being answered without a stall`, async (t) => {
+  test(`when ${EXPIRED_ROWS} expired keys are purged, then requests keep being answered without a stall`, {
+    timeout: 120_000,
+  }, async (t) => {
     const server = await startTestServer(t)
     const path = (server.databaseUrl as string).slice('sqlite:'.length)
     insertExpiredKeys(path, EXPIRED_ROWS)
@@ -87,7 +90,9 @@ describe('idempotency purge (SQLite)', () => {
     assert.ok(gap < MAX_GAP_MS, `the event loop stalled for ${gap.toFixed(0)} ms during the purge`)
   })
 
-  test('when the service stops with SIGTERM while it purges, then the purge stops between two chunks and the rest waits for the next start', async (t) => {
+  test('when the service stops with SIGTERM while it purges, then the purge stops between two chunks and the rest waits for the next start', {
+    timeout: 120_000,
+  }, async (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `purge:${generateApiKey()}` }
     const first = await startServeProcess(env, cwd)
