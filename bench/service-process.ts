@@ -10,9 +10,12 @@ import { captureOutput, type LogSink, openLogFile } from './service-output.ts'
 const CLI = fileURLToPath(new URL('../bin/petstore.js', import.meta.url))
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
-/** The `start` script of package.json, as written. */
+/** The command the `start` script of package.json runs: as written, less the `exec` that hands npm's shell over to it. */
 export function startScript(): string {
-  return String(JSON.parse(readFileSync(`${REPOSITORY}package.json`, 'utf8')).scripts.start)
+  return String(JSON.parse(readFileSync(`${REPOSITORY}package.json`, 'utf8')).scripts.start).replace(
+    /^exec /,
+    '',
+  )
 }
 
 /**
