@@ -64,10 +64,13 @@ export class SqliteVolume {
     try {
       const volume = statfsSync(this.#directory)
       const blocks = process.geteuid?.() === 0 ? volume.bfree : volume.bavail
-      freeBytes = blocks * volume.frsize
+      // `frsize` (the unit of the block counts) came with Node.js 24.16; before it, `bsize` is the same
+      // on Linux's common file systems. Synchronous: SQLite's own reads of this volume are too.
+      freeBytes = blocks * ((volume as { frsize?: number }).frsize ?? volume.bsize)
     } catch {
       return { fault: undefined, freeBytes: undefined }
     }
+    if (!Number.isFinite(freeBytes)) return { fault: undefined, freeBytes: undefined }
     const floor = wasFull ? 2 * FREE_BYTES_FLOOR : FREE_BYTES_FLOOR
     return { fault: freeBytes < floor ? 'disk_full' : undefined, freeBytes }
   }
