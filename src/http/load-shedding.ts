@@ -78,9 +78,9 @@ export function watchLoad(
  * watch says overloaded, new requests get 503 with Retry-After at once, instead of queueing until every
  * client times out.
  *
- * The measure is @fastify/under-pressure's, which this replaces: that plugin builds Fastify's route
- * options object on every request to look for a per-route handler; here the hook reads one flag that a
- * timer keeps up to date (docs/decisions.md, "Per-request cost").
+ * It replaces @fastify/under-pressure, which builds Fastify's route options object on every request to
+ * look for a per-route handler; here the hook reads one flag that a timer keeps up to date
+ * (docs/decisions.md, "Per-request cost").
  */
 export function shedWhenOverloaded(app: FastifyInstance, load: LoadWatch): void {
   if (load === NEVER_OVERLOADED) return
