@@ -2,8 +2,8 @@ import { write, writeSync } from 'node:fs'
 
 /**
  * How a server writes its log to standard output: buffered and asynchronous, so no request waits for a
- * write (docs/decisions.md, "Request log"). Lines are gathered until BATCH_BYTES, or for at most
- * FLUSH_INTERVAL_MS, then written by libuv's thread pool, a batch per write().
+ * write (docs/decisions.md, "The request log is buffered"). Lines are gathered until `batchBytes`, or for
+ * at most `flushIntervalMs`, then written by libuv's thread pool, a batch per write().
  */
 export const LOG_OUTPUT = {
   // Alone on its stdout, a process writes large batches: each write() wakes a thread and the reader.
@@ -32,39 +32,65 @@ export function droppedLogLines(): number {
   return dropped
 }
 
+/** A run of whole lines, encoded: at most one write long, unless one line is longer. */
+interface Chunk {
+  buffer: Buffer
+  used: number
+  lines: number
+}
+
 /**
  * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
  * `maxBufferedBytes` (a stdout nobody reads), a line is dropped and counted; after a write error other
  * than EAGAIN (EPIPE: the reader is gone) every line is. At exit, what is buffered is written at once,
  * unless a write is still pending (a stuck stdout), which would hold the exit forever.
+ *
+ * Each line is encoded once, straight into a reused write-sized buffer of whole lines, which is then
+ * written as it is: no array of strings to join, measure twice and encode again per batch
+ * (docs/decisions.md, "The request log is buffered").
  */
 export class BufferedLogOutput {
   readonly #fd: number
   readonly #batchBytes: number
-  readonly #maxWriteBytes: number
-  #lines: string[] = []
+  readonly #chunkBytes: number
+  // Oldest first; the last is the one being filled, never the one being written.
+  #chunks: Chunk[]
   #bytes = 0
   #writing = false
   #broken = false
+  #spare: Buffer[] = []
   #waiters: Array<() => void> = []
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
     this.#fd = fd
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
-    this.#maxWriteBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
+    this.#chunkBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
+    this.#chunks = [this.#newChunk(this.#chunkBytes)]
     setInterval(() => this.#writeBatch(), LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => this.flushSync())
   }
 
   /** Takes one line (pino's destination interface). */
   write(line: string): boolean {
-    const bytes = Buffer.byteLength(line)
-    if (this.#broken || this.#bytes + bytes > LOG_OUTPUT.maxBufferedBytes) {
+    if (this.#broken || this.#bytes + line.length > LOG_OUTPUT.maxBufferedBytes) {
       dropped++
       return true
     }
-    this.#lines.push(line)
+    let chunk = this.#chunks[this.#chunks.length - 1] as Chunk
+    // At most three bytes per UTF-16 unit: the exact length is measured only near a chunk's end.
+    if (line.length * 3 > chunk.buffer.length - chunk.used) {
+      const bytes = Buffer.byteLength(line)
+      if (bytes > chunk.buffer.length - chunk.used) {
+        // An empty chunk too small for the line is replaced, so no empty chunk waits ahead of a full one.
+        const last = chunk.used === 0 ? this.#chunks.length - 1 : this.#chunks.length
+        chunk = this.#newChunk(Math.max(bytes, this.#chunkBytes))
+        this.#chunks[last] = chunk
+      }
+    }
+    const bytes = chunk.buffer.write(line, chunk.used)
+    chunk.used += bytes
+    chunk.lines++
     this.#bytes += bytes
     if (!this.#writing && this.#bytes >= this.#batchBytes) this.#writeBatch()
     return true
@@ -77,76 +103,84 @@ export class BufferedLogOutput {
   }
 
   /**
-   * Writes what is buffered before the process exits, unless a write is pending: batch by batch (each at
+   * Writes what is buffered before the process exits, unless a write is pending: chunk by chunk (each at
    * most the write size, so workers' lines stay whole), the rest of a partial write after it, a full
    * non-blocking stdout retried briefly; what still cannot be written is counted as dropped.
    */
   flushSync(): void {
     if (this.#writing || this.#broken) return
     let waitedMs = 0
-    while (this.#lines.length > 0) {
-      let batch = Buffer.from(this.#take(this.#maxWriteBytes))
-      while (batch.length > 0) {
+    while (this.#bytes > 0) {
+      const chunk = this.#chunks[0] as Chunk
+      let rest = chunk.buffer.subarray(0, chunk.used)
+      while (rest.length > 0) {
         try {
-          batch = batch.subarray(writeSync(this.#fd, batch))
+          rest = rest.subarray(writeSync(this.#fd, rest))
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || waitedMs >= LOG_OUTPUT.exitWaitMs) {
-            dropped += this.#lines.length + (batch.toString().match(/\n/g)?.length ?? 0)
-            this.#lines = []
-            this.#bytes = 0
+            this.#dropAll()
             return
           }
           Atomics.wait(EXIT_WAIT, 0, 0, 1)
           waitedMs++
         }
       }
+      this.#written()
     }
   }
 
-  /** The first lines, up to `maxBytes` (at least one), joined; they leave the buffer. */
-  #take(maxBytes: number): string {
-    let count = 0
-    let bytes = 0
-    for (const line of this.#lines) {
-      const length = Buffer.byteLength(line)
-      if (count > 0 && bytes + length > maxBytes) break
-      bytes += length
-      count++
-    }
-    this.#bytes -= bytes
-    return this.#lines.splice(0, count).join('')
+  #newChunk(size: number): Chunk {
+    const buffer = (size === this.#chunkBytes && this.#spare.pop()) || Buffer.allocUnsafeSlow(size)
+    return { buffer, used: 0, lines: 0 }
+  }
+
+  /** The oldest chunk is written: it leaves, its buffer kept for reuse. */
+  #written(): void {
+    const chunk = this.#chunks.shift() as Chunk
+    this.#bytes -= chunk.used
+    if (chunk.buffer.length === this.#chunkBytes && this.#spare.length < 2) this.#spare.push(chunk.buffer)
+    if (this.#chunks.length === 0) this.#chunks.push(this.#newChunk(this.#chunkBytes))
   }
 
   #writeBatch(): void {
     if (this.#writing) return
-    if (this.#lines.length === 0) {
+    const chunk = this.#chunks[0] as Chunk
+    if (chunk.used === 0) {
       for (const done of this.#waiters.splice(0)) done()
       return
     }
+    // Lines from now on go to a new chunk while this one is written.
+    if (this.#chunks.length === 1) this.#chunks.push(this.#newChunk(this.#chunkBytes))
     this.#writing = true
-    this.#send(Buffer.from(this.#take(this.#maxWriteBytes)))
+    this.#send(chunk, 0)
   }
 
-  #send(batch: Buffer): void {
-    write(this.#fd, batch, 0, batch.length, null, (error, written) => {
-      if (error) return this.#failed(error, batch)
-      if (written < batch.length) return this.#send(batch.subarray(written))
+  #send(chunk: Chunk, from: number): void {
+    write(this.#fd, chunk.buffer, from, chunk.used - from, null, (error, written) => {
+      if (error) return this.#failed(error, chunk, from)
+      if (from + written < chunk.used) return this.#send(chunk, from + written)
       this.#writing = false
+      this.#written()
       if (this.#bytes >= this.#batchBytes || this.#waiters.length > 0) this.#writeBatch()
     })
   }
 
-  #failed(error: NodeJS.ErrnoException, batch: Buffer): void {
+  #failed(error: NodeJS.ErrnoException, chunk: Chunk, from: number): void {
     // A non-blocking stdout that is full: try again shortly, lines keep gathering (up to the bound).
     if (error.code === 'EAGAIN') {
-      setTimeout(() => this.#send(batch), LOG_OUTPUT.retryMs).unref()
+      setTimeout(() => this.#send(chunk, from), LOG_OUTPUT.retryMs).unref()
       return
     }
     this.#broken = true
     this.#writing = false
-    dropped += this.#lines.length + batch.toString().split('\n').length - 1
-    this.#lines = []
-    this.#bytes = 0
+    this.#dropAll()
     for (const done of this.#waiters.splice(0)) done()
+  }
+
+  /** Every buffered line is counted as dropped, and the buffer starts empty. */
+  #dropAll(): void {
+    for (const chunk of this.#chunks) dropped += chunk.lines
+    this.#chunks = [this.#newChunk(this.#chunkBytes)]
+    this.#bytes = 0
   }
 }
