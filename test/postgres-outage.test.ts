@@ -197,23 +197,33 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
     await assert.rejects(store.createPet({ pet: { name: 'c', categoryId: 1n } }), StoreUnavailableError)
   })
 
-  test('when a read times out on a frozen database, then its connection is destroyed at once, not ended with a goodbye the server never answers', async (t) => {
-    const { postgres, store, port } = await storeOnOwnServer(t, {
-      poolSize: 1,
-      statementTimeoutMs: 300,
-      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  for (const [what, call] of [
+    ['a read', (store: PostgresStore) => store.getPet(1n)],
+    // In a transaction, which is never rolled back then: the ROLLBACK would queue behind the hung BEGIN.
+    ['a create', (store: PostgresStore) => store.createPet({ pet: { name: 'x', categoryId: 1n } })],
+  ] as const) {
+    test(`when ${what} times out on a frozen database, then its connection is destroyed at once, not ended with a goodbye the server never answers`, async (t) => {
+      // The client gives up 1 s past the statement timeout: at 4 s, and at 8 s after a ROLLBACK that
+      // waits as long (the call's deadline, past a 5 s connect timeout, would come later still).
+      const statementTimeoutMs = 3000
+      const { postgres, store, port } = await storeOnOwnServer(t, {
+        poolSize: 1,
+        statementTimeoutMs,
+        connectTimeoutMs: 5000,
+      })
+      assert.equal(connectionsTo(port), 1, 'the pool holds its one connection')
+      postgres.freeze()
+      const failed = assert.rejects(call(store), StoreUnavailableError)
+      // Ended politely, the socket would stay open (half-closed) for as long as the server stays frozen.
+      // 2 s past the client's bound tells all three apart, with room for a busy machine.
+      await waitUntil(
+        () => connectionsTo(port) === 0,
+        () => `connections to the frozen server still open: ${connectionsTo(port)}`,
+        { timeoutMs: statementTimeoutMs + 1000 + 2000 },
+      )
+      await failed
     })
-    assert.equal(connectionsTo(port), 1, 'the pool holds its one connection')
-    postgres.freeze()
-    await assert.rejects(store.getPet(1n), StoreUnavailableError)
-    // Ended politely, the socket would stay open (half-closed) for as long as the server stays frozen, so
-    // a bound of seconds still tells the two apart.
-    await waitUntil(
-      () => connectionsTo(port) === 0,
-      () => `connections to the frozen server still open: ${connectionsTo(port)}`,
-      { timeoutMs: 3000 },
-    )
-  })
+  }
 
   test('when the database is frozen and the store closes after a write still waiting for a connection, then that write fails as unavailable at the close grace, not at the connect timeout', async (t) => {
     // A connect timeout far past the close grace, so the two cannot be mistaken.

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
-import { storeErrorOf } from './postgres-errors.ts'
+import { connectionLost, storeErrorOf } from './postgres-errors.ts'
 
 export interface PostgresStoreOptions {
   url: string
@@ -30,6 +30,8 @@ export type Queryable = Pick<pg.PoolClient, 'query'>
 function destroy(client: pg.ClientBase): void {
   ;(client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
 }
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))
 
 /**
  * The connection pool, and the two ways the store uses it: one named statement, or a transaction. Both
@@ -65,9 +67,10 @@ export class PostgresPool {
     })
     this.#pool.on('error', options.onIdleError)
     // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
-    // own end would do: a polite goodbye waits on a hung server. One the server answered ends politely.
+    // own end would do: a polite goodbye waits on a hung server. Given back with any other error, pg's
+    // pool ends it politely.
     this.#pool.on('release', (error, client) => {
-      if (error && !(error instanceof pg.DatabaseError)) destroy(client)
+      if (error && connectionLost(error)) destroy(client)
     })
     this.#pool.on('connect', (client) => this.#clients.add(client))
     this.#pool.on('remove', (client) => this.#clients.delete(client))
@@ -130,28 +133,29 @@ export class PostgresPool {
     // crash the process. Its queries fail anyway (and are answered 503), so the event itself is dropped.
     const ignoreLost = () => {}
     client.on('error', ignoreLost)
-    let reusable = false
+    // What the connection is given back with: an error makes the pool drop it (see the release listener).
+    let broken: Error | undefined
     try {
       await client.query('BEGIN')
       const result = await work(client)
       await client.query('COMMIT')
-      reusable = true
       return result
     } catch (error) {
-      // Only a server that answered with an error is asked to roll back. A connection that timed out or
-      // dropped is destroyed instead (the server rolls back when it sees it gone): a ROLLBACK on it would
-      // queue behind the hung statement and wait out a second timeout.
-      if (error instanceof pg.DatabaseError) {
-        reusable = await client.query('ROLLBACK').then(
-          () => true,
-          () => false,
-        )
-      }
+      // A connection that timed out or dropped is destroyed (the server rolls back when it sees it gone):
+      // a ROLLBACK on it would queue behind the hung statement and wait out a second timeout. After any
+      // other error, the server's or `work`'s own, it is rolled back (bounded by query_timeout and the
+      // deadline) and kept: cut mid-transaction, a healthy connection would be lost for nothing.
+      broken = connectionLost(error)
+        ? asError(error)
+        : await client.query('ROLLBACK').then(
+            () => undefined,
+            (rollbackError: unknown) => asError(rollbackError),
+          )
       throw storeErrorOf(error)
     } finally {
       clearTimeout(expiry)
       client.removeListener('error', ignoreLost)
-      client.release(!reusable)
+      client.release(broken)
     }
   }
 
