@@ -33,6 +33,16 @@ function destroy(client: pg.ClientBase): void {
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))
 
+/** Resolves once `settled` (which never rejects) has, or at `deadline` (`performance.now()`) if sooner. */
+async function settledBy(settled: Promise<void>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const due = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()))
+  })
+  await Promise.race([settled, due])
+  clearTimeout(timer)
+}
+
 /**
  * The connection pool, and the two ways the store uses it: one named statement, or a transaction. Both
  * turn "the database cannot do this now" into `StoreUnavailableError`, both refuse once closed, and both
@@ -196,19 +206,24 @@ export class PostgresPool {
    * as it closes) and every call in flight finish, then refuses new work and ends the pool. Past
    * `CLOSE_GRACE_MS` it destroys every connection and fails every call still waiting, a connection's
    * included, as unavailable, so a hung server cannot hold the close (docs/decisions.md "PostgreSQL").
+   * With `doneBy`, the grace starts once `pending` has settled, or `CLOSE_GRACE_MS` before `doneBy`:
+   * a server that is only busy has all that time, and only a hung one fails (docs/decisions.md "Shutdown").
    */
-  close(pending: Promise<unknown> = Promise.resolve()): Promise<void> {
+  close(pending: Promise<unknown> = Promise.resolve(), doneBy?: number): Promise<void> {
     this.#closing ??= (async () => {
+      const settled = pending.then(
+        () => {},
+        () => {},
+      )
+      if (doneBy !== undefined) await settledBy(settled, doneBy - CLOSE_GRACE_MS)
       let grace: NodeJS.Timeout | undefined
       const graceOver = new Promise<void>((resolve) => {
         grace = setTimeout(resolve, CLOSE_GRACE_MS)
       })
-      const ended = pending
-        .catch(() => {})
-        .then(() => {
-          this.#closed = true
-          return this.#pool.end()
-        })
+      const ended = settled.then(() => {
+        this.#closed = true
+        return this.#pool.end()
+      })
       const finished = await Promise.race([ended.then(() => true), graceOver.then(() => false)])
       clearTimeout(grace)
       this.#closed = true
