@@ -20,6 +20,9 @@ export interface RunningServer {
 /** Time given, after the drain's SHUTDOWN_TIMEOUT_MS, to the app's closing hooks and `closeAfter` together. */
 export const SHUTDOWN_MARGIN_MS = 2000
 
+/** The end of that margin, kept for the last log lines and the exit (docs/decisions.md "Shutdown"). */
+export const EXIT_RESERVE_MS = 500
+
 /**
  * Stops accepting connections and keeps each open one until it has answered what it received: every
  * request from now on gets 503 with `Connection: close`, so the connection closes after that answer;
@@ -45,14 +48,15 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 
 /**
  * Listens, and on SIGTERM or SIGINT drains (see `drain`), then closes the app and runs `closeAfter` with
- * that closing (it closes the store once the app's last writes are done), so every acknowledged write is
- * committed before the process exits 0. The whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS +
- * SHUTDOWN_MARGIN_MS, whatever still hangs (a store that does not close), the process logs it and exits 1.
+ * that closing and the moment (`performance.now()`) it must be done by (it closes the store once the
+ * app's last writes are done), so every acknowledged write is committed before the process exits 0. The
+ * whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still hangs (a store
+ * that does not close), the process logs it and exits 1.
  */
 export async function startServer(
   app: FastifyInstance,
   { host, port, shutdownTimeoutMs }: ListenSettings,
-  closeAfter: (appClosing: Promise<void>) => Promise<void>,
+  closeAfter: (appClosing: Promise<void>, doneBy: number) => Promise<void>,
 ): Promise<RunningServer> {
   await app.listen({ host, port })
   const address = app.server.address()
@@ -62,10 +66,12 @@ export async function startServer(
   let closing: Promise<void> | undefined
   const shutdown = () => {
     closing ??= (async () => {
+      // Whatever the drain leaves of the bound goes to the closing, less what the exit needs.
+      const doneBy = performance.now() + shutdownTimeoutMs + SHUTDOWN_MARGIN_MS - EXIT_RESERVE_MS
       await drain(app, shutdownTimeoutMs)
-      // Together, so the app's last writes count within the store's close grace, not before it.
+      // Together: on a hung database the app's last writes end only when the store's close fails them.
       const appClosing = app.close()
-      await Promise.all([closeAfter(appClosing), appClosing])
+      await Promise.all([closeAfter(appClosing, doneBy), appClosing])
     })()
     return closing
   }

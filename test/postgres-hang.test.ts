@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { SHUTDOWN_MARGIN_MS } from '../src/server.ts'
+import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
 import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
 import { within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { startServeProcess } from './helpers/cli-process.ts'
+import { logLines, startServeProcess } from './helpers/cli-process.ts'
 import {
   assertAllStored,
   assertAnsweredWithin,
@@ -20,6 +20,8 @@ import {
   startThrowawayPostgres,
   throwawayPostgresSuiteOptions,
 } from './helpers/postgres-server.ts'
+import { adminOn } from './helpers/postgres-store-fixtures.ts'
+import { rawHttp } from './helpers/raw-http.ts'
 import { startTcpProxy } from './helpers/tcp-proxy.ts'
 
 // Room for a loaded 2-core CI machine on top of each bound: far below what the old code took.
@@ -102,7 +104,7 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     // Every connection open at the freeze has timed out and been destroyed: any call waits for a new one.
     ['once every connection open at the freeze is gone', DEFAULT_STATEMENT_MS + 1000 + 500],
   ] as const) {
-    test(`when PostgreSQL freezes under load with getPet calls and the service gets SIGTERM ${when}, then it exits 0 within SHUTDOWN_TIMEOUT_MS + the store close grace, and one line reports the deprecated-call counts not recorded`, async (t) => {
+    test(`when PostgreSQL freezes under load with getPet calls and the service gets SIGTERM ${when}, then it exits 0 before its hard limit of SHUTDOWN_TIMEOUT_MS + 2 s, and one line reports the deprecated-call counts not recorded`, async (t) => {
       const postgres = await startThrowawayPostgres()
       t.after(() => postgres.stop('immediate'))
       t.after(() => postgres.thaw())
@@ -133,8 +135,8 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
       await load.stop()
 
       // The drain (cut at SHUTDOWN_TIMEOUT_MS), then the app's last writes and the store's close together,
-      // within the close grace.
-      const bound = shutdownMs + CLOSE_GRACE_MS
+      // done by the hard limit less the exit's reserve: the close grace ends there.
+      const bound = shutdownMs + SHUTDOWN_MARGIN_MS - EXIT_RESERVE_MS
       const lines = service
         .output()
         .split('\n')
@@ -157,4 +159,57 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
       )
     })
   }
+
+  test('when PostgreSQL is healthy but the last deprecated-call write waits on a lock past the close grace at SIGTERM, then the write is committed, no count is reported lost, and the service exits 0', async (t) => {
+    const databaseUrl = await (await sharedPostgres()).createDatabase()
+    const key = generateApiKey()
+    const shutdownMs = 2000
+    const service = await startServeProcess(
+      {
+        DATABASE_URL: databaseUrl,
+        API_KEYS: `busy:${key}`,
+        API_KEY_CACHE_TTL_MS: '600000',
+        RATE_LIMIT_PER_MINUTE: '0',
+        SHUTDOWN_TIMEOUT_MS: String(shutdownMs),
+      },
+      temporaryDirectory(t),
+    )
+    t.after(() => service.child.kill('SIGKILL'))
+    // Each on a connection of its own that closes after the answer, so the drain has none to wait for.
+    const send = (method: string, path: string, body = '') =>
+      rawHttp(
+        service.origin,
+        `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      )
+    const created = await send('POST', '/v1/pets', '{"name":"busy","categoryId":7}')
+    assert.equal(created.status, 201, created.body)
+    const id = /"id":(\d+)/.exec(created.body)?.[1]
+    // The key's row locked by another session before any count is written: every write of them waits.
+    const admin = await adminOn(t, databaseUrl)
+    await admin.query('BEGIN')
+    await admin.query('SELECT 1 FROM api_keys WHERE name = $1 FOR UPDATE', ['busy'])
+    for (let call = 0; call < 3; call++) assert.equal((await send('GET', `/v1/pets/${id}`)).status, 200)
+
+    const exitedAt = service.exited.then(() => performance.now())
+    const signalledAt = performance.now()
+    service.child.kill('SIGTERM')
+    // Held past the store's 1 s close grace, well within the stop's bound of SHUTDOWN_TIMEOUT_MS + 2 s.
+    const heldMs = CLOSE_GRACE_MS + 1000
+    await sleep(heldMs)
+    await admin.query('COMMIT')
+    const exit = await within(service.exited, shutdownMs + SHUTDOWN_MARGIN_MS + 5000, 'exit after SIGTERM')
+    const tookMs = (await exitedAt) - signalledAt
+
+    assert.equal(exit, 0, service.output().slice(-2000))
+    const warnings = logLines(service).filter((line) => Number(line.level) >= 40)
+    assert.deepEqual(warnings, [], 'nothing reported lost or failed')
+    const { rows } = await admin.query<{ deprecated_calls: string }>(
+      'SELECT deprecated_calls::text FROM api_keys WHERE name = $1',
+      ['busy'],
+    )
+    assert.deepEqual(rows, [{ deprecated_calls: '3' }], 'the three getPet calls were recorded')
+    assert.ok(tookMs >= heldMs, `exited ${Math.round(tookMs)} ms after SIGTERM, before the lock was let go`)
+    t.diagnostic(`exited ${Math.round(tookMs)} ms after SIGTERM, the lock held ${heldMs} ms`)
+  })
 })

@@ -49,10 +49,10 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     // at once rather than at exit, so the next start finds it even if this process is killed. Before the
     // port opens: on a cold cache the write holds the loop for up to a second, which no client may see.
     flushCompileCache()
-    const server = await startServer(app, config.server, async (appClosing) => {
+    const server = await startServer(app, config.server, async (appClosing, doneBy) => {
       metricsServer?.close()
       redis?.disconnect()
-      await store.close(appClosing)
+      await store.close(appClosing, doneBy)
     })
     // The supervisor keeps a worker's counts once it has gone; the final report adds those since the last scrape.
     fatal.stopWith(async () => {

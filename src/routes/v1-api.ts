@@ -64,8 +64,9 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     'deprecated-call flush',
     {
       everyMs: DEPRECATED_CALL_FLUSH_MS,
-      // The last write, at shutdown, fails when the store cannot take it within its close grace (a hung
-      // PostgreSQL): what it held is lost, so it is said once, in one line (docs/decisions.md "Shutdown").
+      // The last write, at shutdown, fails when the store gives up on it as it closes (a PostgreSQL hung
+      // past the stop's bound): what it held is lost, so it is said once, in one line (docs/decisions.md
+      // "Shutdown").
       onLastRunFailed: (error) =>
         app.log.warn(
           { err: error, deprecatedCalls: deprecatedCalls.unwritten() },

@@ -128,10 +128,11 @@ export interface Store {
   recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void>
   /**
    * Closes the store once pending writes are committed and `after` (its callers' last work on it, such as
-   * the app's writes as it closes) has settled. An engine whose database can hang (PostgreSQL) gives all
-   * that one grace, then fails what still waits on the database as unavailable.
+   * the app's writes as it closes) has settled. An engine whose database can hang (PostgreSQL) waits for
+   * that until a short grace before `doneBy` (a `performance.now()` moment; without it, the grace starts
+   * at once), then fails what still waits on the database as unavailable.
    */
-  close(after?: Promise<unknown>): Promise<void>
+  close(after?: Promise<unknown>, doneBy?: number): Promise<void>
 }
 
 export class DuplicateKeyNameError extends Error {

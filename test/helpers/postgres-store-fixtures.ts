@@ -6,16 +6,21 @@ import { sharedPostgres } from './postgres-server.ts'
 
 export const emptyDatabase = async () => (await sharedPostgres()).createDatabase()
 
-/** A store on `url`, not migrated, closed after the test. */
-export function storeOn(t: Cleanup, url: string, options: Partial<PostgresStoreOptions> = {}): PostgresStore {
-  const store = new PostgresStore({
+/** The settings of a test's store (or of another user of the pool) on `url`, with what the test changes. */
+export function storeOptions(url: string, options: Partial<PostgresStoreOptions> = {}): PostgresStoreOptions {
+  return {
     url,
     poolSize: 5,
     statementTimeoutMs: 5000,
     connectTimeoutMs: 2000,
     onIdleError: () => {},
     ...options,
-  })
+  }
+}
+
+/** A store on `url`, not migrated, closed after the test. */
+export function storeOn(t: Cleanup, url: string, options: Partial<PostgresStoreOptions> = {}): PostgresStore {
+  const store = new PostgresStore(storeOptions(url, options))
   t.after(() => store.close())
   return store
 }

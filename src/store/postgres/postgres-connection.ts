@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
-import { storeErrorOf } from './postgres-errors.ts'
+import { connectionLost, storeErrorOf } from './postgres-errors.ts'
 
 export interface PostgresStoreOptions {
   url: string
@@ -29,6 +29,18 @@ export type Queryable = Pick<pg.PoolClient, 'query'>
 /** Cuts a connection at once, whatever it is waiting for (as the pool itself does on a connect timeout). */
 function destroy(client: pg.ClientBase): void {
   ;(client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
+}
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))
+
+/** Resolves once `settled` (which never rejects) has, or at `deadline` (`performance.now()`) if sooner. */
+async function settledBy(settled: Promise<void>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const due = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()))
+  })
+  await Promise.race([settled, due])
+  clearTimeout(timer)
 }
 
 /**
@@ -65,9 +77,10 @@ export class PostgresPool {
     })
     this.#pool.on('error', options.onIdleError)
     // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
-    // own end would do: a polite goodbye waits on a hung server. One the server answered ends politely.
+    // own end would do: a polite goodbye waits on a hung server. Given back with any other error, pg's
+    // pool ends it politely.
     this.#pool.on('release', (error, client) => {
-      if (error && !(error instanceof pg.DatabaseError)) destroy(client)
+      if (error && connectionLost(error)) destroy(client)
     })
     this.#pool.on('connect', (client) => this.#clients.add(client))
     this.#pool.on('remove', (client) => this.#clients.delete(client))
@@ -130,28 +143,29 @@ export class PostgresPool {
     // crash the process. Its queries fail anyway (and are answered 503), so the event itself is dropped.
     const ignoreLost = () => {}
     client.on('error', ignoreLost)
-    let reusable = false
+    // What the connection is given back with: an error makes the pool drop it (see the release listener).
+    let broken: Error | undefined
     try {
       await client.query('BEGIN')
       const result = await work(client)
       await client.query('COMMIT')
-      reusable = true
       return result
     } catch (error) {
-      // Only a server that answered with an error is asked to roll back. A connection that timed out or
-      // dropped is destroyed instead (the server rolls back when it sees it gone): a ROLLBACK on it would
-      // queue behind the hung statement and wait out a second timeout.
-      if (error instanceof pg.DatabaseError) {
-        reusable = await client.query('ROLLBACK').then(
-          () => true,
-          () => false,
-        )
-      }
+      // A connection that timed out or dropped is destroyed (the server rolls back when it sees it gone):
+      // a ROLLBACK on it would queue behind the hung statement and wait out a second timeout. After any
+      // other error, the server's or `work`'s own, it is rolled back (bounded by query_timeout and the
+      // deadline) and kept: cut mid-transaction, a healthy connection would be lost for nothing.
+      broken = connectionLost(error)
+        ? asError(error)
+        : await client.query('ROLLBACK').then(
+            () => undefined,
+            (rollbackError: unknown) => asError(rollbackError),
+          )
       throw storeErrorOf(error)
     } finally {
       clearTimeout(expiry)
       client.removeListener('error', ignoreLost)
-      client.release(!reusable)
+      client.release(broken)
     }
   }
 
@@ -192,19 +206,24 @@ export class PostgresPool {
    * as it closes) and every call in flight finish, then refuses new work and ends the pool. Past
    * `CLOSE_GRACE_MS` it destroys every connection and fails every call still waiting, a connection's
    * included, as unavailable, so a hung server cannot hold the close (docs/decisions.md "PostgreSQL").
+   * With `doneBy`, the grace starts once `pending` has settled, or `CLOSE_GRACE_MS` before `doneBy`:
+   * a server that is only busy has all that time, and only a hung one fails (docs/decisions.md "Shutdown").
    */
-  close(pending: Promise<unknown> = Promise.resolve()): Promise<void> {
+  close(pending: Promise<unknown> = Promise.resolve(), doneBy?: number): Promise<void> {
     this.#closing ??= (async () => {
+      const settled = pending.then(
+        () => {},
+        () => {},
+      )
+      if (doneBy !== undefined) await settledBy(settled, doneBy - CLOSE_GRACE_MS)
       let grace: NodeJS.Timeout | undefined
       const graceOver = new Promise<void>((resolve) => {
         grace = setTimeout(resolve, CLOSE_GRACE_MS)
       })
-      const ended = pending
-        .catch(() => {})
-        .then(() => {
-          this.#closed = true
-          return this.#pool.end()
-        })
+      const ended = settled.then(() => {
+        this.#closed = true
+        return this.#pool.end()
+      })
       const finished = await Promise.race([ended.then(() => true), graceOver.then(() => false)])
       clearTimeout(grace)
       this.#closed = true

@@ -1,3 +1,4 @@
+import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
 
@@ -13,6 +14,8 @@ const NETWORK_ERRORS = new Set([
   'EPIPE',
   'EAI_AGAIN',
 ])
+/** The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout). */
+const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
@@ -22,8 +25,18 @@ export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
   const unavailable =
     (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
-    /timeout|terminated|Connection ended|not queryable/i.test(message ?? '')
+    LOST_CONNECTION.test(message ?? '')
   return unavailable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
+}
+
+/**
+ * Whether `error` leaves its connection unusable: a socket error, or the driver giving up on a silent
+ * server or a dropped connection. Not an error the server sent, nor one the caller's own code threw.
+ */
+export function connectionLost(error: unknown): boolean {
+  if (error instanceof pg.DatabaseError) return false
+  const { code, message } = error as { code?: string; message?: string }
+  return (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
 }
 
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */

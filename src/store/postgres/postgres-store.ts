@@ -56,10 +56,11 @@ export class PostgresStore extends EngineStore<PostgresPool> {
 
   /**
    * Pending creates commit and `after` settles first, then the pool closes (and later calls fail as
-   * unavailable); with a hung server, within the pool's close grace. New creates are refused from the start.
+   * unavailable); with a hung server, by `doneBy` (see the pool's `close`). New creates are refused from
+   * the start.
    */
-  close(after: Promise<unknown> = Promise.resolve()): Promise<void> {
+  close(after: Promise<unknown> = Promise.resolve(), doneBy?: number): Promise<void> {
     this.#closing = true
-    return this.#pool.close(Promise.allSettled([after, this.#creates.flush()]))
+    return this.#pool.close(Promise.allSettled([after, this.#creates.flush()]), doneBy)
   }
 }

@@ -47,7 +47,7 @@ export abstract class EngineStore<Connection> implements Store {
 
   abstract health(): Promise<StoreHealth>
   abstract createPet(request: CreatePetRequest): Promise<CreatedPet>
-  abstract close(after?: Promise<unknown>): Promise<void>
+  abstract close(after?: Promise<unknown>, doneBy?: number): Promise<void>
 
   /** Runs a write of a key or of deprecated-call counts; an engine may check its storage around it. */
   protected write<T>(commit: () => Promise<T>): Promise<T> {

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { PostgresLoad } from '../src/store/postgres/postgres-load.ts'
+import { type CopiedPet, CopyConflictError } from '../src/store/shared/store-copy.ts'
+import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
+import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
+
+const pet = (id: bigint, name: string): CopiedPet => ({
+  id,
+  name,
+  category_id: 1n,
+  status: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+})
+
+describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
+  test('when the code inside a transaction throws (a copy conflict), then the transaction is rolled back and its connection kept, not cut mid-transaction', async (t) => {
+    const url = await emptyDatabase()
+    const load = new PostgresLoad(storeOptions(url, { poolSize: 1 }))
+    t.after(() => load.close())
+    const admin = await adminOn(t, url)
+    // The pool's connections as the server sees them: which backend, and whether a transaction is open.
+    const backends = async () =>
+      (
+        await admin.query<{ pid: number; state: string }>(
+          `SELECT pid, state FROM pg_stat_activity
+           WHERE datname = current_database() AND application_name = 'petstore' ORDER BY pid`,
+        )
+      ).rows
+    await load.prepare()
+    assert.equal(await load.writePets([pet(1n, 'Rex')]), 1)
+    const [connection] = await backends()
+    assert.ok(connection, 'the pool holds its one connection')
+
+    // Pet 1 copied again with other content: the check inside the transaction throws after its insert.
+    await assert.rejects(load.writePets([pet(2n, 'Fido'), pet(1n, 'Other')]), CopyConflictError)
+    assert.deepEqual(
+      await backends(),
+      [{ pid: connection.pid, state: 'idle' }],
+      'the same backend, idle: rolled back, and neither cut nor left in its transaction',
+    )
+    assert.equal(await load.writePets([pet(2n, 'Fido')]), 1, 'pet 2 was rolled back with the conflict')
+    assert.deepEqual(await backends(), [{ pid: connection.pid, state: 'idle' }], 'the next chunk reused it')
+  })
+})
