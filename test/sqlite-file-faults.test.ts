@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import { renameSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
-import { petLedger } from './helpers/pet-ledger.ts'
+import { assertUnavailable, petLedger } from './helpers/pet-ledger.ts'
 import { assertStorageFaultReported, waitUntilReady } from './helpers/storage-faults.ts'
 
 function setUp(t: TestContext, env: Record<string, string> = {}) {
@@ -75,6 +77,31 @@ describe('SQLite: the database file changes under a running server', () => {
       const restarted = await setup.start()
       await setup.ledger.createAcknowledged(restarted, 1)
       await setup.ledger.assertAllPresent(restarted)
+    })
+  }
+
+  for (const writeThread of ['off', 'on']) {
+    test(`when the database file is deleted while a create waits for the write lock (write thread ${writeThread}), then that create, committed into the deleted file, is not acknowledged`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 1)
+      // Another process holds the write lock, so the create passes the check made before its commit and
+      // then waits inside it; the file is deleted meanwhile, and only the check after the commit sees it.
+      const lock = new DatabaseSync(setup.database)
+      t.after(() => lock.close())
+      lock.exec('BEGIN IMMEDIATE')
+      let answered = false
+      const waiting = setup.ledger.create(server).finally(() => {
+        answered = true
+      })
+      await sleep(500)
+      unlinkSync(setup.database)
+      await sleep(200)
+      assert.equal(answered, false, 'the create was still waiting for the lock when the file went')
+      lock.exec('ROLLBACK')
+
+      await assertUnavailable(await waiting, 'the create committed into the deleted file')
+      await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
     })
   }
 })
