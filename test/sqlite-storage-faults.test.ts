@@ -17,6 +17,7 @@ import {
   storageFaultLines,
   waitUntilReady,
 } from './helpers/storage-faults.ts'
+import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
 const MIB = 1024 * 1024
 // A full disk refuses a create only once SQLite needs a new block: the log may have room for a few more.
@@ -168,5 +169,46 @@ describe(
       await setup.ledger.createAcknowledged(restarted, 5)
       await setup.ledger.assertAllPresent(restarted)
     })
+  },
+)
+
+/** Sets the soft limit on the size of files `server` writes (EFBIG past it), as `ulimit -f` would. */
+function limitFileSize(server: ServeProcess, bytes: number | 'unlimited') {
+  execFileSync('prlimit', ['--pid', String(server.child.pid), `--fsize=${bytes}:`])
+}
+
+describe(
+  'SQLite: the operating system refuses writes on a volume that is neither full nor read-only',
+  suiteNeeding(
+    'the write-refusal suite',
+    hasCommand('prlimit')
+      ? undefined
+      : {
+          missing: 'no prlimit on this machine',
+          remedy: 'apt-get install util-linux',
+        },
+  ),
+  () => {
+    for (const writeThread of ['off', 'on']) {
+      test(`when every write to the database fails with an I/O error (write thread ${writeThread}), then creates get 503 and /readyz 503 from the failed writes alone; once writes succeed again, both recover`, async (t) => {
+        const setup = setUp(t, temporaryDirectory(t), writeThread)
+        const server = await setup.start()
+        await setup.ledger.createAcknowledged(server, 10)
+        // A file-size limit under what the files already hold: every write past it fails (EFBIG), which
+        // SQLite reports as an I/O error, while the volume's free space and mount look healthy.
+        limitFileSize(server, 4096)
+
+        await assertStorageFaultReported(server, setup.ledger, 'io_error')
+        const notReady = await readinessBecomes(server, 503)
+        assert.equal(notReady.message, 'not ready: the disk holding the database reports I/O errors')
+
+        limitFileSize(server, 'unlimited')
+        await waitUntilReady(server)
+        await setup.ledger.createAcknowledged(server, 5)
+        await waitForLog(server, (lines) => lines.find((line) => line.recoveredFrom === 'io_error'))
+        await setup.kill(server)
+        await setup.ledger.assertAllPresent(await setup.start())
+      })
+    }
   },
 )
