@@ -85,7 +85,12 @@ describe('shutdown under keep-alive load', () => {
       const unexpected = answers.filter(
         (answer) => ![200, 201, 503].includes(answer.status) || (answer.status === 503 && !answer.close),
       )
-      assert.deepEqual(unexpected, [], 'only served answers, or 503 with Connection: close')
+      // A count and a sample, not a diff: diffing thousands of answers held the event loop for minutes.
+      assert.equal(
+        unexpected.length,
+        0,
+        `round ${round}: only served answers, or 503 with Connection: close; got ${unexpected.length} others, the first ${JSON.stringify(unexpected.slice(0, 5))}`,
+      )
       const bare = records.map(unansweredWithoutNotice)
       assert.deepEqual(
         bare.filter((count) => count > 0),
