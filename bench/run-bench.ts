@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runEngine } from './engine-run.ts'
 import { ENGINE_LABELS, engineUnavailableReason } from './engines.ts'
@@ -74,7 +74,8 @@ async function main(args: string[]): Promise<number> {
     engineRuns,
     notes,
   })
-  const reportPath = fileURLToPath(new URL(`../${options.output}`, import.meta.url))
+  // Relative to the repository (npm runs the script there), or absolute as given.
+  const reportPath = resolve(fileURLToPath(new URL('..', import.meta.url)), options.output)
   mkdirSync(dirname(reportPath), { recursive: true })
   writeFileSync(reportPath, report)
   process.stdout.write(`\n${resultsTable(engineRuns)}\n\n${notes.join('\n')}\nWritten to ${options.output}\n`)
