@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { ConditionLog } from '../src/http/condition-log.ts'
-import { waitUntil } from './helpers/bounded-wait.ts'
+import { waitFor, waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { type LogLine, logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { conformanceAt } from './helpers/conformance-fetch.ts'
@@ -16,16 +16,6 @@ type Service = Parameters<typeof request>[0]
 const hasStack = (line: LogLine) => typeof (line.err as { stack?: unknown } | undefined)?.stack === 'string'
 
 /** Polls `lines` until `found` returns something; fails after `timeoutMs`. */
-async function waitForLines<T>(lines: LogLine[], found: (all: LogLine[]) => T | undefined, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const result = found(lines)
-    if (result !== undefined) return result
-    if (Date.now() > deadline) assert.fail(`not logged within ${timeoutMs} ms: ${JSON.stringify(lines)}`)
-    await sleep(10)
-  }
-}
-
 /** Polls `path` until it answers 200 (the database back and reconnected); fails after 10 s with `what`. */
 async function answersOk(service: Service, path: string, what: string): Promise<void> {
   await waitUntil(async () => (await request(service, path)).status === 200, what, { everyMs: 250 })
@@ -59,10 +49,9 @@ describe('condition log', () => {
     assert.equal(still.failedRequests, 5, 'the requests since the last line')
     assert.equal(hasStack(still), false)
     assert.equal(still.error, 'connection refused', 'the latest error, in one line')
-    const passed = await waitForLines(
-      lines,
-      (all) => all.find((line) => String(line.msg).includes('passed')),
-      10_000,
+    const passed = await waitFor(
+      () => lines.find((line) => String(line.msg).includes('passed')),
+      () => `not logged: ${JSON.stringify(lines)}`,
     )
     assert.equal(passed.failedRequests, 6)
     assert.equal(passed.level, 40)

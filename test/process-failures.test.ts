@@ -4,6 +4,7 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitFor, waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
   exitWithin,
@@ -31,16 +32,6 @@ function fatalLines(server: ServeProcess): LogLine[] {
 }
 
 /** Polls `read` until `done` holds for what it returns; fails after `timeoutMs`. */
-async function until<T>(read: () => T, done: (value: T) => boolean, what: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = read()
-    if (done(value)) return value
-    if (Date.now() > deadline) assert.fail(`${what} not seen within ${timeoutMs} ms: ${String(value)}`)
-    await sleep(20)
-  }
-}
-
 /**
  * A createPet the server has taken in (it answered `100 Continue`, so the request is in flight) whose body
  * is held back until `finish` sends it; `finish` resolves with the raw answer.
@@ -58,20 +49,18 @@ async function heldCreate(server: ServeProcess) {
     `POST /v1/pets HTTP/1.1\r\nHost: petstore\r\nAuthorization: Bearer ${key}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
   )
-  await until(
-    () => received,
-    (text) => text.includes('100 Continue'),
-    'the 100 Continue',
+  await waitUntil(
+    () => received.includes('100 Continue'),
+    () => `the 100 Continue: ${received}`,
   )
   return {
     socket,
     async finish(): Promise<string> {
       socket.write(body)
       const answered = /HTTP\/1\.1 [2-5]\d\d [^\r]*\r\n[\s\S]*?\r\n\r\n\{[\s\S]*\}$/
-      const text = await until(
-        () => received,
-        (text) => answered.test(text),
-        'an answer',
+      const text = await waitFor(
+        () => (answered.test(received) ? received : undefined),
+        () => `an answer: ${received}`,
       )
       const answer = text.slice(text.indexOf('\r\n\r\n') + 4)
       await checkRawText(server.origin, 'POST', '/v1/pets', answer)
@@ -230,12 +219,7 @@ describe('a failure of the WORKERS supervisor itself', () => {
       'no worker replaced while stopping',
     )
     for (const pid of [stuck, draining]) {
-      await until(
-        () => isRunning(pid),
-        (running) => !running,
-        `worker ${pid} gone`,
-        2000,
-      )
+      await waitUntil(() => !isRunning(pid), `worker ${pid} gone`, { timeoutMs: 2000 })
     }
   })
 })

@@ -28,10 +28,24 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string | 
 export async function waitUntil(
   condition: () => boolean | Promise<boolean>,
   what: string | (() => string),
-  { timeoutMs = 10_000, everyMs = 10 }: { timeoutMs?: number; everyMs?: number } = {},
+  options: { timeoutMs?: number; everyMs?: number } = {},
 ): Promise<void> {
+  await waitFor(async () => ((await condition()) ? true : undefined), what, options)
+}
+
+/**
+ * Polls `found` every `everyMs` until it gives something other than undefined, and resolves with it;
+ * fails with `what` (made when it fails) once `timeoutMs` have passed.
+ */
+export async function waitFor<T>(
+  found: () => T | undefined | Promise<T | undefined>,
+  what: string | (() => string),
+  { timeoutMs = 10_000, everyMs = 10 }: { timeoutMs?: number; everyMs?: number } = {},
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
+  for (;;) {
+    const result = await found()
+    if (result !== undefined) return result
     if (Date.now() > deadline) {
       assert.fail(`${typeof what === 'string' ? what : what()} (not within ${timeoutMs} ms)`)
     }

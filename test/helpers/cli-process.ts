@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { within } from './bounded-wait.ts'
+import { waitFor, within } from './bounded-wait.ts'
 import { checkedFetch } from './conformance-fetch.ts'
 
 /** The command's entry point, as `npm start`, `npm run petstore` and the installed `petstore` run it. */
@@ -100,18 +99,19 @@ export function logLines(server: ServeProcess): LogLine[] {
 }
 
 /** Polls the log until `found` returns something other than undefined; fails after `timeoutMs`. */
-export async function waitForLog<T>(
+export function waitForLog<T>(
   server: ServeProcess,
   found: (lines: LogLine[]) => T | undefined,
   timeoutMs = 10_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const result = found(logLines(server))
-    if (result !== undefined) return result
-    if (Date.now() > deadline) assert.fail(`not logged within ${timeoutMs} ms:\n${server.output()}`)
-    await sleep(20)
-  }
+  return waitFor(
+    () => found(logLines(server)),
+    () => `not logged:\n${server.output()}`,
+    {
+      timeoutMs,
+      everyMs: 20,
+    },
+  )
 }
 
 /** Calls a serve process with a bearer key (JSON bodies typed as such), checking conformance. */

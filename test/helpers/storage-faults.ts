@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from './bounded-wait.ts'
 import type { Cleanup } from './cleanup.ts'
 import { logLines, type ServeProcess, waitForLog } from './cli-process.ts'
 import { checkedFetch } from './conformance-fetch.ts'
@@ -37,16 +37,17 @@ export async function assertStorageFaultReported(
 }
 
 /** Polls /readyz until it answers `status`; resolves with that answer's body, fails after `timeoutMs`. */
-export async function readinessBecomes(server: ServeProcess, status: 200 | 503, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const response = await checkedFetch(server.origin, '/readyz')
-    const body = (await response.json()) as { status?: string; message?: string }
-    if (response.status === status) return body
-    if (Date.now() > deadline)
-      assert.fail(`/readyz not ${status} within ${timeoutMs} ms: ${JSON.stringify(body)}`)
-    await sleep(50)
-  }
+export function readinessBecomes(server: ServeProcess, status: 200 | 503, timeoutMs = 10_000) {
+  let body: { status?: string; message?: string } = {}
+  return waitFor(
+    async () => {
+      const response = await checkedFetch(server.origin, '/readyz')
+      body = (await response.json()) as typeof body
+      return response.status === status ? body : undefined
+    },
+    () => `/readyz not ${status}: ${JSON.stringify(body)}`,
+    { timeoutMs, everyMs: 50 },
+  )
 }
 
 /** Polls /readyz until it answers 200; fails after `timeoutMs`. */
