@@ -92,6 +92,14 @@ describe('the client in the request log', () => {
     assert.equal((await loggedClient(server, OTHER_PEER, '203.0.113.7')).remoteAddress, OTHER_PEER)
   })
 
+  test('when a trusted proxy forwards a key or a quote as the client address, then the line masks the key and stays JSON', async (t) => {
+    const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
+    const forwarded = generateApiKey()
+    const { remoteAddress } = await loggedClient(server, '127.0.0.1', `${forwarded}"x`)
+    assert.equal(remoteAddress, 'psk_[redacted]"x')
+    assert.equal(server.output().includes(forwarded.slice(4)), false)
+  })
+
   for (const [setting, env] of [
     ['unset', {}],
     ['listing another address', { TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1' }],

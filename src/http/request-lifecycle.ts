@@ -100,7 +100,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       url: loggedUrlOf(request),
       operation,
       status,
-      durationMs: Math.round(elapsedMs * 100) / 100,
+      durationMs: elapsedMs,
       key: keyNameOf(request),
       remoteAddress: request.ip,
       userAgent: userAgentOf(request),

@@ -10,6 +10,7 @@ export interface RequestLine {
   url: string
   operation: string
   status: number
+  /** How long the answer took; the line shows it to the hundredth. */
   durationMs: number
   /** The name of the API key that authenticated the request, if one did. */
   key: string | undefined
@@ -33,11 +34,31 @@ export function quoted(text: string): string {
   return form
 }
 
+// Printable ASCII but `"` and `\`: such a string's JSON form is itself in quotes (ids, addresses, most URLs).
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
+/** `JSON.stringify(text)`, without its cost for the plain strings nearly every line holds. */
+function jsonString(text: string): string {
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text)
+}
+
+/** `String(Math.round(ms * 100) / 100)` from integers, without formatting a double. */
+function hundredths(ms: number): string {
+  const total = Math.round(ms * 100)
+  const whole = Math.trunc(total / 100)
+  const cents = total % 100
+  if (cents === 0) return `${whole}`
+  if (cents % 10 === 0) return `${whole}.${cents / 10}`
+  return `${whole}.${cents < 10 ? '0' : ''}${cents}`
+}
+
 /**
  * The writer of the one line per request at `level`, or undefined when the log is below it. The line is the one
- * pino would write (same fields, order and masking of keys), built as one template instead of a child
- * logger and a serialization per request, which cost more than twice as much (docs/decisions.md, "The
- * request log is buffered"). Strings a client can influence go through JSON.stringify.
+ * pino would write (same fields and order), built as one template instead of a child logger and a
+ * serialization per request, which cost more than twice as much (docs/decisions.md, "The request log is
+ * buffered"). Keys are masked field by field, where a client or a proxy can put one: the URL and the user
+ * agent by their callers (masked, then cut), the forwarded client address, the key's name and later
+ * bindings here; the request id never holds one (request-logging.ts).
  */
 export function requestLineWriter(
   logger: Logger,
@@ -51,18 +72,27 @@ export function requestLineWriter(
   // `,"pid":…,"hostname":"…"` and any other base bindings, exactly as pino writes them.
   const bindings = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? ''
   if (stream === undefined) return undefined
+  // The time as text, made once per millisecond: a timestamp is no small integer, and formatting it is not free.
+  let timeMs = 0
+  let time = '0'
   return (line) => {
+    const now = Date.now()
+    if (now !== timeMs) {
+      timeMs = now
+      time = `${now}`
+    }
     const { reqId, bindings: own, method, url, operation, status, durationMs, key } = line
-    const keyField = key === undefined ? '' : `,"key":${quoted(key)}`
+    const keyField = key === undefined ? '' : `,"key":${quoted(maskApiKeys(key))}`
     const addressField =
-      line.remoteAddress === undefined ? '' : `,"remoteAddress":${JSON.stringify(line.remoteAddress)}`
-    const agentField = line.userAgent === undefined ? '' : `,"userAgent":${JSON.stringify(line.userAgent)}`
+      line.remoteAddress === undefined
+        ? ''
+        : `,"remoteAddress":${jsonString(maskApiKeys(line.remoteAddress))}`
+    const agentField = line.userAgent === undefined ? '' : `,"userAgent":${jsonString(line.userAgent)}`
+    const head = own === undefined ? `${bindings},"reqId":${jsonString(reqId)}` : maskApiKeys(own)
     stream.write(
-      maskApiKeys(
-        `${levelField}${Date.now()}${own ?? `${bindings},"reqId":${JSON.stringify(reqId)}`},"method":${quoted(method)},` +
-          `"url":${JSON.stringify(url)},"operation":${quoted(operation)},"status":${status},` +
-          `"durationMs":${durationMs}${keyField}${addressField}${agentField},"msg":"request"}\n`,
-      ),
+      `${levelField}${time}${head},"method":${quoted(method)},"url":${jsonString(url)},` +
+        `"operation":${quoted(operation)},"status":${status},"durationMs":${hundredths(durationMs)}` +
+        `${keyField}${addressField}${agentField},"msg":"request"}\n`,
     )
   }
 }

@@ -15,14 +15,16 @@ const API_KEY_ANYWHERE = new RegExp(
   'g',
 )
 const MASKED = `${API_KEY_PREFIX}[redacted]`
+// No text shorter than a plain key can hold one (an encoded key is longer still).
+const SHORTEST_KEY = API_KEY_PREFIX.length + API_KEY_BODY.length
 
 /**
  * The text with anything shaped like a key replaced, in plain or percent-encoded form: every log line goes
- * through it (log/logger.ts, and the request line, http/request-line.ts). Text with neither the prefix nor
- * a `%` is returned as it is, at once.
+ * through it (log/logger.ts, and the request line's fields, http/request-line.ts). Text shorter than a key,
+ * or with neither the prefix nor a `%`, is returned as it is, at once.
  */
 export function maskApiKeys(text: string): string {
-  if (!text.includes(API_KEY_PREFIX) && !text.includes('%')) return text
+  if (text.length < SHORTEST_KEY || (!text.includes(API_KEY_PREFIX) && !text.includes('%'))) return text
   return text.replace(API_KEY_ANYWHERE, MASKED)
 }
 

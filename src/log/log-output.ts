@@ -35,6 +35,8 @@ export function droppedLogLines(): number {
 /** A run of whole lines, encoded: at most one write long, unless one line is longer. */
 interface Chunk {
   buffer: Buffer
+  // The buffer's length, kept as a field: reading a Buffer's length is a call, and this is read per line.
+  capacity: number
   used: number
   lines: number
 }
@@ -79,9 +81,9 @@ export class BufferedLogOutput {
     }
     let chunk = this.#chunks[this.#chunks.length - 1] as Chunk
     // At most three bytes per UTF-16 unit: the exact length is measured only near a chunk's end.
-    if (line.length * 3 > chunk.buffer.length - chunk.used) {
+    if (line.length * 3 > chunk.capacity - chunk.used) {
       const bytes = Buffer.byteLength(line)
-      if (bytes > chunk.buffer.length - chunk.used) {
+      if (bytes > chunk.capacity - chunk.used) {
         // An empty chunk too small for the line is replaced, so no empty chunk waits ahead of a full one.
         const last = chunk.used === 0 ? this.#chunks.length - 1 : this.#chunks.length
         chunk = this.#newChunk(Math.max(bytes, this.#chunkBytes))
@@ -131,7 +133,7 @@ export class BufferedLogOutput {
 
   #newChunk(size: number): Chunk {
     const buffer = (size === this.#chunkBytes && this.#spare.pop()) || Buffer.allocUnsafeSlow(size)
-    return { buffer, used: 0, lines: 0 }
+    return { buffer, capacity: buffer.length, used: 0, lines: 0 }
   }
 
   /** The oldest chunk is written: it leaves, its buffer kept for reuse. */

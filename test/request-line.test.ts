@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import fc from 'fast-check'
+import pino from 'pino'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { type RequestLine, requestLineWriter } from '../src/http/request-line.ts'
+
+/** A writer at info to an array of lines, with pino's usual base bindings (pid, hostname). */
+function capturedWriter() {
+  const lines: string[] = []
+  const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
+  const write = requestLineWriter(logger, 'info')
+  assert.ok(write)
+  return { lines, write }
+}
+
+const anyText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a"b', 'c\\d', 'é 🐕'))
+const requestLine: fc.Arbitrary<RequestLine> = fc.record({
+  reqId: fc.uuid(),
+  bindings: fc.constant(undefined),
+  method: fc.constantFrom('GET', 'POST', 'HEAD'),
+  url: anyText,
+  operation: fc.constantFrom('listPets', 'getPet', 'createPet', '/healthz'),
+  status: fc.constantFrom(200, 201, 401, 404, 503),
+  durationMs: fc.double({ min: 0, max: 1e7, noNaN: true }),
+  key: fc.option(fc.constantFrom('ops', 'web.front-1'), { nil: undefined }),
+  remoteAddress: fc.option(fc.oneof(fc.ipV4(), fc.ipV6(), anyText), { nil: undefined }),
+  userAgent: fc.option(anyText, { nil: undefined }),
+})
+
+describe('the request line', () => {
+  test('when any request is written, then the line is one JSON object with its fields as given, the duration to the hundredth', () => {
+    const { lines, write } = capturedWriter()
+    fc.assert(
+      fc.property(requestLine, (line) => {
+        lines.length = 0
+        write(line)
+        assert.equal(lines.length, 1)
+        const text = lines[0] as string
+        assert.ok(text.endsWith('}\n'), text)
+        const parsed = JSON.parse(text)
+        assert.ok(Math.abs(parsed.time - Date.now()) < 1000, `time ${parsed.time}`)
+        const rounded = Math.round(line.durationMs * 100) / 100
+        assert.ok(text.includes(`"durationMs":${rounded},`) || text.includes(`"durationMs":${rounded}}`))
+        assert.deepEqual(
+          { ...parsed, time: 0, pid: 0, hostname: '' },
+          {
+            level: 30,
+            time: 0,
+            pid: 0,
+            hostname: '',
+            reqId: line.reqId,
+            method: line.method,
+            url: line.url,
+            operation: line.operation,
+            status: line.status,
+            durationMs: rounded,
+            ...(line.key === undefined ? {} : { key: line.key }),
+            ...(line.remoteAddress === undefined ? {} : { remoteAddress: line.remoteAddress }),
+            ...(line.userAgent === undefined ? {} : { userAgent: line.userAgent }),
+            msg: 'request',
+          },
+        )
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  test('when a key comes as the client address, the key name or a later binding, then the line masks it', () => {
+    const { lines, write } = capturedWriter()
+    const key = generateApiKey()
+    write({
+      reqId: 'r-1',
+      bindings: `,"reqId":"r-1","condition":"${key}"`,
+      method: 'GET',
+      url: '/v1/pets',
+      operation: 'listPets',
+      status: 200,
+      durationMs: 1,
+      key,
+      remoteAddress: `${key}, 203.0.113.7`,
+      userAgent: undefined,
+    })
+    assert.equal(lines.join('').includes(key.slice(4)), false, lines.join(''))
+    const parsed = JSON.parse(lines[0] as string)
+    assert.equal(parsed.remoteAddress, 'psk_[redacted], 203.0.113.7')
+    assert.equal(parsed.key, 'psk_[redacted]')
+    assert.equal(parsed.condition, 'psk_[redacted]')
+  })
+})
