@@ -80,14 +80,19 @@ export async function startServer(
     if (closing) return
     app.log.info({ signal }, 'shutting down')
     const boundMs = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS
+    const exitBy = performance.now() + boundMs
     // Not unref'd: a close waiting on nothing the event loop holds would otherwise end the process with 0.
-    setTimeout(() => {
+    const hardLimit = setTimeout(() => {
       app.log.error({ boundMs }, 'shutdown did not finish in time; exiting')
       process.exit(1)
     }, boundMs)
     shutdown().then(
-      // Every request line written first: the log is buffered.
-      () => exitAfterLogFlush(app.log as Logger, 0),
+      // Every request line written first (the log is buffered), within what is left of the bound: a
+      // shutdown that finished must not be reported as one that did not.
+      () => {
+        clearTimeout(hardLimit)
+        exitAfterLogFlush(app.log as Logger, 0, Math.max(0, exitBy - performance.now()))
+      },
       (error: unknown) => {
         app.log.error({ err: error }, 'shutdown failed')
         process.exit(1)

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
+import { within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { keepAliveClient, unansweredWithoutNotice } from './helpers/keep-alive-client.ts'
@@ -23,19 +27,6 @@ function requestBytes(n: number): string {
     `POST /v1/pets HTTP/1.1\r\n${auth}Content-Type: application/json\r\n` +
     `Content-Length: ${body.length}\r\n\r\n${body}`
   )
-}
-
-/** Resolves with `promise`'s value, or fails with `message` after `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${message} (not within ${ms} ms)`)), ms)
-  })
-  try {
-    return await Promise.race([promise, late])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 /**
@@ -173,5 +164,32 @@ describe('shutdown bound', () => {
     await waitForLog(server, (lines) =>
       lines.find((line) => line.level === 50 && line.msg === 'shutdown did not finish in time; exiting'),
     )
+  })
+
+  test('when the close ends just in time and stdout is not read, then the process exits 0 within its bound, not 1 as if the close had hung', async (t) => {
+    const fixture = fileURLToPath(new URL('./fixtures/slow-close-server.fixture.ts', import.meta.url))
+    const child = spawn(process.execPath, [fixture], { stdio: ['ignore', 'pipe', 'pipe'] })
+    t.after(() => child.kill('SIGKILL'))
+    // Never read: the last log lines cannot be written, so the exit waits for them as long as it may.
+    child.stdout.on('data', () => {}).pause()
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text
+    })
+    await within(
+      new Promise<void>((resolve) =>
+        child.stderr.on('data', () => stderr.includes('listening') && resolve()),
+      ),
+      10_000,
+      'the server did not start',
+    )
+    const exited = once(child, 'exit')
+    const signalledAt = performance.now()
+    child.kill('SIGTERM')
+    const [code] = await within(exited, 10_000, 'the process did not exit')
+    const tookMs = performance.now() - signalledAt
+    // Its close took all but EXIT_RESERVE_MS of SHUTDOWN_TIMEOUT_MS (200) + SHUTDOWN_MARGIN_MS.
+    assert.equal(code, 0, `exit ${code} ${Math.round(tookMs)} ms after SIGTERM: ${stderr}`)
+    assert.ok(tookMs >= 200 + SHUTDOWN_MARGIN_MS - EXIT_RESERVE_MS, `exited after ${Math.round(tookMs)} ms`)
   })
 })

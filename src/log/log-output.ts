@@ -45,7 +45,7 @@ interface Chunk {
  * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
  * `maxBufferedBytes` (a stdout nobody reads), a line is dropped and counted; after a write error other
  * than EAGAIN (EPIPE: the reader is gone) every line is. At exit, what is buffered is written at once,
- * unless a write is still pending (a stuck stdout), which would hold the exit forever.
+ * briefly retried on a full stdout; what is not written is counted as dropped (see `flushSync`).
  *
  * Each line is encoded once, straight into a reused write-sized buffer of whole lines, which is then
  * written as it is: no array of strings to join, measure twice and encode again per batch
@@ -62,6 +62,8 @@ export class BufferedLogOutput {
   #broken = false
   #spare: Buffer[] = []
   #waiters: Array<() => void> = []
+  // A write that met a full non-blocking stdout and waits to be tried again: the exit's write takes it over.
+  #retry: { timer: NodeJS.Timeout; from: number } | undefined
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
@@ -105,28 +107,39 @@ export class BufferedLogOutput {
   }
 
   /**
-   * Writes what is buffered before the process exits, unless a write is pending: chunk by chunk (each at
-   * most the write size, so workers' lines stay whole), the rest of a partial write after it, a full
-   * non-blocking stdout retried briefly; what still cannot be written is counted as dropped.
+   * Writes what is buffered before the process exits: chunk by chunk (each at most the write size, so
+   * workers' lines stay whole), a full non-blocking stdout retried briefly, a write waiting to be retried
+   * taken over where it stopped; what still cannot be written is counted as dropped. Lines behind a write
+   * still in libuv's thread pool cannot be written before it, so they are counted as dropped.
    */
   flushSync(): void {
-    if (this.#writing || this.#broken) return
+    if (this.#broken) return
+    let from = 0
+    if (this.#retry) {
+      clearTimeout(this.#retry.timer)
+      from = this.#retry.from
+      this.#retry = undefined
+      this.#writing = false
+    } else if (this.#writing) {
+      for (const chunk of this.#chunks.slice(1)) dropped += chunk.lines
+      return
+    }
     let waitedMs = 0
     while (this.#bytes > 0) {
       const chunk = this.#chunks[0] as Chunk
-      let rest = chunk.buffer.subarray(0, chunk.used)
-      while (rest.length > 0) {
+      while (from < chunk.used) {
         try {
-          rest = rest.subarray(writeSync(this.#fd, rest))
+          from += writeSync(this.#fd, chunk.buffer, from, chunk.used - from)
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || waitedMs >= LOG_OUTPUT.exitWaitMs) {
-            this.#dropAll()
+            this.#dropAll(from)
             return
           }
           Atomics.wait(EXIT_WAIT, 0, 0, 1)
           waitedMs++
         }
       }
+      from = 0
       this.#written()
     }
   }
@@ -170,19 +183,35 @@ export class BufferedLogOutput {
   #failed(error: NodeJS.ErrnoException, chunk: Chunk, from: number): void {
     // A non-blocking stdout that is full: try again shortly, lines keep gathering (up to the bound).
     if (error.code === 'EAGAIN') {
-      setTimeout(() => this.#send(chunk, from), LOG_OUTPUT.retryMs).unref()
+      const timer = setTimeout(() => {
+        this.#retry = undefined
+        this.#send(chunk, from)
+      }, LOG_OUTPUT.retryMs).unref()
+      this.#retry = { timer, from }
       return
     }
     this.#broken = true
     this.#writing = false
-    this.#dropAll()
+    this.#dropAll(from)
     for (const done of this.#waiters.splice(0)) done()
   }
 
-  /** Every buffered line is counted as dropped, and the buffer starts empty. */
-  #dropAll(): void {
+  /**
+   * Every buffered line is counted as dropped, but those of the oldest chunk that its first `written`
+   * bytes hold whole; the buffer starts empty.
+   */
+  #dropAll(written = 0): void {
     for (const chunk of this.#chunks) dropped += chunk.lines
+    dropped -= wholeLines(this.#chunks[0] as Chunk, written)
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     this.#bytes = 0
   }
+}
+
+/** How many lines end within the first `bytes` bytes of a chunk. */
+function wholeLines(chunk: Chunk, bytes: number): number {
+  const written = chunk.buffer.subarray(0, bytes)
+  let lines = 0
+  for (let at = written.indexOf(10); at !== -1; at = written.indexOf(10, at + 1)) lines++
+  return lines
 }

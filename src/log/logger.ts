@@ -53,12 +53,19 @@ export function reportDroppedLogLines(log: Logger): void {
   }, LOG_OUTPUT.dropReportIntervalMs).unref()
 }
 
-// How long the log is given to write its last lines before the process exits without them.
+// How long the log is given, at most, to write its last lines before the process exits without them.
 const FLUSH_TIMEOUT_MS = 1000
 
-/** Exits with `code` once the log's buffered lines are written, or after a second if stdout is stuck. */
-export function exitAfterLogFlush(log: Pick<Logger, 'flush'>, code: number): void {
-  const timer = setTimeout(() => process.exit(code), FLUSH_TIMEOUT_MS)
+/**
+ * Exits with `code` once the log's buffered lines are written, or after `timeoutMs` (at most a second)
+ * if stdout is stuck; what is still buffered then gets the synchronous write at exit.
+ */
+export function exitAfterLogFlush(
+  log: Pick<Logger, 'flush'>,
+  code: number,
+  timeoutMs = FLUSH_TIMEOUT_MS,
+): void {
+  const timer = setTimeout(() => process.exit(code), Math.min(timeoutMs, FLUSH_TIMEOUT_MS))
   log.flush(() => {
     clearTimeout(timer)
     process.exit(code)

@@ -216,9 +216,12 @@ export class PostgresPool {
         () => {},
       )
       if (doneBy !== undefined) await settledBy(settled, doneBy - CLOSE_GRACE_MS)
+      // Never past `doneBy`, however late the wait above woke.
+      const graceMs =
+        doneBy === undefined ? CLOSE_GRACE_MS : Math.min(CLOSE_GRACE_MS, doneBy - performance.now())
       let grace: NodeJS.Timeout | undefined
       const graceOver = new Promise<void>((resolve) => {
-        grace = setTimeout(resolve, CLOSE_GRACE_MS)
+        grace = setTimeout(resolve, Math.max(0, graceMs))
       })
       const ended = settled.then(() => {
         this.#closed = true
