@@ -87,4 +87,24 @@ describe('the request line', () => {
     assert.equal(parsed.key, 'psk_[redacted]')
     assert.equal(parsed.condition, 'psk_[redacted]')
   })
+
+  test('when the duration is not a plain non-negative number, then the line is still JSON, with a duration of 0', () => {
+    const { lines, write } = capturedWriter()
+    for (const durationMs of [Number.NaN, -0.5, Number.POSITIVE_INFINITY, 1e300]) {
+      lines.length = 0
+      write({
+        reqId: 'r-1',
+        bindings: undefined,
+        method: 'GET',
+        url: '/v1/pets',
+        operation: 'listPets',
+        status: 200,
+        durationMs,
+        key: undefined,
+        remoteAddress: undefined,
+        userAgent: undefined,
+      })
+      assert.equal(JSON.parse(lines[0] as string).durationMs, 0, `${durationMs}: ${lines[0]}`)
+    }
+  })
 })

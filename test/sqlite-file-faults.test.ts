@@ -90,17 +90,26 @@ describe('SQLite: the database file changes under a running server', () => {
       const lock = new DatabaseSync(setup.database)
       t.after(() => lock.close())
       lock.exec('BEGIN IMMEDIATE')
-      let answered = false
+      const answered: { at?: number } = {}
       const waiting = setup.ledger.create(server).finally(() => {
-        answered = true
+        answered.at = performance.now()
       })
+      // Time for the create to reach its commit and wait for the lock there (a few milliseconds unloaded).
       await sleep(500)
+      assert.equal(
+        answered.at,
+        undefined,
+        'the create was answered before the file went: it never waited for the lock',
+      )
       unlinkSync(setup.database)
       await sleep(200)
-      assert.equal(answered, false, 'the create was still waiting for the lock when the file went')
+      const releasedAt = performance.now()
       lock.exec('ROLLBACK')
 
-      await assertUnavailable(await waiting, 'the create committed into the deleted file')
+      const answer = await waiting
+      // Answered only once the lock was let go: it was waiting inside its commit, past the first check.
+      assert.ok((answered.at ?? 0) > releasedAt, 'the create was answered while the lock was still held')
+      await assertUnavailable(answer, 'the create committed into the deleted file')
       await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
     })
   }

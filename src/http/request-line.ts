@@ -42,9 +42,12 @@ function jsonString(text: string): string {
   return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text)
 }
 
-/** `String(Math.round(ms * 100) / 100)` from integers, without formatting a double. */
+/**
+ * `String(Math.round(ms * 100) / 100)` from integers, without formatting a double. A duration that is not
+ * a plain non-negative number (a clock stepped back) is written as 0, never as `NaN` or `-0.5`.
+ */
 function hundredths(ms: number): string {
-  const total = Math.round(ms * 100)
+  const total = ms >= 0 && ms < 1e13 ? Math.round(ms * 100) : 0
   const whole = Math.trunc(total / 100)
   const cents = total % 100
   if (cents === 0) return `${whole}`

@@ -12,9 +12,10 @@ export interface LogSettings {
 
 /**
  * The process logger, made once by the command that runs. Keys never reach its output: `Authorization`
- * is redacted wherever headers are logged, and every line is searched for anything shaped like a key,
- * plain or percent-encoded, just before it is written (a key pasted into a URL, sent as a request id,
- * echoed in an error message), so no field that may one day hold client input can leak one. JSON lines
+ * is redacted wherever headers are logged, and every line it writes is searched for anything shaped like
+ * a key, plain or percent-encoded, just before it is written (a key echoed in an error message), so no
+ * field that may one day hold client input can leak one. The access line is built beside it
+ * (http/request-line.ts) and masks each field a client can reach instead. JSON lines
  * for machines; with `pretty` (a terminal, by default), human-readable lines through pino-pretty, made
  * from the masked JSON.
  */

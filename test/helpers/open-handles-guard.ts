@@ -4,7 +4,10 @@
 // verdicts a file had not yet sent when run concurrently (docs/decisions.md, "Test timeouts").
 import { after } from 'node:test'
 
-/** How long a file may take to end once its last hook has run (shorter in the test of this guard). */
+/**
+ * How long a file may take to end once its tests are done (shorter in the test of this guard). Registered
+ * before the file is loaded, this hook runs first of its top-level `after` hooks: theirs share the time.
+ */
 const OPEN_HANDLES_GRACE_MS = Number(process.env.OPEN_HANDLES_GRACE_MS ?? 10_000)
 
 after(() => {
