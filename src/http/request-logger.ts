@@ -15,6 +15,8 @@ class RequestLogger {
   #bindings: Bindings
   readonly #options: ChildLoggerOptions
   #logger: FastifyBaseLogger | undefined
+  // Still only what Fastify bound at the start, its request id: the request line writes that itself.
+  #onlyRequestId = true
 
   constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
     this.#parent = parent
@@ -76,6 +78,7 @@ class RequestLogger {
 
   /** Adds fields to every later line of this request (its access line included), as pino's own does. */
   setBindings(bindings: Bindings): void {
+    this.#onlyRequestId = false
     if (this.#logger === undefined) this.#bindings = { ...this.#bindings, ...bindings }
     else (this.#logger as unknown as Logger).setBindings(bindings)
   }
@@ -86,10 +89,12 @@ class RequestLogger {
 
   /**
    * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later, without
-   * making the child (the request line is built from them: request-line.ts).
+   * making the child (the request line is built from them: request-line.ts); undefined while they are
+   * the process logger's and the request id alone, which the request line writes at less cost.
    */
-  serializedBindings(): string {
+  serializedBindings(): string | undefined {
     if (this.#logger !== undefined) return chindingsOf(this.#logger)
+    if (this.#onlyRequestId) return undefined
     let serialized = chindingsOf(this.#parent)
     // for…in, not Object.entries: no array per binding (this runs once per request).
     for (const name in this.#bindings) {
