@@ -15,7 +15,8 @@ path=${3:-/v1/pets/5000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 node="$root/node_modules/.bin/node"
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+service=
+trap '[ -n "$service" ] && kill -KILL "$service" 2> /dev/null; rm -rf "$dir"' EXIT
 port=18123
 key=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
 export API_KEYS="bench:$key" DATABASE_URL="sqlite:$dir/pets.db" PORT=$port HOST=127.0.0.1 METRICS_PORT=0 \
@@ -27,13 +28,15 @@ LOG_LEVEL=$level valgrind --tool=callgrind --smc-check=all-non-file --instr-atst
   --callgrind-out-file="$dir/callgrind.out" \
   "$node" --max-semi-space-size=16 "$root/bin/petstore.js" serve > "$dir/stdout.log" 2> "$dir/valgrind.log" &
 service=$!
-for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 1; done
+ready=
+for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && ready=1 && break; sleep 1; done
+[ -n "$ready" ] || { echo "the service did not answer within 300 s: $(tail -3 "$dir/valgrind.log")" >&2; exit 1; }
 
 # curl reads its URLs from a config file: one process sends them all, 8 at a time.
 send() {
   for _ in $(seq 1 "$1"); do printf 'url = "http://127.0.0.1:%s%s"\noutput = /dev/null\n' "$port" "$path"; done \
     > "$dir/urls"
-  curl -s -w '%{http_code}\n' -H "Authorization: Bearer $key" -K "$dir/urls" --parallel --parallel-max 8
+  curl -s --no-progress-meter -w '%{http_code}\n' -H "Authorization: Bearer $key" -K "$dir/urls" --parallel --parallel-max 8
 }
 send 2000 > /dev/null
 callgrind_control -i on "$service" > /dev/null 2>&1
@@ -42,5 +45,7 @@ callgrind_control -i off "$service" > /dev/null 2>&1
 callgrind_control -d "$service" > /dev/null 2>&1
 kill -TERM "$service"
 wait "$service" || true
-total=$(grep -h '^totals:\|^summary:' "$dir"/callgrind.out* | awk '{ sum += $2 } END { print sum }')
+service=
+# The dump above holds the counted requests; the dump at exit (callgrind.out) counts nothing more.
+total=$(grep -h '^totals:' "$dir"/callgrind.out.* | awk '{ sum += $2 } END { printf "%.0f", sum }')
 echo "logs $mode, $path: $((total / requests)) instructions per request (statuses:$statuses)"

@@ -166,7 +166,7 @@ describe('shutdown bound', () => {
     )
   })
 
-  test('when the close ends just in time and stdout is not read, then the process exits 0 within its bound, not 1 as if the close had hung', async (t) => {
+  test('when the close ends just in time and stdout is not read, then the process exits 0 by its hard limit, not 1 as if the close had hung', async (t) => {
     const fixture = fileURLToPath(new URL('./fixtures/slow-close-server.fixture.ts', import.meta.url))
     const child = spawn(process.execPath, [fixture], { stdio: ['ignore', 'pipe', 'pipe'] })
     t.after(() => child.kill('SIGKILL'))
@@ -191,5 +191,7 @@ describe('shutdown bound', () => {
     // Its close took all but EXIT_RESERVE_MS of SHUTDOWN_TIMEOUT_MS (200) + SHUTDOWN_MARGIN_MS.
     assert.equal(code, 0, `exit ${code} ${Math.round(tookMs)} ms after SIGTERM: ${stderr}`)
     assert.ok(tookMs >= 200 + SHUTDOWN_MARGIN_MS - EXIT_RESERVE_MS, `exited after ${Math.round(tookMs)} ms`)
+    // Gone by its hard limit, give or take a loaded machine's late timers: the last lines' wait is cut short.
+    assert.ok(tookMs < 200 + SHUTDOWN_MARGIN_MS + 1000, `exited ${Math.round(tookMs)} ms after SIGTERM`)
   })
 })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { CLOSE_GRACE_MS, PostgresPool } from '../src/store/postgres/postgres-connection.ts'
 import { PostgresLoad } from '../src/store/postgres/postgres-load.ts'
 import { type CopiedPet, CopyConflictError } from '../src/store/shared/store-copy.ts'
 import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
@@ -41,5 +42,14 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     )
     assert.equal(await load.writePets([pet(2n, 'Fido')]), 1, 'pet 2 was rolled back with the conflict')
     assert.deepEqual(await backends(), [{ pid: connection.pid, state: 'idle' }], 'the next chunk reused it')
+  })
+
+  test('when the pool is closed with its deadline nearer than the close grace, then the close ends by the deadline, not a grace later', async () => {
+    const pool = new PostgresPool(storeOptions(await emptyDatabase()))
+    const startedAt = performance.now()
+    // Work that never ends, as on a hung database; the stop must be done 50 ms from now.
+    await pool.close(new Promise(() => {}), startedAt + 50)
+    const tookMs = performance.now() - startedAt
+    assert.ok(tookMs < CLOSE_GRACE_MS / 2, `closed after ${Math.round(tookMs)} ms, its deadline 50 ms away`)
   })
 })

@@ -28,6 +28,20 @@ const requestLine: fc.Arbitrary<RequestLine> = fc.record({
   userAgent: fc.option(anyText, { nil: undefined }),
 })
 
+// A listing's line with no optional field.
+const A_LISTING: RequestLine = {
+  reqId: 'r-1',
+  bindings: undefined,
+  method: 'GET',
+  url: '/v1/pets',
+  operation: 'listPets',
+  status: 200,
+  durationMs: 1,
+  key: undefined,
+  remoteAddress: undefined,
+  userAgent: undefined,
+}
+
 describe('the request line', () => {
   test('when any request is written, then the line is one JSON object with its fields as given, the time of its writing, the duration to the hundredth', () => {
     const { lines, write } = capturedWriter()
@@ -97,19 +111,35 @@ describe('the request line', () => {
     const { lines, write } = capturedWriter()
     for (const durationMs of [Number.NaN, -0.5, Number.POSITIVE_INFINITY, 1e300]) {
       lines.length = 0
-      write({
-        reqId: 'r-1',
-        bindings: undefined,
-        method: 'GET',
-        url: '/v1/pets',
-        operation: 'listPets',
-        status: 200,
-        durationMs,
-        key: undefined,
-        remoteAddress: undefined,
-        userAgent: undefined,
-      })
+      write({ ...A_LISTING, durationMs })
       assert.equal(JSON.parse(lines[0] as string).durationMs, 0, `${durationMs}: ${lines[0]}`)
     }
+  })
+
+  test('when the clock reads any time, then the line carries it exactly, leading zeros of its last digits included', (t) => {
+    const { lines, write } = capturedWriter()
+    t.mock.timers.enable({ apis: ['Date'], now: 0 })
+    for (const now of [0, 5, 999_999, 1_000_000, 1_700_000_000_000, 1_700_000_000_007, 1_700_000_100_000]) {
+      t.mock.timers.setTime(now)
+      lines.length = 0
+      write(A_LISTING)
+      const text = lines[0] as string
+      assert.ok(text.startsWith(`{"level":30,"time":${now},"pid":`), text)
+      assert.equal(JSON.parse(text).time, now)
+    }
+  })
+
+  test('when the process logger gains a binding, then the lines written from the next millisecond carry it', (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
+    const lines: string[] = []
+    const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
+    const write = requestLineWriter(logger, 'info')
+    assert.ok(write)
+    write(A_LISTING)
+    logger.setBindings({ region: 'eu-1' })
+    t.mock.timers.tick(1)
+    write(A_LISTING)
+    assert.equal(JSON.parse(lines[0] as string).region, undefined)
+    assert.equal(JSON.parse(lines[1] as string).region, 'eu-1')
   })
 })

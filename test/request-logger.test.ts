@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Logger } from 'pino'
-import { requestLoggerFactory } from '../src/http/request-logger.ts'
+import { requestLoggerFactory, serializedBindingsOf } from '../src/http/request-logger.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -117,5 +117,29 @@ describe('per-request logger', () => {
     assert.ok(line, 'the failure is logged')
     assert.equal(line.reqId, failed.headers.get('x-request-id'))
     assert.equal(line.level, 50)
+  })
+
+  test('when a request is bound more than its id, at its start or later, then its serialized bindings carry every field as pino writes them', () => {
+    const { logger } = capturingLogger('info')
+    const root = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]
+    assert.equal(
+      serializedBindingsOf(requestLoggerFactory(logger, { reqId: 'r-6' }, {})),
+      undefined,
+      'the id alone is left to the request line',
+    )
+    assert.equal(
+      serializedBindingsOf(requestLoggerFactory(logger, { reqId: 'r-7', tenant: 'a"b' }, {})),
+      `${root},"reqId":"r-7","tenant":"a\\"b"`,
+    )
+    assert.equal(
+      serializedBindingsOf(requestLoggerFactory(logger, { requestId: 'r-8' }, {})),
+      `${root},"requestId":"r-8"`,
+    )
+    const later = requestLoggerFactory(logger, { reqId: 'r-9' }, {}) as unknown as Logger
+    later.setBindings({ condition: 'the store is unavailable' })
+    assert.equal(
+      serializedBindingsOf(later as unknown as FastifyBaseLogger),
+      `${root},"reqId":"r-9","condition":"the store is unavailable"`,
+    )
   })
 })

@@ -15,13 +15,14 @@ class RequestLogger {
   #bindings: Bindings
   readonly #options: ChildLoggerOptions
   #logger: FastifyBaseLogger | undefined
-  // Still only what Fastify bound at the start, its request id: the request line writes that itself.
-  #onlyRequestId = true
+  // Bound only the request id, as Fastify does: the request line writes that itself.
+  #onlyRequestId: boolean
 
   constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
     this.#parent = parent
     this.#bindings = bindings
     this.#options = options
+    this.#onlyRequestId = isOnlyRequestId(bindings)
   }
 
   #log(level: Level, args: unknown[]): void {
@@ -103,6 +104,13 @@ class RequestLogger {
     }
     return serialized
   }
+}
+
+/** Whether `bindings` are `{ reqId }` alone (for…in: no array made, this runs once per request). */
+function isOnlyRequestId(bindings: Bindings): boolean {
+  let names = 0
+  for (const name in bindings) if (name !== 'reqId' || ++names > 1) return false
+  return names === 1
 }
 
 const chindingsOf = (logger: unknown): string =>

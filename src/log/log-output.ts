@@ -64,6 +64,9 @@ export class BufferedLogOutput {
   #waiters: Array<() => void> = []
   // A write that met a full non-blocking stdout and waits to be tried again: the exit's write takes it over.
   #retry: { timer: NodeJS.Timeout; from: number } | undefined
+  // Once found full, stdout is known not to block: written from the event loop from then on, so no write
+  // is left in the thread pool when the process exits, where its lines would go neither out nor counted.
+  #nonBlocking = false
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
@@ -107,10 +110,10 @@ export class BufferedLogOutput {
   }
 
   /**
-   * Writes what is buffered before the process exits: chunk by chunk (each at most the write size, so
-   * workers' lines stay whole), a full non-blocking stdout retried briefly, a write waiting to be retried
-   * taken over where it stopped; what still cannot be written is counted as dropped. Lines behind a write
-   * still in libuv's thread pool cannot be written before it, so they are counted as dropped.
+   * At exit only: writes what is buffered, chunk by chunk (each at most the write size, so workers' lines
+   * stay whole), a full non-blocking stdout retried for `exitWaitMs`, a write waiting to be retried taken
+   * over where it stopped; what still cannot be written is counted as dropped. A write still in libuv's
+   * thread pool (only on a stdout never found full) may or may not finish; the lines behind it are dropped.
    */
   flushSync(): void {
     if (this.#broken) return
@@ -124,19 +127,18 @@ export class BufferedLogOutput {
       for (const chunk of this.#chunks.slice(1)) dropped += chunk.lines
       return
     }
-    let waitedMs = 0
+    const waitUntil = performance.now() + LOG_OUTPUT.exitWaitMs
     while (this.#bytes > 0) {
       const chunk = this.#chunks[0] as Chunk
       while (from < chunk.used) {
         try {
           from += writeSync(this.#fd, chunk.buffer, from, chunk.used - from)
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || waitedMs >= LOG_OUTPUT.exitWaitMs) {
+          if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || performance.now() >= waitUntil) {
             this.#dropAll(from)
             return
           }
           Atomics.wait(EXIT_WAIT, 0, 0, 1)
-          waitedMs++
         }
       }
       from = 0
@@ -167,25 +169,46 @@ export class BufferedLogOutput {
     // Lines from now on go to a new chunk while this one is written.
     if (this.#chunks.length === 1) this.#chunks.push(this.#newChunk(this.#chunkBytes))
     this.#writing = true
-    this.#send(chunk, 0)
+    if (this.#nonBlocking) this.#sendNow(chunk, 0)
+    else this.#send(chunk, 0)
   }
 
+  /** Writes through the thread pool, so a slow stdout never holds the event loop. */
   #send(chunk: Chunk, from: number): void {
     write(this.#fd, chunk.buffer, from, chunk.used - from, null, (error, written) => {
       if (error) return this.#failed(error, chunk, from)
       if (from + written < chunk.used) return this.#send(chunk, from + written)
-      this.#writing = false
-      this.#written()
-      if (this.#bytes >= this.#batchBytes || this.#waiters.length > 0) this.#writeBatch()
+      this.#sent()
     })
+  }
+
+  /** Writes at once, on a stdout known not to block: a full one answers EAGAIN without waiting. */
+  #sendNow(chunk: Chunk, from: number): void {
+    let at = from
+    while (at < chunk.used) {
+      try {
+        at += writeSync(this.#fd, chunk.buffer, at, chunk.used - at)
+      } catch (error) {
+        this.#failed(error as NodeJS.ErrnoException, chunk, at)
+        return
+      }
+    }
+    this.#sent()
+  }
+
+  #sent(): void {
+    this.#writing = false
+    this.#written()
+    if (this.#bytes >= this.#batchBytes || this.#waiters.length > 0) this.#writeBatch()
   }
 
   #failed(error: NodeJS.ErrnoException, chunk: Chunk, from: number): void {
     // A non-blocking stdout that is full: try again shortly, lines keep gathering (up to the bound).
     if (error.code === 'EAGAIN') {
+      this.#nonBlocking = true
       const timer = setTimeout(() => {
         this.#retry = undefined
-        this.#send(chunk, from)
+        this.#sendNow(chunk, from)
       }, LOG_OUTPUT.retryMs).unref()
       this.#retry = { timer, from }
       return

@@ -58,15 +58,16 @@ export function reportDroppedLogLines(log: Logger): void {
 const FLUSH_TIMEOUT_MS = 1000
 
 /**
- * Exits with `code` once the log's buffered lines are written, or after `timeoutMs` (at most a second)
- * if stdout is stuck; what is still buffered then gets the synchronous write at exit.
+ * Exits with `code` once the log's buffered lines are written, or, if stdout is stuck, so as to be gone
+ * within `withinMs`: the wait (at most a second) leaves the synchronous write at exit its own time.
  */
 export function exitAfterLogFlush(
   log: Pick<Logger, 'flush'>,
   code: number,
-  timeoutMs = FLUSH_TIMEOUT_MS,
+  withinMs = FLUSH_TIMEOUT_MS + LOG_OUTPUT.exitWaitMs,
 ): void {
-  const timer = setTimeout(() => process.exit(code), Math.min(timeoutMs, FLUSH_TIMEOUT_MS))
+  const waitMs = Math.max(0, Math.min(withinMs - LOG_OUTPUT.exitWaitMs, FLUSH_TIMEOUT_MS))
+  const timer = setTimeout(() => process.exit(code), waitMs)
   log.flush(() => {
     clearTimeout(timer)
     process.exit(code)

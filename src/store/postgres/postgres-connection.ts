@@ -206,8 +206,9 @@ export class PostgresPool {
    * as it closes) and every call in flight finish, then refuses new work and ends the pool. Past
    * `CLOSE_GRACE_MS` it destroys every connection and fails every call still waiting, a connection's
    * included, as unavailable, so a hung server cannot hold the close (docs/decisions.md "PostgreSQL").
-   * With `doneBy`, the grace starts once `pending` has settled, or `CLOSE_GRACE_MS` before `doneBy`:
-   * a server that is only busy has all that time, and only a hung one fails (docs/decisions.md "Shutdown").
+   * With `doneBy`, the grace starts once `pending` has settled, or `CLOSE_GRACE_MS` before `doneBy`, and
+   * ends by `doneBy`: a server that is only busy has all that time, and only a hung one fails
+   * (docs/decisions.md "Shutdown").
    */
   close(pending: Promise<unknown> = Promise.resolve(), doneBy?: number): Promise<void> {
     this.#closing ??= (async () => {
