@@ -59,34 +59,43 @@ describe('buffered log output', () => {
     assert.equal(readFileSync(path, 'utf8'), lines.join(''))
   })
 
-  test('when the process exits while its stdout is not read, then every line is either written whole or counted as dropped', async (t) => {
-    const fixture = fileURLToPath(new URL('./fixtures/stuck-stdout.fixture.ts', import.meta.url))
-    // 4.7 MB: far more than the pipe holds, less than the output may keep, so lines wait in the buffer.
-    const total = 40_000
-    const child = spawn(process.execPath, [fixture, String(total)], { stdio: ['ignore', 'pipe', 'pipe'] })
-    t.after(() => child.kill('SIGKILL'))
-    // Not read until the child has exited: the pipe fills, and its writes meet EAGAIN. The listener comes
-    // first: at exit Node drains and discards a child's stdout that nobody listens to.
-    const chunks: Buffer[] = []
-    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk)).pause()
-    let stderr = ''
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text
+  for (const when of ['a second later', 'exit-mid-write']) {
+    const moment = when === 'exit-mid-write' ? 'just as a retried write has gone to the thread pool' : when
+    test(`when the process exits while its stdout is not read (${moment}), then every line is written whole or counted as dropped, and only a write the exit cut short is counted twice`, async (t) => {
+      const fixture = fileURLToPath(new URL('./fixtures/stuck-stdout.fixture.ts', import.meta.url))
+      // 4.7 MB: far more than the pipe holds, less than the output may keep, so lines wait in the buffer.
+      const total = 40_000
+      const child = spawn(process.execPath, [fixture, String(total), when], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      t.after(() => child.kill('SIGKILL'))
+      // Not read until the child has exited: the pipe fills, and its writes meet EAGAIN. The listener comes
+      // first: at exit Node drains and discards a child's stdout that nobody listens to.
+      const chunks: Buffer[] = []
+      child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk)).pause()
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (text: string) => {
+        stderr += text
+      })
+      const [code] = await within(once(child, 'exit'), 10_000, 'the child did not exit')
+      child.stdout.resume()
+      await within(once(child.stdout, 'end'), 5000, 'stdout did not end')
+      assert.equal(code, 0, stderr)
+      const dropped = Number(/^dropped (\d+)$/m.exec(stderr)?.[1])
+      const text = Buffer.concat(chunks).toString('utf8')
+      const whole = text
+        .slice(0, text.lastIndexOf('\n') + 1)
+        .split('\n')
+        .slice(0, -1)
+      // Written in order, none twice, and the lines held back at exit are counted, not lost without a word.
+      const first = whole.findIndex((line, at) => JSON.parse(line).n !== at)
+      assert.equal(first, -1, `line ${first} of the output is ${whole[first]?.slice(0, 40)}`)
+      assert.ok(whole.length < total, 'the pipe took every line: the test did not fill it')
+      const counted = `${whole.length} written and ${dropped} counted as dropped, of ${total}`
+      assert.ok(whole.length + dropped >= total, counted)
+      // A write in the thread pool at exit may have got out: its lines (at most one write) are also counted.
+      const perWrite = Math.ceil(LOG_OUTPUT.maxWriteBytes / (whole[0] as string).length)
+      assert.ok(whole.length + dropped <= total + perWrite, counted)
     })
-    const [code] = await within(once(child, 'exit'), 10_000, 'the child did not exit')
-    child.stdout.resume()
-    await within(once(child.stdout, 'end'), 5000, 'stdout did not end')
-    assert.equal(code, 0, stderr)
-    const dropped = Number(/^dropped (\d+)$/m.exec(stderr)?.[1])
-    const text = Buffer.concat(chunks).toString('utf8')
-    const whole = text
-      .slice(0, text.lastIndexOf('\n') + 1)
-      .split('\n')
-      .slice(0, -1)
-    // Written in order, none twice, and the lines held back at exit are counted, not lost without a word.
-    const first = whole.findIndex((line, at) => JSON.parse(line).n !== at)
-    assert.equal(first, -1, `line ${first} of the output is ${whole[first]?.slice(0, 40)}`)
-    assert.ok(whole.length < total, 'the pipe took every line: the test did not fill it')
-    assert.equal(whole.length + dropped, total, `${whole.length} written and ${dropped} counted as dropped`)
-  })
+  }
 })

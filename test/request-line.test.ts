@@ -129,7 +129,7 @@ describe('the request line', () => {
     }
   })
 
-  test('when the process logger gains a binding, then the lines written from the next millisecond carry it', (t) => {
+  test('when the process logger gains a binding, then the lines written after it carry it', (t) => {
     t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
     const lines: string[] = []
     const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
@@ -137,7 +137,6 @@ describe('the request line', () => {
     assert.ok(write)
     write(A_LISTING)
     logger.setBindings({ region: 'eu-1' })
-    t.mock.timers.tick(1)
     write(A_LISTING)
     assert.equal(JSON.parse(lines[0] as string).region, undefined)
     assert.equal(JSON.parse(lines[1] as string).region, 'eu-1')

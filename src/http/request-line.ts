@@ -83,18 +83,20 @@ export function requestLineWriter(
     pino.symbols.streamSym
   ]
   if (stream === undefined) return undefined
-  // The line's start up to the request id, made once per millisecond, with the base bindings as they are
-  // then (`,"pid":…,"hostname":"…"` and any other, exactly as pino writes them).
+  // The line's start up to the request id, made again when the millisecond or the base bindings change
+  // (`,"pid":…,"hostname":"…"` and any set later, exactly as pino writes them).
   let timeMs = Number.NaN
+  let bindings: string | undefined
   let timed = ''
   let start = ''
   return (line) => {
     const now = Date.now()
-    if (now !== timeMs) {
+    const base = (logger as unknown as Record<symbol, string | undefined>)[pino.symbols.chindingsSym]
+    if (now !== timeMs || base !== bindings) {
+      if (now !== timeMs) timed = `${levelField}${timeText(now)}`
       timeMs = now
-      timed = `${levelField}${timeText(now)}`
-      const bindings = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? ''
-      start = `${timed}${bindings},"reqId":`
+      bindings = base
+      start = `${timed}${base ?? ''},"reqId":`
     }
     const { reqId, bindings: own, method, url, operation, status, durationMs, key } = line
     const keyField = key === undefined ? '' : `,"key":${quoted(maskApiKeys(key))}`

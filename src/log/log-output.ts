@@ -64,9 +64,8 @@ export class BufferedLogOutput {
   #waiters: Array<() => void> = []
   // A write that met a full non-blocking stdout and waits to be tried again: the exit's write takes it over.
   #retry: { timer: NodeJS.Timeout; from: number } | undefined
-  // Once found full, stdout is known not to block: written from the event loop from then on, so no write
-  // is left in the thread pool when the process exits, where its lines would go neither out nor counted.
-  #nonBlocking = false
+  // Where the write now in the thread pool started in the oldest chunk: what an exit cannot vouch for.
+  #sendingFrom = 0
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
@@ -113,7 +112,8 @@ export class BufferedLogOutput {
    * At exit only: writes what is buffered, chunk by chunk (each at most the write size, so workers' lines
    * stay whole), a full non-blocking stdout retried for `exitWaitMs`, a write waiting to be retried taken
    * over where it stopped; what still cannot be written is counted as dropped. A write still in libuv's
-   * thread pool (only on a stdout never found full) may or may not finish; the lines behind it are dropped.
+   * thread pool may or may not finish as the process ends: its lines are counted as dropped too (an upper
+   * bound), and so are those behind it, which cannot be written before it.
    */
   flushSync(): void {
     if (this.#broken) return
@@ -124,7 +124,7 @@ export class BufferedLogOutput {
       this.#retry = undefined
       this.#writing = false
     } else if (this.#writing) {
-      for (const chunk of this.#chunks.slice(1)) dropped += chunk.lines
+      this.#dropAll(this.#sendingFrom)
       return
     }
     const waitUntil = performance.now() + LOG_OUTPUT.exitWaitMs
@@ -169,31 +169,21 @@ export class BufferedLogOutput {
     // Lines from now on go to a new chunk while this one is written.
     if (this.#chunks.length === 1) this.#chunks.push(this.#newChunk(this.#chunkBytes))
     this.#writing = true
-    if (this.#nonBlocking) this.#sendNow(chunk, 0)
-    else this.#send(chunk, 0)
+    this.#send(chunk, 0)
   }
 
-  /** Writes through the thread pool, so a slow stdout never holds the event loop. */
+  /**
+   * Writes through the thread pool, never from the event loop: O_NONBLOCK belongs to the open file, which
+   * other processes share (a child started with this stdout clears it), so even a stdout once found full
+   * may block the next write.
+   */
   #send(chunk: Chunk, from: number): void {
+    this.#sendingFrom = from
     write(this.#fd, chunk.buffer, from, chunk.used - from, null, (error, written) => {
       if (error) return this.#failed(error, chunk, from)
       if (from + written < chunk.used) return this.#send(chunk, from + written)
       this.#sent()
     })
-  }
-
-  /** Writes at once, on a stdout known not to block: a full one answers EAGAIN without waiting. */
-  #sendNow(chunk: Chunk, from: number): void {
-    let at = from
-    while (at < chunk.used) {
-      try {
-        at += writeSync(this.#fd, chunk.buffer, at, chunk.used - at)
-      } catch (error) {
-        this.#failed(error as NodeJS.ErrnoException, chunk, at)
-        return
-      }
-    }
-    this.#sent()
   }
 
   #sent(): void {
@@ -205,10 +195,9 @@ export class BufferedLogOutput {
   #failed(error: NodeJS.ErrnoException, chunk: Chunk, from: number): void {
     // A non-blocking stdout that is full: try again shortly, lines keep gathering (up to the bound).
     if (error.code === 'EAGAIN') {
-      this.#nonBlocking = true
       const timer = setTimeout(() => {
         this.#retry = undefined
-        this.#sendNow(chunk, from)
+        this.#send(chunk, from)
       }, LOG_OUTPUT.retryMs).unref()
       this.#retry = { timer, from }
       return
