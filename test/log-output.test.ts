@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import fs, { closeSync, openSync, readFileSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { BufferedLogOutput, LOG_OUTPUT } from '../src/log/log-output.ts'
-import { within } from './helpers/bounded-wait.ts'
+import { BufferedLogOutput, droppedLogLines, LOG_OUTPUT } from '../src/log/log-output.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 
 /** Lines of every shape a log holds: short, multi-byte, and longer than a whole write. */
@@ -59,8 +60,32 @@ describe('buffered log output', () => {
     assert.equal(readFileSync(path, 'utf8'), lines.join(''))
   })
 
-  for (const when of ['a second later', 'exit-mid-write']) {
-    const moment = when === 'exit-mid-write' ? 'just as a retried write has gone to the thread pool' : when
+  test('when the exit comes while a write that starts in the middle of a line is in the thread pool, then the line it starts in and all after it are counted as dropped, not those written before', async (t) => {
+    const fd = openSync(join(temporaryDirectory(t), 'out.log'), 'w')
+    t.after(() => closeSync(fd))
+    // The first write takes a line and a half, the rest stays in the thread pool, never run.
+    const realWrite = fs.write
+    let writes = 0
+    fs.write = ((...args: unknown[]) => {
+      const done = args.at(-1) as (error: null, written: number) => void
+      if (++writes === 1) setImmediate(() => done(null, 150))
+    }) as typeof fs.write
+    syncBuiltinESMExports()
+    t.after(() => {
+      fs.write = realWrite
+      syncBuiltinESMExports()
+    })
+    const output = new BufferedLogOutput({ fd })
+    for (let n = 0; n < 10; n++) output.write(`${String(n).padEnd(99, '.')}\n`)
+    output.flush()
+    await waitUntil(() => writes === 2, 'the rest of the chunk was never handed to the thread pool')
+    const before = droppedLogLines()
+    output.flushSync()
+    assert.equal(droppedLogLines() - before, 9, 'lines 2 to 10 counted as dropped, line 1 not')
+  })
+
+  for (const when of ['a second later', 'mid-write']) {
+    const moment = when === 'mid-write' ? 'just as a retried write has gone to the thread pool' : when
     test(`when the process exits while its stdout is not read (${moment}), then every line is written whole or counted as dropped, and only a write the exit cut short is counted twice`, async (t) => {
       const fixture = fileURLToPath(new URL('./fixtures/stuck-stdout.fixture.ts', import.meta.url))
       // 4.7 MB: far more than the pipe holds, less than the output may keep, so lines wait in the buffer.
@@ -91,11 +116,20 @@ describe('buffered log output', () => {
       const first = whole.findIndex((line, at) => JSON.parse(line).n !== at)
       assert.equal(first, -1, `line ${first} of the output is ${whole[first]?.slice(0, 40)}`)
       assert.ok(whole.length < total, 'the pipe took every line: the test did not fill it')
+      assert.match(stderr, new RegExp(`^exit: ${when}$`, 'm'), 'the child ended some other way')
       const counted = `${whole.length} written and ${dropped} counted as dropped, of ${total}`
-      assert.ok(whole.length + dropped >= total, counted)
-      // A write in the thread pool at exit may have got out: its lines (at most one write) are also counted.
-      const perWrite = Math.ceil(LOG_OUTPUT.maxWriteBytes / (whole[0] as string).length)
-      assert.ok(whole.length + dropped <= total + perWrite, counted)
+      if (when === 'mid-write') {
+        // The write in the pool never ran: exactly the lines not written are counted.
+        assert.equal(whole.length + dropped, total, counted)
+      } else {
+        assert.ok(whole.length + dropped >= total, counted)
+        // A write in the thread pool at exit may have got out: its lines (one write) are counted too.
+        const perWrite = Math.ceil(LOG_OUTPUT.maxWriteBytes / ((whole[0] as string).length + 1))
+        assert.ok(whole.length + dropped <= total + perWrite, counted)
+      }
+      // And said where an operator sees it, since no metric or warning line can carry it any more.
+      const report = stderr.split('\n').find((line) => line.includes('log lines dropped at exit'))
+      assert.equal(JSON.parse(report ?? '{}').droppedLines, dropped, stderr)
     })
   }
 })

@@ -74,7 +74,11 @@ export class BufferedLogOutput {
     this.#chunkBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     setInterval(() => this.#writeBatch(), LOG_OUTPUT.flushIntervalMs).unref()
-    process.on('exit', () => this.flushSync())
+    process.on('exit', () => {
+      const before = dropped
+      this.flushSync()
+      if (dropped > before) reportDroppedAtExit(dropped - before)
+    })
   }
 
   /** Takes one line (pino's destination interface). */
@@ -222,8 +226,23 @@ export class BufferedLogOutput {
 
 /** How many lines end within the first `bytes` bytes of a chunk. */
 function wholeLines(chunk: Chunk, bytes: number): number {
-  const written = chunk.buffer.subarray(0, bytes)
+  const written = chunk.buffer.subarray(0, Math.min(bytes, chunk.used))
   let lines = 0
   for (let at = written.indexOf(10); at !== -1; at = written.indexOf(10, at + 1)) lines++
   return lines
+}
+
+/**
+ * One line on stderr for the lines the exit could not write: past this point no metric or warning line
+ * can carry them. Stderr holds only the few lines a command prints, so one short write does not wait.
+ */
+function reportDroppedAtExit(lines: number): void {
+  try {
+    writeSync(
+      2,
+      `${JSON.stringify({ level: 40, time: Date.now(), droppedLines: lines, msg: 'log lines dropped at exit: standard output did not take them' })}\n`,
+    )
+  } catch {
+    // Stderr gone too: nothing is left to tell.
+  }
 }
