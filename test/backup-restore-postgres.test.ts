@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { exitWithin, requesterFor, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { requesterFor, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
 import { walkCatalogue } from './helpers/set-test.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
@@ -18,11 +18,6 @@ function runbook(program: string, args: string[], env: Record<string, string> = 
     env: { ...process.env, ...env },
   })
   assert.equal(result.status, 0, `${program} ${args.join(' ')}: ${result.error?.message ?? result.stderr}`)
-}
-
-async function stop(server: ServeProcess): Promise<void> {
-  server.child.kill('SIGTERM')
-  assert.equal(await exitWithin(server), 0, server.output())
 }
 
 describe(

@@ -6,7 +6,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
-import { exitWithin, runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -16,11 +16,6 @@ async function serve(t: TestContext, env: Record<string, string>, cwd: string): 
   const server = await startServeProcess(env, cwd)
   t.after(() => server.child.kill('SIGKILL'))
   return server
-}
-
-async function stop(server: ServeProcess): Promise<void> {
-  server.child.kill('SIGTERM')
-  assert.equal(await exitWithin(server), 0, server.output())
 }
 
 function integrityOf(path: string): unknown {

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import fs, { closeSync, openSync, readFileSync } from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { BufferedLogOutput, droppedLogLines, LOG_OUTPUT } from '../src/log/log-output.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
@@ -19,12 +19,23 @@ function mixedLines(count: number): string[] {
   })
 }
 
+/** A file for the output to write to, closed after the test: its path and descriptor. */
+function outputFile(t: TestContext): { path: string; fd: number } {
+  const path = join(temporaryDirectory(t), 'out.log')
+  const fd = openSync(path, 'w')
+  t.after(() => closeSync(fd))
+  return { path, fd }
+}
+
+/** Resolves once everything the output took is written. */
+function flushed(output: BufferedLogOutput): Promise<void> {
+  return within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
+}
+
 describe('buffered log output', () => {
   for (const shared of [false, true]) {
     test(`when lines of every size are written (${shared ? 'shared' : 'alone'} on stdout), then after a flush the file holds each whole, in order`, async (t) => {
-      const path = join(temporaryDirectory(t), 'out.log')
-      const fd = openSync(path, 'w')
-      t.after(() => closeSync(fd))
+      const { path, fd } = outputFile(t)
       const output = new BufferedLogOutput({ shared, fd })
       const lines = mixedLines(3000)
       // A few lines per turn, as requests end, so writes overlap with new lines.
@@ -32,26 +43,22 @@ describe('buffered log output', () => {
         for (const line of lines.slice(i, i + 7)) output.write(line)
         await new Promise((resolve) => setImmediate(resolve))
       }
-      await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
+      await flushed(output)
       assert.equal(readFileSync(path, 'utf8'), lines.join(''))
     })
   }
 
   test('when a long line comes first, then it is written, and so are the lines after it', async (t) => {
-    const path = join(temporaryDirectory(t), 'out.log')
-    const fd = openSync(path, 'w')
-    t.after(() => closeSync(fd))
+    const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ shared: true, fd })
     const lines = [`${'y'.repeat(10_000)}\n`, 'short\n']
     for (const line of lines) output.write(line)
-    await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
+    await flushed(output)
     assert.equal(readFileSync(path, 'utf8'), lines.join(''))
   })
 
   test('when the process exits with lines buffered, then they are written synchronously', (t) => {
-    const path = join(temporaryDirectory(t), 'out.log')
-    const fd = openSync(path, 'w')
-    t.after(() => closeSync(fd))
+    const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
     // Less than a batch, so no write has started: the exit's own write is the one that takes them.
     const lines = mixedLines(300).filter((line) => line.length < 200)
@@ -61,8 +68,7 @@ describe('buffered log output', () => {
   })
 
   test('when the exit comes while a write that starts in the middle of a line is in the thread pool, then the line it starts in and all after it are counted as dropped, not those written before', async (t) => {
-    const fd = openSync(join(temporaryDirectory(t), 'out.log'), 'w')
-    t.after(() => closeSync(fd))
+    const { fd } = outputFile(t)
     // The first write takes a line and a half, the rest stays in the thread pool, never run.
     const realWrite = fs.write
     let writes = 0

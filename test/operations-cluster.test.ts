@@ -10,7 +10,7 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
-import { createPets, servingWorkers } from './helpers/cluster-process.ts'
+import { createPets, killIfRunning, servingWorkers } from './helpers/cluster-process.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
@@ -36,14 +36,6 @@ function sampleSum(exposition: string, name: string, labels = ''): number {
 }
 
 /** A stopped worker is not ended by its supervisor's death; the test ends it if the supervisor did not. */
-function killIfRunning(pid: number) {
-  try {
-    process.kill(pid, 'SIGKILL')
-  } catch {
-    // Already gone.
-  }
-}
-
 describe('restart back-off', () => {
   test('when workers crash in a burst, then each replacement waits longer; when crashes are 30 s old, then they are forgotten', () => {
     const backoff = new RestartBackoff()

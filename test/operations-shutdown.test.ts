@@ -4,13 +4,12 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
-import { within } from './helpers/bounded-wait.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { exitWithin, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { keepAliveClient, unansweredWithoutNotice } from './helpers/keep-alive-client.ts'
 import { exchange, openSocket } from './helpers/raw-http.ts'
 
@@ -44,13 +43,13 @@ async function signalUnderLoad(t: TestContext) {
     for (const client of clients) client.stop()
   })
   // Signal once traffic flows on every connection, not after a fixed time.
-  const deadline = Date.now() + 20_000
-  while (clients.some((client) => client.record.answers.length < 20)) {
-    if (Date.now() > deadline) assert.fail('the clients were not all served before the signal')
-    await sleep(20)
-  }
+  await waitUntil(
+    () => clients.every((client) => client.record.answers.length >= 20),
+    'the clients were not all served before the signal',
+    { timeoutMs: 20_000, everyMs: 20 },
+  )
   server.child.kill('SIGTERM')
-  const exitCode = await within(server.exited, 30_000, 'the process did not exit')
+  const exitCode = await exitWithin(server, 30_000)
   const records = await within(
     Promise.all(clients.map((client) => client.closed)),
     30_000,
@@ -116,7 +115,7 @@ describe('shutdown with idle kept-alive connections', () => {
     const answer = await within(exchange(socket, probe), 10_000, 'no answer on the idle connection')
     assert.match(answer, /^HTTP\/1\.1 503 /)
     assert.match(answer, /\r\nconnection: close\r\n/i)
-    assert.equal(await within(server.exited, 20_000, 'the process did not exit'), 0)
+    assert.equal(await exitWithin(server, 20_000), 0)
   })
 
   test('when a kept-alive connection stays idle through the shutdown, then it is closed at its keep-alive timeout and the process exits 0', {
@@ -158,7 +157,7 @@ describe('shutdown bound', () => {
     })
     const signalled = Date.now()
     server.child.kill('SIGTERM')
-    const exitCode = await within(server.exited, 20_000, 'shutdown hung on the store')
+    const exitCode = await exitWithin(server, 20_000)
     t.diagnostic(`exited ${exitCode} after ${Date.now() - signalled} ms`)
     assert.notEqual(exitCode, 0)
     await waitForLog(server, (lines) =>

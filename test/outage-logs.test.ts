@@ -6,23 +6,28 @@ import { generateApiKey } from '../src/auth/api-key.ts'
 import { ConditionLog } from '../src/http/condition-log.ts'
 import { waitFor, waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { type LogLine, logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import {
+  type LogLine,
+  logLines,
+  requesterFor,
+  type ServeProcess,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
 import { conformanceAt } from './helpers/conformance-fetch.ts'
 import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
 
 const key = generateApiKey()
 const request = requesterFor(key)
-type Service = Parameters<typeof request>[0]
 const hasStack = (line: LogLine) => typeof (line.err as { stack?: unknown } | undefined)?.stack === 'string'
 
-/** Polls `lines` until `found` returns something; fails after `timeoutMs`. */
 /** Polls `path` until it answers 200 (the database back and reconnected); fails after 10 s with `what`. */
-async function answersOk(service: Service, path: string, what: string): Promise<void> {
+async function answersOk(service: ServeProcess, path: string, what: string): Promise<void> {
   await waitUntil(async () => (await request(service, path)).status === 200, what, { everyMs: 250 })
 }
 
 /** The line saying `condition` has passed, once written. */
-function passedLine(service: Service, condition: string): Promise<LogLine> {
+function passedLine(service: ServeProcess, condition: string): Promise<LogLine> {
   return waitForLog(service, (lines) =>
     lines.find((line) => line.condition === condition && String(line.msg).includes('passed')),
   )

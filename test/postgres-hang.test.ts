@@ -4,9 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
 import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
-import { within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { logLines, startServeProcess } from './helpers/cli-process.ts'
+import { exitWithin, logLines, startServeProcess } from './helpers/cli-process.ts'
 import {
   assertAllStored,
   assertAnsweredWithin,
@@ -130,21 +129,17 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
       const signalledAt = performance.now()
       service.child.kill('SIGTERM')
       // Its own hard stop ends it at SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS at the latest.
-      const exit = await within(service.exited, shutdownMs + SHUTDOWN_MARGIN_MS + 5000, 'exit after SIGTERM')
+      const exit = await exitWithin(service, shutdownMs + SHUTDOWN_MARGIN_MS + 5000)
       const tookMs = performance.now() - signalledAt
       await load.stop()
 
       // The drain (cut at SHUTDOWN_TIMEOUT_MS), then the app's last writes and the store's close together,
       // done by the hard limit less the exit's reserve: the close grace ends there.
       const bound = shutdownMs + SHUTDOWN_MARGIN_MS - EXIT_RESERVE_MS
-      const lines = service
-        .output()
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map(
-          (line) =>
-            JSON.parse(line) as { msg: string; deprecatedCalls?: Array<{ key: string; calls: number }> },
-        )
+      const lines = logLines(service) as Array<{
+        msg?: string
+        deprecatedCalls?: Array<{ key: string; calls: number }>
+      }>
       assert.equal(exit, 0, service.output().slice(-2000))
       assert.ok(
         tookMs <= bound + SLACK_MS,
@@ -198,7 +193,7 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     const heldMs = CLOSE_GRACE_MS + 1000
     await sleep(heldMs)
     await admin.query('COMMIT')
-    const exit = await within(service.exited, shutdownMs + SHUTDOWN_MARGIN_MS + 5000, 'exit after SIGTERM')
+    const exit = await exitWithin(service, shutdownMs + SHUTDOWN_MARGIN_MS + 5000)
     const tookMs = (await exitedAt) - signalledAt
 
     assert.equal(exit, 0, service.output().slice(-2000))

@@ -15,7 +15,13 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
-import { createPets, scrapeSupervisor, servingWorkers } from './helpers/cluster-process.ts'
+import {
+  createPets,
+  isRunning,
+  killIfRunning,
+  scrapeSupervisor,
+  servingWorkers,
+} from './helpers/cluster-process.ts'
 import { checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 
 const FAULT_PROBE = fileURLToPath(new URL('./helpers/fault-probe.mjs', import.meta.url))
@@ -31,7 +37,6 @@ function fatalLines(server: ServeProcess): LogLine[] {
   return logLines(server).filter((line) => line.level === 60)
 }
 
-/** Polls `read` until `done` holds for what it returns; fails after `timeoutMs`. */
 /**
  * A createPet the server has taken in (it answered `100 Continue`, so the request is in flight) whose body
  * is held back until `finish` sends it; `finish` resolves with the raw answer.
@@ -190,7 +195,7 @@ describe('a failure of the WORKERS supervisor itself', () => {
     t.after(() => server.child.kill('SIGKILL'))
     const [stuck, draining] = (await servingWorkers(server, 2)) as [number, number]
     t.after(() => {
-      for (const pid of [stuck, draining]) if (isRunning(pid)) process.kill(pid, 'SIGKILL')
+      for (const pid of [stuck, draining]) killIfRunning(pid)
     })
     // A worker that cannot stop: frozen, it never acts on the supervisor's SIGTERM.
     process.kill(stuck, 'SIGSTOP')
@@ -223,12 +228,3 @@ describe('a failure of the WORKERS supervisor itself', () => {
     }
   })
 })
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}

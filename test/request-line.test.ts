@@ -11,7 +11,7 @@ function capturedWriter() {
   const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
   const write = requestLineWriter(logger, 'info')
   assert.ok(write)
-  return { lines, write }
+  return { lines, write, logger }
 }
 
 const anyText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a"b', 'c\\d', 'é 🐕'))
@@ -89,16 +89,10 @@ describe('the request line', () => {
     const { lines, write } = capturedWriter()
     const key = generateApiKey()
     write({
-      reqId: 'r-1',
+      ...A_LISTING,
       bindings: `,"reqId":"r-1","condition":"${key}"`,
-      method: 'GET',
-      url: '/v1/pets',
-      operation: 'listPets',
-      status: 200,
-      durationMs: 1,
       key,
       remoteAddress: `${key}, 203.0.113.7`,
-      userAgent: undefined,
     })
     assert.equal(lines.join('').includes(key.slice(4)), false, lines.join(''))
     const parsed = JSON.parse(lines[0] as string)
@@ -131,10 +125,7 @@ describe('the request line', () => {
 
   test('when the process logger gains a binding, then the lines written after it carry it', (t) => {
     t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
-    const lines: string[] = []
-    const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
-    const write = requestLineWriter(logger, 'info')
-    assert.ok(write)
+    const { lines, write, logger } = capturedWriter()
     write(A_LISTING)
     logger.setBindings({ region: 'eu-1' })
     write(A_LISTING)

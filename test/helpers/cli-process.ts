@@ -86,6 +86,12 @@ export function exitWithin(server: ServeProcess, timeoutMs = 10_000): Promise<nu
   return within(server.exited, timeoutMs, () => `the process is still running:\n${server.output()}`)
 }
 
+/** Stops a serve process with SIGTERM; it must exit 0 in time, or the test fails with its output. */
+export async function stop(server: ServeProcess): Promise<void> {
+  server.child.kill('SIGTERM')
+  assert.equal(await exitWithin(server), 0, server.output())
+}
+
 export type LogLine = Record<string, unknown>
 
 /** The JSON log lines a serve process (and its workers) wrote so far; a half-written last line is left out. */

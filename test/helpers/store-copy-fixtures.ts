@@ -5,7 +5,7 @@ import { openCopySource } from '../../src/cli/open-store.ts'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.ts'
 import type { PetStatus } from '../../src/schemas/pet.ts'
 import type { Store } from '../../src/store/store.ts'
-import { exitWithin, type ServeProcess, startServeProcess } from './cli-process.ts'
+import { type ServeProcess, startServeProcess } from './cli-process.ts'
 
 const STATUSES: Array<PetStatus | undefined> = ['available', 'pending', 'sold', undefined]
 // Exactness at the edges: values a double would round, and the int64 extremes.
@@ -19,11 +19,6 @@ export async function serve(t: TestContext, env: Record<string, string>, cwd: st
 }
 
 /** Stops a server as an operator does (SIGTERM); it must exit 0. */
-export async function stop(server: ServeProcess): Promise<void> {
-  server.child.kill('SIGTERM')
-  assert.equal(await exitWithin(server), 0, server.output())
-}
-
 export function call(server: ServeProcess, key: string, path: string, init: RequestInit = {}) {
   return fetch(new URL(path, server.origin), {
     ...init,
