@@ -1,9 +1,16 @@
 import assert from 'node:assert/strict'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { type RequestLine, requestLineWriter } from '../src/http/request-line.ts'
+import { requestIdOf } from '../src/http/request-logging.ts'
+import { BufferedLogOutput } from '../src/log/log-output.ts'
+import { within } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
 
 /** A writer at info to an array of lines, with pino's usual base bindings (pid, hostname). */
 function capturedWriter() {
@@ -22,8 +29,12 @@ const requestLine: fc.Arbitrary<RequestLine> = fc.record({
   url: anyText,
   operation: fc.constantFrom('listPets', 'getPet', 'createPet', '/healthz'),
   status: fc.constantFrom(200, 201, 401, 404, 503),
-  durationMs: fc.double({ min: 0, max: 1e7, noNaN: true }),
-  key: fc.option(fc.constantFrom('ops', 'web.front-1'), { nil: undefined }),
+  // Any double, and durations in whole hundredths as clocks give them (1.5, 0.07, 12).
+  durationMs: fc.oneof(
+    fc.double({ min: 0, max: 1e7, noNaN: true }),
+    fc.integer({ min: 0, max: 1_000_000 }).map((hundredths) => hundredths / 100),
+  ),
+  key: fc.option(fc.constantFrom('ops', 'web.front-1', 'caisse-é 🐕'), { nil: undefined }),
   remoteAddress: fc.option(fc.oneof(fc.ipV4(), fc.ipV6(), anyText), { nil: undefined }),
   userAgent: fc.option(anyText, { nil: undefined }),
 })
@@ -110,6 +121,34 @@ describe('the request line', () => {
     }
   })
 
+  test('when a duration is short or long, then it is written as String() writes it rounded to the hundredth', () => {
+    const { lines, write } = capturedWriter()
+    const durations = [
+      0, 0.004, 0.005, 0.01, 0.1, 0.996, 1, 1.05, 9.99, 9.994, 9.995, 10, 10.1, 123.456, 99999.999,
+    ]
+    for (const durationMs of durations) {
+      lines.length = 0
+      write({ ...A_LISTING, durationMs })
+      const expected = String(Math.round(durationMs * 100) / 100)
+      assert.ok((lines[0] as string).includes(`"durationMs":${expected},`), `${durationMs}: ${lines[0]}`)
+    }
+  })
+
+  test('when a client sends any X-Request-Id, then the id kept is one the line may write as it is', () => {
+    const { lines, write } = capturedWriter()
+    const anyHeader = fc.oneof(anyText, fc.stringMatching(/^[A-Za-z0-9._:"\\ -]{1,130}$/))
+    fc.assert(
+      fc.property(anyHeader, (given) => {
+        const reqId = requestIdOf({ headers: { 'x-request-id': given } } as unknown as IncomingMessage)
+        assert.match(reqId, /^[A-Za-z0-9._:-]+$/)
+        lines.length = 0
+        write({ ...A_LISTING, reqId })
+        assert.equal(JSON.parse(lines[0] as string).reqId, reqId)
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
   test('when the clock reads any time, then the line carries it exactly, leading zeros of its last digits included', (t) => {
     const { lines, write } = capturedWriter()
     t.mock.timers.enable({ apis: ['Date'], now: 0 })
@@ -131,5 +170,49 @@ describe('the request line', () => {
     write(A_LISTING)
     assert.equal(JSON.parse(lines[0] as string).region, undefined)
     assert.equal(JSON.parse(lines[1] as string).region, 'eu-1')
+  })
+})
+
+describe("the request line on the service's own output", () => {
+  test("when any request is written, then the output holds the same text as pino's destination gets, a line all ASCII copied as it is", async (t) => {
+    const path = join(temporaryDirectory(t), 'out.log')
+    const fd = openSync(path, 'w')
+    t.after(() => closeSync(fd))
+    const output = new BufferedLogOutput({ fd })
+    let copied = 0
+    const writeAscii = output.writeAscii.bind(output)
+    output.writeAscii = (line) => {
+      copied++
+      return writeAscii(line)
+    }
+    const logger = pino({ level: 'info' }, output)
+    const write = requestLineWriter(logger, 'info')
+    assert.ok(write)
+    const asString = capturedWriter()
+    t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
+    const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+    let plain = 0
+    const check = (line: RequestLine) => {
+      const before = copied
+      write(line)
+      asString.write(line)
+      const fields = [line.url, line.remoteAddress ?? '', line.userAgent ?? '']
+      if (fields.every((text) => plainText.test(text))) {
+        plain++
+        assert.equal(copied, before + 1, `copied: ${JSON.stringify(line)}`)
+      } else assert.equal(copied, before, `encoded: ${JSON.stringify(line)}`)
+    }
+    fc.assert(fc.property(requestLine, check), { numRuns: 3000 })
+    // Bindings past ASCII: no line is copied as it is any more.
+    logger.setBindings({ region: 'zürich' })
+    asString.logger.setBindings({ region: 'zürich' })
+    const before = copied
+    write(A_LISTING)
+    asString.write(A_LISTING)
+    assert.equal(copied, before)
+    await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
+    assert.ok(plain > 100, `${plain} plain lines of 3000`)
+    assert.deepEqual(readFileSync(path, 'utf8').split(/(?<=\n)/), asString.lines)
+    assert.equal(JSON.parse(asString.lines.at(-1) as string).region, 'zürich')
   })
 })

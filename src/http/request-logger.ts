@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino'
-import { quoted } from './request-line.ts'
+import { quoted } from './made-once.ts'
 
 type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'

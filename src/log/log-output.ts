@@ -83,14 +83,26 @@ export class BufferedLogOutput {
 
   /** Takes one line (pino's destination interface). */
   write(line: string): boolean {
+    return this.#take(line, false)
+  }
+
+  /**
+   * Takes one line every character of which is ASCII (the request line when all its text is plain:
+   * http/request-line.ts): its bytes are its characters, copied rather than encoded as UTF-8.
+   */
+  writeAscii(line: string): boolean {
+    return this.#take(line, true)
+  }
+
+  #take(line: string, ascii: boolean): boolean {
     if (this.#broken || this.#bytes + line.length > LOG_OUTPUT.maxBufferedBytes) {
       dropped++
       return true
     }
     let chunk = this.#chunks[this.#chunks.length - 1] as Chunk
     // At most three bytes per UTF-16 unit: the exact length is measured only near a chunk's end.
-    if (line.length * 3 > chunk.capacity - chunk.used) {
-      const bytes = Buffer.byteLength(line)
+    if (line.length * (ascii ? 1 : 3) > chunk.capacity - chunk.used) {
+      const bytes = ascii ? line.length : Buffer.byteLength(line)
       if (bytes > chunk.capacity - chunk.used) {
         // An empty chunk too small for the line is replaced, so no empty chunk waits ahead of a full one.
         const last = chunk.used === 0 ? this.#chunks.length - 1 : this.#chunks.length
@@ -98,7 +110,7 @@ export class BufferedLogOutput {
         this.#chunks[last] = chunk
       }
     }
-    const bytes = chunk.buffer.write(line, chunk.used)
+    const bytes = ascii ? chunk.buffer.write(line, chunk.used, 'ascii') : chunk.buffer.write(line, chunk.used)
     chunk.used += bytes
     chunk.lines++
     this.#bytes += bytes

@@ -1,0 +1,43 @@
+// How many values of a fixed set are kept: far more than the methods, operations and key names there are.
+const KEPT = 1000
+
+/**
+ * Values made once per key of a small fixed set (methods, operations, key names), the first KEPT kept;
+ * the last one is found again without a lookup, as consecutive requests mostly repeat it.
+ */
+export class Made<K, V> {
+  readonly #make: (key: K) => V
+  readonly #kept = new Map<K, V>()
+  #lastKey: K | undefined
+  #last: V | undefined
+
+  constructor(make: (key: K) => V) {
+    this.#make = make
+  }
+
+  of(key: K): V {
+    if (key === this.#lastKey && this.#last !== undefined) return this.#last
+    let value = this.#kept.get(key)
+    if (value === undefined) {
+      value = this.#make(key)
+      if (this.#kept.size < KEPT) this.#kept.set(key, value)
+    }
+    this.#lastKey = key
+    this.#last = value
+    return value
+  }
+}
+
+// Past ASCII, as `\u00e9`: a line made of such forms and plain text is all ASCII (http/request-line.ts).
+const NOT_ASCII = /[\u0080-\uffff]/g
+const quotedForms = new Made((text: string) =>
+  JSON.stringify(text).replace(NOT_ASCII, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`),
+)
+
+/**
+ * `JSON.stringify(text)` with every character past ASCII escaped (the same JSON value), made once for each
+ * of a fixed set of strings (the only ones passed).
+ */
+export function quoted(text: string): string {
+  return quotedForms.of(text)
+}
