@@ -19,6 +19,12 @@ function mixedLines(count: number): string[] {
   })
 }
 
+/** Takes a line as the request line does: copied if it is all ASCII, encoded if not. */
+function take(output: BufferedLogOutput, line: string): void {
+  if (/^[\x20-\x7e\n]*$/.test(line)) output.writeAscii(line)
+  else output.write(line)
+}
+
 /** A file for the output to write to, closed after the test: its path and descriptor. */
 function outputFile(t: TestContext): { path: string; fd: number } {
   const path = join(temporaryDirectory(t), 'out.log')
@@ -34,13 +40,13 @@ function flushed(output: BufferedLogOutput): Promise<void> {
 
 describe('buffered log output', () => {
   for (const shared of [false, true]) {
-    test(`when lines of every size are written (${shared ? 'shared' : 'alone'} on stdout), then after a flush the file holds each whole, in order`, async (t) => {
+    test(`when lines of every size are written, ASCII ones copied (${shared ? 'shared' : 'alone'} on stdout), then after a flush the file holds each whole, in order`, async (t) => {
       const { path, fd } = outputFile(t)
       const output = new BufferedLogOutput({ shared, fd })
       const lines = mixedLines(3000)
       // A few lines per turn, as requests end, so writes overlap with new lines.
       for (let i = 0; i < lines.length; i += 7) {
-        for (const line of lines.slice(i, i + 7)) output.write(line)
+        for (const line of lines.slice(i, i + 7)) take(output, line)
         await new Promise((resolve) => setImmediate(resolve))
       }
       await flushed(output)
@@ -51,8 +57,8 @@ describe('buffered log output', () => {
   test('when a long line comes first, then it is written, and so are the lines after it', async (t) => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ shared: true, fd })
-    const lines = [`${'y'.repeat(10_000)}\n`, 'short\n']
-    for (const line of lines) output.write(line)
+    const lines = [`${'y'.repeat(10_000)}\n`, 'short\n', `${'z'.repeat(10_000)}\n`, 'é\n']
+    for (const line of lines) take(output, line)
     await flushed(output)
     assert.equal(readFileSync(path, 'utf8'), lines.join(''))
   })

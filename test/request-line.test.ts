@@ -96,9 +96,11 @@ describe('the request line', () => {
     )
   })
 
-  test('when a key comes as the client address, the key name or a later binding, then the line masks it', () => {
-    const { lines, write } = capturedWriter()
+  test('when a key comes as the client address, the key name, a later binding or one of the process, then the line masks it', () => {
+    const { lines, write, logger } = capturedWriter()
     const key = generateApiKey()
+    logger.setBindings({ token: key })
+    write({ ...A_LISTING })
     write({
       ...A_LISTING,
       bindings: `,"reqId":"r-1","condition":"${key}"`,
@@ -106,7 +108,8 @@ describe('the request line', () => {
       remoteAddress: `${key}, 203.0.113.7`,
     })
     assert.equal(lines.join('').includes(key.slice(4)), false, lines.join(''))
-    const parsed = JSON.parse(lines[0] as string)
+    assert.equal(JSON.parse(lines[0] as string).token, 'psk_[redacted]')
+    const parsed = JSON.parse(lines[1] as string)
     assert.equal(parsed.remoteAddress, 'psk_[redacted], 203.0.113.7')
     assert.equal(parsed.key, 'psk_[redacted]')
     assert.equal(parsed.condition, 'psk_[redacted]')
@@ -170,6 +173,75 @@ describe('the request line', () => {
     write(A_LISTING)
     assert.equal(JSON.parse(lines[0] as string).region, undefined)
     assert.equal(JSON.parse(lines[1] as string).region, 'eu-1')
+  })
+})
+
+describe('the request line against pino', () => {
+  // Request ids as requestIdOf keeps them; a request bound more than its id, sometimes (a 503's condition).
+  const asPinoWrites = fc.record({
+    line: requestLine.map((line) => ({ ...line, key: line.key === 'caisse-é 🐕' ? 'ops' : line.key })),
+    reqId: fc.oneof(fc.uuid(), fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/)),
+    condition: fc.option(anyText, { nil: undefined }),
+    now: fc.integer({ min: 0, max: 4_102_444_800_000 }),
+  })
+
+  test('when any request is written at any time, then the line is byte for byte the one pino writes for its fields', (t) => {
+    const { lines, write, logger } = capturedWriter()
+    t.mock.timers.enable({ apis: ['Date'], now: 0 })
+    fc.assert(
+      fc.property(asPinoWrites, ({ line, reqId, condition, now }) => {
+        t.mock.timers.setTime(now)
+        const child = logger.child(condition === undefined ? { reqId } : { reqId, condition })
+        const bindings =
+          condition === undefined
+            ? undefined
+            : (child as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]
+        lines.length = 0
+        write({ ...line, reqId, bindings })
+        const { method, url, operation, status, key, remoteAddress, userAgent } = line
+        child.info(
+          {
+            method,
+            url,
+            operation,
+            status,
+            durationMs: Math.round(line.durationMs * 100) / 100,
+            ...(key === undefined ? {} : { key }),
+            ...(remoteAddress === undefined ? {} : { remoteAddress }),
+            ...(userAgent === undefined ? {} : { userAgent }),
+          },
+          'request',
+        )
+        assert.equal(lines[0], lines[1])
+      }),
+      { numRuns: 3000 },
+    )
+  })
+
+  test('when the clock moves on, stands still or goes back, by any step, then each line carries the time of its writing', (t) => {
+    const { lines, write } = capturedWriter()
+    t.mock.timers.enable({ apis: ['Date'], now: 0 })
+    const step = fc.oneof(fc.integer({ min: -2500, max: 2500 }), fc.constantFrom(0, 1, 999, 1000, -1))
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 1e15 + 5000 }),
+        fc.array(step, { minLength: 1, maxLength: 50 }),
+        (first, moves) => {
+          let now = first
+          for (const move of moves) {
+            now = Math.max(0, now + move)
+            t.mock.timers.setTime(now)
+            lines.length = 0
+            write(A_LISTING)
+            assert.ok(
+              (lines[0] as string).startsWith(`{"level":30,"time":${now},"pid":`),
+              `${now}: ${lines[0]}`,
+            )
+          }
+        },
+      ),
+      { numRuns: 500 },
+    )
   })
 })
 

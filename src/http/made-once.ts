@@ -28,16 +28,9 @@ export class Made<K, V> {
   }
 }
 
-// Past ASCII, as `\u00e9`: a line made of such forms and plain text is all ASCII (http/request-line.ts).
-const NOT_ASCII = /[\u0080-\uffff]/g
-const quotedForms = new Made((text: string) =>
-  JSON.stringify(text).replace(NOT_ASCII, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`),
-)
+const quotedForms = new Made((text: string) => JSON.stringify(text))
 
-/**
- * `JSON.stringify(text)` with every character past ASCII escaped (the same JSON value), made once for each
- * of a fixed set of strings (the only ones passed).
- */
+/** `JSON.stringify(text)`, made once for each of a fixed set of strings (the only ones passed). */
 export function quoted(text: string): string {
   return quotedForms.of(text)
 }

@@ -1,0 +1,147 @@
+import { maskApiKeys } from '../log/key-masking.ts'
+import { Made } from './made-once.ts'
+
+/**
+ * Whether the text is printable ASCII but `"` and `\`, so that its JSON form is itself in quotes (ids,
+ * addresses, most URLs and user agents). A loop, not a regular expression: a test's fixed cost was most
+ * of the field's (docs/benchmarks/tuning.md, "Counted instructions").
+ */
+export function isPlain(text: string): boolean {
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at)
+    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return false
+  }
+  return true
+}
+
+/** JSON's form of a text that is not plain, without its quotes. */
+export const escaped = (text: string): string => JSON.stringify(text).slice(1, -1)
+
+/**
+ * isPlain for one field, the last text it found plain kept: a client's address and user agent repeat
+ * from one request to the next, and comparing them costs less than checking them again.
+ */
+export function repeatedIsPlain(): (text: string) => boolean {
+  let lastPlain = ''
+  return (text) => {
+    if (text === lastPlain) return true
+    if (!isPlain(text)) return false
+    lastPlain = text
+    return true
+  }
+}
+
+// UTF-16 units past ASCII (search() and replace() only: a global expression's test() keeps state).
+const NOT_ASCII = /[\u0080-\uffff]/g
+const isAscii = (text: string): boolean => text.search(NOT_ASCII) === -1
+
+// `JSON.stringify(text)` with units past ASCII as `\u00e9` (the same JSON value): pieces made of these
+// keep a line all ASCII whatever a method, operation or key is named.
+const unicodeEscape = (unit: string): string => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
+const asciiQuoted = new Made((text: string) => JSON.stringify(text).replace(NOT_ASCII, unicodeEscape))
+
+/**
+ * The parts as one flat string. A template keeps its result as a tree of its parts, which every line
+ * built from it would walk again when it is written: the pieces kept for many lines are made flat once.
+ */
+const flat = (...parts: string[]): string => parts.join('')
+
+// A duration's hundredths as `String()` writes them, trailing zero dropped: '', '.01', … '.1', '.11', … '.99'.
+const FRACTIONS = Array.from({ length: 100 }, (_, cents) =>
+  cents === 0 ? '' : `.${`${cents}`.padStart(2, '0')}`.replace(/0$/, ''),
+)
+
+// Durations under 10 ms, nearly every request's, written once each: '0', '0.01', … '9.99'.
+const SHORT_DURATIONS = Array.from(
+  { length: 1000 },
+  (_, total) => `${Math.trunc(total / 100)}${FRACTIONS[total % 100]}`,
+)
+
+/**
+ * `String(Math.round(ms * 100) / 100)` from integers, without formatting a double. A duration that is not
+ * a plain non-negative number (a clock stepped back) is written as 0, never as `NaN` or `-0.5`.
+ */
+export function hundredths(ms: number): string {
+  const total = ms >= 0 && ms < 1e13 ? Math.round(ms * 100) : 0
+  if (total < 1000) return SHORT_DURATIONS[total] as string
+  const cents = total % 100
+  return `${(total - cents) / 100}${FRACTIONS[cents]}`
+}
+
+/** The pieces of a line that only its method, its operation and status, or its key decide. */
+export class FixedPieces {
+  /** `,"method":"GET","url":"`, after a request's own bindings. */
+  readonly method = new Made((method: string) => flat(',"method":', asciiQuoted.of(method), ',"url":"'))
+  /** `","method":"GET","url":"`, after the request id's text. */
+  readonly afterId = new Made((method: string) => flat('","method":', asciiQuoted.of(method), ',"url":"'))
+  /** `,"key":"ops"`, the name masked. */
+  readonly key = new Made((key: string) => flat(',"key":', asciiQuoted.of(maskApiKeys(key))))
+  readonly #outcomes = new Made((_operation: string): string[] => [])
+
+  /** `","operation":"getPet","status":200,"durationMs":`, after the URL's text. */
+  outcome(operation: string, status: number): string {
+    const byStatus = this.#outcomes.of(operation)
+    let piece = byStatus[status]
+    if (piece === undefined) {
+      piece = flat('","operation":', asciiQuoted.of(operation), ',"status":', `${status}`, ',"durationMs":')
+      byStatus[status] = piece
+    }
+    return piece
+  }
+}
+
+// A time's last three digits, '000' … '999': a new millisecond costs one concatenation, not a formatting.
+const MILLISECONDS = Array.from({ length: 1000 }, (_, ms) => `${ms}`.padStart(3, '0'))
+
+/**
+ * The start of a line: `{"level":30,"time":` and the time, then the process logger's bindings
+ * (`,"pid":…,"hostname":"…"` and any set later, as pino writes them, keys masked) up to the request
+ * id's text. The second is made once and flat; the millisecond and what follows are joined by plain
+ * concatenation, as a flat copy would cost more than the few lines of that millisecond walking it.
+ */
+export class LineStart {
+  readonly #levelField: string
+  #secondStart = Number.NaN
+  #secondText = ''
+  #now = Number.NaN
+  // null: none seen yet (pino's own may be undefined).
+  #bindings: string | undefined | null = null
+  #afterTime = ''
+  /** Up to the time's last digit. */
+  timed = ''
+  /** Up to `"reqId":"`. */
+  beforeId = ''
+  /** Whether the bindings are all ASCII. */
+  ascii = true
+
+  constructor(level: number) {
+    this.#levelField = `{"level":${level},"time":`
+  }
+
+  /** Brings the start to time `now` (ms since the epoch) and the process logger's bindings `base`. */
+  update(now: number, base: string | undefined): void {
+    if (now === this.#now && base === this.#bindings) return
+    if (base !== this.#bindings) {
+      this.#bindings = base
+      this.#afterTime = flat(maskApiKeys(base ?? ''), ',"reqId":"')
+      this.ascii = isAscii(this.#afterTime)
+    }
+    if (now !== this.#now) {
+      this.#now = now
+      this.timed = this.#timed(now)
+    }
+    this.beforeId = this.timed + this.#afterTime
+  }
+
+  #timed(now: number): string {
+    const ms = now - this.#secondStart
+    if (ms >= 0 && ms < 1000 && Number.isInteger(ms)) return this.#secondText + MILLISECONDS[ms]
+    if (!(now >= 1000 && now < 1e15 && Number.isInteger(now))) {
+      this.#secondStart = Number.NaN
+      return `${this.#levelField}${now}`
+    }
+    this.#secondStart = now - (now % 1000)
+    this.#secondText = flat(this.#levelField, `${this.#secondStart / 1000}`)
+    return this.#secondText + MILLISECONDS[now - this.#secondStart]
+  }
+}
