@@ -2,9 +2,12 @@
 # Instructions per request of the service, counted by callgrind: a figure a busy host does not change,
 # unlike req/s or CPU time (docs/benchmarks/tuning.md, "Counted instructions").
 #
-#   bash bench/count-instructions.sh on|off [requests] [path]
+#   bash bench/count-instructions.sh on|off|fastify|bare [requests] [path]
 #
-# on: request logs as npm start writes them (info); off: LOG_LEVEL=warn. 10,000 pets seeded, 50,000
+# on: request logs as npm start writes them (info); off: LOG_LEVEL=warn; fastify and bare: the bench's
+# baselines, the minimal Fastify app and bare node:http (bench/fastify-baseline-server.ts,
+# baseline-server.ts), answering what the service answered, recorded first as the bench records it
+# (path /v1/pets/<id> or a list path). 10,000 pets seeded, 50,000
 # requests of warm-up (not counted; WARMUP=n to change), then `requests` (3,000) counted, 8 at a time, load
 # shedding off (a process under callgrind runs about 50 times slower, which it would read as overload).
 # The warm-up lets V8's optimizing compiler reach the request path, as it has in any service serving for
@@ -28,13 +31,43 @@ export API_KEYS="bench:$key" DATABASE_URL="sqlite:$dir/pets.db" PORT=$port HOST=
 level=info
 [ "$mode" = off ] && level=warn
 "$node" "$root/bin/petstore.js" seed --count 10000 > /dev/null
-LOG_LEVEL=$level valgrind --tool=callgrind --smc-check=all-non-file --instr-atstart=no --separate-threads=yes \
-  --callgrind-out-file="$dir/callgrind.out" \
-  "$node" --max-semi-space-size=16 "$root/bin/petstore.js" serve > "$dir/stdout.log" 2> "$dir/valgrind.log" &
-service=$!
-ready=
-for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && ready=1 && break; sleep 1; done
-[ -n "$ready" ] || { echo "the service did not answer within 300 s: $(tail -3 "$dir/valgrind.log")" >&2; exit 1; }
+callgrind=(valgrind --tool=callgrind --smc-check=all-non-file --instr-atstart=no --separate-threads=yes
+  --callgrind-out-file="$dir/callgrind.out")
+# Waits until `url` answers (300 s at most: a process under callgrind starts slowly).
+await_ready() {
+  for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 1; done
+  echo "no answer from $1 within 300 s: $(tail -3 "$dir/valgrind.log" 2> /dev/null)" >&2
+  return 1
+}
+if [ "$mode" = fastify ] || [ "$mode" = bare ]; then
+  baseline=$root/bench/fastify-baseline-server.ts
+  [ "$mode" = bare ] && baseline=$root/bench/baseline-server.ts
+  LOG_LEVEL=warn "$node" "$root/bin/petstore.js" serve > /dev/null 2>&1 &
+  service=$!
+  await_ready "http://127.0.0.1:$port/healthz"
+  wrong=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
+  id=$(printf '%s' "$path" | sed -n 's|^/v1/pets/\([0-9][0-9]*\)$|\1|p')
+  FIXTURE="$dir/fixture.json" ORIGIN="http://127.0.0.1:$port" KEY="$key" WRONG="$wrong" ID="$id" \
+    "$node" --input-type=module -e "
+      import { writeFileSync } from 'node:fs'
+      import { recordFixture } from '$root/bench/baseline-fixture.ts'
+      const { FIXTURE, ORIGIN, KEY, WRONG, ID } = process.env
+      const context = { apiKey: KEY, wrongKey: WRONG, petIds: ID ? [BigInt(ID)] : [] }
+      writeFileSync(FIXTURE, JSON.stringify(await recordFixture(ORIGIN, context, 10000)))"
+  kill -TERM "$service"
+  wait "$service" || true
+  BENCH_API_KEY=$key "${callgrind[@]}" "$node" "$baseline" "$dir/fixture.json" \
+    > "$dir/stdout.log" 2> "$dir/valgrind.log" &
+  service=$!
+  for _ in $(seq 1 300); do grep -q '^listening' "$dir/stdout.log" 2> /dev/null && break; sleep 1; done
+  port=$(sed -n 's/^listening \([0-9]*\)$/\1/p' "$dir/stdout.log")
+  [ -n "$port" ] || { echo "the $mode baseline did not start: $(tail -3 "$dir/valgrind.log")" >&2; exit 1; }
+else
+  LOG_LEVEL=$level "${callgrind[@]}" "$node" --max-semi-space-size=16 "$root/bin/petstore.js" serve \
+    > "$dir/stdout.log" 2> "$dir/valgrind.log" &
+  service=$!
+  await_ready "http://127.0.0.1:$port/healthz"
+fi
 
 # curl reads its URLs from a config file: one process sends them all, 8 at a time.
 send() {
@@ -54,4 +87,7 @@ service=
 # (callgrind.out) counts nothing more.
 total=$(grep -h '^totals:' "$dir"/callgrind.out.* | awk '{ sum += $2 } END { printf "%.0f", sum }')
 main=$(grep -h '^totals:' "$dir"/callgrind.out.*-01 | awk '{ sum += $2 } END { printf "%.0f", sum }')
-echo "logs $mode, $path: $((total / requests)) instructions per request, $((main / requests)) on the main thread (statuses:$statuses)"
+label="logs $mode"
+[ "$mode" = fastify ] && label="minimal Fastify app"
+[ "$mode" = bare ] && label="bare node:http"
+echo "$label, $path: $((total / requests)) instructions per request, $((main / requests)) on the main thread (statuses:$statuses)"
