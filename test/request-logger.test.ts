@@ -141,5 +141,11 @@ describe('per-request logger', () => {
       serializedBindingsOf(later as unknown as FastifyBaseLogger),
       `${root},"reqId":"r-9","condition":"the store is unavailable"`,
     )
+    const unusual = { reqId: 'r-10', count: 10n, nested: { at: [1, 'two'] } }
+    assert.equal(
+      serializedBindingsOf(requestLoggerFactory(logger, unusual, {})),
+      (logger.child(unusual) as unknown as Record<symbol, string>)[pino.symbols.chindingsSym],
+      'values of any kind, as pino serializes them',
+    )
   })
 })

@@ -27,10 +27,3 @@ export class Made<K, V> {
     return value
   }
 }
-
-const quotedForms = new Made((text: string) => JSON.stringify(text))
-
-/** `JSON.stringify(text)`, made once for each of a fixed set of strings (the only ones passed). */
-export function quoted(text: string): string {
-  return quotedForms.of(text)
-}

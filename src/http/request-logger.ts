@@ -1,6 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino'
-import { quoted } from './made-once.ts'
 
 type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
@@ -89,20 +88,15 @@ class RequestLogger {
   }
 
   /**
-   * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later, without
-   * making the child (the request line is built from them: request-line.ts); undefined while they are
-   * the process logger's and the request id alone, which the request line writes at less cost.
+   * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later (the request
+   * line is built from them: request-line.ts); undefined while they are the process logger's and the
+   * request id alone, which the request line writes itself at less cost. Past the id, the child is made
+   * and pino serializes them, whatever their values (a request bound more than its id is a failed one,
+   * whose error line makes the child anyway).
    */
   serializedBindings(): string | undefined {
-    if (this.#logger !== undefined) return chindingsOf(this.#logger)
-    if (this.#onlyRequestId) return undefined
-    let serialized = chindingsOf(this.#parent)
-    // for…in, not Object.entries: no array per binding (this runs once per request).
-    for (const name in this.#bindings) {
-      const value = this.#bindings[name]
-      if (value !== undefined) serialized += `,${quoted(name)}:${JSON.stringify(value)}`
-    }
-    return serialized
+    if (this.#logger === undefined && this.#onlyRequestId) return undefined
+    return chindingsOf(this.#child())
   }
 }
 
