@@ -1,12 +1,12 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import { admittedKeyName, decorateAdmittedKey } from './admission/admission.ts'
 import { registerCors } from './http/cors.ts'
 import { handleClientError, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
+import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
 import { addRequestLifecycle } from './http/request-lifecycle.ts'
-import { requestLoggerFactory } from './http/request-logger.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
@@ -68,9 +68,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     afterSunset: options.api.getPetAfterSunset,
   })
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    // Its children, one per request, are made lazily (lazy-logger.ts).
+    loggerInstance: lazyLogger(logger),
     genReqId: requestIdOf,
-    childLoggerFactory: requestLoggerFactory,
     // One line per request, written by our own onResponse hook (request-logging.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: http.bodyLimitBytes,

@@ -1,11 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import type { Logger } from 'pino'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
+import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
-import { serializedBindingsOf } from './request-logger.ts'
 import { loggedUrlOf, operationOf, userAgentOf } from './request-logging.ts'
 
 declare module 'fastify' {
@@ -71,8 +70,8 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   })
 
   // Decided once per level: below it the line is not even built (building it is most of its cost).
-  const writeRequestLine = requestLineWriter(app.log as unknown as Logger, 'info')
-  const writeQuietLine = requestLineWriter(app.log as unknown as Logger, 'debug')
+  const writeRequestLine = requestLineWriter(pinoLoggerOf(app.log), 'info')
+  const writeQuietLine = requestLineWriter(pinoLoggerOf(app.log), 'debug')
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Logger } from 'pino'
-import { requestLoggerFactory, serializedBindingsOf } from '../src/http/request-logger.ts'
+import { lazyLogger, serializedBindingsOf } from '../src/http/lazy-logger.ts'
+import { createLogger } from '../src/log/logger.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -14,8 +15,12 @@ function capturingLogger(level: string): { logger: Logger; lines: Array<Record<s
   return { logger, lines }
 }
 
+/** A request's logger as Fastify makes it: a child of the logger it is given. */
+const requestLoggerOf = (parent: Logger, bindings: Record<string, unknown>) =>
+  lazyLogger(parent).child(bindings, {})
+
 /** The parent, counting the children made of it. */
-function countingChildren(logger: Logger): { parent: FastifyBaseLogger; children: () => number } {
+function countingChildren(logger: Logger): { parent: Logger; children: () => number } {
   let children = 0
   const parent = new Proxy(logger, {
     get(target, property, receiver) {
@@ -30,10 +35,10 @@ function countingChildren(logger: Logger): { parent: FastifyBaseLogger; children
   return { parent, children: () => children }
 }
 
-describe('per-request logger', () => {
+describe('lazy logger', () => {
   test('when a request logs at an enabled level, then the line carries its bindings and the message', () => {
     const { logger, lines } = capturingLogger('info')
-    const log = requestLoggerFactory(logger, { reqId: 'r-1' }, {})
+    const log = requestLoggerOf(logger, { reqId: 'r-1' })
     log.info({ status: 200 }, 'request')
     log.warn('slow')
     assert.deepEqual(
@@ -48,7 +53,7 @@ describe('per-request logger', () => {
   test('when a request only logs below the level, then nothing is written and no child logger is made', () => {
     const { logger, lines } = capturingLogger('warn')
     const { parent, children } = countingChildren(logger)
-    const log = requestLoggerFactory(parent, { reqId: 'r-2' }, {})
+    const log = requestLoggerOf(parent, { reqId: 'r-2' })
     log.info('request')
     log.debug({ code: 'unauthorized' }, 'request refused')
     assert.equal(lines.length, 0)
@@ -68,7 +73,7 @@ describe('per-request logger', () => {
 
   test('when a request changes its level or makes a child, then both act on its own child logger', () => {
     const { logger, lines } = capturingLogger('warn')
-    const log = requestLoggerFactory(logger, { reqId: 'r-3' }, {})
+    const log = requestLoggerOf(logger, { reqId: 'r-3' })
     assert.equal(log.level, 'warn')
     log.level = 'debug'
     log.debug('now written')
@@ -85,10 +90,10 @@ describe('per-request logger', () => {
 
   test('when fields are bound to a request, then its later lines carry them, whether its child logger was made before or after', () => {
     const { logger, lines } = capturingLogger('info')
-    const early = requestLoggerFactory(logger, { reqId: 'r-4' }, {}) as unknown as Logger
+    const early = requestLoggerOf(logger, { reqId: 'r-4' }) as unknown as Logger
     early.setBindings({ condition: 'the store is unavailable' })
     early.info('request')
-    const late = requestLoggerFactory(logger, { reqId: 'r-5' }, {}) as unknown as Logger
+    const late = requestLoggerOf(logger, { reqId: 'r-5' }) as unknown as Logger
     late.info('first')
     late.setBindings({ condition: 'the service is overloaded' })
     late.info('request')
@@ -119,23 +124,58 @@ describe('per-request logger', () => {
     assert.equal(line.level, 50)
   })
 
+  test('when the service answers requests, then no pino child is made for any of them unless it logs', async (t) => {
+    const lines: string[] = []
+    let made = 0
+    // pino calls onChild for every child made, its children's children too.
+    const logger = pino(
+      { level: 'warn', onChild: () => made++ },
+      { write: (line: string) => void lines.push(line) },
+    )
+    const children = () => made
+    const server = await startTestServer(t, { app: { logger } })
+    const before = children()
+    for (let i = 0; i < 5; i++) assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    assert.equal((await call(server, 'GET', '/v1/pets', { key: 'nope' })).status, 401)
+    assert.equal(children(), before, 'requests that write nothing make no child logger')
+    assert.equal(lines.length, 0)
+  })
+
+  test("when Fastify logs a request, then the process logger's serializers shape it, not Fastify's own", async (t) => {
+    const lines: Array<Record<string, unknown>> = []
+    const logger = createLogger({ level: 'info' }, false, {
+      write: (line: string) => void lines.push(JSON.parse(line)),
+    })
+    const server = await startTestServer(t, { app: { logger } })
+    const request = {
+      method: 'GET',
+      url: '/v1/pets',
+      ip: '192.0.2.1',
+      host: 'example.test',
+      socket: { remotePort: 4321 },
+    }
+    server.app.log.info({ req: request }, 'seen')
+    const line = lines.find((entry) => entry.msg === 'seen')
+    assert.deepEqual(line?.req, { method: 'GET', url: '/v1/pets', remoteAddress: '192.0.2.1' })
+  })
+
   test('when a request is bound more than its id, at its start or later, then its serialized bindings carry every field as pino writes them', () => {
     const { logger } = capturingLogger('info')
     const root = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]
     assert.equal(
-      serializedBindingsOf(requestLoggerFactory(logger, { reqId: 'r-6' }, {})),
+      serializedBindingsOf(requestLoggerOf(logger, { reqId: 'r-6' })),
       undefined,
       'the id alone is left to the request line',
     )
     assert.equal(
-      serializedBindingsOf(requestLoggerFactory(logger, { reqId: 'r-7', tenant: 'a"b' }, {})),
+      serializedBindingsOf(requestLoggerOf(logger, { reqId: 'r-7', tenant: 'a"b' })),
       `${root},"reqId":"r-7","tenant":"a\\"b"`,
     )
     assert.equal(
-      serializedBindingsOf(requestLoggerFactory(logger, { requestId: 'r-8' }, {})),
+      serializedBindingsOf(requestLoggerOf(logger, { requestId: 'r-8' })),
       `${root},"requestId":"r-8"`,
     )
-    const later = requestLoggerFactory(logger, { reqId: 'r-9' }, {}) as unknown as Logger
+    const later = requestLoggerOf(logger, { reqId: 'r-9' }) as unknown as Logger
     later.setBindings({ condition: 'the store is unavailable' })
     assert.equal(
       serializedBindingsOf(later as unknown as FastifyBaseLogger),
@@ -143,7 +183,7 @@ describe('per-request logger', () => {
     )
     const unusual = { reqId: 'r-10', count: 10n, nested: { at: [1, 'two'] } }
     assert.equal(
-      serializedBindingsOf(requestLoggerFactory(logger, unusual, {})),
+      serializedBindingsOf(requestLoggerOf(logger, unusual)),
       (logger.child(unusual) as unknown as Record<symbol, string>)[pino.symbols.chindingsSym],
       'values of any kind, as pino serializes them',
     )
