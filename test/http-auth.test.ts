@@ -94,6 +94,13 @@ for (const engine of storeEngines) {
       assert.equal(JSON.parse(response.body).code, 'unauthorized')
     })
 
+    test('when two Authorization headers differ only in the case of their names, then 401', async () => {
+      const request = `GET /v1/pets HTTP/1.1\r\nHost: x\r\nauthorization: Bearer ${server.key}\r\nAUTHORIZATION: Bearer ${server.key}\r\nConnection: close\r\n\r\n`
+      const response = await checkedRawHttp(server.origin, request)
+      assert.equal(response.status, 401)
+      assert.match(JSON.parse(response.body).message, /more than one Authorization header/)
+    })
+
     test('when refusals follow one another, then each carries its own headers and nothing of the last', async () => {
       const unknownKey = { authorization: `Bearer ${generateApiKey()}` }
       const refusedGet = await call(server, 'GET', '/v1/pets/1', { headers: unknownKey, key: false })

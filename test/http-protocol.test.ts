@@ -108,6 +108,22 @@ describe('Host and Transfer-Encoding as RFC 9112 reads them', () => {
     assert.match(body.message, /Host.*RFC 9112/)
   })
 
+  test('when Host is sent twice under names that differ in case, then 400 bad_request', async () => {
+    for (const twice of ['HOST: a\r\nhost: a\r\n', 'Host: a\r\nhOsT: a\r\n']) {
+      const response = await list(twice)
+      assert.equal(response.status, 400, twice)
+      assert.match(errorBody(response.body).message, /Host header is repeated/)
+    }
+  })
+
+  test('when an invalid Host follows a valid one, and comes again, then each request is judged on its own Host', async () => {
+    const statuses = []
+    for (const host of ['a.example', 'a b', 'a b', 'a.example', 'a.example/x', 'a.example']) {
+      statuses.push((await list(`Host: ${host}\r\n`)).status)
+    }
+    assert.deepEqual(statuses, [200, 400, 400, 200, 400, 200])
+  })
+
   for (const host of [
     'a b',
     'example.com/v1',

@@ -6,6 +6,7 @@ import { MemoryWindowCounter } from '../src/admission/rate-limit/memory-counter.
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { RedisWindowCounter } from '../src/admission/rate-limit/redis-counter.ts'
 import type { WindowCounter } from '../src/admission/rate-limit/window-counter.ts'
+import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { createLogger } from '../src/log/logger.ts'
 import { call } from './helpers/api-client.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
@@ -86,6 +87,20 @@ describe('rate limit in memory', () => {
     counter.increment('c', WINDOW_MS)
     assert.equal(counter.increment('a', WINDOW_MS).count, 3, 'a was counted recently and is kept')
     assert.equal(counter.increment('b', WINDOW_MS).count, 1, 'b was dropped and starts again')
+  })
+
+  test('when two keys take turns, then each is counted against its own allowance', async (t) => {
+    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
+    const other = generateApiKey()
+    await server.store.createApiKey(storedFormOf('other', other))
+    const answers = []
+    for (let turn = 0; turn < 4; turn++) {
+      for (const key of [server.key, other]) {
+        const response = await call(server, 'GET', '/v1/pets', { key })
+        answers.push(`${response.status} ${response.headers.get('ratelimit-remaining')}`)
+      }
+    }
+    assert.deepEqual(answers, ['200 2', '200 2', '200 1', '200 1', '200 0', '200 0', '429 0', '429 0'])
   })
 
   test('when a key was refused with 429 and its minute passes, then it is served again with a full allowance', async (t) => {

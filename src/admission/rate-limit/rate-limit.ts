@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { ApiError } from '../../errors.ts'
+import type { KeyIdentity } from '../../store/store.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 export interface RateLimitOptions {
@@ -54,11 +55,19 @@ export function rateLimitPerKey({ counter, max, windowMs }: RateLimitOptions): R
     )
   }
 
+  // The counter's name for the last key seen, as the next request nearly always comes with the same key
+  // (the same object, from the key cache): no id turned into text, nor its text hashed, per request.
+  let lastKey: KeyIdentity | undefined
+  let lastName = ''
   return function limitRate(request, reply, done) {
     // Authentication ran first and refused every request without a key.
     const key = request.apiKey
     if (key === null) return done()
-    const counted = counter.increment(`key:${key.id}`, windowMs)
+    if (key !== lastKey) {
+      lastName = `key:${key.id}`
+      lastKey = key
+    }
+    const counted = counter.increment(lastName, windowMs)
     if (!(counted instanceof Promise)) return apply(reply, counted, done)
     counted.then(
       (window) => apply(reply, window, done),
