@@ -91,7 +91,12 @@ export async function startServer(
       // shutdown that finished must not be reported as one that did not.
       () => {
         clearTimeout(hardLimit)
-        exitAfterLogFlush(app.log as Logger, 0, Math.max(0, exitBy - performance.now()))
+        // The app's logger flushes as pino's does (the service's is http/lazy-logger.ts).
+        exitAfterLogFlush(
+          app.log as unknown as Pick<Logger, 'flush'>,
+          0,
+          Math.max(0, exitBy - performance.now()),
+        )
       },
       (error: unknown) => {
         app.log.error({ err: error }, 'shutdown failed')

@@ -8,32 +8,25 @@ import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
-/** A pino logger at `level` whose lines are kept, parsed, in `lines`. */
-function capturingLogger(level: string): { logger: Logger; lines: Array<Record<string, unknown>> } {
+/** A pino logger at `level` whose lines are kept, parsed, in `lines`, counting every child made of it. */
+function capturingLogger(level: string): {
+  logger: Logger
+  lines: Array<Record<string, unknown>>
+  children: () => number
+} {
   const lines: Array<Record<string, unknown>> = []
-  const logger = pino({ level }, { write: (line: string) => void lines.push(JSON.parse(line)) })
-  return { logger, lines }
+  let made = 0
+  // pino calls onChild for every child made, its children's children too.
+  const logger = pino(
+    { level, onChild: () => made++ },
+    { write: (line: string) => void lines.push(JSON.parse(line)) },
+  )
+  return { logger, lines, children: () => made }
 }
 
-/** A request's logger as Fastify makes it: a child of the logger it is given. */
+/** A request's logger as the service has it: Fastify's logger of the one it is given, then its child. */
 const requestLoggerOf = (parent: Logger, bindings: Record<string, unknown>) =>
-  lazyLogger(parent).child(bindings, {})
-
-/** The parent, counting the children made of it. */
-function countingChildren(logger: Logger): { parent: Logger; children: () => number } {
-  let children = 0
-  const parent = new Proxy(logger, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (property !== 'child') return typeof value === 'function' ? value.bind(target) : value
-      return (...args: Parameters<Logger['child']>) => {
-        children++
-        return target.child(...args)
-      }
-    },
-  })
-  return { parent, children: () => children }
-}
+  lazyLogger(parent).child({}, {}).child(bindings, {})
 
 describe('lazy logger', () => {
   test('when a request logs at an enabled level, then the line carries its bindings and the message', () => {
@@ -51,17 +44,17 @@ describe('lazy logger', () => {
   })
 
   test('when a request only logs below the level, then nothing is written and no child logger is made', () => {
-    const { logger, lines } = capturingLogger('warn')
-    const { parent, children } = countingChildren(logger)
-    const log = requestLoggerOf(parent, { reqId: 'r-2' })
+    const { logger, lines, children } = capturingLogger('warn')
+    const log = requestLoggerOf(logger, { reqId: 'r-2' })
+    const before = children()
     log.info('request')
     log.debug({ code: 'unauthorized' }, 'request refused')
     assert.equal(lines.length, 0)
-    assert.equal(children(), 0)
+    assert.equal(children(), before)
     log.error('failed')
-    assert.equal(children(), 1, 'made on the first line that is written')
+    assert.equal(children(), before + 1, 'made on the first line that is written')
     log.error('again')
-    assert.equal(children(), 1, 'and only once')
+    assert.equal(children(), before + 1, 'and only once')
     assert.deepEqual(
       lines.map(({ reqId, msg }) => ({ reqId, msg })),
       [
@@ -125,20 +118,46 @@ describe('lazy logger', () => {
   })
 
   test('when the service answers requests, then no pino child is made for any of them unless it logs', async (t) => {
-    const lines: string[] = []
-    let made = 0
-    // pino calls onChild for every child made, its children's children too.
-    const logger = pino(
-      { level: 'warn', onChild: () => made++ },
-      { write: (line: string) => void lines.push(line) },
-    )
-    const children = () => made
+    const { logger, lines, children } = capturingLogger('warn')
     const server = await startTestServer(t, { app: { logger } })
     const before = children()
     for (let i = 0; i < 5; i++) assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
     assert.equal((await call(server, 'GET', '/v1/pets', { key: 'nope' })).status, 401)
     assert.equal(children(), before, 'requests that write nothing make no child logger')
     assert.equal(lines.length, 0)
+  })
+
+  test('when the service runs, then Fastify makes its request loggers with its own default factory, which checks nothing', async (t) => {
+    const server = await startTestServer(t)
+    assert.equal(server.app.childLoggerFactory.name, 'defaultChildLoggerFactory')
+  })
+
+  test("when a request logger's child is made, then it has the bindings pino would give it then, not the request's later ones", () => {
+    const { logger, lines } = capturingLogger('info')
+    const request = requestLoggerOf(logger, { reqId: 'r-11' }) as unknown as Logger
+    const step = request.child({ step: 1 })
+    request.setBindings({ late: true })
+    step.info('inner')
+    request.info('outer')
+    assert.deepEqual(
+      lines.map(({ reqId, step, late, msg }) => ({ reqId, step, late, msg })),
+      [
+        { reqId: 'r-11', step: 1, late: undefined, msg: 'inner' },
+        { reqId: 'r-11', step: undefined, late: true, msg: 'outer' },
+      ],
+    )
+  })
+
+  test("when a request logger's child is bound a request id of its own, then its serialized bindings keep the request's", () => {
+    const { logger } = capturingLogger('info')
+    const request = requestLoggerOf(logger, { reqId: 'r-12' }) as unknown as Logger
+    request.setBindings({ condition: 'the store is unavailable' })
+    const inner = (request as unknown as FastifyBaseLogger).child({ reqId: 'r-13' })
+    const root = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]
+    assert.equal(
+      serializedBindingsOf(inner),
+      `${root},"reqId":"r-12","condition":"the store is unavailable","reqId":"r-13"`,
+    )
   })
 
   test("when Fastify logs a request, then the process logger's serializers shape it, not Fastify's own", async (t) => {

@@ -5,17 +5,21 @@ type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
 /**
- * The logger Fastify is given, and each child made of it, making pino's own child only on first use.
- * Fastify makes one child per request and pino serializes its bindings at once, though at `warn` (or when
- * the line is refused) most requests never log at all. It is Fastify's logger rather than its
- * `childLoggerFactory`: Fastify checks every logger a factory makes, method by method, which cost 2.8k
- * instructions per request (docs/decisions.md, "Per-request cost").
+ * The logger Fastify is given, and each child made of it. Fastify makes one child per request, bound to its
+ * request id, and pino serializes a child's bindings at once, though at `warn` (or when the line is
+ * refused) most requests never log at all: such a child makes pino's own only on first use, from its
+ * parent as it is then. Every other child (Fastify's own logger of this one, a request logger's children)
+ * is made at once, as pino makes it. It is Fastify's logger rather than its `childLoggerFactory`: Fastify
+ * checks every logger a factory makes, method by method, which cost 2.8k instructions per request
+ * (docs/decisions.md, "Per-request cost").
  */
-class LazyLogger {
+class LazyLogger implements FastifyBaseLogger {
   readonly #parent: LazyLogger | undefined
   #bindings: Bindings
   readonly #options: ChildLoggerOptions
   #logger: Logger | undefined
+  // Its lines carry the root's bindings and nothing else, as the request line's start does.
+  #plain: boolean
   // Bound only the request id, as Fastify binds each request: the request line writes that itself.
   #onlyRequestId: boolean
 
@@ -29,7 +33,10 @@ class LazyLogger {
     this.#bindings = bindings
     this.#options = options
     this.#logger = made
-    this.#onlyRequestId = made === undefined && isOnlyRequestId(bindings)
+    const parentPlain = parent === undefined || parent.#plain
+    this.#onlyRequestId = parent !== undefined && parentPlain && isOnlyRequestId(bindings)
+    this.#plain = parentPlain && isEmpty(bindings)
+    if (parent !== undefined && !this.#onlyRequestId) this.pino()
   }
 
   /** pino's logger behind this one, made now if it was not yet. */
@@ -100,6 +107,7 @@ class LazyLogger {
   /** Adds fields to every later line of this logger (a request's access line included), as pino's own does. */
   setBindings(bindings: Bindings): void {
     this.#onlyRequestId = false
+    this.#plain = false
     if (this.#logger === undefined) this.#bindings = { ...this.#bindings, ...bindings }
     else this.#logger.setBindings(bindings)
   }
@@ -124,9 +132,16 @@ class LazyLogger {
    * whose error line makes the child anyway).
    */
   serializedBindings(): string | undefined {
-    if (this.#logger === undefined && this.#onlyRequestId) return undefined
+    if (this.#logger === undefined && this.#onlyRequestId && (this.#parent as LazyLogger).#plain)
+      return undefined
     return chindingsOf(this.pino())
   }
+}
+
+/** Whether `bindings` have no field (for…in: no array made). */
+function isEmpty(bindings: Bindings): boolean {
+  for (const _ in bindings) return false
+  return true
 }
 
 /** Whether `bindings` are `{ reqId }` alone (for…in: no array made, this runs once per request). */
@@ -141,7 +156,7 @@ const chindingsOf = (logger: unknown): string =>
 
 /** The logger to give Fastify (`loggerInstance`): `logger` itself, its children made lazily (see LazyLogger). */
 export function lazyLogger(logger: Logger): FastifyBaseLogger {
-  return new LazyLogger(undefined, {}, {}, logger) as unknown as FastifyBaseLogger
+  return new LazyLogger(undefined, {}, {}, logger)
 }
 
 /** pino's logger behind `log` (made now if need be): the request line writes to its stream itself. */
