@@ -9,8 +9,8 @@ export interface PetQuery {
 
 /** What a request knows about the API key that authenticated it. */
 export interface KeyIdentity {
-  id: bigint
-  name: string
+  readonly id: bigint
+  readonly name: string
 }
 
 /** An API key as operators see it: never the key itself, only a short hint of it. */
