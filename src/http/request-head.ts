@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { ApiError } from '../errors.ts'
+import { rememberingLastPass } from './last-passed.ts'
 import { countHeader } from './raw-headers.ts'
 
 // RFC 9110 §7.2: Host = uri-host [ ":" port ], uri-host being an IP literal in brackets or a reg-name
@@ -8,14 +9,7 @@ const HOST = /^(?:\[[\w.:~!$&'()*+,;=-]+\]|(?:[\w.~!$&'()*+,;=-]|%[\dA-Fa-f]{2})
 
 // Nearly every request names the host the last one did: that one is not matched again (about 400
 // instructions a request, docs/decisions.md "Per-request cost").
-let lastValidHost: string | undefined
-
-function isValidHost(host: string): boolean {
-  if (host === lastValidHost) return true
-  if (!HOST.test(host)) return false
-  lastValidHost = host
-  return true
-}
+const isValidHost = rememberingLastPass((host) => HOST.test(host))
 
 // The request's body is not read, and its framing is not trusted for a next request: the connection ends.
 const refused = (message: string) => new ApiError('bad_request', message, { connection: 'close' })

@@ -70,8 +70,9 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   })
 
   // Decided once per level: below it the line is not even built (building it is most of its cost).
-  const writeRequestLine = requestLineWriter(pinoLoggerOf(app.log), 'info')
-  const writeQuietLine = requestLineWriter(pinoLoggerOf(app.log), 'debug')
+  const appLogger = pinoLoggerOf(app.log)
+  const writeRequestLine = requestLineWriter(appLogger, 'info')
+  const writeQuietLine = requestLineWriter(appLogger, 'debug')
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {

@@ -46,20 +46,6 @@ export function isPlain(text: string): boolean {
 /** JSON's form of a text that is not plain, without its quotes. */
 export const escaped = (text: string): string => JSON.stringify(text).slice(1, -1)
 
-/**
- * isPlain for one field, the last text it found plain kept: a client's address and user agent repeat
- * from one request to the next, and comparing them costs less than checking them again.
- */
-export function repeatedIsPlain(): (text: string) => boolean {
-  let lastPlain = ''
-  return (text) => {
-    if (text === lastPlain) return true
-    if (!isPlain(text)) return false
-    lastPlain = text
-    return true
-  }
-}
-
 // UTF-16 units past ASCII (search() and replace() only: a global expression's test() keeps state).
 const NOT_ASCII = /[\u0080-\uffff]/g
 const isAscii = (text: string): boolean => text.search(NOT_ASCII) === -1

@@ -1,13 +1,7 @@
 import pino, { type Logger } from 'pino'
 import { maskApiKeys } from '../log/key-masking.ts'
-import {
-  escaped,
-  FixedPieces,
-  hundredths,
-  isPlain,
-  LineStart,
-  repeatedIsPlain,
-} from './request-line-parts.ts'
+import { rememberingLastPass } from './last-passed.ts'
+import { escaped, FixedPieces, hundredths, isPlain, LineStart } from './request-line-parts.ts'
 
 /** What the line of one answered request says. */
 export interface RequestLine {
@@ -67,8 +61,9 @@ export function requestLineWriter(
   const writeAscii = stream.writeAscii === undefined ? stream.write : stream.writeAscii
   const start = new LineStart(LEVELS[level])
   const pieces = new FixedPieces()
-  const plainAddress = repeatedIsPlain()
-  const plainAgent = repeatedIsPlain()
+  // A client's address and user agent repeat from one request to the next: compared, not checked again.
+  const plainAddress = rememberingLastPass(isPlain)
+  const plainAgent = rememberingLastPass(isPlain)
   return (line) => {
     start.update(
       Date.now(),

@@ -1,0 +1,13 @@
+/**
+ * `test`, remembering the last text it passed: a value that repeats from one request to the next (the Host,
+ * a client's address, its user agent) is compared with it instead of tested again.
+ */
+export function rememberingLastPass(test: (text: string) => boolean): (text: string) => boolean {
+  let lastPassed: string | undefined
+  return (text) => {
+    if (text === lastPassed) return true
+    if (!test(text)) return false
+    lastPassed = text
+    return true
+  }
+}
