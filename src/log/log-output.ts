@@ -1,4 +1,4 @@
-import { write, writeSync } from 'node:fs'
+import { constants, fstatSync, openSync, write, writeSync } from 'node:fs'
 
 /**
  * How a server writes its log to standard output: buffered and asynchronous, so no request waits for a
@@ -69,7 +69,7 @@ export class BufferedLogOutput {
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
-    this.#fd = fd
+    this.#fd = nonBlockingPipe(fd)
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
     this.#chunkBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
@@ -191,7 +191,7 @@ export class BufferedLogOutput {
   /**
    * Writes through the thread pool, never from the event loop: O_NONBLOCK belongs to the open file, which
    * other processes share (a child started with this stdout clears it), so even a stdout once found full
-   * may block the next write.
+   * may block the next write; only a pipe gets an open file of this process's own (`nonBlockingPipe`).
    */
   #send(chunk: Chunk, from: number): void {
     this.#sendingFrom = from
@@ -234,6 +234,22 @@ export class BufferedLogOutput {
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     this.#bytes = 0
   }
+}
+
+/**
+ * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
+ * with O_NONBLOCK: an open file of this process's own, whose flag no process sharing the pipe can clear.
+ * On a blocking stdout nobody reads, a write waits in the thread pool for ever, and so does the exit,
+ * which joins those threads (docs/decisions.md, "The request log is buffered").
+ */
+function nonBlockingPipe(fd: number): number {
+  try {
+    if (fstatSync(fd).isFIFO())
+      return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK)
+  } catch {
+    // No /proc, or nobody has the pipe open for reading (ENXIO): the descriptor as it is.
+  }
+  return fd
 }
 
 /** How many lines end within the first `bytes` bytes of a chunk. */

@@ -8,7 +8,7 @@ import { checkedFetch } from './conformance-fetch.ts'
 export const CLI = fileURLToPath(new URL('../../bin/petstore.js', import.meta.url))
 
 /** The environment a CLI run gets: nothing from this process but PATH, so the test states every setting. */
-function cliEnvironment(env: Record<string, string>): Record<string, string> {
+export function cliEnvironment(env: Record<string, string>): Record<string, string> {
   return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }
 }
 
