@@ -13,9 +13,10 @@ import { debootstrapRootfs, imageUnderName, importRootfs, STAND_IN_LABEL } from 
 const REPOSITORY = fileURLToPath(new URL('../../', import.meta.url))
 const OFFICIAL_NAME = /^docker\.io\/library\/node:(\d+\.\d+\.\d+)-([a-z]+)-slim$/
 const NPM_MAJOR = '11'
-// The host's npm may reach the registry through a TLS-intercepting proxy whose CA it trusts through this
-// variable; the stand-in trusts the same, as anyone building the real image behind such a proxy must.
-const HOST_TRUST = process.env.NODE_EXTRA_CA_CERTS
+// The host's npm may reach the registry through a TLS-intercepting proxy whose CA it trusts, through
+// NODE_EXTRA_CA_CERTS or its own `cafile` (which npm hands the scripts it runs as npm_config_cafile); the
+// stand-in trusts the same, as anyone building the real image behind such a proxy must.
+const HOST_TRUST = process.env.NODE_EXTRA_CA_CERTS || process.env.npm_config_cafile
 
 /** The one base image every FROM of the Containerfile names, checked to be the official Node.js slim image. */
 export function containerfileBase(containerfile: string): {
