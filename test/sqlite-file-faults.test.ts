@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict'
-import { renameSync, unlinkSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import {
+  exitWithin,
+  requesterFor,
+  runCli,
+  type ServeProcess,
+  startServeProcess,
+} from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { assertUnavailable, petLedger } from './helpers/pet-ledger.ts'
-import { assertStorageFaultReported, waitUntilReady } from './helpers/storage-faults.ts'
+import { assertStorageFaultReported, storageFaultLines, waitUntilReady } from './helpers/storage-faults.ts'
 
 function setUp(t: TestContext, env: Record<string, string> = {}) {
   const cwd = temporaryDirectory(t)
@@ -19,6 +26,8 @@ function setUp(t: TestContext, env: Record<string, string> = {}) {
     for (const server of servers) server.child.kill('SIGKILL')
   })
   return {
+    cwd,
+    key,
     database,
     ledger: petLedger(key),
     env: { API_KEYS: `faults:${key}`, RATE_LIMIT_PER_MINUTE: '0', ...env },
@@ -34,7 +43,48 @@ function setUp(t: TestContext, env: Record<string, string> = {}) {
   }
 }
 
+/** Overwrites the second half of a file with 0xff bytes, as a failing disk or a stray write might. */
+function damageSecondHalf(path: string): void {
+  const fd = openSync(path, 'r+')
+  try {
+    const { size } = fstatSync(fd)
+    const from = Math.floor(size / 2)
+    writeSync(fd, Buffer.alloc(size - from, 0xff), 0, size - from, from)
+  } finally {
+    closeSync(fd)
+  }
+}
+
 describe('SQLite: the database file changes under a running server', () => {
+  test('when pages of the database file are damaged under it, then reading them is a 503, creates are refused and /readyz stays 503 until a restore, and pets on sound pages are still served', async (t) => {
+    const setup = setUp(t)
+    const seeded = runCli(['seed', '--count', '20000'], {}, setup.cwd)
+    assert.equal(seeded.status, 0, seeded.stderr)
+    const server = await setup.start()
+    damageSecondHalf(setup.database)
+
+    // Pets across the whole range, none read before the damage (so none cached): each is served or refused.
+    const request = requesterFor(setup.key)
+    const statuses: number[] = []
+    for (let id = 1; id <= 20_000; id += 1999) {
+      const response = await request(server, `/v1/pets/${id}`)
+      statuses.push(response.status)
+      if (response.status !== 200) await assertUnavailable(response, `pet ${id}`)
+    }
+    assert.ok(statuses.includes(503), `no read met the damage: ${statuses.join(' ')}`)
+    assert.ok(statuses.includes(200), `no read was served: ${statuses.join(' ')}`)
+
+    await assertStorageFaultReported(server, setup.ledger, 'corrupt')
+    const [line] = storageFaultLines(server)
+    assert.match(String(line?.msg), /restore the database from a backup/)
+    // A damaged file does not mend: past the readiness probe's interval (1 s) nothing is taken or ready.
+    await sleep(1500)
+    const readiness = await checkedFetch(server.origin, '/readyz')
+    assert.equal(readiness.status, 503, 'ready again while the file is still damaged')
+    await assertUnavailable(await setup.ledger.create(server), 'a create after the probe')
+    assert.equal(setup.ledger.acknowledged.size, 0, 'a create was acknowledged into the damaged file')
+  })
+
   for (const writeThread of ['off', 'on']) {
     test(`when the database file is deleted (write thread ${writeThread}), then no create is acknowledged, /readyz is 503, one error is logged, every pet can still be read, and a restart refuses the orphaned log`, async (t) => {
       const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })

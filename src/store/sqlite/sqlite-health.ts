@@ -27,7 +27,7 @@ const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced'>, string> = {
     'make it writable again (a file system the kernel turned read-only after disk errors needs a repair and a restart)',
   io_error: 'check the disk; the service resumes by itself once writes succeed',
   cannot_open: 'check the files and their permissions; the service resumes once they open',
-  corrupt: 'restore the database from a backup',
+  corrupt: 'restore the database from a backup and restart the service; until then the fault lasts',
 }
 const REFUSED = 'creates are refused with 503 and /readyz reports not ready'
 
@@ -47,6 +47,8 @@ export class SqliteHealth {
   /** The volume's fault as last looked at: while it lasts, no successful write ends the store's fault. */
   #volumeFault: 'disk_full' | 'read_only' | undefined
   #volumeCheckedAt = 0
+  /** A damaged file does not mend: once found, the fault outlasts every other until a restart. */
+  #damaged = false
 
   constructor(db: SqliteConnection, path: string, log: StorageLog) {
     this.#db = db
@@ -68,6 +70,14 @@ export class SqliteHealth {
     }
     if (this.#fault !== 'file_replaced') this.#filesReplaced(changed)
     throw new StorageFaultError('file_replaced')
+  }
+
+  /**
+   * Throws StorageFaultError once the file is known to be damaged: a write would go into a file only a
+   * restore from a backup can mend, which would lose it (docs/decisions.md, "Storage faults").
+   */
+  assertUndamaged(): void {
+    if (this.#damaged) throw new StorageFaultError('corrupt')
   }
 
   /** Records a failed operation: a storage fault becomes the store's state until a write succeeds. */
@@ -107,7 +117,8 @@ export class SqliteHealth {
     }
     this.#checkVolume()
     const probeDue = Date.now() - this.#probedAt >= PROBE_INTERVAL_MS
-    if (this.#fault !== undefined && this.#volumeFault === undefined && probeDue) await this.#probe()
+    if (this.#fault !== undefined && !this.#damaged && this.#volumeFault === undefined && probeDue)
+      await this.#probe()
     return this.#fault === undefined
       ? { writable: true }
       : { writable: false, reason: FAULT_REASONS[this.#fault] }
@@ -185,10 +196,16 @@ export class SqliteHealth {
 
   #enter(fault: StorageFault, details: object, message: string): void {
     this.#fault = fault
+    if (fault === 'corrupt') this.#damaged = true
     this.#log.error({ storageFault: fault, database: this.#path, ...details }, message)
   }
 
   #recovered(): void {
+    // Another fault that passes leaves the damage as it was, reported when it was found.
+    if (this.#damaged) {
+      this.#fault = 'corrupt'
+      return
+    }
     this.#log.info(
       { recoveredFrom: this.#fault, database: this.#path },
       'storage recovered: writes are accepted again',

@@ -69,6 +69,7 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
    */
   protected override async write<T>(commit: () => Promise<T>): Promise<T> {
     try {
+      this.#health.assertUndamaged()
       this.#health.assertFilesInPlace()
       const result = await commit()
       this.#health.assertFilesInPlace()
