@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess } from './helpers/cli-process.ts'
+import { petLedger } from './helpers/pet-ledger.ts'
 import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
 import {
   crashKills,
@@ -71,5 +73,39 @@ describe('crash durability (PostgreSQL)', throwawayPostgresSuiteOptions(), () =>
     assert.deepEqual(result.unexpected, [], 'nothing is stored that was never sent')
     assert.deepEqual(result.refusedButStored, [], 'nothing refused is stored')
     assert.equal(service.child.exitCode, null, 'the service survived every outage')
+  })
+
+  test('when the database commits asynchronously by default (synchronous_commit=off) and is stopped in immediate mode, then every create acknowledged before is there after it restarts', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    const url = await postgres.createDatabase()
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    try {
+      await admin.query(
+        `ALTER DATABASE ${pg.escapeIdentifier(new URL(url).pathname.slice(1))} SET synchronous_commit = off`,
+      )
+      // The WAL writer flushes asynchronous commits every 200 ms by default: for 10 s they stay in memory.
+      await admin.query("ALTER SYSTEM SET wal_writer_delay = '10s'")
+      await admin.query('SELECT pg_reload_conf()')
+    } finally {
+      await admin.end()
+    }
+    const key = generateApiKey()
+    const env = {
+      DATABASE_URL: url,
+      API_KEYS: `durable:${key}`,
+      PG_CONNECT_TIMEOUT_MS: '1000',
+      READ_CACHE_BYTES: '0',
+    }
+    const service = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => service.child.kill('SIGKILL'))
+    const ledger = petLedger(key)
+    await ledger.createAcknowledged(service, 20)
+
+    postgres.stop('immediate')
+    postgres.start()
+    await untilServing(service.origin, key)
+    await ledger.assertAllPresent(service)
   })
 })

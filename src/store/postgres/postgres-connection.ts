@@ -23,6 +23,12 @@ const types = {
     oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 }
 
+// An acknowledged write must outlive a crash of the database's machine: a session that would commit
+// asynchronously (synchronous_commit=off for the server, database or role) waits for the WAL's flush
+// again; `local` and the replication settings, which all flush, are kept (docs/decisions.md, "Durability").
+const DURABLE_COMMITS =
+  "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'"
+
 /** What the query modules need from a connection: one statement, rows back. */
 export type Queryable = Pick<pg.PoolClient, 'query'>
 
@@ -82,7 +88,12 @@ export class PostgresPool {
     this.#pool.on('release', (error, client) => {
       if (error && connectionLost(error)) destroy(client)
     })
-    this.#pool.on('connect', (client) => this.#clients.add(client))
+    this.#pool.on('connect', (client) => {
+      this.#clients.add(client)
+      // Queued ahead of the first query the pool hands the connection to. A failure here is the
+      // connection's, which that query meets too.
+      client.query(DURABLE_COMMITS).catch(() => {})
+    })
     this.#pool.on('remove', (client) => this.#clients.delete(client))
   }
 
