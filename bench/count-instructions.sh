@@ -13,7 +13,10 @@
 # The warm-up lets V8's optimizing compiler reach the request path, as it has in any service serving for
 # a minute: after 2,000 requests the code counted was still the baseline compilers' (195k instructions
 # per request then, 123k once optimized). Printed: all threads, and the main thread alone (the garbage
-# collector's and compiler's helper threads vary most from run to run).
+# collector's and compiler's helper threads vary most from run to run). With CACHE_SIM=1, callgrind also
+# simulates the caches and branch prediction and prints the misses per request and valgrind's estimate of
+# cycles, Ir + 10 × (L1 misses + mispredicted branches) + 100 × last-level misses: what instructions alone
+# do not show of time. LL=bytes,ways,line sets the last level simulated (valgrind takes the host's L3).
 # Needs valgrind and curl (Debian: apt-get install valgrind curl).
 set -euo pipefail
 mode=${1:?on or off}
@@ -33,6 +36,7 @@ level=info
 "$node" "$root/bin/petstore.js" seed --count 10000 > /dev/null
 callgrind=(valgrind --tool=callgrind --smc-check=all-non-file --instr-atstart=no --separate-threads=yes
   --callgrind-out-file="$dir/callgrind.out")
+[ -n "${CACHE_SIM:-}" ] && callgrind+=(--cache-sim=yes --branch-sim=yes ${LL:+"--LL=$LL"})
 # Waits until `url` answers (300 s at most: a process under callgrind starts slowly).
 await_ready() {
   for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 1; done
@@ -91,3 +95,22 @@ label="logs $mode"
 [ "$mode" = fastify ] && label="minimal Fastify app"
 [ "$mode" = bare ] && label="bare node:http"
 echo "$label, $path: $((total / requests)) instructions per request, $((main / requests)) on the main thread (statuses:$statuses)"
+if [ -n "${CACHE_SIM:-}" ]; then
+  # Each file's events line names its columns (Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim):
+  # summed by name.
+  for scope in all main; do
+    files=("$dir"/callgrind.out.*)
+    [ "$scope" = main ] && files=("$dir"/callgrind.out.*-01)
+    awk -v requests="$requests" -v scope="$scope" '
+      /^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
+      /^totals:/ { for (i = 2; i <= NF; i++) sum[name[i]] += $i }
+      END {
+        l1 = sum["I1mr"] + sum["D1mr"] + sum["D1mw"]; ll = sum["ILmr"] + sum["DLmr"] + sum["DLmw"]
+        bm = sum["Bcm"] + sum["Bim"]
+        printf "  %s: per request %.0f L1 misses (code %.0f, data read %.0f, written %.0f), %.0f last-level misses, %.0f mispredicted branches; estimated cycles %.0f\n",
+          scope == "all" ? "all threads" : "main thread", l1 / requests, sum["I1mr"] / requests,
+          sum["D1mr"] / requests, sum["D1mw"] / requests, ll / requests, bm / requests,
+          (sum["Ir"] + 10 * (l1 + bm) + 100 * ll) / requests
+      }' "${files[@]}"
+  done
+fi
