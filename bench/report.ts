@@ -2,7 +2,7 @@ import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import { BENCH_DEFAULTS, startScript } from './service-process.ts'
-import { type EngineRun, summarize, TARGETS, type TargetSummary } from './summary.ts'
+import { type EngineRun, pairedRatio, summarize, TARGETS, type TargetSummary } from './summary.ts'
 
 export interface ReportInput {
   environment: Environment
@@ -38,6 +38,7 @@ export function resultsTable(engineRuns: EngineRun[]): string {
       'Bare req/s',
       'Service/bare',
       'Service/Fastify',
+      'Service/bare, /Fastify, round by round',
       'Share of bare, best rounds',
       'CPU µs per request, service / Fastify / bare',
       'Service p50 / p99 / p99.9 ms',
@@ -45,7 +46,7 @@ export function resultsTable(engineRuns: EngineRun[]): string {
       'Errors, service / Fastify / bare (status / socket)',
       'Service peak RSS',
     ]),
-    row(['---', '---', ...Array<string>(withLogsOff ? 13 : 11).fill('---:')]),
+    row(['---', '---', ...Array<string>(withLogsOff ? 14 : 12).fill('---:')]),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
@@ -65,6 +66,7 @@ export function resultsTable(engineRuns: EngineRun[]): string {
           integer(bare.requestsPerSecond),
           ratio(service.requestsPerSecond, bare.requestsPerSecond),
           ratio(service.requestsPerSecond, fastify.requestsPerSecond),
+          `${pairedRatio(runs.service, runs.baseline).toFixed(2)} / ${pairedRatio(runs.service, runs.fastify).toFixed(2)}`,
           ratio(service.bestRequestsPerSecond, bare.bestRequestsPerSecond),
           [service, fastify, bare].map((summary) => summary.cpuUsPerRequest.toFixed(1)).join(' / '),
           latencies(service),
@@ -235,6 +237,10 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 - Profiles of the service under this load, the request log's cost and the young-generation curve behind
   \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
+- **Service/bare, /Fastify, round by round**: the median over the rounds of each round's own ratio, the
+  service's req/s over the bare server's (then over the Fastify app's) in that round. Its two runs are
+  seconds apart, so a host that speeds up or slows down between rounds moves both; the ratio of two
+  medians can pair one side's fast round with the other's slow one.
 - **Share of bare, best rounds**: the service's fastest round over the bare server's fastest. Other work on a shared
   host only ever slows a run down, so each side's fastest round is the closest to what it does
   undisturbed. On a quiet host it agrees with the median share; on a noisy one the median share swings

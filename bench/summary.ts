@@ -53,6 +53,15 @@ export function median(values: number[]): number {
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
+/**
+ * The median over the rounds of each round's ratio of `a`'s req/s to `b`'s: two runs seconds apart in the
+ * same round, which a host that speeds up or slows down between rounds does not pull apart, as it can
+ * the ratio of two medians taken from different rounds.
+ */
+export function pairedRatio(a: LoadResult[], b: LoadResult[]): number {
+  return median(a.map((run, round) => run.requestsPerSecond / (b[round]?.requestsPerSecond ?? Number.NaN)))
+}
+
 export function summarize(runs: LoadResult[]): TargetSummary {
   return {
     requestsPerSecond: median(runs.map((run) => run.requestsPerSecond)),
