@@ -80,6 +80,8 @@ export class PostgresPool {
       idleTimeoutMillis: 30_000,
       application_name: 'petstore',
       types,
+      // Awaited before the pool hands the new connection out; a failure ends it and fails that call.
+      onConnect: (client) => client.query(DURABLE_COMMITS),
     })
     this.#pool.on('error', options.onIdleError)
     // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
@@ -88,12 +90,7 @@ export class PostgresPool {
     this.#pool.on('release', (error, client) => {
       if (error && connectionLost(error)) destroy(client)
     })
-    this.#pool.on('connect', (client) => {
-      this.#clients.add(client)
-      // Queued ahead of the first query the pool hands the connection to. A failure here is the
-      // connection's, which that query meets too.
-      client.query(DURABLE_COMMITS).catch(() => {})
-    })
+    this.#pool.on('connect', (client) => this.#clients.add(client))
     this.#pool.on('remove', (client) => this.#clients.delete(client))
   }
 
