@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { createHistogram } from 'node:perf_hooks'
 import autocannon from 'autocannon'
 import { cpuTimeUs } from './process-stats.ts'
@@ -35,6 +36,16 @@ export interface LoadResult {
   socketErrors: number
   /** The server's CPU time over the measured run, per response. */
   serverCpuUsPerRequest: number
+  /**
+   * CPU time over wall time in the measured run, the server's and the load generator's own: a load
+   * generator near 1 may have set the pace instead of the server.
+   */
+  busy: { server: number; load: number }
+  /**
+   * The idle share of the load generator's core in the measured run, when it is pinned to one: the kernel's
+   * work for its packets runs there too, so the core can be full while the process is not.
+   */
+  loadCoreIdle: number | undefined
 }
 
 interface Measured {
@@ -68,13 +79,35 @@ function run(spec: LoadSpec, durationS: number): Promise<Measured> {
 
 const toMs = (us: number) => Math.round(us) / 1000
 
+/** The one core this process may run on (the bench pins it with taskset), if it is one. */
+function pinnedCore(): number | undefined {
+  const allowed = /^Cpus_allowed_list:\s*(\d+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))
+  return allowed ? Number(allowed[1]) : undefined
+}
+
+/** A core's idle ticks (idle and waiting for I/O) and all its ticks so far, from /proc/stat. */
+function coreTicks(core: number): { idle: number; total: number } {
+  const line = new RegExp(`^cpu${core} (.*)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
+  const ticks = (line?.[1] ?? '').trim().split(/\s+/).map(Number)
+  // user nice system idle iowait irq softirq steal (guest time is already counted in user).
+  const total = ticks.slice(0, 8).reduce((sum, value) => sum + value, 0)
+  return { idle: (ticks[3] ?? 0) + (ticks[4] ?? 0), total }
+}
+
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec
   // A separate warm-up run: JIT, connection pools and caches settle on both sides before anything counts.
   const warmup = await run(spec, spec.warmupS)
   const cpuBefore = cpuTimeUs(spec.serverPid)
+  const ownBefore = process.cpuUsage()
+  const core = pinnedCore()
+  const idleBefore = core === undefined ? undefined : coreTicks(core)
+  const startedMs = performance.now()
   const { result, latenciesUs, statusCounts } = await run(spec, spec.durationS)
+  const wallUs = (performance.now() - startedMs) * 1000
   const serverCpuUs = cpuTimeUs(spec.serverPid) - cpuBefore
+  const own = process.cpuUsage(ownBefore)
+  const idleAfter = core === undefined ? undefined : coreTicks(core)
   let requests = 0
   let unexpectedStatus = 0
   for (const [status, count] of statusCounts) {
@@ -96,6 +129,11 @@ async function main(): Promise<void> {
     unexpectedStatus,
     socketErrors: result.errors,
     serverCpuUsPerRequest: serverCpuUs / requests,
+    busy: { server: serverCpuUs / wallUs, load: (own.user + own.system) / wallUs },
+    loadCoreIdle:
+      idleBefore === undefined || idleAfter === undefined
+        ? undefined
+        : (idleAfter.idle - idleBefore.idle) / (idleAfter.total - idleBefore.total),
   }
   process.stdout.write(`${JSON.stringify(output)}\n`)
 }

@@ -1,4 +1,5 @@
 import { ENGINE_LABELS } from './engines.ts'
+import type { LoadResult } from './load.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import { BENCH_DEFAULTS, startScript } from './service-process.ts'
@@ -127,6 +128,30 @@ const LOG_SINK_NOTE = `The same service, its standard output a pipe the bench dr
 reading it there would), measured in the same rounds as the results above (\`--log-sink both\`). The
 reader's CPU time is taken from the service's core and is not in the service's CPU µs per request.`
 
+const busy = (run: LoadResult) =>
+  `${run.busy.server.toFixed(2)} / ${run.busy.load.toFixed(2)}` +
+  (run.loadCoreIdle === undefined ? '' : ` (${run.loadCoreIdle.toFixed(2)})`)
+
+// Below this idle share of its core, the load generator, not the server, may have set a run's pace.
+const PACED_BY_LOAD = 0.1
+
+/** Which targets' runs left the load generator's core nearly full, if any did. */
+export function loadPacingNote(engineRuns: EngineRun[]): string {
+  const counts = TARGETS.map((target) => {
+    const runs = engineRuns.flatMap((run) => run.scenarios.flatMap((scenario) => scenario.runs[target]))
+    const paced = runs.filter((run) => run.loadCoreIdle !== undefined && run.loadCoreIdle < PACED_BY_LOAD)
+    return { target, paced: paced.length, of: runs.length }
+  }).filter(({ paced }) => paced > 0)
+  if (counts.length === 0) return ''
+  const listed = counts.map(({ target, paced, of }) => `${target} ${paced} of ${of}`).join(', ')
+  return (
+    `\nThe load generator's core was less than ${PACED_BY_LOAD * 100} % idle in some runs (${listed}; ` +
+    'the kernel works for its packets there too): in those the load generator may have set the pace, and a ' +
+    "baseline's req/s may be below what its server can do, which makes the service's share look higher. " +
+    'The busy shares of each run are under "Every run".\n'
+  )
+}
+
 /** Every run, so a median can be checked against what it summarizes. */
 function runsTable(engineRuns: EngineRun[]): string {
   const lines = [
@@ -139,9 +164,10 @@ function runsTable(engineRuns: EngineRun[]): string {
       'CPU µs per request',
       'p50 / p99 / p99.9 ms',
       'max ms',
+      'Busy, server / load generator (its core idle)',
       'statuses',
     ]),
-    row(['---', '---', '---:', '---', '---:', '---:', '---:', '---:', '---']),
+    row(['---', '---', '---:', '---', '---:', '---:', '---:', '---:', '---:', '---']),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
@@ -161,6 +187,7 @@ function runsTable(engineRuns: EngineRun[]): string {
               run.serverCpuUsPerRequest.toFixed(1),
               `${ms(p50)} / ${ms(p99)} / ${ms(p999)}`,
               ms(max),
+              busy(run),
               `${statuses}${run.socketErrors ? `, socket errors×${run.socketErrors}` : ''}`,
             ]),
           )
@@ -249,6 +276,9 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   workers; not a PostgreSQL server's) over the measured run, divided by the responses; median over the
   rounds. It is the cost of a request, not a noise-free measure: contention on the host (shared caches,
   a busy sibling hyperthread) makes the same work take more CPU time.
+- **Busy** (under "Every run"): over the measured run, the server's CPU time over the wall time, the
+  load generator's own, and in parentheses the idle share of the load generator's core when it has one.
+  A server near 1 set the pace; a load generator's core with little idle time may have set it instead.
 - Scenarios: \`list20\` GET /v1/pets; \`list100\` ?limit=100; \`list-status\` ?status=available&limit=20;
   \`get\` GET /v1/pets/{id} over ten ids spread across the seeded range; \`create\` POST /v1/pets (201);
   \`unauthorized\` GET /v1/pets with an unknown key (401 expected); \`mixed\` 40 % list20, 40 % get, 20 % create.
@@ -263,7 +293,7 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 ## Results
 
 ${resultsTable(input.engineRuns)}
-${logSinkTable(input.engineRuns)}
+${loadPacingNote(input.engineRuns)}${logSinkTable(input.engineRuns)}
 ## Service log
 
 ${serviceLogs(input.engineRuns)}
