@@ -16,6 +16,11 @@ export interface BaselineProcess {
   stop(): Promise<void>
 }
 
+// A baseline waits idle while the other targets run. From the fourth or fifth such wait on, V8's memory
+// reducer left each request costing a quarter more for the rest of the process's life; the service's cost
+// does not move with it. A ceiling is measured at its best (docs/benchmarks/tuning.md, "Idle baselines").
+const NODE_FLAGS = ['--no-memory-reducer']
+
 /** A baseline on the server core, answering from `fixture`. */
 export async function startBaseline(
   kind: keyof typeof BASELINE_SCRIPTS,
@@ -25,10 +30,15 @@ export async function startBaseline(
 ): Promise<BaselineProcess> {
   const fixturePath = join(directory, `${kind}-fixture.json`)
   writeFileSync(fixturePath, JSON.stringify(fixture))
-  const child = spawnTracked(SERVER_CORE, process.execPath, [BASELINE_SCRIPTS[kind], fixturePath], {
-    env: { PATH: process.env.PATH ?? '', BENCH_API_KEY: apiKey },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const child = spawnTracked(
+    SERVER_CORE,
+    process.execPath,
+    [...NODE_FLAGS, BASELINE_SCRIPTS[kind], fixturePath],
+    {
+      env: { PATH: process.env.PATH ?? '', BENCH_API_KEY: apiKey },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   const port = await new Promise<number>((resolve, reject) => {
     let output = ''
     const timer = setTimeout(() => reject(new Error(`${kind} did not start within 10 s`)), 10_000)

@@ -261,6 +261,10 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   **Service/bare** is the service's req/s over the bare server's: the share of the machine's bare HTTP
   throughput the service keeps. Each round runs every target in turn on the same scenario (service, logs
   off, Fastify, bare), so slow drift of a shared machine hits all of them alike.
+- Both baselines run with \`--no-memory-reducer\`: idle while the other targets run, after a few such
+  waits V8's memory reducer left them about a quarter slower per request for the rest of the run, which
+  made the service's share look higher in every round after the first. The service's cost does not
+  change with it (docs/benchmarks/tuning.md, "Idle baselines").
 - Profiles of the service under this load, the request log's cost and the young-generation curve behind
   \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
