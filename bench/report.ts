@@ -136,7 +136,7 @@ const busy = (run: LoadResult) =>
 const PACED_BY_LOAD = 0.1
 
 /** Which targets' runs left the load generator's core nearly full, if any did. */
-export function loadPacingNote(engineRuns: EngineRun[]): string {
+function loadPacingNote(engineRuns: EngineRun[]): string {
   const counts = TARGETS.map((target) => {
     const runs = engineRuns.flatMap((run) => run.scenarios.flatMap((scenario) => scenario.runs[target]))
     const paced = runs.filter((run) => run.loadCoreIdle !== undefined && run.loadCoreIdle < PACED_BY_LOAD)
@@ -146,8 +146,9 @@ export function loadPacingNote(engineRuns: EngineRun[]): string {
   const listed = counts.map(({ target, paced, of }) => `${target} ${paced} of ${of}`).join(', ')
   return (
     `\nThe load generator's core was less than ${PACED_BY_LOAD * 100} % idle in some runs (${listed}; ` +
-    'the kernel works for its packets there too): in those the load generator may have set the pace, and a ' +
-    "baseline's req/s may be below what its server can do, which makes the service's share look higher. " +
+    'the kernel works for its packets there too): in those the load generator may have set the pace, and ' +
+    "the req/s may be below what the server can do; for a baseline, that makes the service's share look " +
+    'higher. ' +
     'The busy shares of each run are under "Every run".\n'
   )
 }
