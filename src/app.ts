@@ -6,6 +6,7 @@ import { handleClientError, handleError, handleRouteNotFound } from './http/erro
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
+import { parseQuery } from './http/query-memo.ts'
 import { addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
@@ -85,7 +86,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       connectionsCheckingInterval: 1000,
       requireHostHeader: false,
     },
-    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH, querystringParser: parseQuery },
     // Answered by our own onRequest guard, in the Error body.
     return503OnClosing: false,
     clientErrorHandler: handleClientError,

@@ -6,6 +6,7 @@ import { ApiError, type ErrorCode } from '../errors.ts'
 import { INT64_RULE, isInt64, isInt64Schema } from '../schemas/int64.ts'
 import { brokenRule, type SchemaNode } from '../schemas/schema-rules.ts'
 import { decodeString } from '../schemas/string-decoding.ts'
+import { isSharedQuery } from './query-memo.ts'
 
 type Part = 'body' | 'querystring' | 'params' | 'headers'
 
@@ -110,10 +111,25 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
     }
 
     if (part === 'querystring' || part === 'params') {
-      return (input: unknown) => {
+      const check = (input: unknown) => {
         const value = decodeParameters(part, resolved, (input ?? {}) as Record<string, unknown>)
         if (value instanceof ApiError) return { error: value }
         return validator.Check(value) ? { value } : fail(value)
+      }
+      if (part === 'params') return check
+      // A query the memo shares between requests is checked once; only a passing check is kept, as an
+      // error is a new object for each answer (query-memo.ts).
+      const passed = new WeakMap<object, { value: object }>()
+      return (input: unknown) => {
+        if (!isSharedQuery(input)) return check(input)
+        let result = passed.get(input)
+        if (result === undefined) {
+          const checked = check(input)
+          if (!('value' in checked)) return checked
+          result = { value: Object.freeze(checked.value) }
+          passed.set(input, result)
+        }
+        return result
       }
     }
     return (input: unknown) => {

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { isSharedQuery, parseQuery, QUERY_MEMO } from '../src/http/query-memo.ts'
+
+describe('query memo', () => {
+  test('when a query string comes again, then it gets the same frozen parsed form', () => {
+    const first = parseQuery('status=available&limit=20')
+    assert.deepEqual({ ...first }, { status: 'available', limit: '20' })
+    assert.equal(parseQuery('status=available&limit=20'), first)
+    assert.ok(Object.isFrozen(first) && isSharedQuery(first))
+    assert.equal('toString' in first, false)
+    assert.equal(parseQuery(''), parseQuery(''))
+  })
+
+  test('when a parameter is given twice, then it still parses to both values', () => {
+    assert.deepEqual({ ...parseQuery('limit=1&limit=2') }, { limit: ['1', '2'] })
+  })
+
+  test('when a query string is longer than the memo keeps, then it is parsed each time and not shared', () => {
+    const long = `cursor=${'a'.repeat(QUERY_MEMO.maxLength)}`
+    const parsed = parseQuery(long)
+    assert.equal(parsed.cursor, 'a'.repeat(QUERY_MEMO.maxLength))
+    assert.notEqual(parseQuery(long), parsed)
+    assert.equal(isSharedQuery(parsed), false)
+  })
+
+  test('when more distinct query strings come than the memo keeps, then the least recent leave it', () => {
+    const oldest = parseQuery('limit=1&status=pending')
+    for (let i = 0; i < QUERY_MEMO.maxEntries; i++) parseQuery(`cursor=c${i}`)
+    const again = parseQuery('limit=1&status=pending')
+    assert.notEqual(again, oldest)
+    assert.deepEqual({ ...again }, { ...oldest })
+  })
+})
