@@ -93,8 +93,17 @@ export class ApiError extends Error {
     this.headers = headers
   }
 
+  // Kept once made: the refusals built at start (bearer-auth.ts) are sent by the thousand.
+  #json: string | undefined
+
   toBody(): ErrorBodyValue {
     return { code: this.code, message: this.message, status: this.statusCode }
+  }
+
+  /** The body as sent, JSON. */
+  toJson(): string {
+    this.#json ??= JSON.stringify(this.toBody())
+    return this.#json
   }
 }
 

@@ -70,7 +70,7 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     .code(apiError.statusCode)
     .headers(apiError.headers)
     .type('application/json; charset=utf-8')
-    .send(apiError.toBody())
+    .send(apiError.toJson())
 }
 
 export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
@@ -84,7 +84,7 @@ export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply
 
 /** A whole HTTP/1.1 error response, for the few errors answered on the raw socket. */
 function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): string {
-  const body = JSON.stringify(apiError.toBody())
+  const body = apiError.toJson()
   const extra = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('')
@@ -158,7 +158,7 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
 /** `Expect` values other than 100-continue (Node would answer a bare 417). */
 export function handleUnmetExpectation(request: IncomingMessage, response: ServerResponse): void {
   const apiError = new ApiError('expectation_failed', `Expect: ${request.headers.expect} is not supported`)
-  const body = JSON.stringify(apiError.toBody())
+  const body = apiError.toJson()
   response.writeHead(apiError.statusCode, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
