@@ -17,6 +17,7 @@
 # simulates the caches and branch prediction and prints the misses per request and valgrind's estimate of
 # cycles, Ir + 10 × (L1 misses + mispredicted branches) + 100 × last-level misses: what instructions alone
 # do not show of time. LL=bytes,ways,line sets the last level simulated (valgrind takes the host's L3).
+# UNAUTHORIZED=1 sends an unknown key instead, so every counted request is a 401.
 # Needs valgrind and curl (Debian: apt-get install valgrind curl).
 set -euo pipefail
 mode=${1:?on or off}
@@ -29,6 +30,8 @@ service=
 trap '[ -n "$service" ] && kill -KILL "$service" 2> /dev/null; rm -rf "$dir"' EXIT
 port=18123
 key=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
+sent_key=$key
+[ -n "${UNAUTHORIZED:-}" ] && sent_key=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
 export API_KEYS="bench:$key" DATABASE_URL="sqlite:$dir/pets.db" PORT=$port HOST=127.0.0.1 METRICS_PORT=0 \
   RATE_LIMIT_PER_MINUTE=10000000 MAX_EVENT_LOOP_DELAY_MS=0
 level=info
@@ -77,7 +80,7 @@ fi
 send() {
   for _ in $(seq 1 "$1"); do printf 'url = "http://127.0.0.1:%s%s"\noutput = /dev/null\n' "$port" "$path"; done \
     > "$dir/urls"
-  curl -s --no-progress-meter -w '%{http_code}\n' -H "Authorization: Bearer $key" -K "$dir/urls" --parallel --parallel-max 8
+  curl -s --no-progress-meter -w '%{http_code}\n' -H "Authorization: Bearer $sent_key" -K "$dir/urls" --parallel --parallel-max 8
 }
 send "${WARMUP:-50000}" > /dev/null
 callgrind_control -i on "$service" > /dev/null 2>&1
