@@ -24,6 +24,16 @@ describe('query memo', () => {
     assert.equal(isSharedQuery(parsed), false)
   })
 
+  test('when a query holds a parameter twice or more parameters than any operation takes, then it is not kept', () => {
+    const repeated = parseQuery('limit=1&limit=2')
+    assert.notEqual(parseQuery('limit=1&limit=2'), repeated)
+    assert.equal(isSharedQuery(repeated), false)
+    const many = 'a=1&b=2&c=3&d=4&e=5'
+    assert.deepEqual({ ...parseQuery(many) }, { a: '1', b: '2', c: '3', d: '4', e: '5' })
+    assert.equal(isSharedQuery(parseQuery(many)), false)
+    assert.ok(isSharedQuery(parseQuery('a=1&b=2&c=3&d=4')))
+  })
+
   test('when more distinct query strings come than the memo keeps, then the least recent leave it', () => {
     const oldest = parseQuery('limit=1&status=pending')
     for (let i = 0; i < QUERY_MEMO.maxEntries; i++) parseQuery(`cursor=c${i}`)

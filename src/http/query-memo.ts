@@ -5,13 +5,16 @@ import { LRUCache } from 'lru-cache'
  * Query strings repeat: clients ask for the same few lists (`?status=available&limit=20`) again and again.
  * Each distinct one is parsed once and its parsed form, frozen, is handed to every request that sends it;
  * the route's validator then checks it once too (validator-compiler.ts). Parsing and checking a two-field
- * query anew cost about 5,000 instructions per request (docs/decisions.md, "Query strings are memoized").
+ * query anew cost about 8,000 instructions per request (docs/decisions.md, "Query strings are memoized").
  */
 export const QUERY_MEMO = {
   // Distinct query strings kept, least recently used first out: a walk through cursors passes by.
   maxEntries: 1000,
-  // Longer query strings are parsed for each request and not kept: with the entry cap, at most ~1 MB.
+  // Longer query strings, or ones with more parameters than any operation takes or a parameter given
+  // twice (always refused), are parsed for each request and not kept. Measured: 1,000 entries of the
+  // largest kind kept (four parameters, 500 characters) hold 0.8 MiB of heap.
   maxLength: 512,
+  maxParameters: 4,
 } as const
 
 // The parsed forms this memo hands out, which every request with the same query string shares.
@@ -34,10 +37,19 @@ export function parseQuery(query: string): Record<string, unknown> {
   if (query.length > QUERY_MEMO.maxLength) return parse(query)
   let parsed = memo.get(query)
   if (parsed === undefined) {
-    parsed = share(parse(query))
-    memo.set(query, parsed)
+    parsed = parse(query)
+    if (!worthKeeping(parsed)) return parsed
+    memo.set(query, share(parsed))
   }
   return parsed
+}
+
+function worthKeeping(parsed: Record<string, unknown>): boolean {
+  let parameters = 0
+  for (const name in parsed) {
+    if (++parameters > QUERY_MEMO.maxParameters || Array.isArray(parsed[name])) return false
+  }
+  return true
 }
 
 /** Whether `query` is a parsed form the memo shares between requests (so its check can be kept too). */
