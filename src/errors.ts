@@ -96,13 +96,12 @@ export class ApiError extends Error {
   // Kept once made: the refusals built at start (bearer-auth.ts) are sent by the thousand.
   #json: string | undefined
 
-  toBody(): ErrorBodyValue {
-    return { code: this.code, message: this.message, status: this.statusCode }
-  }
-
   /** The body as sent, JSON. */
   toJson(): string {
-    this.#json ??= JSON.stringify(this.toBody())
+    if (this.#json === undefined) {
+      const body: ErrorBodyValue = { code: this.code, message: this.message, status: this.statusCode }
+      this.#json = JSON.stringify(body)
+    }
     return this.#json
   }
 }
