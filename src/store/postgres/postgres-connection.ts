@@ -29,6 +29,26 @@ const types = {
 const DURABLE_COMMITS =
   "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'"
 
+export interface TransactionOptions {
+  /** When the caller started waiting (`performance.now()`): the transaction ends within one bound of it. */
+  since?: number
+  /** Key of a transaction-scoped advisory lock to hold before the work starts. */
+  lock?: bigint
+}
+
+/** A statement with its parameters, as the driver takes it (named: prepared once per connection). */
+export interface Statement {
+  name: string
+  text: string
+  values: unknown[]
+}
+
+/** BEGIN, and the advisory lock if there is one, as one simple query: one round trip. */
+function beginStatement({ lock }: TransactionOptions): string {
+  // A bigint prints as digits only: nothing to quote.
+  return lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${lock})`
+}
+
 /** What the query modules need from a connection: one statement, rows back. */
 export type Queryable = Pick<pg.PoolClient, 'query'>
 
@@ -135,14 +155,49 @@ export class PostgresPool {
    * Runs `work` in one transaction on one connection: committed if it resolves, rolled back if not. With
    * `since` (when the caller started waiting, e.g. behind the batch ahead of it), answered within
    * `callBoundMs` of it: past that the connection is destroyed and the transaction fails as unavailable.
-   * Without (migrations), each statement is still bounded by the statement timeout.
+   * Without (migrations), each statement is still bounded by the statement timeout. With `lock`, the
+   * transaction holds that advisory lock before `work` starts, taken with the BEGIN in one round trip.
    */
-  async transaction<T>(work: (client: Queryable) => Promise<T>, since?: number): Promise<T> {
+  async transaction<T>(
+    work: (client: Queryable) => Promise<T>,
+    options: TransactionOptions = {},
+  ): Promise<T> {
     this.ensureOpen()
-    return this.#unlessGivenUp(this.#transaction(work, since))
+    return this.#unlessGivenUp(
+      this.#onConnection({ since: options.since, rollsBack: true }, async (client) => {
+        await client.query(beginStatement(options))
+        const result = await work(client)
+        await client.query('COMMIT')
+        return result
+      }),
+    )
   }
 
-  async #transaction<T>(work: (client: Queryable) => Promise<T>, since?: number): Promise<T> {
+  /**
+   * Runs one statement on its own, in the transaction PostgreSQL makes for it (committed, durably, before
+   * it is answered): one round trip. Bounded by `since` as `transaction` is.
+   */
+  async statement<Row extends pg.QueryResultRow>(
+    statement: Statement,
+    { since }: TransactionOptions = {},
+  ): Promise<Row[]> {
+    this.ensureOpen()
+    return this.#unlessGivenUp(
+      this.#onConnection(
+        { since, rollsBack: false },
+        async (client) => (await client.query<Row>(statement)).rows,
+      ),
+    )
+  }
+
+  /**
+   * One connection for `run`, bounded by `since`, given back (or destroyed) whatever happens; if `run`
+   * fails and `rollsBack`, its transaction is rolled back first.
+   */
+  async #onConnection<T>(
+    { since, rollsBack }: { since: number | undefined; rollsBack: boolean },
+    run: (client: pg.PoolClient) => Promise<T>,
+  ): Promise<T> {
     const deadline = since === undefined ? undefined : since + this.callBoundMs
     const client = await this.#connectBy(deadline)
     const expiry =
@@ -154,21 +209,19 @@ export class PostgresPool {
     // What the connection is given back with: an error makes the pool drop it (see the release listener).
     let broken: Error | undefined
     try {
-      await client.query('BEGIN')
-      const result = await work(client)
-      await client.query('COMMIT')
-      return result
+      return await run(client)
     } catch (error) {
       // A connection that timed out or dropped is destroyed (the server rolls back when it sees it gone):
       // a ROLLBACK on it would queue behind the hung statement and wait out a second timeout. After any
       // other error, the server's or `work`'s own, it is rolled back (bounded by query_timeout and the
       // deadline) and kept: cut mid-transaction, a healthy connection would be lost for nothing.
-      broken = connectionLost(error)
-        ? asError(error)
-        : await client.query('ROLLBACK').then(
-            () => undefined,
-            (rollbackError: unknown) => asError(rollbackError),
-          )
+      if (connectionLost(error)) broken = asError(error)
+      else if (rollsBack) {
+        broken = await client.query('ROLLBACK').then(
+          () => undefined,
+          (rollbackError: unknown) => asError(rollbackError),
+        )
+      }
       throw storeErrorOf(error)
     } finally {
       clearTimeout(expiry)

@@ -2,7 +2,7 @@ import type { NewPet, Pet } from '../../schemas/pet.ts'
 import { type CreateOutcome, createOutcomes, planCreates } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { CreatePetRequest } from '../store.ts'
-import type { PostgresPool, Queryable } from './postgres-connection.ts'
+import type { PostgresPool, Queryable, Statement } from './postgres-connection.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 
@@ -16,66 +16,80 @@ const INSERT_LOCK = 0x7065_7473_0002n
 /**
  * One transaction for a whole batch of creates, under the insert lock: the batch's idempotency records
  * are read, the new pets inserted in one statement, and their records written, all committed together.
- * `since` is when the oldest create of the batch arrived: the batch is answered within one bound of it.
+ * A batch without Idempotency-Keys has nothing to read or write beside the pets: its insert runs alone,
+ * its own transaction, in one round trip (docs/decisions.md, "PostgreSQL"). `since` is when the oldest
+ * create of the batch arrived: the batch is answered within one bound of it.
  */
-export function createPetBatch(
+export async function createPetBatch(
   pool: PostgresPool,
   requests: readonly CreatePetRequest[],
   since?: number,
 ): Promise<CreateOutcome[]> {
-  return pool.transaction(async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock($1)', [INSERT_LOCK])
-    const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-    const plans = planCreates(requests, await storedIdempotencyRecords(client, records))
-    const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
-    const inserted = await insertPets(
-      client,
-      toInsert.map((request) => request.pet),
-    )
-    await writeIdempotencyRecords(
-      client,
-      toInsert.flatMap(({ idempotency }, index) =>
-        idempotency ? [{ record: idempotency, petId: (inserted[index] as Pet).id }] : [],
-      ),
-    )
-    const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
-    return createOutcomes(plans, inserted, await petsById(client, replayIds))
-  }, since)
+  if (requests.every((request) => request.idempotency === undefined)) {
+    const rows = await pool.statement<PetRow>(insertStatement(requests.map((request) => request.pet)), {
+      since,
+    })
+    return petsInDealtOrder(rows, requests.length).map((pet) => ({ pet, replayed: false }))
+  }
+  return pool.transaction(
+    async (client) => {
+      const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+      const plans = planCreates(requests, await storedIdempotencyRecords(client, records))
+      const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
+      const inserted = await insertPets(
+        client,
+        toInsert.map((request) => request.pet),
+      )
+      await writeIdempotencyRecords(
+        client,
+        toInsert.flatMap(({ idempotency }, index) =>
+          idempotency ? [{ record: idempotency, petId: (inserted[index] as Pet).id }] : [],
+        ),
+      )
+      const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
+      return createOutcomes(plans, inserted, await petsById(client, replayIds))
+    },
+    { since, lock: INSERT_LOCK },
+  )
+}
+
+async function insertPets(client: Queryable, pets: readonly NewPet[]): Promise<Pet[]> {
+  if (pets.length === 0) return []
+  const { rows } = await client.query<PetRow>(insertStatement(pets))
+  return petsInDealtOrder(rows, pets.length)
 }
 
 /**
- * Inserts `pets` in one statement and returns them in the same order, each with its new id. The pairing
- * is made by construction, not inferred: the statement draws one id per pet from the identity sequence,
- * deals them out in ascending order to the pets' positions (`n`), inserts each pet with its own id, and
- * returns every row with its position. (Nothing in PostgreSQL promises that identity values follow an
- * INSERT … SELECT's ORDER BY, so the ids are never matched to pets by sorting them.)
+ * Inserts `pets` in one statement, each with its new id, under the insert lock. The statement takes the
+ * lock itself (again, if its transaction already holds it), and no id can be drawn before: the sequence's
+ * name is read from the row the lock gives. The pairing is made by construction, not inferred: one id is
+ * drawn per pet, the ids are sorted, and the k-th smallest is dealt to the k-th pet; `petsInDealtOrder`
+ * undoes it. (Nothing in PostgreSQL promises that identity values follow an INSERT … SELECT's ORDER BY,
+ * so ids are dealt, never assumed.) No join, and one plan kept per connection: docs/benchmarks/tuning.md.
  */
-async function insertPets(client: Queryable, pets: readonly NewPet[]): Promise<Pet[]> {
-  if (pets.length === 0) return []
-  const { rows } = await client.query<PetRow & { n: bigint }>({
+function insertStatement(pets: readonly NewPet[]): Statement {
+  return {
     name: 'pets.insert',
-    text: `WITH input AS (
-             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
-               WITH ORDINALITY AS t(name, category_id, status, n)
-           ), dealt AS (
-             SELECT id, row_number() OVER (ORDER BY id) AS n
-             FROM (SELECT nextval(pg_get_serial_sequence('pets', 'id')) AS id FROM input) AS drawn
-           ), inserted AS (
-             INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
-             SELECT dealt.id, input.name, input.category_id, input.status FROM input JOIN dealt USING (n)
-             RETURNING ${PET_COLUMNS}
+    text: `WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(${INSERT_LOCK})),
+           drawn AS MATERIALIZED (
+             SELECT array_agg(id ORDER BY id) AS ids
+             FROM (SELECT nextval((SELECT pg_get_serial_sequence('pets', 'id') FROM locked)) AS id
+                   FROM unnest($1::text[])) AS each_pet
            )
-           SELECT dealt.n, inserted.* FROM inserted JOIN dealt USING (id)`,
+           INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+           SELECT drawn.ids[t.n], t.name, t.category_id, t.status
+           FROM drawn, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
+           RETURNING ${PET_COLUMNS}`,
     values: [
       pets.map((p) => p.name),
       pets.map((p) => p.categoryId.toString()),
       pets.map((p) => p.status ?? null),
     ],
-  })
-  const byPosition = new Array<Pet | undefined>(pets.length).fill(undefined)
-  for (const row of rows) byPosition[Number(row.n) - 1] = petFromRow(row)
-  if (rows.length !== pets.length || byPosition.includes(undefined)) {
-    throw new Error(`inserted ${rows.length} pets for ${pets.length} creates`)
   }
-  return byPosition as Pet[]
+}
+
+/** The inserted pets in the order of the creates: the k-th smallest id went to the k-th pet. */
+function petsInDealtOrder(rows: readonly PetRow[], expected: number): Pet[] {
+  if (rows.length !== expected) throw new Error(`inserted ${rows.length} pets for ${expected} creates`)
+  return rows.map(petFromRow).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }

@@ -2,16 +2,9 @@ import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
-import type { PostgresPool, Queryable } from './postgres-connection.ts'
+import type { PostgresPool, Queryable, Statement } from './postgres-connection.ts'
 
 export const PET_COLUMNS = 'id, name, category_id, status'
-
-/** A statement with its parameters, as the driver takes it. */
-export interface Statement {
-  name: string
-  text: string
-  values: unknown[]
-}
 
 /**
  * The statement behind a page of pets. Keyset paging: `id > afterId` walks the primary key (or the
