@@ -179,7 +179,7 @@ export class PostgresPool {
    */
   async statement<Row extends pg.QueryResultRow>(
     statement: Statement,
-    { since }: TransactionOptions = {},
+    { since }: Pick<TransactionOptions, 'since'> = {},
   ): Promise<Row[]> {
     this.ensureOpen()
     return this.#unlessGivenUp(
