@@ -145,6 +145,57 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     }
   })
 
+  test('when the Idempotency-Key records grow from none to thousands, then keyed creates still find them through the primary key, never by scanning the table', async (t) => {
+    const { store, admin } = await migratedStore(t)
+    const keyedBatches = async (label: string) => {
+      // More batches than the five executions after which PostgreSQL may keep a prepared statement's plan.
+      for (let round = 0; round < 10; round++) {
+        await Promise.all(
+          Array.from({ length: 5 }, (_, i) =>
+            store.createPet({
+              pet: { name: `${label}${round}-${i}`, categoryId: 1n },
+              idempotency: {
+                apiKeyId: 1n,
+                idempotencyKey: `${label}-${round}-${i}`,
+                fingerprint: 'f',
+                requestedAtMs: Date.now(),
+                expiresAtMs: Date.now() + 60_000,
+              },
+            }),
+          ),
+        )
+      }
+    }
+    const counters = async () => {
+      await admin.query('SELECT pg_stat_force_next_flush()')
+      // Rows read by sequential scans (the migration's index builds scanned the table while it was empty).
+      const { rows } = await admin.query<{ seq_tup_read: string; n_tup_ins: string }>(
+        "SELECT seq_tup_read, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'idempotency_keys'",
+      )
+      return { scannedRows: Number(rows[0]?.seq_tup_read), inserted: Number(rows[0]?.n_tup_ins) }
+    }
+    // While the table is small, any plan is cheap: the ones the store's connections settle on are made here.
+    await keyedBatches('early')
+    // Then it grows, as a day of keyed creates makes it grow, between two of autovacuum's visits.
+    await admin.query(
+      `INSERT INTO idempotency_keys SELECT 1, 'old-' || i, 'f', 1, $1 FROM generate_series(1, 20000) AS i`,
+      [Date.now() + 3_600_000],
+    )
+    await waitUntil(
+      async () => (await counters()).inserted >= 20_050,
+      'the setup never reached the statistics',
+    )
+    const before = await counters()
+    await keyedBatches('late')
+    // Its connections end, and report what they did as they go.
+    await store.close()
+    await waitUntil(
+      async () => (await counters()).inserted >= before.inserted + 50,
+      "the store's work never reached the statistics",
+    )
+    assert.equal((await counters()).scannedRows, before.scannedRows, 'no batch scanned the table')
+  })
+
   test('when listing from a few thousand pets, then the plans walk the primary key or the (status, id) index, never a Seq Scan', async (t) => {
     const { admin } = await migratedStore(t)
     // Mostly available, few pending: a status must be read from the (status, id) index, whichever it is

@@ -10,17 +10,21 @@ export interface IdempotencyRecordWrite {
   petId: bigint
 }
 
-/** The idempotency records already stored for these, by record id. */
+/**
+ * The idempotency records already stored for these, by record id. Looked up through the primary key, one
+ * probe per key; a row for another of the batch's API keys that shares a key's text is read too and
+ * never matched. The statement is planned on each call (unnamed): a plan kept from when the table was
+ * small scanned all of it, for every batch, as it grew (docs/decisions.md, "PostgreSQL").
+ */
 export async function storedIdempotencyRecords(
   client: Queryable,
   records: readonly IdempotencyRecord[],
 ): Promise<Map<string, StoredIdempotencyRecord>> {
   if (records.length === 0) return new Map()
   const { rows } = await client.query<IdempotencyRecordRow>({
-    name: 'idempotency.find',
-    text: `SELECT * FROM idempotency_keys WHERE (api_key_id, idempotency_key) IN
-           (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
-    values: [records.map((r) => r.apiKeyId.toString()), records.map((r) => r.idempotencyKey)],
+    text: `SELECT * FROM idempotency_keys
+           WHERE api_key_id = ANY($1::bigint[]) AND idempotency_key = ANY($2::text[])`,
+    values: [[...new Set(records.map((r) => r.apiKeyId.toString()))], records.map((r) => r.idempotencyKey)],
   })
   return idempotencyRecordsFromRows(rows)
 }
