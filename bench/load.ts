@@ -54,6 +54,22 @@ interface Measured {
   statusCounts: Map<number, number>
 }
 
+// Unique over every run of a bench: the time this process started, its pid and a count.
+const KEY_PREFIX = `${Date.now().toString(36)}-${process.pid}-`
+let keysMade = 0
+
+/** The request as autocannon takes it; one asking for fresh keys gets a new Idempotency-Key each time. */
+function withFreshKeys({ freshIdempotencyKey, ...request }: LoadRequest): autocannon.Request {
+  if (!freshIdempotencyKey) return request
+  return {
+    ...request,
+    setupRequest: (sent: autocannon.Request) => ({
+      ...sent,
+      headers: { ...sent.headers, 'idempotency-key': `${KEY_PREFIX}${keysMade++}` },
+    }),
+  }
+}
+
 function run(spec: LoadSpec, durationS: number): Promise<Measured> {
   // Our own histogram and status counts: autocannon keeps latencies in whole milliseconds and only for 2xx,
   // which hides sub-millisecond differences and the whole `unauthorized` scenario.
@@ -65,7 +81,7 @@ function run(spec: LoadSpec, durationS: number): Promise<Measured> {
         url: spec.origin,
         connections: spec.connections,
         duration: durationS,
-        requests: spec.requests,
+        requests: spec.requests.map(withFreshKeys),
         timeout: 10,
       },
       (error, result) => (error ? reject(error) : resolve({ result, latenciesUs, statusCounts })),

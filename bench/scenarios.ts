@@ -4,6 +4,7 @@ export const SCENARIO_NAMES = [
   'list-status',
   'get',
   'create',
+  'create-keyed',
   'unauthorized',
   'mixed',
 ] as const
@@ -16,6 +17,8 @@ export interface LoadRequest {
   path: string
   headers: Record<string, string>
   body?: string
+  /** Sent with an Idempotency-Key of its own each time (the load generator makes them, never repeated). */
+  freshIdempotencyKey?: true
 }
 
 export interface Scenario {
@@ -76,6 +79,8 @@ export function buildScenario(name: ScenarioName, context: ScenarioContext): Sce
       return { name, requests: gets, expectedStatuses: [200] }
     case 'create':
       return { name, requests: [create], expectedStatuses: [201] }
+    case 'create-keyed':
+      return { name, requests: [{ ...create, freshIdempotencyKey: true }], expectedStatuses: [201] }
     case 'unauthorized': {
       const request: LoadRequest = {
         method: 'GET',
