@@ -213,8 +213,9 @@ export class PostgresPool {
     } catch (error) {
       // A connection that timed out or dropped is destroyed (the server rolls back when it sees it gone):
       // a ROLLBACK on it would queue behind the hung statement and wait out a second timeout. After any
-      // other error, the server's or `work`'s own, it is rolled back (bounded by query_timeout and the
-      // deadline) and kept: cut mid-transaction, a healthy connection would be lost for nothing.
+      // other error, the server's or `work`'s own, a transaction is rolled back (bounded by query_timeout
+      // and the deadline) and the connection kept: cut mid-transaction, a healthy connection would be lost
+      // for nothing. A lone statement's own transaction has already ended with its error.
       if (connectionLost(error)) broken = asError(error)
       else if (rollsBack) {
         broken = await client.query('ROLLBACK').then(
