@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { ApiError } from '../errors.ts'
 import type { NewPet } from '../schemas/pet.ts'
 import {
@@ -20,7 +20,9 @@ export interface PetCreatorOptions {
 /** What a create asks for, whatever the order of its JSON properties or its white space. */
 function fingerprintOf(pet: NewPet): string {
   const canonical = JSON.stringify([pet.name, pet.categoryId.toString(), pet.status ?? null])
-  return createHash('sha256').update(canonical).digest('base64url')
+  // The one-shot digest: the same bytes as a Hash object's, without making one (docs/decisions.md,
+  // "Per-request cost").
+  return hash('sha256', canonical, 'base64url')
 }
 
 /**
