@@ -4,12 +4,6 @@ import { type IdempotencyRecordRow, idempotencyRecordsFromRows } from '../shared
 import type { IdempotencyRecord } from '../store.ts'
 import type { PostgresPool, Queryable } from './postgres-connection.ts'
 
-/** An idempotency record about to be written: its Idempotency-Key now stands for this pet. */
-export interface IdempotencyRecordWrite {
-  record: IdempotencyRecord
-  petId: bigint
-}
-
 /**
  * The idempotency records already stored for these, by record id. Looked up through the primary key, one
  * probe per key; a row for another of the batch's API keys that shares a key's text is read too and
@@ -27,28 +21,6 @@ export async function storedIdempotencyRecords(
     values: [[...new Set(records.map((r) => r.apiKeyId.toString()))], records.map((r) => r.idempotencyKey)],
   })
   return idempotencyRecordsFromRows(rows)
-}
-
-/** Writes the records; an expired record with the same key is replaced. */
-export async function writeIdempotencyRecords(
-  client: Queryable,
-  writes: readonly IdempotencyRecordWrite[],
-): Promise<void> {
-  if (writes.length === 0) return
-  await client.query({
-    name: 'idempotency.write',
-    text: `INSERT INTO idempotency_keys
-           SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
-           ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
-             pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`,
-    values: [
-      writes.map((w) => w.record.apiKeyId.toString()),
-      writes.map((w) => w.record.idempotencyKey),
-      writes.map((w) => w.record.fingerprint),
-      writes.map((w) => w.petId.toString()),
-      writes.map((w) => String(w.record.expiresAtMs)),
-    ],
-  })
 }
 
 /**

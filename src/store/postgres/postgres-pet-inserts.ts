@@ -1,9 +1,9 @@
 import type { NewPet, Pet } from '../../schemas/pet.ts'
 import { type CreateOutcome, createOutcomes, planCreates } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
-import type { CreatePetRequest } from '../store.ts'
+import type { CreatePetRequest, IdempotencyRecord } from '../store.ts'
 import type { PostgresPool, Queryable, Statement } from './postgres-connection.ts'
-import { storedIdempotencyRecords, writeIdempotencyRecords } from './postgres-idempotency-queries.ts'
+import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 
 /**
@@ -39,11 +39,8 @@ export async function createPetBatch(
       const inserted = await insertPets(
         client,
         toInsert.map((request) => request.pet),
-      )
-      await writeIdempotencyRecords(
-        client,
         toInsert.flatMap(({ idempotency }, index) =>
-          idempotency ? [{ record: idempotency, petId: (inserted[index] as Pet).id }] : [],
+          idempotency ? [{ record: idempotency, position: index + 1 }] : [],
         ),
       )
       const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
@@ -53,9 +50,19 @@ export async function createPetBatch(
   )
 }
 
-async function insertPets(client: Queryable, pets: readonly NewPet[]): Promise<Pet[]> {
+/** An idempotency record to write with the pet at `position` (from 1) of the insert. */
+interface RecordOfPet {
+  record: IdempotencyRecord
+  position: number
+}
+
+async function insertPets(
+  client: Queryable,
+  pets: readonly NewPet[],
+  records: readonly RecordOfPet[],
+): Promise<Pet[]> {
   if (pets.length === 0) return []
-  const { rows } = await client.query<PetRow>(insertStatement(pets))
+  const { rows } = await client.query<PetRow>(insertStatement(pets, records))
   return petsInDealtOrder(rows, pets.length)
 }
 
@@ -67,23 +74,47 @@ async function insertPets(client: Queryable, pets: readonly NewPet[]): Promise<P
  * undoes it. (Nothing in PostgreSQL promises that identity values follow an INSERT … SELECT's ORDER BY,
  * so ids are dealt, never assumed.) No join, and one plan kept per connection: docs/benchmarks/tuning.md.
  */
-function insertStatement(pets: readonly NewPet[]): Statement {
-  return {
-    name: 'pets.insert',
-    text: `WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(${INSERT_LOCK})),
+function insertStatement(pets: readonly NewPet[], records: readonly RecordOfPet[] = []): Statement {
+  const values = [
+    pets.map((p) => p.name),
+    pets.map((p) => p.categoryId.toString()),
+    pets.map((p) => p.status ?? null),
+  ]
+  const drawAndInsert = `locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(${INSERT_LOCK})),
            drawn AS MATERIALIZED (
              SELECT array_agg(id ORDER BY id) AS ids
              FROM (SELECT nextval((SELECT pg_get_serial_sequence('pets', 'id') FROM locked)) AS id
                    FROM unnest($1::text[])) AS each_pet
+           ),
+           inserted AS (
+             INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+             SELECT drawn.ids[t.n], t.name, t.category_id, t.status
+             FROM drawn, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
+             RETURNING ${PET_COLUMNS}
+           )`
+  if (records.length === 0) {
+    return { name: 'pets.insert', text: `WITH ${drawAndInsert} SELECT * FROM inserted`, values }
+  }
+  // The records go in the same statement, each with the id dealt to its pet: one round trip fewer.
+  return {
+    name: 'pets.insert-with-records',
+    text: `WITH ${drawAndInsert},
+           recorded AS (
+             INSERT INTO idempotency_keys
+             SELECT r.api_key_id, r.idempotency_key, r.fingerprint, drawn.ids[r.n], r.expires_at_ms
+             FROM drawn, unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
+               AS r(api_key_id, idempotency_key, fingerprint, n, expires_at_ms)
+             ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
+               pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms
            )
-           INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
-           SELECT drawn.ids[t.n], t.name, t.category_id, t.status
-           FROM drawn, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
-           RETURNING ${PET_COLUMNS}`,
+           SELECT * FROM inserted`,
     values: [
-      pets.map((p) => p.name),
-      pets.map((p) => p.categoryId.toString()),
-      pets.map((p) => p.status ?? null),
+      ...values,
+      records.map(({ record }) => record.apiKeyId.toString()),
+      records.map(({ record }) => record.idempotencyKey),
+      records.map(({ record }) => record.fingerprint),
+      records.map(({ position }) => String(position)),
+      records.map(({ record }) => String(record.expiresAtMs)),
     ],
   }
 }
