@@ -72,7 +72,7 @@ async function insertPets(
  * name is read from the row the lock gives. The pairing is made by construction, not inferred: one id is
  * drawn per pet, the ids are sorted, and the k-th smallest is dealt to the k-th pet; `petsInDealtOrder`
  * undoes it. (Nothing in PostgreSQL promises that identity values follow an INSERT … SELECT's ORDER BY,
- * so ids are dealt, never assumed.) No join, and one plan kept per connection: docs/benchmarks/tuning.md.
+ * so ids are dealt, never assumed.) No hash join, one plan kept per connection (docs/benchmarks/tuning.md).
  */
 function insertStatement(pets: readonly NewPet[], records: readonly RecordOfPet[] = []): Statement {
   const values = [
@@ -89,7 +89,8 @@ function insertStatement(pets: readonly NewPet[], records: readonly RecordOfPet[
            inserted AS (
              INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
              SELECT drawn.ids[t.n], t.name, t.category_id, t.status
-             FROM drawn, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, n)
+             FROM drawn, unnest($1::text[], $2::bigint[], $3::text[])
+               WITH ORDINALITY AS t(name, category_id, status, n)
              RETURNING ${PET_COLUMNS}
            )`
   if (records.length === 0) {
