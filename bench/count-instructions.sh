@@ -29,9 +29,12 @@ dir=$(mktemp -d)
 service=
 trap '[ -n "$service" ] && kill -KILL "$service" 2> /dev/null; rm -rf "$dir"' EXIT
 port=18123
-key=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
+random_key() { printf 'psk_%s' "$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)"; }
+# The service's key, and a well-formed one it does not know (the baselines record their 401 for it).
+key=$(random_key)
+wrong=$(random_key)
 sent_key=$key
-[ -n "${UNAUTHORIZED:-}" ] && sent_key=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
+[ -n "${UNAUTHORIZED:-}" ] && sent_key=$wrong
 export API_KEYS="bench:$key" DATABASE_URL="sqlite:$dir/pets.db" PORT=$port HOST=127.0.0.1 METRICS_PORT=0 \
   RATE_LIMIT_PER_MINUTE=10000000 MAX_EVENT_LOOP_DELAY_MS=0
 level=info
@@ -52,7 +55,6 @@ if [ "$mode" = fastify ] || [ "$mode" = bare ]; then
   LOG_LEVEL=warn "$node" "$root/bin/petstore.js" serve > /dev/null 2>&1 &
   service=$!
   await_ready "http://127.0.0.1:$port/healthz"
-  wrong=psk_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)
   id=$(printf '%s' "$path" | sed -n 's|^/v1/pets/\([0-9][0-9]*\)$|\1|p')
   FIXTURE="$dir/fixture.json" ORIGIN="http://127.0.0.1:$port" KEY="$key" WRONG="$wrong" ID="$id" \
     "$node" --input-type=module -e "
