@@ -17,11 +17,21 @@ import { temporaryDirectory } from './helpers/test-server.ts'
 // Small chunks, so the copy is many transactions long and a kill lands between two of them.
 const CHUNK = 100
 
-async function petsIn(t: TestContext, url: string): Promise<() => Promise<number>> {
+async function petsIn(t: TestContext, url: string) {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   t.after(() => client.end())
-  return async () => Number((await client.query('SELECT count(*) AS n FROM pets')).rows[0].n)
+  const count = async () => Number((await client.query('SELECT count(*) AS n FROM pets')).rows[0].n)
+  // A COMMIT the killed copy sent before it died still commits: its session ends only after running it.
+  const othersGone = async () =>
+    Number(
+      (
+        await client.query(
+          'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+        )
+      ).rows[0].n,
+    ) === 0
+  return { count, othersGone }
 }
 
 /** A SQLite source with `pets` pets, two keys (one revoked) and three Idempotency-Key records. */
@@ -82,7 +92,7 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
       child.on('exit', (code, signal) => resolve(code ?? signal)),
     )
     t.after(() => child.kill('SIGKILL'))
-    const count = await petsIn(t, url).catch(async (error) => {
+    const { count, othersGone } = await petsIn(t, url).catch(async (error) => {
       child.kill('SIGKILL')
       throw error
     })
@@ -99,6 +109,7 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
     child.kill('SIGKILL')
     const ended = await within(exited, 10_000, 'the copy did not exit after SIGKILL')
     assert.equal(ended, 'SIGKILL', 'the copy was still running when killed')
+    await waitUntil(othersGone, "the killed copy's sessions ended", { timeoutMs: 10_000 })
     const held = await count()
     assert.ok(held > 0 && held < PETS, `the kill came mid-copy (${held} of ${PETS + 3} pets there)`)
     assert.equal(held % CHUNK, 0, `whole chunks only (${held} pets)`)
