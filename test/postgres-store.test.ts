@@ -217,7 +217,7 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
       const custom = await admin.query(`EXPLAIN (FORMAT JSON) ${text}`, values)
       await admin.query(`PREPARE listing AS ${text}`)
       await admin.query('SET plan_cache_mode = force_generic_plan')
-      const literals = values.map((value) => admin.escapeLiteral(String(value))).join(', ')
+      const literals = (values ?? []).map((value) => admin.escapeLiteral(String(value))).join(', ')
       const generic = await admin.query(`EXPLAIN (FORMAT JSON) EXECUTE listing(${literals})`)
       await admin.query('DEALLOCATE listing')
       await admin.query('RESET plan_cache_mode')

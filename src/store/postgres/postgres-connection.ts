@@ -40,7 +40,7 @@ export interface TransactionOptions {
 export interface Statement {
   name: string
   text: string
-  values: unknown[]
+  values?: unknown[]
 }
 
 /** BEGIN, and the advisory lock if there is one, as one simple query: one round trip. */
@@ -70,7 +70,7 @@ async function settledBy(settled: Promise<void>, deadline: number): Promise<void
 }
 
 /**
- * The connection pool, and the two ways the store uses it: one named statement, or a transaction. Both
+ * The connection pool, and the two ways the store uses it: one statement, or a transaction. Both
  * turn "the database cannot do this now" into `StoreUnavailableError`, both refuse once closed, and both
  * answer within `callBoundMs`: a connection within the connect timeout, then its work within the
  * statement timeout plus one second. A close past its grace fails them at once.
@@ -118,17 +118,27 @@ export class PostgresPool {
     if (this.#closed) throw new StoreUnavailableError('the store is closed')
   }
 
-  /** Runs one named (prepared once per connection) statement outside any transaction. */
+  /**
+   * Runs one statement on its own, in the transaction PostgreSQL makes for it (committed, durably, before
+   * it is answered): one round trip. Without `since`, bounded by the pool: the connect timeout to get a
+   * connection, then query_timeout on it (after which the connection is released broken, and destroyed).
+   * With `since`, answered within `callBoundMs` of it, as `transaction` is.
+   */
   async query<Row extends pg.QueryResultRow>(
-    name: string,
-    text: string,
-    values: unknown[] = [],
+    statement: Statement,
+    { since }: Pick<TransactionOptions, 'since'> = {},
   ): Promise<Row[]> {
     this.ensureOpen()
+    if (since !== undefined) {
+      return this.#unlessGivenUp(
+        this.#onConnection(
+          { since, rollsBack: false },
+          async (client) => (await client.query<Row>(statement)).rows,
+        ),
+      )
+    }
     try {
-      // Bounded by the pool: the connect timeout to get a connection, query_timeout on it (after which the
-      // connection is released broken, and destroyed).
-      return (await this.#unlessGivenUp(this.#pool.query<Row>({ name, text, values }))).rows
+      return (await this.#unlessGivenUp(this.#pool.query<Row>(statement))).rows
     } catch (error) {
       throw storeErrorOf(error)
     }
@@ -170,23 +180,6 @@ export class PostgresPool {
         await client.query('COMMIT')
         return result
       }),
-    )
-  }
-
-  /**
-   * Runs one statement on its own, in the transaction PostgreSQL makes for it (committed, durably, before
-   * it is answered): one round trip. Bounded by `since` as `transaction` is.
-   */
-  async statement<Row extends pg.QueryResultRow>(
-    statement: Statement,
-    { since }: Pick<TransactionOptions, 'since'> = {},
-  ): Promise<Row[]> {
-    this.ensureOpen()
-    return this.#unlessGivenUp(
-      this.#onConnection(
-        { since, rollsBack: false },
-        async (client) => (await client.query<Row>(statement)).rows,
-      ),
     )
   }
 

@@ -24,48 +24,54 @@ export class PostgresDump implements CopySource {
   }
 
   async secret(): Promise<string | undefined> {
-    const [row] = await this.#pool.query<{ value: string }>(
-      'copy.secret',
-      "SELECT value FROM service_settings WHERE name = 'service_secret'",
-    )
+    const [row] = await this.#pool.query<{ value: string }>({
+      name: 'copy.secret',
+      text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
+    })
     return row?.value
   }
 
   keys(): Promise<CopiedKey[]> {
-    return this.#pool.query<CopiedKey>('copy.keys', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+    return this.#pool.query<CopiedKey>({
+      name: 'copy.keys',
+      text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`,
+    })
   }
 
   async petCount(): Promise<number> {
-    const [row] = await this.#pool.query<{ n: bigint }>('copy.count', 'SELECT count(*) AS n FROM pets')
+    const [row] = await this.#pool.query<{ n: bigint }>({
+      name: 'copy.count',
+      text: 'SELECT count(*) AS n FROM pets',
+    })
     return Number(row?.n)
   }
 
   pets(afterId: bigint, limit: number): Promise<CopiedPet[]> {
-    return this.#pool.query<CopiedPet>(
-      'copy.pets',
-      `SELECT id, name, category_id, status, ${isoUtc('created_at')} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
-      [afterId, limit],
-    )
+    return this.#pool.query<CopiedPet>({
+      name: 'copy.pets',
+      text: `SELECT id, name, category_id, status, ${isoUtc('created_at')} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
+      values: [afterId, limit],
+    })
   }
 
   idempotencyRecords(
     after: IdempotencyRecordRow | undefined,
     limit: number,
   ): Promise<IdempotencyRecordRow[]> {
-    return this.#pool.query<IdempotencyRecordRow>(
-      'copy.idempotency',
-      `SELECT api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms FROM idempotency_keys
+    return this.#pool.query<IdempotencyRecordRow>({
+      name: 'copy.idempotency',
+      text: `SELECT api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms FROM idempotency_keys
        WHERE (api_key_id, idempotency_key) > ($1, $2) ORDER BY api_key_id, idempotency_key LIMIT $3`,
-      [after?.api_key_id ?? -(2n ** 63n), after?.idempotency_key ?? '', limit],
-    )
+      values: [after?.api_key_id ?? -(2n ** 63n), after?.idempotency_key ?? '', limit],
+    })
   }
 
   async highestPetId(): Promise<bigint> {
-    const [row] = await this.#pool.query<{ id: bigint }>(
-      'copy.highest',
-      `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM pets),
+    const [row] = await this.#pool.query<{ id: bigint }>({
+      name: 'copy.highest',
+      text: `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM pets),
          (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
-    )
+    })
     return row?.id ?? 0n
   }
 

@@ -34,17 +34,17 @@ export function purgeExpiredIdempotencyRecords(
   signal?: AbortSignal,
 ): Promise<number> {
   return purgeInChunks(async (rows) => {
-    const [row] = await pool.query<{ deleted: number }>(
-      'idempotency.purge',
-      `WITH expired AS (
+    const [row] = await pool.query<{ deleted: number }>({
+      name: 'idempotency.purge',
+      text: `WITH expired AS (
          SELECT api_key_id, idempotency_key FROM idempotency_keys WHERE expires_at_ms <= $1
          ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED),
        gone AS (
          DELETE FROM idempotency_keys k USING expired e
          WHERE k.api_key_id = e.api_key_id AND k.idempotency_key = e.idempotency_key RETURNING 1)
        SELECT count(*)::int AS deleted FROM gone`,
-      [nowMs, rows],
-    )
+      values: [nowMs, rows],
+    })
     return row?.deleted ?? 0
   }, signal)
 }

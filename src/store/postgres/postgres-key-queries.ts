@@ -13,45 +13,48 @@ export async function createApiKey(
   { name, hash, hint }: NewApiKey,
 ): Promise<ApiKeyRecord> {
   const [row] = await pool
-    .query<KeyRow>(
-      'keys.create',
-      `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
-      [name, hash, hint],
-    )
+    .query<KeyRow>({
+      name: 'keys.create',
+      text: `INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) RETURNING ${KEY_COLUMNS}`,
+      values: [name, hash, hint],
+    })
     .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
   return keyRecordFromRow(row as KeyRow)
 }
 
 export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: NewApiKey): Promise<void> {
   await pool
-    .query(
-      'keys.ensure',
-      'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
-      [name, hash, hint],
-    )
+    .query({
+      name: 'keys.ensure',
+      text: 'INSERT INTO api_keys (name, hash, hint) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
+      values: [name, hash, hint],
+    })
     .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
 }
 
 export async function findActiveApiKey(pool: PostgresPool, hash: string): Promise<KeyIdentity | undefined> {
-  const [row] = await pool.query<KeyIdentity>(
-    'keys.find',
-    'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
-    [hash],
-  )
+  const [row] = await pool.query<KeyIdentity>({
+    name: 'keys.find',
+    text: 'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+    values: [hash],
+  })
   return row === undefined ? undefined : { id: row.id, name: row.name }
 }
 
 export async function listApiKeys(pool: PostgresPool): Promise<ApiKeyRecord[]> {
-  const rows = await pool.query<KeyRow>('keys.list', `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+  const rows = await pool.query<KeyRow>({
+    name: 'keys.list',
+    text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`,
+  })
   return rows.map(keyRecordFromRow)
 }
 
 export async function revokeApiKey(pool: PostgresPool, name: string): Promise<boolean> {
-  const rows = await pool.query(
-    'keys.revoke',
-    'UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING id',
-    [name],
-  )
+  const rows = await pool.query({
+    name: 'keys.revoke',
+    text: 'UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING id',
+    values: [name],
+  })
   return rows.length > 0
 }
 
@@ -60,15 +63,15 @@ export async function recordDeprecatedCalls(
   counts: readonly DeprecatedCallCount[],
 ): Promise<void> {
   if (counts.length === 0) return
-  await pool.query(
-    'keys.deprecated-calls',
-    `UPDATE api_keys SET deprecated_calls = deprecated_calls + t.calls,
+  await pool.query({
+    name: 'keys.deprecated-calls',
+    text: `UPDATE api_keys SET deprecated_calls = deprecated_calls + t.calls,
        last_deprecated_call_at = GREATEST(last_deprecated_call_at, to_timestamp(t.last_ms / 1000.0))
      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, calls, last_ms) WHERE api_keys.id = t.id`,
-    [
+    values: [
       counts.map((c) => c.apiKeyId.toString()),
       counts.map((c) => String(c.calls)),
       counts.map((c) => String(c.lastCallAtMs)),
     ],
-  )
+  })
 }

@@ -30,7 +30,12 @@ export class PostgresLoad implements CopyTarget {
   async prepare(): Promise<TargetContents> {
     await migrate(this.#pool)
     return copy.contentsOf(
-      (await this.#pool.query<copy.TargetContentsRow>('copy.contents', copy.TARGET_CONTENTS_SQL))[0],
+      (
+        await this.#pool.query<copy.TargetContentsRow>({
+          name: 'copy.contents',
+          text: copy.TARGET_CONTENTS_SQL,
+        })
+      )[0],
     )
   }
 
@@ -83,11 +88,11 @@ export class PostgresLoad implements CopyTarget {
   }
 
   async petConflicts(pets: readonly CopiedPet[]): Promise<bigint[]> {
-    const rows = await this.#pool.query<{ id: bigint }>(
-      'copy.pet-conflicts',
-      `SELECT k.id FROM ${PET_ROWS} JOIN pets p ON p.id = k.id WHERE ${PET_DIFFERS} ORDER BY k.id`,
-      petColumns(pets),
-    )
+    const rows = await this.#pool.query<{ id: bigint }>({
+      name: 'copy.pet-conflicts',
+      text: `SELECT k.id FROM ${PET_ROWS} JOIN pets p ON p.id = k.id WHERE ${PET_DIFFERS} ORDER BY k.id`,
+      values: petColumns(pets),
+    })
     return rows.map((row) => row.id)
   }
 
@@ -114,19 +119,19 @@ export class PostgresLoad implements CopyTarget {
   }
 
   async writeIdempotencyRecords(records: readonly IdempotencyRecordRow[]): Promise<number> {
-    const rows = await this.#pool.query<{ api_key_id: bigint }>(
-      'copy.write-idempotency',
-      `INSERT INTO idempotency_keys
+    const rows = await this.#pool.query<{ api_key_id: bigint }>({
+      name: 'copy.write-idempotency',
+      text: `INSERT INTO idempotency_keys
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
        ON CONFLICT DO NOTHING RETURNING api_key_id`,
-      [
+      values: [
         text(records.map((r) => r.api_key_id)),
         records.map((r) => r.idempotency_key),
         records.map((r) => r.fingerprint),
         text(records.map((r) => r.pet_id)),
         text(records.map((r) => r.expires_at_ms)),
       ],
-    )
+    })
     return rows.length
   }
 
@@ -136,13 +141,13 @@ export class PostgresLoad implements CopyTarget {
       ['pets', petId],
       ['api_keys', keyId],
     ] as const) {
-      await this.#pool.query(
-        `copy.raise-${table}`,
-        `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table}),
+      await this.#pool.query({
+        name: `copy.raise-${table}`,
+        text: `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table}),
            (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${table}_id_seq)), true)
          WHERE GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table})) > 0`,
-        [String(id)],
-      )
+        values: [String(id)],
+      })
     }
   }
 

@@ -36,9 +36,9 @@ export function migrate(pool: PostgresPool): Promise<MigrationReport> {
 
 /** The schema version in the database and the one this release expects. */
 export async function schemaStatus(pool: PostgresPool): Promise<{ current: number; latest: number }> {
-  const [row] = await pool.query<{ current: number | null }>(
-    'schema.status',
-    'SELECT max(version) AS current FROM schema_migrations',
-  )
+  const [row] = await pool.query<{ current: number | null }>({
+    name: 'schema.status',
+    text: 'SELECT max(version) AS current FROM schema_migrations',
+  })
   return { current: row?.current ?? 0, latest: LATEST }
 }

@@ -26,7 +26,7 @@ export async function createPetBatch(
   since?: number,
 ): Promise<CreateOutcome[]> {
   if (requests.every((request) => request.idempotency === undefined)) {
-    const rows = await pool.statement<PetRow>(insertStatement(requests.map((request) => request.pet)), {
+    const rows = await pool.query<PetRow>(insertStatement(requests.map((request) => request.pet)), {
       since,
     })
     return petsInDealtOrder(rows, requests.length).map((pet) => ({ pet, replayed: false }))

@@ -32,12 +32,15 @@ export function listPetsStatement({ limit, status, afterId = INT64_MIN }: PetQue
 }
 
 export async function listPets(pool: PostgresPool, query: PetQuery): Promise<Pet[]> {
-  const { name, text, values } = listPetsStatement(query)
-  return (await pool.query<PetRow>(name, text, values)).map(petFromRow)
+  return (await pool.query<PetRow>(listPetsStatement(query))).map(petFromRow)
 }
 
 export async function getPet(pool: PostgresPool, id: bigint): Promise<Pet | undefined> {
-  const [row] = await pool.query<PetRow>('pets.get', `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [id])
+  const [row] = await pool.query<PetRow>({
+    name: 'pets.get',
+    text: `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`,
+    values: [id],
+  })
   return row === undefined ? undefined : petFromRow(row)
 }
 
