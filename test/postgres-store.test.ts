@@ -145,6 +145,47 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     }
   })
 
+  test('when another instance stores a key while a batch with the same key waits for the insert lock, then the batch replays that pet and creates none', async (t) => {
+    const { url, store: first, admin } = await migratedStore(t)
+    const second = storeOn(t, url)
+    // The first instance's insert sleeps after taking the insert lock, holding it until it commits.
+    await admin.query(`CREATE FUNCTION hold_slow() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN IF NEW.name = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$`)
+    await admin.query(
+      'CREATE TRIGGER hold_slow BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION hold_slow()',
+    )
+    const keyed = (name: string) => ({
+      pet: { name, categoryId: 1n },
+      idempotency: {
+        apiKeyId: 1n,
+        idempotencyKey: 'shared',
+        fingerprint: 'f',
+        requestedAtMs: Date.now(),
+        expiresAtMs: Date.now() + 60_000,
+      },
+    })
+    const original = first.createPet(keyed('slow'))
+    const waitingFor = (event: string) =>
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = '${event}'`
+    await waitUntil(
+      async () => (await admin.query(waitingFor('PgSleep'))).rowCount !== 0,
+      'the first insert never started',
+    )
+    // The retry's statement starts while the key has no record, and waits for the lock.
+    const retry = second.createPet(keyed('retry'))
+    await waitUntil(
+      async () => (await admin.query(waitingFor('advisory'))).rowCount !== 0,
+      'the retry never waited for the insert lock',
+    )
+    const [made, replayed] = await Promise.all([original, retry])
+    assert.equal(made.replayed, false)
+    assert.deepEqual(replayed, { pet: made.pet, replayed: true })
+    assert.deepEqual(
+      (await first.listPets({ limit: 10 })).map((pet) => pet.name),
+      ['slow'],
+    )
+  })
+
   test('when the Idempotency-Key records grow from none to thousands, then keyed creates still find them through the primary key, never by scanning the table', async (t) => {
     const { store, admin } = await migratedStore(t)
     const keyedBatches = async (label: string) => {

@@ -1,8 +1,13 @@
 import type { NewPet, Pet } from '../../schemas/pet.ts'
-import { type CreateOutcome, createOutcomes, planCreates } from '../shared/idempotent-batch.ts'
+import {
+  type CreateOutcome,
+  type CreatePlan,
+  createOutcomes,
+  planCreates,
+} from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { CreatePetRequest, IdempotencyRecord } from '../store.ts'
-import type { PostgresPool, Queryable, Statement } from './postgres-connection.ts'
+import type { PostgresPool, Statement } from './postgres-connection.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 
@@ -14,40 +19,50 @@ import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 const INSERT_LOCK = 0x7065_7473_0002n
 
 /**
- * One transaction for a whole batch of creates, under the insert lock: the batch's idempotency records
- * are read, the new pets inserted in one statement, and their records written, all committed together.
- * A batch without Idempotency-Keys has nothing to read or write beside the pets: its insert runs alone,
- * its own transaction, in one round trip (docs/decisions.md, "PostgreSQL"). `since` is when the oldest
- * create of the batch arrived: the batch is answered within one bound of it.
+ * A batch of creates, under the insert lock. It is first tried as if none of its Idempotency-Keys had a
+ * record yet, as on a first attempt: the pets and their records are inserted by one statement, in its own
+ * transaction, one round trip. If a key has a record after all (a retry, or an expired record not yet
+ * purged), the records' primary key refuses that statement whole, and the batch runs again in a
+ * transaction that reads the records first (docs/decisions.md, "A batch with Idempotency-Keys is first
+ * tried as if its keys were new"). `since` is when the oldest create of the batch arrived: the batch is
+ * answered within one bound of it, both tries included.
  */
 export async function createPetBatch(
   pool: PostgresPool,
   requests: readonly CreatePetRequest[],
   since?: number,
 ): Promise<CreateOutcome[]> {
-  if (requests.every((request) => request.idempotency === undefined)) {
-    const rows = await pool.query<PetRow>(insertStatement(requests.map((request) => request.pet)), {
-      since,
-    })
-    return petsInDealtOrder(rows, requests.length).map((pet) => ({ pet, replayed: false }))
+  const firstTry = planCreates(requests, new Map())
+  try {
+    const { pets, records } = insertsOf(requests, firstTry)
+    const rows = await pool.query<PetRow>(insertStatement(pets, records, 'new'), { since })
+    return createOutcomes(firstTry, petsInDealtOrder(rows, pets.length), new Map())
+  } catch (error) {
+    if (!recordAlreadyThere(error)) throw error
   }
   return pool.transaction(
     async (client) => {
-      const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-      const plans = planCreates(requests, await storedIdempotencyRecords(client, records))
-      const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
-      const inserted = await insertPets(
-        client,
-        toInsert.map((request) => request.pet),
-        toInsert.flatMap(({ idempotency }, index) =>
-          idempotency ? [{ record: idempotency, position: index + 1 }] : [],
-        ),
-      )
+      const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+      const plans = planCreates(requests, await storedIdempotencyRecords(client, keyed))
+      const { pets, records } = insertsOf(requests, plans)
+      const inserted =
+        pets.length === 0
+          ? []
+          : petsInDealtOrder(
+              (await client.query<PetRow>(insertStatement(pets, records, 'replacing'))).rows,
+              pets.length,
+            )
       const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
       return createOutcomes(plans, inserted, await petsById(client, replayIds))
     },
     { since, lock: INSERT_LOCK },
   )
+}
+
+/** The statement's refusal of a record whose key is already stored: the key was not new after all. */
+function recordAlreadyThere(error: unknown): boolean {
+  const { code, constraint } = error as { code?: string; constraint?: string }
+  return code === '23505' && constraint === 'idempotency_keys_pkey'
 }
 
 /** An idempotency record to write with the pet at `position` (from 1) of the insert. */
@@ -56,14 +71,15 @@ interface RecordOfPet {
   position: number
 }
 
-async function insertPets(
-  client: Queryable,
-  pets: readonly NewPet[],
-  records: readonly RecordOfPet[],
-): Promise<Pet[]> {
-  if (pets.length === 0) return []
-  const { rows } = await client.query<PetRow>(insertStatement(pets, records))
-  return petsInDealtOrder(rows, pets.length)
+/** The pets the `insert` plans create, and the record each keyed one writes. */
+function insertsOf(requests: readonly CreatePetRequest[], plans: readonly CreatePlan[]) {
+  const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
+  return {
+    pets: toInsert.map((request) => request.pet),
+    records: toInsert.flatMap(({ idempotency }, index): RecordOfPet[] =>
+      idempotency ? [{ record: idempotency, position: index + 1 }] : [],
+    ),
+  }
 }
 
 /**
@@ -74,7 +90,11 @@ async function insertPets(
  * undoes it. (Nothing in PostgreSQL promises that identity values follow an INSERT … SELECT's ORDER BY,
  * so ids are dealt, never assumed.) No hash join, one plan kept per connection (docs/benchmarks/tuning.md).
  */
-function insertStatement(pets: readonly NewPet[], records: readonly RecordOfPet[] = []): Statement {
+function insertStatement(
+  pets: readonly NewPet[],
+  records: readonly RecordOfPet[],
+  existing: 'new' | 'replacing',
+): Statement {
   const values = [
     pets.map((p) => p.name),
     pets.map((p) => p.categoryId.toString()),
@@ -96,17 +116,22 @@ function insertStatement(pets: readonly NewPet[], records: readonly RecordOfPet[
   if (records.length === 0) {
     return { name: 'pets.insert', text: `WITH ${drawAndInsert} SELECT * FROM inserted`, values }
   }
-  // The records go in the same statement, each with the id dealt to its pet: one round trip fewer.
+  // The records go in the same statement, each with the id dealt to its pet. 'new': a key already
+  // stored fails the statement; 'replacing' (the records were read first): only expired ones are there.
+  const onConflict =
+    existing === 'new'
+      ? ''
+      : `ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
+               pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`
   return {
-    name: 'pets.insert-with-records',
+    name: `pets.insert-with-${existing}-records`,
     text: `WITH ${drawAndInsert},
            recorded AS (
              INSERT INTO idempotency_keys
              SELECT r.api_key_id, r.idempotency_key, r.fingerprint, drawn.ids[r.n], r.expires_at_ms
              FROM drawn, unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
                AS r(api_key_id, idempotency_key, fingerprint, n, expires_at_ms)
-             ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
-               pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms
+             ${onConflict}
            )
            SELECT * FROM inserted`,
     values: [
