@@ -153,6 +153,62 @@ describe('SQLite engine', () => {
     assert.equal((await a.listPets({ limit: 100 })).length, 100)
   })
 
+  test('when a batch of 100 creates is stored, then each pet gets its own id in request order and reads back as sent', async (t) => {
+    const store = await openStore(t, join(temporaryDirectory(t), 'pets.db'))
+    const statuses = [undefined, 'available', 'pending', 'sold'] as const
+    const sent = Array.from({ length: 100 }, (_, i) => {
+      const status = statuses[i % 4]
+      return { name: `p${i}`, categoryId: BigInt(i) * 7n, ...(status && { status }) }
+    })
+    // Submitted together: one batch, stored in statements of several rows each.
+    const created = await Promise.all(sent.map((pet) => store.createPet({ pet })))
+    for (const [i, { pet }] of created.entries()) {
+      assert.deepEqual(pet, { id: pet.id, ...sent[i] })
+      if (i > 0) assert.equal(pet.id, (created[i - 1]?.pet.id ?? 0n) + 1n, 'ids follow request order')
+      assert.deepEqual(await store.getPet(pet.id), pet, `pet ${pet.id} reads back as sent`)
+    }
+  })
+
+  test('when ids given out earlier are above every pet left, then a new pet gets an id above them, exactly past 2^53', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    await store.createPet({ pet: { name: 'first', categoryId: 1n } })
+    // As after pets with higher ids were given out and are gone: only the sequence remembers them.
+    otherConnection(t, path).exec("UPDATE sqlite_sequence SET seq = 9007199254740992 WHERE name = 'pets'")
+    const [a, b] = await Promise.all([
+      store.createPet({ pet: { name: 'a', categoryId: 1n } }),
+      store.createPet({ pet: { name: 'b', categoryId: 1n } }),
+    ])
+    assert.deepEqual([a.pet.id, b.pet.id], [9007199254740993n, 9007199254740994n])
+    const later = await store.createPet({ pet: { name: 'later', categoryId: 1n } })
+    assert.equal(later.pet.id, 9007199254740995n, 'the sequence moved past the batch')
+  })
+
+  test('when the last int64 id has been given out, then a create fails and nothing more is written', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    await store.createPet({ pet: { name: 'first', categoryId: 1n } })
+    otherConnection(t, path).exec(`UPDATE sqlite_sequence SET seq = ${2n ** 63n - 2n} WHERE name = 'pets'`)
+    const last = await store.createPet({ pet: { name: 'last', categoryId: 1n } })
+    assert.equal(last.pet.id, 2n ** 63n - 1n)
+    await assert.rejects(store.createPet({ pet: { name: 'beyond', categoryId: 1n } }), /no pet ids are left/)
+    // Two more than are left, in one batch: none of them is written.
+    otherConnection(t, path).exec(`UPDATE sqlite_sequence SET seq = ${2n ** 63n - 2n} WHERE name = 'pets'`)
+    otherConnection(t, path).exec(`DELETE FROM pets WHERE name = 'last'`)
+    const both = await Promise.allSettled([
+      store.createPet({ pet: { name: 'x', categoryId: 1n } }),
+      store.createPet({ pet: { name: 'y', categoryId: 1n } }),
+    ])
+    assert.deepEqual(
+      both.map((outcome) => outcome.status),
+      ['rejected', 'rejected'],
+    )
+    assert.deepEqual(
+      (await store.listPets({ limit: 10 })).map((pet) => pet.name),
+      ['first'],
+    )
+  })
+
   test('when a page is read, then its query walks an index from the cursor (no scan, no sort)', async (t) => {
     const path = join(temporaryDirectory(t), 'pets.db')
     const store = await openStore(t, path)
