@@ -6,7 +6,7 @@ import type { NewPet, Pet } from '../src/schemas/pet.ts'
 import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts'
 import { listPetsStatement } from '../src/store/postgres/postgres-pet-queries.ts'
 import type { PostgresStore } from '../src/store/postgres/postgres-store.ts'
-import type { PetQuery } from '../src/store/store.ts'
+import type { CreatePetRequest, PetQuery } from '../src/store/store.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
@@ -16,6 +16,17 @@ import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
 const LATEST = postgresMigrations.at(-1)?.version ?? 0
 
 const create = async (store: PostgresStore, pet: NewPet): Promise<Pet> => (await store.createPet({ pet })).pet
+/** A create with an Idempotency-Key of API key 1, live for a minute; the pet is named after the key. */
+const keyed = (key: string, name = key): CreatePetRequest => ({
+  pet: { name, categoryId: 1n },
+  idempotency: {
+    apiKeyId: 1n,
+    idempotencyKey: key,
+    fingerprint: 'f',
+    requestedAtMs: Date.now(),
+    expiresAtMs: Date.now() + 60_000,
+  },
+})
 
 describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
   test('when four fresh stores migrate an empty database at once, then all succeed and the schema is applied once', async (t) => {
@@ -120,6 +131,15 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     assert.deepEqual(await store.listPets({ limit: 10, afterId: second.id }), [last])
   })
 
+  test('when the last id has been given out, then a create with a stored Idempotency-Key still replays its pet, and a new one fails', async (t) => {
+    const { store, admin } = await migratedStore(t)
+    await admin.query('ALTER TABLE pets ALTER COLUMN id RESTART WITH 9223372036854775807')
+    const last = await store.createPet(keyed('last'))
+    assert.equal(last.pet.id, 2n ** 63n - 1n)
+    assert.deepEqual(await store.createPet(keyed('last')), { pet: last.pet, replayed: true })
+    await assert.rejects(store.createPet(keyed('beyond')), /maximum value of sequence/)
+  })
+
   test('when a batch of creates carries idempotency keys, then each pet gets its own id, in request order, and each key replays its own pet', async (t) => {
     const { store } = await migratedStore(t)
     const requests = Array.from({ length: 100 }, (_, i) => ({
@@ -154,17 +174,7 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     await admin.query(
       'CREATE TRIGGER hold_slow BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION hold_slow()',
     )
-    const keyed = (name: string) => ({
-      pet: { name, categoryId: 1n },
-      idempotency: {
-        apiKeyId: 1n,
-        idempotencyKey: 'shared',
-        fingerprint: 'f',
-        requestedAtMs: Date.now(),
-        expiresAtMs: Date.now() + 60_000,
-      },
-    })
-    const original = first.createPet(keyed('slow'))
+    const original = first.createPet(keyed('shared', 'slow'))
     const waitingFor = (event: string) =>
       `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = '${event}'`
     await waitUntil(
@@ -172,7 +182,7 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
       'the first insert never started',
     )
     // The retry's statement starts while the key has no record, and waits for the lock.
-    const retry = second.createPet(keyed('retry'))
+    const retry = second.createPet(keyed('shared', 'retry'))
     await waitUntil(
       async () => (await admin.query(waitingFor('advisory'))).rowCount !== 0,
       'the retry never waited for the insert lock',
@@ -188,23 +198,16 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
 
   test('when the Idempotency-Key records grow from none to thousands, then keyed creates still find them through the primary key, never by scanning the table', async (t) => {
     const { store, admin } = await migratedStore(t)
+    // Each batch carries a retry of a key stored before, so each reads its records: a batch of new keys
+    // alone is written without reading them.
     const keyedBatches = async (label: string) => {
       // More batches than the five executions after which PostgreSQL may keep a prepared statement's plan.
       for (let round = 0; round < 10; round++) {
-        await Promise.all(
-          Array.from({ length: 5 }, (_, i) =>
-            store.createPet({
-              pet: { name: `${label}${round}-${i}`, categoryId: 1n },
-              idempotency: {
-                apiKeyId: 1n,
-                idempotencyKey: `${label}-${round}-${i}`,
-                fingerprint: 'f',
-                requestedAtMs: Date.now(),
-                expiresAtMs: Date.now() + 60_000,
-              },
-            }),
-          ),
-        )
+        const [retry] = await Promise.all([
+          store.createPet(keyed('first')),
+          ...Array.from({ length: 5 }, (_, i) => store.createPet(keyed(`${label}-${round}-${i}`))),
+        ])
+        assert.deepEqual(retry, { pet: first.pet, replayed: true }, 'the retry replays the pet its key made')
       }
     }
     const counters = async () => {
@@ -215,6 +218,7 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
       )
       return { scannedRows: Number(rows[0]?.seq_tup_read), inserted: Number(rows[0]?.n_tup_ins) }
     }
+    const first = await store.createPet(keyed('first'))
     // While the table is small, any plan is cheap: the ones the store's connections settle on are made here.
     await keyedBatches('early')
     // Then it grows, as a day of keyed creates makes it grow, between two of autovacuum's visits.

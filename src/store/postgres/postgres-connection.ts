@@ -120,9 +120,10 @@ export class PostgresPool {
 
   /**
    * Runs one statement on its own, in the transaction PostgreSQL makes for it (committed, durably, before
-   * it is answered): one round trip. Without `since`, bounded by the pool: the connect timeout to get a
-   * connection, then query_timeout on it (after which the connection is released broken, and destroyed).
-   * With `since`, answered within `callBoundMs` of it, as `transaction` is.
+   * it is answered): one round trip. Without `since`, run by the pool itself: bounded by the connect timeout
+   * to get a connection, then query_timeout on it, and a connection whose statement failed is replaced.
+   * With `since`, answered within `callBoundMs` of it, as `transaction` is, and a connection is replaced
+   * only when it is lost.
    */
   async query<Row extends pg.QueryResultRow>(
     statement: Statement,

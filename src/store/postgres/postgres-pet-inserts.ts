@@ -22,15 +22,15 @@ const INSERT_LOCK = 0x7065_7473_0002n
  * A batch of creates, under the insert lock. It is first tried as if none of its Idempotency-Keys had a
  * record yet, as on a first attempt: the pets and their records are inserted by one statement, in its own
  * transaction, one round trip. If a key has a record after all (a retry, or an expired record not yet
- * purged), the records' primary key refuses that statement whole, and the batch runs again in a
- * transaction that reads the records first (docs/decisions.md, "A batch with Idempotency-Keys is first
+ * purged), the records' primary key refuses that statement whole (or the sequence does, out of ids that
+ * replays would not need), and the batch runs again in a transaction that reads the records first (docs/decisions.md, "A batch with Idempotency-Keys is first
  * tried as if its keys were new"). `since` is when the oldest create of the batch arrived: the batch is
  * answered within one bound of it, both tries included.
  */
 export async function createPetBatch(
   pool: PostgresPool,
   requests: readonly CreatePetRequest[],
-  since?: number,
+  since: number,
 ): Promise<CreateOutcome[]> {
   const firstTry = planCreates(requests, new Map())
   try {
@@ -38,7 +38,7 @@ export async function createPetBatch(
     const rows = await pool.query<PetRow>(insertStatement(pets, records, 'new'), { since })
     return createOutcomes(firstTry, petsInDealtOrder(rows, pets.length), new Map())
   } catch (error) {
-    if (!recordAlreadyThere(error)) throw error
+    if (!requests.some((request) => request.idempotency) || !secondTryMayDo(error)) throw error
   }
   return pool.transaction(
     async (client) => {
@@ -59,10 +59,16 @@ export async function createPetBatch(
   )
 }
 
-/** The statement's refusal of a record whose key is already stored: the key was not new after all. */
-function recordAlreadyThere(error: unknown): boolean {
+/** SQLSTATE of `nextval` past the sequence's last value: the pets' ids are used up. */
+const SEQUENCE_LIMIT_EXCEEDED = '2200H'
+
+/**
+ * Whether the first try failed for what the second can tell apart: a key already stored (the records'
+ * primary key), or ids used up by a batch that may hold replays, which need none.
+ */
+function secondTryMayDo(error: unknown): boolean {
   const { code, constraint } = error as { code?: string; constraint?: string }
-  return code === '23505' && constraint === 'idempotency_keys_pkey'
+  return (code === '23505' && constraint === 'idempotency_keys_pkey') || code === SEQUENCE_LIMIT_EXCEEDED
 }
 
 /** An idempotency record to write with the pet at `position` (from 1) of the insert. */
