@@ -27,7 +27,8 @@ async function petsIn(t: TestContext, url: string) {
     Number(
       (
         await client.query(
-          'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+          `SELECT count(*) AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
         )
       ).rows[0].n,
     ) === 0

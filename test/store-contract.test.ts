@@ -204,6 +204,49 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       assert.equal(await store.purgeIdempotencyRecords(100_000), 1)
     })
 
+    test('when one batch mixes retries, new keys, a key repeated within it and creates without a key, then every key keeps its own pet', async (t) => {
+      const { store } = await engine.open(t)
+      const keyed = (key: string) => ({ pet: pet(`pet of ${key}`, 1n), idempotency: recordFor(key, 100_000) })
+      const stored = await Promise.all(['s1', 's2'].map((key) => store.createPet(keyed(key))))
+      // Submitted together: one batch, retries and new keys interleaved, so the pets to insert are not
+      // the batch's first positions.
+      const batch = [
+        keyed('s1'),
+        { pet: pet('no key 1', 2n) },
+        keyed('n1'),
+        keyed('s2'),
+        keyed('n2'),
+        keyed('n1'),
+        { pet: pet('no key 2', 3n, 'sold') },
+        keyed('n3'),
+      ]
+      const outcomes = await Promise.all(batch.map((request) => store.createPet(request)))
+      assert.deepEqual(
+        outcomes.map(({ pet, replayed }) => [pet.name, replayed]),
+        [
+          ['pet of s1', true],
+          ['no key 1', false],
+          ['pet of n1', false],
+          ['pet of s2', true],
+          ['pet of n2', false],
+          ['pet of n1', true],
+          ['no key 2', false],
+          ['pet of n3', false],
+        ],
+      )
+      assert.deepEqual(outcomes[0]?.pet, stored[0]?.pet)
+      assert.deepEqual(outcomes[3]?.pet, stored[1]?.pet)
+      assert.deepEqual(outcomes[5]?.pet, outcomes[2]?.pet)
+      // Each key, retried once more in a batch of its own, replays the pet it made.
+      for (const key of ['s1', 's2', 'n1', 'n2', 'n3']) {
+        const retry = await store.createPet(keyed(key))
+        assert.equal(retry.replayed, true)
+        assert.equal(retry.pet.name, `pet of ${key}`, `key ${key} replays its own pet`)
+        assert.deepEqual(await store.getPet(retry.pet.id), retry.pet)
+      }
+      assert.equal((await store.listPets({ limit: 20 })).length, 7)
+    })
+
     test('when more expired idempotency keys than one chunk are purged, then all of them go and live ones stay', async (t) => {
       const { store } = await engine.open(t)
       const expired = PURGE_CHUNK_ROWS * 2 + 500

@@ -33,7 +33,7 @@ export function createPetBatch(db: SqliteConnection, requests: readonly CreatePe
   })
 }
 
-/** Rows per insert statement, largest first: a batch goes in chunks of these (seven statements at most). */
+/** Rows per insert statement, largest first: a batch goes in chunks of these (seven prepared at most). */
 const CHUNK_ROWS = [64, 32, 16, 8, 4, 2, 1]
 const insertSql = (rows: number) =>
   `INSERT INTO pets (id, name, category_id, status) VALUES ${'(?, ?, ?, ?), '.repeat(rows - 1)}(?, ?, ?, ?)`
