@@ -23,9 +23,10 @@ const INSERT_LOCK = 0x7065_7473_0002n
  * record yet, as on a first attempt: the pets and their records are inserted by one statement, in its own
  * transaction, one round trip. If a key has a record after all (a retry, or an expired record not yet
  * purged), the records' primary key refuses that statement whole (or the sequence does, out of ids that
- * replays would not need), and the batch runs again in a transaction that reads the records first (docs/decisions.md, "A batch with Idempotency-Keys is first
- * tried as if its keys were new"). `since` is when the oldest create of the batch arrived: the batch is
- * answered within one bound of it, both tries included.
+ * replays would not need), and the batch runs again in a transaction that reads the records first
+ * (docs/decisions.md, "A batch with Idempotency-Keys is first tried as if its keys were new"). `since` is
+ * when the oldest create of the batch arrived: the batch is answered within one bound of it, both tries
+ * included.
  */
 export async function createPetBatch(
   pool: PostgresPool,
