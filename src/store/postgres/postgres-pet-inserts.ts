@@ -4,6 +4,7 @@ import {
   type CreatePlan,
   createOutcomes,
   planCreates,
+  requestsToInsert,
 } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { CreatePetRequest, IdempotencyRecord } from '../store.ts'
@@ -80,7 +81,7 @@ interface RecordOfPet {
 
 /** The pets the `insert` plans create, and the record each keyed one writes. */
 function insertsOf(requests: readonly CreatePetRequest[], plans: readonly CreatePlan[]) {
-  const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
+  const toInsert = requestsToInsert(requests, plans)
   return {
     pets: toInsert.map((request) => request.pet),
     records: toInsert.flatMap(({ idempotency }, index): RecordOfPet[] =>

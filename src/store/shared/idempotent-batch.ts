@@ -53,6 +53,14 @@ export function planCreates(
   })
 }
 
+/** The creates whose plan is to insert a pet, in batch order: `createOutcomes` expects their pets so. */
+export function requestsToInsert(
+  requests: readonly CreatePetRequest[],
+  plans: readonly CreatePlan[],
+): CreatePetRequest[] {
+  return requests.filter((_, index) => plans[index]?.kind === 'insert')
+}
+
 /**
  * Each create's result, once the batch's inserts are done: `inserted` holds the new pets in the order of
  * the `insert` plans, `replayed` the earlier pets by id.

@@ -2,6 +2,7 @@ import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
+import { highestPetId } from './sqlite-pet-queries.ts'
 
 const KEY_COLUMNS = 'id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
@@ -71,13 +72,7 @@ export class SqliteDump implements CopySource {
   }
 
   highestPetId(): Promise<bigint> {
-    return this.#db.run(
-      () =>
-        this.#db
-          .statement(`SELECT max(coalesce((SELECT max(id) FROM pets), 0),
-            coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'pets'), 0)) AS id`)
-          .get()?.id as bigint,
-    )
+    return this.#db.run(() => highestPetId(this.#db))
   }
 
   async close(): Promise<void> {

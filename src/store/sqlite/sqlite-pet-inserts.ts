@@ -1,11 +1,16 @@
 import type { SQLInputValue } from 'node:sqlite'
 import { INT64_MAX } from '../../schemas/int64.ts'
 import type { NewPet, Pet } from '../../schemas/pet.ts'
-import { type CreateOutcome, createOutcomes, planCreates } from '../shared/idempotent-batch.ts'
+import {
+  type CreateOutcome,
+  createOutcomes,
+  planCreates,
+  requestsToInsert,
+} from '../shared/idempotent-batch.ts'
 import type { CreatePetRequest } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecord } from './sqlite-idempotency-queries.ts'
-import { petById } from './sqlite-pet-queries.ts'
+import { highestPetId, petById } from './sqlite-pet-queries.ts'
 
 /**
  * Stores a batch of creates in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, one sync): idempotency
@@ -15,7 +20,7 @@ export function createPetBatch(db: SqliteConnection, requests: readonly CreatePe
   return db.transaction(() => {
     const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
     const plans = planCreates(requests, storedIdempotencyRecords(db, records))
-    const toInsert = requests.filter((_, index) => plans[index]?.kind === 'insert')
+    const toInsert = requestsToInsert(requests, plans)
     const inserted = insertPets(
       db,
       toInsert.map((request) => request.pet),
@@ -48,8 +53,10 @@ const insertSql = (rows: number) =>
  */
 function insertPets(db: SqliteConnection, pets: readonly NewPet[]): Pet[] {
   if (pets.length === 0) return []
-  const first = nextPetId(db)
-  if (first > INT64_MAX - BigInt(pets.length - 1)) throw new Error('no pet ids are left')
+  // The id AUTOINCREMENT would give next: above every id given out, even of pets since gone.
+  const highest = highestPetId(db)
+  if (highest > INT64_MAX - BigInt(pets.length)) throw new Error('no pet ids are left')
+  const first = highest + 1n
   const inserted = pets.map((pet, index): Pet => {
     const created: Pet = { id: first + BigInt(index), name: pet.name, categoryId: pet.categoryId }
     if (pet.status !== undefined) created.status = pet.status
@@ -65,14 +72,4 @@ function insertPets(db: SqliteConnection, pets: readonly NewPet[]): Pet[] {
     start += rows
   }
   return inserted
-}
-
-/** The id AUTOINCREMENT would give the next pet: above every id given out, even of pets since deleted. */
-function nextPetId(db: SqliteConnection): bigint {
-  const row = db
-    .statement(`SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'pets'), 0),
-                           coalesce((SELECT max(id) FROM pets), 0)) AS id`)
-    .get() as { id: bigint }
-  if (row.id >= INT64_MAX) throw new Error('no pet ids are left')
-  return row.id + 1n
 }

@@ -12,6 +12,14 @@ export const LIST_PETS_SQL = {
   byStatus: `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
 }
 
+/** The highest pet id ever given out: of the pets there, or of pets since gone (AUTOINCREMENT's sequence). */
+export function highestPetId(db: SqliteConnection): bigint {
+  return db
+    .statement(`SELECT max(coalesce((SELECT max(id) FROM pets), 0),
+      coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'pets'), 0)) AS id`)
+    .get()?.id as bigint
+}
+
 /** One pet by id, on whichever thread owns `db` (getPet, and a replayed create inside its batch). */
 export function petById(db: SqliteConnection, id: bigint): Pet | undefined {
   const row = db.statement(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).get(id)
