@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type pg from 'pg'
 import { StoreUnavailableError } from '../src/errors.ts'
 import type { NewPet, Pet } from '../src/schemas/pet.ts'
 import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts'
@@ -27,6 +28,24 @@ const keyed = (key: string, name = key): CreatePetRequest => ({
     expiresAtMs: Date.now() + 60_000,
   },
 })
+
+/** From now on, the insert of a pet named 'slow' sleeps 1 s in its transaction, its id already drawn. */
+async function holdInsertsOfSlow(admin: pg.Client): Promise<void> {
+  await admin.query(`CREATE FUNCTION hold_slow() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN IF NEW.name = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$`)
+  await admin.query(
+    'CREATE TRIGGER hold_slow BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION hold_slow()',
+  )
+}
+
+/** Whether a session on the database waits on `event` (pg_stat_activity's wait_event). */
+async function someoneWaitsOn(admin: pg.Client, event: string): Promise<boolean> {
+  const { rowCount } = await admin.query(
+    'SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = $1',
+    [event],
+  )
+  return rowCount !== 0
+}
 
 describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
   test('when four fresh stores migrate an empty database at once, then all succeed and the schema is applied once', async (t) => {
@@ -169,24 +188,12 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     const { url, store: first, admin } = await migratedStore(t)
     const second = storeOn(t, url)
     // The first instance's insert sleeps after taking the insert lock, holding it until it commits.
-    await admin.query(`CREATE FUNCTION hold_slow() RETURNS trigger LANGUAGE plpgsql AS
-      $$ BEGIN IF NEW.name = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$`)
-    await admin.query(
-      'CREATE TRIGGER hold_slow BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION hold_slow()',
-    )
+    await holdInsertsOfSlow(admin)
     const original = first.createPet(keyed('shared', 'slow'))
-    const waitingFor = (event: string) =>
-      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = '${event}'`
-    await waitUntil(
-      async () => (await admin.query(waitingFor('PgSleep'))).rowCount !== 0,
-      'the first insert never started',
-    )
+    await waitUntil(() => someoneWaitsOn(admin, 'PgSleep'), 'the first insert never started')
     // The retry's statement starts while the key has no record, and waits for the lock.
     const retry = second.createPet(keyed('shared', 'retry'))
-    await waitUntil(
-      async () => (await admin.query(waitingFor('advisory'))).rowCount !== 0,
-      'the retry never waited for the insert lock',
-    )
+    await waitUntil(() => someoneWaitsOn(admin, 'advisory'), 'the retry never waited for the insert lock')
     const [made, replayed] = await Promise.all([original, retry])
     assert.equal(made.replayed, false)
     assert.deepEqual(replayed, { pet: made.pet, replayed: true })
@@ -289,15 +296,9 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     const { url, store: slowStore, admin } = await migratedStore(t)
     const [fastStore, reader] = [storeOn(t, url), storeOn(t, url)]
     // The trigger runs after the id is drawn, inside the inserting transaction: it holds that id uncommitted.
-    await admin.query(`CREATE FUNCTION hold_slow() RETURNS trigger LANGUAGE plpgsql AS
-      $$ BEGIN IF NEW.name = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$`)
-    await admin.query(
-      'CREATE TRIGGER hold_slow BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION hold_slow()',
-    )
+    await holdInsertsOfSlow(admin)
     const slow = create(slowStore, { name: 'slow', categoryId: 1n })
-    const sleeping =
-      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'"
-    await waitUntil(async () => (await admin.query(sleeping)).rowCount !== 0, 'the slow insert never started')
+    await waitUntil(() => someoneWaitsOn(admin, 'PgSleep'), 'the slow insert never started')
     let settled = false
     const both = Promise.all([slow, create(fastStore, { name: 'fast', categoryId: 1n })]).finally(() => {
       settled = true
