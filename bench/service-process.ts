@@ -10,12 +10,32 @@ import { captureOutput, type LogSink, openLogFile } from './service-output.ts'
 const CLI = fileURLToPath(new URL('../bin/petstore.js', import.meta.url))
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
-/** The command the `start` script of package.json runs: as written, less the `exec` that hands npm's shell over to it. */
+/** The `start` script of package.json, as written. */
+function startScriptText(): string {
+  return String(JSON.parse(readFileSync(`${REPOSITORY}package.json`, 'utf8')).scripts.start)
+}
+
+// `NAME=value` or `NAME=${NAME:-value}` before the command: a default the operator's own setting overrides.
+const ASSIGNMENT = /^([A-Z_][A-Z0-9_]*)=(?:\$\{\1:-([^}]*)\}|(\S*))\s+/
+
+/**
+ * What `npm start` sets and runs: the environment its script gives (each default taken, as in a shell
+ * where the operator set none of them), then the command, less the `exec` that hands npm's shell over.
+ */
+export function startCommand(): { env: Record<string, string>; command: string } {
+  let rest = startScriptText()
+  const env: Record<string, string> = {}
+  for (let match = ASSIGNMENT.exec(rest); match; match = ASSIGNMENT.exec(rest)) {
+    env[match[1] as string] = match[2] ?? match[3] ?? ''
+    rest = rest.slice(match[0].length)
+  }
+  return { env, command: rest.replace(/^exec /, '') }
+}
+
+/** The start command as the report shows it: its environment, then the command. */
 export function startScript(): string {
-  return String(JSON.parse(readFileSync(`${REPOSITORY}package.json`, 'utf8')).scripts.start).replace(
-    /^exec /,
-    '',
-  )
+  const { env, command } = startCommand()
+  return [...Object.entries(env).map(([name, value]) => `${name}=${value}`), command].join(' ')
 }
 
 /**
@@ -23,8 +43,9 @@ export function startScript(): string {
  * a deployment runs. Paths are made absolute: the service runs in the bench's temporary directory.
  */
 export function startCommandArgs(extraNodeFlags: string[] = []): string[] {
-  const [program, ...args] = startScript().split(/\s+/)
-  if (program !== 'node') throw new Error(`npm start must run node (got "${startScript()}")`)
+  const { command } = startCommand()
+  const [program, ...args] = command.split(/\s+/)
+  if (program !== 'node') throw new Error(`npm start must run node (got "${command}")`)
   const absolute = args.map((arg) => (existsSync(`${REPOSITORY}${arg}`) ? `${REPOSITORY}${arg}` : arg))
   // Node's own flags end where the script begins; extra ones go last among them, so they win.
   const script = absolute.findIndex((arg) => !arg.startsWith('-'))
@@ -57,7 +78,7 @@ export const BENCH_DEFAULTS: Readonly<Record<string, string>> = {
 }
 
 function serviceEnvironment(settings: Record<string, string>): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', ...BENCH_DEFAULTS, ...settings }
+  return { PATH: process.env.PATH ?? '', ...startCommand().env, ...BENCH_DEFAULTS, ...settings }
 }
 
 export async function freePort(): Promise<number> {

@@ -69,7 +69,12 @@ describe('the container image', {
     assert.equal(config.User, '1000:1000')
     assert.deepEqual(config.Entrypoint, ['node', '--max-semi-space-size=16', '/app/bin/petstore.js'])
     assert.deepEqual(config.Cmd, ['serve'])
-    for (const setting of ['HOST=0.0.0.0', 'METRICS_HOST=0.0.0.0', 'DATABASE_URL=sqlite:/data/petstore.db']) {
+    for (const setting of [
+      'HOST=0.0.0.0',
+      'METRICS_HOST=0.0.0.0',
+      'DATABASE_URL=sqlite:/data/petstore.db',
+      'MALLOC_ARENA_MAX=2',
+    ]) {
       assert.ok(config.Env.includes(setting), `${setting} in ${config.Env}`)
     }
     assert.deepEqual(Object.keys(config.Volumes), ['/data'])
