@@ -22,11 +22,15 @@ const ASSIGNMENT = /^([A-Z_][A-Z0-9_]*)=(?:\$\{\1:-([^}]*)\}|(\S*))\s+/
  * What `npm start` sets and runs: the environment its script gives (each default taken, as in a shell
  * where the operator set none of them), then the command, less the `exec` that hands npm's shell over.
  */
-export function startCommand(): { env: Record<string, string>; command: string } {
-  let rest = startScriptText()
+export function startCommand(script = startScriptText()): { env: Record<string, string>; command: string } {
+  let rest = script
   const env: Record<string, string> = {}
   for (let match = ASSIGNMENT.exec(rest); match; match = ASSIGNMENT.exec(rest)) {
-    env[match[1] as string] = match[2] ?? match[3] ?? ''
+    const value = match[2] ?? match[3] ?? ''
+    // Quoting or any other expansion would need a shell: refused rather than passed on as text.
+    if (/[$"'`\\]/.test(value))
+      throw new Error(`npm start's ${match[1]}: only NAME=value or NAME=\${NAME:-value}`)
+    env[match[1] as string] = value
     rest = rest.slice(match[0].length)
   }
   return { env, command: rest.replace(/^exec /, '') }

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { spawnTracked, stopChild } from '../bench/processes.ts'
-import { freePort, startCommandArgs, waitUntilListening } from '../bench/service-process.ts'
+import { freePort, startCommand, startCommandArgs, waitUntilListening } from '../bench/service-process.ts'
 import { growthOf, MiB, type SoakGrowth, type SoakSample, sampleProcess } from './soak-samples.ts'
 
 export interface SoakOptions {
@@ -52,6 +52,7 @@ export async function runSoak(
     cwd: directory,
     env: {
       PATH: process.env.PATH ?? '',
+      ...startCommand().env,
       LOG_LEVEL: 'warn',
       PORT: String(port),
       METRICS_PORT: String(metricsPort),

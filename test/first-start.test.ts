@@ -85,7 +85,10 @@ describe(
       const argv = readFileSync(`/proc/${serving.pid}/cmdline`, 'utf8').split('\0')
       assert.ok(argv.includes('--max-semi-space-size=16'), argv.join(' '))
       const environment = readFileSync(`/proc/${serving.pid}/environ`, 'utf8').split('\0')
-      assert.ok(environment.includes('MALLOC_ARENA_MAX=2'), 'glibc kept to two malloc arenas')
+      assert.ok(
+        environment.includes('MALLOC_ARENA_MAX=2'),
+        `glibc kept to two malloc arenas: ${environment.filter((entry) => entry.startsWith('MALLOC')).join(' ') || 'unset'}`,
+      )
 
       // Output is not a terminal, so the first start wrote its key next to the database, in the clone.
       const key = readFileSync(join(clone, 'data', 'initial-api-key'), 'utf8').trim()
