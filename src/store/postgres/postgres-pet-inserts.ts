@@ -90,6 +90,49 @@ function insertsOf(requests: readonly CreatePetRequest[], plans: readonly Create
   }
 }
 
+/** Takes the insert lock, draws one id per pet and inserts the pets ($1–$3): the CTEs every insert starts with. */
+const DRAW_AND_INSERT = `locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(${INSERT_LOCK})),
+           drawn AS MATERIALIZED (
+             SELECT array_agg(id ORDER BY id) AS ids
+             FROM (SELECT nextval((SELECT pg_get_serial_sequence('pets', 'id') FROM locked)) AS id
+                   FROM unnest($1::text[])) AS each_pet
+           ),
+           inserted AS (
+             INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+             SELECT drawn.ids[t.n], t.name, t.category_id, t.status
+             FROM drawn, unnest($1::text[], $2::bigint[], $3::text[])
+               WITH ORDINALITY AS t(name, category_id, status, n)
+             RETURNING ${PET_COLUMNS}
+           )`
+
+/**
+ * The pets with their records ($4–$8), each with the id dealt to its pet. 'new': a key already stored
+ * fails the statement; 'replacing' (the records were read first): only expired ones are there.
+ */
+function withRecords(existing: 'new' | 'replacing'): string {
+  const onConflict =
+    existing === 'new'
+      ? ''
+      : `ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
+               pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`
+  return `WITH ${DRAW_AND_INSERT},
+           recorded AS (
+             INSERT INTO idempotency_keys
+             SELECT r.api_key_id, r.idempotency_key, r.fingerprint, drawn.ids[r.n], r.expires_at_ms
+             FROM drawn, unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
+               AS r(api_key_id, idempotency_key, fingerprint, n, expires_at_ms)
+             ${onConflict}
+           )
+           SELECT * FROM inserted`
+}
+
+// Written once: every batch names one of these three texts.
+const INSERT_TEXTS = {
+  plain: `WITH ${DRAW_AND_INSERT} SELECT * FROM inserted`,
+  new: withRecords('new'),
+  replacing: withRecords('replacing'),
+} as const
+
 /**
  * Inserts `pets` in one statement, each with its new id, under the insert lock. The statement takes the
  * lock itself (again, if its transaction already holds it), and no id can be drawn before: the sequence's
@@ -108,40 +151,10 @@ function insertStatement(
     pets.map((p) => p.categoryId.toString()),
     pets.map((p) => p.status ?? null),
   ]
-  const drawAndInsert = `locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(${INSERT_LOCK})),
-           drawn AS MATERIALIZED (
-             SELECT array_agg(id ORDER BY id) AS ids
-             FROM (SELECT nextval((SELECT pg_get_serial_sequence('pets', 'id') FROM locked)) AS id
-                   FROM unnest($1::text[])) AS each_pet
-           ),
-           inserted AS (
-             INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
-             SELECT drawn.ids[t.n], t.name, t.category_id, t.status
-             FROM drawn, unnest($1::text[], $2::bigint[], $3::text[])
-               WITH ORDINALITY AS t(name, category_id, status, n)
-             RETURNING ${PET_COLUMNS}
-           )`
-  if (records.length === 0) {
-    return { name: 'pets.insert', text: `WITH ${drawAndInsert} SELECT * FROM inserted`, values }
-  }
-  // The records go in the same statement, each with the id dealt to its pet. 'new': a key already
-  // stored fails the statement; 'replacing' (the records were read first): only expired ones are there.
-  const onConflict =
-    existing === 'new'
-      ? ''
-      : `ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
-               pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`
+  if (records.length === 0) return { name: 'pets.insert', text: INSERT_TEXTS.plain, values }
   return {
     name: `pets.insert-with-${existing}-records`,
-    text: `WITH ${drawAndInsert},
-           recorded AS (
-             INSERT INTO idempotency_keys
-             SELECT r.api_key_id, r.idempotency_key, r.fingerprint, drawn.ids[r.n], r.expires_at_ms
-             FROM drawn, unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
-               AS r(api_key_id, idempotency_key, fingerprint, n, expires_at_ms)
-             ${onConflict}
-           )
-           SELECT * FROM inserted`,
+    text: INSERT_TEXTS[existing],
     values: [
       ...values,
       records.map(({ record }) => record.apiKeyId.toString()),
