@@ -90,7 +90,7 @@ function insertsOf(requests: readonly CreatePetRequest[], plans: readonly Create
   }
 }
 
-/** Takes the insert lock, draws one id per pet and inserts the pets ($1–$3): the CTEs every insert starts with. */
+/** What every insert starts with: the insert lock, one id drawn per pet, the pets ($1–$3) inserted. */
 const DRAW_AND_INSERT = `locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(${INSERT_LOCK})),
            drawn AS MATERIALIZED (
              SELECT array_agg(id ORDER BY id) AS ids
