@@ -40,8 +40,13 @@ export function createPetBatch(db: SqliteConnection, requests: readonly CreatePe
 
 /** Rows per insert statement, largest first: a batch goes in chunks of these (seven prepared at most). */
 const CHUNK_ROWS = [64, 32, 16, 8, 4, 2, 1]
-const insertSql = (rows: number) =>
-  `INSERT INTO pets (id, name, category_id, status) VALUES ${'(?, ?, ?, ?), '.repeat(rows - 1)}(?, ?, ?, ?)`
+// Written once: each chunk's statement text, which is also the key of its prepared statement.
+const INSERT_SQL = new Map(
+  CHUNK_ROWS.map((rows) => [
+    rows,
+    `INSERT INTO pets (id, name, category_id, status) VALUES ${'(?, ?, ?, ?), '.repeat(rows - 1)}(?, ?, ?, ?)`,
+  ]),
+)
 
 /**
  * Inserts `pets`, up to 64 rows per statement: one statement per pet cost 4.2 µs a pet, a few 2.4
@@ -68,7 +73,7 @@ function insertPets(db: SqliteConnection, pets: readonly NewPet[]): Pet[] {
     for (const pet of inserted.slice(start, start + rows)) {
       values.push(pet.id, pet.name, pet.categoryId, pet.status ?? null)
     }
-    db.statement(insertSql(rows)).run(...values)
+    db.statement(INSERT_SQL.get(rows) as string).run(...values)
     start += rows
   }
   return inserted
