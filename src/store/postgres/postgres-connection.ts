@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
 import { connectionLost, storeErrorOf } from './postgres-errors.ts'
+import { bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
 
 export interface PostgresStoreOptions {
   url: string
@@ -36,21 +37,11 @@ export interface TransactionOptions {
   lock?: bigint
 }
 
-/** A statement with its parameters, as the driver takes it (named: prepared once per connection). */
-export interface Statement {
-  name: string
-  text: string
-  values?: unknown[]
-}
-
 /** BEGIN, and the advisory lock if there is one, as one simple query: one round trip. */
 function beginStatement({ lock }: TransactionOptions): string {
   // A bigint prints as digits only: nothing to quote.
   return lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${lock})`
 }
-
-/** What the query modules need from a connection: one statement, rows back. */
-export type Queryable = Pick<pg.PoolClient, 'query'>
 
 /** Cuts a connection at once, whatever it is waiting for (as the pool itself does on a connect timeout). */
 function destroy(client: pg.ClientBase): void {
@@ -82,18 +73,23 @@ export class PostgresPool {
   /** How to fail each call still waiting on the database: what a close past its grace does. */
   readonly #waiting = new Set<(error: Error) => void>()
   readonly callBoundMs: number
+  /** How long the client waits for one statement's answer: the statement timeout and one second. */
+  readonly #statementBoundMs: number
   #closed = false
   #closing: Promise<void> | undefined
 
   constructor(options: PostgresStoreOptions) {
     const workMs = options.statementTimeoutMs + 1000
     this.callBoundMs = options.connectTimeoutMs + workMs
+    this.#statementBoundMs = workMs
     this.#pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize,
       connectionTimeoutMillis: options.connectTimeoutMs,
       statement_timeout: options.statementTimeoutMs,
-      query_timeout: workMs,
+      // No query_timeout for the whole pool: a lone statement with a deadline (a batch of creates) is cut
+      // by its connection's expiry instead, so that its objects die young (see `rowsOf`); every other
+      // statement is given its own (`bounded`).
       // A transaction whose client vanished (destroyed here, or cut off by the network) would hold its
       // locks, the insert lock included, for every instance; the server ends it instead.
       idle_in_transaction_session_timeout: options.statementTimeoutMs,
@@ -101,7 +97,7 @@ export class PostgresPool {
       application_name: 'petstore',
       types,
       // Awaited before the pool hands the new connection out; a failure ends it and fails that call.
-      onConnect: (client) => client.query(DURABLE_COMMITS),
+      onConnect: (client) => client.query(bounded(DURABLE_COMMITS, undefined, workMs)),
     })
     this.#pool.on('error', options.onIdleError)
     // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
@@ -132,14 +128,15 @@ export class PostgresPool {
     this.ensureOpen()
     if (since !== undefined) {
       return this.#unlessGivenUp(
-        this.#onConnection(
-          { since, rollsBack: false },
-          async (client) => (await client.query<Row>(statement)).rows,
+        // Its one statement is also given up on one statement bound after it is sent, as query_timeout would.
+        this.#onConnection({ since, rollsBack: false, runBoundMs: this.#statementBoundMs }, (client) =>
+          rowsOf<Row>(client, statement),
         ),
       )
     }
     try {
-      return (await this.#unlessGivenUp(this.#pool.query<Row>(statement))).rows
+      const config = bounded(statement, undefined, this.#statementBoundMs)
+      return (await this.#unlessGivenUp(this.#pool.query<Row>(config))).rows
     } catch (error) {
       throw storeErrorOf(error)
     }
@@ -175,7 +172,11 @@ export class PostgresPool {
   ): Promise<T> {
     this.ensureOpen()
     return this.#unlessGivenUp(
-      this.#onConnection({ since: options.since, rollsBack: true }, async (client) => {
+      this.#onConnection({ since: options.since, rollsBack: true }, async (connection) => {
+        const ms = this.#statementBoundMs
+        const client: Queryable = {
+          query: (statement, values) => connection.query(bounded(statement, values, ms)),
+        }
         await client.query(beginStatement(options))
         const result = await work(client)
         await client.query('COMMIT')
@@ -185,17 +186,19 @@ export class PostgresPool {
   }
 
   /**
-   * One connection for `run`, bounded by `since`, given back (or destroyed) whatever happens; if `run`
-   * fails and `rollsBack`, its transaction is rolled back first.
+   * One connection for `run`, bounded by `since` (and, with `runBoundMs`, `run` by that much once
+   * connected), given back (or destroyed) whatever happens; if `run` fails and `rollsBack`, its
+   * transaction is rolled back first.
    */
   async #onConnection<T>(
-    { since, rollsBack }: { since: number | undefined; rollsBack: boolean },
+    { since, rollsBack, runBoundMs }: { since: number | undefined; rollsBack: boolean; runBoundMs?: number },
     run: (client: pg.PoolClient) => Promise<T>,
   ): Promise<T> {
     const deadline = since === undefined ? undefined : since + this.callBoundMs
     const client = await this.#connectBy(deadline)
-    const expiry =
-      deadline === undefined ? undefined : setTimeout(() => destroy(client), deadline - performance.now())
+    const leftMs =
+      deadline === undefined ? undefined : Math.min(deadline - performance.now(), runBoundMs ?? Infinity)
+    const expiry = leftMs === undefined ? undefined : setTimeout(() => destroy(client), leftMs)
     // Checked out, a connection has no pool listener: if the server drops it, the 'error' it emits would
     // crash the process. Its queries fail anyway (and are answered 503), so the event itself is dropped.
     const ignoreLost = () => {}
@@ -212,7 +215,7 @@ export class PostgresPool {
       // for nothing. A lone statement's own transaction has already ended with its error.
       if (connectionLost(error)) broken = asError(error)
       else if (rollsBack) {
-        broken = await client.query('ROLLBACK').then(
+        broken = await client.query(bounded('ROLLBACK', undefined, this.#statementBoundMs)).then(
           () => undefined,
           (rollbackError: unknown) => asError(rollbackError),
         )

@@ -2,7 +2,8 @@ import { purgeInChunks } from '../shared/chunked-purge.ts'
 import type { StoredIdempotencyRecord } from '../shared/idempotent-batch.ts'
 import { type IdempotencyRecordRow, idempotencyRecordsFromRows } from '../shared/rows.ts'
 import type { IdempotencyRecord } from '../store.ts'
-import type { PostgresPool, Queryable } from './postgres-connection.ts'
+import type { PostgresPool } from './postgres-connection.ts'
+import type { Queryable } from './postgres-statements.ts'
 
 /**
  * The idempotency records already stored for these, by record id. Looked up through the primary key, one

@@ -8,9 +8,10 @@ import {
 } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { CreatePetRequest, IdempotencyRecord } from '../store.ts'
-import type { PostgresPool, Statement } from './postgres-connection.ts'
+import type { PostgresPool } from './postgres-connection.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
+import type { Statement } from './postgres-statements.ts'
 
 /**
  * Arbitrary, fixed key of the advisory lock every batch of inserts takes, on every instance. Ids are drawn

@@ -2,7 +2,8 @@ import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
-import type { PostgresPool, Queryable, Statement } from './postgres-connection.ts'
+import type { PostgresPool } from './postgres-connection.ts'
+import type { Queryable, Statement } from './postgres-statements.ts'
 
 export const PET_COLUMNS = 'id, name, category_id, status'
 

@@ -1,0 +1,40 @@
+import type pg from 'pg'
+
+/** A statement with its parameters, as the driver takes it (named: prepared once per connection). */
+export interface Statement {
+  name: string
+  text: string
+  values?: unknown[]
+}
+
+/** What the query modules need from a connection: one statement, its result back. */
+export interface Queryable {
+  query<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+    statement: string | pg.QueryConfig,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<Row>>
+}
+
+/** `statement` as the driver takes it, given up on `ms` after it is sent (the driver's query_timeout). */
+export function bounded(
+  statement: string | pg.QueryConfig,
+  values: unknown[] | undefined,
+  ms: number,
+): pg.QueryConfig {
+  const config = typeof statement === 'string' ? { text: statement, values } : { values, ...statement }
+  return { ...config, query_timeout: ms } as pg.QueryConfig
+}
+
+/**
+ * One statement's rows, the driver given a callback and no query_timeout (the caller bounds it): with the
+ * driver's promise form, or with its query_timeout, a batch's statement values, messages and rows were
+ * measured reaching the old generation (docs/decisions.md, "PostgreSQL statements die young").
+ */
+export function rowsOf<Row extends pg.QueryResultRow>(
+  client: pg.ClientBase,
+  statement: Statement,
+): Promise<Row[]> {
+  return new Promise((resolve, reject) => {
+    client.query<Row>(statement, (error, result) => (error ? reject(error) : resolve(result.rows)))
+  })
+}
