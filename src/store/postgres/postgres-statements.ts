@@ -21,8 +21,9 @@ export function bounded(
   values: unknown[] | undefined,
   ms: number,
 ): pg.QueryConfig {
-  const config = typeof statement === 'string' ? { text: statement, values } : { values, ...statement }
-  return { ...config, query_timeout: ms } as pg.QueryConfig
+  // Values given apart win over a config's own, as the driver has it.
+  const config = typeof statement === 'string' ? { text: statement } : statement
+  return { ...config, ...(values === undefined ? {} : { values }), query_timeout: ms } as pg.QueryConfig
 }
 
 /**
