@@ -97,7 +97,7 @@ export class PostgresPool {
       application_name: 'petstore',
       types,
       // Awaited before the pool hands the new connection out; a failure ends it and fails that call.
-      onConnect: (client) => client.query(bounded(DURABLE_COMMITS, undefined, workMs)),
+      onConnect: (client) => client.query(bounded(DURABLE_COMMITS, workMs)),
     })
     this.#pool.on('error', options.onIdleError)
     // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
@@ -135,7 +135,7 @@ export class PostgresPool {
       )
     }
     try {
-      const config = bounded(statement, undefined, this.#statementBoundMs)
+      const config = bounded(statement, this.#statementBoundMs)
       return (await this.#unlessGivenUp(this.#pool.query<Row>(config))).rows
     } catch (error) {
       throw storeErrorOf(error)
@@ -175,7 +175,7 @@ export class PostgresPool {
       this.#onConnection({ since: options.since, rollsBack: true }, async (connection) => {
         const ms = this.#statementBoundMs
         const client: Queryable = {
-          query: (statement, values) => connection.query(bounded(statement, values, ms)),
+          query: (statement, values) => connection.query(bounded(statement, ms, values)),
         }
         await client.query(beginStatement(options))
         const result = await work(client)
@@ -215,7 +215,7 @@ export class PostgresPool {
       // for nothing. A lone statement's own transaction has already ended with its error.
       if (connectionLost(error)) broken = asError(error)
       else if (rollsBack) {
-        broken = await client.query(bounded('ROLLBACK', undefined, this.#statementBoundMs)).then(
+        broken = await client.query(bounded('ROLLBACK', this.#statementBoundMs)).then(
           () => undefined,
           (rollbackError: unknown) => asError(rollbackError),
         )

@@ -127,11 +127,11 @@ function withRecords(existing: 'new' | 'replacing'): string {
            SELECT * FROM inserted`
 }
 
-// Written once: every batch names one of these three texts.
-const INSERT_TEXTS = {
-  plain: `WITH ${DRAW_AND_INSERT} SELECT * FROM inserted`,
-  new: withRecords('new'),
-  replacing: withRecords('replacing'),
+// Written once, names and texts: every batch takes one of these three.
+const INSERTS = {
+  plain: { name: 'pets.insert', text: `WITH ${DRAW_AND_INSERT} SELECT * FROM inserted` },
+  new: { name: 'pets.insert-with-new-records', text: withRecords('new') },
+  replacing: { name: 'pets.insert-with-replacing-records', text: withRecords('replacing') },
 } as const
 
 /**
@@ -152,10 +152,9 @@ function insertStatement(
     pets.map((p) => p.categoryId.toString()),
     pets.map((p) => p.status ?? null),
   ]
-  if (records.length === 0) return { name: 'pets.insert', text: INSERT_TEXTS.plain, values }
+  if (records.length === 0) return { ...INSERTS.plain, values }
   return {
-    name: `pets.insert-with-${existing}-records`,
-    text: INSERT_TEXTS[existing],
+    ...INSERTS[existing],
     values: [
       ...values,
       records.map(({ record }) => record.apiKeyId.toString()),

@@ -16,11 +16,7 @@ export interface Queryable {
 }
 
 /** `statement` as the driver takes it, given up on `ms` after it is sent (the driver's query_timeout). */
-export function bounded(
-  statement: string | pg.QueryConfig,
-  values: unknown[] | undefined,
-  ms: number,
-): pg.QueryConfig {
+export function bounded(statement: string | pg.QueryConfig, ms: number, values?: unknown[]): pg.QueryConfig {
   // Values given apart win over a config's own, as the driver has it.
   const config = typeof statement === 'string' ? { text: statement } : statement
   return { ...config, ...(values === undefined ? {} : { values }), query_timeout: ms } as pg.QueryConfig
