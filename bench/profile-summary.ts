@@ -59,7 +59,8 @@ function gcSummary(trace: string): string[] {
 const args = process.argv.slice(2)
 const topIndex = args.indexOf('--top')
 const top = topIndex === -1 ? 25 : Number(args[topIndex + 1])
-const [profilePath, tracePath] = args.filter((_arg, index) => index !== topIndex && index !== topIndex + 1)
+const [profilePath, tracePath] =
+  topIndex === -1 ? args : args.filter((_arg, index) => index !== topIndex && index !== topIndex + 1)
 if (profilePath === undefined) {
   process.stderr.write('usage: node bench/profile-summary.ts <file.cpuprofile> [stdout.txt] [--top N]\n')
   process.exit(2)
