@@ -145,3 +145,76 @@ describe('buffered log output', () => {
     })
   }
 })
+
+describe('lines made later', () => {
+  /** An output to a file, and a maker writing `{"n":…}` for each number, noting what it made. */
+  function laterOutput(t: TestContext) {
+    const { path, fd } = outputFile(t)
+    const output = new BufferedLogOutput({ fd })
+    const made: number[] = []
+    const make = (n: number) => {
+      made.push(n)
+      output.writeAscii(`{"n":${n}}\n`)
+    }
+    const linesOf = (numbers: number[]) => numbers.map((n) => `{"n":${n}}\n`).join('')
+    return { path, output, made, make, linesOf }
+  }
+
+  test('when lines are taken to be made later, then none is made until enough wait, and then all of them, in the order taken', async (t) => {
+    const { path, output, made, make, linesOf } = laterOutput(t)
+    const numbers = Array.from({ length: LOG_OUTPUT.laterLines }, (_, n) => n)
+    for (const n of numbers.slice(0, -1)) output.writeLater(make, n)
+    assert.deepEqual(made, [])
+    output.writeLater(make, numbers.length - 1)
+    assert.deepEqual(made, numbers)
+    await flushed(output)
+    assert.equal(readFileSync(path, 'utf8'), linesOf(numbers))
+  })
+
+  test('when a line is written while others wait to be made, then they are made and written before it', async (t) => {
+    const { path, output, make, linesOf } = laterOutput(t)
+    output.writeLater(make, 1)
+    output.writeLater(make, 2)
+    output.write('{"msg":"warning"}\n')
+    output.writeLater(make, 3)
+    output.writeAscii('{"msg":"ascii"}\n')
+    await flushed(output)
+    assert.equal(
+      readFileSync(path, 'utf8'),
+      `${linesOf([1, 2])}{"msg":"warning"}\n${linesOf([3])}{"msg":"ascii"}\n`,
+    )
+  })
+
+  test('when a few lines wait to be made and nothing else comes, then they are written within the interval', async (t) => {
+    const { path, output, make, linesOf } = laterOutput(t)
+    for (const n of [1, 2, 3]) output.writeLater(make, n)
+    await waitUntil(
+      () => readFileSync(path, 'utf8') === linesOf([1, 2, 3]),
+      'the lines were not written within the interval',
+      { timeoutMs: LOG_OUTPUT.flushIntervalMs * 6 },
+    )
+  })
+
+  test('when lines wait to be made at a flush or at exit, then they are made and written', async (t) => {
+    const { path, output, make, linesOf } = laterOutput(t)
+    for (const n of [1, 2]) output.writeLater(make, n)
+    await flushed(output)
+    assert.equal(readFileSync(path, 'utf8'), linesOf([1, 2]))
+    for (const n of [3, 4]) output.writeLater(make, n)
+    output.flushSync()
+    assert.equal(readFileSync(path, 'utf8'), linesOf([1, 2, 3, 4]))
+  })
+
+  test('when a maker throws, then its line is counted as dropped and the lines after it are still made', async (t) => {
+    const { path, output, make, linesOf } = laterOutput(t)
+    const before = droppedLogLines()
+    output.writeLater(make, 1)
+    output.writeLater(() => {
+      throw new Error('a maker with a bug')
+    }, 2)
+    output.writeLater(make, 3)
+    await flushed(output)
+    assert.equal(readFileSync(path, 'utf8'), linesOf([1, 3]))
+    assert.equal(droppedLogLines() - before, 1)
+  })
+})

@@ -267,6 +267,8 @@ describe("the request line on the service's own output", () => {
     const check = (line: RequestLine) => {
       const before = copied
       write(line)
+      // The line is made later; a flush makes it now.
+      output.flush()
       asString.write(line)
       const fields = [line.url, line.remoteAddress ?? '', line.userAgent ?? '']
       if (fields.every((text) => plainText.test(text))) {
@@ -280,11 +282,34 @@ describe("the request line on the service's own output", () => {
     asString.logger.setBindings({ region: 'zürich' })
     const before = copied
     write(A_LISTING)
+    output.flush()
     asString.write(A_LISTING)
     assert.equal(copied, before)
     await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
     assert.ok(plain > 100, `${plain} plain lines of 3000`)
     assert.deepEqual(readFileSync(path, 'utf8').split(/(?<=\n)/), asString.lines)
     assert.equal(JSON.parse(asString.lines.at(-1) as string).region, 'zürich')
+  })
+
+  test('when a line waits to be made while the clock moves on and the process logger gains a binding, then it carries the time and bindings of when it was taken', async (t) => {
+    const path = join(temporaryDirectory(t), 'out.log')
+    const fd = openSync(path, 'w')
+    t.after(() => closeSync(fd))
+    const output = new BufferedLogOutput({ fd })
+    const logger = pino({ level: 'info' }, output)
+    const write = requestLineWriter(logger, 'info')
+    assert.ok(write)
+    t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
+    write({ ...A_LISTING, reqId: 'taken-first' })
+    t.mock.timers.setTime(1_700_000_001_234)
+    logger.setBindings({ region: 'north' })
+    write({ ...A_LISTING, reqId: 'taken-after' })
+    await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
+    const [first, after] = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    assert.deepEqual([first.reqId, first.time, first.region], ['taken-first', 1_700_000_000_000, undefined])
+    assert.deepEqual([after.reqId, after.time, after.region], ['taken-after', 1_700_000_001_234, 'north'])
   })
 })

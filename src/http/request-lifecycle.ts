@@ -5,7 +5,7 @@ import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './er
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
-import { loggedUrlOf, operationOf, userAgentOf } from './request-logging.ts'
+import { operationOf } from './request-logging.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -97,13 +97,13 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       reqId: request.id,
       bindings: serializedBindingsOf(request.log),
       method: request.method,
-      url: loggedUrlOf(request),
+      url: request.url,
       operation,
       status,
       durationMs: elapsedMs,
       key: keyNameOf(request),
       remoteAddress: request.ip,
-      userAgent: userAgentOf(request),
+      userAgent: request.headers['user-agent'],
     })
     done()
   })

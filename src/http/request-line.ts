@@ -10,6 +10,7 @@ export interface RequestLine {
   /** The request logger's bindings as pino serializes them (`,"pid":…,"reqId":"…"`, any added later), if known. */
   bindings: string | undefined
   method: string
+  /** As the client sent it: the line shows it with keys masked, cut at 2,048 characters. */
   url: string
   operation: string
   status: number
@@ -19,15 +20,40 @@ export interface RequestLine {
   key: string | undefined
   /** The socket's peer, or the client a trusted proxy names (TRUSTED_PROXIES). */
   remoteAddress: string | undefined
+  /** As the client sent it: the line shows it with keys masked, cut at 256 characters. */
   userAgent: string | undefined
+}
+
+/** A line waiting to be made, with what was true when it was taken. */
+interface TakenLine {
+  line: RequestLine
+  /** When it was taken: the line's `time`. */
+  time: number
+  /** The process logger's bindings then. */
+  base: string | undefined
 }
 
 const LEVELS = { info: 30, debug: 20 } as const
 
-/** pino's destination; the service's own also takes a line known to be ASCII (log/log-output.ts). */
+/**
+ * pino's destination; the service's own also takes a line known to be ASCII, and a line to be made later
+ * (log/log-output.ts).
+ */
 interface LineStream {
   write(line: string): unknown
   writeAscii?(line: string): unknown
+  writeLater?(make: (taken: TakenLine) => void, taken: TakenLine): void
+}
+
+// Enough for any real browser or library (about 150 characters) and any URL of this API; a 16 KiB header
+// does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave.
+const USER_AGENT_LOGGED = 256
+const URL_LOGGED = 2048
+
+/** `text` with keys masked first, then cut at `max` characters (cut first, a key's tail would survive). */
+function logged(text: string, max: number): string {
+  const masked = maskApiKeys(text)
+  return masked.length > max ? `${masked.slice(0, max)}…` : masked
 }
 
 /** The line's end from the client's address and user agent (their JSON texts), either of them absent. */
@@ -46,10 +72,12 @@ function tail(address: string | undefined, agent: string | undefined): string {
  * the one pino would write (same fields and order; a method, operation or key name past ASCII escaped),
  * concatenated from pieces made once (request-line-parts.ts) instead of a child logger and a
  * serialization per request, which cost more than twice as much; a line all ASCII, as nearly all are, is
- * copied into the service's output rather than encoded (docs/decisions.md, "The request log is
- * buffered"). Keys are masked field by field, where a client or a proxy can put one: the URL and the user
- * agent by their callers (masked, then cut), the forwarded client address, the key's name and bindings
- * here; the request id never holds one, nor anything JSON would escape (requestIdOf, request-logging.ts).
+ * copied into the service's output rather than encoded. On the service's output the line is made later,
+ * with others in a run, from what was true when it was taken (its time, the process's bindings): made
+ * between the requests' own work, its code left the core's caches each time (docs/decisions.md, "The
+ * request log is buffered"). Keys are masked field by field, where a client or a proxy can put one: the
+ * URL and the user agent (masked, then cut), the forwarded client address, the key's name and bindings;
+ * the request id never holds one, nor anything JSON would escape (requestIdOf, request-logging.ts).
  */
 export function requestLineWriter(
   logger: Logger,
@@ -64,12 +92,11 @@ export function requestLineWriter(
   // A client's address and user agent repeat from one request to the next: compared, not checked again.
   const plainAddress = rememberingLastPass(isPlain)
   const plainAgent = rememberingLastPass(isPlain)
-  return (line) => {
-    start.update(
-      Date.now(),
-      (logger as unknown as Record<symbol, string | undefined>)[pino.symbols.chindingsSym],
-    )
-    const { bindings: own, url, remoteAddress, userAgent: agent } = line
+  const make = ({ line, time, base }: TakenLine): void => {
+    start.update(time, base)
+    const { bindings: own, remoteAddress } = line
+    const url = logged(line.url, URL_LOGGED)
+    const agent = line.userAgent === undefined ? undefined : logged(line.userAgent, USER_AGENT_LOGGED)
     const head =
       own === undefined
         ? start.beforeId + line.reqId + pieces.afterId.of(line.method)
@@ -93,5 +120,14 @@ export function requestLineWriter(
     if (urlPlain && addressPlain && agentPlain && own === undefined && start.ascii)
       writeAscii.call(stream, text)
     else stream.write(text)
+  }
+  return (line) => {
+    const taken: TakenLine = {
+      line,
+      time: Date.now(),
+      base: (logger as unknown as Record<symbol, string | undefined>)[pino.symbols.chindingsSym],
+    }
+    if (stream.writeLater === undefined) make(taken)
+    else stream.writeLater(make, taken)
   }
 }

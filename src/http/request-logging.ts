@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
-import { containsApiKey, maskApiKeys } from '../log/key-masking.ts'
+import { containsApiKey } from '../log/key-masking.ts'
 
 // A client's own request id is kept if it is short and plain; anything else is replaced, never logged as is.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -36,26 +36,4 @@ export function operationOf(request: FastifyRequest): string {
   // Read once: Fastify builds a new routeOptions object on every read.
   const { schema, url } = request.routeOptions
   return (schema as { operationId?: string } | undefined)?.operationId ?? url ?? 'unknown'
-}
-
-// Enough for any real browser or library (about 150 characters) and any URL of this API; a 16 KiB header
-// does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave.
-const USER_AGENT_LOGGED = 256
-const URL_LOGGED = 2048
-
-/** `text` with keys masked first, then cut at `max` characters (cut first, a key's tail would survive). */
-function logged(text: string, max: number): string {
-  const masked = maskApiKeys(text)
-  return masked.length > max ? `${masked.slice(0, max)}…` : masked
-}
-
-/** The client's User-Agent as the access line shows it: keys masked, cut at 256 characters. */
-export function userAgentOf(request: FastifyRequest): string | undefined {
-  const agent = request.headers['user-agent']
-  return agent === undefined ? undefined : logged(agent, USER_AGENT_LOGGED)
-}
-
-/** The request's URL as the access line shows it: keys masked, cut at 2,048 characters. */
-export function loggedUrlOf(request: FastifyRequest): string {
-  return logged(request.url, URL_LOGGED)
 }

@@ -14,6 +14,9 @@ export const LOG_OUTPUT = {
   sharedBatchBytes: 3584,
   sharedMaxWriteBytes: 4096,
   flushIntervalMs: 500,
+  // Lines taken to be made later (writeLater) are made once this many wait: a run of lines made back to
+  // back keeps their code in the core's caches (docs/decisions.md, "The request log is buffered").
+  laterLines: 64,
   // What a stdout that does not keep up may hold back; past it, lines are dropped and counted.
   maxBufferedBytes: 8 * 1024 * 1024,
   // How often dropped lines are reported in the log itself (once it takes lines again).
@@ -31,6 +34,9 @@ let dropped = 0
 export function droppedLogLines(): number {
   return dropped
 }
+
+/** Makes one line from what `writeLater` was given and hands it to the output's `write` or `writeAscii`. */
+export type LineMaker<T> = (record: T) => void
 
 /** A run of whole lines, encoded: at most one write long, unless one line is longer. */
 interface Chunk {
@@ -66,6 +72,9 @@ export class BufferedLogOutput {
   #retry: { timer: NodeJS.Timeout; from: number } | undefined
   // Where the write now in the thread pool started in the oldest chunk: what an exit cannot vouch for.
   #sendingFrom = 0
+  // Lines taken to be made later, oldest first: each one's maker and what it is made from.
+  #laterMakers: Array<LineMaker<never>> = []
+  #laterRecords: unknown[] = []
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
@@ -73,7 +82,10 @@ export class BufferedLogOutput {
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
     this.#chunkBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
-    setInterval(() => this.#writeBatch(), LOG_OUTPUT.flushIntervalMs).unref()
+    setInterval(() => {
+      this.#makeLater()
+      this.#writeBatch()
+    }, LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => {
       const before = dropped
       this.flushSync()
@@ -81,8 +93,9 @@ export class BufferedLogOutput {
     })
   }
 
-  /** Takes one line (pino's destination interface). */
+  /** Takes one line (pino's destination interface), after every line taken to be made later. */
   write(line: string): boolean {
+    if (this.#laterRecords.length > 0) this.#makeLater()
     return this.#take(line, false)
   }
 
@@ -91,7 +104,36 @@ export class BufferedLogOutput {
    * http/request-line.ts): its bytes are its characters, copied rather than encoded as UTF-8.
    */
   writeAscii(line: string): boolean {
+    if (this.#laterRecords.length > 0) this.#makeLater()
     return this.#take(line, true)
+  }
+
+  /**
+   * Takes a line to be made later by `make(record)`, in the order taken and before any line taken after
+   * it: once `laterLines` wait, at the next interval, on `flush` and at exit. The request line is made
+   * so, a run at a time, rather than between the requests' own work (docs/decisions.md, "The request
+   * log is buffered"). A maker that throws loses its line, counted as dropped.
+   */
+  writeLater<T>(make: LineMaker<T>, record: T): void {
+    this.#laterMakers.push(make)
+    this.#laterRecords.push(record)
+    if (this.#laterRecords.length >= LOG_OUTPUT.laterLines) this.#makeLater()
+  }
+
+  #makeLater(): void {
+    const makers = this.#laterMakers
+    const records = this.#laterRecords
+    // New arrays first: a maker writes through write(), which must find nothing waiting.
+    this.#laterMakers = []
+    this.#laterRecords = []
+    for (let at = 0; at < records.length; at++) {
+      const make = makers[at] as LineMaker<unknown>
+      try {
+        make(records[at])
+      } catch {
+        dropped++
+      }
+    }
   }
 
   #take(line: string, ascii: boolean): boolean {
@@ -120,6 +162,7 @@ export class BufferedLogOutput {
 
   /** Calls `done` once everything taken so far is written (never if stdout is stuck: bound the wait). */
   flush(done?: () => void): void {
+    this.#makeLater()
     if (done) this.#waiters.push(done)
     if (!this.#writing) this.#writeBatch()
   }
@@ -132,6 +175,7 @@ export class BufferedLogOutput {
    * bound), and so are those behind it, which cannot be written before it.
    */
   flushSync(): void {
+    this.#makeLater()
     if (this.#broken) return
     let from = 0
     if (this.#retry) {
