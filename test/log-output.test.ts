@@ -6,6 +6,7 @@ import { syncBuiltinESMExports } from 'node:module'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import pino from 'pino'
 import { BufferedLogOutput, droppedLogLines, LOG_OUTPUT } from '../src/log/log-output.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -69,7 +70,7 @@ describe('buffered log output', () => {
     // Less than a batch, so no write has started: the exit's own write is the one that takes them.
     const lines = mixedLines(300).filter((line) => line.length < 200)
     for (const line of lines) output.write(line)
-    output.flushSync()
+    output.writeAtExit()
     assert.equal(readFileSync(path, 'utf8'), lines.join(''))
   })
 
@@ -92,7 +93,7 @@ describe('buffered log output', () => {
     output.flush()
     await waitUntil(() => writes === 2, 'the rest of the chunk was never handed to the thread pool')
     const before = droppedLogLines()
-    output.flushSync()
+    output.writeAtExit()
     assert.equal(droppedLogLines() - before, 9, 'lines 2 to 10 counted as dropped, line 1 not')
   })
 
@@ -201,11 +202,11 @@ describe('lines made later', () => {
     await flushed(output)
     assert.equal(readFileSync(path, 'utf8'), linesOf([1, 2]))
     for (const n of [3, 4]) output.writeLater(make, n)
-    output.flushSync()
+    output.writeAtExit()
     assert.equal(readFileSync(path, 'utf8'), linesOf([1, 2, 3, 4]))
   })
 
-  test('when a maker throws, then its line is counted as dropped and the lines after it are still made', async (t) => {
+  test('when a maker throws, then its line is counted as dropped, an error line says so, and the lines after it are still made', async (t) => {
     const { path, output, make, linesOf } = laterOutput(t)
     const before = droppedLogLines()
     output.writeLater(make, 1)
@@ -214,7 +215,56 @@ describe('lines made later', () => {
     }, 2)
     output.writeLater(make, 3)
     await flushed(output)
-    assert.equal(readFileSync(path, 'utf8'), linesOf([1, 3]))
+    const [first, report, third] = readFileSync(path, 'utf8').split(/(?<=\n)/)
+    assert.deepEqual([first, third], [linesOf([1]), linesOf([3])])
+    assert.deepEqual(
+      { ...JSON.parse(report ?? '{}'), time: 0 },
+      {
+        level: 50,
+        time: 0,
+        error: 'Error',
+        msg: 'a log line could not be made: it and any other such line are counted as dropped',
+      },
+    )
     assert.equal(droppedLogLines() - before, 1)
+  })
+})
+
+describe('lines made later, then an exit or a fatal line', () => {
+  // Request lines of about 640 bytes: 6 of them are more than a shared stdout's batch, 63 more than a
+  // batch of a process alone on its stdout.
+  const requestLine = (n: number) => `{"n":${n},"msg":"request","url":"/v1/pets/${'9'.repeat(600)}"}\n`
+
+  for (const shared of [false, true]) {
+    test(`when more lines wait to be made than a batch holds and the process exits (${shared ? 'shared' : 'alone'} on stdout), then every one is written and none counted as dropped`, (t) => {
+      const { path, fd } = outputFile(t)
+      const output = new BufferedLogOutput({ shared, fd })
+      const make = (n: number) => output.writeAscii(requestLine(n))
+      const count = LOG_OUTPUT.laterLines - 1
+      const before = droppedLogLines()
+      for (let n = 0; n < count; n++) output.writeLater(make, n)
+      output.write('{"level":50,"msg":"shutdown did not finish in time"}\n')
+      output.writeAtExit()
+      const lines = Array.from({ length: count }, (_, n) => requestLine(n))
+      assert.equal(
+        readFileSync(path, 'utf8'),
+        `${lines.join('')}{"level":50,"msg":"shutdown did not finish in time"}\n`,
+      )
+      assert.equal(droppedLogLines() - before, 0)
+    })
+  }
+
+  test('when pino writes a fatal line while request lines wait to be made (shared stdout), then the request lines and the fatal line are written, none counted as dropped', async (t) => {
+    const { path, fd } = outputFile(t)
+    const output = new BufferedLogOutput({ shared: true, fd })
+    const logger = pino({ level: 'info', base: null, timestamp: false }, output)
+    const make = (n: number) => output.writeAscii(requestLine(n))
+    const before = droppedLogLines()
+    for (let n = 0; n < 20; n++) output.writeLater(make, n)
+    logger.fatal('boom')
+    await flushed(output)
+    const lines = Array.from({ length: 20 }, (_, n) => requestLine(n))
+    assert.equal(readFileSync(path, 'utf8'), `${lines.join('')}{"level":60,"msg":"boom"}\n`)
+    assert.equal(droppedLogLines() - before, 0)
   })
 })

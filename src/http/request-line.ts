@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino'
 import { maskApiKeys } from '../log/key-masking.ts'
+import type { BufferedLogOutput } from '../log/log-output.ts'
 import { rememberingLastPass } from './last-passed.ts'
 import { escaped, FixedPieces, hundredths, isPlain, LineStart } from './request-line-parts.ts'
 
@@ -35,15 +36,9 @@ interface TakenLine {
 
 const LEVELS = { info: 30, debug: 20 } as const
 
-/**
- * pino's destination; the service's own also takes a line known to be ASCII, and a line to be made later
- * (log/log-output.ts).
- */
-interface LineStream {
-  write(line: string): unknown
-  writeAscii?(line: string): unknown
-  writeLater?(make: (taken: TakenLine) => void, taken: TakenLine): void
-}
+/** pino's destination; the service's own also takes a line known to be ASCII, and a line to be made later. */
+type LineStream = Pick<BufferedLogOutput, 'write'> &
+  Partial<Pick<BufferedLogOutput, 'writeAscii' | 'writeLater'>>
 
 // Enough for any real browser or library (about 150 characters) and any URL of this API; a 16 KiB header
 // does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave.
@@ -77,7 +72,8 @@ function tail(address: string | undefined, agent: string | undefined): string {
  * between the requests' own work, its code left the core's caches each time (docs/decisions.md, "The
  * request log is buffered"). Keys are masked field by field, where a client or a proxy can put one: the
  * URL and the user agent (masked, then cut), the forwarded client address, the key's name and bindings;
- * the request id never holds one, nor anything JSON would escape (requestIdOf, request-logging.ts).
+ * the request id never holds one, nor anything JSON would escape (requestIdOf, request-logging.ts). The
+ * line given is kept until it is made: give a new one each time, and leave it as it is.
  */
 export function requestLineWriter(
   logger: Logger,

@@ -51,7 +51,7 @@ interface Chunk {
  * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
  * `maxBufferedBytes` (a stdout nobody reads), a line is dropped and counted; after a write error other
  * than EAGAIN (EPIPE: the reader is gone) every line is. At exit, what is buffered is written at once,
- * briefly retried on a full stdout; what is not written is counted as dropped (see `flushSync`).
+ * briefly retried on a full stdout; what is not written is counted as dropped (see `writeAtExit`).
  *
  * Each line is encoded once, straight into a reused write-sized buffer of whole lines, which is then
  * written as it is: no array of strings to join, measure twice and encode again per batch
@@ -65,6 +65,9 @@ export class BufferedLogOutput {
   #chunks: Chunk[]
   #bytes = 0
   #writing = false
+  // A batch's write is started from a microtask, never inside a caller's own synchronous steps: a line
+  // written just before an exit then finds no write under way, so none is dropped.
+  #batchDue = false
   #broken = false
   #spare: Buffer[] = []
   #waiters: Array<() => void> = []
@@ -75,6 +78,7 @@ export class BufferedLogOutput {
   // Lines taken to be made later, oldest first: each one's maker and what it is made from.
   #laterMakers: Array<LineMaker<never>> = []
   #laterRecords: unknown[] = []
+  #makerFailed = false
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
   constructor({ shared = false, fd = 1 } = {}) {
@@ -88,7 +92,7 @@ export class BufferedLogOutput {
     }, LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => {
       const before = dropped
-      this.flushSync()
+      this.writeAtExit()
       if (dropped > before) reportDroppedAtExit(dropped - before)
     })
   }
@@ -112,7 +116,8 @@ export class BufferedLogOutput {
    * Takes a line to be made later by `make(record)`, in the order taken and before any line taken after
    * it: once `laterLines` wait, at the next interval, on `flush` and at exit. The request line is made
    * so, a run at a time, rather than between the requests' own work (docs/decisions.md, "The request
-   * log is buffered"). A maker that throws loses its line, counted as dropped.
+   * log is buffered"). A maker that throws loses its line, counted as dropped; the first time, an error
+   * line says so.
    */
   writeLater<T>(make: LineMaker<T>, record: T): void {
     this.#laterMakers.push(make)
@@ -130,10 +135,21 @@ export class BufferedLogOutput {
       const make = makers[at] as LineMaker<unknown>
       try {
         make(records[at])
-      } catch {
+      } catch (error) {
         dropped++
+        if (!this.#makerFailed) this.#reportMakerFailure(error)
       }
     }
+  }
+
+  /** Said once, in the log itself: a line that cannot be made is a bug, not a stdout that is slow. */
+  #reportMakerFailure(error: unknown): void {
+    this.#makerFailed = true
+    const name = error instanceof Error ? error.name : typeof error
+    this.#take(
+      `${JSON.stringify({ level: 50, time: Date.now(), error: name, msg: 'a log line could not be made: it and any other such line are counted as dropped' })}\n`,
+      false,
+    )
   }
 
   #take(line: string, ascii: boolean): boolean {
@@ -156,8 +172,16 @@ export class BufferedLogOutput {
     chunk.used += bytes
     chunk.lines++
     this.#bytes += bytes
-    if (!this.#writing && this.#bytes >= this.#batchBytes) this.#writeBatch()
+    if (!this.#writing && !this.#batchDue && this.#bytes >= this.#batchBytes) {
+      this.#batchDue = true
+      queueMicrotask(this.#startDueBatch)
+    }
     return true
+  }
+
+  readonly #startDueBatch = (): void => {
+    this.#batchDue = false
+    this.#writeBatch()
   }
 
   /** Calls `done` once everything taken so far is written (never if stdout is stuck: bound the wait). */
@@ -168,13 +192,21 @@ export class BufferedLogOutput {
   }
 
   /**
+   * pino calls this after a fatal line. The process does not exit yet, and every exit writes what is left
+   * (`writeAtExit`), so the write is started rather than the event loop blocked on a slow stdout.
+   */
+  flushSync(): void {
+    this.flush()
+  }
+
+  /**
    * At exit only: writes what is buffered, chunk by chunk (each at most the write size, so workers' lines
    * stay whole), a full non-blocking stdout retried for `exitWaitMs`, a write waiting to be retried taken
    * over where it stopped; what still cannot be written is counted as dropped. A write still in libuv's
    * thread pool may or may not finish as the process ends: its lines are counted as dropped too (an upper
    * bound), and so are those behind it, which cannot be written before it.
    */
-  flushSync(): void {
+  writeAtExit(): void {
     this.#makeLater()
     if (this.#broken) return
     let from = 0
