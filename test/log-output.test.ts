@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
+import { LATER_LINES } from '../src/log/later-lines.ts'
 import { BufferedLogOutput, droppedLogLines, LOG_OUTPUT } from '../src/log/log-output.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -163,7 +164,7 @@ describe('lines made later', () => {
 
   test('when lines are taken to be made later, then none is made until enough wait, and then all of them, in the order taken', async (t) => {
     const { path, output, made, make, linesOf } = laterOutput(t)
-    const numbers = Array.from({ length: LOG_OUTPUT.laterLines }, (_, n) => n)
+    const numbers = Array.from({ length: LATER_LINES }, (_, n) => n)
     for (const n of numbers.slice(0, -1)) output.writeLater(make, n)
     assert.deepEqual(made, [])
     output.writeLater(make, numbers.length - 1)
@@ -240,17 +241,17 @@ describe('lines made later, then an exit or a fatal line', () => {
       const { path, fd } = outputFile(t)
       const output = new BufferedLogOutput({ shared, fd })
       const make = (n: number) => output.writeAscii(requestLine(n))
-      const count = LOG_OUTPUT.laterLines - 1
+      const count = LATER_LINES - 1
       const before = droppedLogLines()
       for (let n = 0; n < count; n++) output.writeLater(make, n)
       output.write('{"level":50,"msg":"shutdown did not finish in time"}\n')
       output.writeAtExit()
+      assert.equal(droppedLogLines() - before, 0, 'lines counted as dropped')
       const lines = Array.from({ length: count }, (_, n) => requestLine(n))
       assert.equal(
         readFileSync(path, 'utf8'),
         `${lines.join('')}{"level":50,"msg":"shutdown did not finish in time"}\n`,
       )
-      assert.equal(droppedLogLines() - before, 0)
     })
   }
 

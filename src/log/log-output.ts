@@ -1,4 +1,6 @@
-import { constants, fstatSync, openSync, write, writeSync } from 'node:fs'
+import { write, writeSync } from 'node:fs'
+import { LaterLines, type LineMaker } from './later-lines.ts'
+import { nonBlockingPipe, reportDroppedAtExit } from './standard-streams.ts'
 
 /**
  * How a server writes its log to standard output: buffered and asynchronous, so no request waits for a
@@ -14,9 +16,6 @@ export const LOG_OUTPUT = {
   sharedBatchBytes: 3584,
   sharedMaxWriteBytes: 4096,
   flushIntervalMs: 500,
-  // Lines taken to be made later (writeLater) are made once this many wait: a run of lines made back to
-  // back keeps their code in the core's caches (docs/decisions.md, "The request log is buffered").
-  laterLines: 64,
   // What a stdout that does not keep up may hold back; past it, lines are dropped and counted.
   maxBufferedBytes: 8 * 1024 * 1024,
   // How often dropped lines are reported in the log itself (once it takes lines again).
@@ -34,9 +33,6 @@ let dropped = 0
 export function droppedLogLines(): number {
   return dropped
 }
-
-/** Makes one line from what `writeLater` was given and hands it to the output's `write` or `writeAscii`. */
-export type LineMaker<T> = (record: T) => void
 
 /** A run of whole lines, encoded: at most one write long, unless one line is longer. */
 interface Chunk {
@@ -75,9 +71,7 @@ export class BufferedLogOutput {
   #retry: { timer: NodeJS.Timeout; from: number } | undefined
   // Where the write now in the thread pool started in the oldest chunk: what an exit cannot vouch for.
   #sendingFrom = 0
-  // Lines taken to be made later, oldest first: each one's maker and what it is made from.
-  #laterMakers: Array<LineMaker<never>> = []
-  #laterRecords: unknown[] = []
+  readonly #later = new LaterLines()
   #makerFailed = false
 
   /** `shared`: other processes write to the same stdout (WORKERS). */
@@ -99,7 +93,7 @@ export class BufferedLogOutput {
 
   /** Takes one line (pino's destination interface), after every line taken to be made later. */
   write(line: string): boolean {
-    if (this.#laterRecords.length > 0) this.#makeLater()
+    if (this.#later.waiting) this.#makeLater()
     return this.#take(line, false)
   }
 
@@ -108,42 +102,29 @@ export class BufferedLogOutput {
    * http/request-line.ts): its bytes are its characters, copied rather than encoded as UTF-8.
    */
   writeAscii(line: string): boolean {
-    if (this.#laterRecords.length > 0) this.#makeLater()
+    if (this.#later.waiting) this.#makeLater()
     return this.#take(line, true)
   }
 
   /**
    * Takes a line to be made later by `make(record)`, in the order taken and before any line taken after
-   * it: once `laterLines` wait, at the next interval, on `flush` and at exit. The request line is made
+   * it: once `LATER_LINES` wait, at the next interval, on `flush` and at exit. The request line is made
    * so, a run at a time, rather than between the requests' own work (docs/decisions.md, "The request
    * log is buffered"). A maker that throws loses its line, counted as dropped; the first time, an error
    * line says so.
    */
   writeLater<T>(make: LineMaker<T>, record: T): void {
-    this.#laterMakers.push(make)
-    this.#laterRecords.push(record)
-    if (this.#laterRecords.length >= LOG_OUTPUT.laterLines) this.#makeLater()
+    if (this.#later.take(make, record)) this.#makeLater()
   }
 
   #makeLater(): void {
-    const makers = this.#laterMakers
-    const records = this.#laterRecords
-    // New arrays first: a maker writes through write(), which must find nothing waiting.
-    this.#laterMakers = []
-    this.#laterRecords = []
-    for (let at = 0; at < records.length; at++) {
-      const make = makers[at] as LineMaker<unknown>
-      try {
-        make(records[at])
-      } catch (error) {
-        dropped++
-        if (!this.#makerFailed) this.#reportMakerFailure(error)
-      }
-    }
+    this.#later.makeAll(this.#makerFailure)
   }
 
-  /** Said once, in the log itself: a line that cannot be made is a bug, not a stdout that is slow. */
-  #reportMakerFailure(error: unknown): void {
+  /** A line that cannot be made is counted as dropped, and said once in the log: a bug, not a slow stdout. */
+  readonly #makerFailure = (error: unknown): void => {
+    dropped++
+    if (this.#makerFailed) return
     this.#makerFailed = true
     const name = error instanceof Error ? error.name : typeof error
     this.#take(
@@ -312,41 +293,10 @@ export class BufferedLogOutput {
   }
 }
 
-/**
- * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
- * with O_NONBLOCK: an open file of this process's own, whose flag no process sharing the pipe can clear.
- * On a blocking stdout nobody reads, a write waits in the thread pool for ever, and so does the exit,
- * which joins those threads (docs/decisions.md, "The request log is buffered").
- */
-function nonBlockingPipe(fd: number): number {
-  try {
-    if (fstatSync(fd).isFIFO())
-      return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK)
-  } catch {
-    // No /proc, or nobody has the pipe open for reading (ENXIO): the descriptor as it is.
-  }
-  return fd
-}
-
 /** How many lines end within the first `bytes` bytes of a chunk. */
 function wholeLines(chunk: Chunk, bytes: number): number {
   const written = chunk.buffer.subarray(0, Math.min(bytes, chunk.used))
   let lines = 0
   for (let at = written.indexOf(10); at !== -1; at = written.indexOf(10, at + 1)) lines++
   return lines
-}
-
-/**
- * One line on stderr for the lines the exit could not write: past this point no metric or warning line
- * can carry them. Stderr holds only the few lines a command prints, so one short write does not wait.
- */
-function reportDroppedAtExit(lines: number): void {
-  try {
-    writeSync(
-      2,
-      `${JSON.stringify({ level: 40, time: Date.now(), droppedLines: lines, msg: 'log lines dropped at exit: standard output did not take them' })}\n`,
-    )
-  } catch {
-    // Stderr gone too: nothing is left to tell.
-  }
 }
