@@ -255,6 +255,21 @@ describe('lines made later, then an exit or a fatal line', () => {
     })
   }
 
+  test('when pino writes a fatal line while a write is under way, then it and the lines after it are written once that write ends, none counted as dropped', async (t) => {
+    const { path, fd } = outputFile(t)
+    const output = new BufferedLogOutput({ fd })
+    const logger = pino({ level: 'info', base: null, timestamp: false }, output)
+    const before = droppedLogLines()
+    const lines = Array.from({ length: 5 }, (_, n) => requestLine(n))
+    for (const line of lines) output.writeAscii(line)
+    output.flush()
+    logger.fatal('boom')
+    output.write('{"after":1}\n')
+    await flushed(output)
+    assert.equal(droppedLogLines() - before, 0, 'lines counted as dropped')
+    assert.equal(readFileSync(path, 'utf8'), `${lines.join('')}{"level":60,"msg":"boom"}\n{"after":1}\n`)
+  })
+
   test('when pino writes a fatal line while request lines wait to be made (shared stdout), then the request lines and the fatal line are written, none counted as dropped', async (t) => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ shared: true, fd })

@@ -173,8 +173,8 @@ export class BufferedLogOutput {
   }
 
   /**
-   * pino calls this after a fatal line. The process does not exit yet, and every exit writes what is left
-   * (`writeAtExit`), so the write is started rather than the event loop blocked on a slow stdout.
+   * pino calls this after a fatal line: an ordinary flush. The process does not exit yet; its exits wait
+   * for the flush, then write what is left (`writeAtExit`), which a write under way would make them drop.
    */
   flushSync(): void {
     this.flush()
