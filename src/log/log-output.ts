@@ -80,10 +80,7 @@ export class BufferedLogOutput {
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
     this.#chunkBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
-    setInterval(() => {
-      this.#makeLater()
-      this.#writeBatch()
-    }, LOG_OUTPUT.flushIntervalMs).unref()
+    setInterval(() => this.flush(), LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => {
       const before = dropped
       this.writeAtExit()
