@@ -21,8 +21,18 @@ export interface TestServer {
   databaseUrl?: string
 }
 
+/**
+ * The settings of an in-process server. Delay shedding is off unless the test sets MAX_EVENT_LOOP_DELAY_MS:
+ * the test's own client runs on the server's loop, so the delay would measure the test, not the service.
+ */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1', ...env })
+  return loadConfig({
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+    ...env,
+  })
 }
 
 /**
