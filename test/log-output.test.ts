@@ -207,17 +207,21 @@ describe('lines made later', () => {
     assert.equal(readFileSync(path, 'utf8'), linesOf([1, 2, 3, 4]))
   })
 
-  test('when a maker throws, then its line is counted as dropped, an error line says so, and the lines after it are still made', async (t) => {
+  test('when makers throw, then each of their lines is counted as dropped, one error line says so, and the lines after them are still made', async (t) => {
     const { path, output, make, linesOf } = laterOutput(t)
     const before = droppedLogLines()
-    output.writeLater(make, 1)
-    output.writeLater(() => {
+    const broken = () => {
       throw new Error('a maker with a bug')
-    }, 2)
+    }
+    output.writeLater(make, 1)
+    output.writeLater(broken, 2)
     output.writeLater(make, 3)
     await flushed(output)
-    const [first, report, third] = readFileSync(path, 'utf8').split(/(?<=\n)/)
-    assert.deepEqual([first, third], [linesOf([1]), linesOf([3])])
+    output.writeLater(broken, 4)
+    output.writeLater(make, 5)
+    await flushed(output)
+    const [first, report, third, ...rest] = readFileSync(path, 'utf8').split(/(?<=\n)/)
+    assert.deepEqual([first, third, ...rest], [linesOf([1]), linesOf([3]), linesOf([5])])
     assert.deepEqual(
       { ...JSON.parse(report ?? '{}'), time: 0 },
       {
@@ -227,7 +231,7 @@ describe('lines made later', () => {
         msg: 'a log line could not be made: it and any other such line are counted as dropped',
       },
     )
-    assert.equal(droppedLogLines() - before, 1)
+    assert.equal(droppedLogLines() - before, 2)
   })
 })
 
