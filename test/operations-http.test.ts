@@ -123,6 +123,25 @@ describe('request ids', () => {
     const replaced = await call(server, 'GET', '/v1/pets', { headers: { 'x-request-id': tooLong } })
     assert.match(replaced.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/)
   })
+
+  test('when requests give no X-Request-Id, then each answer carries a new random UUID, version 4', async (t) => {
+    const server = await startTestServer(t)
+    // More than one draw of random bytes (256 ids a draw): an id made from spent bytes would repeat.
+    const ids: string[] = []
+    for (let sent = 0; sent < 600; sent += 20) {
+      const batch = Array.from({ length: 20 }, () => call(server, 'GET', '/healthz'))
+      for (const response of await Promise.all(batch)) ids.push(response.headers.get('x-request-id') ?? '')
+    }
+    for (const id of ids)
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    assert.equal(new Set(ids).size, ids.length, 'an id was given twice')
+    // Every random digit's place takes all sixteen values over 600 ids (a place stuck on a few would not).
+    const places = [...'00000000-0000-4000-8000-000000000000'].flatMap((c, at) => (c === '0' ? [at] : []))
+    for (const at of places) {
+      const seen = new Set(ids.map((id) => id[at]))
+      assert.equal(seen.size, 16, `place ${at} took only ${[...seen].sort().join('')}`)
+    }
+  })
 })
 
 describe('rate limiting per API key (in memory)', () => {

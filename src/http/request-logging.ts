@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import { containsApiKey } from '../log/key-masking.ts'
+import { randomRequestId } from './request-id.ts'
 
 // A client's own request id is kept if it is short and plain; anything else is replaced, never logged as is.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -21,7 +21,7 @@ export function requestIdOf(request: IncomingMessage): string {
   const id =
     typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !containsApiKey(given)
       ? given
-      : randomUUID()
+      : randomRequestId()
   requestContext.enterWith(id)
   return id
 }
