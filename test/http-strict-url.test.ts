@@ -25,6 +25,9 @@ const badQueries: Array<{ query: string; message: RegExp }> = [
   { query: 'offset=10', message: /"offset" is not allowed \(allowed: limit, status, cursor\)/ },
   { query: 'toString=1&toString=2', message: /"toString" is not allowed/ },
   { query: Array.from({ length: 12 }, (_, i) => `p${i}=1`).join('&'), message: /"p0" is not allowed/ },
+  // Of several faults, a parameter given twice is named first, then an unknown one, then a bad value.
+  { query: 'offset=1&limit=1&limit=2', message: /"limit" must be given once/ },
+  { query: 'limit=abc&offset=1', message: /"offset" is not allowed/ },
 ]
 
 const badPetIds = [

@@ -78,20 +78,23 @@ function describe(
 function decodeParameters(part: Part, schema: SchemaNode, input: Record<string, unknown>): ApiError | object {
   const properties = schema.properties ?? {}
   const closed = schema.additionalProperties === false
+  let unknown: string | undefined
   // No prototype: a parameter named `__proto__` stays a parameter (and is refused as unknown).
   const decoded: Record<string, unknown> = Object.create(null)
   for (const name of Object.keys(input)) {
     const raw = input[name]
     const property = Object.hasOwn(properties, name) ? properties[name] : undefined
     if (property === undefined) {
-      if (closed) return new ApiError(PART[part].code, notAllowed(part, name, properties))
-      decoded[name] = raw
+      if (closed) unknown ??= name
+      else decoded[name] = raw
       continue
     }
     if (typeof raw !== 'string')
       return new ApiError(PART[part].code, `${PART[part].field} "${name}" must be given once`)
     decoded[name] = decodeString(property, raw)
   }
+  // After the loop: a parameter given twice is named before an unknown one, wherever each stands.
+  if (unknown !== undefined) return new ApiError(PART[part].code, notAllowed(part, unknown, properties))
   return decoded
 }
 
@@ -109,8 +112,9 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
     const node = schema as SchemaNode
     const resolved = node.$ref === undefined ? node : (byId.get(node.$ref) ?? node)
     const checked = forChecking(schema) as SchemaNode
-    // Names a closed schema does not list are refused while decoding URL parameters: the compiled check
-    // need not list the decoded object's own names on every request (docs/decisions.md, "Per-request cost").
+    // Names a closed schema does not list are refused while decoding URL parameters (none of ours has
+    // patternProperties): the compiled check need not list the decoded object's own names on every request
+    // (docs/decisions.md, "Per-request cost").
     if ((part === 'querystring' || part === 'params') && checked.additionalProperties === false)
       delete checked.additionalProperties
     const validator = Compile(context, checked as TSchema)
