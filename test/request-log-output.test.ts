@@ -3,7 +3,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { LATER_LINES } from '../src/log/later-lines.ts'
 import { LOG_OUTPUT } from '../src/log/log-output.ts'
@@ -14,6 +14,7 @@ import {
   cliEnvironment,
   exitWithin,
   logLines,
+  SERVING_LINE,
   type ServeProcess,
   startServeProcess,
   waitForLog,
@@ -64,6 +65,30 @@ function readAvailable(fd: number): string {
       throw error
     }
   }
+}
+
+/**
+ * `serve` with its stdout on a descriptor the test holds (a file, a named pipe) and every request logged
+ * (the rate limit off); `read` gives what that stdout holds so far, searched for the serving line.
+ */
+async function serveWithStdout(t: TestContext, stdout: number, cwd: string, read: () => string) {
+  const settings = { HOST: '127.0.0.1', PORT: '0', ...env, RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'info' }
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: cliEnvironment(settings),
+    cwd,
+    stdio: ['ignore', stdout, 'pipe'],
+  })
+  t.after(() => child.kill('SIGKILL'))
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    stderr += text
+  })
+  const origin = await waitFor(
+    () => SERVING_LINE.exec(read())?.[1],
+    () => `serve did not start:\n${read()}${stderr}`,
+    { timeoutMs: 15_000, everyMs: 20 },
+  )
+  return { child, origin, stderr: () => stderr }
 }
 
 /** Sends `count` requests, `parallel` at a time, and returns their statuses. */
@@ -121,19 +146,8 @@ describe('request log output', () => {
     const logFile = join(dir, 'stdout.log')
     const stdout = openSync(logFile, 'w')
     t.after(() => closeSync(stdout))
-    const settings = { HOST: '127.0.0.1', PORT: '0', ...env, RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'info' }
-    const child = spawn(process.execPath, [CLI, 'serve'], {
-      env: cliEnvironment(settings),
-      cwd: dir,
-      stdio: ['ignore', stdout, 'ignore'],
-    })
-    t.after(() => child.kill('SIGKILL'))
+    const { child, origin } = await serveWithStdout(t, stdout, dir, () => readFileSync(logFile, 'utf8'))
     const exited = once(child, 'exit')
-    const origin = await waitFor(
-      () => /serving (http:\/\/[\d.]+:\d+)\/v1/.exec(readFileSync(logFile, 'utf8'))?.[1],
-      () => `serve did not start:\n${readFileSync(logFile, 'utf8')}`,
-      { timeoutMs: 15_000, everyMs: 20 },
-    )
     const count = 3000
     const parallel = 8
     assert.deepEqual(new Set(await sendMany(origin, '/v1/pets?limit=5', count, parallel)), new Set([200]))
@@ -227,41 +241,19 @@ describe('request log output', () => {
       closeSync(writer)
       closeSync(reader)
     })
-    // Every request refused with its line (the rate limit is off), each line over 2,000 bytes long.
-    const settings = {
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ...env,
-      RATE_LIMIT_PER_MINUTE: '0',
-      LOG_LEVEL: 'info',
-    }
-    const child = spawn(process.execPath, [CLI, 'serve'], {
-      env: cliEnvironment(settings),
-      cwd: dir,
-      stdio: ['ignore', writer, 'pipe'],
-    })
-    t.after(() => child.kill('SIGKILL'))
-    let stderr = ''
-    assert.ok(child.stderr)
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text
-    })
     let stdout = ''
-    const origin = await waitFor(
-      () => {
-        stdout += readAvailable(reader)
-        return /serving (http:\/\/[\d.]+:\d+)\/v1/.exec(stdout)?.[1]
-      },
-      () => `serve did not start:\n${stdout}${stderr}`,
-      { timeoutMs: 15_000, everyMs: 20 },
-    )
+    const { child, origin, stderr } = await serveWithStdout(t, writer, dir, () => {
+      stdout += readAvailable(reader)
+      return stdout
+    })
     // Node made the pipe non-blocking when the server touched its stdout; a process started with the same
     // stdout makes it blocking again for everyone (libuv clears O_NONBLOCK on a child's standard streams).
     assert.ok(nonBlocking(child.pid as number, 1), 'the server left its stdout blocking')
     spawnSync('true', { stdio: ['ignore', writer, 'ignore'] })
     assert.ok(!nonBlocking(child.pid as number, 1), 'the pipe is still non-blocking: the test shows nothing')
 
-    // From here on nobody reads: ten times what the pipe holds is logged.
+    // From here on nobody reads: ten times what the pipe holds is logged (every request refused with its
+    // line, each over 2,000 bytes long).
     const path = `/v1/pets?padding=${'a'.repeat(3000)}`
     assert.deepEqual(new Set(await sendMany(origin, path, 300, 10)), new Set([400]))
     const exited = once(child, 'exit')
@@ -269,10 +261,15 @@ describe('request log output', () => {
     const [code] = await within(
       exited,
       15_000,
-      () => `the server did not exit: a write to its stdout holds its exit\n${stderr}`,
+      () => `the server did not exit: a write to its stdout holds its exit\n${stderr()}`,
     )
-    assert.equal(code, 0, stderr)
-    const report = stderr.split('\n').find((line) => line.includes('log lines dropped at exit'))
-    assert.ok(Number(JSON.parse(report ?? '{}').droppedLines) > 0, `no count of dropped lines in:\n${stderr}`)
+    assert.equal(code, 0, stderr())
+    const report = stderr()
+      .split('\n')
+      .find((line) => line.includes('log lines dropped at exit'))
+    assert.ok(
+      Number(JSON.parse(report ?? '{}').droppedLines) > 0,
+      `no count of dropped lines in:\n${stderr()}`,
+    )
   })
 })

@@ -7,6 +7,9 @@ import { checkedFetch } from './conformance-fetch.ts'
 /** The command's entry point, as `npm start`, `npm run petstore` and the installed `petstore` run it. */
 export const CLI = fileURLToPath(new URL('../../bin/petstore.js', import.meta.url))
 
+/** The line a serve process writes once it listens; its group is the API's origin. */
+export const SERVING_LINE = /serving (http:\/\/[\d.]+:\d+)\/v1/
+
 /** The environment a CLI run gets: nothing from this process but PATH, so the test states every setting. */
 export function cliEnvironment(env: Record<string, string>): Record<string, string> {
   return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }
@@ -63,7 +66,7 @@ export async function startServeProcess(env: Record<string, string>, cwd: string
       reject(new Error(`serve did not start:\n${output}`))
     }, 15_000)
     const check = () => {
-      const match = /serving (http:\/\/[\d.]+:\d+)\/v1/.exec(output)
+      const match = SERVING_LINE.exec(output)
       if (match?.[1]) {
         clearTimeout(timer)
         resolve(match[1])
