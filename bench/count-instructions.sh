@@ -17,18 +17,23 @@
 # simulates the caches and branch prediction and prints the misses per request and valgrind's estimate of
 # cycles, Ir + 10 × (L1 misses + mispredicted branches) + 100 × last-level misses: what instructions alone
 # do not show of time. LL=bytes,ways,line sets the last level simulated (valgrind takes the host's L3).
-# UNAUTHORIZED=1 sends an unknown key instead, so every counted request is a 401.
+# UNAUTHORIZED=1 sends an unknown key instead, so every counted request is a 401. CREATE=1 sends the
+# bench's create instead (POST /v1/pets, its body): durable creates, in batches of up to 8.
+# PORT sets the service's port (two counts at once need two); OUT=dir keeps callgrind's files there.
 # Needs valgrind and curl (Debian: apt-get install valgrind curl).
 set -euo pipefail
 mode=${1:?on or off}
 requests=${2:-3000}
 path=${3:-/v1/pets/5000}
+body=()
+[ -n "${CREATE:-}" ] && path=/v1/pets && body=(-H 'content-type: application/json'
+  --data-raw '{"name":"Bench pet","categoryId":3,"status":"available"}')
 root=$(cd "$(dirname "$0")/.." && pwd)
 node="$root/node_modules/.bin/node"
 dir=$(mktemp -d)
 service=
 trap '[ -n "$service" ] && kill -KILL "$service" 2> /dev/null; rm -rf "$dir"' EXIT
-port=18123
+port=${PORT:-18123}
 random_key() { printf 'psk_%s' "$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)"; }
 # The service's key, and a well-formed one it does not know (the baselines record their 401 for it).
 key=$(random_key)
@@ -82,7 +87,8 @@ fi
 send() {
   for _ in $(seq 1 "$1"); do printf 'url = "http://127.0.0.1:%s%s"\noutput = /dev/null\n' "$port" "$path"; done \
     > "$dir/urls"
-  curl -s --no-progress-meter -w '%{http_code}\n' -H "Authorization: Bearer $sent_key" -K "$dir/urls" --parallel --parallel-max 8
+  curl -s --no-progress-meter -w '%{http_code}\n' -H "Authorization: Bearer $sent_key" ${body[@]+"${body[@]}"} -K "$dir/urls" \
+    --parallel --parallel-max 8
 }
 send "${WARMUP:-50000}" > /dev/null
 callgrind_control -i on "$service" > /dev/null 2>&1
@@ -92,6 +98,7 @@ callgrind_control -d "$service" > /dev/null 2>&1
 kill -TERM "$service"
 wait "$service" || true
 service=
+[ -n "${OUT:-}" ] && cp "$dir"/callgrind.out.* "$OUT"/
 # The dump above holds the counted requests, a file per thread (…-01 is the main thread); the dump at exit
 # (callgrind.out) counts nothing more.
 total=$(grep -h '^totals:' "$dir"/callgrind.out.* | awk '{ sum += $2 } END { printf "%.0f", sum }')
