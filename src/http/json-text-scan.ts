@@ -1,0 +1,82 @@
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+const COMMA = 0x2c
+const MINUS = 0x2d
+const PLUS = 0x2b
+const POINT = 0x2e
+const ZERO = 0x30
+const NINE = 0x39
+const LOWER_E = 0x65
+const UPPER_E = 0x45
+
+// An integer of at most 15 digits is below 2^53: the double JSON.parse makes of it is the integer itself.
+const EXACT_DIGITS = 15
+
+/** What one pass over a JSON text finds that JSON.parse's result no longer shows. */
+export interface JsonTextFacts {
+  /** The first key that appears twice in one object, unescaped; the scan stops there. */
+  duplicateKey: string | undefined
+  /**
+   * Whether every number is an integer of at most 15 digits and not `-0`, so that each double JSON.parse
+   * made is exact. False when a duplicate key ended the scan early.
+   */
+  shortIntegersOnly: boolean
+}
+
+/**
+ * Scans `text`, which must be valid JSON (parse it first). JSON.parse keeps the last of repeated keys
+ * without a word, and rounds an integer above 2^53 and makes `1.0` of `1`: a body that says two things is
+ * refused, and only a body whose numbers a double holds exactly can skip reading each number's source.
+ * Keys are compared after unescaping, so `"a"` and `"\u0061"` are the same key.
+ */
+export function scanJsonText(text: string): JsonTextFacts {
+  // One entry per open container: the keys seen so far for an object, null for an array.
+  const open: Array<Set<string> | null> = []
+  let keyExpected = false
+  let shortIntegersOnly = true
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) {
+      let end = i + 1
+      let escapes = false
+      for (let unit = text.charCodeAt(end); unit !== QUOTE; unit = text.charCodeAt(end)) {
+        escapes ||= unit === BACKSLASH
+        end += unit === BACKSLASH ? 2 : 1
+      }
+      const keys = open.at(-1)
+      if (keyExpected && keys) {
+        const key = escapes ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end)
+        if (keys.has(key)) return { duplicateKey: key, shortIntegersOnly: false }
+        keys.add(key)
+        keyExpected = false
+      }
+      i = end
+    } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      // The whole number: in valid JSON, a run of digits, signs, a point and an exponent's letter.
+      let digits = 0
+      let end = i
+      for (; end < text.length; end++) {
+        const unit = text.charCodeAt(end)
+        if (unit >= ZERO && unit <= NINE) digits++
+        else if (unit === POINT || unit === LOWER_E || unit === UPPER_E) shortIntegersOnly = false
+        else if (unit !== MINUS && unit !== PLUS) break
+      }
+      if (digits > EXACT_DIGITS || (c === MINUS && text.charCodeAt(i + 1) === ZERO)) shortIntegersOnly = false
+      i = end - 1
+    } else if (c === OPEN_OBJECT) {
+      open.push(new Set())
+      keyExpected = true
+    } else if (c === OPEN_ARRAY) {
+      open.push(null)
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      open.pop()
+    } else if (c === COMMA) {
+      keyExpected = open.at(-1) instanceof Set
+    }
+  }
+  return { duplicateKey: undefined, shortIntegersOnly }
+}

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { isDeepStrictEqual } from 'node:util'
+import fc from 'fast-check'
+import { ApiError } from '../src/errors.ts'
+import { parseExactly } from '../src/http/json-exact-parse.ts'
+import { scanJsonText } from '../src/http/json-text-scan.ts'
+
+// The rule every body is read by, written the plain way: the reviver given each value's source text, and
+// a separate pass for keys given twice. The parser must answer exactly as this does, bodies that skip the
+// reviver included.
+const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype'])
+function referenceParse(text: string): { value: unknown; duplicateKey: string | undefined } {
+  const value: unknown = JSON.parse(text, (key, parsed, context?: { source?: string }) => {
+    if (FORBIDDEN.has(key)) throw new ApiError('invalid_body', `body field "${key}" is not allowed`)
+    const source = context?.source
+    if (typeof parsed === 'number' && source !== undefined && source !== '-0' && !/[.eE]/.test(source))
+      return BigInt(source)
+    return parsed
+  })
+  return { value, duplicateKey: referenceDuplicate(text) }
+}
+
+/** The first key seen twice in one open object, found by a tokenizer: strings (a key when a colon follows), brackets. */
+function referenceDuplicate(text: string): string | undefined {
+  const open: Array<Set<string> | null> = []
+  for (const [token, string, colon] of text.matchAll(/("(?:[^"\\]|\\.)*")\s*(:)?|[{}[\]]/g)) {
+    if (token === '{') open.push(new Set())
+    else if (token === '[') open.push(null)
+    else if (token === '}' || token === ']') open.pop()
+    else if (colon !== undefined) {
+      const key = JSON.parse(string as string) as string
+      const keys = open.at(-1)
+      if (keys?.has(key)) return key
+      keys?.add(key)
+    }
+  }
+  return undefined
+}
+
+function outcome(
+  parse: (text: string) => { value: unknown; duplicateKey: string | undefined },
+  text: string,
+) {
+  try {
+    return parse(text)
+  } catch (error) {
+    if (error instanceof ApiError) return { refused: error.message }
+    throw error
+  }
+}
+
+// Every kind of number literal: the short integers the fast path takes, and each form that needs its source.
+const numberArb = fc.oneof(
+  fc.integer({ min: -999_999_999_999_999, max: 999_999_999_999_999 }).map(String),
+  fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+  fc.constantFrom(
+    '0',
+    '-0',
+    '1.0',
+    '-0.0',
+    '1.5',
+    '1e3',
+    '1E+2',
+    '-2e-1',
+    '9007199254740993',
+    '1000000000000000',
+  ),
+)
+const keyArb = fc.constantFrom(
+  'a',
+  'b',
+  '\\u0061',
+  'name',
+  'n\\u0061me',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'x y',
+  'é',
+)
+const space = fc.constantFrom('', ' ', '\n ')
+const jsonText = fc.letrec<{ value: string; object: string; array: string }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    numberArb,
+    fc.constantFrom('true', 'false', 'null', '"1.5e3"', '"-0"', '"\\"{"'),
+    tie('object'),
+    tie('array'),
+  ),
+  object: fc
+    .array(fc.tuple(keyArb, space, tie('value')), { maxLength: 4 })
+    .map(
+      (entries) =>
+        `{${entries.map(([key, before, value]) => `${before}"${key}":${before}${value}`).join(',')}}`,
+    ),
+  array: fc.array(tie('value'), { maxLength: 4 }).map((items) => `[${items.join(', ')}]`),
+}))
+
+describe('a JSON body read with exact integers', () => {
+  test('when a body is any mix of numbers, keys and nesting, then it reads exactly as through the reviver', () => {
+    const paths = { short: 0, source: 0, refused: 0, duplicate: 0 }
+    fc.assert(
+      fc.property(jsonText.object, (text) => {
+        const expected = outcome(referenceParse, text)
+        const actual = outcome(parseExactly, text)
+        assert.ok(isDeepStrictEqual(actual, expected), `${text}\n${String(actual)} ≠ ${String(expected)}`)
+        paths[scanJsonText(text).shortIntegersOnly ? 'short' : 'source']++
+        if ('refused' in expected) paths.refused++
+        else if (expected.duplicateKey !== undefined) paths.duplicate++
+      }),
+      { numRuns: 3000 },
+    )
+    // A case the property never reached would prove nothing.
+    for (const [path, count] of Object.entries(paths)) assert.ok(count >= 100, `${path}: ${count} of 3000`)
+  })
+
+  test('when integers a double cannot hold come in a body, then each is read as written', () => {
+    const { value } = parseExactly('{"a":9007199254740993,"b":[-9223372036854775808,123456789012345]}')
+    assert.deepEqual(value, { a: 9007199254740993n, b: [-9223372036854775808n, 123456789012345n] })
+  })
+
+  test('when __proto__ is a key, then it is refused and no prototype is touched', () => {
+    assert.throws(() => parseExactly('{"a":1,"__proto__":{"polluted":1}}'), /"__proto__" is not allowed/)
+    assert.throws(() => parseExactly('{"x":[{"__proto__":2}]}'), /"__proto__" is not allowed/)
+    assert.equal(({} as Record<string, unknown>).polluted, undefined)
+  })
+})
