@@ -3,6 +3,9 @@ import { describe, test } from 'node:test'
 import { AggregatorRegistry, Histogram, Registry } from 'prom-client'
 import { DurationHistogram } from '../src/metrics/duration-histogram.ts'
 import { createMetrics } from '../src/metrics/metrics.ts'
+import { failingStore } from './helpers/abuse-cases.ts'
+import { call } from './helpers/api-client.ts'
+import { startTestServer } from './helpers/test-server.ts'
 
 async function deprecatedCalls(metrics: ReturnType<typeof createMetrics>): Promise<Record<string, number>> {
   const { values } = await metrics.deprecatedCalls.get()
@@ -61,5 +64,29 @@ describe('metrics', () => {
       /request_seconds_count\{[^}]*\} [1-9]/,
       'reset starts again from zero',
     )
+  })
+
+  test('when store calls succeed and fail, then each is timed under its operation and outcome', async (t) => {
+    const metrics = createMetrics()
+    const store = failingStore('createPet', new Error('disk I/O error'))
+    const server = await startTestServer(t, { store, app: { metrics } })
+    for (let i = 0; i < 2; i++) {
+      assert.equal(
+        (await call(server, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 } })).status,
+        500,
+      )
+    }
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    const text = await metrics.registry.metrics()
+    const count = (labels: string) =>
+      Number(new RegExp(`^petstore_store_duration_seconds_count\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1])
+    assert.equal(count('operation="createPet",outcome="error"'), 2)
+    assert.equal(count('operation="listPets",outcome="ok"'), 1)
+    assert.ok(count('operation="findActiveApiKey",outcome="ok"') >= 1)
+    assert.match(
+      text,
+      /petstore_store_duration_seconds_bucket\{le="0.0001",operation="createPet",outcome="error"\} \d/,
+    )
+    assert.doesNotMatch(text, /operation="createPet",outcome="ok"/)
   })
 })

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client'
 import { droppedLogLines } from '../log/log-output.ts'
 import { DurationHistogram } from './duration-histogram.ts'
 
@@ -50,7 +50,7 @@ export function createMetrics(poolStats?: () => PoolStats) {
         deprecatedCallsSinceRead.clear()
       },
     }),
-    storeDuration: new Histogram({
+    storeDuration: new DurationHistogram({
       name: 'petstore_store_duration_seconds',
       help: 'Time the store took, by store operation and outcome.',
       labelNames: ['operation', 'outcome'] as const,
