@@ -151,7 +151,9 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
       if (part === 'body' && (input === null || input === undefined)) {
         return { error: new ApiError('invalid_body', 'request body must be a JSON object (NewPet)') }
       }
-      return validator.Check(input) ? { value: input } : fail(input)
+      // Passing, the part is left as it is: given back as `{ value }`, Fastify would set it again, and a
+      // request whose headers were set copies them all on every read of `request.headers`.
+      return validator.Check(input) ? true : fail(input)
     }
   }
 }
