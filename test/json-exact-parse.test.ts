@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { isDeepStrictEqual } from 'node:util'
+import { inspect, isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
 import { ApiError } from '../src/errors.ts'
 import { parseExactly } from '../src/http/json-exact-parse.ts'
@@ -68,6 +68,7 @@ const numberArb = fc.oneof(
   ),
 )
 const keyArb = fc.constantFrom(
+  'a\\\\',
   'a',
   'b',
   '\\u0061',
@@ -84,7 +85,7 @@ const jsonText = fc.letrec<{ value: string; object: string; array: string }>((ti
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
     numberArb,
-    fc.constantFrom('true', 'false', 'null', '"1.5e3"', '"-0"', '"\\"{"'),
+    fc.constantFrom('true', 'false', 'null', '"1.5e3"', '"-0"', '"\\"{"', '"\\\\"', '"a\\\\\\"b"'),
     tie('object'),
     tie('array'),
   ),
@@ -99,20 +100,39 @@ const jsonText = fc.letrec<{ value: string; object: string; array: string }>((ti
 
 describe('a JSON body read with exact integers', () => {
   test('when a body is any mix of numbers, keys and nesting, then it reads exactly as through the reviver', () => {
-    const paths = { short: 0, source: 0, refused: 0, duplicate: 0 }
+    // Which way each body was read, and how it ended: every pairing the parser has must be reached.
+    const paths: Record<string, number> = {}
     fc.assert(
       fc.property(jsonText.object, (text) => {
         const expected = outcome(referenceParse, text)
         const actual = outcome(parseExactly, text)
-        assert.ok(isDeepStrictEqual(actual, expected), `${text}\n${String(actual)} ≠ ${String(expected)}`)
-        paths[scanJsonText(text).shortIntegersOnly ? 'short' : 'source']++
-        if ('refused' in expected) paths.refused++
-        else if (expected.duplicateKey !== undefined) paths.duplicate++
+        assert.ok(isDeepStrictEqual(actual, expected), `${text}\n${inspect(actual)} ≠ ${inspect(expected)}`)
+        const way = scanJsonText(text).shortIntegersOnly ? 'walked' : 'revived'
+        const end =
+          'refused' in expected ? 'refused' : expected.duplicateKey === undefined ? 'read' : 'duplicate'
+        paths[`${way}, ${end}`] = (paths[`${way}, ${end}`] ?? 0) + 1
       }),
       { numRuns: 3000 },
     )
-    // A case the property never reached would prove nothing.
-    for (const [path, count] of Object.entries(paths)) assert.ok(count >= 100, `${path}: ${count} of 3000`)
+    for (const path of [
+      'walked, read',
+      'walked, refused',
+      'revived, read',
+      'revived, refused',
+      'revived, duplicate',
+    ])
+      assert.ok((paths[path] ?? 0) >= 30, `${path}: ${paths[path] ?? 0} of 3000 (${inspect(paths)})`)
+  })
+
+  test('when a body nests deeper than the walk goes, then it is read through the reviver as before', () => {
+    const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":[1]}${']'.repeat(depth - 1)}`
+    assert.equal(scanJsonText(nested(63)).shortIntegersOnly, true)
+    assert.equal(scanJsonText(nested(64)).shortIntegersOnly, false)
+    for (const depth of [63, 64]) assert.deepEqual(parseExactly(nested(depth)), referenceParse(nested(depth)))
+    // Deeper than the reviver has stack for (about 2,300 levels on a default stack, fewer under a deeper
+    // caller; the walk would go about twice as deep): refused as "nested too deeply", as before.
+    assert.throws(() => referenceParse(nested(3000)), RangeError)
+    assert.throws(() => parseExactly(nested(3000)), RangeError)
   })
 
   test('when integers a double cannot hold come in a body, then each is read as written', () => {

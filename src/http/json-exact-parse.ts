@@ -38,6 +38,7 @@ function reviveExactly(this: unknown, key: string, value: unknown, context?: Rev
  * order, so the same key is named first. A forbidden key is refused before anything is set under it.
  */
 function exactFromShortIntegers(value: unknown): unknown {
+  // An integer the scan found short (never a fraction): its double, and so this bigint, is exact.
   if (typeof value === 'number') return BigInt(value)
   if (typeof value !== 'object' || value === null) return value
   if (Array.isArray(value)) {

@@ -15,6 +15,8 @@ const UPPER_E = 0x45
 
 // An integer of at most 15 digits is below 2^53: the double JSON.parse makes of it is the integer itself.
 const EXACT_DIGITS = 15
+// Deeper bodies take the reviver, as before: whatever depth runs out of stack stays the reviver's.
+const WALKED_DEPTH = 64
 
 /** What one pass over a JSON text finds that JSON.parse's result no longer shows. */
 export interface JsonTextFacts {
@@ -22,13 +24,13 @@ export interface JsonTextFacts {
   duplicateKey: string | undefined
   /**
    * Whether every number is an integer of at most 15 digits and not `-0`, so that each double JSON.parse
-   * made is exact. False when a duplicate key ended the scan early.
+   * made is exact, and nothing is nested more than 64 deep. False when a duplicate key ended the scan early.
    */
   shortIntegersOnly: boolean
 }
 
 /**
- * Scans `text`, which must be valid JSON (parse it first). JSON.parse keeps the last of repeated keys
+ * Scans `text`, which must be valid JSON (parse it first; an unterminated string throws). JSON.parse keeps the last of repeated keys
  * without a word, and rounds an integer above 2^53 and makes `1.0` of `1`: a body that says two things is
  * refused, and only a body whose numbers a double holds exactly can skip reading each number's source.
  * Keys are compared after unescaping, so `"a"` and `"\u0061"` are the same key.
@@ -52,9 +54,14 @@ export function scanJsonText(text: string): JsonTextFacts {
       const escapes = backslash < end
       if (escapes) {
         end = i + 1
-        for (let unit = text.charCodeAt(end); unit !== QUOTE; unit = text.charCodeAt(end))
+        for (
+          let unit = text.charCodeAt(end);
+          unit !== QUOTE && end < text.length;
+          unit = text.charCodeAt(end)
+        )
           end += unit === BACKSLASH ? 2 : 1
       }
+      if (end === -1 || end >= text.length) throw new SyntaxError('unterminated string: parse the text first')
       const keys = open.at(-1)
       if (keyExpected && keys) {
         const key = escapes ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end)
@@ -76,10 +83,10 @@ export function scanJsonText(text: string): JsonTextFacts {
       if (digits > EXACT_DIGITS || (c === MINUS && text.charCodeAt(i + 1) === ZERO)) shortIntegersOnly = false
       i = end - 1
     } else if (c === OPEN_OBJECT) {
-      open.push(new Set())
+      if (open.push(new Set()) > WALKED_DEPTH) shortIntegersOnly = false
       keyExpected = true
     } else if (c === OPEN_ARRAY) {
-      open.push(null)
+      if (open.push(null) > WALKED_DEPTH) shortIntegersOnly = false
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       open.pop()
     } else if (c === COMMA) {
