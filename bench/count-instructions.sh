@@ -18,8 +18,8 @@
 # cycles, Ir + 10 × (L1 misses + mispredicted branches) + 100 × last-level misses: what instructions alone
 # do not show of time. LL=bytes,ways,line sets the last level simulated (valgrind takes the host's L3).
 # UNAUTHORIZED=1 sends an unknown key instead, so every counted request is a 401. CREATE=1 sends the
-# bench's create instead (POST /v1/pets, its body): durable creates, in batches of up to 8.
-# PORT sets the service's port (two counts at once need two); OUT=dir keeps callgrind's files there.
+# bench's create instead (POST /v1/pets, its body; `path` is not used): durable creates, in batches of up
+# to 8. COUNT_PORT sets the service's port (two counts at once need two); OUT=dir keeps callgrind's files.
 # Needs valgrind and curl (Debian: apt-get install valgrind curl).
 set -euo pipefail
 mode=${1:?on or off}
@@ -31,9 +31,10 @@ body=()
 root=$(cd "$(dirname "$0")/.." && pwd)
 node="$root/node_modules/.bin/node"
 dir=$(mktemp -d)
+[ -n "${OUT:-}" ] && mkdir -p "$OUT"
 service=
 trap '[ -n "$service" ] && kill -KILL "$service" 2> /dev/null; rm -rf "$dir"' EXIT
-port=${PORT:-18123}
+port=${COUNT_PORT:-18123}
 random_key() { printf 'psk_%s' "$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' | head -c 43)"; }
 # The service's key, and a well-formed one it does not know (the baselines record their 401 for it).
 key=$(random_key)
