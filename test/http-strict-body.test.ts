@@ -65,6 +65,8 @@ const badBodies: BadBody[] = [
   { name: 'a Latin-1 charset', body: pet(''), headers: { 'content-type': 'application/json; charset=iso-8859-1' }, status: 415, code: 'unsupported_media_type', message: /charset "iso-8859-1"/ },
   { name: 'a UTF-16 charset', body: pet(''), headers: { 'content-type': 'application/json; charset=utf-16' }, status: 415, code: 'unsupported_media_type', message: /charset "utf-16"/ },
   { name: 'a gzip content encoding', body: pet(''), headers: { 'content-encoding': 'gzip' }, status: 415, code: 'unsupported_media_type', message: /Content-Encoding "gzip"/ },
+  { name: 'arrays 64 deep in the pet (65 levels)', body: pet(`,"x":${'['.repeat(64)}${']'.repeat(64)}`), status: 400, code: 'malformed_json', message: /request body is nested too deeply: at most 64 levels of objects and arrays/ },
+  { name: 'arrays 63 deep in the pet (64 levels)', body: pet(`,"x":${'['.repeat(63)}${']'.repeat(63)}`), status: 400, code: 'invalid_body', message: /"x" is not allowed/ },
   { name: 'a body over the limit', body: JSON.stringify({ name: 'a'.repeat(5000), categoryId: 1 }), status: 413, code: 'body_too_large', message: /4096 bytes/ },
 ]
 

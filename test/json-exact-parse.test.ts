@@ -124,15 +124,19 @@ describe('a JSON body read with exact integers', () => {
       assert.ok((paths[path] ?? 0) >= 30, `${path}: ${paths[path] ?? 0} of 3000 (${inspect(paths)})`)
   })
 
-  test('when a body nests deeper than the walk goes, then it is read through the reviver as before', () => {
-    const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":[1]}${']'.repeat(depth - 1)}`
-    assert.equal(scanJsonText(nested(63)).shortIntegersOnly, true)
-    assert.equal(scanJsonText(nested(64)).shortIntegersOnly, false)
-    for (const depth of [63, 64]) assert.deepEqual(parseExactly(nested(depth)), referenceParse(nested(depth)))
-    // Deeper than the reviver has stack for (about 2,300 levels on a default stack, fewer under a deeper
-    // caller; the walk would go about twice as deep): refused as "nested too deeply", as before.
-    assert.throws(() => referenceParse(nested(3000)), RangeError)
-    assert.throws(() => parseExactly(nested(3000)), RangeError)
+  test('when a body nests deeper than 64 levels, then it is refused before it is read, whichever way', () => {
+    const nested = (depth: number, inner = '1') =>
+      `${'['.repeat(depth - 1)}{"a":${inner}}${']'.repeat(depth - 1)}`
+    assert.equal(scanJsonText(nested(64)).depth, 64)
+    assert.deepEqual(parseExactly(nested(64)), referenceParse(nested(64)))
+    const tooDeep = /^request body is nested too deeply: at most 64 levels of objects and arrays$/
+    // Short integers, an integer that needs its source, a key given twice, and deeper than the reviver's
+    // stack (about 2,300 levels): the same refusal, never a RangeError or another reading.
+    for (const text of [nested(65), nested(65, '12345678901234567'), nested(65, '1,"a":2'), nested(3000)])
+      assert.throws(
+        () => parseExactly(text),
+        (error: unknown) => error instanceof ApiError && tooDeep.test(error.message),
+      )
   })
 
   test('when integers a double cannot hold come in a body, then each is read as written', () => {

@@ -6,6 +6,9 @@ const FRACTION_OR_EXPONENT = /[.eE]/
 // Keys that would reach an object's prototype if the body were ever merged or copied carelessly.
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
 
+/** Objects and arrays one inside another a body may have: a pet is one; far more needs no reading. */
+export const MAX_BODY_DEPTH = 64
+
 const forbidden = (key: string) => new ApiError('invalid_body', `body field "${key}" is not allowed`)
 
 interface ReviverContext {
@@ -62,13 +65,20 @@ function exactFromShortIntegers(value: unknown): unknown {
 /**
  * `text` parsed with every integer literal a bigint and the keys that could reach a prototype refused
  * (ApiError), and the first key it gives twice in one object. Throws as JSON.parse does on text that is not
- * JSON. A body whose integers a double holds exactly, as nearly all are, is parsed without a reviver: a
- * call from the parser per value cost more than the whole rest of the parse (docs/decisions.md,
- * "Per-request cost").
+ * JSON, and refuses (ApiError) a value nested deeper than MAX_BODY_DEPTH before reading it further: a
+ * limit of its own, not whatever depth the reviver's stack allows. A body whose integers a double holds
+ * exactly, as nearly all are, is parsed without a reviver: a call from the parser per value cost more
+ * than the whole rest of the parse (docs/decisions.md, "Per-request cost").
  */
 export function parseExactly(text: string): { value: unknown; duplicateKey: string | undefined } {
   const parsed: unknown = JSON.parse(text)
-  const { duplicateKey, shortIntegersOnly } = scanJsonText(text)
+  const { duplicateKey, shortIntegersOnly, depth } = scanJsonText(text)
+  if (depth > MAX_BODY_DEPTH) {
+    throw new ApiError(
+      'malformed_json',
+      `request body is nested too deeply: at most ${MAX_BODY_DEPTH} levels of objects and arrays`,
+    )
+  }
   const value = shortIntegersOnly
     ? exactFromShortIntegers(parsed)
     : JSON.parse(text, reviveExactly as (key: string, value: unknown) => unknown)

@@ -15,18 +15,18 @@ const UPPER_E = 0x45
 
 // An integer of at most 15 digits is below 2^53: the double JSON.parse makes of it is the integer itself.
 const EXACT_DIGITS = 15
-// Deeper bodies take the reviver, as before: whatever depth runs out of stack stays the reviver's.
-const WALKED_DEPTH = 64
 
 /** What one pass over a JSON text finds that JSON.parse's result no longer shows. */
 export interface JsonTextFacts {
-  /** The first key that appears twice in one object, unescaped; the scan stops there. */
+  /** The first key that appears twice in one object, unescaped. */
   duplicateKey: string | undefined
   /**
    * Whether every number is an integer of at most 15 digits and not `-0`, so that each double JSON.parse
-   * made is exact, and nothing is nested more than 64 deep. False when a duplicate key ended the scan early.
+   * made is exact. False when a key appears twice, so that the reviver names the keys as it always has.
    */
   shortIntegersOnly: boolean
+  /** How many objects and arrays the deepest value is inside: 1 for a flat object. */
+  depth: number
 }
 
 /**
@@ -40,6 +40,8 @@ export function scanJsonText(text: string): JsonTextFacts {
   const open: Array<Set<string> | null> = []
   let keyExpected = false
   let shortIntegersOnly = true
+  let duplicateKey: string | undefined
+  let depth = 0
   // Where the next backslash is, at or after the scan: strings before it have no escape, and end at the
   // next quote, found by indexOf rather than a unit at a time.
   let backslash = -1
@@ -65,7 +67,7 @@ export function scanJsonText(text: string): JsonTextFacts {
       const keys = open.at(-1)
       if (keyExpected && keys) {
         const key = escapes ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end)
-        if (keys.has(key)) return { duplicateKey: key, shortIntegersOnly: false }
+        if (keys.has(key)) duplicateKey ??= key
         keys.add(key)
         keyExpected = false
       }
@@ -83,15 +85,15 @@ export function scanJsonText(text: string): JsonTextFacts {
       if (digits > EXACT_DIGITS || (c === MINUS && text.charCodeAt(i + 1) === ZERO)) shortIntegersOnly = false
       i = end - 1
     } else if (c === OPEN_OBJECT) {
-      if (open.push(new Set()) > WALKED_DEPTH) shortIntegersOnly = false
+      depth = Math.max(depth, open.push(new Set()))
       keyExpected = true
     } else if (c === OPEN_ARRAY) {
-      if (open.push(null) > WALKED_DEPTH) shortIntegersOnly = false
+      depth = Math.max(depth, open.push(null))
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       open.pop()
     } else if (c === COMMA) {
       keyExpected = open.at(-1) instanceof Set
     }
   }
-  return { duplicateKey: undefined, shortIntegersOnly }
+  return { duplicateKey, shortIntegersOnly: shortIntegersOnly && duplicateKey === undefined, depth }
 }
