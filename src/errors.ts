@@ -9,7 +9,10 @@ export const ERROR_CODES = {
     status: 400,
     summary: 'The request could not be read (malformed URL, bad header, bad framing).',
   },
-  malformed_json: { status: 400, summary: 'The request body is not valid JSON (or not UTF-8).' },
+  malformed_json: {
+    status: 400,
+    summary: 'The request body is not valid JSON (or not UTF-8, or nested more than 64 levels).',
+  },
   invalid_body: {
     status: 400,
     summary: 'The JSON body breaks the NewPet schema; the message names the field.',

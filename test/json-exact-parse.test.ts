@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { inspect, isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
-import { ApiError } from '../src/errors.ts'
-import { parseExactly } from '../src/http/json-exact-parse.ts'
+import { ApiError, ERROR_CODES } from '../src/errors.ts'
+import { MAX_BODY_DEPTH, parseExactly } from '../src/http/json-exact-parse.ts'
 import { scanJsonText } from '../src/http/json-text-scan.ts'
 
 // The rule every body is read by, written the plain way: the reviver given each value's source text, and
@@ -137,6 +137,8 @@ describe('a JSON body read with exact integers', () => {
         () => parseExactly(text),
         (error: unknown) => error instanceof ApiError && tooDeep.test(error.message),
       )
+    // The error code's summary (README, OpenAPI document) says the same limit.
+    assert.match(ERROR_CODES.malformed_json.summary, new RegExp(`nested more than ${MAX_BODY_DEPTH} levels`))
   })
 
   test('when integers a double cannot hold come in a body, then each is read as written', () => {

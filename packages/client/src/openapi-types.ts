@@ -106,7 +106,7 @@ export interface components {
          *     | Status | Code | Meaning |
          *     | --- | --- | --- |
          *     | 400 | `bad_request` | The request could not be read (malformed URL, bad header, bad framing). |
-         *     | 400 | `malformed_json` | The request body is not valid JSON (or not UTF-8). |
+         *     | 400 | `malformed_json` | The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). |
          *     | 400 | `invalid_body` | The JSON body breaks the NewPet schema; the message names the field. |
          *     | 400 | `invalid_query` | A query parameter is unknown, repeated or out of range. |
          *     | 400 | `invalid_path_parameter` | A path parameter is not valid (petId must be an int64). |
@@ -359,7 +359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
+            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
