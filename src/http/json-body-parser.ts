@@ -37,7 +37,6 @@ function parse(request: FastifyRequest, body: Buffer): unknown {
     parsed = parseExactly(text)
   } catch (error) {
     if (error instanceof ApiError) throw error
-    if (error instanceof RangeError) throw new ApiError('malformed_json', 'request body is nested too deeply')
     throw new ApiError('malformed_json', `request body is not valid JSON: ${(error as Error).message}`)
   }
   const { value, duplicateKey } = parsed
