@@ -25,11 +25,16 @@ set -euo pipefail
 mode=${1:?on or off}
 requests=${2:-3000}
 path=${3:-/v1/pets/5000}
-body=()
-[ -n "${CREATE:-}" ] && path=/v1/pets && body=(-H 'content-type: application/json'
-  --data-raw '{"name":"Bench pet","categoryId":3,"status":"available"}')
 root=$(cd "$(dirname "$0")/.." && pwd)
 node="$root/node_modules/.bin/node"
+body=()
+if [ -n "${CREATE:-}" ]; then
+  # The bench's own create body, read from the scenarios rather than written again here.
+  new_pet=$("$node" --input-type=module -e \
+    "import { NEW_PET_BODY } from '$root/bench/scenarios.ts'; process.stdout.write(NEW_PET_BODY)")
+  path=/v1/pets
+  body=(-H 'content-type: application/json' --data-raw "$new_pet")
+fi
 dir=$(mktemp -d)
 [ -n "${OUT:-}" ] && mkdir -p "$OUT"
 service=
