@@ -115,6 +115,28 @@ describe('the request line', () => {
     assert.equal(parsed.condition, 'psk_[redacted]')
   })
 
+  test('when consecutive requests share their address, their user agent, both or neither, then each line ends with its own', () => {
+    const { lines, write } = capturedWriter()
+    const ends: Array<Pick<RequestLine, 'remoteAddress' | 'userAgent'>> = [
+      { remoteAddress: '203.0.113.7', userAgent: 'curl/8.5.0' },
+      { remoteAddress: '203.0.113.7', userAgent: 'curl/8.5.0' },
+      { remoteAddress: '203.0.113.7', userAgent: 'undici' },
+      { remoteAddress: '198.51.100.2', userAgent: 'undici' },
+      { remoteAddress: '198.51.100.2', userAgent: undefined },
+      { remoteAddress: undefined, userAgent: undefined },
+      { remoteAddress: undefined, userAgent: 'a "quoted" agent' },
+      { remoteAddress: '203.0.113.7', userAgent: 'curl/8.5.0' },
+    ]
+    for (const end of ends) write({ ...A_LISTING, ...end })
+    assert.deepEqual(
+      lines.map((line) => {
+        const { remoteAddress, userAgent } = JSON.parse(line)
+        return { remoteAddress, userAgent }
+      }),
+      ends,
+    )
+  })
+
   test('when the duration is not a plain non-negative number, then the line is still JSON, with a duration of 0', () => {
     const { lines, write } = capturedWriter()
     for (const durationMs of [Number.NaN, -0.5, Number.POSITIVE_INFINITY, 1e300]) {

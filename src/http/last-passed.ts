@@ -1,6 +1,6 @@
 /**
- * `test`, remembering the last text it passed: a value that repeats from one request to the next (the Host,
- * a client's address, its user agent) is compared with it instead of tested again.
+ * `test`, remembering the last text it passed: a value that repeats from one request to the next (the Host)
+ * is compared with it instead of tested again.
  */
 export function rememberingLastPass(test: (text: string) => boolean): (text: string) => boolean {
   let lastPassed: string | undefined

@@ -59,7 +59,7 @@ const asciiQuoted = new Made((text: string) => JSON.stringify(text).replace(NOT_
  * The parts as one flat string. A template keeps its result as a tree of its parts, which every line
  * built from it would walk again when it is written: the pieces kept for many lines are made flat once.
  */
-const flat = (...parts: string[]): string => parts.join('')
+export const flat = (...parts: string[]): string => parts.join('')
 
 // A duration's hundredths as `String()` writes them, trailing zero dropped: '', '.01', … '.1', '.11', … '.99'.
 const FRACTIONS = Array.from({ length: 100 }, (_, cents) =>

@@ -1,8 +1,7 @@
 import pino, { type Logger } from 'pino'
 import { maskApiKeys } from '../log/key-masking.ts'
 import type { BufferedLogOutput } from '../log/log-output.ts'
-import { rememberingLastPass } from './last-passed.ts'
-import { escaped, FixedPieces, hundredths, isPlain, LineStart } from './request-line-parts.ts'
+import { escaped, FixedPieces, flat, hundredths, isPlain, LineStart } from './request-line-parts.ts'
 
 /** What the line of one answered request says. */
 export interface RequestLine {
@@ -51,15 +50,41 @@ function logged(text: string, max: number): string {
   return masked.length > max ? `${masked.slice(0, max)}…` : masked
 }
 
-/** The line's end from the client's address and user agent (their JSON texts), either of them absent. */
-function tail(address: string | undefined, agent: string | undefined): string {
-  // Both, as nearly every line has them: one template, fewer parts.
-  if (address !== undefined && agent !== undefined) {
-    return `,"remoteAddress":"${address}","userAgent":"${agent}","msg":"request"}\n`
+/** The line's end: `,"remoteAddress":…,"userAgent":…,"msg":"request"}` and a newline, either field absent. */
+interface LineEnd {
+  text: string
+  /** Whether it is all ASCII (both fields plain, or absent). */
+  ascii: boolean
+}
+
+/** The end of a line from the client's address and user agent as given (masked, cut, escaped here). */
+function lineEnd(remoteAddress: string | undefined, userAgent: string | undefined): LineEnd {
+  const address = remoteAddress === undefined ? undefined : maskApiKeys(remoteAddress)
+  const agent = userAgent === undefined ? undefined : logged(userAgent, USER_AGENT_LOGGED)
+  const addressPlain = address === undefined || isPlain(address)
+  const agentPlain = agent === undefined || isPlain(agent)
+  const addressField =
+    address === undefined ? '' : `,"remoteAddress":"${addressPlain ? address : escaped(address)}"`
+  const agentField = agent === undefined ? '' : `,"userAgent":"${agentPlain ? agent : escaped(agent)}"`
+  return { text: flat(addressField, agentField, ',"msg":"request"}\n'), ascii: addressPlain && agentPlain }
+}
+
+/**
+ * `lineEnd`, the last one kept: a client's address and user agent repeat from one request to the next
+ * (a connection's requests share them), so the end is compared, not masked, checked and made again.
+ */
+function rememberingLastEnd(): typeof lineEnd {
+  let lastAddress: string | undefined
+  let lastAgent: string | undefined
+  let last: LineEnd | undefined
+  return (remoteAddress, userAgent) => {
+    if (last === undefined || remoteAddress !== lastAddress || userAgent !== lastAgent) {
+      last = lineEnd(remoteAddress, userAgent)
+      lastAddress = remoteAddress
+      lastAgent = userAgent
+    }
+    return last
   }
-  const addressField = address === undefined ? '' : `,"remoteAddress":"${address}"`
-  const agentField = agent === undefined ? '' : `,"userAgent":"${agent}"`
-  return `${addressField}${agentField},"msg":"request"}\n`
 }
 
 /**
@@ -85,36 +110,27 @@ export function requestLineWriter(
   const writeAscii = stream.writeAscii === undefined ? stream.write : stream.writeAscii
   const start = new LineStart(LEVELS[level])
   const pieces = new FixedPieces()
-  // A client's address and user agent repeat from one request to the next: compared, not checked again.
-  const plainAddress = rememberingLastPass(isPlain)
-  const plainAgent = rememberingLastPass(isPlain)
+  const endOf = rememberingLastEnd()
   const make = ({ line, time, base }: TakenLine): void => {
     start.update(time, base)
-    const { bindings: own, remoteAddress } = line
+    const { bindings: own } = line
     const url = logged(line.url, URL_LOGGED)
-    const agent = line.userAgent === undefined ? undefined : logged(line.userAgent, USER_AGENT_LOGGED)
     const head =
       own === undefined
         ? start.beforeId + line.reqId + pieces.afterId.of(line.method)
         : start.timed + maskApiKeys(own) + pieces.method.of(line.method)
     const keyField = line.key === undefined ? '' : pieces.key.of(line.key)
-    const address = remoteAddress === undefined ? undefined : maskApiKeys(remoteAddress)
+    const end = endOf(line.remoteAddress, line.userAgent)
     // Plain text needs no escaping and is ASCII: so is the whole line when all of it is.
     const urlPlain = isPlain(url)
-    const addressPlain = address === undefined || plainAddress(address)
-    const agentPlain = agent === undefined || plainAgent(agent)
     const text =
       head +
       (urlPlain ? url : escaped(url)) +
       pieces.outcome(line.operation, line.status) +
       hundredths(line.durationMs) +
       keyField +
-      tail(
-        address === undefined || addressPlain ? address : escaped(address),
-        agent === undefined || agentPlain ? agent : escaped(agent),
-      )
-    if (urlPlain && addressPlain && agentPlain && own === undefined && start.ascii)
-      writeAscii.call(stream, text)
+      end.text
+    if (urlPlain && end.ascii && own === undefined && start.ascii) writeAscii.call(stream, text)
     else stream.write(text)
   }
   return (line) => {
