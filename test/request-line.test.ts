@@ -137,6 +137,31 @@ describe('the request line', () => {
     )
   })
 
+  test('when the same client sends a key in its user agent, a long user agent or an address to escape on consecutive requests, then each line masks, cuts and escapes it', (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
+    const { lines, write } = capturedWriter()
+    const key = generateApiKey()
+    const ends: Array<Pick<RequestLine, 'remoteAddress' | 'userAgent'>> = [
+      { remoteAddress: '203.0.113.7', userAgent: `tool/1.0 (${key})` },
+      { remoteAddress: '203.0.113.7', userAgent: 'a'.repeat(300) },
+      { remoteAddress: '"quoted" é', userAgent: 'é 🐕' },
+    ]
+    for (const end of ends) {
+      for (const copy of [
+        end,
+        { remoteAddress: `${end.remoteAddress} `.trimEnd(), userAgent: `${end.userAgent} `.trimEnd() },
+      ])
+        write({ ...A_LISTING, ...copy })
+    }
+    assert.equal(lines.length, 6)
+    for (let at = 0; at < 6; at += 2) assert.equal(lines[at + 1], lines[at])
+    assert.equal(lines.join('').includes(key.slice(4)), false)
+    assert.equal(JSON.parse(lines[0] as string).userAgent, 'tool/1.0 (psk_[redacted])')
+    assert.equal(JSON.parse(lines[2] as string).userAgent, `${'a'.repeat(256)}…`)
+    assert.deepEqual(JSON.parse(lines[4] as string).remoteAddress, '"quoted" é')
+    assert.deepEqual(JSON.parse(lines[4] as string).userAgent, 'é 🐕')
+  })
+
   test('when the duration is not a plain non-negative number, then the line is still JSON, with a duration of 0', () => {
     const { lines, write } = capturedWriter()
     for (const durationMs of [Number.NaN, -0.5, Number.POSITIVE_INFINITY, 1e300]) {
@@ -298,7 +323,16 @@ describe("the request line on the service's own output", () => {
         assert.equal(copied, before + 1, `copied: ${JSON.stringify(line)}`)
       } else assert.equal(copied, before, `encoded: ${JSON.stringify(line)}`)
     }
-    fc.assert(fc.property(requestLine, check), { numRuns: 3000 })
+    // Each line twice, the second with its address and user agent as new strings of the same text, as the
+    // next request of a connection has them: the second line's end is the one kept from the first.
+    const copyOf = (text: string | undefined) => (text === undefined ? undefined : text.split('').join(''))
+    fc.assert(
+      fc.property(requestLine, (line) => {
+        check(line)
+        check({ ...line, remoteAddress: copyOf(line.remoteAddress), userAgent: copyOf(line.userAgent) })
+      }),
+      { numRuns: 3000 },
+    )
     // Bindings past ASCII: no line is copied as it is any more.
     logger.setBindings({ region: 'zürich' })
     asString.logger.setBindings({ region: 'zürich' })

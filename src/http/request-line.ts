@@ -52,12 +52,12 @@ function logged(text: string, max: number): string {
 
 /** The line's end: `,"remoteAddress":…,"userAgent":…,"msg":"request"}` and a newline, either field absent. */
 interface LineEnd {
-  text: string
+  readonly text: string
   /** Whether it is all ASCII (both fields plain, or absent). */
-  ascii: boolean
+  readonly ascii: boolean
 }
 
-/** The end of a line from the client's address and user agent as given (masked, cut, escaped here). */
+/** The end of a line from the client's address and user agent as given (masked, the agent cut, escaped). */
 function lineEnd(remoteAddress: string | undefined, userAgent: string | undefined): LineEnd {
   const address = remoteAddress === undefined ? undefined : maskApiKeys(remoteAddress)
   const agent = userAgent === undefined ? undefined : logged(userAgent, USER_AGENT_LOGGED)
@@ -70,8 +70,9 @@ function lineEnd(remoteAddress: string | undefined, userAgent: string | undefine
 }
 
 /**
- * `lineEnd`, the last one kept: a client's address and user agent repeat from one request to the next
- * (a connection's requests share them), so the end is compared, not masked, checked and made again.
+ * `lineEnd`, the last one kept: consecutive lines mostly come from one client, whose address and user
+ * agent are then compared, not masked, cut, checked and made into an end again. Lines of interleaved
+ * clients miss, and cost about what they did before.
  */
 function rememberingLastEnd(): typeof lineEnd {
   let lastAddress: string | undefined
