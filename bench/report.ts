@@ -287,6 +287,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 - Scenarios: \`list20\` GET /v1/pets; \`list100\` ?limit=100; \`list-status\` ?status=available&limit=20;
   \`get\` GET /v1/pets/{id} over ten ids spread across the seeded range; \`create\` POST /v1/pets (201);
   \`create-keyed\` the same, each with an Idempotency-Key of its own; \`unauthorized\` GET /v1/pets with an unknown key (401 expected); \`mixed\` 40 % list20, 40 % get, 20 % create.
+  Every request carries \`User-Agent: node\`, as Node's fetch (under the typed client) sends it, so each
+  request line has the user agent a deployment's lines have.
 - req/s counts responses with the expected status only (200, or 201 for creates, 401 for
   \`unauthorized\`). req/s and latencies are medians over the rounds; latencies are measured per response in the load
   generator (microsecond resolution). Errors are summed over all rounds: "status" counts responses with a

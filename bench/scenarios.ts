@@ -58,8 +58,14 @@ export function readPaths(context: ScenarioContext): string[] {
   return [LIST20_PATH, LIST100_PATH, LIST_STATUS_PATH, ...context.petIds.map(petPath)]
 }
 
+/**
+ * Sent with every request, as a real caller's requests carry one (Node's fetch, under the typed client,
+ * sends `node`): the service's request line then has the user agent a deployment's lines have.
+ */
+export const USER_AGENT = 'node'
+
 export function buildScenario(name: ScenarioName, context: ScenarioContext): Scenario {
-  const auth = { authorization: `Bearer ${context.apiKey}` }
+  const auth = { 'user-agent': USER_AGENT, authorization: `Bearer ${context.apiKey}` }
   const get = (path: string): LoadRequest => ({ method: 'GET', path, headers: auth })
   const create: LoadRequest = {
     method: 'POST',
@@ -85,7 +91,7 @@ export function buildScenario(name: ScenarioName, context: ScenarioContext): Sce
       const request: LoadRequest = {
         method: 'GET',
         path: LIST20_PATH,
-        headers: { authorization: `Bearer ${context.wrongKey}` },
+        headers: { 'user-agent': USER_AGENT, authorization: `Bearer ${context.wrongKey}` },
       }
       return { name, requests: [request], expectedStatuses: [401] }
     }
