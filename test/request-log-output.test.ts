@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
+import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
@@ -71,8 +72,21 @@ function readAvailable(fd: number): string {
  * `serve` with its stdout on a descriptor the test holds (a file, a named pipe) and every request logged
  * (the rate limit off); `read` gives what that stdout holds so far, searched for the serving line.
  */
-async function serveWithStdout(t: TestContext, stdout: number, cwd: string, read: () => string) {
-  const settings = { HOST: '127.0.0.1', PORT: '0', ...env, RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'info' }
+async function serveWithStdout(
+  t: TestContext,
+  stdout: number | Socket,
+  cwd: string,
+  read: () => string,
+  extra: Record<string, string> = {},
+) {
+  const settings = {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    ...env,
+    RATE_LIMIT_PER_MINUTE: '0',
+    LOG_LEVEL: 'info',
+    ...extra,
+  }
   const child = spawn(process.execPath, [CLI, 'serve'], {
     env: cliEnvironment(settings),
     cwd,
@@ -105,6 +119,51 @@ async function sendMany(origin: string, path: string, count: number, parallel = 
   }
   await Promise.all(Array.from({ length: parallel }, worker))
   return statuses
+}
+
+// A request refused with its line, over 2,000 bytes long.
+const PADDED = `/v1/pets?padding=${'a'.repeat(3000)}`
+
+/**
+ * `serve` with two workers, its stdout a stream socket as systemd's journal gives a unit; the test reads it
+ * until the service serves, then stops reading (a journal that no longer keeps up) and sends far more
+ * lines than the socket's buffers hold.
+ */
+async function serveOnStoppedJournal(t: TestContext) {
+  const dir = temporaryDirectory(t)
+  const listener = createServer()
+  await new Promise<void>((resolve) => listener.listen(join(dir, 'journal.sock'), resolve))
+  const accepted = once(listener, 'connection') as Promise<[Socket]>
+  const journalEnd = connect(listener.address() as string)
+  await once(journalEnd, 'connect')
+  const [reader] = await accepted
+  t.after(() => {
+    reader.destroy()
+    journalEnd.destroy()
+    listener.close()
+  })
+  let stdout = ''
+  reader.setEncoding('utf8').on('data', (text: string) => {
+    stdout += text
+  })
+  const server = await serveWithStdout(t, journalEnd, dir, () => stdout, { WORKERS: '2' })
+  // Each worker's start cleared O_NONBLOCK on the socket they all share (libuv does so for a child's
+  // standard streams); each process sets it again as it first touches its stdout.
+  assert.ok(nonBlocking(server.child.pid as number, 1), 'the workers left the shared stdout blocking')
+  reader.pause()
+  assert.deepEqual(new Set(await sendMany(server.origin, PADDED, 1000, 10)), new Set([400]))
+  return server
+}
+
+/** SIGTERM, then the exit, within 15 s. */
+function exitOnSigterm(child: ChildProcess, stderr: () => string) {
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  return within(
+    exited,
+    15_000,
+    () => `the service did not exit: a write to its stdout holds an exit\n${stderr()}`,
+  )
 }
 
 describe('request log output', () => {
@@ -271,5 +330,14 @@ describe('request log output', () => {
       Number(JSON.parse(report ?? '{}').droppedLines) > 0,
       `no count of dropped lines in:\n${stderr()}`,
     )
+  })
+
+  test('when its stdout is a socket its workers were started with and nobody reads it, then SIGTERM still ends the service, the lines its workers could not write counted as dropped', {
+    timeout: 60_000,
+  }, async (t) => {
+    const { child, stderr } = await serveOnStoppedJournal(t)
+    const [code] = await exitOnSigterm(child, stderr)
+    assert.equal(code, 0, stderr())
+    assert.match(stderr(), /log lines dropped at exit/)
   })
 })

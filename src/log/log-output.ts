@@ -1,6 +1,6 @@
 import { write, writeSync } from 'node:fs'
 import { LaterLines, type LineMaker } from './later-lines.ts'
-import { nonBlockingPipe, reportDroppedAtExit } from './standard-streams.ts'
+import { nonBlockingPipe, releaseSharedSockets, reportDroppedAtExit } from './standard-streams.ts'
 
 /**
  * How a server writes its log to standard output: buffered and asynchronous, so no request waits for a
@@ -85,6 +85,7 @@ export class BufferedLogOutput {
       const before = dropped
       this.writeAtExit()
       if (dropped > before) reportDroppedAtExit(dropped - before)
+      if (shared) releaseSharedSockets()
     })
   }
 

@@ -1,4 +1,4 @@
-import { constants, fstatSync, openSync, writeSync } from 'node:fs'
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs'
 
 /**
  * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
@@ -29,4 +29,24 @@ export function reportDroppedAtExit(lines: number): void {
   } catch {
     // Stderr gone too: nothing is left to tell.
   }
+}
+
+/** Whether `fd` is a socket (systemd's journal gives a unit's standard streams as one). */
+function isSocket(fd: number): boolean {
+  try {
+    return fstatSync(fd).isSocket()
+  } catch {
+    return false
+  }
+}
+
+/**
+ * At the exit of a process sharing its standard streams with the service's others (WORKERS), once its
+ * last lines are written: closes those that are sockets. Node restores, as a process ends, the flags its
+ * standard streams had when it started, and a worker starts with them blocking: on the open file every
+ * process shares, that made the others' writes wait for ever on a journal that stopped reading. A
+ * closed descriptor is not restored.
+ */
+export function releaseSharedSockets(): void {
+  for (const fd of [1, 2]) if (isSocket(fd)) closeSync(fd)
 }
