@@ -74,7 +74,10 @@ export class BufferedLogOutput {
   readonly #later = new LaterLines()
   #makerFailed = false
 
-  /** `shared`: other processes write to the same stdout (WORKERS). */
+  /**
+   * `shared`: other processes write to the same stdout (WORKERS); such a process's stdout and stderr, when
+   * sockets, are let go at exit (`releaseSharedSockets`).
+   */
   constructor({ shared = false, fd = 1 } = {}) {
     this.#fd = nonBlockingPipe(fd)
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
@@ -85,7 +88,7 @@ export class BufferedLogOutput {
       const before = dropped
       this.writeAtExit()
       if (dropped > before) reportDroppedAtExit(dropped - before)
-      if (shared) releaseSharedSockets()
+      if (shared && fd === 1) releaseSharedSockets()
     })
   }
 

@@ -41,12 +41,18 @@ function isSocket(fd: number): boolean {
 }
 
 /**
- * At the exit of a process sharing its standard streams with the service's others (WORKERS), once its
- * last lines are written: closes those that are sockets. Node restores, as a process ends, the flags its
- * standard streams had when it started, and a worker starts with them blocking: on the open file every
- * process shares, that made the others' writes wait for ever on a journal that stopped reading. A
- * closed descriptor is not restored.
+ * At the exit of a process sharing its standard streams with the service's others (WORKERS), once the
+ * exit's write has written or dropped its lines: those that are sockets are let go, their numbers given
+ * to /dev/null. Node restores, as a process ends, the flags its standard streams had when it started (if
+ * they are still the same file), and a worker starts with them blocking: on the open file every process
+ * shares, that made the others' writes wait for ever on a journal that stopped reading. /dev/null, not
+ * a free number, so that nothing opened during the rest of the exit is written as stdout.
  */
 export function releaseSharedSockets(): void {
-  for (const fd of [1, 2]) if (isSocket(fd)) closeSync(fd)
+  for (const fd of [1, 2]) {
+    if (!isSocket(fd)) continue
+    closeSync(fd)
+    const taken = openSync('/dev/null', 'w')
+    if (taken !== fd) closeSync(taken)
+  }
 }
