@@ -51,8 +51,12 @@ function isSocket(fd: number): boolean {
 export function releaseSharedSockets(): void {
   for (const fd of [1, 2]) {
     if (!isSocket(fd)) continue
-    closeSync(fd)
-    const taken = openSync('/dev/null', 'w')
-    if (taken !== fd) closeSync(taken)
+    try {
+      closeSync(fd)
+      const taken = openSync('/dev/null', 'w')
+      if (taken !== fd) closeSync(taken)
+    } catch {
+      // No descriptor left for /dev/null: the number stays free, which Node's restore skips as well.
+    }
   }
 }
