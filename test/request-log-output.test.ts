@@ -69,8 +69,9 @@ function readAvailable(fd: number): string {
 }
 
 /**
- * `serve` with its stdout on a descriptor the test holds (a file, a named pipe) and every request logged
- * (the rate limit off); `read` gives what that stdout holds so far, searched for the serving line.
+ * `serve` with its stdout on a descriptor the test holds (a file, a named pipe, a socket) and every request
+ * logged (the rate limit off), with `extra` settings and stderr on `stderrTo`; `read` gives what that stdout
+ * holds so far, searched for the serving line.
  */
 async function serveWithStdout(
   t: TestContext,
