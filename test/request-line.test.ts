@@ -39,6 +39,9 @@ const requestLine: fc.Arbitrary<RequestLine> = fc.record({
   userAgent: fc.option(anyText, { nil: undefined }),
 })
 
+/** A new string of the same text, as the next request's header is (undefined stays undefined). */
+const copyOf = (text: string | undefined) => (text === undefined ? undefined : text.split('').join(''))
+
 // A listing's line with no optional field.
 const A_LISTING: RequestLine = {
   reqId: 'r-1',
@@ -149,7 +152,7 @@ describe('the request line', () => {
     for (const end of ends) {
       for (const copy of [
         end,
-        { remoteAddress: `${end.remoteAddress} `.trimEnd(), userAgent: `${end.userAgent} `.trimEnd() },
+        { remoteAddress: copyOf(end.remoteAddress), userAgent: copyOf(end.userAgent) },
       ])
         write({ ...A_LISTING, ...copy })
     }
@@ -325,7 +328,6 @@ describe("the request line on the service's own output", () => {
     }
     // Each line twice, the second with its address and user agent as new strings of the same text, as the
     // next request of a connection has them: the second line's end is the one kept from the first.
-    const copyOf = (text: string | undefined) => (text === undefined ? undefined : text.split('').join(''))
     fc.assert(
       fc.property(requestLine, (line) => {
         check(line)
