@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
+import { waitFor, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
+  CLI,
+  cliEnvironment,
   exitWithin,
   requesterFor,
   type ServeProcess,
@@ -104,6 +109,39 @@ describe('all cores', () => {
     assert.ok(!servedBy.has(first) && !servedBy.has(second))
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
+  })
+})
+
+describe('worker output', () => {
+  test("when LOG_FORMAT=pretty, then every worker writes its lines for people on the service's stdout, none on its stderr", async (t) => {
+    const child = spawn(process.execPath, [CLI, 'serve'], {
+      env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' }),
+      cwd: temporaryDirectory(t),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      stdout += text
+    })
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text
+    })
+    const serving = await waitFor(
+      () => {
+        const pids = [...stdout.matchAll(/INFO \((\d+)\): serving http/g)].map((match) => match[1])
+        return new Set(pids).size === 2 ? pids : undefined
+      },
+      () => `two workers did not say they serve on stdout:\n${stdout}\nstderr:\n${stderr}`,
+      { timeoutMs: 15_000, everyMs: 20 },
+    )
+    assert.ok(!serving.includes(String(child.pid)), 'the supervisor does not serve')
+    assert.ok(!stdout.includes('{"level"'), `a JSON line:\n${stdout}`)
+    assert.equal(stderr, '')
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    assert.deepEqual(await within(exited, 10_000, () => `no exit:\n${stdout}${stderr}`), [0, null])
   })
 })
 

@@ -8,7 +8,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { LATER_LINES } from '../src/log/later-lines.ts'
 import { LOG_OUTPUT } from '../src/log/log-output.ts'
-import { waitFor, within } from './helpers/bounded-wait.ts'
+import { waitFor, waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
   CLI,
@@ -162,6 +162,12 @@ async function serveOnStoppedJournal(t: TestContext, { stderrToo = false } = {})
   reader.pause()
   assert.deepEqual(new Set(await sendMany(server.origin, PADDED, 1000, 10)), new Set([400]))
   return server
+}
+
+/** The processes `pid` started that are running now. */
+function childrenOf(pid: number): number[] {
+  const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim()
+  return text === '' ? [] : text.split(' ').map(Number)
 }
 
 /** SIGTERM, then the exit, within 15 s. */
@@ -358,5 +364,23 @@ describe('request log output', () => {
     const { child, stderr } = await serveOnStoppedJournal(t, { stderrToo: true })
     const [code] = await exitOnSigterm(child, stderr)
     assert.equal(code, 0)
+  })
+
+  test('when a worker is replaced while nobody reads the socket that is its stdout, then SIGTERM still ends the service', {
+    timeout: 60_000,
+  }, async (t) => {
+    const { child, origin, stderr } = await serveOnStoppedJournal(t)
+    const supervisor = child.pid as number
+    const [killed] = childrenOf(supervisor)
+    assert.ok(killed, 'the supervisor has no worker')
+    process.kill(killed, 'SIGKILL')
+    // The replacement starts while the others retry writes the full socket refused.
+    await waitUntil(
+      () => childrenOf(supervisor).length === 2 && !childrenOf(supervisor).includes(killed),
+      'no worker replaced the killed one',
+    )
+    assert.deepEqual(new Set(await sendMany(origin, PADDED, 300, 10)), new Set([400]))
+    const [code] = await exitOnSigterm(child, stderr)
+    assert.equal(code, 0, stderr())
   })
 })

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster'
 import type { Server } from 'node:http'
 import { flushCompileCache } from 'node:module'
+import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
 import type { Config } from '../config.ts'
@@ -15,6 +16,7 @@ import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
 import { superviseWorkers } from './supervisor/supervisor.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
+import { WORKER_LOG_FD } from './supervisor/worker-stdio.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
@@ -95,7 +97,10 @@ writes, closes the store and exits 0; exit 1 if that takes over SHUTDOWN_TIMEOUT
 uncaught failure (see README, "Operating").`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
-    const { config, log } = startUp(stdout, { bufferedLog: true })
+    // A worker logs to the service's stdout, which its supervisor gives it above its own standard streams.
+    const { config, log } = cluster.isWorker
+      ? startUp({ isTTY: isatty(WORKER_LOG_FD) }, { bufferedLog: true, logFd: WORKER_LOG_FD })
+      : startUp(stdout, { bufferedLog: true })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
     // The supervisor prepares the store once, before any worker starts, and closes it again.
     return superviseWorkers(config.workers, config, log, async () => {

@@ -8,17 +8,19 @@ import type { Output } from './command.ts'
  * What every command starts from, once per process: the configuration, read and decoded, and the process
  * logger made from it (human-readable on `terminal`, if given, when LOG_FORMAT allows). A server's JSON log
  * is buffered (`bufferedLog`): one line per request must not cost a write each. A command whose standard
- * output is its result (`openapi`) logs nothing there (`silent`).
+ * output is its result (`openapi`) logs nothing there (`silent`). The log goes to stdout, or, in a
+ * worker, to the descriptor `logFd` its supervisor gave it (supervisor/worker-stdio.ts).
  */
 export function startUp(
-  terminal?: Output,
-  { bufferedLog = false, silent = false } = {},
+  terminal?: Pick<Output, 'isTTY'>,
+  { bufferedLog = false, silent = false, logFd = 1 } = {},
 ): { config: Config; log: Logger } {
   const config = loadConfig()
   if (silent) return { config, log: createLogger({ level: 'silent' }) }
   const pretty = terminal !== undefined && wantsPrettyLogs(config.log, terminal)
-  if (pretty || !bufferedLog) return { config, log: createLogger(config.log, pretty) }
-  const log = createLogger(config.log, false, new BufferedLogOutput({ shared: config.workers !== 1 }))
+  if (pretty || !bufferedLog) return { config, log: createLogger(config.log, pretty, undefined, logFd) }
+  const output = new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
+  const log = createLogger(config.log, false, output)
   reportDroppedLogLines(log)
   return { config, log }
 }

@@ -1,6 +1,6 @@
 import { write, writeSync } from 'node:fs'
 import { LaterLines, type LineMaker } from './later-lines.ts'
-import { nonBlockingPipe, releaseSharedSockets, reportDroppedAtExit } from './standard-streams.ts'
+import { nonBlockingPipe, reportDroppedAtExit } from './standard-streams.ts'
 
 /**
  * How a server writes its log to standard output: buffered and asynchronous, so no request waits for a
@@ -74,10 +74,7 @@ export class BufferedLogOutput {
   readonly #later = new LaterLines()
   #makerFailed = false
 
-  /**
-   * `shared`: other processes write to the same stdout (WORKERS); such a process's stdout and stderr, when
-   * sockets, are let go at exit (`releaseSharedSockets`).
-   */
+  /** `shared`: other processes write to the same open file (WORKERS); `fd`: where to write, stdout by default. */
   constructor({ shared = false, fd = 1 } = {}) {
     this.#fd = nonBlockingPipe(fd)
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
@@ -88,7 +85,6 @@ export class BufferedLogOutput {
       const before = dropped
       this.writeAtExit()
       if (dropped > before) reportDroppedAtExit(dropped - before)
-      if (shared && fd === 1) releaseSharedSockets()
     })
   }
 

@@ -17,12 +17,13 @@ export interface LogSettings {
  * field that may one day hold client input can leak one. The access line is built beside it
  * (http/request-line.ts) and masks each field a client can reach instead. JSON lines
  * for machines; with `pretty` (a terminal, by default), human-readable lines through pino-pretty, made
- * from the masked JSON.
+ * from the masked JSON, on `prettyFd`.
  */
 export function createLogger(
   { level }: Pick<LogSettings, 'level'>,
   pretty = false,
   destination?: DestinationStream,
+  prettyFd = 1,
 ): Logger {
   const options = {
     level,
@@ -38,7 +39,14 @@ export function createLogger(
         remoteAddress: request.ip,
       }),
     },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+    ...(pretty
+      ? {
+          transport: {
+            target: 'pino-pretty',
+            options: { translateTime: 'SYS:HH:MM:ss.l', destination: prettyFd },
+          },
+        }
+      : {}),
   }
   return pretty || destination === undefined ? pino(options) : pino(options, destination)
 }

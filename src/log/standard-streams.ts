@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs'
+import { constants, fstatSync, openSync, writeSync } from 'node:fs'
 
 /**
  * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
@@ -28,35 +28,5 @@ export function reportDroppedAtExit(lines: number): void {
     )
   } catch {
     // Stderr gone too: nothing is left to tell.
-  }
-}
-
-/** Whether `fd` is a socket (systemd's journal gives a unit's standard streams as one). */
-function isSocket(fd: number): boolean {
-  try {
-    return fstatSync(fd).isSocket()
-  } catch {
-    return false
-  }
-}
-
-/**
- * At the exit of a process sharing its standard streams with the service's others (WORKERS), once the
- * exit's write has written or dropped its lines: those that are sockets are let go, their numbers given
- * to /dev/null. Node restores, as a process ends, the flags its standard streams had when it started (if
- * they are still the same file), and a worker starts with them blocking: on the open file every process
- * shares, that made the others' writes wait for ever on a journal that stopped reading. /dev/null, not
- * a free number, so that nothing opened during the rest of the exit is written as stdout.
- */
-export function releaseSharedSockets(): void {
-  for (const fd of [1, 2]) {
-    if (!isSocket(fd)) continue
-    try {
-      closeSync(fd)
-      const taken = openSync('/dev/null', 'w')
-      if (taken !== fd) closeSync(taken)
-    } catch {
-      // No descriptor left for /dev/null: the number stays free, which Node's restore skips as well.
-    }
   }
 }

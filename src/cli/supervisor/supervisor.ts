@@ -5,6 +5,7 @@ import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
+import { WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
 
 // Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
 // the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
@@ -13,6 +14,8 @@ const SHUTDOWN_MARGIN_MS = 5000
 // After a fatal failure, the exit waits this much past that kill, for the killed workers' exits: the drain
 // ends the process, and the fatal failure's own bound is only a backstop that never cuts it short.
 const KILLED_WORKERS_REAPED_MS = 1000
+// How long, once a worker has exited, its last output (what its log dropped at exit) is waited for.
+const LAST_OUTPUT_MS = 1000
 
 /** What the supervisor needs of the configuration. */
 export interface SupervisorSettings {
@@ -45,8 +48,13 @@ export async function superviseWorkers(
 
   let stopping = false
   const backoff = new RestartBackoff()
+  // Each worker's output, relayed until it closes: the supervisor exits only once it is passed on.
+  const relay = new WorkerOutputRelay()
+  const relayed = new WeakMap<Worker, Promise<void>>()
+  cluster.setupPrimary({ stdio: WORKER_STDIO })
   const fork = () => {
     const worker = cluster.fork()
+    relayed.set(worker, relay.follow(worker.process))
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
   }
   const onExit = async (worker: Worker, code: number | null, signal: string | null) => {
@@ -66,7 +74,9 @@ export async function superviseWorkers(
   let draining: Promise<boolean> | undefined
   const stopWorkers = (): Promise<boolean> => {
     stopping = true
-    draining ??= drainWorkers(shutdownTimeoutMs, log).finally(() => metricsServer?.close())
+    draining ??= drainWorkers(shutdownTimeoutMs, log, (worker) => relayed.get(worker)).finally(() =>
+      metricsServer?.close(),
+    )
     return draining
   }
   fatal.stopWith(async () => {
@@ -88,11 +98,20 @@ export async function superviseWorkers(
  * Asks every running worker to drain (SIGTERM) and waits for them, killing any still running
  * SHUTDOWN_TIMEOUT_MS plus a margin later; resolves with whether all stopped cleanly.
  */
-async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boolean> {
+async function drainWorkers(
+  shutdownTimeoutMs: number,
+  log: Logger,
+  relayed: (worker: Worker) => Promise<void> | undefined,
+): Promise<boolean> {
   const running = Object.values(cluster.workers ?? {}).filter(
     (worker): worker is Worker => worker !== undefined && !worker.isDead(),
   )
-  const exits = running.map((worker) => stopped(worker, log))
+  const exits = running.map(async (worker) => {
+    const clean = await stopped(worker, log)
+    const output = relayed(worker)
+    if (output) await Promise.race([output, sleep(LAST_OUTPUT_MS)])
+    return clean
+  })
   for (const worker of running) worker.process.kill('SIGTERM')
   const deadline = setTimeout(() => {
     for (const worker of running) {
