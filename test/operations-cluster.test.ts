@@ -143,6 +143,34 @@ describe('worker output', () => {
     child.kill('SIGTERM')
     assert.deepEqual(await within(exited, 10_000, () => `no exit:\n${stdout}${stderr}`), [0, null])
   })
+  test("when its stdout is a terminal, then workers' lines are coloured as the supervisor's are", async (t) => {
+    // `script` gives the service a terminal of its own (a pseudo-terminal) and copies it to a pipe.
+    const serve = [process.execPath, CLI, 'serve'].map((word) => `'${word}'`).join(' ')
+    const child = spawn('script', ['--quiet', '--return', '--command', serve, '/dev/null'], {
+      env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', TERM: 'xterm' }),
+      cwd: temporaryDirectory(t),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    let terminal = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      terminal += text
+    })
+    const serving = await waitFor(
+      () => {
+        const lines = terminal.split('\n').filter((line) => line.includes('serving http'))
+        return lines.length === 2 ? lines : undefined
+      },
+      () => `two workers did not say they serve:\n${terminal}`,
+      { timeoutMs: 15_000, everyMs: 20 },
+    )
+    for (const line of serving) assert.ok(line.includes('\u001b['), `not coloured: ${JSON.stringify(line)}`)
+    const supervisor = /\((\d+)\): [^\n]*supervising workers/.exec(terminal)?.[1]
+    assert.ok(supervisor, `no supervisor line:\n${terminal}`)
+    const exited = once(child, 'exit')
+    process.kill(Number(supervisor), 'SIGTERM')
+    assert.deepEqual(await within(exited, 10_000, () => `no exit:\n${terminal}`), [0, null])
+  })
 })
 
 describe('supervisor shutdown', () => {

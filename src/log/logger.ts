@@ -1,3 +1,4 @@
+import { isatty } from 'node:tty'
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { maskApiKeys } from './key-masking.ts'
@@ -17,13 +18,14 @@ export interface LogSettings {
  * field that may one day hold client input can leak one. The access line is built beside it
  * (http/request-line.ts) and masks each field a client can reach instead. JSON lines
  * for machines; with `pretty` (a terminal, by default), human-readable lines through pino-pretty, made
- * from the masked JSON, on `prettyFd`.
+ * from the masked JSON. Lines go to `destination`, or else to descriptor `fd` (a worker's log:
+ * cli/supervisor/worker-stdio.ts).
  */
 export function createLogger(
   { level }: Pick<LogSettings, 'level'>,
   pretty = false,
   destination?: DestinationStream,
-  prettyFd = 1,
+  fd = 1,
 ): Logger {
   const options = {
     level,
@@ -43,21 +45,37 @@ export function createLogger(
       ? {
           transport: {
             target: 'pino-pretty',
-            options: { translateTime: 'SYS:HH:MM:ss.l', destination: prettyFd },
+            options: { translateTime: 'SYS:HH:MM:ss.l', destination: fd, colorize: colorsOn(fd) },
           },
         }
       : {}),
   }
-  return pretty || destination === undefined ? pino(options) : pino(options, destination)
+  if (pretty || (destination === undefined && fd === 1)) return pino(options)
+  return pino(options, destination ?? pino.destination(fd))
 }
 
-/** Says, every so often, how many lines were dropped since it last said so (once stdout takes lines again). */
+/**
+ * Whether pretty lines on `fd` are coloured: NO_COLOR, FORCE_COLOR, else a terminal whose TERM is not
+ * dumb. pino-pretty's own default (colorette's) looks at descriptor 1, which is not a worker's log.
+ */
+function colorsOn(fd: number): boolean {
+  const { env } = process
+  if ('NO_COLOR' in env) return false
+  return (
+    'FORCE_COLOR' in env || (isatty(fd) && env.TERM !== undefined && env.TERM !== '' && env.TERM !== 'dumb')
+  )
+}
+
+/**
+ * Says, every so often, how many lines were dropped since it last said so (once stdout takes lines again):
+ * the log's, and, in a WORKERS supervisor, workers' output relayed to stderr.
+ */
 export function reportDroppedLogLines(log: Logger): void {
   let reported = 0
   setInterval(() => {
     const dropped = droppedLogLines()
     if (dropped === reported) return
-    log.warn({ droppedLines: dropped - reported }, 'log lines dropped: standard output did not keep up')
+    log.warn({ droppedLines: dropped - reported }, 'log lines dropped: stdout or stderr did not keep up')
     reported = dropped
   }, LOG_OUTPUT.dropReportIntervalMs).unref()
 }

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
+import { BufferedLogOutput } from '../../log/log-output.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
@@ -39,7 +40,10 @@ export async function superviseWorkers(
   prepare: () => Promise<void>,
 ): Promise<number> {
   const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
-  const fatal = exitOnFatalFailure(log, shutdownTimeoutMs + SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS)
+  const fatal = exitOnFatalFailure(
+    log,
+    shutdownTimeoutMs + SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
+  )
   await prepare()
 
   const metricsServer = settings.metrics
@@ -49,7 +53,7 @@ export async function superviseWorkers(
   let stopping = false
   const backoff = new RestartBackoff()
   // Each worker's output, relayed until it closes: the supervisor exits only once it is passed on.
-  const relay = new WorkerOutputRelay()
+  const relay = new WorkerOutputRelay(new BufferedLogOutput({ shared: true, fd: 2 }))
   const relayed = new WeakMap<Worker, Promise<void>>()
   cluster.setupPrimary({ stdio: WORKER_STDIO })
   const fork = () => {
@@ -109,7 +113,7 @@ async function drainWorkers(
   const exits = running.map(async (worker) => {
     const clean = await stopped(worker, log)
     const output = relayed(worker)
-    if (output) await Promise.race([output, sleep(LAST_OUTPUT_MS)])
+    if (output) await Promise.race([output, sleep(LAST_OUTPUT_MS, undefined, { ref: false })])
     return clean
   })
   for (const worker of running) worker.process.kill('SIGTERM')

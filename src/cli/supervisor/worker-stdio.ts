@@ -14,29 +14,25 @@ export const WORKER_LOG_FD = 4
 /** The workers' descriptors, in order: stdin none, stdout and stderr piped to the supervisor, IPC, the log. */
 export const WORKER_STDIO = ['ignore', 'pipe', 'pipe', 'ipc', 1]
 
-// What the supervisor's stderr may hold back for workers' output; past it their lines are dropped, and
-// counted in a line once it takes lines again. A longer run without a newline is passed on as a line.
-const MAX_BACKLOG_BYTES = 1024 * 1024
+// A longer run without a newline is passed on in pieces of this many characters, each as a line.
 const MAX_LINE_CHARS = 16 * 1024
 
-type Destination = NodeJS.WritableStream & { writableLength: number }
+/** Where relayed lines go: the supervisor's buffered stderr (log/log-output.ts), one line per call. */
+export interface LineSink {
+  write(line: string): boolean
+}
 
 /**
  * Passes workers' stdout and stderr (Node's warnings, a failure's last words, the lines a log dropped at
- * exit) to the supervisor's stderr, whole lines at a time so that no two processes' lines mix. Reading
- * never stops, so a worker never waits on its output; a stderr that does not keep up or is gone (EPIPE)
- * costs lines, never the supervisor.
+ * exit) on to `to`, a line at a time. The supervisor gives it its stderr, buffered as its log is: written
+ * from the thread pool in whole lines, bounded, counted when dropped, never from the event loop that
+ * accepts every worker's connections. Reading never stops, so a worker never waits on its output.
  */
 export class WorkerOutputRelay {
-  readonly #to: Destination
-  #dropped = 0
-  #broken = false
+  readonly #to: LineSink
 
-  constructor(to: Destination = process.stderr) {
+  constructor(to: LineSink) {
     this.#to = to
-    to.on('error', () => {
-      this.#broken = true
-    })
   }
 
   /** Relays one worker's stdout and stderr; resolves once both have closed. */
@@ -47,48 +43,28 @@ export class WorkerOutputRelay {
 
   #relayLines(from: Readable): Promise<void> {
     let partial = ''
+    // UTF-8 decoded across reads: a character split between two reads comes out whole.
     from.setEncoding('utf8')
     from.on('data', (text: string) => {
-      const end = text.lastIndexOf('\n')
-      if (end === -1) {
-        partial += text
-      } else {
-        this.#pass(partial + text.slice(0, end + 1))
-        partial = text.slice(end + 1)
-      }
-      if (partial.length > MAX_LINE_CHARS) {
-        this.#pass(`${partial}\n`)
+      let start = 0
+      for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+        this.#to.write(`${partial}${text.slice(start, end + 1)}`)
         partial = ''
+        start = end + 1
+      }
+      partial += text.slice(start)
+      while (partial.length > MAX_LINE_CHARS) {
+        this.#to.write(`${partial.slice(0, MAX_LINE_CHARS)}\n`)
+        partial = partial.slice(MAX_LINE_CHARS)
       }
     })
     // An error ends the stream as a close does; nothing more can be read from it.
     from.on('error', () => {})
     return new Promise((resolve) =>
       from.once('close', () => {
-        if (partial !== '') this.#pass(`${partial}\n`)
+        if (partial !== '') this.#to.write(`${partial}\n`)
         resolve()
       }),
     )
   }
-
-  #pass(lines: string): void {
-    if (this.#broken || this.#to.writableLength > MAX_BACKLOG_BYTES) {
-      this.#dropped += countLines(lines)
-      return
-    }
-    if (this.#dropped > 0) {
-      const report = { level: 40, time: Date.now(), droppedLines: this.#dropped, msg: DROPPED }
-      this.#to.write(`${JSON.stringify(report)}\n`)
-      this.#dropped = 0
-    }
-    this.#to.write(lines)
-  }
-}
-
-const DROPPED = "workers' output lines dropped: standard error did not keep up"
-
-function countLines(text: string): number {
-  let lines = 0
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++
-  return lines
 }
