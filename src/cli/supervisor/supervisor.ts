@@ -15,7 +15,7 @@ const SHUTDOWN_MARGIN_MS = 5000
 // After a fatal failure, the exit waits this much past that kill, for the killed workers' exits: the drain
 // ends the process, and the fatal failure's own bound is only a backstop that never cuts it short.
 const KILLED_WORKERS_REAPED_MS = 1000
-// How long, once a worker has exited, its last output (what its log dropped at exit) is waited for.
+// How long, once the workers have exited, their last output (what their logs dropped at exit) is waited for.
 const LAST_OUTPUT_MS = 1000
 
 /** What the supervisor needs of the configuration. */
@@ -52,13 +52,15 @@ export async function superviseWorkers(
 
   let stopping = false
   const backoff = new RestartBackoff()
-  // Each worker's output, relayed until it closes: the supervisor exits only once it is passed on.
+  // Workers' output, relayed until it closes (a worker that died just before a stop included): the
+  // supervisor exits once it is passed on.
   const relay = new WorkerOutputRelay(new BufferedLogOutput({ shared: true, fd: 2 }))
-  const relayed = new WeakMap<Worker, Promise<void>>()
+  const relaying = new Set<Promise<void>>()
   cluster.setupPrimary({ stdio: WORKER_STDIO })
   const fork = () => {
     const worker = cluster.fork()
-    relayed.set(worker, relay.follow(worker.process))
+    const output = relay.follow(worker.process).finally(() => relaying.delete(output))
+    relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
   }
   const onExit = async (worker: Worker, code: number | null, signal: string | null) => {
@@ -78,9 +80,12 @@ export async function superviseWorkers(
   let draining: Promise<boolean> | undefined
   const stopWorkers = (): Promise<boolean> => {
     stopping = true
-    draining ??= drainWorkers(shutdownTimeoutMs, log, (worker) => relayed.get(worker)).finally(() =>
-      metricsServer?.close(),
-    )
+    draining ??= drainWorkers(shutdownTimeoutMs, log)
+      .then(async (clean) => {
+        await Promise.race([Promise.all(relaying), sleep(LAST_OUTPUT_MS, undefined, { ref: false })])
+        return clean
+      })
+      .finally(() => metricsServer?.close())
     return draining
   }
   fatal.stopWith(async () => {
@@ -102,20 +107,11 @@ export async function superviseWorkers(
  * Asks every running worker to drain (SIGTERM) and waits for them, killing any still running
  * SHUTDOWN_TIMEOUT_MS plus a margin later; resolves with whether all stopped cleanly.
  */
-async function drainWorkers(
-  shutdownTimeoutMs: number,
-  log: Logger,
-  relayed: (worker: Worker) => Promise<void> | undefined,
-): Promise<boolean> {
+async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boolean> {
   const running = Object.values(cluster.workers ?? {}).filter(
     (worker): worker is Worker => worker !== undefined && !worker.isDead(),
   )
-  const exits = running.map(async (worker) => {
-    const clean = await stopped(worker, log)
-    const output = relayed(worker)
-    if (output) await Promise.race([output, sleep(LAST_OUTPUT_MS, undefined, { ref: false })])
-    return clean
-  })
+  const exits = running.map((worker) => stopped(worker, log))
   for (const worker of running) worker.process.kill('SIGTERM')
   const deadline = setTimeout(() => {
     for (const worker of running) {
