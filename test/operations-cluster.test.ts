@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
 import { waitFor, within } from './helpers/bounded-wait.ts'
@@ -112,37 +112,72 @@ describe('all cores', () => {
   })
 })
 
+/** `serve` with WORKERS=2 and `extra` settings, its stdout and stderr kept apart. */
+function serveWorkers(t: TestContext, extra: Record<string, string>) {
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...extra }),
+    cwd: temporaryDirectory(t),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.after(() => child.kill('SIGKILL'))
+  const output = { stdout: '', stderr: '' }
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    output.stdout += text
+  })
+  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    output.stderr += text
+  })
+  const exited = once(child, 'exit')
+  const stop = () => {
+    child.kill('SIGTERM')
+    return within(exited, 10_000, () => `no exit:\n${output.stdout}${output.stderr}`)
+  }
+  return { child, output, stop }
+}
+
 describe('worker output', () => {
   test("when LOG_FORMAT=pretty, then every worker writes its lines for people on the service's stdout, none on its stderr", async (t) => {
-    const child = spawn(process.execPath, [CLI, 'serve'], {
-      env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' }),
-      cwd: temporaryDirectory(t),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    t.after(() => child.kill('SIGKILL'))
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      stdout += text
-    })
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text
-    })
+    const { child, output, stop } = serveWorkers(t, { LOG_FORMAT: 'pretty' })
     const serving = await waitFor(
       () => {
-        const pids = [...stdout.matchAll(/INFO \((\d+)\): serving http/g)].map((match) => match[1])
+        const pids = [...output.stdout.matchAll(/INFO \((\d+)\): serving http/g)].map((match) => match[1])
         return new Set(pids).size === 2 ? pids : undefined
       },
-      () => `two workers did not say they serve on stdout:\n${stdout}\nstderr:\n${stderr}`,
+      () => `two workers did not say they serve on stdout:\n${output.stdout}\nstderr:\n${output.stderr}`,
       { timeoutMs: 15_000, everyMs: 20 },
     )
     assert.ok(!serving.includes(String(child.pid)), 'the supervisor does not serve')
-    assert.ok(!stdout.includes('{"level"'), `a JSON line:\n${stdout}`)
-    assert.equal(stderr, '')
-    const exited = once(child, 'exit')
-    child.kill('SIGTERM')
-    assert.deepEqual(await within(exited, 10_000, () => `no exit:\n${stdout}${stderr}`), [0, null])
+    assert.ok(!output.stdout.includes('{"level"'), `a JSON line:\n${output.stdout}`)
+    assert.equal(output.stderr, '')
+    assert.deepEqual(await stop(), [0, null])
   })
+
+  test("when workers print outside their log (NODE_DEBUG=http), then every line reaches the service's stderr whole, the last ones included, and stdout holds only log lines", async (t) => {
+    const { output, stop } = serveWorkers(t, { NODE_DEBUG: 'http' })
+    const origin = await waitFor(
+      () => {
+        const serving = output.stdout.match(/serving http:\/\/[\d.]+:\d+/g) ?? []
+        return serving.length === 2 ? serving[0]?.slice('serving '.length) : undefined
+      },
+      () => `two workers did not say they serve:\n${output.stdout}\nstderr:\n${output.stderr}`,
+      { timeoutMs: 15_000, everyMs: 20 },
+    )
+    // A connection each, so that both workers answer, their debug lines written at the same moments.
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, () => fetch(`${origin}/healthz`, { headers: { connection: 'close' } })),
+    )
+    assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([200]))
+    assert.deepEqual(await stop(), [0, null])
+    const lines = output.stderr.split('\n')
+    assert.equal(lines.pop(), '', 'the last line is ended')
+    const mixed = lines.filter((line) => !/^(HTTP \d+: |\(node:\d+\) Warning: |\(Use `node )/.test(line))
+    assert.deepEqual(mixed, [], 'lines cut or run together')
+    const ended = lines.filter((line) => line.endsWith(': outgoing message end.'))
+    assert.equal(ended.length, 200, 'a debug line for every answer')
+    assert.equal(new Set(ended.map((line) => line.split(':')[0])).size, 2, 'both workers answered')
+    for (const line of output.stdout.trimEnd().split('\n')) assert.ok(line.startsWith('{"level"'), line)
+  })
+
   test("when its stdout is a terminal, then workers' lines are coloured as the supervisor's are", async (t) => {
     // `script` gives the service a terminal of its own (a pseudo-terminal) and copies it to a pipe.
     const serve = [process.execPath, CLI, 'serve'].map((word) => `'${word}'`).join(' ')
