@@ -353,9 +353,13 @@ describe('request log output', () => {
     const { child, stderr } = await serveOnStoppedJournal(t)
     const [code] = await exitOnSigterm(child, stderr)
     assert.equal(code, 0, stderr())
-    // Both workers' lines filled the socket: each counted what it could not write.
-    const reports = stderr().match(/log lines dropped at exit/g) ?? []
-    assert.ok(reports.length >= 2, `${reports.length} reports of dropped lines:\n${stderr()}`)
+    // Both workers' lines filled the socket: each counted what it could not write, relayed to stderr.
+    const reporters = stderr()
+      .split('\n')
+      .filter((line) => line.includes('log lines dropped at exit'))
+      .map((line) => JSON.parse(line).pid)
+      .filter((pid) => pid !== child.pid)
+    assert.equal(new Set(reporters).size, 2, `reports of dropped lines:\n${stderr()}`)
   })
 
   test('when its stdout and stderr are one socket its workers were started with and nobody reads it, then SIGTERM still ends the service', {
@@ -374,11 +378,19 @@ describe('request log output', () => {
     const [killed] = childrenOf(supervisor)
     assert.ok(killed, 'the supervisor has no worker')
     process.kill(killed, 'SIGKILL')
-    // The replacement starts while the others retry writes the full socket refused.
-    await waitUntil(
-      () => childrenOf(supervisor).length === 2 && !childrenOf(supervisor).includes(killed),
-      'no worker replaced the killed one',
-    )
+    // The replacement starts while the others retry writes the full socket refused; the shared socket
+    // must stay non-blocking throughout, looked at every few milliseconds until well after the start.
+    let blocking = 0
+    await waitUntil(() => {
+      if (!nonBlocking(supervisor, 1)) blocking++
+      return childrenOf(supervisor).length === 2 && !childrenOf(supervisor).includes(killed)
+    }, 'no worker replaced the killed one')
+    const until = Date.now() + 1500
+    while (Date.now() < until) {
+      if (!nonBlocking(supervisor, 1)) blocking++
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    assert.equal(blocking, 0, 'the shared socket was seen blocking while a worker started')
     assert.deepEqual(new Set(await sendMany(origin, PADDED, 300, 10)), new Set([400]))
     const [code] = await exitOnSigterm(child, stderr)
     assert.equal(code, 0, stderr())

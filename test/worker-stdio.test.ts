@@ -47,4 +47,19 @@ describe("workers' output relayed to the supervisor's stderr", () => {
     )
     assert.equal(lines.join('').replaceAll('\n', ''), text)
   })
+
+  test('when a worker writes a line longer than 16 Ki characters in one piece, then it is passed on in pieces too, never between the halves of a character outside the BMP', async () => {
+    const stderr = new PassThrough()
+    const { lines, sink } = recorder()
+    const relayed = new WorkerOutputRelay(sink).follow({ stdout: null, stderr })
+    // An emoji (two UTF-16 units) across the 16 Ki boundary.
+    const text = `${'z'.repeat(16 * 1024 - 1)}😀${'z'.repeat(100)}`
+    stderr.end(`${text}\nnext\n`)
+    await relayed
+    assert.deepEqual(
+      lines.map((line) => line.length),
+      [16 * 1024, 103, 5],
+    )
+    assert.equal(lines.join(''), `${'z'.repeat(16 * 1024 - 1)}\n😀${'z'.repeat(100)}\nnext\n`)
+  })
 })

@@ -74,7 +74,7 @@ export class BufferedLogOutput {
   readonly #later = new LaterLines()
   #makerFailed = false
 
-  /** `shared`: other processes write to the same open file (WORKERS); `fd`: where to write, stdout by default. */
+  /** `shared`: other processes write to the same open file (WORKERS); `fd`: stdout unless given. */
   constructor({ shared = false, fd = 1 } = {}) {
     this.#fd = nonBlockingPipe(fd)
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
@@ -84,7 +84,7 @@ export class BufferedLogOutput {
     process.on('exit', () => {
       const before = dropped
       this.writeAtExit()
-      if (dropped > before) reportDroppedAtExit(dropped - before)
+      if (dropped > before) reportDroppedAtExit(dropped - before, fd)
     })
   }
 

@@ -1,4 +1,4 @@
-import { constants, fstatSync, openSync, writeSync } from 'node:fs'
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs'
 
 /**
  * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
@@ -17,16 +17,21 @@ export function nonBlockingPipe(fd: number): number {
 }
 
 /**
- * One line on stderr for the lines the exit could not write: past this point no metric or warning line
- * can carry them. Stderr holds only the few lines a command prints, so one short write does not wait.
+ * One line on stderr for the lines the exit could not write to `fd` (stdout, or stderr itself for the
+ * workers' output a supervisor relays): past this point no metric or warning line can carry them. Written
+ * as the output's own lines are, through a non-blocking open file when stderr is a pipe, so that a pipe
+ * another process made blocking cannot hold the exit; a full one loses the line.
  */
-export function reportDroppedAtExit(lines: number): void {
+export function reportDroppedAtExit(lines: number, fd = 1): void {
+  const stream = fd === 2 ? 'standard error' : 'standard output'
+  const line = { level: 40, time: Date.now(), pid: process.pid, droppedLines: lines }
+  const text = `${JSON.stringify({ ...line, msg: `log lines dropped at exit: ${stream} did not take them` })}\n`
+  const stderr = nonBlockingPipe(2)
   try {
-    writeSync(
-      2,
-      `${JSON.stringify({ level: 40, time: Date.now(), droppedLines: lines, msg: 'log lines dropped at exit: standard output did not take them' })}\n`,
-    )
+    writeSync(stderr, text)
   } catch {
-    // Stderr gone too: nothing is left to tell.
+    // Stderr full or gone too: nothing is left to tell.
+  } finally {
+    if (stderr !== 2) closeSync(stderr)
   }
 }

@@ -15,7 +15,8 @@ const SHUTDOWN_MARGIN_MS = 5000
 // After a fatal failure, the exit waits this much past that kill, for the killed workers' exits: the drain
 // ends the process, and the fatal failure's own bound is only a backstop that never cuts it short.
 const KILLED_WORKERS_REAPED_MS = 1000
-// How long, once the workers have exited, their last output (what their logs dropped at exit) is waited for.
+// How long, once the workers have exited, their last output (a count of what their logs dropped at exit)
+// is waited for, read and written.
 const LAST_OUTPUT_MS = 1000
 
 /** What the supervisor needs of the configuration. */
@@ -54,7 +55,8 @@ export async function superviseWorkers(
   const backoff = new RestartBackoff()
   // Workers' output, relayed until it closes (a worker that died just before a stop included): the
   // supervisor exits once it is passed on.
-  const relay = new WorkerOutputRelay(new BufferedLogOutput({ shared: true, fd: 2 }))
+  const relayed = new BufferedLogOutput({ shared: true, fd: 2 })
+  const relay = new WorkerOutputRelay(relayed)
   const relaying = new Set<Promise<void>>()
   cluster.setupPrimary({ stdio: WORKER_STDIO })
   const fork = () => {
@@ -82,7 +84,9 @@ export async function superviseWorkers(
     stopping = true
     draining ??= drainWorkers(shutdownTimeoutMs, log)
       .then(async (clean) => {
-        await Promise.race([Promise.all(relaying), sleep(LAST_OUTPUT_MS, undefined, { ref: false })])
+        // Read to the end, then written: a write still under way at exit would count what follows as dropped.
+        const passedOn = Promise.all(relaying).then(() => new Promise<void>((done) => relayed.flush(done)))
+        await Promise.race([passedOn, sleep(LAST_OUTPUT_MS, undefined, { ref: false })])
         return clean
       })
       .finally(() => metricsServer?.close())

@@ -6,15 +6,15 @@ import type { Readable } from 'node:stream'
  * stdin, stdout and stderr are not the service's: libuv clears O_NONBLOCK on a child's descriptors 0 to 2
  * as it starts, and Node restores at exit the flags they had at its start, which, on an open file every
  * process shares (systemd's journal socket), made the others' writes wait on a journal that stopped
- * reading. Neither touches a descriptor above 2 (docs/decisions.md, "What a stopped, slow or closed
- * stdout does").
+ * reading. Neither touches a descriptor above 2 (docs/decisions.md, "What can be lost").
  */
 export const WORKER_LOG_FD = 4
 
-/** The workers' descriptors, in order: stdin none, stdout and stderr piped to the supervisor, IPC, the log. */
+/** The workers' descriptors: stdin none, stdout and stderr piped to the supervisor, IPC, the log. */
 export const WORKER_STDIO = ['ignore', 'pipe', 'pipe', 'ipc', 1]
 
-// A longer run without a newline is passed on in pieces of this many characters, each as a line.
+// A longer line is passed on in pieces of at most this many characters, each as a line: a run without a
+// newline is not held whole.
 const MAX_LINE_CHARS = 16 * 1024
 
 /** Where relayed lines go: the supervisor's buffered stderr (log/log-output.ts), one line per call. */
@@ -23,10 +23,11 @@ export interface LineSink {
 }
 
 /**
- * Passes workers' stdout and stderr (Node's warnings, a failure's last words, the lines a log dropped at
- * exit) on to `to`, a line at a time. The supervisor gives it its stderr, buffered as its log is: written
- * from the thread pool in whole lines, bounded, counted when dropped, never from the event loop that
- * accepts every worker's connections. Reading never stops, so a worker never waits on its output.
+ * Passes workers' stdout and stderr (Node's warnings and debug output, a crash before the log is up, the
+ * count of lines a log dropped at exit) on to `to`, a line at a time. The supervisor gives it its stderr,
+ * buffered as its log is: written from the thread pool in whole lines, bounded, counted when dropped,
+ * never from the event loop that accepts every worker's connections. Reading never stops, so a worker
+ * never waits on its output.
  */
 export class WorkerOutputRelay {
   readonly #to: LineSink
@@ -48,23 +49,35 @@ export class WorkerOutputRelay {
     from.on('data', (text: string) => {
       let start = 0
       for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
-        this.#to.write(`${partial}${text.slice(start, end + 1)}`)
+        this.#pass(`${partial}${text.slice(start, end)}`)
         partial = ''
         start = end + 1
       }
       partial += text.slice(start)
-      while (partial.length > MAX_LINE_CHARS) {
-        this.#to.write(`${partial.slice(0, MAX_LINE_CHARS)}\n`)
-        partial = partial.slice(MAX_LINE_CHARS)
-      }
+      while (partial.length > MAX_LINE_CHARS) partial = this.#passPiece(partial)
     })
     // An error ends the stream as a close does; nothing more can be read from it.
     from.on('error', () => {})
     return new Promise((resolve) =>
       from.once('close', () => {
-        if (partial !== '') this.#to.write(`${partial}\n`)
+        if (partial !== '') this.#pass(partial)
         resolve()
       }),
     )
+  }
+
+  /** Passes on `line` (without its newline) as one line, or as pieces of at most MAX_LINE_CHARS. */
+  #pass(line: string): void {
+    let rest = line
+    while (rest.length > MAX_LINE_CHARS) rest = this.#passPiece(rest)
+    this.#to.write(`${rest}\n`)
+  }
+
+  /** Passes on the first piece of `text` as a line, never between a surrogate pair; returns the rest. */
+  #passPiece(text: string): string {
+    const high = text.charCodeAt(MAX_LINE_CHARS - 1)
+    const cut = high >= 0xd800 && high <= 0xdbff ? MAX_LINE_CHARS - 1 : MAX_LINE_CHARS
+    this.#to.write(`${text.slice(0, cut)}\n`)
+    return text.slice(cut)
   }
 }
