@@ -20,6 +20,7 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
+import { childrenOf } from './helpers/process-children.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}` }
@@ -162,12 +163,6 @@ async function serveOnStoppedJournal(t: TestContext, { stderrToo = false } = {})
   reader.pause()
   assert.deepEqual(new Set(await sendMany(server.origin, PADDED, 1000, 10)), new Set([400]))
   return server
-}
-
-/** The processes `pid` started that are running now. */
-function childrenOf(pid: number): number[] {
-  const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim()
-  return text === '' ? [] : text.split(' ').map(Number)
 }
 
 /** SIGTERM, then the exit, within 15 s. */

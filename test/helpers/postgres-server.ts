@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
+import { childrenOf } from './process-children.ts'
 import { type Lack, suiteNeeding } from './suite-requirements.ts'
 
 /**
@@ -222,22 +223,6 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
     thaw,
     controllable: true,
   }
-}
-
-/** The processes whose parent is `pid` (from /proc; the server's backends and auxiliary processes). */
-function childrenOf(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        // Field 4 of stat is the parent; the command name before it (in parentheses) may hold spaces.
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid
-      } catch {
-        return false
-      }
-    })
-    .map(Number)
 }
 
 function postgresOwner(): [number, number] {
