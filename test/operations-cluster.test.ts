@@ -178,6 +178,44 @@ describe('worker output', () => {
     for (const line of output.stdout.trimEnd().split('\n')) assert.ok(line.startsWith('{"level"'), line)
   })
 
+  test("when the service's stderr is gone, then the workers' output it could not pass on is counted in the supervisor's metrics and said in its log, pretty included", {
+    timeout: 60_000,
+  }, async (t) => {
+    // A replacement worker's module loading (NODE_DEBUG) is output the supervisor relays and must drop.
+    const { child, output, stop } = serveWorkers(t, { LOG_FORMAT: 'pretty', NODE_DEBUG: 'module' })
+    const pids = await waitFor(
+      () => {
+        const serving = [...output.stdout.matchAll(/INFO \((\d+)\): serving http/g)].map((match) => match[1])
+        return serving.length === 2 ? serving.map(Number) : undefined
+      },
+      () => `two workers did not say they serve:\n${output.stdout}`,
+      { timeoutMs: 15_000, everyMs: 20 },
+    )
+    const metricsPort = /metricsPort: (\d+)/.exec(output.stdout)?.[1]
+    assert.ok(metricsPort, `no metrics port:\n${output.stdout}`)
+    const relayedBefore = output.stderr.split('\n').length
+    assert.ok(relayedBefore > 10, 'the workers wrote debug lines')
+    // The reader is gone: every write to the service's stderr fails with EPIPE from now on.
+    child.stderr.destroy()
+    process.kill(pids[0] as number, 'SIGKILL')
+    const said = await waitFor(
+      () =>
+        /WARN \((\d+)\): workers' output dropped: standard error did not keep up\n\s+droppedLines: (\d+)/.exec(
+          output.stdout,
+        ) ?? undefined,
+      () => `no warning of the dropped lines:\n${output.stdout}`,
+      { timeoutMs: 25_000, everyMs: 200 },
+    )
+    assert.equal(Number(said[1]), child.pid, 'said by the supervisor')
+    const warned = Number(said[2])
+    assert.ok(warned > 0, said[0])
+    // The workers' own logs dropped nothing (stdout is read): what the sum counts is the supervisor's.
+    const scrape = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    const counted = Number(/^petstore_log_lines_dropped_total (\d+)$/m.exec(scrape)?.[1])
+    assert.ok(counted >= warned, `${counted} counted in the metrics, ${warned} said in the log`)
+    assert.deepEqual(await stop(), [0, null])
+  })
+
   test("when its stdout is a terminal, then workers' lines are coloured as the supervisor's are", async (t) => {
     // `script` gives the service a terminal of its own (a pseudo-terminal) and copies it to a pipe.
     const serve = [process.execPath, CLI, 'serve'].map((word) => `'${word}'`).join(' ')

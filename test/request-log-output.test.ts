@@ -271,6 +271,7 @@ describe('request log output', () => {
       LOG_OUTPUT.dropReportIntervalMs * 3,
     )
     assert.equal(warning.level, 40)
+    assert.equal(warning.msg, 'log lines dropped: standard output did not keep up')
     assert.ok(Number(warning.droppedLines) > 0)
   })
 

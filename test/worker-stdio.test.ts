@@ -30,7 +30,7 @@ describe("workers' output relayed to the supervisor's stderr", () => {
     assert.deepEqual([...lines].sort(), ['abc\n', 'd€f\n', 'ghi\n', 'out 1\n', 'out 2\n'])
   })
 
-  test('when a worker writes a long run without a newline, then it is not held whole but passed on in lines of 16 Ki characters', async () => {
+  test('when a worker writes a long run without a newline, then it is not held whole but passed on in lines of at most 4 KiB (PIPE_BUF)', async () => {
     const stderr = new PassThrough()
     const { lines, sink } = recorder()
     const relayed = new WorkerOutputRelay(sink).follow({ stdout: null, stderr })
@@ -43,23 +43,25 @@ describe("workers' output relayed to the supervisor's stderr", () => {
     await relayed
     assert.deepEqual(
       lines.map((line) => line.length),
-      [16 * 1024 + 1, 16 * 1024 + 1, 8 * 1024 + 1],
+      [...Array.from({ length: 10 }, () => 4096), 40 * 1024 - 10 * 4095 + 1],
     )
     assert.equal(lines.join('').replaceAll('\n', ''), text)
   })
 
-  test('when a worker writes a line longer than 16 Ki characters in one piece, then it is passed on in pieces too, never between the halves of a character outside the BMP', async () => {
+  test('when a worker writes a line over 4 KiB in one piece, then it is passed on in pieces of at most 4 KiB, never inside a character', async () => {
     const stderr = new PassThrough()
     const { lines, sink } = recorder()
     const relayed = new WorkerOutputRelay(sink).follow({ stdout: null, stderr })
-    // An emoji (two UTF-16 units) across the 16 Ki boundary.
-    const text = `${'z'.repeat(16 * 1024 - 1)}😀${'z'.repeat(100)}`
-    stderr.end(`${text}\nnext\n`)
+    // An emoji (four bytes, two UTF-16 units) across the 4 KiB boundary; then euros, three bytes each.
+    const emoji = `${'z'.repeat(4094)}😀${'z'.repeat(100)}`
+    const euros = '€'.repeat(3000)
+    stderr.end(`${emoji}\n${euros}\nnext\n`)
     await relayed
-    assert.deepEqual(
-      lines.map((line) => line.length),
-      [16 * 1024, 103, 5],
+    const bytes = lines.map((line) => Buffer.byteLength(line))
+    assert.deepEqual(bytes, [4095, 105, 4096, 4096, 811, 5])
+    assert.equal(
+      lines.join(''),
+      `${'z'.repeat(4094)}\n😀${'z'.repeat(100)}\n${euros.slice(0, 1365)}\n${euros.slice(1365, 2730)}\n${euros.slice(2730)}\nnext\n`,
     )
-    assert.equal(lines.join(''), `${'z'.repeat(16 * 1024 - 1)}\n😀${'z'.repeat(100)}\nnext\n`)
   })
 })

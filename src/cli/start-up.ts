@@ -18,9 +18,11 @@ export function startUp(
   const config = loadConfig()
   if (silent) return { config, log: createLogger({ level: 'silent' }) }
   const pretty = terminal !== undefined && wantsPrettyLogs(config.log, terminal)
-  if (pretty || !bufferedLog) return { config, log: createLogger(config.log, pretty, undefined, logFd) }
-  const output = new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
-  const log = createLogger(config.log, false, output)
-  reportDroppedLogLines(log)
+  const log =
+    pretty || !bufferedLog
+      ? createLogger(config.log, pretty, undefined, logFd)
+      : createLogger(config.log, false, new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd }))
+  // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
+  if (bufferedLog) reportDroppedLogLines(log)
   return { config, log }
 }

@@ -27,11 +27,14 @@ export const LOG_OUTPUT = {
 
 const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
 
-let dropped = 0
+/** What a buffered output writes: the log, or, in a supervisor, its workers' output relayed to stderr. */
+export type LogStream = 'stdout' | 'stderr'
 
-/** Log lines dropped by this process so far: stdout was full past the buffer, or gone. */
-export function droppedLogLines(): number {
-  return dropped
+const dropped: Record<LogStream, number> = { stdout: 0, stderr: 0 }
+
+/** Lines dropped by this process so far, on `stream` or on both: it was full past the buffer, or gone. */
+export function droppedLogLines(stream?: LogStream): number {
+  return stream === undefined ? dropped.stdout + dropped.stderr : dropped[stream]
 }
 
 /** A run of whole lines, encoded: at most one write long, unless one line is longer. */
@@ -55,6 +58,7 @@ interface Chunk {
  */
 export class BufferedLogOutput {
   readonly #fd: number
+  readonly #stream: LogStream
   readonly #batchBytes: number
   readonly #chunkBytes: number
   // Oldest first; the last is the one being filled, never the one being written.
@@ -77,14 +81,15 @@ export class BufferedLogOutput {
   /** `shared`: other processes write to the same open file (WORKERS); `fd`: stdout unless given. */
   constructor({ shared = false, fd = 1 } = {}) {
     this.#fd = nonBlockingPipe(fd)
+    this.#stream = fd === 2 ? 'stderr' : 'stdout'
     this.#batchBytes = shared ? LOG_OUTPUT.sharedBatchBytes : LOG_OUTPUT.batchBytes
     this.#chunkBytes = shared ? LOG_OUTPUT.sharedMaxWriteBytes : LOG_OUTPUT.maxWriteBytes
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     setInterval(() => this.flush(), LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => {
-      const before = dropped
+      const before = dropped[this.#stream]
       this.writeAtExit()
-      if (dropped > before) reportDroppedAtExit(dropped - before, fd)
+      if (dropped[this.#stream] > before) reportDroppedAtExit(dropped[this.#stream] - before, fd)
     })
   }
 
@@ -120,7 +125,7 @@ export class BufferedLogOutput {
 
   /** A line that cannot be made is counted as dropped, and said once in the log: a bug, not a slow stdout. */
   readonly #makerFailure = (error: unknown): void => {
-    dropped++
+    dropped[this.#stream]++
     if (this.#makerFailed) return
     this.#makerFailed = true
     const name = error instanceof Error ? error.name : typeof error
@@ -132,7 +137,7 @@ export class BufferedLogOutput {
 
   #take(line: string, ascii: boolean): boolean {
     if (this.#broken || this.#bytes + line.length > LOG_OUTPUT.maxBufferedBytes) {
-      dropped++
+      dropped[this.#stream]++
       return true
     }
     let chunk = this.#chunks[this.#chunks.length - 1] as Chunk
@@ -283,8 +288,9 @@ export class BufferedLogOutput {
    * bytes hold whole; the buffer starts empty.
    */
   #dropAll(written = 0): void {
-    for (const chunk of this.#chunks) dropped += chunk.lines
-    dropped -= wholeLines(this.#chunks[0] as Chunk, written)
+    let lines = -wholeLines(this.#chunks[0] as Chunk, written)
+    for (const chunk of this.#chunks) lines += chunk.lines
+    dropped[this.#stream] += lines
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     this.#bytes = 0
   }

@@ -2,7 +2,7 @@ import { isatty } from 'node:tty'
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { maskApiKeys } from './key-masking.ts'
-import { droppedLogLines, LOG_OUTPUT } from './log-output.ts'
+import { droppedLogLines, LOG_OUTPUT, type LogStream } from './log-output.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */
 export interface LogSettings {
@@ -66,17 +66,26 @@ function colorsOn(fd: number): boolean {
   )
 }
 
+// What the warn line says for each stream a buffered output writes (log/log-output.ts).
+const DROPPED_ON: Record<LogStream, string> = {
+  stdout: 'log lines dropped: standard output did not keep up',
+  stderr: "workers' output dropped: standard error did not keep up",
+}
+
 /**
- * Says, every so often, how many lines were dropped since it last said so (once stdout takes lines again):
- * the log's, and, in a WORKERS supervisor, workers' output relayed to stderr.
+ * Says, every so often, how many lines were dropped since it last said so, a line for each stream (once
+ * stdout takes lines again): the log's, and, in a WORKERS supervisor, the workers' output it relays to
+ * stderr, whose drops are said whatever the format of its own log.
  */
 export function reportDroppedLogLines(log: Logger): void {
-  let reported = 0
+  const reported: Record<LogStream, number> = { stdout: 0, stderr: 0 }
   setInterval(() => {
-    const dropped = droppedLogLines()
-    if (dropped === reported) return
-    log.warn({ droppedLines: dropped - reported }, 'log lines dropped: stdout or stderr did not keep up')
-    reported = dropped
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const dropped = droppedLogLines(stream)
+      if (dropped === reported[stream]) continue
+      log.warn({ droppedLines: dropped - reported[stream] }, DROPPED_ON[stream])
+      reported[stream] = dropped
+    }
   }, LOG_OUTPUT.dropReportIntervalMs).unref()
 }
 

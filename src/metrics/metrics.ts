@@ -67,17 +67,7 @@ export function createMetrics(poolStats?: () => PoolStats) {
     }
     byKey.set(key, (byKey.get(key) ?? 0) + 1)
   }
-  let droppedReported = 0
-  new Counter({
-    name: 'petstore_log_lines_dropped_total',
-    help: 'Log lines dropped because standard output did not keep up (or was closed).',
-    registers: [registry],
-    collect() {
-      const dropped = droppedLogLines()
-      this.inc(dropped - droppedReported)
-      droppedReported = dropped
-    },
-  })
+  countDroppedLogLines(registry)
   if (poolStats) {
     new Gauge({
       name: 'petstore_store_connections',
@@ -96,3 +86,21 @@ export function createMetrics(poolStats?: () => PoolStats) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+/**
+ * The lines this process's buffered outputs dropped, in `registry`: its log's, and, in a supervisor, those
+ * of its workers' output it relays to stderr (its /metrics adds them to the workers' own).
+ */
+export function countDroppedLogLines(registry: Registry): void {
+  let reported = 0
+  new Counter({
+    name: 'petstore_log_lines_dropped_total',
+    help: "Lines dropped because stdout (the log) or, in a supervisor, stderr (workers' output) did not keep up or was closed.",
+    registers: [registry],
+    collect() {
+      const dropped = droppedLogLines()
+      this.inc(dropped - reported)
+      reported = dropped
+    },
+  })
+}

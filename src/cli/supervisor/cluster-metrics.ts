@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster'
-import { AggregatorRegistry, prometheusContentType } from 'prom-client'
+import { AggregatorRegistry, prometheusContentType, type Registry } from 'prom-client'
 import type { MetricsSource } from '../../metrics/metrics-server.ts'
 import { isMetricsReport, type MetricsJson, type MetricsRequest } from './metrics-messages.ts'
 
@@ -31,22 +31,26 @@ function summed(registries: MetricsJson[]): MetricsJson {
  * includes, so totals never fall when a worker dies and its replacement starts from zero (Prometheus
  * would read that as a reset). Gauges are not kept: they describe live processes. What a worker counted
  * after its last report is lost, unless it sent a final one (a worker stopping on a fatal failure does).
+ * `own` holds the supervisor's own counts (the lines its log and its relay of workers' output dropped),
+ * added to the workers'.
  */
 export class ClusterMetrics implements MetricsSource {
   readonly contentType = prometheusContentType
+  readonly #own: Registry
   readonly #latest = new Map<number, MetricsJson>()
   #retired: MetricsJson = []
   #nextRequestId = 0
   readonly #waiting = new Map<number, { workers: Set<number>; done: () => void }>()
 
-  constructor() {
+  constructor(own: Registry) {
+    this.#own = own
     cluster.on('message', (worker, message) => this.#received(worker, message))
     cluster.on('disconnect', (worker) => this.#retire(worker))
   }
 
   async metrics(): Promise<string> {
-    await this.#refresh()
-    return AggregatorRegistry.aggregate([this.#retired, ...this.#latest.values()]).metrics()
+    const [own] = await Promise.all([this.#own.getMetricsAsJSON(), this.#refresh()])
+    return AggregatorRegistry.aggregate([this.#retired, ...this.#latest.values(), own]).metrics()
   }
 
   /** Asks every connected worker for its metrics; resolves when all answered, or after ANSWER_TIMEOUT_MS. */

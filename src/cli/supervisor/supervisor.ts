@@ -1,7 +1,9 @@
 import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
+import { Registry } from 'prom-client'
 import { BufferedLogOutput } from '../../log/log-output.ts'
+import { countDroppedLogLines } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
@@ -48,7 +50,7 @@ export async function superviseWorkers(
   await prepare()
 
   const metricsServer = settings.metrics
-    ? await startMetricsServer(new ClusterMetrics(), settings.metrics)
+    ? await startMetricsServer(new ClusterMetrics(supervisorMetrics()), settings.metrics)
     : undefined
 
   let stopping = false
@@ -105,6 +107,13 @@ export async function superviseWorkers(
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
   return 0
+}
+
+/** The supervisor's own metrics, added to its workers': what its log and its relay dropped. */
+function supervisorMetrics(): Registry {
+  const registry = new Registry()
+  countDroppedLogLines(registry)
+  return registry
 }
 
 /**

@@ -13,9 +13,17 @@ export const WORKER_LOG_FD = 4
 /** The workers' descriptors: stdin none, stdout and stderr piped to the supervisor, IPC, the log. */
 export const WORKER_STDIO = ['ignore', 'pipe', 'pipe', 'ipc', 1]
 
-// A longer line is passed on in pieces of at most this many characters, each as a line: a run without a
-// newline is not held whole.
-const MAX_LINE_CHARS = 16 * 1024
+// A line is passed on in pieces of at most this many bytes, its newline included, each as a line: a run
+// without a newline is not held whole, and each is one write of at most PIPE_BUF, which a pipe takes whole,
+// so with stdout and stderr on one pipe (`2>&1 |`) no worker's log line lands inside one.
+const MAX_LINE_BYTES = 4096
+// No text of this many UTF-16 units or fewer is over MAX_LINE_BYTES - 1 bytes: only a longer one is measured.
+const SURELY_SHORT = Math.floor((MAX_LINE_BYTES - 1) / 3)
+
+/** Whether `text` with a newline is more than MAX_LINE_BYTES. */
+function tooLong(text: string): boolean {
+  return text.length > SURELY_SHORT && Buffer.byteLength(text) >= MAX_LINE_BYTES
+}
 
 /** Where relayed lines go: the supervisor's buffered stderr (log/log-output.ts), one line per call. */
 export interface LineSink {
@@ -54,7 +62,7 @@ export class WorkerOutputRelay {
         start = end + 1
       }
       partial += text.slice(start)
-      while (partial.length > MAX_LINE_CHARS) partial = this.#passPiece(partial)
+      while (tooLong(partial)) partial = this.#passPiece(partial)
     })
     // An error ends the stream as a close does; nothing more can be read from it.
     from.on('error', () => {})
@@ -66,18 +74,24 @@ export class WorkerOutputRelay {
     )
   }
 
-  /** Passes on `line` (without its newline) as one line, or as pieces of at most MAX_LINE_CHARS. */
+  /** Passes on `line` (without its newline) as one line, or as pieces of at most MAX_LINE_BYTES. */
   #pass(line: string): void {
     let rest = line
-    while (rest.length > MAX_LINE_CHARS) rest = this.#passPiece(rest)
+    while (tooLong(rest)) rest = this.#passPiece(rest)
     this.#to.write(`${rest}\n`)
   }
 
-  /** Passes on the first piece of `text` as a line, never between a surrogate pair; returns the rest. */
+  /**
+   * Passes on as a line the longest start of `text` (which is too long) that ends between two characters
+   * and takes MAX_LINE_BYTES with its newline; returns the rest.
+   */
   #passPiece(text: string): string {
-    const high = text.charCodeAt(MAX_LINE_CHARS - 1)
-    const cut = high >= 0xd800 && high <= 0xdbff ? MAX_LINE_CHARS - 1 : MAX_LINE_CHARS
-    this.#to.write(`${text.slice(0, cut)}\n`)
-    return text.slice(cut)
+    const bytes = Buffer.from(text.slice(0, MAX_LINE_BYTES))
+    let cut = MAX_LINE_BYTES - 1
+    // A continuation byte (10xxxxxx) first in what is left: the cut would fall inside a character.
+    while (((bytes[cut] as number) & 0xc0) === 0x80) cut--
+    const piece = bytes.toString('utf8', 0, cut)
+    this.#to.write(`${piece}\n`)
+    return text.slice(piece.length)
   }
 }
