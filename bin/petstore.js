@@ -33,6 +33,10 @@ process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
   process.exit(0)
 })
 
+// Stderr is where a process tells what nothing else can: once its reader is gone, nobody is left to tell,
+// and a server keeps serving (Node's debug output and warnings write there) rather than die of it.
+process.stderr.on('error', () => {})
+
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })

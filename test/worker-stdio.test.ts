@@ -64,4 +64,25 @@ describe("workers' output relayed to the supervisor's stderr", () => {
       `${'z'.repeat(4094)}\n😀${'z'.repeat(100)}\n${euros.slice(0, 1365)}\n${euros.slice(1365, 2730)}\n${euros.slice(2730)}\nnext\n`,
     )
   })
+
+  for (const { what, text, bytes } of [
+    { what: '4095 ASCII bytes', text: 'a'.repeat(4095), bytes: [4096] },
+    { what: '4096 ASCII bytes', text: 'a'.repeat(4096), bytes: [4096, 2] },
+    { what: 'an emoji three bytes short of the cut', text: `${'z'.repeat(4092)}😀z`, bytes: [4093, 6] },
+    { what: 'euros two bytes short of the cut', text: `z${'€'.repeat(1400)}`, bytes: [4094, 109] },
+    { what: 'two-byte letters', text: 'é'.repeat(2100), bytes: [4095, 107] },
+  ]) {
+    test(`when a worker writes ${what} in a line, then no piece passed on is over 4 KiB or cuts a character`, async () => {
+      const stderr = new PassThrough()
+      const { lines, sink } = recorder()
+      const relayed = new WorkerOutputRelay(sink).follow({ stdout: null, stderr })
+      stderr.end(`${text}\n`)
+      await relayed
+      assert.deepEqual(
+        lines.map((line) => Buffer.byteLength(line)),
+        bytes,
+      )
+      assert.equal(lines.join('').replaceAll('\n', ''), text)
+    })
+  }
 })

@@ -1,6 +1,12 @@
 import { write, writeSync } from 'node:fs'
 import { LaterLines, type LineMaker } from './later-lines.ts'
-import { nonBlockingPipe, reportDroppedAtExit } from './standard-streams.ts'
+import {
+  countDropped,
+  droppedLogLines,
+  type LogStream,
+  nonBlockingPipe,
+  reportDroppedAtExit,
+} from './standard-streams.ts'
 
 /**
  * How a server writes its log to standard output: buffered and asynchronous, so no request waits for a
@@ -26,16 +32,6 @@ export const LOG_OUTPUT = {
 } as const
 
 const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
-
-/** What a buffered output writes: the log, or, in a supervisor, its workers' output relayed to stderr. */
-export type LogStream = 'stdout' | 'stderr'
-
-const dropped: Record<LogStream, number> = { stdout: 0, stderr: 0 }
-
-/** Lines dropped by this process so far, on `stream` or on both: it was full past the buffer, or gone. */
-export function droppedLogLines(stream?: LogStream): number {
-  return stream === undefined ? dropped.stdout + dropped.stderr : dropped[stream]
-}
 
 /** A run of whole lines, encoded: at most one write long, unless one line is longer. */
 interface Chunk {
@@ -87,9 +83,10 @@ export class BufferedLogOutput {
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     setInterval(() => this.flush(), LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => {
-      const before = dropped[this.#stream]
+      const before = droppedLogLines(this.#stream)
       this.writeAtExit()
-      if (dropped[this.#stream] > before) reportDroppedAtExit(dropped[this.#stream] - before, fd)
+      const lost = droppedLogLines(this.#stream) - before
+      if (lost > 0) reportDroppedAtExit(lost, fd)
     })
   }
 
@@ -125,7 +122,7 @@ export class BufferedLogOutput {
 
   /** A line that cannot be made is counted as dropped, and said once in the log: a bug, not a slow stdout. */
   readonly #makerFailure = (error: unknown): void => {
-    dropped[this.#stream]++
+    countDropped(this.#stream, 1)
     if (this.#makerFailed) return
     this.#makerFailed = true
     const name = error instanceof Error ? error.name : typeof error
@@ -137,7 +134,7 @@ export class BufferedLogOutput {
 
   #take(line: string, ascii: boolean): boolean {
     if (this.#broken || this.#bytes + line.length > LOG_OUTPUT.maxBufferedBytes) {
-      dropped[this.#stream]++
+      countDropped(this.#stream, 1)
       return true
     }
     let chunk = this.#chunks[this.#chunks.length - 1] as Chunk
@@ -290,7 +287,7 @@ export class BufferedLogOutput {
   #dropAll(written = 0): void {
     let lines = -wholeLines(this.#chunks[0] as Chunk, written)
     for (const chunk of this.#chunks) lines += chunk.lines
-    dropped[this.#stream] += lines
+    countDropped(this.#stream, lines)
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     this.#bytes = 0
   }

@@ -2,7 +2,8 @@ import { isatty } from 'node:tty'
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { maskApiKeys } from './key-masking.ts'
-import { droppedLogLines, LOG_OUTPUT, type LogStream } from './log-output.ts'
+import { LOG_OUTPUT } from './log-output.ts'
+import { droppedLogLines, type LogStream } from './standard-streams.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */
 export interface LogSettings {
@@ -78,15 +79,22 @@ const DROPPED_ON: Record<LogStream, string> = {
  * stderr, whose drops are said whatever the format of its own log.
  */
 export function reportDroppedLogLines(log: Logger): void {
+  setInterval(droppedLinesReport(log), LOG_OUTPUT.dropReportIntervalMs).unref()
+}
+
+/** One report each call: a warn line for each stream that dropped lines since the last one taken. */
+export function droppedLinesReport(log: Logger): () => void {
   const reported: Record<LogStream, number> = { stdout: 0, stderr: 0 }
-  setInterval(() => {
+  return () => {
     for (const stream of ['stdout', 'stderr'] as const) {
       const dropped = droppedLogLines(stream)
       if (dropped === reported[stream]) continue
+      const logDropped = droppedLogLines('stdout')
       log.warn({ droppedLines: dropped - reported[stream] }, DROPPED_ON[stream])
-      reported[stream] = dropped
+      // Dropped itself (stdout still full): its count is said by the next one that gets through.
+      if (droppedLogLines('stdout') === logDropped) reported[stream] = dropped
     }
-  }, LOG_OUTPUT.dropReportIntervalMs).unref()
+  }
 }
 
 // How long the log is given, at most, to write its last lines before the process exits without them.

@@ -1,5 +1,20 @@
 import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs'
 
+/** What a buffered output writes: the log, or, in a supervisor, its workers' output relayed to stderr. */
+export type LogStream = 'stdout' | 'stderr'
+
+const dropped: Record<LogStream, number> = { stdout: 0, stderr: 0 }
+
+/** Counts `lines` this process's output to `stream` dropped: it was full past its buffer, or gone. */
+export function countDropped(stream: LogStream, lines: number): void {
+  dropped[stream] += lines
+}
+
+/** Lines dropped by this process so far, on `stream` or on both. */
+export function droppedLogLines(stream?: LogStream): number {
+  return stream === undefined ? dropped.stdout + dropped.stderr : dropped[stream]
+}
+
 /**
  * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
  * with O_NONBLOCK: an open file of this process's own, whose flag no process sharing the pipe can clear.

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client'
-import { droppedLogLines } from '../log/log-output.ts'
+import { droppedLogLines, type LogStream } from '../log/standard-streams.ts'
 import { DurationHistogram } from './duration-histogram.ts'
 
 /** What the store reports about its connections, for engines that pool them. */
@@ -87,18 +87,30 @@ export function createMetrics(poolStats?: () => PoolStats) {
 
 export type Metrics = ReturnType<typeof createMetrics>
 
-/**
- * The lines this process's buffered outputs dropped, in `registry`: its log's, and, in a supervisor, those
- * of its workers' output it relays to stderr (its /metrics adds them to the workers' own).
- */
+/** The log lines (standard output) this process dropped, in `registry` (a supervisor adds its workers'). */
 export function countDroppedLogLines(registry: Registry): void {
+  countDropped(registry, 'stdout', {
+    name: 'petstore_log_lines_dropped_total',
+    help: 'Log lines dropped because standard output did not keep up (or was closed).',
+  })
+}
+
+/** In a supervisor: the lines of its workers' output it could not pass on to standard error. */
+export function countDroppedWorkerOutput(registry: Registry): void {
+  countDropped(registry, 'stderr', {
+    name: 'petstore_worker_output_lines_dropped_total',
+    help: "Lines of workers' output (not their log) dropped because standard error did not keep up.",
+  })
+}
+
+function countDropped(registry: Registry, stream: LogStream, { name, help }: { name: string; help: string }) {
   let reported = 0
   new Counter({
-    name: 'petstore_log_lines_dropped_total',
-    help: "Lines dropped because stdout (the log) or, in a supervisor, stderr (workers' output) did not keep up or was closed.",
+    name,
+    help,
     registers: [registry],
     collect() {
-      const dropped = droppedLogLines()
+      const dropped = droppedLogLines(stream)
       this.inc(dropped - reported)
       reported = dropped
     },

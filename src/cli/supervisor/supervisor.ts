@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
 import { BufferedLogOutput } from '../../log/log-output.ts'
-import { countDroppedLogLines } from '../../metrics/metrics.ts'
+import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
@@ -113,6 +113,7 @@ export async function superviseWorkers(
 function supervisorMetrics(): Registry {
   const registry = new Registry()
   countDroppedLogLines(registry)
+  countDroppedWorkerOutput(registry)
   return registry
 }
 

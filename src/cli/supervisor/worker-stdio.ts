@@ -14,15 +14,16 @@ export const WORKER_LOG_FD = 4
 export const WORKER_STDIO = ['ignore', 'pipe', 'pipe', 'ipc', 1]
 
 // A line is passed on in pieces of at most this many bytes, its newline included, each as a line: a run
-// without a newline is not held whole, and each is one write of at most PIPE_BUF, which a pipe takes whole,
-// so with stdout and stderr on one pipe (`2>&1 |`) no worker's log line lands inside one.
+// without a newline is not held whole, and every write, whole lines of at most PIPE_BUF, is one a pipe takes
+// whole, so with stdout and stderr on one pipe (`2>&1 |`) no worker's log line lands inside a relayed one.
 const MAX_LINE_BYTES = 4096
 // No text of this many UTF-16 units or fewer is over MAX_LINE_BYTES - 1 bytes: only a longer one is measured.
 const SURELY_SHORT = Math.floor((MAX_LINE_BYTES - 1) / 3)
 
-/** Whether `text` with a newline is more than MAX_LINE_BYTES. */
+/** Whether `text` with a newline is more than MAX_LINE_BYTES (measured up to 4 KiB, not through a long run). */
 function tooLong(text: string): boolean {
-  return text.length > SURELY_SHORT && Buffer.byteLength(text) >= MAX_LINE_BYTES
+  if (text.length <= SURELY_SHORT) return false
+  return text.length >= MAX_LINE_BYTES || Buffer.byteLength(text) >= MAX_LINE_BYTES
 }
 
 /** Where relayed lines go: the supervisor's buffered stderr (log/log-output.ts), one line per call. */
