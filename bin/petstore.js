@@ -40,3 +40,6 @@ process.stderr.on('error', () => {})
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
+// A WORKERS worker that could not start must end, for its supervisor to replace it: its channel to the
+// supervisor would otherwise keep it alive, serving nothing, for good (a disconnect would exit 0).
+if (process.exitCode !== 0 && process.connected) process.exit()

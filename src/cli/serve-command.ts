@@ -8,7 +8,7 @@ import type { Config } from '../config.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
 import { startServer } from '../server.ts'
 import type { Store } from '../store/store.ts'
-import { type Command, type Output, parseCommandArgs } from './command.ts'
+import { type Command, CommandError, type Output, parseCommandArgs } from './command.ts'
 import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
 import { openStore } from './open-store.ts'
@@ -16,7 +16,7 @@ import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
 import { superviseWorkers } from './supervisor/supervisor.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
-import { WORKER_LOG_FD } from './supervisor/worker-stdio.ts'
+import { workerLogFd } from './supervisor/worker-stdio.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
@@ -98,8 +98,14 @@ uncaught failure (see README, "Operating").`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
     // A worker logs to the service's stdout, which its supervisor gives it above its own standard streams.
+    const logFd = cluster.isWorker ? workerLogFd() : 1
+    if (logFd === undefined) {
+      throw new CommandError(
+        'a worker must be started by "petstore serve" with WORKERS, which gives it its log: under another cluster manager, run "petstore serve" in its fork mode, one per process',
+      )
+    }
     const { config, log } = cluster.isWorker
-      ? startUp({ isTTY: isatty(WORKER_LOG_FD) }, { bufferedLog: true, logFd: WORKER_LOG_FD })
+      ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
     // The supervisor prepares the store once, before any worker starts, and closes it again.

@@ -8,7 +8,7 @@ import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
-import { WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
+import { WORKER_ENV, WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
 
 // Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
 // the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
@@ -62,7 +62,7 @@ export async function superviseWorkers(
   const relaying = new Set<Promise<void>>()
   cluster.setupPrimary({ stdio: WORKER_STDIO })
   const fork = () => {
-    const worker = cluster.fork()
+    const worker = cluster.fork(WORKER_ENV)
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))

@@ -10,6 +10,18 @@ import type { Readable } from 'node:stream'
  */
 export const WORKER_LOG_FD = 4
 
+// Set by the supervisor in each worker's environment: the descriptor of its log. A worker another cluster
+// manager started (PM2's cluster mode) has none, and whatever it opened as 4 is not the service's stdout.
+const WORKER_LOG_ENV = 'PETSTORE_WORKER_LOG_FD'
+
+/** What the supervisor adds to a worker's environment. */
+export const WORKER_ENV = { [WORKER_LOG_ENV]: String(WORKER_LOG_FD) }
+
+/** The log descriptor this worker's supervisor gave it, if `petstore serve` started it. */
+export function workerLogFd(): number | undefined {
+  return process.env[WORKER_LOG_ENV] === String(WORKER_LOG_FD) ? WORKER_LOG_FD : undefined
+}
+
 /** The workers' descriptors: stdin none, stdout and stderr piped to the supervisor, IPC, the log. */
 export const WORKER_STDIO = ['ignore', 'pipe', 'pipe', 'ipc', 1]
 
