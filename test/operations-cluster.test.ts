@@ -148,9 +148,9 @@ describe('all cores', () => {
   })
 })
 
-/** `serve` with WORKERS=2 and `extra` settings, its stdout and stderr kept apart. */
-function serveWorkers(t: TestContext, extra: Record<string, string>) {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+/** `serve` (or what `argv` runs) with WORKERS=2 and `extra` settings, its stdout and stderr kept apart. */
+function serveWorkers(t: TestContext, extra: Record<string, string>, argv = [CLI, 'serve']) {
+  const child = spawn(process.execPath, argv, {
     env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...extra }),
     cwd: temporaryDirectory(t),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -258,22 +258,11 @@ describe('worker output', () => {
       const stdio = ['ignore', 'inherit', 'inherit', 'ipc']
       cluster.setupPrimary({ exec: ${JSON.stringify(CLI)}, args: ['serve'], execArgv: [], stdio })
       cluster.fork().on('exit', (code) => process.exit(code ?? 99))`
-    const child = spawn(process.execPath, ['-e', primary], {
-      env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' }),
-      cwd: temporaryDirectory(t),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    t.after(() => child.kill('SIGKILL'))
-    let output = ''
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      output += text
-    })
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      output += text
-    })
-    const [code] = await within(once(child, 'exit'), 15_000, () => `the worker did not exit:\n${output}`)
-    assert.equal(code, 1, output)
-    assert.match(output, /petstore serve: a worker must be started by "petstore serve" with WORKERS/)
+    const { child, output } = serveWorkers(t, {}, ['-e', primary])
+    const said = () => `${output.stdout}${output.stderr}`
+    const [code] = await within(once(child, 'exit'), 15_000, () => `the worker did not exit:\n${said()}`)
+    assert.equal(code, 1, said())
+    assert.match(output.stderr, /petstore serve: a worker must be started by "petstore serve" with WORKERS/)
   })
 
   test("when its stdout is a terminal, then workers' lines are coloured as the supervisor's are", async (t) => {
