@@ -34,12 +34,16 @@ process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
 })
 
 // Stderr is where a process tells what nothing else can: once its reader is gone, nobody is left to tell,
-// and a server keeps serving (Node's debug output and warnings write there) rather than die of it.
+// and a command goes on (a server keeps serving: Node's debug output and warnings write there).
 process.stderr.on('error', () => {})
 
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
-// A WORKERS worker that could not start must end, for its supervisor to replace it: its channel to the
-// supervisor would otherwise keep it alive, serving nothing, for good (a disconnect would exit 0).
-if (process.exitCode !== 0 && process.connected) process.exit()
+// A command that failed in a process given an IPC channel (a WORKERS worker that could not start, another
+// manager's fork mode) must end, to be replaced: the channel could keep it alive, serving nothing, for
+// good. Once stderr has taken the reason; a second at most if nobody reads it.
+if (process.exitCode !== 0 && process.connected) {
+  setTimeout(() => process.exit(), 1000).unref()
+  process.stderr.write('', () => process.exit())
+}

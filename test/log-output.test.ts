@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import fs, { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
+import fs, { readFileSync } from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
-import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import { LATER_LINES } from '../src/log/later-lines.ts'
 import { BufferedLogOutput, LOG_OUTPUT } from '../src/log/log-output.ts'
-import { createLogger, droppedLinesReport } from '../src/log/logger.ts'
 import { droppedLogLines } from '../src/log/standard-streams.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
-import { temporaryDirectory } from './helpers/cleanup.ts'
+import { outputFile } from './helpers/cleanup.ts'
 
 /** Lines of every shape a log holds: short, multi-byte, and longer than a whole write. */
 function mixedLines(count: number): string[] {
@@ -27,30 +25,6 @@ function mixedLines(count: number): string[] {
 function take(output: BufferedLogOutput, line: string): void {
   if (/^[\x20-\x7e\n]*$/.test(line)) output.writeAscii(line)
   else output.write(line)
-}
-
-/** A file for the output to write to, closed after the test: its path and descriptor. */
-function outputFile(t: TestContext): { path: string; fd: number } {
-  const path = join(temporaryDirectory(t), 'out.log')
-  const fd = openSync(path, 'w')
-  t.after(() => closeSync(fd))
-  return { path, fd }
-}
-
-/** What a non-blocking descriptor holds now ('' when nothing). */
-function readAvailable(fd: number): string {
-  const buffer = Buffer.alloc(1024 * 1024)
-  let text = ''
-  for (;;) {
-    try {
-      const read = readSync(fd, buffer)
-      if (read === 0) return text
-      text += buffer.toString('utf8', 0, read)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return text
-      throw error
-    }
-  }
 }
 
 /** Resolves once everything the output took is written. */
@@ -304,44 +278,5 @@ describe('lines made later, then an exit or a fatal line', () => {
     const lines = Array.from({ length: 20 }, (_, n) => requestLine(n))
     assert.equal(readFileSync(path, 'utf8'), `${lines.join('')}{"level":60,"msg":"boom"}\n`)
     assert.equal(droppedLogLines() - before, 0)
-  })
-})
-
-describe('reports of dropped lines', () => {
-  test('when a report is itself dropped (stdout still full), then the next one that gets through counts every line since the last one taken', async (t) => {
-    // A pipe nobody reads until the test does.
-    const fifo = join(temporaryDirectory(t), 'stdout')
-    execFileSync('mkfifo', [fifo])
-    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)
-    const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)
-    t.after(() => {
-      closeSync(writer)
-      closeSync(reader)
-    })
-    const output = new BufferedLogOutput({ fd: writer })
-    const report = droppedLinesReport(createLogger({ level: 'info' }, false, output))
-    // Short lines until one is dropped: the buffer is then too full for a report's line.
-    const before = droppedLogLines('stdout')
-    while (droppedLogLines('stdout') === before) output.write('123456789\n')
-    report()
-    const unsaid = droppedLogLines('stdout')
-    assert.equal(unsaid, before + 2, 'the report was dropped too')
-
-    // Read again, until everything buffered is written.
-    let done = false
-    output.flush(() => {
-      done = true
-    })
-    let read = ''
-    while (!done) {
-      read += readAvailable(reader)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
-    read += readAvailable(reader)
-    assert.ok(!read.includes('droppedLines'), 'no report got through while stdout was full')
-    report()
-    await flushed(output)
-    const said = readAvailable(reader)
-    assert.equal(JSON.parse(said).droppedLines, unsaid, said)
   })
 })

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdirSync, renameSync } from 'node:fs'
-import { join } from 'node:path'
-import { describe, type TestContext, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
 import { waitFor, within } from './helpers/bounded-wait.ts'
@@ -17,7 +15,7 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
-import { createPets, killIfRunning, servingWorkers } from './helpers/cluster-process.ts'
+import { createPets, killIfRunning, serveWorkers, servingWorkers } from './helpers/cluster-process.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
@@ -112,68 +110,11 @@ describe('all cores', () => {
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })
-
-  test('when a replacement worker cannot open the store, then it exits and is replaced again, until one serves', {
-    timeout: 60_000,
-  }, async (t) => {
-    const cwd = temporaryDirectory(t)
-    mkdirSync(join(cwd, 'db'))
-    const server = await startServeProcess({ ...env, DATABASE_URL: 'sqlite:db/petstore.db' }, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const [first] = (await servingWorkers(server, 2)) as [number, number]
-    // Not the default path: no worker creates the directory again, each fails opening it.
-    renameSync(join(cwd, 'db'), join(cwd, 'db.away'))
-    process.kill(first, 'SIGKILL')
-    const deaths = (count: number) =>
-      waitForLog(
-        server,
-        (lines) => {
-          const died = lines.filter((line) => line.msg === 'a worker died; replacing it')
-          return died.length >= count ? died : undefined
-        },
-        20_000,
-      )
-    // The killed worker, then two replacements that could not start.
-    const died = await deaths(3)
-    assert.deepEqual(
-      died.map((line) => line.code),
-      [null, 1, 1],
-      'replacements that could not start exit 1',
-    )
-    renameSync(join(cwd, 'db.away'), join(cwd, 'db'))
-    const serving = await servingWorkers(server, 3)
-    assert.equal(serving.length, 3, 'a replacement serves once the store is back')
-    server.child.kill('SIGTERM')
-    assert.equal(await exitWithin(server), 0)
-  })
 })
-
-/** `serve` (or what `argv` runs) with WORKERS=2 and `extra` settings, its stdout and stderr kept apart. */
-function serveWorkers(t: TestContext, extra: Record<string, string>, argv = [CLI, 'serve']) {
-  const child = spawn(process.execPath, argv, {
-    env: cliEnvironment({ ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...extra }),
-    cwd: temporaryDirectory(t),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  t.after(() => child.kill('SIGKILL'))
-  const output = { stdout: '', stderr: '' }
-  child.stdout.setEncoding('utf8').on('data', (text: string) => {
-    output.stdout += text
-  })
-  child.stderr.setEncoding('utf8').on('data', (text: string) => {
-    output.stderr += text
-  })
-  const exited = once(child, 'exit')
-  const stop = () => {
-    child.kill('SIGTERM')
-    return within(exited, 10_000, () => `no exit:\n${output.stdout}${output.stderr}`)
-  }
-  return { child, output, stop }
-}
 
 describe('worker output', () => {
   test("when LOG_FORMAT=pretty, then every worker writes its lines for people on the service's stdout, none on its stderr", async (t) => {
-    const { child, output, stop } = serveWorkers(t, { LOG_FORMAT: 'pretty' })
+    const { child, output, stop } = serveWorkers(t, { ...env, LOG_FORMAT: 'pretty' })
     const serving = await waitFor(
       () => {
         const pids = [...output.stdout.matchAll(/INFO \((\d+)\): serving http/g)].map((match) => match[1])
@@ -189,7 +130,7 @@ describe('worker output', () => {
   })
 
   test("when workers print outside their log (NODE_DEBUG=http), then every line reaches the service's stderr whole, one for every answer, and stdout holds only log lines", async (t) => {
-    const { output, stop } = serveWorkers(t, { NODE_DEBUG: 'http' })
+    const { output, stop } = serveWorkers(t, { ...env, NODE_DEBUG: 'http' })
     const origin = await waitFor(
       () => {
         const serving = output.stdout.match(/serving http:\/\/[\d.]+:\d+/g) ?? []
@@ -218,7 +159,7 @@ describe('worker output', () => {
     timeout: 60_000,
   }, async (t) => {
     // A replacement worker's module loading (NODE_DEBUG) is output the supervisor relays and must drop.
-    const { child, output, stop } = serveWorkers(t, { LOG_FORMAT: 'pretty', NODE_DEBUG: 'module' })
+    const { child, output, stop } = serveWorkers(t, { ...env, LOG_FORMAT: 'pretty', NODE_DEBUG: 'module' })
     const { pids, metricsPort } = await waitFor(
       () => {
         const serving = [...output.stdout.matchAll(/INFO \((\d+)\): serving http/g)].map((match) => match[1])
@@ -249,20 +190,6 @@ describe('worker output', () => {
     // Stdout is read: no log line was lost, and the log's counter says so.
     assert.match(scrape, /^petstore_log_lines_dropped_total 0$/m)
     assert.deepEqual(await stop(), [0, null])
-  })
-
-  test('when a worker is started by another cluster manager, then it refuses to serve, saying why, rather than drop every log line', async (t) => {
-    // A primary of its own, as PM2's cluster mode is: it forks `serve` with Node's default descriptors.
-    const primary = `
-      const cluster = require('node:cluster')
-      const stdio = ['ignore', 'inherit', 'inherit', 'ipc']
-      cluster.setupPrimary({ exec: ${JSON.stringify(CLI)}, args: ['serve'], execArgv: [], stdio })
-      cluster.fork().on('exit', (code) => process.exit(code ?? 99))`
-    const { child, output } = serveWorkers(t, {}, ['-e', primary])
-    const said = () => `${output.stdout}${output.stderr}`
-    const [code] = await within(once(child, 'exit'), 15_000, () => `the worker did not exit:\n${said()}`)
-    assert.equal(code, 1, said())
-    assert.match(output.stderr, /petstore serve: a worker must be started by "petstore serve" with WORKERS/)
   })
 
   test("when its stdout is a terminal, then workers' lines are coloured as the supervisor's are", async (t) => {

@@ -146,6 +146,22 @@ describe('process-level failures', () => {
   })
 })
 
+describe('what is not a failure', () => {
+  test('when its stderr reader is gone and it writes there (NODE_DEBUG), then it keeps serving', async (t) => {
+    const server = await startServeProcess(
+      { API_KEYS: `ops:${key}`, NODE_DEBUG: 'http' },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    server.child.stderr?.destroy()
+    // Every answer writes debug lines on stderr: the first fails with EPIPE.
+    for (let i = 0; i < 20; i++) assert.equal((await request(server, '/v1/pets?limit=5')).status, 200)
+    await sleep(500)
+    assert.equal(server.child.exitCode, null, `the server exited:\n${server.output()}`)
+    assert.equal((await request(server, '/v1/pets?limit=5')).status, 200)
+  })
+})
+
 describe('process-level failures while shutting down', () => {
   test('when a failure comes while a SIGTERM drain is under way, then the process still exits 1, not 0', async (t) => {
     const server = await startServeProcess(faulty({ TEST_FAULT: 'throw' }), temporaryDirectory(t))

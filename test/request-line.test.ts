@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
-import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import pino from 'pino'
@@ -10,7 +9,7 @@ import { type RequestLine, requestLineWriter } from '../src/http/request-line.ts
 import { requestIdOf } from '../src/http/request-logging.ts'
 import { BufferedLogOutput } from '../src/log/log-output.ts'
 import { within } from './helpers/bounded-wait.ts'
-import { temporaryDirectory } from './helpers/cleanup.ts'
+import { outputFile } from './helpers/cleanup.ts'
 
 /** A writer at info to an array of lines, with pino's usual base bindings (pid, hostname). */
 function capturedWriter() {
@@ -297,9 +296,7 @@ describe('the request line against pino', () => {
 
 describe("the request line on the service's own output", () => {
   test("when any request is written, then the output holds the same text as pino's destination gets, a line all ASCII copied as it is", async (t) => {
-    const path = join(temporaryDirectory(t), 'out.log')
-    const fd = openSync(path, 'w')
-    t.after(() => closeSync(fd))
+    const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
     let copied = 0
     const writeAscii = output.writeAscii.bind(output)
@@ -350,9 +347,7 @@ describe("the request line on the service's own output", () => {
   })
 
   test('when a line waits to be made while the clock moves on and the process logger gains a binding, then it carries the time and bindings of when it was taken', async (t) => {
-    const path = join(temporaryDirectory(t), 'out.log')
-    const fd = openSync(path, 'w')
-    t.after(() => closeSync(fd))
+    const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
     const logger = pino({ level: 'info' }, output)
     const write = requestLineWriter(logger, 'info')

@@ -16,7 +16,7 @@ import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
 import { superviseWorkers } from './supervisor/supervisor.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
-import { workerLogFd } from './supervisor/worker-stdio.ts'
+import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
@@ -98,10 +98,10 @@ uncaught failure (see README, "Operating").`,
   async run(args, { stdout }) {
     parseCommandArgs(args, {})
     // A worker logs to the service's stdout, which its supervisor gives it above its own standard streams.
-    const logFd = cluster.isWorker ? workerLogFd() : 1
+    const logFd = cluster.isWorker ? takeWorkerLogFd() : 1
     if (logFd === undefined) {
       throw new CommandError(
-        'a worker must be started by "petstore serve" with WORKERS, which gives it its log: under another cluster manager, run "petstore serve" in its fork mode, one per process',
+        'a worker must be started by "petstore serve" with WORKERS, which gives it its log: under another cluster manager, run one "petstore serve" in its fork mode, with WORKERS for more cores',
       )
     }
     const { config, log } = cluster.isWorker

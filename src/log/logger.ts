@@ -86,6 +86,8 @@ export function reportDroppedLogLines(log: Logger): void {
 export function droppedLinesReport(log: Logger): () => void {
   const reported: Record<LogStream, number> = { stdout: 0, stderr: 0 }
   return () => {
+    // Request lines waiting to be made are made (and, stdout full, dropped) first, not inside the warn.
+    log.flush()
     for (const stream of ['stdout', 'stderr'] as const) {
       const dropped = droppedLogLines(stream)
       if (dropped === reported[stream]) continue

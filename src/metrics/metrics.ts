@@ -89,7 +89,7 @@ export type Metrics = ReturnType<typeof createMetrics>
 
 /** The log lines (standard output) this process dropped, in `registry` (a supervisor adds its workers'). */
 export function countDroppedLogLines(registry: Registry): void {
-  countDropped(registry, 'stdout', {
+  droppedLinesCounter(registry, 'stdout', {
     name: 'petstore_log_lines_dropped_total',
     help: 'Log lines dropped because standard output did not keep up (or was closed).',
   })
@@ -97,13 +97,17 @@ export function countDroppedLogLines(registry: Registry): void {
 
 /** In a supervisor: the lines of its workers' output it could not pass on to standard error. */
 export function countDroppedWorkerOutput(registry: Registry): void {
-  countDropped(registry, 'stderr', {
+  droppedLinesCounter(registry, 'stderr', {
     name: 'petstore_worker_output_lines_dropped_total',
     help: "Lines of workers' output (not their log) dropped because standard error did not keep up.",
   })
 }
 
-function countDropped(registry: Registry, stream: LogStream, { name, help }: { name: string; help: string }) {
+function droppedLinesCounter(
+  registry: Registry,
+  stream: LogStream,
+  { name, help }: { name: string; help: string },
+) {
   let reported = 0
   new Counter({
     name,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, type TestContext } from 'node:test'
@@ -23,4 +23,15 @@ export function temporaryDirectory(t: Cleanup): string {
   const directory = mkdtempSync(join(tmpdir(), 'petstore-test-'))
   t.after(() => rmSync(directory, { recursive: true, force: true }))
   return directory
+}
+
+/**
+ * A file for an output to write to, in a fresh temporary directory: its path, and its descriptor, closed
+ * after the test.
+ */
+export function outputFile(t: Cleanup): { path: string; fd: number } {
+  const path = join(temporaryDirectory(t), 'out.log')
+  const fd = openSync(path, 'w')
+  t.after(() => closeSync(fd))
+  return { path, fd }
 }

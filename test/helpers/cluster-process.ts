@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict'
-import { type ServeProcess, waitForLog } from './cli-process.ts'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import type { TestContext } from 'node:test'
+import { within } from './bounded-wait.ts'
+import { temporaryDirectory } from './cleanup.ts'
+import { CLI, cliEnvironment, type ServeProcess, waitForLog } from './cli-process.ts'
 
 type Requester = (server: ServeProcess, path: string, init?: RequestInit) => Promise<Response>
 
@@ -67,4 +72,30 @@ export function killIfRunning(pid: number): void {
   } catch {
     // Already gone.
   }
+}
+
+/**
+ * `serve` (or what `argv` runs) with `env` (WORKERS among it), its stdout and stderr kept apart; `stop`
+ * sends SIGTERM and resolves with the exit once both are read to their end.
+ */
+export function serveWorkers(t: TestContext, env: Record<string, string>, argv = [CLI, 'serve']) {
+  const child = spawn(process.execPath, argv, {
+    env: cliEnvironment({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
+    cwd: temporaryDirectory(t),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.after(() => child.kill('SIGKILL'))
+  const output = { stdout: '', stderr: '' }
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    output.stdout += text
+  })
+  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    output.stderr += text
+  })
+  const closed = once(child, 'close')
+  const stop = () => {
+    child.kill('SIGTERM')
+    return within(closed, 10_000, () => `no exit:\n${output.stdout}${output.stderr}`)
+  }
+  return { child, output, closed, stop }
 }

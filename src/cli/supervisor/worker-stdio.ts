@@ -17,9 +17,14 @@ const WORKER_LOG_ENV = 'PETSTORE_WORKER_LOG_FD'
 /** What the supervisor adds to a worker's environment. */
 export const WORKER_ENV = { [WORKER_LOG_ENV]: String(WORKER_LOG_FD) }
 
-/** The log descriptor this worker's supervisor gave it, if `petstore serve` started it. */
-export function workerLogFd(): number | undefined {
-  return process.env[WORKER_LOG_ENV] === String(WORKER_LOG_FD) ? WORKER_LOG_FD : undefined
+/**
+ * The log descriptor this worker's supervisor gave it, if `petstore serve` started it; read once, and
+ * taken out of the environment, so that nothing the worker starts inherits it.
+ */
+export function takeWorkerLogFd(): number | undefined {
+  const given = process.env[WORKER_LOG_ENV]
+  delete process.env[WORKER_LOG_ENV]
+  return given === String(WORKER_LOG_FD) ? WORKER_LOG_FD : undefined
 }
 
 /** The workers' descriptors: stdin none, stdout and stderr piped to the supervisor, IPC, the log. */

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, renameSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { within } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { CLI, exitWithin, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { serveWorkers, servingWorkers } from './helpers/cluster-process.ts'
+
+const env = { API_KEYS: `ops:${generateApiKey()}`, WORKERS: '2' }
+
+describe('worker start', () => {
+  test('when a replacement worker cannot open the store, then it exits and is replaced again, until one serves', {
+    timeout: 60_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, 'db'))
+    const server = await startServeProcess({ ...env, DATABASE_URL: 'sqlite:db/petstore.db' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const [first] = (await servingWorkers(server, 2)) as [number, number]
+    // Not the default path: no worker creates the directory again, each fails opening it.
+    renameSync(join(cwd, 'db'), join(cwd, 'db.away'))
+    process.kill(first, 'SIGKILL')
+    const deaths = (count: number) =>
+      waitForLog(
+        server,
+        (lines) => {
+          const died = lines.filter((line) => line.msg === 'a worker died; replacing it')
+          return died.length >= count ? died : undefined
+        },
+        20_000,
+      )
+    // The killed worker, then two replacements that could not start.
+    const died = await deaths(3)
+    assert.deepEqual(
+      died.map((line) => line.code),
+      [null, 1, 1],
+      'replacements that could not start exit 1',
+    )
+    assert.match(
+      server.output(),
+      /petstore: invalid configuration: DATABASE_URL names a file in .*db/,
+      'each says why',
+    )
+    renameSync(join(cwd, 'db.away'), join(cwd, 'db'))
+    const serving = await servingWorkers(server, 3)
+    assert.equal(serving.length, 3, 'a replacement serves once the store is back')
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+  })
+
+  test('when a worker is started by another cluster manager, then it refuses to start, saying why, rather than write its log to a descriptor it opened itself', async (t) => {
+    // A primary of its own, as PM2's cluster mode is: it forks `serve` with Node's default descriptors.
+    const primary = `
+      const cluster = require('node:cluster')
+      const stdio = ['ignore', 'inherit', 'inherit', 'ipc']
+      cluster.setupPrimary({ exec: ${JSON.stringify(CLI)}, args: ['serve'], execArgv: [], stdio })
+      cluster.fork().on('exit', (code) => process.exit(code ?? 99))`
+    const { output, closed } = serveWorkers(t, env, ['-e', primary])
+    const said = () => `${output.stdout}${output.stderr}`
+    // Closed, not only exited: the reason is written just before the exit, and must have been read.
+    const [code] = await within(closed, 15_000, () => `the worker did not exit:\n${said()}`)
+    assert.equal(code, 1, said())
+    assert.match(output.stderr, /petstore serve: a worker must be started by "petstore serve" with WORKERS/)
+  })
+})
