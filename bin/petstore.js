@@ -30,7 +30,8 @@ if (major < needMajor || (major === needMajor && minor < needMinor)) {
 // does any Unix tool, rather than with an unhandled EPIPE and its stack.
 process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
   if (error.code !== 'EPIPE') throw error
-  process.exit(0)
+  // With the exit code a command already set (a failure's 1), else 0.
+  process.exit()
 })
 
 // Stderr is where a process tells what nothing else can: once its reader is gone, nobody is left to tell,
@@ -42,7 +43,8 @@ const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
 // A command that failed in a process given an IPC channel (a WORKERS worker that could not start, another
 // manager's fork mode) must end, to be replaced: the channel could keep it alive, serving nothing, for
-// good. Once stderr has taken the reason; a second at most if nobody reads it.
+// good. Once stderr has taken the reason (an exit drops writes still queued on a full pipe); a second at
+// most if nobody reads it.
 if (process.exitCode !== 0 && process.connected) {
   setTimeout(() => process.exit(), 1000).unref()
   process.stderr.write('', () => process.exit())

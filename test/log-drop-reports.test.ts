@@ -57,7 +57,7 @@ describe('reports of dropped lines', () => {
   test('when a line waiting to be made is dropped as a report is written, then the report is not taken for dropped and no line is counted twice', async (t) => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
-    const report = droppedLinesReport(createLogger({ level: 'info' }, false, output))
+    const report = droppedLinesReport(createLogger({ level: 'info' }, false, output), output)
     const broken = () => {
       throw new Error('a maker with a bug')
     }
@@ -79,7 +79,7 @@ describe('reports of dropped lines', () => {
   test('when a report is itself dropped (stdout still full), then the next one that gets through counts every line since the last one taken', async (t) => {
     const { reader, writer } = unreadPipe(t)
     const output = new BufferedLogOutput({ fd: writer })
-    const report = droppedLinesReport(createLogger({ level: 'info' }, false, output))
+    const report = droppedLinesReport(createLogger({ level: 'info' }, false, output), output)
     // Short lines until one is dropped: the buffer is then too full for a report's line.
     const before = droppedLogLines('stdout')
     while (droppedLogLines('stdout') === before) output.write('123456789\n')

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdirSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { within } from './helpers/bounded-wait.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { CLI, exitWithin, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { CLI, cliEnvironment, exitWithin, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { serveWorkers, servingWorkers } from './helpers/cluster-process.ts'
 
 const env = { API_KEYS: `ops:${generateApiKey()}`, WORKERS: '2' }
@@ -38,10 +41,13 @@ describe('worker start', () => {
       [null, 1, 1],
       'replacements that could not start exit 1',
     )
-    assert.match(
-      server.output(),
-      /petstore: invalid configuration: DATABASE_URL names a file in .*db/,
-      'each says why',
+    // Each says why, on stderr, which the supervisor writes apart from its log: waited for, not assumed.
+    await waitUntil(
+      () =>
+        (server.output().match(/petstore: invalid configuration: DATABASE_URL names a file in /g)?.length ??
+          0) >= 2,
+      () => `each replacement did not say why:\n${server.output()}`,
+      { timeoutMs: 5000, everyMs: 20 },
     )
     renameSync(join(cwd, 'db.away'), join(cwd, 'db'))
     const serving = await servingWorkers(server, 3)
@@ -63,5 +69,24 @@ describe('worker start', () => {
     const [code] = await within(closed, 15_000, () => `the worker did not exit:\n${said()}`)
     assert.equal(code, 1, said())
     assert.match(output.stderr, /petstore serve: a worker must be started by "petstore serve" with WORKERS/)
+  })
+
+  test('when a command fails in a process with an IPC channel while stderr is backed up, then its reason still gets out before it exits', async (t) => {
+    // Module loading under NODE_DEBUG queues more on stderr than a pipe holds, before the reason.
+    const child = spawn(process.execPath, [CLI, 'serve'], {
+      env: cliEnvironment({ ...env, PORT: 'not-a-port', NODE_DEBUG: 'module' }),
+      cwd: temporaryDirectory(t),
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    const closed = once(child, 'close')
+    await sleep(500)
+    let stderr = ''
+    child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text
+    })
+    const [code] = await within(closed, 15_000, () => `no exit:\n${stderr.slice(-2000)}`)
+    assert.equal(code, 1)
+    assert.match(stderr, /petstore: invalid configuration: PORT/, `${stderr.length} characters read`)
   })
 })

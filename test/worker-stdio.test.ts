@@ -2,7 +2,12 @@ import assert from 'node:assert/strict'
 import { PassThrough } from 'node:stream'
 import { describe, test } from 'node:test'
 import { setImmediate as turn } from 'node:timers/promises'
-import { WorkerOutputRelay } from '../src/cli/supervisor/worker-stdio.ts'
+import {
+  takeWorkerLogFd,
+  WORKER_ENV,
+  WORKER_LOG_FD,
+  WorkerOutputRelay,
+} from '../src/cli/supervisor/worker-stdio.ts'
 
 /** Where the relay's lines go, recorded one call at a time. */
 function recorder() {
@@ -85,4 +90,11 @@ describe("workers' output relayed to the supervisor's stderr", () => {
       assert.equal(lines.join('').replaceAll('\n', ''), text)
     })
   }
+
+  test('when a worker takes its log descriptor, then the environment no longer holds it, for nothing it starts to inherit', () => {
+    Object.assign(process.env, WORKER_ENV)
+    assert.equal(takeWorkerLogFd(), WORKER_LOG_FD)
+    assert.equal(Object.keys(WORKER_ENV).filter((name) => name in process.env).length, 0)
+    assert.equal(takeWorkerLogFd(), undefined, 'taken once')
+  })
 })

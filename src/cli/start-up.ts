@@ -18,11 +18,10 @@ export function startUp(
   const config = loadConfig()
   if (silent) return { config, log: createLogger({ level: 'silent' }) }
   const pretty = terminal !== undefined && wantsPrettyLogs(config.log, terminal)
-  const log =
-    pretty || !bufferedLog
-      ? createLogger(config.log, pretty, undefined, logFd)
-      : createLogger(config.log, false, new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd }))
+  const output =
+    pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
+  const log = createLogger(config.log, pretty, output, logFd)
   // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
-  if (bufferedLog) reportDroppedLogLines(log)
+  if (bufferedLog) reportDroppedLogLines(log, output)
   return { config, log }
 }

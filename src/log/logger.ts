@@ -2,7 +2,7 @@ import { isatty } from 'node:tty'
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { maskApiKeys } from './key-masking.ts'
-import { LOG_OUTPUT } from './log-output.ts'
+import { type BufferedLogOutput, LOG_OUTPUT } from './log-output.ts'
 import { droppedLogLines, type LogStream } from './standard-streams.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */
@@ -78,16 +78,19 @@ const DROPPED_ON: Record<LogStream, string> = {
  * stdout takes lines again): the log's, and, in a WORKERS supervisor, the workers' output it relays to
  * stderr, whose drops are said whatever the format of its own log.
  */
-export function reportDroppedLogLines(log: Logger): void {
-  setInterval(droppedLinesReport(log), LOG_OUTPUT.dropReportIntervalMs).unref()
+export function reportDroppedLogLines(log: Logger, output?: Pick<BufferedLogOutput, 'flush'>): void {
+  setInterval(droppedLinesReport(log, output), LOG_OUTPUT.dropReportIntervalMs).unref()
 }
 
-/** One report each call: a warn line for each stream that dropped lines since the last one taken. */
-export function droppedLinesReport(log: Logger): () => void {
+/**
+ * One report each call: a warn line for each stream that dropped lines since the last one taken. `output`
+ * is the log's, when buffered.
+ */
+export function droppedLinesReport(log: Logger, output?: Pick<BufferedLogOutput, 'flush'>): () => void {
   const reported: Record<LogStream, number> = { stdout: 0, stderr: 0 }
   return () => {
     // Request lines waiting to be made are made (and, stdout full, dropped) first, not inside the warn.
-    log.flush()
+    output?.flush()
     for (const stream of ['stdout', 'stderr'] as const) {
       const dropped = droppedLogLines(stream)
       if (dropped === reported[stream]) continue
