@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdirSync, renameSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -88,5 +89,24 @@ describe('worker start', () => {
     const [code] = await within(closed, 15_000, () => `no exit:\n${stderr.slice(-2000)}`)
     assert.equal(code, 1)
     assert.match(stderr, /petstore: invalid configuration: PORT/, `${stderr.length} characters read`)
+  })
+
+  test('when no worker can start (the port is taken), then the service exits 1 saying why, as a single process does, rather than replace them for ever', {
+    timeout: 60_000,
+  }, async (t) => {
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+    t.after(() => holder.close())
+    const port = String((holder.address() as AddressInfo).port)
+    const { output, closed } = serveWorkers(t, { ...env, PORT: port })
+    const [code] = await within(
+      closed,
+      20_000,
+      () => `the service did not exit:\n${output.stdout}${output.stderr}`,
+    )
+    assert.equal(code, 1, `${output.stdout}${output.stderr}`)
+    assert.match(output.stderr, /petstore serve: .*EADDRINUSE/)
+    const died = output.stdout.split('\n').filter((line) => line.includes('a worker died; replacing it'))
+    assert.deepEqual(died, [], 'no worker replaced')
   })
 })

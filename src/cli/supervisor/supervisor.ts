@@ -67,8 +67,22 @@ export async function superviseWorkers(
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
   }
+  // Until a worker has listened, what stopped one (the port taken, a setting only a worker checks) stops
+  // its replacements too: the service fails as one process that cannot start does, for systemd to see.
+  let served = false
+  cluster.once('listening', () => {
+    served = true
+  })
   const onExit = async (worker: Worker, code: number | null, signal: string | null) => {
     if (stopping) return
+    if (!served) {
+      log.error(
+        { worker: worker.process.pid, code, signal },
+        'a worker could not start; stopping the service',
+      )
+      await stopWorkers()
+      process.exit(1)
+    }
     const delay = backoff.delayAfterCrash(Date.now())
     log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
     await sleep(delay)
