@@ -69,4 +69,12 @@ describe('deploy/petstore.service, as text', () => {
     assert.match(start, /^MALLOC_ARENA_MAX=\$\{MALLOC_ARENA_MAX:-2\} /)
     assert.ok(directive('Environment').includes('MALLOC_ARENA_MAX=2'), directive('Environment').join(', '))
   })
+
+  test('when the service fails at start again and again (its database down at boot), then systemd keeps restarting it rather than give up', () => {
+    assert.deepEqual(directive('Restart'), ['on-failure'])
+    // systemd's default start limit (5 starts in 10 s) would leave the unit failed for good within seconds.
+    assert.deepEqual(directive('StartLimitIntervalSec'), ['0'])
+    assert.ok(Number(/^(\d+)s$/.exec(directive('RestartSec')[0] ?? '')?.[1]) >= 1, 'a pause between starts')
+  })
 })
+
