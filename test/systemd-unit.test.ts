@@ -77,4 +77,3 @@ describe('deploy/petstore.service, as text', () => {
     assert.ok(Number(/^(\d+)s$/.exec(directive('RestartSec')[0] ?? '')?.[1]) >= 1, 'a pause between starts')
   })
 })
-
