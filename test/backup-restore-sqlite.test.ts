@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readdirSync, writeFileSync } from 'node:fs'
+import { readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
@@ -142,6 +142,37 @@ describe('backup and restore (SQLite)', () => {
       'the database still works',
     )
     assert.equal(integrityOf(join(cwd, 'data', 'petstore.db')), 'ok')
+  })
+
+  test('when the backup would replace the database itself (or a companion file), or names a directory, then it refuses in one line and the database is untouched', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = { API_KEYS: `cli:${generateApiKey()}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    const database = join(cwd, 'data', 'petstore.db')
+    const before = statSync(database).ino
+    for (const to of ['data/petstore.db', './data/../data/petstore.db', database, 'data/petstore.db-wal']) {
+      const refused = runCli(['backup', '--to', to, '--force'], env, cwd)
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [
+          1,
+          `petstore backup: ${to} is the database being backed up (or one of its files): name another file\n`,
+        ],
+      )
+    }
+    const directory = runCli(['backup', '--to', 'data', '--force'], env, cwd)
+    assert.deepEqual(
+      [directory.status, directory.stderr],
+      [1, 'petstore backup: data is a directory: name the backup file\n'],
+    )
+    assert.deepEqual(readdirSync(cwd).sort(), ['data'], 'no file left beside it')
+    assert.equal(statSync(database).ino, before, 'the same file')
+    assert.equal(
+      runCli(['seed', '--count', '1'], env, cwd).stdout,
+      'added 1 pets\n',
+      'the database still works',
+    )
+    assert.equal(integrityOf(database), 'ok')
   })
 
   test('when the store is PostgreSQL, then backup and restore refuse in one line pointing to pg_dump and pg_restore', (t) => {

@@ -1,5 +1,5 @@
-import { copyFileSync, existsSync, rmSync, statSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { copyFileSync, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
 import { latestVersion } from '../shared/migration-plan.ts'
@@ -60,6 +60,25 @@ function verified(path: string, name: string): bigint {
   }
 }
 
+/** Whether `to` names the database at `path` or a file beside it that is part of it, by path or identity. */
+function isDatabaseFile(path: string, to: string): boolean {
+  const files = [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]
+  const target = statSync(to, { throwIfNoEntry: false })
+  const same = (file: string) => {
+    const stats = statSync(file, { throwIfNoEntry: false })
+    return target !== undefined && stats?.dev === target.dev && stats.ino === target.ino
+  }
+  // Its directory resolved (links, `..`): a path not yet there cannot be compared by identity.
+  const real = (file: string) => {
+    try {
+      return join(realpathSync(dirname(file)), basename(file))
+    } catch {
+      return resolve(file)
+    }
+  }
+  return files.some(same) || files.map(real).includes(real(to))
+}
+
 /**
  * Copies the live database at `path` to `to`, consistently, while servers go on reading and writing it:
  * into a temporary file beside `to`, checked, made a single file (rollback journal, so it opens anywhere,
@@ -71,6 +90,13 @@ export async function backupDatabase(
   { force = false } = {},
 ): Promise<BackupSummary> {
   if (!existsSync(path)) throw new Error(`there is no database at ${path}`)
+  // Renamed over the live file, a backup would leave the server writing to a deleted one.
+  if (isDatabaseFile(path, to)) {
+    throw new Error(`${to} is the database being backed up (or one of its files): name another file`)
+  }
+  if (statSync(to, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`${to} is a directory: name the backup file`)
+  }
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
   if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
   const temporary = temporaryBeside(to, 'backup')
