@@ -228,7 +228,7 @@ export const ConfigSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.'),
   SHUTDOWN_TIMEOUT_MS: DURATION(
     10_000,
-    'On SIGTERM/SIGINT, time allowed for in-flight requests before exit.',
+    'On SIGTERM/SIGINT/SIGHUP, time allowed for in-flight requests before exit.',
   ),
   WRITE_BATCH_MAX: Type.Integer({
     minimum: 1,

@@ -108,6 +108,8 @@ export async function startServer(
   // to Node's default, which would kill the process mid-drain.
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  // A terminal's hang-up (closed, or its session ended) stops it the same way: nothing here reloads.
+  process.on('SIGHUP', onSignal)
 
   return { url, shutdown }
 }

@@ -227,6 +227,16 @@ describe('worker output', () => {
 })
 
 describe('supervisor shutdown', () => {
+  test('when SIGHUP reaches the supervisor and its workers (their terminal closed), then they drain as on SIGTERM and it exits 0', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const workers = await servingWorkers(server, 2)
+    // A terminal's hang-up reaches its whole process group: the supervisor and every worker.
+    for (const pid of [server.child.pid as number, ...workers]) process.kill(pid, 'SIGHUP')
+    assert.equal(await exitWithin(server), 0, server.output())
+    assert.doesNotMatch(server.output(), /did not stop cleanly/)
+  })
+
   test('when a worker dies while the others drain, then the supervisor exits 1', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))

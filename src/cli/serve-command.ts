@@ -91,7 +91,7 @@ export const serveCommand: Command = {
 
 Applies pending migrations, makes sure an API key exists (see README, "API keys"), and serves the API
 under /v1 on HOST:PORT, with WORKERS processes (one per CPU with WORKERS=auto). Settings come from the
-environment and from .env; see README, "Configuration". SIGTERM or SIGINT stops accepting, answers
+environment and from .env; see README, "Configuration". SIGTERM, SIGINT or SIGHUP stops accepting, answers
 every request already read (served if in flight, else 503 with Connection: close), commits pending
 writes, closes the store and exits 0; exit 1 if that takes over SHUTDOWN_TIMEOUT_MS + 2 s, or after an
 uncaught failure (see README, "Operating").`,

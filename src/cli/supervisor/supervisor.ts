@@ -20,6 +20,8 @@ const KILLED_WORKERS_REAPED_MS = 1000
 // How long, once the workers have exited, their last output (a count of what their logs dropped at exit)
 // is waited for, read and written.
 const LAST_OUTPUT_MS = 1000
+// The signals that stop the service (a terminal's hang-up as well: nothing here reloads).
+const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 
 /** What the supervisor needs of the configuration. */
 export interface SupervisorSettings {
@@ -118,8 +120,7 @@ export async function superviseWorkers(
     // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
     process.exit(clean ? 0 : 1)
   }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  for (const signal of STOP_SIGNALS) process.on(signal, stop)
   return 0
 }
 
@@ -157,9 +158,9 @@ async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boo
 function stopped(worker: Worker, log: Logger): Promise<boolean> {
   return new Promise((resolve) =>
     worker.once('exit', (code: number | null, signal: string | null) => {
-      // Killed by our own SIGTERM means it had not installed its handlers yet: it was still starting, and
-      // had no request to lose. A serving worker drains on SIGTERM and exits with its own code.
-      const clean = code === 0 || signal === 'SIGTERM'
+      // Killed by a stop signal (ours, or a terminal's to its whole group) means it had not installed its
+      // handlers yet: it was still starting, with no request to lose. A serving worker exits with its code.
+      const clean = code === 0 || STOP_SIGNALS.includes(signal as NodeJS.Signals)
       if (!clean) log.error({ worker: worker.process.pid, code, signal }, 'a worker did not stop cleanly')
       resolve(clean)
     }),
