@@ -1,12 +1,18 @@
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
+import { requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch, checkedRawHttp, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
-import { startTestServer } from './helpers/test-server.ts'
+import { startTestServer, temporaryDirectory } from './helpers/test-server.ts'
+
+const key = generateApiKey()
+const request = requesterFor(key)
 
 describe('health probes', () => {
   test('when probed without a key, then /healthz and /readyz answer 200 and carry no data', async (t) => {
@@ -41,6 +47,34 @@ describe('health probes', () => {
       assert.doesNotMatch(body.message, /refused/)
       assert.equal((await checkedFetch(server.origin, '/healthz')).status, 200, 'alive even when not ready')
     }
+  })
+})
+
+describe('readiness during an upgrade', () => {
+  test('when a newer release migrates the schema under a running instance, then it stays ready and serving, and says so once in its log', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.equal((await checkedFetch(server.origin, '/readyz')).status, 200)
+    // What the next release's migration leaves behind, as its first instance applies it.
+    const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    const latest = Number(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()?.v)
+    db.prepare('INSERT INTO schema_migrations (version, name) VALUES (?, ?)').run(
+      latest + 1,
+      'a newer release',
+    )
+    db.close()
+    for (let probe = 0; probe < 3; probe++) {
+      const ready = await checkedFetch(server.origin, '/readyz')
+      assert.equal(ready.status, 200, await ready.text())
+    }
+    assert.equal((await request(server, '/v1/pets')).status, 200)
+    const said = await waitForLog(server, (lines) => {
+      const found = lines.filter((line) => String(line.msg).startsWith('the database schema is newer'))
+      return found.length > 0 ? found : undefined
+    })
+    assert.equal(said.length, 1, 'said once')
+    assert.deepEqual([said[0]?.level, said[0]?.schema, said[0]?.release], [40, latest + 1, latest])
   })
 })
 

@@ -14,12 +14,13 @@ export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 /**
  * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
  * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
- * `Store.health`) and its schema is the one this release needs; otherwise 503 in the Error body, so a load
- * balancer stops sending traffic here (also while the service shuts down).
+ * `Store.health`) and its schema is at least the one this release needs; otherwise 503 in the Error body,
+ * so a load balancer stops sending traffic here (also while the service shuts down).
  */
 export async function healthRoutes(app: FastifyInstance, { store, load }: { store: Store; load: LoadWatch }) {
   app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
 
+  let newerSchemaSaid = false
   app.get('/readyz', { schema: hidden }, async (request) => {
     // Ready means served: while /v1 sheds, the balancer is told to send elsewhere.
     if (load.overloaded) {
@@ -45,11 +46,21 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     if (!health.writable) {
       throw new ApiError('service_unavailable', `not ready: ${health.reason}`, { 'retry-after': '1' })
     }
-    if (schema.current !== schema.latest) {
+    if (schema.current < schema.latest) {
       throw new ApiError(
         'service_unavailable',
         `not ready: database schema ${schema.current}, this release needs ${schema.latest}`,
         { 'retry-after': '5' },
+      )
+    }
+    // A newer release migrated (its first instance, or a pipeline's `migrate`): a minor's migrations are
+    // forward-only, so this instance serves on until it is replaced rather than leave a rolling deploy
+    // with no ready instance of the old release (docs/versioning.md).
+    if (schema.current > schema.latest && !newerSchemaSaid) {
+      newerSchemaSaid = true
+      request.log.warn(
+        { schema: schema.current, release: schema.latest },
+        'the database schema is newer than this release: an upgrade is under way; serving until replaced',
       )
     }
     logReady(request)
