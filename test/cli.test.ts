@@ -66,15 +66,26 @@ describe('petstore CLI', () => {
     ['seed', '--count', '0'],
     ['migrate', '--force'],
     ['keys', 'revoke', 'a', 'b'],
+    ['copy', '--from', 'foo', '--to', 'sqlite:x.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'mysql://db/x'],
   ]
   for (const args of wrongUsage) {
     test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason`, (t) => {
       const result = runCli(args, {}, temporaryDirectory(t))
       assert.equal(result.status, 2)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
-      assert.match(result.stderr, /^petstore /)
+      assert.match(result.stderr, new RegExp(`^petstore ${args[0]}: `))
     })
   }
+
+  test('when copy names a SQLite file that is not there, then exit 1 with one line naming it, not a configuration error', (t) => {
+    const cwd = temporaryDirectory(t)
+    const result = runCli(['copy', '--from', 'sqlite:missing.db', '--to', 'sqlite:x.db'], {}, cwd)
+    assert.deepEqual(
+      [result.status, result.stderr],
+      [1, `petstore copy: --from names ${join(cwd, 'missing.db')}, which does not exist\n`],
+    )
+  })
 
   test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {
     const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))

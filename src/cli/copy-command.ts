@@ -1,6 +1,6 @@
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
 import { type Command, CommandError, integerOption, parseCommandArgs, UsageError } from './command.ts'
-import { openCopySource, openCopyTarget } from './open-store.ts'
+import { openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
 const PROGRESS_EVERY_MS = 2000
@@ -37,6 +37,8 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     if (values.from === undefined || values.to === undefined)
       throw new UsageError('needs --from STORE and --to STORE')
     if (values.from === values.to) throw new UsageError('--from and --to name the same store')
+    // Both named rightly before either is opened.
+    for (const url of [values.from, values.to]) sqlitePathOf(url)
     const chunkSize = integerOption('chunk-size', values['chunk-size'], 5000, 100_000)
     const maxChunks =
       values['max-chunks'] === undefined

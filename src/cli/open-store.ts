@@ -8,6 +8,7 @@ import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
 import { SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import type { Store } from '../store/store.ts'
+import { CommandError, UsageError } from './command.ts'
 
 /**
  * The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. The
@@ -91,7 +92,7 @@ export async function openCopySource(url: string): Promise<CopySource> {
   const path = sqlitePathOf(url)
   if (path !== undefined) {
     // Opening a path that is not there would make an empty database and copy nothing.
-    if (!existsSync(path)) throw new ConfigError(`--from names ${resolve(path)}, which does not exist`)
+    if (!existsSync(path)) throw new CommandError(`--from names ${resolve(path)}, which does not exist`)
     return new SqliteDump(path)
   }
   const { PostgresDump } = await import('../store/postgres/postgres-dump.ts')
@@ -106,9 +107,10 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
   return new PostgresLoad({ url, ...COPY_POOL })
 }
 
-function sqlitePathOf(url: string): string | undefined {
+/** The file a `copy` store names (`sqlite:PATH`), or undefined for PostgreSQL; any other form is wrong usage. */
+export function sqlitePathOf(url: string): string | undefined {
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)
   if (/^postgres(ql)?:\/\//.test(url)) return undefined
-  throw new ConfigError('a store is named sqlite:PATH or postgres://user:password@host:5432/db')
+  throw new UsageError('a store is named sqlite:PATH or postgres://user:password@host:5432/db')
 }
