@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readdirSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
@@ -173,6 +173,24 @@ describe('backup and restore (SQLite)', () => {
       'the database still works',
     )
     assert.equal(integrityOf(database), 'ok')
+  })
+
+  test("when a backup is restored, then the database keeps the owner and mode of the file it replaces, not the backup's", (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = { API_KEYS: `cli:${generateApiKey()}` }
+    assert.equal(runCli(['seed', '--count', '3'], env, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], env, cwd).status, 0)
+    const database = join(cwd, 'data', 'petstore.db')
+    // The service's own user (systemd's DynamicUser, a container's), where the backup is root's (cron).
+    const asRoot = process.getuid?.() === 0
+    if (asRoot) chownSync(database, 65534, 65534)
+    chmodSync(database, 0o600)
+    chmodSync(join(cwd, 'b.db'), 0o644)
+    const restored = runCli(['restore', '--from', 'b.db'], env, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
+    const after = statSync(database)
+    assert.equal(after.mode & 0o777, 0o600)
+    if (asRoot) assert.deepEqual([after.uid, after.gid], [65534, 65534])
   })
 
   test('when the store is PostgreSQL, then backup and restore refuse in one line pointing to pg_dump and pg_restore', (t) => {

@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
@@ -145,6 +145,27 @@ function assertNotInUse(path: string): void {
 }
 
 /**
+ * Gives `copy` the owner and mode of the database at `path` it is to replace: a restore run as root from
+ * root's backup would otherwise leave a file the service's own user cannot write. Refused, with nothing
+ * changed, when this user may not give it that owner.
+ */
+function keepOwnership(path: string, copy: string): void {
+  const database = statSync(path, { throwIfNoEntry: false })
+  if (database === undefined) return
+  const copied = statSync(copy)
+  if (copied.uid !== database.uid || copied.gid !== database.gid) {
+    try {
+      chownSync(copy, database.uid, database.gid)
+    } catch {
+      throw new Error(
+        `${path} belongs to user ${database.uid}, which this user cannot give the restored file: restore as that user or as root`,
+      )
+    }
+  }
+  chmodSync(copy, database.mode & 0o7777)
+}
+
+/**
  * Puts the backup `from` in place of the database at `path`: copied beside it, checked, synced, then
  * renamed over it once no process has the database open; the old write-ahead log and shared-memory files
  * are removed first, so nothing of the old database is ever applied to the restored one.
@@ -158,6 +179,7 @@ export function restoreDatabase(from: string, path: string): BackupSummary {
     copyFileSync(from, temporary)
     const pets = verified(temporary, from)
     assertNotInUse(path)
+    keepOwnership(path, temporary)
     for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
     renameDurably(temporary, path)
     return { pets, bytes: statSync(path).size }
