@@ -150,7 +150,13 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
     const database = join(cwd, 'data', 'petstore.db')
     const before = statSync(database).ino
-    for (const to of ['data/petstore.db', './data/../data/petstore.db', database, 'data/petstore.db-wal']) {
+    for (const to of [
+      'data/petstore.db',
+      './data/../data/petstore.db',
+      database,
+      'data/petstore.db-wal',
+      'data/petstore.db/',
+    ]) {
       const refused = runCli(['backup', '--to', to, '--force'], env, cwd)
       assert.deepEqual(
         [refused.status, refused.stderr],
@@ -160,12 +166,19 @@ describe('backup and restore (SQLite)', () => {
         ],
       )
     }
-    const directory = runCli(['backup', '--to', 'data', '--force'], env, cwd)
-    assert.deepEqual(
-      [directory.status, directory.stderr],
-      [1, 'petstore backup: data is a directory: name the backup file\n'],
-    )
+    for (const to of ['data', 'data/']) {
+      const directory = runCli(['backup', '--to', to, '--force'], env, cwd)
+      assert.deepEqual(
+        [directory.status, directory.stderr],
+        [1, `petstore backup: ${to} is a directory: name the backup file\n`],
+      )
+    }
     assert.deepEqual(readdirSync(cwd).sort(), ['data'], 'no file left beside it')
+    assert.deepEqual(
+      readdirSync(join(cwd, 'data')).filter((name) => name.endsWith('.tmp')),
+      [],
+      'no temporary file left',
+    )
     assert.equal(statSync(database).ino, before, 'the same file')
     assert.equal(
       runCli(['seed', '--count', '1'], env, cwd).stdout,

@@ -10,6 +10,7 @@ import {
   CLI,
   cliEnvironment,
   exitWithin,
+  logLines,
   requesterFor,
   type ServeProcess,
   startServeProcess,
@@ -234,7 +235,12 @@ describe('supervisor shutdown', () => {
     // A terminal's hang-up reaches its whole process group: the supervisor and every worker.
     for (const pid of [server.child.pid as number, ...workers]) process.kill(pid, 'SIGHUP')
     assert.equal(await exitWithin(server), 0, server.output())
-    assert.doesNotMatch(server.output(), /did not stop cleanly/)
+    assert.doesNotMatch(server.output(), /did not stop cleanly|a worker died/)
+    // Each worker drained on the hang-up itself, not killed by it.
+    const drained = logLines(server).filter(
+      (line) => line.msg === 'shutting down' && line.signal === 'SIGHUP',
+    )
+    assert.deepEqual(drained.map((line) => line.pid).sort(), [...workers].sort(), server.output())
   })
 
   test('when a worker dies while the others drain, then the supervisor exits 1', async (t) => {

@@ -108,5 +108,8 @@ describe('worker start', () => {
     assert.match(output.stderr, /petstore serve: .*EADDRINUSE/)
     const died = output.stdout.split('\n').filter((line) => line.includes('a worker died; replacing it'))
     assert.deepEqual(died, [], 'no worker replaced')
+    const said = output.stdout.split('\n').filter((line) => line.includes('a worker could not start'))
+    assert.equal(said.length, 1, `the supervisor said why it stops:\n${output.stdout}`)
+    assert.equal(JSON.parse(said[0] as string).code, 1)
   })
 })

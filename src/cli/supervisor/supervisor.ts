@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
 import { BufferedLogOutput } from '../../log/log-output.ts'
+import { exitAfterLogFlush } from '../../log/logger.ts'
 import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
@@ -34,9 +35,10 @@ export interface SupervisorSettings {
 /**
  * The supervisor of `workers` processes sharing one port (node:cluster). It runs `prepare` once (the
  * store's migrations and first key) before any worker starts, serves the workers' metrics summed,
- * replaces a worker that dies, and on SIGTERM/SIGINT asks every worker to drain, waits for them (killing
- * any still running SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped
- * cleanly, else 1. A fatal failure of its own stops the workers the same way and exits 1.
+ * replaces a worker that dies (but until one has listened, a worker that exits stops the service, exit 1),
+ * and on SIGTERM, SIGINT or SIGHUP asks every worker to drain, waits for them (killing any still running
+ * SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped cleanly, else 1. A fatal
+ * failure of its own stops the workers the same way and exits 1.
  */
 export async function superviseWorkers(
   workers: number,
@@ -71,19 +73,19 @@ export async function superviseWorkers(
   }
   // Until a worker has listened, what stopped one (the port taken, a setting only a worker checks) stops
   // its replacements too: the service fails as one process that cannot start does, for systemd to see.
-  let served = false
+  let listened = false
   cluster.once('listening', () => {
-    served = true
+    listened = true
   })
   const onExit = async (worker: Worker, code: number | null, signal: string | null) => {
     if (stopping) return
-    if (!served) {
+    if (!listened) {
       log.error(
         { worker: worker.process.pid, code, signal },
         'a worker could not start; stopping the service',
       )
       await stopWorkers()
-      process.exit(1)
+      return exitAfterLogFlush(log, 1)
     }
     const delay = backoff.delayAfterCrash(Date.now())
     log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
@@ -118,7 +120,7 @@ export async function superviseWorkers(
     log.info({ signal }, 'stopping workers')
     const clean = await stopWorkers()
     // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
-    process.exit(clean ? 0 : 1)
+    exitAfterLogFlush(log, clean ? 0 : 1)
   }
   for (const signal of STOP_SIGNALS) process.on(signal, stop)
   return 0

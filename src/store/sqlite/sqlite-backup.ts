@@ -62,21 +62,32 @@ function verified(path: string, name: string): bigint {
 
 /** Whether `to` names the database at `path` or a file beside it that is part of it, by path or identity. */
 function isDatabaseFile(path: string, to: string): boolean {
-  const files = [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]
-  const target = statSync(to, { throwIfNoEntry: false })
+  // SQLite keeps its companion files beside the database's real file, a link's target included.
+  const real = realpathSync(path)
+  const files = [real, `${real}-wal`, `${real}-shm`, `${real}-journal`]
+  const target = statOrNothing(to)
   const same = (file: string) => {
-    const stats = statSync(file, { throwIfNoEntry: false })
+    const stats = statOrNothing(file)
     return target !== undefined && stats?.dev === target.dev && stats.ino === target.ino
   }
   // Its directory resolved (links, `..`): a path not yet there cannot be compared by identity.
-  const real = (file: string) => {
+  const resolved = (file: string) => {
     try {
       return join(realpathSync(dirname(file)), basename(file))
     } catch {
       return resolve(file)
     }
   }
-  return files.some(same) || files.map(real).includes(real(to))
+  return files.some(same) || files.includes(resolved(to))
+}
+
+/** `file`'s stats, or undefined when nothing is there (a path through a file, `db/` for one, included). */
+function statOrNothing(file: string) {
+  try {
+    return statSync(file, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -94,7 +105,7 @@ export async function backupDatabase(
   if (isDatabaseFile(path, to)) {
     throw new Error(`${to} is the database being backed up (or one of its files): name another file`)
   }
-  if (statSync(to, { throwIfNoEntry: false })?.isDirectory()) {
+  if (statOrNothing(to)?.isDirectory() || to.endsWith('/')) {
     throw new Error(`${to} is a directory: name the backup file`)
   }
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
