@@ -47,11 +47,11 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Listens, and on SIGTERM, SIGINT or SIGHUP drains (see `drain`), then closes the app and runs `closeAfter` with
- * that closing and the moment (`performance.now()`) it must be done by (it closes the store once the
- * app's last writes are done), so every acknowledged write is committed before the process exits 0. The
- * whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still hangs (a store
- * that does not close), the process logs it and exits 1.
+ * Listens, and on SIGTERM, SIGINT or SIGHUP drains (see `drain`), then closes the app and runs
+ * `closeAfter` with that closing and the moment (`performance.now()`) it must be done by (it closes the
+ * store once the app's last writes are done), so every acknowledged write is committed before the process
+ * exits 0. The whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still
+ * hangs (a store that does not close), the process logs it and exits 1.
  */
 export async function startServer(
   app: FastifyInstance,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { chmodSync, chownSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
@@ -204,6 +204,17 @@ describe('backup and restore (SQLite)', () => {
     const after = statSync(database)
     assert.equal(after.mode & 0o777, 0o600)
     if (asRoot) assert.deepEqual([after.uid, after.gid], [65534, 65534])
+    else t.diagnostic('not root: the owner kept is not checked, only the mode')
+
+    // A first restore, where no database is yet: its directory's owner, and only its owner may read it.
+    const fresh = temporaryDirectory(t)
+    mkdirSync(join(fresh, 'data'))
+    if (asRoot) chownSync(join(fresh, 'data'), 65534, 65534)
+    const first = runCli(['restore', '--from', join(cwd, 'b.db')], env, fresh)
+    assert.equal(first.status, 0, first.stderr)
+    const made = statSync(join(fresh, 'data', 'petstore.db'))
+    assert.equal(made.mode & 0o777, 0o600)
+    if (asRoot) assert.deepEqual([made.uid, made.gid], [65534, 65534])
   })
 
   test('when the store is PostgreSQL, then backup and restore refuse in one line pointing to pg_dump and pg_restore', (t) => {

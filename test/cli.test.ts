@@ -70,8 +70,10 @@ describe('petstore CLI', () => {
     ['copy', '--from', 'sqlite:x.db', '--to', 'mysql://db/x'],
   ]
   for (const args of wrongUsage) {
-    test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason`, (t) => {
-      const result = runCli(args, {}, temporaryDirectory(t))
+    test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, (t) => {
+      const cwd = temporaryDirectory(t)
+      const result = runCli(args, {}, cwd)
+      assert.deepEqual(readdirSync(cwd), [], 'no file made')
       assert.equal(result.status, 2)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
       assert.match(result.stderr, new RegExp(`^petstore ${args[0]}: `))

@@ -233,7 +233,8 @@ describe('supervisor shutdown', () => {
     t.after(() => server.child.kill('SIGKILL'))
     const workers = await servingWorkers(server, 2)
     // A terminal's hang-up reaches its whole process group: the supervisor and every worker.
-    for (const pid of [server.child.pid as number, ...workers]) process.kill(pid, 'SIGHUP')
+    // Workers first: a supervisor signalled first might relay SIGTERM to them before their own SIGHUP.
+    for (const pid of [...workers, server.child.pid as number]) process.kill(pid, 'SIGHUP')
     assert.equal(await exitWithin(server), 0, server.output())
     assert.doesNotMatch(server.output(), /did not stop cleanly|a worker died/)
     // Each worker drained on the hang-up itself, not killed by it.

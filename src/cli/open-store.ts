@@ -107,7 +107,7 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
   return new PostgresLoad({ url, ...COPY_POOL })
 }
 
-/** The file a `copy` store names (`sqlite:PATH`), or undefined for PostgreSQL; any other form is wrong usage. */
+/** The file a `copy` store names (`sqlite:PATH`), or undefined for PostgreSQL; other forms: wrong usage. */
 export function sqlitePathOf(url: string): string | undefined {
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)

@@ -10,8 +10,10 @@ export const restoreCommand: Command = {
 Replaces the database of DATABASE_URL (SQLite) with the backup FILE. FILE is checked first (integrity,
 a Pet Store database at a schema version this release knows); the restore is refused while any process
 (a server, a worker, a command) has the database open: stop the service, restore, start it. The old
-database is replaced in one rename, and its write-ahead log removed. FILE itself is left as it is.
-On PostgreSQL, use pg_restore (README, "Backups and restores").`,
+database is replaced in one rename, and its write-ahead log removed; the new file keeps the old one's
+owner and mode (its directory's owner and 0600 on a first restore), and a user that cannot give it that
+owner is refused. FILE itself is left as it is. On PostgreSQL, use pg_restore (README, "Backups and
+restores").`,
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { from: { type: 'string' } })
     if (values.from === undefined) throw new UsageError('missing --from FILE')

@@ -54,8 +54,8 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
       )
     }
     // A newer release migrated (its first instance, or a pipeline's `migrate`): a minor's migrations are
-    // forward-only, so this instance serves on until it is replaced rather than leave a rolling deploy
-    // with no ready instance of the old release (docs/versioning.md).
+    // backward-compatible, so this instance serves on until replaced rather than leave a rolling deploy
+    // with no ready instance of the old release (docs/versioning.md, docs/decisions.md).
     if (schema.current > schema.latest && !newerSchemaSaid) {
       newerSchemaSaid = true
       request.log.warn(

@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
 import { BufferedLogOutput } from '../../log/log-output.ts'
-import { exitAfterLogFlush } from '../../log/logger.ts'
 import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
@@ -85,7 +84,7 @@ export async function superviseWorkers(
         'a worker could not start; stopping the service',
       )
       await stopWorkers()
-      return exitAfterLogFlush(log, 1)
+      process.exit(1)
     }
     const delay = backoff.delayAfterCrash(Date.now())
     log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
@@ -105,7 +104,10 @@ export async function superviseWorkers(
     draining ??= drainWorkers(shutdownTimeoutMs, log)
       .then(async (clean) => {
         // Read to the end, then written: a write still under way at exit would count what follows as dropped.
-        const passedOn = Promise.all(relaying).then(() => new Promise<void>((done) => relayed.flush(done)))
+        // Its own log too, in the same second: the line saying why it stops must not be behind a write.
+        const ownLog = new Promise<void>((done) => log.flush(() => done()))
+        const relays = Promise.all(relaying).then(() => new Promise<void>((done) => relayed.flush(done)))
+        const passedOn = Promise.all([relays, ownLog])
         await Promise.race([passedOn, sleep(LAST_OUTPUT_MS, undefined, { ref: false })])
         return clean
       })
@@ -120,7 +122,7 @@ export async function superviseWorkers(
     log.info({ signal }, 'stopping workers')
     const clean = await stopWorkers()
     // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
-    exitAfterLogFlush(log, clean ? 0 : 1)
+    process.exit(clean ? 0 : 1)
   }
   for (const signal of STOP_SIGNALS) process.on(signal, stop)
   return 0

@@ -1,4 +1,16 @@
-import { chmodSync, chownSync, copyFileSync, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  openSync,
+  realpathSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
@@ -156,24 +168,31 @@ function assertNotInUse(path: string): void {
 }
 
 /**
- * Gives `copy` the owner and mode of the database at `path` it is to replace: a restore run as root from
- * root's backup would otherwise leave a file the service's own user cannot write. Refused, with nothing
- * changed, when this user may not give it that owner.
+ * Gives the fresh `copy` the owner and mode of the database at `path` it is to replace (or, for a first
+ * restore, its directory's owner and 0600): as root from root's backup, it would otherwise be a file the
+ * service's own user cannot write. Done through a descriptor opened without following links, before the
+ * copy is read, so it is never readable by others and no link planted in its place is changed instead.
  */
-function keepOwnership(path: string, copy: string): void {
+function takeOwnership(path: string, copy: string): void {
   const database = statSync(path, { throwIfNoEntry: false })
-  if (database === undefined) return
-  const copied = statSync(copy)
-  if (copied.uid !== database.uid || copied.gid !== database.gid) {
+  const owner = database ?? statSync(dirname(path))
+  const mode = database ? database.mode & 0o777 : 0o600
+  const fd = openSync(copy, constants.O_RDWR | constants.O_NOFOLLOW)
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${copy} is not the file this restore wrote`)
+    fchmodSync(fd, mode & 0o700)
     try {
-      chownSync(copy, database.uid, database.gid)
-    } catch {
+      fchownSync(fd, owner.uid, owner.gid)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error
       throw new Error(
-        `${path} belongs to user ${database.uid}, which this user cannot give the restored file: restore as that user or as root`,
+        `${database ? path : dirname(path)} belongs to ${owner.uid}:${owner.gid}, which this user cannot give the restored file: restore as that user or as root`,
       )
     }
+    fchmodSync(fd, mode)
+  } finally {
+    closeSync(fd)
   }
-  chmodSync(copy, database.mode & 0o7777)
 }
 
 /**
@@ -181,16 +200,19 @@ function keepOwnership(path: string, copy: string): void {
  * renamed over it once no process has the database open; the old write-ahead log and shared-memory files
  * are removed first, so nothing of the old database is ever applied to the restored one.
  */
-export function restoreDatabase(from: string, path: string): BackupSummary {
+export function restoreDatabase(from: string, named: string): BackupSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
-  if (!existsSync(dirname(path))) throw new Error(`${dirname(path)} does not exist`)
+  if (!existsSync(dirname(named))) throw new Error(`${dirname(named)} does not exist`)
+  // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
+  const path = existsSync(named) ? realpathSync(named) : named
   const temporary = temporaryBeside(path, 'restore')
   removeWithCompanions(temporary)
   try {
-    copyFileSync(from, temporary)
+    // A new file only: one planted under its name makes the copy fail rather than be written through.
+    copyFileSync(from, temporary, constants.COPYFILE_EXCL)
+    takeOwnership(path, temporary)
     const pets = verified(temporary, from)
     assertNotInUse(path)
-    keepOwnership(path, temporary)
     for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
     renameDurably(temporary, path)
     return { pets, bytes: statSync(path).size }
