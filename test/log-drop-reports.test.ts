@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
+import { closeSync, constants, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { BufferedLogOutput } from '../src/log/log-output.ts'
@@ -8,24 +8,9 @@ import { createLogger, droppedLinesReport } from '../src/log/logger.ts'
 import { droppedLogLines } from '../src/log/standard-streams.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { outputFile, temporaryDirectory } from './helpers/cleanup.ts'
+import { readAvailable } from './helpers/pipe-reads.ts'
 
 // Each test makes a report of its own, which counts from zero every line this process dropped so far.
-
-/** What a non-blocking descriptor holds now ('' when nothing). */
-function readAvailable(fd: number): string {
-  const buffer = Buffer.alloc(1024 * 1024)
-  let text = ''
-  for (;;) {
-    try {
-      const read = readSync(fd, buffer)
-      if (read === 0) return text
-      text += buffer.toString('utf8', 0, read)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return text
-      throw error
-    }
-  }
-}
 
 /** Resolves once everything the output took is written. */
 function flushed(output: BufferedLogOutput): Promise<void> {

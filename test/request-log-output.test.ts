@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
+import { closeSync, constants, openSync, readFileSync } from 'node:fs'
 import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
@@ -20,6 +20,7 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
+import { readAvailable } from './helpers/pipe-reads.ts'
 import { childrenOf } from './helpers/process-children.ts'
 
 const key = generateApiKey()
@@ -51,22 +52,6 @@ function nonBlocking(pid: number, fd: number): boolean {
   const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'))?.[1]
   assert.ok(flags, `no flags for descriptor ${fd} of ${pid}`)
   return (Number.parseInt(flags, 8) & O_NONBLOCK) !== 0
-}
-
-/** What a non-blocking descriptor holds now ('' when nothing). */
-function readAvailable(fd: number): string {
-  const buffer = Buffer.alloc(64 * 1024)
-  let text = ''
-  for (;;) {
-    try {
-      const read = readSync(fd, buffer, 0, buffer.length, null)
-      if (read === 0) return text
-      text += buffer.toString('utf8', 0, read)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return text
-      throw error
-    }
-  }
 }
 
 /**
