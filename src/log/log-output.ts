@@ -86,7 +86,7 @@ export class BufferedLogOutput {
       const before = droppedLogLines(this.#stream)
       this.writeAtExit()
       const lost = droppedLogLines(this.#stream) - before
-      if (lost > 0) reportDroppedAtExit(lost, fd)
+      if (lost > 0) reportDroppedAtExit(lost, this.#stream)
     })
   }
 

@@ -31,16 +31,18 @@ export function nonBlockingPipe(fd: number): number {
   return fd
 }
 
+const STREAM_NAMES: Record<LogStream, string> = { stdout: 'standard output', stderr: 'standard error' }
+
 /**
- * One line on stderr for the lines the exit could not write to `fd` (stdout, or stderr itself for the
+ * One line on stderr for the lines the exit could not write to `stream` (stdout, or stderr itself for the
  * workers' output a supervisor relays): past this point no metric or warning line can carry them. Written
  * as the output's own lines are, through a non-blocking open file when stderr is a pipe, so that a pipe
  * another process made blocking cannot hold the exit; a full one loses the line.
  */
-export function reportDroppedAtExit(lines: number, fd = 1): void {
-  const stream = fd === 2 ? 'standard error' : 'standard output'
+export function reportDroppedAtExit(lines: number, stream: LogStream): void {
   const line = { level: 40, time: Date.now(), pid: process.pid, droppedLines: lines }
-  const text = `${JSON.stringify({ ...line, msg: `log lines dropped at exit: ${stream} did not take them` })}\n`
+  const msg = `log lines dropped at exit: ${STREAM_NAMES[stream]} did not take them`
+  const text = `${JSON.stringify({ ...line, msg })}\n`
   const stderr = nonBlockingPipe(2)
   try {
     writeSync(stderr, text)
