@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { dirname } from 'node:path'
 import { parseEnv } from 'node:util'
@@ -106,7 +107,29 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
       `HEADERS_TIMEOUT_MS must be at most REQUEST_TIMEOUT_MS (got ${settings.HEADERS_TIMEOUT_MS} and ${settings.REQUEST_TIMEOUT_MS})`,
     )
   }
-  return decode(settings)
+  const config = decode(settings)
+  refuseConflicts(config)
+  return config
+}
+
+/** Settings valid alone that cannot run together: the start stops, rather than a listener or worker later. */
+function refuseConflicts({ server, metrics, database, workers }: Config): void {
+  if (metrics && metrics.port !== 0 && metrics.port === server.port && mayShare(server.host, metrics.host)) {
+    throw new ConfigError(
+      `METRICS_PORT must differ from PORT when both listen on the same address (got ${server.port} for both; METRICS=off switches the listener off)`,
+    )
+  }
+  if (database.engine === 'sqlite' && database.path === ':memory:' && workers > 1) {
+    throw new ConfigError(
+      `WORKERS must be 1 with DATABASE_URL=sqlite::memory: (each worker would serve a store of its own; got ${workers})`,
+    )
+  }
+}
+
+/** Two listening hosts may take the same address unless they are two different, specific IP addresses. */
+function mayShare(a: string, b: string): boolean {
+  const specific = (host: string) => isIP(host) !== 0 && host !== '0.0.0.0' && host !== '::'
+  return a === b || !specific(a) || !specific(b)
 }
 
 function decode(s: Settings): Config {

@@ -134,6 +134,38 @@ describe('configuration', () => {
     )
   })
 
+  test("when the metrics listener would take the API's own port, then the start stops, naming both settings", () => {
+    const clash =
+      /^METRICS_PORT must differ from PORT when both listen on the same address \(got 8080 for both; METRICS=off switches the listener off\)$/
+    for (const env of [
+      { METRICS_PORT: '8080' },
+      { METRICS_PORT: '8080', HOST: '0.0.0.0' },
+      { METRICS_PORT: '8080', METRICS_HOST: '::' },
+      { METRICS_PORT: '8080', HOST: 'localhost' },
+    ]) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && clash.test(error.message),
+        JSON.stringify(env),
+      )
+    }
+    // Two different addresses can each have their own listener on the same port; port 0 is any free port.
+    assert.equal(loadConfig({ METRICS_PORT: '8080', HOST: '10.0.0.5' }).metrics?.port, 8080)
+    assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metrics?.port, 0)
+    assert.equal(loadConfig({ METRICS_PORT: '8080', METRICS: 'off' }).metrics, undefined)
+  })
+
+  test('when several workers would each hold their own in-memory store, then the start stops', () => {
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'sqlite::memory:', WORKERS: '2' }),
+      (error: Error) =>
+        error instanceof ConfigError &&
+        error.message ===
+          'WORKERS must be 1 with DATABASE_URL=sqlite::memory: (each worker would serve a store of its own; got 2)',
+    )
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:', WORKERS: '1' }).workers, 1)
+  })
+
   test('when a .env file exists, then it fills what the environment does not set', (t) => {
     const directory = temporaryDirectory(t)
     const path = join(directory, '.env')
