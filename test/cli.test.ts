@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { closeSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { within } from './helpers/bounded-wait.ts'
@@ -209,6 +210,60 @@ describe('petstore CLI', () => {
     assert.equal(pets.length, 25)
     assert.ok(new Set(pets.map((pet: { status?: string }) => pet.status)).size >= 3)
     assert.match(pets[0].name, /^[A-Z][a-z]+ 1$/)
+  })
+
+  test('when `keys list` or `keys revoke` runs where no database is (the wrong directory), then it refuses, naming the path, and creates nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const args of [
+      ['keys', 'list'],
+      ['keys', 'revoke', 'ci'],
+    ]) {
+      const result = runCli(args, {}, cwd)
+      assert.equal(result.status, 1, args.join(' '))
+      assert.equal(result.stdout, '')
+      assert.equal(
+        result.stderr,
+        `petstore keys: no database at ${join(cwd, 'data', 'petstore.db')} (DATABASE_URL): run the command where the service runs, or set DATABASE_URL\n`,
+      )
+    }
+    assert.deepEqual(readdirSync(cwd), [], 'no data directory, no database')
+  })
+
+  test('when `keys create` or `seed` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', (t) => {
+    const cwd = temporaryDirectory(t)
+    const notice = `petstore keys: no database was at ${join(cwd, 'data', 'petstore.db')}; created a new one\n`
+    const first = runCli(['keys', 'create', '--name', 'ci'], {}, cwd)
+    assert.equal(first.status, 0)
+    assert.match(first.stdout, /^psk_\S+\n$/)
+    assert.ok(first.stderr.startsWith(notice), first.stderr)
+    const second = runCli(['keys', 'create', '--name', 'deploy'], {}, cwd)
+    assert.doesNotMatch(second.stderr, /no database was at/)
+    const elsewhere = temporaryDirectory(t)
+    const seed = runCli(['seed', '--count', '1'], {}, elsewhere)
+    assert.equal(seed.stdout, 'added 1 pets\n')
+    assert.equal(seed.stderr, notice.replace('keys', 'seed').replace(cwd, elsewhere))
+  })
+
+  test('when the store reports a fault during a command (a damaged database), then the log line goes to stderr and stdout holds only results', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+    const path = join(cwd, 'data', 'petstore.db')
+    const db = new DatabaseSync(path)
+    const { rootpage, pageSize } = db
+      .prepare(
+        "SELECT rootpage, (SELECT page_size FROM pragma_page_size) AS pageSize FROM sqlite_schema WHERE name = 'pets'",
+      )
+      .get() as { rootpage: number; pageSize: number }
+    db.close()
+    // The pets table's root page loses its type: every read of a pet finds the file malformed.
+    const file = openSync(path, 'r+')
+    writeSync(file, Buffer.from([0xff]), 0, 1, (rootpage - 1) * pageSize)
+    closeSync(file)
+    const seed = runCli(['seed', '--count', '5'], {}, cwd)
+    assert.equal(seed.status, 1)
+    assert.equal(seed.stdout, '', 'no log line among the results')
+    assert.match(seed.stderr, /"storageFault":"corrupt"/)
+    assert.match(seed.stderr, /^petstore seed: the database file is damaged: .*$/m)
   })
 
   test('when printing the OpenAPI document, then it is the one the server serves', async (t) => {

@@ -3,7 +3,7 @@ import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
 import { KEY_NAME_PATTERN } from '../schemas/api-key.ts'
 import { DuplicateKeyNameError } from '../store/store.ts'
 import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
-import { openMigratedStore } from './open-store.ts'
+import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
 const HELP = `Usage:
@@ -49,8 +49,12 @@ export const keysCommand: Command = {
     const name =
       action === 'list' ? undefined : checkName(action, (values.name as string | undefined) ?? positionals[0])
 
-    const { config, log } = startUp()
-    const store = await openMigratedStore(config.database, log)
+    const { config, log } = startUp(stderr)
+    const store = await openCommandStore(config.database, log, {
+      name: 'keys',
+      creates: action === 'create',
+      stderr,
+    })
     try {
       if (action === 'create') {
         const key = generateApiKey()

@@ -9,9 +9,9 @@ export const migrateCommand: Command = {
 
 Applies every migration the database does not have yet, in order, and prints what was done.
 "serve" does the same at start, so running this first is optional (useful in a deploy pipeline).`,
-  async run(args, { stdout }) {
+  async run(args, { stdout, stderr }) {
     parseCommandArgs(args, {})
-    const { config, log } = startUp()
+    const { config, log } = startUp(stderr)
     const store = await openStore(config.database, log)
     try {
       const { applied, current } = await store.migrate()

@@ -8,7 +8,7 @@ import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
 import { SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import type { Store } from '../store/store.ts'
-import { CommandError, UsageError } from './command.ts'
+import { CommandError, type Output, UsageError } from './command.ts'
 
 /**
  * The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. The
@@ -45,6 +45,31 @@ export async function openMigratedStore(
     await store.close()
     throw error
   }
+}
+
+/**
+ * The configured store, migrated, for the command `name`. Where no SQLite file is yet, a command that
+ * `creates` makes it and says so on `stderr`, naming it; another refuses, naming the path: run from the
+ * wrong directory, it would have made an empty database there and exited 0.
+ */
+export async function openCommandStore(
+  database: DatabaseSettings,
+  log: Pick<Logger, 'warn' | 'error' | 'info'>,
+  { name, creates, stderr }: { name: string; creates: boolean; stderr: Output },
+): Promise<Store> {
+  const missing =
+    database.engine === 'sqlite' && database.path !== ':memory:' && !existsSync(database.path)
+      ? resolve(database.path)
+      : undefined
+  if (missing !== undefined && !creates) {
+    throw new CommandError(
+      `no database at ${missing} (DATABASE_URL): run the command where the service runs, or set DATABASE_URL`,
+    )
+  }
+  const store = await openMigratedStore(database, log)
+  if (missing !== undefined)
+    stderr.write(`petstore ${name}: no database was at ${missing}; created a new one\n`)
+  return store
 }
 
 /** An empty store in memory, migrated: for a command that builds the app but holds no data (openapi). */

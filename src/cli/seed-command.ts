@@ -1,6 +1,6 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
 import { type Command, integerOption, parseCommandArgs } from './command.ts'
-import { openMigratedStore } from './open-store.ts'
+import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
 const NAMES = [
@@ -73,11 +73,11 @@ export const seedCommand: Command = {
 
 Adds N demo pets (default 100, at most 10000000) with realistic names, categories 1 to 8 and a mix of
 statuses, then prints how many were added. Each run adds more; it never deletes.`,
-  async run(args, { stdout }) {
+  async run(args, { stdout, stderr }) {
     const { values } = parseCommandArgs(args, { count: { type: 'string' } })
     const count = integerOption('count', values.count, 100, 10_000_000)
-    const { config, log } = startUp()
-    const store = await openMigratedStore(config.database, log)
+    const { config, log } = startUp(stderr)
+    const store = await openCommandStore(config.database, log, { name: 'seed', creates: true, stderr })
     try {
       for (let start = 0; start < count; start += BATCH) {
         const size = Math.min(BATCH, count - start)

@@ -106,7 +106,7 @@ uncaught failure (see README, "Operating").`,
     }
     const { config, log } = cluster.isWorker
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
-      : startUp(stdout, { bufferedLog: true })
+      : startUp(stdout, { bufferedLog: true, logFd: 1 })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
     // The supervisor prepares the store once, before any worker starts, and closes it again.
     return superviseWorkers(config.workers, config, log, async () => {

@@ -8,12 +8,14 @@ import type { Output } from './command.ts'
  * What every command starts from, once per process: the configuration, read and decoded, and the process
  * logger made from it (human-readable on `terminal`, if given, when LOG_FORMAT allows). A server's JSON log
  * is buffered (`bufferedLog`): one line per request must not cost a write each. A command whose standard
- * output is its result (`openapi`) logs nothing there (`silent`). The log goes to stdout, or, in a
- * worker, to the descriptor `logFd` its supervisor gave it (supervisor/worker-stdio.ts).
+ * output is its result (`openapi`) logs nothing there (`silent`). The log goes to descriptor `logFd`:
+ * a server's stdout, or in a worker the one its supervisor gave it (supervisor/worker-stdio.ts); by
+ * default another command's stderr, as its stdout holds its results (a key, a list). `terminal` is that
+ * descriptor's, to tell whether it is a terminal.
  */
 export function startUp(
   terminal?: Pick<Output, 'isTTY'>,
-  { bufferedLog = false, silent = false, logFd = 1 } = {},
+  { bufferedLog = false, silent = false, logFd = 2 } = {},
 ): { config: Config; log: Logger } {
   const config = loadConfig()
   if (silent) return { config, log: createLogger({ level: 'silent' }) }
