@@ -188,6 +188,22 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(integrityOf(database), 'ok')
   })
 
+  test("when a backup is written, then only its owner may read or write it (0600), whatever the umask, the database's mode or the file it replaces", (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    chmodSync(join(cwd, 'data', 'petstore.db'), 0o644)
+    writeFileSync(join(cwd, 'replaced.db'), '')
+    chmodSync(join(cwd, 'replaced.db'), 0o666)
+    for (const args of [
+      ['--to', 'fresh.db'],
+      ['--to', 'replaced.db', '--force'],
+    ]) {
+      const result = runCli(['backup', ...args], {}, cwd)
+      assert.equal(result.status, 0, result.stderr)
+      assert.equal(statSync(join(cwd, args[1] as string)).mode & 0o777, 0o600, args.join(' '))
+    }
+  })
+
   test("when a backup is restored, then the database keeps the owner and mode of the file it replaces, not the backup's", (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `cli:${generateApiKey()}` }

@@ -125,6 +125,13 @@ export async function backupDatabase(
   const temporary = temporaryBeside(to, 'backup')
   removeWithCompanions(temporary)
   try {
+    // Made new, for its owner alone whatever the umask: a backup holds every pet and every key's hash.
+    const fd = openSync(temporary, 'wx', 0o600)
+    try {
+      fchmodSync(fd, 0o600)
+    } finally {
+      closeSync(fd)
+    }
     const source = open(path)
     try {
       await backup(source, temporary, { rate: ALL_PAGES })
