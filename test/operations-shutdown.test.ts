@@ -55,15 +55,22 @@ async function signalUnderLoad(t: TestContext, signal: NodeJS.Signals = 'SIGTERM
     30_000,
     'a connection was still open after the process exited',
   )
-  return { exitCode, records }
+  // What the server said besides its request and info lines, for a failing round's message.
+  const said = server
+    .output()
+    .split('\n')
+    .filter((line) => line !== '' && !/^\{"level":(20|30),/.test(line))
+    .slice(0, 8)
+  return { exitCode, records, said }
 }
 
 /** Every request a connection wrote was answered (served, or 503 with Connection: close), and exit 0. */
 function assertDrained(
   t: TestContext,
   round: number,
-  { exitCode, records }: Awaited<ReturnType<typeof signalUnderLoad>>,
+  { exitCode, records, said }: Awaited<ReturnType<typeof signalUnderLoad>>,
 ): void {
+  const context = `exit code ${exitCode}; the server's warnings and errors: ${JSON.stringify(said)}`
   const written = records.reduce((sum, record) => sum + record.written, 0)
   const answers = records.flatMap((record) => record.answers)
   const refusals = answers.filter((answer) => answer.status === 503)
@@ -77,13 +84,16 @@ function assertDrained(
   assert.equal(
     unexpected.length,
     0,
-    `round ${round}: only served answers, or 503 with Connection: close; got ${unexpected.length} others, the first ${JSON.stringify(unexpected.slice(0, 5))}`,
+    `round ${round}: only served answers, or 503 with Connection: close; got ${unexpected.length} others, the first ${JSON.stringify(unexpected.slice(0, 5))}; ${context}`,
   )
   const bare = records.map(unansweredWithoutNotice)
+  const cut = records
+    .filter((record) => unansweredWithoutNotice(record) > 0)
+    .map(({ written, answers, partial, ending }) => ({ written, last: answers.slice(-3), partial, ending }))
   assert.deepEqual(
     bare.filter((count) => count > 0),
     [],
-    `round ${round}: requests written on a connection closed without answering them: ${JSON.stringify(bare)}`,
+    `round ${round}: requests written on a connection closed without answering them: ${JSON.stringify(bare)}; those connections: ${JSON.stringify(cut)}; ${context}`,
   )
   assert.deepEqual(
     records.filter((record) => record.partial !== '').map((record) => record.partial),

@@ -13,6 +13,8 @@ export interface ConnectionRecord {
   answers: Answer[]
   /** Bytes of an answer cut off by the close (empty when every answer arrived whole). */
   partial: string
+  /** How the connection ended: `end` (the server's FIN), or the socket error's code (`ECONNRESET`). */
+  ending: string
 }
 
 /**
@@ -27,7 +29,7 @@ export function keepAliveClient(
   requestBytes: (n: number) => string,
 ): { record: ConnectionRecord; closed: Promise<ConnectionRecord>; stop(): void } {
   const socket = connect({ host: '127.0.0.1', port: Number(new URL(origin).port) })
-  const record: ConnectionRecord = { written: 0, answers: [], partial: '' }
+  const record: ConnectionRecord = { written: 0, answers: [], partial: '', ending: '' }
   let writing = true
   let buffered = Buffer.alloc(0)
   const writeNext = () => {
@@ -40,8 +42,12 @@ export function keepAliveClient(
   })
   socket.on('end', () => {
     writing = false
+    record.ending ||= 'end'
   })
-  socket.on('error', () => {}) // a reset is recorded as what it is: a close with requests unanswered
+  // A reset is recorded as what it is: a close with requests unanswered.
+  socket.on('error', (error: NodeJS.ErrnoException) => {
+    record.ending ||= error.code ?? error.message
+  })
   socket.on('data', (chunk: Buffer) => {
     buffered = Buffer.concat([buffered, chunk])
     for (;;) {
