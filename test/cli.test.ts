@@ -139,6 +139,14 @@ describe('petstore CLI', () => {
     assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migrations 1, 2; schema version 2/)
     assert.match(runCli(['migrate'], {}, cwd).stdout, /database is up to date \(schema version 2\)/)
     assert.ok(statSync(join(cwd, 'data', 'petstore.db')).isFile(), 'the default store is ./data/petstore.db')
+    // A newer release's migration that keeps this release working (a rollback): nothing to do either.
+    const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    db.exec("INSERT INTO schema_migrations (version, name, compatible_from) VALUES (3, 'newer', 2)")
+    db.close()
+    assert.equal(
+      runCli(['migrate'], {}, cwd).stdout,
+      "database schema version 3 is newer than this release's (2), and compatible with it: nothing to apply\n",
+    )
   })
 
   test('when keys are created, listed and revoked, then the key is shown once and a server refuses it after revocation', async (t) => {

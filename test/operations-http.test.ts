@@ -3,10 +3,12 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import { latestVersion } from '../src/store/shared/migration-plan.ts'
+import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
-import { logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { logLines, requesterFor, runCli, startServeProcess, stop, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch, checkedRawHttp, checkRawResponse } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, temporaryDirectory } from './helpers/test-server.ts'
@@ -36,7 +38,7 @@ describe('health probes', () => {
       })
     for (const store of [
       broken({ schemaStatus: () => Promise.reject(new Error('connection refused')) }),
-      broken({ schemaStatus: async () => ({ current: 1, latest: 2 }) }),
+      broken({ schemaStatus: async () => ({ current: 1, latest: 2, compatibleFrom: 1 }) }),
     ]) {
       const server = await startTestServer(t, { store })
       const response = await checkedFetch(server.origin, '/readyz')
@@ -50,21 +52,35 @@ describe('health probes', () => {
   })
 })
 
+/**
+ * Records in the database at `cwd` what the next release's migration leaves behind, as its first instance
+ * applies it: compatible (its floor this release's schema) or not. Returns this release's schema version.
+ */
+function newerMigration(cwd: string, kind: 'compatible' | 'incompatible'): number {
+  const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+  try {
+    db.exec('PRAGMA busy_timeout = 5000')
+    const newest = Number(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()?.v)
+    const latest = latestVersion(sqliteMigrations)
+    const version = newest + 1
+    db.prepare('INSERT INTO schema_migrations (version, name, compatible_from) VALUES (?, ?, ?)').run(
+      version,
+      `a newer release, ${kind}`,
+      kind === 'compatible' ? latest : version,
+    )
+    return latest
+  } finally {
+    db.close()
+  }
+}
+
 describe('readiness during an upgrade', () => {
-  test('when a newer release migrates the schema under a running instance, then it stays ready and serving, and says so once in its log', async (t) => {
+  test("when a newer release migrates the schema under a running instance, keeping this release's working, then it stays ready and serving, and says so once in its log", async (t) => {
     const cwd = temporaryDirectory(t)
     const server = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
     assert.equal((await checkedFetch(server.origin, '/readyz')).status, 200)
-    // What the next release's migration leaves behind, as its first instance applies it.
-    const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
-    db.exec('PRAGMA busy_timeout = 5000')
-    const latest = Number(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()?.v)
-    db.prepare('INSERT INTO schema_migrations (version, name) VALUES (?, ?)').run(
-      latest + 1,
-      'a newer release',
-    )
-    db.close()
+    const latest = newerMigration(cwd, 'compatible')
     for (let probe = 0; probe < 3; probe++) {
       const ready = await checkedFetch(server.origin, '/readyz')
       assert.equal(ready.status, 200, await ready.text())
@@ -79,7 +95,48 @@ describe('readiness during an upgrade', () => {
       String(line.msg).startsWith('the database schema is newer'),
     )
     assert.equal(said.length, 1, 'said once')
-    assert.deepEqual([said[0]?.level, said[0]?.schema, said[0]?.release], [40, latest + 1, latest])
+    assert.deepEqual(
+      [said[0]?.level, said[0]?.schema, said[0]?.release, said[0]?.compatibleFrom],
+      [40, latest + 1, latest, latest],
+    )
+  })
+
+  test('when a newer release migrates the schema beyond what this release can run on, then a running instance turns not ready, naming the schema it needs', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.equal((await checkedFetch(server.origin, '/readyz')).status, 200)
+    const latest = newerMigration(cwd, 'incompatible')
+    const ready = await checkedFetch(server.origin, '/readyz')
+    assert.equal(ready.status, 503)
+    assert.equal(ready.headers.get('retry-after'), '5')
+    assert.equal(
+      ((await ready.json()) as { message: string }).message,
+      `not ready: database schema version ${latest + 1} is newer than this release knows (${latest}) and needs a release made for schema ${latest + 1} or later`,
+    )
+  })
+
+  test('when an instance of this release starts on a newer schema (a rollback), then it serves if the newer migrations keep it working, and refuses in one line if not', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const first = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
+    await stop(first)
+    const latest = newerMigration(cwd, 'compatible')
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.equal((await checkedFetch(server.origin, '/readyz')).status, 200)
+    assert.equal((await request(server, '/v1/pets')).status, 200)
+    const warned = await waitForLog(server, (lines) =>
+      lines.find((line) => String(line.msg).startsWith('the database schema is newer than this release')),
+    )
+    assert.deepEqual([warned.level, warned.schema, warned.release], [40, latest + 1, latest])
+    await stop(server)
+    newerMigration(cwd, 'incompatible')
+    const refused = runCli(['serve'], { API_KEYS: `ops:${key}`, PORT: '0', METRICS_PORT: '0' }, cwd)
+    assert.equal(refused.status, 1)
+    assert.equal(
+      refused.stderr,
+      `petstore serve: database schema version ${latest + 2} is newer than this release knows (${latest}) and needs a release made for schema ${latest + 2} or later\n`,
+    )
   })
 })
 

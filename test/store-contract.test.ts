@@ -48,6 +48,72 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       assert.ok(again.current >= 1)
     })
 
+    test('when migrations are applied, then each is recorded with its compatibility floor', async (t) => {
+      const { sql } = await engine.open(t)
+      const rows = await sql('SELECT version, compatible_from FROM schema_migrations ORDER BY version')
+      assert.deepEqual(
+        rows.map((row) => [Number(row.version), Number(row.compatible_from)]),
+        [
+          [1, 1],
+          [2, 2],
+        ],
+      )
+    })
+
+    test("when a newer release's migration keeps this release's schema working, then migrate applies nothing, reports the newer schema, and the store serves", async (t) => {
+      const { store, reopen, sql } = await engine.open(t)
+      const { latest } = await store.schemaStatus()
+      await sql(
+        `INSERT INTO schema_migrations (version, name, compatible_from) VALUES (${latest + 1}, 'additive', ${latest})`,
+      )
+      const again = await reopen()
+      assert.deepEqual(await again.migrate(), {
+        applied: [],
+        current: latest + 1,
+        latest,
+        compatibleFrom: latest,
+      })
+      assert.deepEqual(await again.schemaStatus(), { current: latest + 1, latest, compatibleFrom: latest })
+      assert.equal((await again.createPet({ pet: pet('Rex', 1n) })).pet.name, 'Rex')
+    })
+
+    test("when a newer release's migration needs a newer release, then migrate refuses, naming the schema it needs, and changes nothing", async (t) => {
+      const { store, reopen, sql } = await engine.open(t)
+      const { latest } = await store.schemaStatus()
+      await sql(
+        `INSERT INTO schema_migrations (version, name, compatible_from) VALUES (${latest + 1}, 'rewrites', ${latest + 1})`,
+      )
+      await assert.rejects(
+        reopen(),
+        new RegExp(
+          `^Error: database schema version ${latest + 1} is newer than this release knows \\(${latest}\\) and needs a release made for schema ${latest + 1} or later$`,
+        ),
+      )
+      assert.deepEqual(await store.schemaStatus(), {
+        current: latest + 1,
+        latest,
+        compatibleFrom: latest + 1,
+      })
+      const [count] = await sql('SELECT count(*) AS n FROM schema_migrations')
+      assert.equal(Number(count?.n), latest + 1)
+    })
+
+    test('when the bookkeeping predates compatibility floors (release 1.0.0), then migrate adds them, and a newer migration without one is taken to need its own schema', async (t) => {
+      const { store, reopen, sql } = await engine.open(t)
+      const { latest } = await store.schemaStatus()
+      await sql('ALTER TABLE schema_migrations DROP COLUMN compatible_from')
+      await reopen()
+      const rows = await sql('SELECT version, compatible_from FROM schema_migrations ORDER BY version')
+      assert.deepEqual(
+        rows.map((row) => row.compatible_from),
+        [null, null],
+        'rows of 1.0.0 keep no floor',
+      )
+      assert.deepEqual(await store.schemaStatus(), { current: latest, latest, compatibleFrom: latest })
+      await sql(`INSERT INTO schema_migrations (version, name) VALUES (${latest + 1}, 'no floor')`)
+      await assert.rejects(reopen(), new RegExp(`needs a release made for schema ${latest + 1} or later`))
+    })
+
     test('when pets are created, then ids are distinct and ascending, and get returns them', async (t) => {
       const { store } = await engine.open(t)
       const first = await createOne(store, pet('Rex', 1n, 'available'))

@@ -14,11 +14,13 @@ Applies every migration the database does not have yet, in order, and prints wha
     const { config, log } = startUp(stderr)
     const store = await openStore(config.database, log)
     try {
-      const { applied, current } = await store.migrate()
+      const { applied, current, latest } = await store.migrate()
       stdout.write(
-        applied.length === 0
-          ? `database is up to date (schema version ${current})\n`
-          : `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`,
+        applied.length > 0
+          ? `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`
+          : current > latest
+            ? `database schema version ${current} is newer than this release's (${latest}), and compatible with it: nothing to apply\n`
+            : `database is up to date (schema version ${current})\n`,
       )
       return 0
     } finally {

@@ -24,7 +24,14 @@ const FATAL_GRACE_MS = 5000
 
 /** Once per service, before anything serves: migrations, and the keys that make it callable. */
 async function prepareStore(store: Store, config: Config, log: Logger, terminal: Output): Promise<void> {
-  await store.migrate()
+  const { current, latest, compatibleFrom } = await store.migrate()
+  // A rollback, or an old instance restarting mid-deploy: the newer migrations keep this release working.
+  if (current > latest) {
+    log.warn(
+      { schema: current, release: latest, compatibleFrom },
+      'the database schema is newer than this release, and compatible with it: serving',
+    )
+  }
   const dataDirectory = config.database.engine === 'sqlite' ? config.database.dataDirectory : undefined
   await provisionKeys({ store, config, log, dataDirectory, terminal })
 }

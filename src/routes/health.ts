@@ -4,7 +4,7 @@ import { ApiError } from '../errors.ts'
 import { logReady } from '../http/condition-log.ts'
 import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
-import type { Store, StoreHealth } from '../store/store.ts'
+import { incompatibility, type SchemaStatus, type Store, type StoreHealth } from '../store/store.ts'
 
 const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String() }) } }
 
@@ -14,7 +14,8 @@ export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 /**
  * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
  * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
- * `Store.health`) and its schema is at least the one this release needs; otherwise 503 in the Error body,
+ * `Store.health`) and its schema is the one this release needs, or a newer one it still runs on; otherwise
+ * 503 in the Error body,
  * so a load balancer stops sending traffic here (also while the service shuts down).
  */
 export async function healthRoutes(app: FastifyInstance, { store, load }: { store: Store; load: LoadWatch }) {
@@ -28,7 +29,7 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
         'retry-after': '1',
       })
     }
-    let schema: { current: number; latest: number }
+    let schema: SchemaStatus
     let health: StoreHealth
     try {
       ;[schema, health] = await Promise.all([store.schemaStatus(), store.health()])
@@ -53,14 +54,18 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
         { 'retry-after': '5' },
       )
     }
-    // A newer release migrated (its first instance, or a pipeline's `migrate`): a minor's migrations are
-    // backward-compatible, so this instance serves on until replaced rather than leave a rolling deploy
-    // with no ready instance of the old release (docs/versioning.md, docs/decisions.md).
+    // A newer release migrated (its first instance, or a pipeline's `migrate`). Its migrations say whether
+    // this release still runs on the result: if so, this instance serves on until replaced rather than
+    // leave a rolling deploy with no ready instance of the old release (docs/versioning.md, "Storage").
+    const refused = incompatibility(schema)
+    if (refused !== undefined) {
+      throw new ApiError('service_unavailable', `not ready: ${refused}`, { 'retry-after': '5' })
+    }
     if (schema.current > schema.latest && !newerSchemaSaid) {
       newerSchemaSaid = true
       request.log.warn(
-        { schema: schema.current, release: schema.latest },
-        'the database schema is newer than this release: an upgrade is under way; serving until replaced',
+        { schema: schema.current, release: schema.latest, compatibleFrom: schema.compatibleFrom },
+        'the database schema is newer than this release, and compatible with it: serving until replaced',
       )
     }
     logReady(request)

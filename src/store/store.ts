@@ -77,9 +77,25 @@ export interface DeprecatedCallCount {
 export type StoreHealth = { writable: true } | { writable: false; reason: string }
 
 /** Migration versions, in order: those already in the database and those this call applied. */
-export interface MigrationReport {
-  applied: number[]
+/**
+ * Where a database's schema stands for this release: its version, the one this release needs, and the
+ * oldest release schema its migrations keep working (a release runs on it only if `latest` is at least that).
+ */
+export interface SchemaStatus {
   current: number
+  latest: number
+  compatibleFrom: number
+}
+
+/** Why this release may not run on a database of `status` (its migrations need a newer one), if so. */
+export function incompatibility({ current, latest, compatibleFrom }: SchemaStatus): string | undefined {
+  if (compatibleFrom <= latest) return undefined
+  return `database schema version ${current} is newer than this release knows (${latest}) and needs a release made for schema ${compatibleFrom} or later`
+}
+
+/** What a migration run applied, and where the schema then stands (`SchemaStatus`). */
+export interface MigrationReport extends SchemaStatus {
+  applied: number[]
 }
 
 /**
@@ -90,8 +106,8 @@ export interface MigrationReport {
 export interface Store {
   readonly engine: string
   migrate(): Promise<MigrationReport>
-  /** The schema version in the database and the one this release expects (readiness). */
-  schemaStatus(): Promise<{ current: number; latest: number }>
+  /** The schema version in the database, the one this release expects, and its floor (readiness). */
+  schemaStatus(): Promise<SchemaStatus>
   /**
    * Readiness beyond reachability: engines that watch their own storage report a fault here until a write
    * (or a probe write made by this call) succeeds again. Rejects like any call when the store is unreachable.

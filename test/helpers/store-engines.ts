@@ -1,4 +1,6 @@
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import pg from 'pg'
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/store.ts'
@@ -12,6 +14,8 @@ export interface OpenedStore {
   reopen(): Promise<Store>
   /** The `DATABASE_URL` a service process would use for this data. */
   databaseUrl: string
+  /** Runs one SQL statement on the same data, on a connection of its own (as another release would). */
+  sql(text: string): Promise<Record<string, unknown>[]>
 }
 
 export interface StoreEngine {
@@ -22,14 +26,42 @@ export interface StoreEngine {
   open(t: Cleanup): Promise<OpenedStore>
 }
 
-async function opened(t: Cleanup, create: () => Store, databaseUrl: string): Promise<OpenedStore> {
+async function opened(
+  t: Cleanup,
+  create: () => Store,
+  databaseUrl: string,
+  sql: OpenedStore['sql'],
+): Promise<OpenedStore> {
   const openOne = async () => {
     const store = create()
     t.after(() => store.close())
     await store.migrate()
     return store
   }
-  return { store: await openOne(), reopen: openOne, databaseUrl }
+  return { store: await openOne(), reopen: openOne, databaseUrl, sql }
+}
+
+async function sqliteSql(path: string, text: string): Promise<Record<string, unknown>[]> {
+  const db = new DatabaseSync(path)
+  try {
+    db.exec('PRAGMA busy_timeout = 5000')
+    const statement = db.prepare(text)
+    if (statement.columns().length > 0) return statement.all()
+    statement.run()
+    return []
+  } finally {
+    db.close()
+  }
+}
+
+async function postgresSql(url: string, text: string): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query(text)).rows
+  } finally {
+    await client.end()
+  }
 }
 
 function sqliteEngineWith(name: string, options: Partial<SqliteStoreOptions> = {}): StoreEngine {
@@ -38,7 +70,12 @@ function sqliteEngineWith(name: string, options: Partial<SqliteStoreOptions> = {
     unavailable: () => undefined,
     open(t) {
       const path = join(temporaryDirectory(t), 'pets.db')
-      return opened(t, () => new SqliteStore({ path, busyTimeoutMs: 2000, ...options }), `sqlite:${path}`)
+      return opened(
+        t,
+        () => new SqliteStore({ path, busyTimeoutMs: 2000, ...options }),
+        `sqlite:${path}`,
+        (text) => sqliteSql(path, text),
+      )
     },
   }
 }
@@ -63,7 +100,7 @@ export const postgresEngine: StoreEngine = {
         connectTimeoutMs: 2000,
         onIdleError: () => {},
       })
-    return opened(t, create, url)
+    return opened(t, create, url, (text) => postgresSql(url, text))
   },
 }
 

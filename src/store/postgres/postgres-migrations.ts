@@ -8,6 +8,7 @@ export const postgresMigrations: readonly Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',
+    compatibleFrom: 1,
     sql: `
       CREATE TABLE pets (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -31,6 +32,8 @@ export const postgresMigrations: readonly Migration[] = [
   {
     version: 2,
     name: 'idempotency keys, deprecated-call counts, service secret',
+    // The first release was made for schema 2: none for 1 exists to run on it.
+    compatibleFrom: 2,
     sql: `
       ALTER TABLE api_keys ADD COLUMN deprecated_calls bigint NOT NULL DEFAULT 0;
       ALTER TABLE api_keys ADD COLUMN last_deprecated_call_at timestamptz;

@@ -1,44 +1,52 @@
-import { latestVersion, pendingMigrations } from '../shared/migration-plan.ts'
-import type { MigrationReport } from '../store.ts'
+import { appliedMigrationsOf, pendingMigrations, schemaStatusOf } from '../shared/migration-plan.ts'
+import type { MigrationReport, SchemaStatus } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
 
 // Arbitrary, fixed key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK = 0x7065_7473_0001n
-const LATEST = latestVersion(postgresMigrations)
+
+// The floor read through the row as JSON: null where no release recording floors has migrated yet (the
+// column is absent), and the same result type whatever columns a later release adds.
+const APPLIED =
+  "SELECT version, to_jsonb(m) -> 'compatible_from' AS compatible_from FROM schema_migrations AS m"
 
 /**
  * Applies the migrations the database lacks, in one transaction. Instances starting together queue on the
- * advisory lock; the first applies what is missing, the rest find it done. A database newer than this
- * release is refused rather than used.
+ * advisory lock; the first applies what is missing, the rest find it done. Each is recorded with its
+ * compatibility floor; a database whose newer migrations this release cannot run on is refused.
  */
 export function migrate(pool: PostgresPool): Promise<MigrationReport> {
   return pool.transaction(async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-    const rows = (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
+      compatible_from integer)`)
+    // Bookkeeping made before floors were recorded gains their column; its rows keep no floor. Looked up
+    // first: ALTER TABLE would lock the table against running instances' readiness probes even to do nothing.
+    const floors = await client.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+        AND table_name = 'schema_migrations' AND column_name = 'compatible_from'`,
+    )
+    if (floors.rowCount === 0)
+      await client.query('ALTER TABLE schema_migrations ADD COLUMN compatible_from integer')
     const applied: number[] = []
-    for (const migration of pendingMigrations(
-      postgresMigrations,
-      rows.map((row) => row.version),
-    )) {
+    const before = appliedMigrationsOf((await client.query(APPLIED)).rows)
+    for (const migration of pendingMigrations(postgresMigrations, before)) {
       await client.query(migration.sql)
-      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-        migration.version,
-        migration.name,
-      ])
+      await client.query(
+        'INSERT INTO schema_migrations (version, name, compatible_from) VALUES ($1, $2, $3)',
+        [migration.version, migration.name, migration.compatibleFrom],
+      )
       applied.push(migration.version)
     }
-    return { applied, current: LATEST }
+    const after = appliedMigrationsOf((await client.query(APPLIED)).rows)
+    return { applied, ...schemaStatusOf(postgresMigrations, after) }
   })
 }
 
-/** The schema version in the database and the one this release expects. */
-export async function schemaStatus(pool: PostgresPool): Promise<{ current: number; latest: number }> {
-  const [row] = await pool.query<{ current: number | null }>({
-    name: 'schema.status',
-    text: 'SELECT max(version) AS current FROM schema_migrations',
-  })
-  return { current: row?.current ?? 0, latest: LATEST }
+/** Where the database's schema stands for this release. */
+export async function schemaStatus(pool: PostgresPool): Promise<SchemaStatus> {
+  const rows = await pool.query<Record<string, unknown>>({ name: 'schema.status', text: APPLIED })
+  return schemaStatusOf(postgresMigrations, appliedMigrationsOf(rows))
 }

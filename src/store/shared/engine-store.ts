@@ -8,6 +8,7 @@ import type {
   MigrationReport,
   NewApiKey,
   PetQuery,
+  SchemaStatus,
   Store,
   StoreHealth,
 } from '../store.ts'
@@ -18,7 +19,7 @@ import type {
  */
 export interface EngineQueries<Connection> {
   migrate(db: Connection): Promise<MigrationReport>
-  schemaStatus(db: Connection): Promise<{ current: number; latest: number }>
+  schemaStatus(db: Connection): Promise<SchemaStatus>
   getPet(db: Connection, id: bigint): Promise<Pet | undefined>
   listPets(db: Connection, query: PetQuery): Promise<Pet[]>
   purgeExpiredIdempotencyRecords(db: Connection, nowMs: number, signal?: AbortSignal): Promise<number>
@@ -58,7 +59,7 @@ export abstract class EngineStore<Connection> implements Store {
     return this.#queries.migrate(this.#db)
   }
 
-  schemaStatus(): Promise<{ current: number; latest: number }> {
+  schemaStatus(): Promise<SchemaStatus> {
     return this.#queries.schemaStatus(this.#db)
   }
 

@@ -1,8 +1,23 @@
+import { incompatibility, type SchemaStatus } from '../store.ts'
+
 /** One versioned schema change of an engine. */
 export interface Migration {
   version: number
   name: string
   sql: string
+  /**
+   * The oldest schema version whose releases still run correctly once this change is applied: the version
+   * before it for a change they do not notice (a new table or index, a column they need not write), its
+   * own version otherwise. Recorded with it, so an older release can tell whether it may start on the
+   * database (docs/versioning.md, "Storage").
+   */
+  compatibleFrom: number
+}
+
+/** A migration as the database records it: `compatibleFrom` is unset where no floor was recorded. */
+export interface AppliedMigration {
+  version: number
+  compatibleFrom: number | undefined
 }
 
 /** The newest version a list of migrations reaches (0 for none). */
@@ -11,15 +26,43 @@ export function latestVersion(migrations: readonly Migration[]): number {
 }
 
 /**
- * The migrations a database that has `applied` still lacks, in order. A database with a version this
- * release does not know is newer than the code: it is refused rather than misread.
+ * The rows of `schema_migrations` as either engine returns them to `SELECT *`: the `compatible_from`
+ * column is absent from a database no release with floors has migrated yet, and empty in its old rows.
  */
-export function pendingMigrations(migrations: readonly Migration[], applied: Iterable<number>): Migration[] {
-  const done = new Set(applied)
-  const latest = latestVersion(migrations)
-  const newest = Math.max(0, ...done)
-  if (newest > latest) {
-    throw new Error(`database schema version ${newest} is newer than this release knows (${latest})`)
+export function appliedMigrationsOf(rows: readonly Record<string, unknown>[]): AppliedMigration[] {
+  return rows.map((row) => ({
+    version: Number(row.version),
+    compatibleFrom:
+      row.compatible_from === undefined || row.compatible_from === null
+        ? undefined
+        : Number(row.compatible_from),
+  }))
+}
+
+/** The schema of a database that has `applied`, for a release with `migrations`. */
+export function schemaStatusOf(
+  migrations: readonly Migration[],
+  applied: readonly AppliedMigration[],
+): SchemaStatus {
+  return {
+    current: Math.max(0, ...applied.map((migration) => migration.version)),
+    latest: latestVersion(migrations),
+    // A migration with no recorded floor is taken to need its own version: nothing says it is compatible.
+    compatibleFrom: Math.max(0, ...applied.map((migration) => migration.compatibleFrom ?? migration.version)),
   }
+}
+
+/**
+ * The migrations a database that has `applied` still lacks, in order. A database whose newer migrations
+ * do not keep this release's schema working is refused rather than misread; one whose newer migrations
+ * do needs nothing from this release.
+ */
+export function pendingMigrations(
+  migrations: readonly Migration[],
+  applied: readonly AppliedMigration[],
+): Migration[] {
+  const refused = incompatibility(schemaStatusOf(migrations, applied))
+  if (refused !== undefined) throw new Error(refused)
+  const done = new Set(applied.map((migration) => migration.version))
   return migrations.filter((migration) => !done.has(migration.version))
 }

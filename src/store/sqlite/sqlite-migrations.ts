@@ -11,6 +11,7 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',
+    compatibleFrom: 1,
     sql: `
       CREATE TABLE pets (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -34,6 +35,8 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 2,
     name: 'idempotency keys, deprecated-call counts, service secret',
+    // The first release was made for schema 2: none for 1 exists to run on it.
+    compatibleFrom: 2,
     sql: `
       ALTER TABLE api_keys ADD COLUMN deprecated_calls INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE api_keys ADD COLUMN last_deprecated_call_at TEXT;

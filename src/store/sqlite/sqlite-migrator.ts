@@ -1,43 +1,45 @@
-import { latestVersion, pendingMigrations } from '../shared/migration-plan.ts'
-import type { MigrationReport } from '../store.ts'
+import { appliedMigrationsOf, pendingMigrations, schemaStatusOf } from '../shared/migration-plan.ts'
+import type { MigrationReport, SchemaStatus } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
 
-const LATEST = latestVersion(sqliteMigrations)
+/** The migrations the database records, whatever release made its bookkeeping. */
+function appliedMigrations(db: SqliteConnection) {
+  return appliedMigrationsOf(db.statement('SELECT * FROM schema_migrations').all())
+}
 
 /**
  * Applies the migrations the database lacks, in one transaction: `BEGIN IMMEDIATE` takes the write lock,
- * so processes starting together apply them once. A database newer than this release is refused.
+ * so processes starting together apply them once. Each is recorded with its compatibility floor; a
+ * database whose newer migrations this release cannot run on is refused.
  */
 export function migrate(db: SqliteConnection): Promise<MigrationReport> {
   return db.run(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (${NOW})) STRICT`)
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (${NOW}),
+      compatible_from INTEGER) STRICT`)
     return db.transaction(() => {
-      const rows = db.statement('SELECT version FROM schema_migrations').all() as { version: bigint }[]
+      // Bookkeeping made before floors were recorded gains their column; its rows keep no floor.
+      const floors = db
+        .statement("SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'compatible_from'")
+        .get()
+      if (floors === undefined) db.exec('ALTER TABLE schema_migrations ADD COLUMN compatible_from INTEGER')
       const applied: number[] = []
-      for (const migration of pendingMigrations(
-        sqliteMigrations,
-        rows.map((row) => Number(row.version)),
-      )) {
+      for (const migration of pendingMigrations(sqliteMigrations, appliedMigrations(db))) {
         db.exec(migration.sql)
-        db.statement('INSERT INTO schema_migrations (version, name) VALUES (?, ?)').run(
+        db.statement('INSERT INTO schema_migrations (version, name, compatible_from) VALUES (?, ?, ?)').run(
           migration.version,
           migration.name,
+          migration.compatibleFrom,
         )
         applied.push(migration.version)
       }
-      return { applied, current: LATEST }
+      return { applied, ...schemaStatusOf(sqliteMigrations, appliedMigrations(db)) }
     })
   })
 }
 
-/** The schema version in the database and the one this release expects. */
-export function schemaStatus(db: SqliteConnection): Promise<{ current: number; latest: number }> {
-  return db.run(() => {
-    const row = db.statement('SELECT max(version) AS current FROM schema_migrations').get() as {
-      current: bigint
-    }
-    return { current: Number(row.current ?? 0), latest: LATEST }
-  })
+/** Where the database's schema stands for this release. */
+export function schemaStatus(db: SqliteConnection): Promise<SchemaStatus> {
+  return db.run(() => schemaStatusOf(sqliteMigrations, appliedMigrations(db)))
 }
