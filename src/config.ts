@@ -108,28 +108,47 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
     )
   }
   const config = decode(settings)
-  refuseConflicts(config)
+  refuseConflicts(config, settings.WORKERS)
   return config
 }
 
 /** Settings valid alone that cannot run together: the start stops, rather than a listener or worker later. */
-function refuseConflicts({ server, metrics, database, workers }: Config): void {
+function refuseConflicts({ server, metrics, database, workers }: Config, workersSetting: string): void {
   if (metrics && metrics.port !== 0 && metrics.port === server.port && mayShare(server.host, metrics.host)) {
     throw new ConfigError(
       `METRICS_PORT must differ from PORT when both listen on the same address (got ${server.port} for both; METRICS=off switches the listener off)`,
     )
   }
   if (database.engine === 'sqlite' && database.path === ':memory:' && workers > 1) {
+    const got = workersSetting === 'auto' ? `auto, ${workers} here` : String(workers)
     throw new ConfigError(
-      `WORKERS must be 1 with DATABASE_URL=sqlite::memory: (each worker would serve a store of its own; got ${workers})`,
+      `WORKERS must be 1 with DATABASE_URL=sqlite::memory: (each worker would serve a store of its own; got ${got})`,
     )
   }
 }
 
-/** Two listening hosts may take the same address unless they are two different, specific IP addresses. */
+/**
+ * Whether listeners on hosts `a` and `b` may take the same address: the same address however written
+ * (`::ffff:127.0.0.1` is 127.0.0.1), `::` (every address, IPv4 too) with any, `0.0.0.0` with any IPv4
+ * one. A host name may resolve to anything: it is taken to share.
+ */
 function mayShare(a: string, b: string): boolean {
-  const specific = (host: string) => isIP(host) !== 0 && host !== '0.0.0.0' && host !== '::'
-  return a === b || !specific(a) || !specific(b)
+  const [x, y] = [listenAddress(a), listenAddress(b)]
+  if (x === undefined || y === undefined) return true
+  if (x === y || x === '::' || y === '::') return true
+  const ipv4 = (address: string) => isIP(address) === 4
+  return (x === '0.0.0.0' && ipv4(y)) || (y === '0.0.0.0' && ipv4(x))
+}
+
+/** An IP address in one spelling (IPv4-mapped IPv6 as IPv4, IPv6 compressed), or undefined for a name. */
+function listenAddress(host: string): string | undefined {
+  if (isIP(host) === 4) return host
+  if (isIP(host) !== 6) return undefined
+  const address = new URL(`http://[${host}]`).hostname.slice(1, -1)
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(address)
+  if (mapped === null) return address
+  const [high, low] = [Number.parseInt(mapped[1] ?? '', 16), Number.parseInt(mapped[2] ?? '', 16)]
+  return [high >> 8, high & 255, low >> 8, low & 255].join('.')
 }
 
 function decode(s: Settings): Config {

@@ -204,6 +204,41 @@ describe('backup and restore (SQLite)', () => {
     }
   })
 
+  test('when the database is at a newer schema this release runs on (after a rollback), then backup and restore take it and copy refuses it; at one that needs a newer release, backup refuses too', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    const database = join(cwd, 'data', 'petstore.db')
+    const newer = (version: number, floor: number) => {
+      const db = new DatabaseSync(database)
+      db.prepare('INSERT INTO schema_migrations (version, name, compatible_from) VALUES (?, ?, ?)').run(
+        version,
+        'a newer release',
+        floor,
+      )
+      db.close()
+    }
+    newer(3, 2)
+    const backup = runCli(['backup', '--to', 'rollback.db'], {}, cwd)
+    assert.equal(backup.status, 0, backup.stderr)
+    const restore = runCli(['restore', '--from', 'rollback.db'], {}, cwd)
+    assert.equal(restore.status, 0, restore.stderr)
+    const copy = runCli(['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:copy.db'], {}, cwd)
+    assert.deepEqual(
+      [copy.status, copy.stderr],
+      [
+        1,
+        "petstore copy: the source is at schema version 3, newer than this release's (2): copy with the release that made it\n",
+      ],
+    )
+    newer(4, 4)
+    const refused = runCli(['backup', '--to', 'later.db'], {}, cwd)
+    assert.equal(refused.status, 1)
+    assert.match(
+      refused.stderr,
+      /has schema version 4, which needs a release made for schema 4 or later \(this one knows 2\)\n$/,
+    )
+  })
+
   test("when a backup is restored, then the database keeps the owner and mode of the file it replaces, not the backup's", (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `cli:${generateApiKey()}` }

@@ -142,6 +142,9 @@ describe('configuration', () => {
       { METRICS_PORT: '8080', HOST: '0.0.0.0' },
       { METRICS_PORT: '8080', METRICS_HOST: '::' },
       { METRICS_PORT: '8080', HOST: 'localhost' },
+      { METRICS_PORT: '8080', METRICS_HOST: '::ffff:127.0.0.1' },
+      { METRICS_PORT: '8080', HOST: '::1', METRICS_HOST: '0::1' },
+      { METRICS_PORT: '8080', HOST: '0.0.0.0', METRICS_HOST: '10.0.0.5' },
     ]) {
       assert.throws(
         () => loadConfig(env),
@@ -151,6 +154,10 @@ describe('configuration', () => {
     }
     // Two different addresses can each have their own listener on the same port; port 0 is any free port.
     assert.equal(loadConfig({ METRICS_PORT: '8080', HOST: '10.0.0.5' }).metrics?.port, 8080)
+    assert.equal(
+      loadConfig({ METRICS_PORT: '8080', HOST: '0.0.0.0', METRICS_HOST: '::1' }).metrics?.port,
+      8080,
+    )
     assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metrics?.port, 0)
     assert.equal(loadConfig({ METRICS_PORT: '8080', METRICS: 'off' }).metrics, undefined)
   })
@@ -164,6 +171,12 @@ describe('configuration', () => {
           'WORKERS must be 1 with DATABASE_URL=sqlite::memory: (each worker would serve a store of its own; got 2)',
     )
     assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:', WORKERS: '1' }).workers, 1)
+    if (availableParallelism() > 1) {
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: 'sqlite::memory:', WORKERS: 'auto' }),
+        (error: Error) => error.message.endsWith(`got auto, ${availableParallelism()} here)`),
+      )
+    }
   })
 
   test('when a .env file exists, then it fills what the environment does not set', (t) => {

@@ -67,7 +67,11 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
       everything.map((version) => ({ version, times: '1' })),
     )
     for (const store of stores)
-      assert.deepEqual(await store.schemaStatus(), { current: LATEST, latest: LATEST })
+      assert.deepEqual(await store.schemaStatus(), {
+        current: LATEST,
+        latest: LATEST,
+        compatibleFrom: LATEST,
+      })
   })
 
   test('when `migrate` runs twice from the CLI, then the first applies every migration and the second nothing', async (t) => {

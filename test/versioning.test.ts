@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
+import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts'
+import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
 
@@ -24,6 +26,19 @@ function compareVersions(a: string, b: string): number {
 }
 
 describe('versions', () => {
+  test('when the migrations are listed, then versions count up from 1, floors never pass their version nor fall, and both engines agree', () => {
+    const shape = (migrations: typeof sqliteMigrations) =>
+      migrations.map(({ version, name, compatibleFrom }) => ({ version, name, compatibleFrom }))
+    assert.deepEqual(shape(postgresMigrations), shape(sqliteMigrations), 'one schema history, two dialects')
+    let floor = 1
+    for (const [index, { version, compatibleFrom }] of sqliteMigrations.entries()) {
+      assert.equal(version, index + 1)
+      // A floor that rose without the change breaking anything would refuse releases that run on it.
+      assert.ok(compatibleFrom >= floor && compatibleFrom <= version, `migration ${version}`)
+      floor = compatibleFrom
+    }
+  })
+
   test('when the CHANGELOG is read, then it has Unreleased first and dated releases, newest first', () => {
     assert.equal(sections[0]?.name, 'Unreleased')
     assert.ok(releases.length > 0, 'at least one release')

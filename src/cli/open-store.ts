@@ -57,10 +57,10 @@ export async function openCommandStore(
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
   { name, creates, stderr }: { name: string; creates: boolean; stderr: Output },
 ): Promise<Store> {
-  const missing =
-    database.engine === 'sqlite' && database.path !== ':memory:' && !existsSync(database.path)
-      ? resolve(database.path)
-      : undefined
+  // A `file:` URI names its file in SQLite's own syntax: not second-guessed here.
+  const plainFile =
+    database.engine === 'sqlite' && database.path !== ':memory:' && !database.path.startsWith('file:')
+  const missing = plainFile && !existsSync(database.path) ? resolve(database.path) : undefined
   if (missing !== undefined && !creates) {
     throw new CommandError(
       `no database at ${missing} (DATABASE_URL): run the command where the service runs, or set DATABASE_URL`,

@@ -1,3 +1,4 @@
+import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
@@ -15,12 +16,8 @@ export class PostgresDump implements CopySource {
   }
 
   async prepare(): Promise<void> {
-    const { current, latest } = await schemaStatus(this.#pool)
-    if (current !== latest) {
-      throw new Error(
-        `the source is at schema version ${current}, not ${latest}: run "petstore migrate" on it first`,
-      )
-    }
+    const refused = copySourceRefusal(await schemaStatus(this.#pool))
+    if (refused !== undefined) throw new Error(refused)
   }
 
   async secret(): Promise<string | undefined> {

@@ -6,10 +6,10 @@ export interface Migration {
   name: string
   sql: string
   /**
-   * The oldest schema version whose releases still run correctly once this change is applied: the version
-   * before it for a change they do not notice (a new table or index, a column they need not write), its
-   * own version otherwise. Recorded with it, so an older release can tell whether it may start on the
-   * database (docs/versioning.md, "Storage").
+   * The oldest schema version whose releases still run correctly once this change is applied: the floor
+   * of the migration before it for a change they do not notice (a new table or index, a column they need
+   * not write), so floors never rise without a break; its own version otherwise. Recorded with it, so an
+   * older release can tell whether it may start on the database (docs/versioning.md, "Storage").
    */
   compatibleFrom: number
 }
@@ -65,4 +65,18 @@ export function pendingMigrations(
   if (refused !== undefined) throw new Error(refused)
   const done = new Set(applied.map((migration) => migration.version))
   return migrations.filter((migration) => !done.has(migration.version))
+}
+
+/**
+ * Why a copy cannot take a source of `status`, if so: it moves only the tables and columns this release
+ * knows, so a source at any other schema would be copied short.
+ */
+export function copySourceRefusal({ current, latest }: SchemaStatus): string | undefined {
+  if (current < latest) {
+    return `the source is at schema version ${current}, not ${latest}: run "petstore migrate" on it first`
+  }
+  if (current > latest) {
+    return `the source is at schema version ${current}, newer than this release's (${latest}): copy with the release that made it`
+  }
+  return undefined
 }

@@ -14,10 +14,9 @@ import {
 import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
-import { latestVersion } from '../shared/migration-plan.ts'
+import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
 
-const LATEST = latestVersion(sqliteMigrations)
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
 // API), which under steady writes might never end.
@@ -55,10 +54,16 @@ function verified(path: string, name: string): bigint {
       "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'",
     )
     if (table.get() === undefined) throw new Error('is not a Pet Store database (no schema_migrations table)')
-    const version = Number(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()?.v ?? 0)
-    if (version < 1) throw new Error('is not a Pet Store database (no migration applied)')
-    if (version > LATEST) {
-      throw new Error(`has schema version ${version}, newer than this release knows (${LATEST})`)
+    const schema = schemaStatusOf(
+      sqliteMigrations,
+      appliedMigrationsOf(db.prepare('SELECT * FROM schema_migrations').all()),
+    )
+    if (schema.current < 1) throw new Error('is not a Pet Store database (no migration applied)')
+    // A newer schema this release runs on (after a rollback) is backed up and restored as its own.
+    if (schema.compatibleFrom > schema.latest) {
+      throw new Error(
+        `has schema version ${schema.current}, which needs a release made for schema ${schema.compatibleFrom} or later (this one knows ${schema.latest})`,
+      )
     }
     const count = db.prepare('SELECT count(*) AS n FROM pets')
     count.setReadBigInts(true)

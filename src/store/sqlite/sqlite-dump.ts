@@ -1,3 +1,4 @@
+import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { SqliteConnection } from './sqlite-connection.ts'
@@ -15,12 +16,8 @@ export class SqliteDump implements CopySource {
   }
 
   async prepare(): Promise<void> {
-    const { current, latest } = await schemaStatus(this.#db)
-    if (current !== latest) {
-      throw new Error(
-        `the source is at schema version ${current}, not ${latest}: run "petstore migrate" on it first`,
-      )
-    }
+    const refused = copySourceRefusal(await schemaStatus(this.#db))
+    if (refused !== undefined) throw new Error(refused)
   }
 
   secret(): Promise<string | undefined> {
