@@ -26,8 +26,8 @@ export function latestVersion(migrations: readonly Migration[]): number {
 }
 
 /**
- * The rows of `schema_migrations` as either engine returns them to `SELECT *`: the `compatible_from`
- * column is absent from a database no release with floors has migrated yet, and empty in its old rows.
+ * The rows of `schema_migrations` as either engine reads them: `compatible_from` is missing where no
+ * release recording floors has migrated the database yet, and null in the rows older releases wrote.
  */
 export function appliedMigrationsOf(rows: readonly Record<string, unknown>[]): AppliedMigration[] {
   return rows.map((row) => ({
