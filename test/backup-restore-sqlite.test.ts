@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
@@ -9,6 +10,7 @@ import { runCliAsync } from './helpers/cli-async.ts'
 import { runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
+import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 /** A serve process, killed after the test if it is still running. */
@@ -282,5 +284,27 @@ describe('backup and restore (SQLite)', () => {
         /^petstore \w+: \w+ \S+ a SQLite file only: on PostgreSQL, back up with pg_dump -Fc and restore with pg_restore \(README, "Backups and restores"\)\n$/,
       )
     }
+  })
+})
+
+describe('backup to a volume that cannot take it', mountingSuiteOptions(), () => {
+  test('when the backup volume is full, or read-only, then backup says which directory and why in one line, exit 1, and leaves nothing there', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20000'], {}, cwd).status, 0)
+    const volume = mountTmpfs(t, 1024 * 1024)
+    const filler = fillFileSystem(volume)
+    const full = runCli(['backup', '--to', join(volume, 'petstore.db')], {}, cwd)
+    assert.deepEqual(
+      [full.status, full.stderr],
+      [1, `petstore backup: ${volume} has no space left for the backup\n`],
+    )
+    assert.deepEqual(readdirSync(volume), ['filler'], 'nothing left behind')
+    rmSync(filler)
+    execFileSync('mount', ['-o', 'remount,ro', volume])
+    const readOnly = runCli(['backup', '--to', join(volume, 'petstore.db')], {}, cwd)
+    assert.deepEqual(
+      [readOnly.status, readOnly.stderr],
+      [1, `petstore backup: ${volume} is on a read-only file system\n`],
+    )
   })
 })

@@ -15,7 +15,9 @@ import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
+import { storageFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
+import { SqliteVolume, type VolumeState } from './sqlite-volume.ts'
 
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
@@ -149,9 +151,32 @@ export async function backupDatabase(
     const pets = verified(temporary, 'the backup')
     renameDurably(temporary, to)
     return { pets, bytes: statSync(to).size }
+  } catch (error) {
+    throw volumeFault(error, dirname(to)) ?? error
   } finally {
     removeWithCompanions(temporary)
   }
+}
+
+/**
+ * The backup's own volume, named, when it is why writing failed: full (SQLite's or the kernel's word for
+ * it, or less than 1 MiB left with the partial copy still there) or read-only. Otherwise undefined.
+ */
+function volumeFault(error: unknown, directory: string): Error | undefined {
+  let fault: VolumeState['fault']
+  try {
+    fault = new SqliteVolume(join(directory, 'backup')).check(false).fault
+  } catch {
+    // Not knowable (the directory gone meanwhile): the error is said as it came.
+  }
+  const code = (error as NodeJS.ErrnoException).code
+  if (storageFaultOf(error) === 'disk_full' || code === 'ENOSPC' || fault === 'disk_full') {
+    return new Error(`${directory} has no space left for the backup`, { cause: error })
+  }
+  if (code === 'EROFS' || fault === 'read_only') {
+    return new Error(`${directory} is on a read-only file system`, { cause: error })
+  }
+  return undefined
 }
 
 /**
