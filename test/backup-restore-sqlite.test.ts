@@ -287,7 +287,7 @@ describe('backup and restore (SQLite)', () => {
   })
 })
 
-describe('backup to a volume that cannot take it', mountingSuiteOptions(), () => {
+describe('backup and restore on a volume that cannot take them', mountingSuiteOptions(), () => {
   test('when the backup volume is full, or read-only, then backup says which directory and why in one line, exit 1, and leaves nothing there', (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '20000'], {}, cwd).status, 0)
@@ -306,5 +306,27 @@ describe('backup to a volume that cannot take it', mountingSuiteOptions(), () =>
       [readOnly.status, readOnly.stderr],
       [1, `petstore backup: ${volume} is on a read-only file system\n`],
     )
+  })
+
+  test("when the database's volume is full, then restore names it in one line, exit 1, and the database is as it was", (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20000'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'saved.db'], {}, cwd).status, 0)
+    const volume = mountTmpfs(t, 8 * 1024 * 1024)
+    const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    const filler = fillFileSystem(volume)
+    const restore = runCli(['restore', '--from', 'saved.db'], env, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [1, `petstore restore: ${volume} has no space left for the restored database\n`],
+    )
+    assert.deepEqual(readdirSync(volume).sort(), ['filler', 'petstore.db'], 'nothing left behind')
+    // Opened, a WAL database needs room for its -shm.
+    rmSync(filler)
+    assert.equal(integrityOf(join(volume, 'petstore.db')), 'ok')
+    const db = new DatabaseSync(join(volume, 'petstore.db'), { readOnly: true })
+    assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 5, 'its own 5 pets, not 20,000')
+    db.close()
   })
 })

@@ -152,17 +152,17 @@ export async function backupDatabase(
     renameDurably(temporary, to)
     return { pets, bytes: statSync(to).size }
   } catch (error) {
-    throw volumeFault(error, dirname(to)) ?? error
+    throw volumeFault(error, dirname(to), 'the backup') ?? error
   } finally {
     removeWithCompanions(temporary)
   }
 }
 
 /**
- * The backup's own volume, named, when it is why writing failed: full (SQLite's or the kernel's word for
- * it, or less than 1 MiB left with the partial copy still there) or read-only. Otherwise undefined.
+ * The volume written to, named, when it is why writing `what` failed: full (SQLite's or the kernel's word
+ * for it, or less than 1 MiB left with the partial copy still there) or read-only. Otherwise undefined.
  */
-function volumeFault(error: unknown, directory: string): Error | undefined {
+function volumeFault(error: unknown, directory: string, what: string): Error | undefined {
   let fault: VolumeState['fault']
   try {
     fault = new SqliteVolume(join(directory, 'backup')).check(false).fault
@@ -171,7 +171,7 @@ function volumeFault(error: unknown, directory: string): Error | undefined {
   }
   const code = (error as NodeJS.ErrnoException).code
   if (storageFaultOf(error) === 'disk_full' || code === 'ENOSPC' || fault === 'disk_full') {
-    return new Error(`${directory} has no space left for the backup`, { cause: error })
+    return new Error(`${directory} has no space left for ${what}`, { cause: error })
   }
   if (code === 'EROFS' || fault === 'read_only') {
     return new Error(`${directory} is on a read-only file system`, { cause: error })
@@ -253,6 +253,8 @@ export function restoreDatabase(from: string, named: string): BackupSummary {
     for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
     renameDurably(temporary, path)
     return { pets, bytes: statSync(path).size }
+  } catch (error) {
+    throw volumeFault(error, dirname(path), 'the restored database') ?? error
   } finally {
     removeWithCompanions(temporary)
   }
