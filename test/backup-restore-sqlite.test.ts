@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
@@ -327,6 +336,73 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     assert.equal(integrityOf(join(volume, 'petstore.db')), 'ok')
     const db = new DatabaseSync(join(volume, 'petstore.db'), { readOnly: true })
     assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 5, 'its own 5 pets, not 20,000')
+    db.close()
+  })
+
+  test('when the volume is nearly full but the restore fails for another reason (the file is not a database), then that reason is said, not the volume', (t) => {
+    const cwd = temporaryDirectory(t)
+    const volume = mountTmpfs(t, 8 * 1024 * 1024)
+    const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    writeFileSync(join(cwd, 'notes.txt'), 'x'.repeat(300 * 1024))
+    const filler = fillFileSystem(volume)
+    // Room for the copy, and under 1 MiB left once it is made.
+    truncateSync(filler, statSync(filler).size - 900 * 1024)
+    const restore = runCli(['restore', '--from', 'notes.txt'], env, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [1, 'petstore restore: notes.txt is not a SQLite database\n'],
+    )
+  })
+
+  test('when the database volume is read-only, then restore says so in one line and changes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'saved.db'], {}, cwd).status, 0)
+    const volume = mountTmpfs(t, 8 * 1024 * 1024)
+    const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    execFileSync('mount', ['-o', 'remount,ro', volume])
+    const restore = runCli(['restore', '--from', 'saved.db'], env, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [1, `petstore restore: ${volume} is on a read-only file system\n`],
+    )
+    assert.deepEqual(readdirSync(volume), ['petstore.db'])
+  })
+
+  test('when the database was left with writes in its write-ahead log (a killed server) and its volume is full, then restore refuses before removing anything, and every one of those writes is still there', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'saved.db'], {}, cwd).status, 0)
+    const volume = mountTmpfs(t, 16 * 1024 * 1024)
+    const database = join(volume, 'petstore.db')
+    const env = { DATABASE_URL: `sqlite:${database}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    // A process that commits 20,000 pets into the log without checkpointing, then is killed.
+    const writer = spawnSync(process.execPath, [
+      '-e',
+      `const { DatabaseSync } = require('node:sqlite')
+       const db = new DatabaseSync(${JSON.stringify(database)})
+       db.exec('PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0')
+       const insert = db.prepare("INSERT INTO pets (name, category_id) VALUES ('logged', 1)")
+       db.exec('BEGIN'); for (let i = 0; i < 20000; i++) insert.run(); db.exec('COMMIT')
+       process.kill(process.pid, 'SIGKILL')`,
+    ])
+    assert.equal(writer.signal, 'SIGKILL')
+    assert.ok(statSync(`${database}-wal`).size > 0, 'the writes are in the log')
+    // Room for the copy of the backup, not for the log's pages folded into the database.
+    const filler = fillFileSystem(volume)
+    truncateSync(filler, statSync(filler).size - 4 * statSync(join(cwd, 'saved.db')).size)
+    const restore = runCli(['restore', '--from', 'saved.db'], env, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [1, `petstore restore: ${volume} has no space left for the restored database\n`],
+    )
+    rmSync(filler)
+    assert.equal(integrityOf(database), 'ok')
+    const db = new DatabaseSync(database, { readOnly: true })
+    assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 20_005, 'the logged writes are kept')
     db.close()
   })
 })

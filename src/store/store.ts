@@ -76,7 +76,6 @@ export interface DeprecatedCallCount {
  */
 export type StoreHealth = { writable: true } | { writable: false; reason: string }
 
-/** Migration versions, in order: those already in the database and those this call applied. */
 /**
  * Where a database's schema stands for this release: its version, the one this release needs, and the
  * oldest release schema its migrations keep working (a release runs on it only if `latest` is at least that).

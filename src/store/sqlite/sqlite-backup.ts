@@ -8,16 +8,16 @@ import {
   fstatSync,
   openSync,
   realpathSync,
+  renameSync,
   rmSync,
   statSync,
 } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
-import { removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
+import { fsyncPath, removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
-import { storageFaultOf } from './sqlite-errors.ts'
+import { volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
-import { SqliteVolume, type VolumeState } from './sqlite-volume.ts'
 
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
@@ -40,7 +40,8 @@ function open(path: string): DatabaseSync {
 
 /**
  * Checks that the file at `path` is whole (`PRAGMA integrity_check`) and is a Pet Store database at a
- * schema version this release knows (an older one is migrated by the next start); returns its pet count.
+ * schema this release runs on (an older one is migrated by the next start, a newer one only if its
+ * migrations keep this release working); returns its pet count.
  */
 function verified(path: string, name: string): bigint {
   let db: DatabaseSync | undefined
@@ -131,60 +132,58 @@ export async function backupDatabase(
   if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
   const temporary = temporaryBeside(to, 'backup')
   removeWithCompanions(temporary)
+  const source = open(path)
   try {
-    // Made new, for its owner alone whatever the umask: a backup holds every pet and every key's hash.
-    const fd = openSync(temporary, 'wx', 0o600)
-    try {
-      fchmodSync(fd, 0o600)
-    } finally {
-      closeSync(fd)
-    }
-    const source = open(path)
-    try {
+    await writingTo(to, 'the backup', async () => {
+      // Made new, for its owner alone whatever the umask: a backup holds every pet and every key's hash.
+      const fd = openSync(temporary, 'wx', 0o600)
+      try {
+        fchmodSync(fd, 0o600)
+      } finally {
+        closeSync(fd)
+      }
       await backup(source, temporary, { rate: ALL_PAGES })
-    } finally {
-      source.close()
-    }
-    const copy = open(temporary)
-    copy.exec('PRAGMA journal_mode = DELETE')
-    copy.close()
+      const copy = open(temporary)
+      copy.exec('PRAGMA journal_mode = DELETE')
+      copy.close()
+    })
+    source.close()
     const pets = verified(temporary, 'the backup')
-    renameDurably(temporary, to)
+    await writingTo(to, 'the backup', async () => renameDurably(temporary, to))
     return { pets, bytes: statSync(to).size }
-  } catch (error) {
-    throw volumeFault(error, dirname(to), 'the backup') ?? error
   } finally {
-    removeWithCompanions(temporary)
+    if (source.isOpen) source.close()
+    leaveNothing(temporary)
   }
 }
 
 /**
- * The volume written to, named, when it is why writing `what` failed: full (SQLite's or the kernel's word
- * for it, or less than 1 MiB left with the partial copy still there) or read-only. Otherwise undefined.
+ * Runs the steps that write `what` beside `path`; when they fail because that volume is full or
+ * read-only, the error names its directory and says which (`volumeFaultOf`, sqlite-errors.ts).
  */
-function volumeFault(error: unknown, directory: string, what: string): Error | undefined {
-  let fault: VolumeState['fault']
+async function writingTo(path: string, what: string, steps: () => Promise<void>): Promise<void> {
   try {
-    fault = new SqliteVolume(join(directory, 'backup')).check(false).fault
-  } catch {
-    // Not knowable (the directory gone meanwhile): the error is said as it came.
+    await steps()
+  } catch (error) {
+    throw volumeFaultOf(error, dirname(path), what) ?? error
   }
-  const code = (error as NodeJS.ErrnoException).code
-  if (storageFaultOf(error) === 'disk_full' || code === 'ENOSPC' || fault === 'disk_full') {
-    return new Error(`${directory} has no space left for ${what}`, { cause: error })
-  }
-  if (code === 'EROFS' || fault === 'read_only') {
-    return new Error(`${directory} is on a read-only file system`, { cause: error })
-  }
-  return undefined
+}
+
+/** Removes a temporary copy: a volume that turned read-only keeps it, and that is not the error to tell. */
+function leaveNothing(temporary: string): void {
+  try {
+    removeWithCompanions(temporary)
+  } catch {}
 }
 
 /**
  * Refuses when any connection has the database open (a server, a worker, a command): every connection
  * to a WAL database holds a shared lock on it as long as it is open, so an exclusive lock is taken only
- * when none is left.
+ * when none is left. Holding it, folds the write-ahead log into the file and empties it, checked: a
+ * checkpoint that found no room fails silently at close, and the log removed then would leave the file
+ * damaged.
  */
-function assertNotInUse(path: string): void {
+function quiesce(path: string): void {
   if (!existsSync(path)) return
   const db = new DatabaseSync(path)
   try {
@@ -192,6 +191,10 @@ function assertNotInUse(path: string): void {
     db.exec('PRAGMA locking_mode = EXCLUSIVE')
     db.exec('BEGIN EXCLUSIVE')
     db.exec('COMMIT')
+    const folded = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as Record<string, number>
+    if (folded.busy !== 0 || folded.log !== folded.checkpointed) {
+      throw new Error(`the write-ahead log of ${path} could not be folded into it: nothing was changed`)
+    }
   } catch (error) {
     const code = (error as { errcode?: number }).errcode
     if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
@@ -199,8 +202,10 @@ function assertNotInUse(path: string): void {
     }
     throw error
   } finally {
-    // The last connection to close folds the write-ahead log into the file it belongs to.
     db.close()
+  }
+  if ((statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
+    throw new Error(`the write-ahead log of ${path} still holds writes: nothing was changed`)
   }
 }
 
@@ -233,29 +238,47 @@ function takeOwnership(path: string, copy: string): void {
 }
 
 /**
- * Puts the backup `from` in place of the database at `path`: copied beside it, checked, synced, then
- * renamed over it once no process has the database open; the old write-ahead log and shared-memory files
- * are removed first, so nothing of the old database is ever applied to the restored one.
+ * Puts the backup `from` in place of the database at `path`, once no process has it open and its
+ * write-ahead log is folded into it (`quiesce`): copied beside it, checked, synced, then renamed over it,
+ * the old log and shared-memory files removed just before, so nothing of the old database is ever applied
+ * to the restored one. Until the rename, a failure leaves the database as it was.
  */
 export function restoreDatabase(from: string, named: string): BackupSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
   if (!existsSync(dirname(named))) throw new Error(`${dirname(named)} does not exist`)
   // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
   const path = existsSync(named) ? realpathSync(named) : named
+  const writing = <T>(step: () => T): T => {
+    try {
+      return step()
+    } catch (error) {
+      throw volumeFaultOf(error, dirname(path), 'the restored database') ?? error
+    }
+  }
+  // First, before the copy takes the room the checkpoint may need.
+  writing(() => quiesce(path))
   const temporary = temporaryBeside(path, 'restore')
   removeWithCompanions(temporary)
   try {
     // A new file only: one planted under its name makes the copy fail rather than be written through.
-    copyFileSync(from, temporary, constants.COPYFILE_EXCL)
+    writing(() => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
-    assertNotInUse(path)
-    for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
-    renameDurably(temporary, path)
+    writing(() => {
+      fsyncPath(temporary)
+      // The log was emptied above: nothing of the old database is applied to the restored one.
+      for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
+      renameSync(temporary, path)
+    })
+    try {
+      fsyncPath(dirname(path))
+    } catch (error) {
+      throw new Error(
+        `${path} is restored, but its directory could not be synced (${(error as Error).message}): a crash before the next sync could bring the old database back`,
+      )
+    }
     return { pets, bytes: statSync(path).size }
-  } catch (error) {
-    throw volumeFault(error, dirname(path), 'the restored database') ?? error
   } finally {
-    removeWithCompanions(temporary)
+    leaveNothing(temporary)
   }
 }

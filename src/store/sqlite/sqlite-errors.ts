@@ -1,6 +1,8 @@
 import { statSync, utimesSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
+import { SqliteVolume } from './sqlite-volume.ts'
 
 const SQLITE_BUSY = 5
 const SQLITE_LOCKED = 6
@@ -90,5 +92,30 @@ export function diagnoseIoError(path: string): StorageFault {
     return 'io_error'
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EROFS' ? 'read_only' : 'io_error'
+  }
+}
+
+/**
+ * A failed write of `what` into `directory` said as the volume's fault when the error is one: full
+ * (SQLITE_FULL, ENOSPC, EDQUOT) or read-only (SQLITE_READONLY, EROFS), by the error's own code; an I/O
+ * error only when the volume itself is then found full or read-only. Otherwise undefined.
+ */
+export function volumeFaultOf(error: unknown, directory: string, what: string): Error | undefined {
+  const code = (error as NodeJS.ErrnoException).code
+  let fault = storageFaultOf(error)
+  if (code === 'ENOSPC' || code === 'EDQUOT') fault = 'disk_full'
+  if (code === 'EROFS') fault = 'read_only'
+  if (fault === 'io_error' || code === 'EIO') fault = volumeStateOf(directory)
+  const where = resolve(directory)
+  if (fault === 'disk_full') return new Error(`${where} has no space left for ${what}`, { cause: error })
+  if (fault === 'read_only') return new Error(`${where} is on a read-only file system`, { cause: error })
+  return undefined
+}
+
+function volumeStateOf(directory: string): StorageFault | undefined {
+  try {
+    return new SqliteVolume(resolve(directory, 'file')).check(false).fault
+  } catch {
+    return undefined
   }
 }
