@@ -16,7 +16,14 @@ import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
-import { runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
+import {
+  CLI,
+  cliEnvironment,
+  runCli,
+  type ServeProcess,
+  startServeProcess,
+  stop,
+} from './helpers/cli-process.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
 import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
@@ -277,6 +284,36 @@ describe('backup and restore (SQLite)', () => {
     const made = statSync(join(fresh, 'data', 'petstore.db'))
     assert.equal(made.mode & 0o777, 0o600)
     if (asRoot) assert.deepEqual([made.uid, made.gid], [65534, 65534])
+  })
+
+  test('when a user that could not give the restored file its owner restores, then it is refused first, naming the owner, and nothing changes', {
+    skip: process.getuid?.() === 0 ? undefined : 'needs root, to run the command as another user',
+  }, (t) => {
+    const cwd = temporaryDirectory(t)
+    chmodSync(cwd, 0o755)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    chmodSync(join(cwd, 'b.db'), 0o644)
+    const database = join(cwd, 'data', 'petstore.db')
+    chownSync(database, 65534, 65534)
+    chmodSync(join(cwd, 'data'), 0o777)
+    const before = statSync(database)
+    const restore = spawnSync(process.execPath, [CLI, 'restore', '--from', 'b.db'], {
+      cwd,
+      env: cliEnvironment({}),
+      uid: 1000,
+      gid: 1000,
+      encoding: 'utf8',
+    })
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [
+        1,
+        `petstore restore: ${database} belongs to 65534:65534, which this user cannot give the restored file: restore as that user or as root\n`,
+      ],
+    )
+    assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'])
+    assert.equal(statSync(database).mtimeMs, before.mtimeMs)
   })
 
   test('when the store is PostgreSQL, then backup and restore refuse in one line pointing to pg_dump and pg_restore', (t) => {

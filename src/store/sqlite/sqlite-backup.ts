@@ -16,15 +16,13 @@ import { basename, dirname, join, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { fsyncPath, removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
-import { volumeFaultOf } from './sqlite-errors.ts'
+import { isBusy, volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
 
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
 // API), which under steady writes might never end.
 const ALL_PAGES = 2 ** 31 - 1
-const SQLITE_BUSY = 5
-const SQLITE_LOCKED = 6
 
 /** What a backup or a restore put in place. */
 export interface BackupSummary {
@@ -169,7 +167,7 @@ async function writingTo(path: string, what: string, steps: () => Promise<void>)
   }
 }
 
-/** Removes a temporary copy: a volume that turned read-only keeps it, and that is not the error to tell. */
+/** Removes a temporary copy if it can (a volume that turned read-only keeps it): never the error to tell. */
 function leaveNothing(temporary: string): void {
   try {
     removeWithCompanions(temporary)
@@ -181,10 +179,11 @@ function leaveNothing(temporary: string): void {
  * to a WAL database holds a shared lock on it as long as it is open, so an exclusive lock is taken only
  * when none is left. Holding it, folds the write-ahead log into the file and empties it, checked: a
  * checkpoint that found no room fails silently at close, and the log removed then would leave the file
- * damaged.
+ * damaged. Returns the connection, still holding the lock (`locking_mode = EXCLUSIVE`): no server can
+ * open the database until the caller closes it, just before the rename.
  */
-function quiesce(path: string): void {
-  if (!existsSync(path)) return
+function quiesce(path: string): DatabaseSync | undefined {
+  if (!existsSync(path)) return undefined
   const db = new DatabaseSync(path)
   try {
     db.exec('PRAGMA busy_timeout = 0')
@@ -195,18 +194,42 @@ function quiesce(path: string): void {
     if (folded.busy !== 0 || folded.log !== folded.checkpointed) {
       throw new Error(`the write-ahead log of ${path} could not be folded into it: nothing was changed`)
     }
+    return db
   } catch (error) {
-    const code = (error as { errcode?: number }).errcode
-    if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
+    db.close()
+    if (isBusy(error)) {
       throw new Error(`${path} is in use (a server or another command has it open): stop it, then restore`)
     }
     throw error
-  } finally {
-    db.close()
   }
+}
+
+/** Closes the held database (its last connection deletes the emptied log) and checks the log is gone. */
+function release(path: string, held: DatabaseSync | undefined): void {
+  if (held?.isOpen) held.close()
   if ((statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
     throw new Error(`the write-ahead log of ${path} still holds writes: nothing was changed`)
   }
+}
+
+/** Who the restored file must belong to: the database's owner, or its directory's on a first restore. */
+function ownerOf(path: string): { uid: number; gid: number; of: string } {
+  const database = statSync(path, { throwIfNoEntry: false })
+  const owner = database ?? statSync(dirname(path))
+  return { uid: owner.uid, gid: owner.gid, of: database ? path : dirname(path) }
+}
+
+/** Refuses, before anything is done, a user that could not give the restored file its owner. */
+function assertCanGiveOwner(path: string): void {
+  const euid = process.geteuid?.()
+  if (euid === undefined || euid === 0) return
+  const { uid, gid, of } = ownerOf(path)
+  const ownGroup = gid === process.getegid?.() || (process.getgroups?.() ?? []).includes(gid)
+  if (uid !== euid || !ownGroup) throw new Error(ownerRefusal(uid, gid, of))
+}
+
+function ownerRefusal(uid: number, gid: number, of: string): string {
+  return `${of} belongs to ${uid}:${gid}, which this user cannot give the restored file: restore as that user or as root`
 }
 
 /**
@@ -217,7 +240,7 @@ function quiesce(path: string): void {
  */
 function takeOwnership(path: string, copy: string): void {
   const database = statSync(path, { throwIfNoEntry: false })
-  const owner = database ?? statSync(dirname(path))
+  const owner = ownerOf(path)
   const mode = database ? database.mode & 0o777 : 0o600
   const fd = openSync(copy, constants.O_RDWR | constants.O_NOFOLLOW)
   try {
@@ -227,9 +250,7 @@ function takeOwnership(path: string, copy: string): void {
       fchownSync(fd, owner.uid, owner.gid)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error
-      throw new Error(
-        `${database ? path : dirname(path)} belongs to ${owner.uid}:${owner.gid}, which this user cannot give the restored file: restore as that user or as root`,
-      )
+      throw new Error(ownerRefusal(owner.uid, owner.gid, owner.of))
     }
     fchmodSync(fd, mode)
   } finally {
@@ -255,18 +276,20 @@ export function restoreDatabase(from: string, named: string): BackupSummary {
       throw volumeFaultOf(error, dirname(path), 'the restored database') ?? error
     }
   }
-  // First, before the copy takes the room the checkpoint may need.
-  writing(() => quiesce(path))
+  assertCanGiveOwner(path)
+  // First, before the copy takes the room the checkpoint may need; held until the rename.
+  const held = writing(() => quiesce(path))
   const temporary = temporaryBeside(path, 'restore')
-  removeWithCompanions(temporary)
   try {
+    removeWithCompanions(temporary)
     // A new file only: one planted under its name makes the copy fail rather than be written through.
     writing(() => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
     writing(() => {
       fsyncPath(temporary)
-      // The log was emptied above: nothing of the old database is applied to the restored one.
+      release(path, held)
+      // The log was emptied: nothing of the old database is applied to the restored one.
       for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
       renameSync(temporary, path)
     })
@@ -279,6 +302,7 @@ export function restoreDatabase(from: string, named: string): BackupSummary {
     }
     return { pets, bytes: statSync(path).size }
   } finally {
+    if (held?.isOpen) held.close()
     leaveNothing(temporary)
   }
 }
