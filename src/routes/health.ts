@@ -15,8 +15,7 @@ export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
  * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
  * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
  * `Store.health`) and its schema is the one this release needs, or a newer one it still runs on; otherwise
- * 503 in the Error body,
- * so a load balancer stops sending traffic here (also while the service shuts down).
+ * 503 in the Error body, so a load balancer stops sending traffic here (also while the service shuts down).
  */
 export async function healthRoutes(app: FastifyInstance, { store, load }: { store: Store; load: LoadWatch }) {
   app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
