@@ -27,6 +27,7 @@ import {
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
 import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 /** A serve process, killed after the test if it is still running. */
@@ -287,7 +288,10 @@ describe('backup and restore (SQLite)', () => {
   })
 
   test('when a user that could not give the restored file its owner restores, then it is refused first, naming the owner, and nothing changes', {
-    skip: process.getuid?.() === 0 ? undefined : 'needs root, to run the command as another user',
+    ...suiteNeeding(
+      'the restore as another user',
+      process.getuid?.() === 0 ? undefined : { missing: 'not root', remedy: 'run the tests as root' },
+    ),
   }, (t) => {
     const cwd = temporaryDirectory(t)
     chmodSync(cwd, 0o755)
