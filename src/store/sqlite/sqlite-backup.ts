@@ -142,8 +142,11 @@ export async function backupDatabase(
       }
       await backup(source, temporary, { rate: ALL_PAGES })
       const copy = open(temporary)
-      copy.exec('PRAGMA journal_mode = DELETE')
-      copy.close()
+      try {
+        copy.exec('PRAGMA journal_mode = DELETE')
+      } finally {
+        copy.close()
+      }
     })
     source.close()
     const pets = verified(temporary, 'the backup')
