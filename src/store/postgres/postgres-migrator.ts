@@ -30,18 +30,17 @@ export function migrate(pool: PostgresPool): Promise<MigrationReport> {
     )
     if (floors.rowCount === 0)
       await client.query('ALTER TABLE schema_migrations ADD COLUMN compatible_from integer')
-    const applied: number[] = []
     const before = appliedMigrationsOf((await client.query(APPLIED)).rows)
-    for (const migration of pendingMigrations(postgresMigrations, before)) {
+    const pending = pendingMigrations(postgresMigrations, before)
+    for (const migration of pending) {
       await client.query(migration.sql)
       await client.query(
         'INSERT INTO schema_migrations (version, name, compatible_from) VALUES ($1, $2, $3)',
         [migration.version, migration.name, migration.compatibleFrom],
       )
-      applied.push(migration.version)
     }
-    const after = appliedMigrationsOf((await client.query(APPLIED)).rows)
-    return { applied, ...schemaStatusOf(postgresMigrations, after) }
+    const applied = pending.map((migration) => migration.version)
+    return { applied, ...schemaStatusOf(postgresMigrations, [...before, ...pending]) }
   })
 }
 

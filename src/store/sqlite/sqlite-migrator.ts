@@ -24,17 +24,18 @@ export function migrate(db: SqliteConnection): Promise<MigrationReport> {
         .statement("SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'compatible_from'")
         .get()
       if (floors === undefined) db.exec('ALTER TABLE schema_migrations ADD COLUMN compatible_from INTEGER')
-      const applied: number[] = []
-      for (const migration of pendingMigrations(sqliteMigrations, appliedMigrations(db))) {
+      const before = appliedMigrations(db)
+      const pending = pendingMigrations(sqliteMigrations, before)
+      for (const migration of pending) {
         db.exec(migration.sql)
         db.statement('INSERT INTO schema_migrations (version, name, compatible_from) VALUES (?, ?, ?)').run(
           migration.version,
           migration.name,
           migration.compatibleFrom,
         )
-        applied.push(migration.version)
       }
-      return { applied, ...schemaStatusOf(sqliteMigrations, appliedMigrations(db)) }
+      const applied = pending.map((migration) => migration.version)
+      return { applied, ...schemaStatusOf(sqliteMigrations, [...before, ...pending]) }
     })
   })
 }
