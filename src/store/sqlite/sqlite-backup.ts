@@ -132,7 +132,7 @@ export async function backupDatabase(
   removeWithCompanions(temporary)
   const source = open(path)
   try {
-    await writingTo(to, 'the backup', async () => {
+    await writing(to, 'the backup', async () => {
       // Made new, for its owner alone whatever the umask: a backup holds every pet and every key's hash.
       const fd = openSync(temporary, 'wx', 0o600)
       try {
@@ -150,7 +150,7 @@ export async function backupDatabase(
     })
     source.close()
     const pets = verified(temporary, 'the backup')
-    await writingTo(to, 'the backup', async () => renameDurably(temporary, to))
+    writing(to, 'the backup', () => renameDurably(temporary, to))
     return { pets, bytes: statSync(to).size }
   } finally {
     if (source.isOpen) source.close()
@@ -159,14 +159,19 @@ export async function backupDatabase(
 }
 
 /**
- * Runs the steps that write `what` beside `path`; when they fail because that volume is full or
- * read-only, the error names its directory and says which (`volumeFaultOf`, sqlite-errors.ts).
+ * Runs `step`, which writes `what` beside `path` (at once, or by the promise it returns); when it fails
+ * because that volume is full or read-only, the error names its directory and says which (`volumeFaultOf`,
+ * sqlite-errors.ts).
  */
-async function writingTo(path: string, what: string, steps: () => Promise<void>): Promise<void> {
-  try {
-    await steps()
-  } catch (error) {
+function writing<T>(path: string, what: string, step: () => T): T {
+  const said = (error: unknown): never => {
     throw volumeFaultOf(error, dirname(path), what) ?? error
+  }
+  try {
+    const result = step()
+    return (result instanceof Promise ? result.catch(said) : result) as T
+  } catch (error) {
+    return said(error)
   }
 }
 
@@ -215,11 +220,15 @@ function release(path: string, held: DatabaseSync | undefined): void {
   }
 }
 
-/** Who the restored file must belong to: the database's owner, or its directory's on a first restore. */
-function ownerOf(path: string): { uid: number; gid: number; of: string } {
+/**
+ * Who the restored file must belong to and its mode: the database's, or on a first restore its
+ * directory's owner and 0600.
+ */
+function ownerOf(path: string): { uid: number; gid: number; of: string; mode: number } {
   const database = statSync(path, { throwIfNoEntry: false })
   const owner = database ?? statSync(dirname(path))
-  return { uid: owner.uid, gid: owner.gid, of: database ? path : dirname(path) }
+  const mode = database ? database.mode & 0o777 : 0o600
+  return { uid: owner.uid, gid: owner.gid, of: database ? path : dirname(path), mode }
 }
 
 /** Refuses, before anything is done, a user that could not give the restored file its owner. */
@@ -242,18 +251,16 @@ function ownerRefusal(uid: number, gid: number, of: string): string {
  * copy is read, so it is never readable by others and no link planted in its place is changed instead.
  */
 function takeOwnership(path: string, copy: string): void {
-  const database = statSync(path, { throwIfNoEntry: false })
-  const owner = ownerOf(path)
-  const mode = database ? database.mode & 0o777 : 0o600
+  const { uid, gid, of, mode } = ownerOf(path)
   const fd = openSync(copy, constants.O_RDWR | constants.O_NOFOLLOW)
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${copy} is not the file this restore wrote`)
     fchmodSync(fd, mode & 0o700)
     try {
-      fchownSync(fd, owner.uid, owner.gid)
+      fchownSync(fd, uid, gid)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error
-      throw new Error(ownerRefusal(owner.uid, owner.gid, owner.of))
+      throw new Error(ownerRefusal(uid, gid, of))
     }
     fchmodSync(fd, mode)
   } finally {
@@ -272,24 +279,18 @@ export function restoreDatabase(from: string, named: string): BackupSummary {
   if (!existsSync(dirname(named))) throw new Error(`${dirname(named)} does not exist`)
   // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
   const path = existsSync(named) ? realpathSync(named) : named
-  const writing = <T>(step: () => T): T => {
-    try {
-      return step()
-    } catch (error) {
-      throw volumeFaultOf(error, dirname(path), 'the restored database') ?? error
-    }
-  }
+  const what = 'the restored database'
   assertCanGiveOwner(path)
   // First, before the copy takes the room the checkpoint may need; held until the rename.
-  const held = writing(() => quiesce(path))
+  const held = writing(path, what, () => quiesce(path))
   const temporary = temporaryBeside(path, 'restore')
   try {
     removeWithCompanions(temporary)
     // A new file only: one planted under its name makes the copy fail rather than be written through.
-    writing(() => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
+    writing(path, what, () => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
-    writing(() => {
+    writing(path, what, () => {
       fsyncPath(temporary)
       release(path, held)
       // The log was emptied: nothing of the old database is applied to the restored one.
