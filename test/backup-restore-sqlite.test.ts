@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawnSync } from 'node:child_process'
 import {
   chmodSync,
   chownSync,
+  closeSync,
   mkdirSync,
+  openSync,
   readdirSync,
+  readFileSync,
   rmSync,
   statSync,
   truncateSync,
@@ -43,6 +46,17 @@ function integrityOf(path: string): unknown {
     return db.prepare('PRAGMA integrity_check').get()?.integrity_check
   } finally {
     db.close()
+  }
+}
+
+/** Whether process `pid` waits in an open() of a FIFO for its other end (Linux's /proc). */
+function waitsOnFifo(pid: number): boolean {
+  const read = (what: string) => readFileSync(`/proc/${pid}/${what}`, 'utf8').trim()
+  try {
+    // The kernel's wait for a FIFO's partner; where wait channels are hidden, a blocked openat (x86-64, arm64).
+    return read('wchan') === 'wait_for_partner' || /^(257|56) /.test(read('syscall'))
+  } catch {
+    return false
   }
 }
 
@@ -127,6 +141,53 @@ describe('backup and restore (SQLite)', () => {
     for (const [id, body] of threePets) ledger.acknowledged.set(id, body)
     await ledger.assertAllPresent(server)
     await stop(server)
+  })
+
+  test('when a server starts while a restore is under way, then the server refuses to start, saying the database is held, and writes nothing into the file being replaced', {
+    timeout: 120_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = { API_KEYS: `restore:${generateApiKey()}` }
+    assert.equal(runCli(['seed', '--count', '3'], env, cwd).status, 0)
+    const database = join(cwd, 'data', 'petstore.db')
+    // Reading a FIFO, the restore's copy waits for a writer: a pause after the database is held, before the
+    // rename, as long as the test needs. An empty FIFO then makes the restore fail, changing nothing.
+    const fifo = join(cwd, 'slow-backup.db')
+    execFileSync('mkfifo', [fifo])
+    let restorer: ChildProcess | undefined
+    const restore = runCliAsync(['restore', '--from', fifo], env, cwd, {
+      started: (child) => {
+        restorer = child
+      },
+    })
+    // Seen on two polls in a row: any other open() is over long before the next.
+    let seen = 0
+    await waitUntil(
+      () => {
+        seen = restorer?.pid !== undefined && waitsOnFifo(restorer.pid) ? seen + 1 : 0
+        return seen >= 2
+      },
+      () => 'the restore never reached its copy',
+      { timeoutMs: 30_000, everyMs: 50 },
+    )
+
+    const server = await runCliAsync(['serve'], { ...env, PORT: '0' }, cwd, { timeoutMs: 30_000 })
+    assert.equal(server.status, 1, server.stderr)
+    assert.match(
+      server.stderr,
+      /cannot open the database \S+petstore\.db: database is locked \(another process holds it exclusively, as a restore does until it ends\): start again then\n$/,
+    )
+
+    closeSync(openSync(fifo, 'w'))
+    const ended = await restore
+    assert.deepEqual(
+      [ended.status, ended.stderr],
+      [1, `petstore restore: ${fifo} is not a Pet Store database (no schema_migrations table)\n`],
+    )
+    assert.equal(integrityOf(database), 'ok')
+    const db = new DatabaseSync(database, { readOnly: true })
+    t.after(() => db.close())
+    assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 3, 'the database as it was')
   })
 
   test('when the backup file exists, or the restore file is not a Pet Store database, then the command refuses and changes nothing', async (t) => {

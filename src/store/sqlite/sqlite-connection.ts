@@ -46,11 +46,13 @@ function openDurable(path: string): DatabaseSync {
     return db
   } catch (error) {
     db?.close()
-    throw new Error(`cannot open the database ${path}: ${(error as Error).message}${whyNotWritable(path)}`, {
-      cause: error,
-    })
+    const why = isBusy(error) ? HELD : whyNotWritable(path)
+    throw new Error(`cannot open the database ${path}: ${(error as Error).message}${why}`, { cause: error })
   }
 }
+
+// Busy at open, before any write: a connection holds the file exclusively, as restore does to the end.
+const HELD = ' (another process holds it exclusively, as a restore does until it ends): start again then'
 
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
 function whyNotWritable(path: string): string {
