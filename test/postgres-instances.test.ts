@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
@@ -231,5 +232,58 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     assert.equal(answers.created.headers.get('idempotent-replayed'), null, 'the first instance created it')
     const listed = JSON.parse((await call(first.origin, key, 'GET', '/v1/pets')).text)
     assert.equal(listed.length, 1)
+  })
+
+  test("when a 1.0.0 instance serves while this release's first start adds the compatibility floors, then its readiness query keeps answering, before, during and after, and its own start still works", async (t) => {
+    const { reopen, sql, databaseUrl } = await postgresEngine.open(t)
+    // The bookkeeping as 1.0.0 left it: no floor column.
+    await sql('ALTER TABLE schema_migrations DROP COLUMN compatible_from')
+    const old = new pg.Client({ connectionString: databaseUrl })
+    await old.connect()
+    t.after(() => old.end())
+    // 1.0.0's statements, as it sent them: its readiness probe is a named, prepared statement.
+    const probe = { name: 'schema.status', text: 'SELECT max(version) AS current FROM schema_migrations' }
+    assert.deepEqual((await old.query(probe)).rows, [{ current: 2 }])
+
+    const answers: unknown[] = []
+    let probing = true
+    const probes = (async () => {
+      while (probing) {
+        try {
+          answers.push((await old.query(probe)).rows[0]?.current)
+        } catch (error) {
+          answers.push(String(error))
+        }
+        await sleep(2)
+      }
+    })()
+    await sleep(50)
+    await reopen()
+    await sleep(50)
+    probing = false
+    await probes
+
+    const floors = await sql('SELECT version, compatible_from FROM schema_migrations ORDER BY version')
+    assert.deepEqual(
+      floors.map((row) => [row.version, row.compatible_from]),
+      [
+        [1, null],
+        [2, null],
+      ],
+      'the column added, the rows of 1.0.0 left without a floor',
+    )
+    assert.ok(answers.length >= 10, `only ${answers.length} probes`)
+    assert.deepEqual(
+      answers.filter((answer) => answer !== 2),
+      [],
+      'every probe answered schema 2',
+    )
+    // 1.0.0's own start reads and records versions by name, which the added column leaves as they were.
+    await old.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+    assert.deepEqual((await old.query('SELECT version FROM schema_migrations')).rows, [
+      { version: 1 },
+      { version: 2 },
+    ])
   })
 })
