@@ -6,6 +6,7 @@ import { handleClientError, handleError, handleRouteNotFound } from './http/erro
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
+import { knowEveryMethod } from './http/method-guard.ts'
 import { parseQuery } from './http/query-memo.ts'
 import { addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
@@ -93,6 +94,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     frameworkErrors: getPetRouterErrors(getPet),
   })
   app.server.maxConnections = http.maxConnections
+  knowEveryMethod(app)
 
   const sharedSchemas = [...petSchemas, ErrorSchema]
   for (const schema of sharedSchemas) app.addSchema(schema)

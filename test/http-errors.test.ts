@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { METHODS } from 'node:http'
 import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
@@ -44,6 +45,62 @@ describe('errors raised before any handler', () => {
       assertErrorBody(response.text, 405, 'method_not_allowed')
     })
   }
+
+  // Every method Node's parser takes (CONNECT is answered apart, see http-protocol.test.ts), with a body.
+  const methods = METHODS.filter((method) => method !== 'CONNECT')
+  for (const [path, allow] of [
+    ['/v1/pets', 'GET, HEAD, POST'],
+    ['/v1/pets/1', 'GET, HEAD'],
+  ] as const) {
+    test(`when any other method Node parses reaches ${path}, then 405 with Allow: ${allow}`, async () => {
+      const answers: string[] = []
+      for (const method of methods.filter((method) => !allow.split(', ').includes(method))) {
+        const response = await checkedRawHttp(
+          server.origin,
+          `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 8\r\nConnection: close\r\n\r\nnot json`,
+        )
+        answers.push(
+          `${method} ${response.status} ${response.headers.allow} ${JSON.parse(response.body).code}`,
+        )
+      }
+      assert.deepEqual(
+        answers.filter((answer) => !answer.endsWith(` 405 ${allow} method_not_allowed`)),
+        [],
+      )
+    })
+  }
+
+  test('when a method with content (QUERY) names no operation and no Content-Type, then 404 route_not_found', async () => {
+    for (const path of ['/nope', '/v1/nope']) {
+      const response = await checkedRawHttp(
+        server.origin,
+        `QUERY ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      )
+      assert.equal(response.status, 404, path)
+      assertErrorBody(response.body, 404, 'route_not_found')
+    }
+  })
+
+  test('when the collection is asked for with a trailing slash, then 404 route_not_found for every method, as for a pet with one', async () => {
+    for (const [method, path] of [
+      ['GET', '/v1/pets/'],
+      ['GET', '/v1/pets/?limit=5'],
+      ['HEAD', '/v1/pets/'],
+      ['POST', '/v1/pets/'],
+      ['DELETE', '/v1/pets/'],
+      ['GET', '/v1/pets/1/'],
+    ] as const) {
+      const response = await call(server, method, path, {
+        ...(method === 'POST'
+          ? { body: '{"name":"Rex","categoryId":1}', headers: { 'content-type': 'application/json' } }
+          : {}),
+      })
+      assert.equal(response.status, 404, `${method} ${path}`)
+      if (method !== 'HEAD') assertErrorBody(response.text, 404, 'route_not_found')
+      assert.equal(response.headers.get('deprecation'), null, `${method} ${path}: not a getPet call`)
+      assert.equal(response.headers.get('allow'), null, `${method} ${path}`)
+    }
+  })
 
   test('when the URL has a malformed percent-encoding, then 400 bad_request', async () => {
     const response = await call(server, 'GET', '/v1/pets/%E0%A4%A')

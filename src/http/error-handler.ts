@@ -28,6 +28,11 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('malformed_json', 'request body is not valid JSON'),
   FST_ERR_BAD_URL: () => new ApiError('bad_request', 'the URL has a malformed percent-encoding'),
   FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('invalid_path_parameter', 'a path parameter is too long'),
+  // QUERY without a Content-Type (RFC 10008): checked even where no operation is; that is said first.
+  FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (_e, request) =>
+    request.is404
+      ? routeNotFound(request)
+      : new ApiError('unsupported_media_type', `${request.method} needs a Content-Type`),
 }
 
 /**
@@ -73,13 +78,13 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     .send(apiError.toJson())
 }
 
-export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
+function routeNotFound(request: FastifyRequest): ApiError {
   const path = request.url.split('?')[0] ?? ''
-  handleError(
-    new ApiError('route_not_found', `no operation at ${request.method} ${path.slice(0, 200)}`),
-    request,
-    reply,
-  )
+  return new ApiError('route_not_found', `no operation at ${request.method} ${path.slice(0, 200)}`)
+}
+
+export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
+  handleError(routeNotFound(request), request, reply)
 }
 
 /** A whole HTTP/1.1 error response, for the few errors answered on the raw socket. */

@@ -1,6 +1,18 @@
+import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
-import { handleError } from './error-handler.ts'
+import { handleError, handleRouteNotFound } from './error-handler.ts'
+
+/**
+ * Makes every method Node's parser takes known to the router (Fastify knows nine), so that `guardMethods`
+ * answers PROPFIND or LOCK on a path of this API with 405 as it does PUT, not 404. None has a body to read
+ * here: each is refused before one would be. CONNECT never reaches the router (handleConnect).
+ */
+export function knowEveryMethod(app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method)
+  }
+}
 
 /**
  * Answers every method `url` does not serve with 405 and `Allow` (RFC 9110 §15.5.6), instead of the 404
@@ -26,5 +38,19 @@ export function guardMethods(app: FastifyInstance, url: string, allowed: readonl
     schema: { hide: true },
     onRequest: reject,
     handler: reject,
+  })
+}
+
+/**
+ * Answers `url` with 404 for every method: a path ending in a slash that the router would otherwise
+ * give to a parametric route with an empty parameter (`/pets/` to `/pets/:petId`).
+ */
+export function noOperationAt(app: FastifyInstance, url: string): void {
+  app.route({
+    method: app.supportedMethods,
+    url,
+    schema: { hide: true },
+    onRequest: handleRouteNotFound,
+    handler: handleRouteNotFound,
   })
 }

@@ -5,7 +5,7 @@ import { deprecationHeaders } from '../../admission/deprecation-notice.ts'
 import type { RateLimitHook } from '../../admission/rate-limit/rate-limit.ts'
 import type { Authenticate } from '../../auth/authenticator.ts'
 import { handleError } from '../../http/error-handler.ts'
-import { guardMethods } from '../../http/method-guard.ts'
+import { guardMethods, noOperationAt } from '../../http/method-guard.ts'
 import { setCommonHeaders } from '../../http/request-lifecycle.ts'
 import type { DeprecatedCallCounter } from '../../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../../pets/get-pet-deprecation.ts'
@@ -73,10 +73,14 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
   )
 }
 
-/** Every other method on these paths answers 405 with `Allow` (see `guardMethods`). */
+/**
+ * Every other method on these paths answers 405 with `Allow` (see `guardMethods`); the collection with a
+ * trailing slash is no operation, as a pet's path with one is not.
+ */
 export async function petMethodGuards(app: FastifyInstance) {
   guardMethods(app, '/pets', ['GET', 'HEAD', 'POST'])
   guardMethods(app, '/pets/:petId', ['GET', 'HEAD'])
+  noOperationAt(app, '/pets/')
 }
 
 // A getPet path, as far as a path the router could not even parse can be recognised.
