@@ -21,8 +21,10 @@ const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
 // Control characters and unpaired surrogates cannot be stored or shown faithfully (SQLite and UTF-8 would
 // replace them), so they are refused rather than silently changed.
 const CONTROL = /\p{Cc}/u
-// Something a person can see: not white space, a control or an invisible format character (U+200B…).
-const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}]/u
+// Something a person can see: not white space, a control, an invisible format character (U+200B…), a
+// character Unicode says to render as nothing (Hangul fillers, variation selectors) or a noncharacter.
+// Unassigned characters count as visible: they may be emoji newer than this runtime's Unicode tables.
+const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}]/u
 const isPresentableName = (name: string) => name.isWellFormed() && !CONTROL.test(name) && VISIBLE.test(name)
 
 const PetName = Type.Refine(
