@@ -66,6 +66,11 @@ const badBodies: BadBody[] = [
   { name: 'a JSON-like type', body: pet(''), headers: { 'content-type': 'application/jsonx' }, status: 415, code: 'unsupported_media_type', message: /application\/json/ },
   { name: 'a Latin-1 charset', body: pet(''), headers: { 'content-type': 'application/json; charset=iso-8859-1' }, status: 415, code: 'unsupported_media_type', message: /charset "iso-8859-1"/ },
   { name: 'a UTF-16 charset', body: pet(''), headers: { 'content-type': 'application/json; charset=utf-16' }, status: 415, code: 'unsupported_media_type', message: /charset "utf-16"/ },
+  { name: 'charset given twice', body: pet(''), headers: { 'content-type': 'application/json; charset=utf-8; charset=latin1' }, status: 400, code: 'bad_request', message: /charset is given more than once/ },
+  { name: 'charset given twice, the same', body: pet(''), headers: { 'content-type': 'application/json; charset=utf-8; Charset=utf-8' }, status: 400, code: 'bad_request', message: /charset is given more than once/ },
+  { name: 'an unclosed quote in a parameter', body: pet(''), headers: { 'content-type': 'application/json; charset="utf-8' }, status: 415, code: 'unsupported_media_type', message: /Content-Type "application\/json; charset=\\"utf-8" is not valid/ },
+  { name: 'junk after a quoted parameter', body: pet(''), headers: { 'content-type': 'application/json; charset=utf-8"junk' }, status: 415, code: 'unsupported_media_type', message: /is not valid/ },
+  { name: 'a parameter without a value', body: pet(''), headers: { 'content-type': 'application/json; charset' }, status: 415, code: 'unsupported_media_type', message: /is not valid/ },
   { name: 'a gzip content encoding', body: pet(''), headers: { 'content-encoding': 'gzip' }, status: 415, code: 'unsupported_media_type', message: /Content-Encoding "gzip"/ },
   { name: 'arrays 64 deep in the pet (65 levels)', body: pet(`,"x":${'['.repeat(64)}${']'.repeat(64)}`), status: 400, code: 'malformed_json', message: /request body is nested too deeply: at most 64 levels of objects and arrays/ },
   { name: 'arrays 63 deep in the pet (64 levels)', body: pet(`,"x":${'['.repeat(63)}${']'.repeat(63)}`), status: 400, code: 'invalid_body', message: /"x" is not allowed/ },
@@ -106,6 +111,11 @@ for (const engine of storeEngines) {
         'application/json; charset=utf-8',
         'application/json;charset="UTF-8"',
         'Application/JSON',
+        // A parameter of another name whose quoted value holds "; charset=…" names no charset.
+        'application/json; foo="x; charset=latin1"',
+        'application/json ; charset=utf-8 ; ',
+        'application/json;;charset=utf-8',
+        'application/json; charset="utf\\-8"',
       ]) {
         const response = await call(server, 'POST', '/v1/pets', {
           body: pet(''),

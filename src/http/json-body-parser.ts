@@ -1,18 +1,32 @@
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
+import { contentTypeParameters } from './content-type-parameters.ts'
 import { parseExactly } from './json-exact-parse.ts'
 import { countHeader } from './raw-headers.ts'
 
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i
 const UTF8 = new Set(['utf-8', 'utf8'])
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/** Refuses what would otherwise be read as something else than what the client meant to send. */
-function checkEnvelope(request: FastifyRequest): void {
-  const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
+/** Refuses a charset other than UTF-8, and parameters that could be read more than one way. */
+function checkCharset(contentType: string): void {
+  // The usual `application/json` has none.
+  if (!contentType.includes(';')) return
+  const read = contentTypeParameters(contentType)
+  if (!read.valid) {
+    throw new ApiError('unsupported_media_type', `Content-Type ${JSON.stringify(contentType)} is not valid`)
+  }
+  if (read.repeated !== undefined) {
+    throw new ApiError('bad_request', `${read.repeated} is given more than once in Content-Type`)
+  }
+  const charset = read.parameters.get('charset')?.toLowerCase()
   if (charset !== undefined && !UTF8.has(charset)) {
     throw new ApiError('unsupported_media_type', `charset "${charset}" is not supported: send UTF-8 JSON`)
   }
+}
+
+/** Refuses what would otherwise be read as something else than what the client meant to send. */
+function checkEnvelope(request: FastifyRequest): void {
+  checkCharset(request.headers['content-type'] ?? '')
   const encoding = request.headers['content-encoding']
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     throw new ApiError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported`)
