@@ -54,9 +54,9 @@ export function documentedRoutes(document: { paths: Record<string, Record<string
 }
 
 /**
- * Asserts that `routes` (all an app registered) are the document's: every documented route is there, no URL
- * outside the document, the docs page only if `docs`, and every other method registered on a documented URL
- * only refuses, with 405 and the URL's documented methods in `Allow`.
+ * Asserts that `routes` (all an app registered) are the document's: every documented route is there, a URL
+ * outside the document only answers 404, the docs page only if `docs`, and every other method registered on
+ * a documented URL only refuses, with 405 and the URL's documented methods in `Allow`.
  */
 export async function assertRoutesAreDocumented(
   server: TestServer,
@@ -71,14 +71,21 @@ export async function assertRoutesAreDocumented(
       [],
       'no docs page',
     )
-  const registered = routes.filter(({ url }) => !isDocsRoute(url))
+  const urlOf = (route: string) => route.split(' ')[1]
+  const documentedUrls = new Set([...documented].map(urlOf))
+  // A URL outside the document (`/v1/pets/`) may only say, for every method, that no operation is there.
+  for (const { method, url } of routes.filter(({ url }) => !isDocsRoute(url) && !documentedUrls.has(url))) {
+    const reply = await sendChecked(server, { method, target: url })
+    assert.equal(reply.status, 404, `${method} ${url} is registered outside the document: it may only be 404`)
+    if (method !== 'HEAD') assert.equal(JSON.parse(reply.text).code, 'route_not_found', `${method} ${url}`)
+  }
+  const registered = routes.filter(({ url }) => !isDocsRoute(url) && documentedUrls.has(url))
   const keys = new Set(registered.map(({ method, url }) => `${method} ${url}`))
   for (const route of documented) assert.ok(keys.has(route), `${route} is documented but not served`)
-  const urlOf = (route: string) => route.split(' ')[1]
   assert.deepEqual(
     [...new Set(registered.map(({ url }) => url))].sort(),
-    [...new Set([...documented].map(urlOf))].sort(),
-    'a route outside the document',
+    [...documentedUrls].sort(),
+    'a documented URL not served',
   )
   for (const { method, url } of registered) {
     if (documented.has(`${method} ${url}`)) continue
