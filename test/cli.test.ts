@@ -90,6 +90,24 @@ describe('petstore CLI', () => {
     )
   })
 
+  test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {
+    const cwd = temporaryDirectory(t)
+    const source = { DATABASE_URL: 'sqlite:source.db' }
+    assert.equal(runCli(['seed', '--count', '50'], source, cwd).status, 0)
+    assert.equal(runCli(['keys', 'create', '--name', 'ops'], source, cwd).status, 0)
+    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
+    const stopped = runCli([...args, '--max-chunks', '2'], {}, cwd)
+    assert.equal(stopped.status, 3, stopped.stderr)
+    const rerun = runCli(args, {}, cwd)
+    assert.equal(rerun.status, 0, rerun.stderr)
+    const again = runCli(args, {}, cwd)
+    assert.equal(again.status, 0, `a copy run over a finished one: ${again.stderr}`)
+    const target = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
+    t.after(() => target.close())
+    assert.equal(target.prepare('SELECT count(*) AS n FROM pets').get()?.n, 50)
+    assert.equal(target.prepare('SELECT count(*) AS n FROM api_keys').get()?.n, 1)
+  })
+
   test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {
     const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
     assert.equal(result.status, 1)

@@ -4,6 +4,7 @@ import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { isoUtc } from './postgres-key-queries.ts'
 import { schemaStatus } from './postgres-migrator.ts'
+import { serviceSecret } from './postgres-settings-queries.ts'
 
 const KEY_COLUMNS = `id, name, hash, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
 
@@ -20,12 +21,8 @@ export class PostgresDump implements CopySource {
     if (refused !== undefined) throw new Error(refused)
   }
 
-  async secret(): Promise<string | undefined> {
-    const [row] = await this.#pool.query<{ value: string }>({
-      name: 'copy.secret',
-      text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
-    })
-    return row?.value
+  secret(): Promise<string> {
+    return serviceSecret(this.#pool)
   }
 
   keys(): Promise<CopiedKey[]> {

@@ -39,7 +39,7 @@ export class PostgresLoad implements CopyTarget {
     )
   }
 
-  writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number> {
+  writeKeys(keys: readonly CopiedKey[], secret: string): Promise<number> {
     const columns = [
       text(keys.map((k) => k.id)),
       keys.map((k) => k.name),
@@ -76,13 +76,11 @@ export class PostgresLoad implements CopyTarget {
         'keys',
         missing.rows.map((row) => row.id),
       )
-      if (secret !== undefined) {
-        await client.query(
-          `INSERT INTO service_settings VALUES ('service_secret', $1)
-           ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-          [secret],
-        )
-      }
+      await client.query(
+        `INSERT INTO service_settings VALUES ('service_secret', $1)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+        [secret],
+      )
       return rowCount ?? 0
     })
   }

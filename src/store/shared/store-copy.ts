@@ -15,7 +15,11 @@ export interface CopiedKey extends KeyRow {
 export interface CopySource {
   /** Refuses a database whose schema is not the latest (the rows would not match). */
   prepare(): Promise<void>
-  secret(): Promise<string | undefined>
+  /**
+   * The cursor secret, made now if no server has made it yet (as a first start does): the target gets it,
+   * and holding it marks the target as a copy of this source, so an interrupted copy can be run again.
+   */
+  secret(): Promise<string>
   keys(): Promise<CopiedKey[]>
   petCount(): Promise<number>
   /** At most `limit` pets with ids above `afterId`, ascending. */
@@ -61,7 +65,7 @@ export interface CopyTarget {
    * One transaction: inserts keys not there yet, brings revocations and deprecated-call counts up to
    * date, and sets the cursor secret. Resolves to how many keys were new.
    */
-  writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number>
+  writeKeys(keys: readonly CopiedKey[], secret: string): Promise<number>
   /** The ids of these pets the target holds with other content (name, category, status, created_at). */
   petConflicts(pets: readonly CopiedPet[]): Promise<bigint[]>
   /** One transaction: inserts the pets not there yet. Resolves to how many were new. */
@@ -166,7 +170,7 @@ export async function copyStore(
   await source.prepare()
   const held = await target.prepare()
   const secret = await source.secret()
-  const resuming = secret !== undefined && held.secret === secret
+  const resuming = held.secret === secret
   if (!resuming && !options.intoNonEmpty && (held.pets > 0 || held.keys > 0))
     throw new TargetNotEmptyError(held)
   // Into pets of the target's own, every pet is checked before anything is written: a refused merge

@@ -4,6 +4,7 @@ import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
 import { highestPetId } from './sqlite-pet-queries.ts'
+import { serviceSecret } from './sqlite-settings-queries.ts'
 
 const KEY_COLUMNS = 'id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
@@ -20,13 +21,8 @@ export class SqliteDump implements CopySource {
     if (refused !== undefined) throw new Error(refused)
   }
 
-  secret(): Promise<string | undefined> {
-    return this.#db.run(
-      () =>
-        this.#db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()?.value as
-          | string
-          | undefined,
-    )
+  secret(): Promise<string> {
+    return serviceSecret(this.#db)
   }
 
   keys(): Promise<CopiedKey[]> {

@@ -40,7 +40,7 @@ export class SqliteLoad implements CopyTarget {
     )
   }
 
-  writeKeys(keys: readonly CopiedKey[], secret: string | undefined): Promise<number> {
+  writeKeys(keys: readonly CopiedKey[], secret: string): Promise<number> {
     const insert = this.#db.statement(`INSERT INTO api_keys (id, name, hash, hint, created_at, revoked_at,
       deprecated_calls, last_deprecated_call_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
     // A revocation is never undone and counts never go back: the target may have moved on since an earlier
@@ -74,7 +74,7 @@ export class SqliteLoad implements CopyTarget {
           'keys',
           keys.filter((k) => same.get(k.id, k.name, k.hash) === undefined).map((k) => k.id),
         )
-        if (secret !== undefined) setSecret.run(secret)
+        setSecret.run(secret)
         return inserted
       }),
     )
