@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { requesterFor, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
@@ -29,8 +30,22 @@ describe(
     }, async (t) => {
       const cwd = temporaryDirectory(t)
       const key = generateApiKey()
-      const postgres = await sharedPostgres()
-      const original = await postgres.createDatabase()
+      // As in production: the service's own role, not a superuser, owns its database.
+      const superuser = new URL(await (await sharedPostgres()).createDatabase())
+      const role = `petstore_${randomBytes(4).toString('hex')}`
+      const admin = new pg.Client({ connectionString: superuser.href })
+      await admin.connect()
+      try {
+        await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'runbook'`)
+        await admin.query(`CREATE DATABASE ${role} OWNER ${role}`)
+      } finally {
+        await admin.end()
+      }
+      const original = Object.assign(new URL(superuser), {
+        username: role,
+        password: 'runbook',
+        pathname: `/${role}`,
+      }).href
       const env = { API_KEYS: `ops:${key}`, RATE_LIMIT_PER_MINUTE: '0' }
       const request = requesterFor(key)
       const servers: ServeProcess[] = []
@@ -56,13 +71,22 @@ describe(
 
       const dump = join(cwd, 'petstore.dump')
       runbook('pg_dump', ['-Fc', '-f', dump, original])
-      // createdb as the README has it, with the throwaway server's host, port and user.
-      const server = new URL(original)
+      // createdb as the README has it, as the throwaway server's superuser, the service's role its owner.
       const restored = `petstore_restored_${randomBytes(4).toString('hex')}`
       runbook(
         'createdb',
-        ['-h', server.hostname, '-p', server.port || '5432', '-U', server.username, restored],
-        { PGPASSWORD: decodeURIComponent(server.password) },
+        [
+          '-h',
+          superuser.hostname,
+          '-p',
+          superuser.port || '5432',
+          '-U',
+          superuser.username,
+          '-O',
+          role,
+          restored,
+        ],
+        { PGPASSWORD: decodeURIComponent(superuser.password) },
       )
       const fresh = Object.assign(new URL(original), { pathname: `/${restored}` }).href
       runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', fresh, dump])
