@@ -12,8 +12,8 @@ const API_KEYS_FORM =
   'name:key pairs separated by commas, each name 1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit, each key psk_ followed by 43 base64url characters'
 /** The embedded store a first start creates, in `data/` (the one directory a start creates). */
 export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
-const DURATION = (fallback: number, description: string) =>
-  Type.Integer({ minimum: 0, maximum: 3_600_000, default: fallback, description })
+const DURATION = (fallback: number, description: string, minimum = 0) =>
+  Type.Integer({ minimum, maximum: 3_600_000, default: fallback, description })
 
 const TRUSTED_PROXIES_FORM =
   'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
@@ -223,9 +223,16 @@ export const ConfigSchema = Type.Object({
     allowedForm: 'auto, or a whole number from 1 to 999',
     description: 'Processes serving the API: a number, or `auto` for one per available CPU.',
   }),
-  REQUEST_TIMEOUT_MS: DURATION(10_000, 'Time allowed to receive a whole request (408 after it).'),
-  HEADERS_TIMEOUT_MS: DURATION(5000, 'Time allowed to receive the request headers.'),
-  KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.'),
+  REQUEST_TIMEOUT_MS: DURATION(
+    10_000,
+    'Time allowed to receive a whole request (408 after it); 0: no limit, which lets slow clients hold connections.',
+  ),
+  HEADERS_TIMEOUT_MS: DURATION(
+    5000,
+    'Time allowed to receive the request headers; 0: no limit, which lets slow clients hold connections.',
+  ),
+  // At least 1: Fastify would take 0 for its own default, 72 s.
+  KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.', 1),
   SHUTDOWN_TIMEOUT_MS: DURATION(
     10_000,
     'On SIGTERM/SIGINT/SIGHUP, time allowed for in-flight requests before exit.',

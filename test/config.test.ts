@@ -134,6 +134,16 @@ describe('configuration', () => {
     )
   })
 
+  test('when KEEP_ALIVE_TIMEOUT_MS is 0, then the start stops, naming it (the framework would take 0 for 72 s)', () => {
+    assert.throws(
+      () => loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '0' }),
+      (error: Error) =>
+        error instanceof ConfigError &&
+        /^KEEP_ALIVE_TIMEOUT_MS must be an integer from 1 to 3600000 \(got "0"\)$/.test(error.message),
+    )
+    assert.equal(loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '1' }).http.keepAliveTimeoutMs, 1)
+  })
+
   test("when the metrics listener would take the API's own port, then the start stops, naming both settings", () => {
     const clash =
       /^METRICS_PORT must differ from PORT when both listen on the same address \(got 8080 for both; METRICS=off switches the listener off\)$/
