@@ -108,6 +108,21 @@ describe('petstore CLI', () => {
     assert.equal(target.prepare('SELECT count(*) AS n FROM api_keys').get()?.n, 1)
   })
 
+  test('when a command makes the database under a permissive umask, then data/ is 0700 and the database and its log 0600', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const umask = process.umask(0o022)
+    t.after(() => process.umask(umask))
+    assert.equal(runCli(['keys', 'create', '--name', 'ops'], {}, cwd).status, 0)
+    const modeOf = (path: string) => (statSync(join(cwd, path)).mode & 0o777).toString(8)
+    assert.deepEqual([modeOf('data'), modeOf('data/petstore.db')], ['700', '600'])
+    // A server's connection keeps the write-ahead log and its index open: they take the database's mode.
+    const server = await startServeProcess({ PORT: '0' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.deepEqual(['data/petstore.db-wal', 'data/petstore.db-shm'].map(modeOf), ['600', '600'])
+    server.child.kill('SIGTERM')
+    await exitWithin(server)
+  })
+
   test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {
     const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
     assert.equal(result.status, 1)

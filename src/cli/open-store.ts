@@ -86,7 +86,8 @@ export async function openThrowawayStore(log: Pick<Logger, 'warn' | 'error' | 'i
 function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSettings & { engine: 'sqlite' }) {
   if (dataDirectory === undefined || existsSync(dataDirectory)) return
   if (createsDataDirectory) {
-    mkdirSync(dataDirectory)
+    // Its owner's alone, as the database in it (sqlite-connection.ts).
+    mkdirSync(dataDirectory, { mode: 0o700 })
     return
   }
   throw new ConfigError(

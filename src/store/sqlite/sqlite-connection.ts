@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs'
+import { accessSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -32,10 +32,24 @@ function pragmaOf(db: DatabaseSync, pragma: string): unknown {
   return row === undefined ? undefined : Object.values(row)[0]
 }
 
+/**
+ * A database file not there yet is made empty, for its owner alone, whatever the umask: it holds every pet
+ * and every key's hash, as a backup does. SQLite gives its log and index files the database's mode.
+ */
+function createPrivately(path: string): void {
+  if (path === ':memory:' || path.startsWith('file:')) return
+  try {
+    closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
+  } catch {
+    // There already (kept as it is), or not creatable: SQLite's own open then says what is wrong.
+  }
+}
+
 /** Opens `path` in WAL mode with every commit synced; a failure says which file, and why if it can. */
 function openDurable(path: string): DatabaseSync {
   let db: DatabaseSync | undefined
   try {
+    createPrivately(path)
     db = new DatabaseSync(path)
     db.exec('PRAGMA busy_timeout = 0')
     const mode = pragmaOf(db, 'journal_mode = WAL')
