@@ -15,6 +15,11 @@ export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 const DURATION = (fallback: number, description: string, minimum = 0) =>
   Type.Integer({ minimum, maximum: 3_600_000, default: fallback, description })
 
+// A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
+const DATABASE_URL_FORM =
+  'sqlite: followed by a file path (sqlite::memory: for a throwaway store), or a valid postgres:// or postgresql:// URL'
+const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
+
 const TRUSTED_PROXIES_FORM =
   'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
 // The named ranges Fastify's trustProxy (proxy-addr) knows.
@@ -54,14 +59,17 @@ export const ConfigSchema = Type.Object({
     description: 'Interface to listen on; `0.0.0.0` in containers.',
   }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port of the API.' }),
-  DATABASE_URL: Type.String({
-    default: DEFAULT_DATABASE_URL,
-    pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
-    allowedForm:
-      'sqlite: followed by a file path (sqlite::memory: for a throwaway store), or a postgres:// or postgresql:// URL',
-    description:
-      'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
-  }),
+  DATABASE_URL: Type.Refine(
+    Type.String({
+      default: DEFAULT_DATABASE_URL,
+      pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+      allowedForm: DATABASE_URL_FORM,
+      description:
+        'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
+    }),
+    (value) => value.startsWith('sqlite:') || URL.canParse(value),
+    () => `must be ${DATABASE_URL_FORM}`,
+  ),
   PG_POOL_SIZE: Type.Integer({
     minimum: 1,
     maximum: 1000,
@@ -158,11 +166,15 @@ export const ConfigSchema = Type.Object({
     description: 'Requests per minute allowed to one API key (429 beyond); 0 switches rate limiting off.',
   }),
   REDIS_URL: Type.Optional(
-    Type.String({
-      pattern: '^rediss?://.+$',
-      allowedForm: 'a redis:// or rediss:// URL',
-      description: 'Redis for rate limits shared by all instances; without it each instance counts alone.',
-    }),
+    Type.Refine(
+      Type.String({
+        pattern: '^rediss?://.+$',
+        allowedForm: REDIS_URL_FORM,
+        description: 'Redis for rate limits shared by all instances; without it each instance counts alone.',
+      }),
+      (value) => URL.canParse(value),
+      () => `must be ${REDIS_URL_FORM}`,
+    ),
   ),
   METRICS: Type.Enum(['on', 'off'], {
     type: 'string',

@@ -69,6 +69,8 @@ describe('petstore CLI', () => {
     ['keys', 'revoke', 'a', 'b'],
     ['copy', '--from', 'foo', '--to', 'sqlite:x.db'],
     ['copy', '--from', 'sqlite:x.db', '--to', 'mysql://db/x'],
+    ['copy', '--from', 'postgres://x:y@[bad/petstore', '--to', 'sqlite:x.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'postgresql://db:99999/petstore'],
   ]
   for (const args of wrongUsage) {
     test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, (t) => {
@@ -78,6 +80,7 @@ describe('petstore CLI', () => {
       assert.equal(result.status, 2)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
       assert.match(result.stderr, new RegExp(`^petstore ${args[0]}: `))
+      assert.doesNotMatch(result.stderr, /Invalid URL/)
     })
   }
 
@@ -157,14 +160,33 @@ describe('petstore CLI', () => {
     assert.equal(result.stderr.includes('s3cret'), false)
   })
 
-  test('when the port is taken, then serve exits 1 with one line', async (t) => {
+  test("when a listener's port is taken or its host does not resolve, then serve exits 1 with one line naming its settings", async (t) => {
     const cwd = temporaryDirectory(t)
     const first = await startServeProcess({}, cwd)
     t.after(() => first.child.kill('SIGKILL'))
     const port = new URL(first.origin).port
-    const result = runCli(['serve'], { PORT: port, API_KEYS: '' }, cwd)
-    assert.equal(result.status, 1)
-    assert.match(result.stderr, /^petstore serve: .*EADDRINUSE.*\n$/)
+    const taken = runCli(['serve'], { PORT: port, API_KEYS: '' }, cwd)
+    assert.deepEqual(
+      [taken.status, taken.stderr],
+      [
+        1,
+        `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+      ],
+    )
+    const metricsTaken = runCli(['serve'], { PORT: '0', METRICS_PORT: port, API_KEYS: '' }, cwd)
+    assert.deepEqual(
+      [metricsTaken.status, metricsTaken.stderr],
+      [
+        1,
+        `petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+      ],
+    )
+    const unknownHost = runCli(['serve'], { PORT: '0', METRICS_HOST: 'no-such-host.invalid' }, cwd)
+    assert.equal(unknownHost.status, 1)
+    assert.match(
+      unknownHost.stderr,
+      /^petstore serve: cannot listen on METRICS_HOST:METRICS_PORT \(no-such-host\.invalid:\d+\): the host name (does not resolve \(ENOTFOUND\)|could not be resolved now \(EAI_AGAIN\))\n$/,
+    )
   })
 
   test('when migrating twice, then the second run has nothing to do', (t) => {

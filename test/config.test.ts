@@ -37,9 +37,9 @@ describe('configuration', () => {
     [{ BODY_LIMIT_BYTES: '10' }, /^BODY_LIMIT_BYTES must be an integer from 256 to 1048576/],
     [
       { DATABASE_URL: 'mysql://x' },
-      /^DATABASE_URL must be sqlite: followed by a file path \(sqlite::memory: for a throwaway store\), or a postgres:\/\/ or postgresql:\/\/ URL$/,
+      /^DATABASE_URL must be sqlite: followed by a file path \(sqlite::memory: for a throwaway store\), or a valid postgres:\/\/ or postgresql:\/\/ URL$/,
     ],
-    [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL$/],
+    [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a valid redis:\/\/ or rediss:\/\/ URL$/],
     [{ WORKERS: 'all' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "all"\)$/],
     [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs separated by commas/],
     [
@@ -86,6 +86,25 @@ describe('configuration', () => {
       () => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }),
       (error: Error) => !error.message.includes('hunter2'),
     )
+  })
+
+  test('when DATABASE_URL or REDIS_URL is not a URL that parses (a bad host, a port out of range), then the error names the setting, not "Invalid URL"', () => {
+    for (const [name, value] of [
+      ['DATABASE_URL', 'postgres://u:hunter2@[bad/petstore'],
+      ['DATABASE_URL', 'postgresql://u:hunter2@db:99999/petstore'],
+      ['REDIS_URL', 'redis://:hunter2@[bad'],
+      ['REDIS_URL', 'rediss://cache:70000'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: Error) =>
+          error instanceof ConfigError &&
+          error.message.startsWith(`${name} must be `) &&
+          error.message.includes('URL') &&
+          !error.message.includes('hunter2'),
+        `${name}=${value}`,
+      )
+    }
   })
 
   test('when API_KEYS holds several pairs, then each is read', () => {

@@ -137,6 +137,10 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
 export function sqlitePathOf(url: string): string | undefined {
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)
-  if (/^postgres(ql)?:\/\//.test(url)) return undefined
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    if (URL.canParse(url)) return undefined
+    // Not echoed: the URL may hold a password.
+    throw new UsageError('a postgres:// store is not a valid URL (its host or port?)')
+  }
   throw new UsageError('a store is named sqlite:PATH or postgres://user:password@host:5432/db')
 }

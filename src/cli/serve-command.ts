@@ -11,6 +11,7 @@ import type { Store } from '../store/store.ts'
 import { type Command, CommandError, type Output, parseCommandArgs } from './command.ts'
 import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
+import { namingListener } from './listener-failure.ts'
 import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
@@ -53,16 +54,23 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     const { app, metrics } = await composeApp(config, { store, logger, ...(redis ? { redis } : {}) })
     const shared = alone ? undefined : shareMetricsWithPrimary(metrics.registry)
     metricsServer =
-      alone && config.metrics ? await startMetricsServer(metrics.registry, config.metrics) : undefined
+      alone && config.metrics
+        ? await namingListener(
+            startMetricsServer(metrics.registry, config.metrics),
+            'METRICS_HOST:METRICS_PORT',
+            config.metrics,
+          )
+        : undefined
     // Every module serving needs is loaded by now: write the compile cache (when bin/petstore.js enabled it)
     // at once rather than at exit, so the next start finds it even if this process is killed. Before the
     // port opens: on a cold cache the write holds the loop for up to a second, which no client may see.
     flushCompileCache()
-    const server = await startServer(app, config.server, async (appClosing, doneBy) => {
+    const listening = startServer(app, config.server, async (appClosing, doneBy) => {
       metricsServer?.close()
       redis?.disconnect()
       await store.close(appClosing, doneBy)
     })
+    const server = await namingListener(listening, 'HOST:PORT', config.server)
     // The supervisor keeps a worker's counts once it has gone; the final report adds those since the last scrape.
     fatal.stopWith(async () => {
       // A connection whose request ends during the drain is kept alive, and holds the exit for its

@@ -6,6 +6,7 @@ import { BufferedLogOutput } from '../../log/log-output.ts'
 import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
+import { namingListener } from '../listener-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
 import { WORKER_ENV, WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
@@ -53,7 +54,11 @@ export async function superviseWorkers(
   await prepare()
 
   const metricsServer = settings.metrics
-    ? await startMetricsServer(new ClusterMetrics(supervisorMetrics()), settings.metrics)
+    ? await namingListener(
+        startMetricsServer(new ClusterMetrics(supervisorMetrics()), settings.metrics),
+        'METRICS_HOST:METRICS_PORT',
+        settings.metrics,
+      )
     : undefined
 
   let stopping = false

@@ -1,0 +1,27 @@
+/** What a failed listen means to whoever set the address, by its error code. */
+const WHY: Record<string, string> = {
+  EADDRINUSE: 'the port is in use',
+  EACCES: 'not allowed (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'the address is not one of this machine',
+  ENOTFOUND: 'the host name does not resolve',
+  EAI_AGAIN: 'the host name could not be resolved now',
+}
+
+/**
+ * `listening`, whose failure names the settings that chose the address: a bare `listen EADDRINUSE` or
+ * `getaddrinfo ENOTFOUND` does not say which of the service's two listeners failed.
+ */
+export async function namingListener<T>(
+  listening: Promise<T>,
+  settings: string,
+  { host, port }: { host: string; port: number },
+): Promise<T> {
+  try {
+    return await listening
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    const why =
+      code === undefined ? (error as Error).message : `${WHY[code] ?? (error as Error).message} (${code})`
+    throw new Error(`cannot listen on ${settings} (${host}:${port}): ${why}`, { cause: error })
+  }
+}
