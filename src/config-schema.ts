@@ -75,7 +75,7 @@ export const ConfigSchema = Type.Object({
     maximum: 1000,
     default: 10,
     description:
-      "PostgreSQL: connections per instance; instances × this must stay under the server's max_connections.",
+      "PostgreSQL: connections per process (each WORKERS worker has its own pool); instances × workers × this must stay under the server's max_connections.",
   }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({
     minimum: 100,

@@ -47,6 +47,17 @@ describe('petstore CLI', () => {
     }
   })
 
+  test('when a key name breaks the rule, then the one line says the rule, and points to the help once', (t) => {
+    const result = runCli(['keys', 'create', '--name', ''], {}, temporaryDirectory(t))
+    assert.deepEqual(
+      [result.status, result.stderr],
+      [
+        2,
+        'petstore keys: invalid key name "": 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit (see "petstore keys --help")\n',
+      ],
+    )
+  })
+
   test('when a key action lacks its name, then the reason quotes the usage that action expects', (t) => {
     const cwd = temporaryDirectory(t)
     const revoke = runCli(['keys', 'revoke'], {}, cwd)

@@ -1,6 +1,6 @@
 import type { ParseArgsOptionsConfig } from 'node:util'
 import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
-import { KEY_NAME_PATTERN } from '../schemas/api-key.ts'
+import { KEY_NAME_PATTERN, KEY_NAME_RULE } from '../schemas/api-key.ts'
 import { DuplicateKeyNameError } from '../store/store.ts'
 import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
 import { openCommandStore } from './open-store.ts'
@@ -31,7 +31,7 @@ const USAGE: Record<string, string> = {
 function checkName(action: string, name: string | undefined): string {
   if (name === undefined) throw new UsageError(`${action} needs the key's name: ${USAGE[action]}`)
   if (!KEY_NAME_PATTERN.test(name))
-    throw new UsageError(`invalid key name "${name}" (see petstore keys --help)`)
+    throw new UsageError(`invalid key name ${JSON.stringify(name)}: ${KEY_NAME_RULE}`)
   return name
 }
 
