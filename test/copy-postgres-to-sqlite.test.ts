@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { runCli, stop } from './helpers/cli-process.ts'
 import { postgresLack } from './helpers/postgres-server.ts'
@@ -11,8 +13,27 @@ import { temporaryDirectory } from './helpers/test-server.ts'
 
 const PETS = 2000
 
+/** The URL of a new role on `url`'s database that may only read it, in read-only transactions. */
+async function readOnlyRole(url: string): Promise<string> {
+  const role = `reader_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  try {
+    const database = new URL(url).pathname.slice(1)
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'reader'`)
+    await admin.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`)
+    await admin.query(`GRANT CONNECT ON DATABASE ${database} TO ${role}`)
+    await admin.query(`GRANT USAGE ON SCHEMA public TO ${role}`)
+    await admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`)
+    await admin.query(`GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role}`)
+  } finally {
+    await admin.end()
+  }
+  return Object.assign(new URL(url), { username: role, password: 'reader' }).href
+}
+
 describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgresLack()), () => {
-  test(`when ${PETS} pets, keys and idempotency records are copied back from PostgreSQL into a new SQLite file, then SQLite serves them byte for byte, keys and Idempotency-Keys carry over, and new ids come after`, {
+  test(`when ${PETS} pets, keys and idempotency records are copied back from PostgreSQL (by a role that may only read) into a new SQLite file, then SQLite serves them byte for byte, keys and Idempotency-Keys carry over, and new ids come after`, {
     timeout: 180_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
@@ -33,8 +54,10 @@ describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgr
     const pagesOnPostgres = await walk(before, oldKey, '/v1/pets?limit=100')
     await stop(before)
 
+    // Read as from a standby, by a role that may only read: the copy writes nothing to its source.
+    const reader = await readOnlyRole(url)
     const sqlite = `sqlite:${join(cwd, 'staging.db')}`
-    const copied = runCli(['copy', '--from', url, '--to', sqlite, '--chunk-size', '500'], {}, cwd)
+    const copied = runCli(['copy', '--from', reader, '--to', sqlite, '--chunk-size', '500'], {}, cwd)
     assert.equal(copied.status, 0, copied.stderr)
     assert.match(
       copied.stdout,

@@ -16,8 +16,8 @@ export interface CopySource {
   /** Refuses a database whose schema is not the latest (the rows would not match). */
   prepare(): Promise<void>
   /**
-   * The cursor secret, made now if no server has made it yet (as a first start does): the target gets it,
-   * and holding it marks the target as a copy of this source, so an interrupted copy can be run again.
+   * The cursor secret, made now only if no server has made it yet (as a first start does): the target gets
+   * it, and holding it marks the target as a copy of this source, so an interrupted copy can be run again.
    */
   secret(): Promise<string>
   keys(): Promise<CopiedKey[]>
