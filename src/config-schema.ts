@@ -1,15 +1,14 @@
 import { isIP } from 'node:net'
 import Type, { type Static } from 'typebox'
 import { GET_PET_SUNSET_DAY } from './pets/get-pet-deprecation.ts'
-import { isWellFormedApiKey, KEY_NAME_PATTERN } from './schemas/api-key.ts'
+import { isWellFormedApiKey, KEY_NAME_PATTERN, KEY_NAME_RULE } from './schemas/api-key.ts'
 
 // Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
 const BASE_URL = {
   pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$',
   allowedForm: 'an http:// or https:// URL ending in /v1, without query or fragment',
 }
-const API_KEYS_FORM =
-  'name:key pairs separated by commas, each name 1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit, each key psk_ followed by 43 base64url characters'
+const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters`
 /** The embedded store a first start creates, in `data/` (the one directory a start creates). */
 export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 const DURATION = (fallback: number, description: string, minimum = 0) =>
@@ -19,6 +18,14 @@ const DURATION = (fallback: number, description: string, minimum = 0) =>
 const DATABASE_URL_FORM =
   'sqlite: followed by a file path (sqlite::memory: for a throwaway store), or a valid postgres:// or postgresql:// URL'
 const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
+
+/**
+ * Whether `url` is one the PostgreSQL client reads: a URL, or one naming no host before a Unix socket's
+ * `?host=/run/postgresql` (`postgres://user@/db`), which the client reads with a stand-in host.
+ */
+export function isPostgresUrl(url: string): boolean {
+  return URL.canParse(url) || URL.canParse(url.replace('@/', '@h/'))
+}
 
 const TRUSTED_PROXIES_FORM =
   'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
@@ -67,7 +74,7 @@ export const ConfigSchema = Type.Object({
       description:
         'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
     }),
-    (value) => value.startsWith('sqlite:') || URL.canParse(value),
+    (value) => value.startsWith('sqlite:') || isPostgresUrl(value),
     () => `must be ${DATABASE_URL_FORM}`,
   ),
   PG_POOL_SIZE: Type.Integer({

@@ -107,6 +107,16 @@ describe('configuration', () => {
     }
   })
 
+  test('when DATABASE_URL names a Unix socket with no host (postgres://user@/db?host=/run/postgresql), then it is taken, as the PostgreSQL client reads it', () => {
+    for (const url of [
+      'postgres://petstore@/petstore?host=/run/postgresql',
+      'postgresql://petstore:secret@/petstore?host=/run/postgresql',
+      'postgres:///petstore?host=/run/postgresql',
+    ]) {
+      assert.equal(loadConfig({ DATABASE_URL: url }).database.engine, 'postgres', url)
+    }
+  })
+
   test('when API_KEYS holds several pairs, then each is read', () => {
     const [a, b] = [generateApiKey(), generateApiKey()]
     assert.deepEqual(loadConfig({ API_KEYS: `ci:${a},deploy.prod:${b}` }).apiKeys, [

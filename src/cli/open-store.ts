@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { ConfigError, type DatabaseSettings } from '../config.ts'
+import { isPostgresUrl } from '../config-schema.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
 import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
@@ -138,7 +139,7 @@ export function sqlitePathOf(url: string): string | undefined {
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)
   if (/^postgres(ql)?:\/\//.test(url)) {
-    if (URL.canParse(url)) return undefined
+    if (isPostgresUrl(url)) return undefined
     // Not echoed: the URL may hold a password.
     throw new UsageError('a postgres:// store is not a valid URL (its host or port?)')
   }

@@ -12,7 +12,7 @@ const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[${API_KEY_BODY.alphabet}]
 
 export const KEY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 /** KEY_NAME_PATTERN in words, for messages. */
-export const KEY_NAME_RULE = '1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit'
+export const KEY_NAME_RULE = '1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit'
 
 export function isWellFormedApiKey(key: string): boolean {
   return API_KEY_PATTERN.test(key)
