@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -53,7 +62,7 @@ describe('petstore CLI', () => {
       [result.status, result.stderr],
       [
         2,
-        'petstore keys: invalid key name "": 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit (see "petstore keys --help")\n',
+        'petstore keys: invalid key name "": 1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit (see "petstore keys --help")\n',
       ],
     )
   })
@@ -135,6 +144,12 @@ describe('petstore CLI', () => {
     assert.deepEqual(['data/petstore.db-wal', 'data/petstore.db-shm'].map(modeOf), ['600', '600'])
     server.child.kill('SIGTERM')
     await exitWithin(server)
+    // Through a link to no file yet, the file made at its end is the database's owner's alone too.
+    mkdirSync(join(cwd, 'linked'))
+    symlinkSync('real.db', join(cwd, 'linked', 'petstore.db'))
+    const linked = runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:linked/petstore.db' }, cwd)
+    assert.equal(linked.status, 0, linked.stderr)
+    assert.equal(modeOf('linked/real.db'), '600')
   })
 
   test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {

@@ -23,7 +23,8 @@ const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
 const CONTROL = /\p{Cc}/u
 // Something a person can see: not white space, a control, an invisible format character (U+200B…), a
 // character Unicode says to render as nothing (Hangul fillers, variation selectors) or a noncharacter.
-// Unassigned characters count as visible: they may be emoji newer than this runtime's Unicode tables.
+// Unassigned characters outside those ranges count as visible: they may be emoji newer than this
+// runtime's Unicode tables.
 const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}]/u
 const isPresentableName = (name: string) => name.isWellFormed() && !CONTROL.test(name) && VISIBLE.test(name)
 

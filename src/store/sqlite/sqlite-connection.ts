@@ -1,5 +1,14 @@
-import { accessSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs'
-import { dirname } from 'node:path'
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  statSync,
+} from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
@@ -37,9 +46,15 @@ function pragmaOf(db: DatabaseSync, pragma: string): unknown {
  * and every key's hash, as a backup does. SQLite gives its log and index files the database's mode.
  */
 function createPrivately(path: string): void {
+  // A `file:` URI is SQLite's to read (its options, its escapes): SQLite creates that file itself.
   if (path === ':memory:' || path.startsWith('file:')) return
   try {
-    closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
+    // Through links to where the file will be: O_EXCL does not follow one, even to nothing.
+    let target = path
+    for (let hops = 0; hops < 8 && lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink(); hops++) {
+      target = resolve(dirname(target), readlinkSync(target))
+    }
+    closeSync(openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
   } catch {
     // There already (kept as it is), or not creatable: SQLite's own open then says what is wrong.
   }
