@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
 import { createClient, type Pet, type PetStoreClient, PetStoreError } from '../packages/client/src/index.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
@@ -15,9 +16,9 @@ async function clientOnServer(t: Cleanup, options: { apiKey?: string } = {}) {
   const client: PetStoreClient = createClient({
     baseUrl: `${server.origin}/v1`,
     apiKey: options.apiKey ?? server.key,
-    fetch: (request) => {
-      seen.push(request.clone())
-      return fetch(request)
+    fetch: (url, init) => {
+      seen.push(new Request(url, init))
+      return fetch(url, init)
     },
   })
   return { server, client, seen }
@@ -141,6 +142,85 @@ describe('typed client', () => {
     assert.equal(error.code, 'invalid_body')
     assert.equal(error.status, 400)
     assert.match(error.message, /name/)
+  })
+
+  test('when the service never answers, then the call is aborted at the timeout, or when its own signal aborts', async (t) => {
+    // Accepts connections and never answers: a hung service, or a proxy holding the call.
+    const sockets = new Set<Socket>()
+    const silent = createServer((socket) => sockets.add(socket))
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    t.after(() => {
+      for (const socket of sockets) socket.destroy()
+      silent.close()
+    })
+    const { port } = silent.address() as AddressInfo
+    const options = { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'psk_unused' }
+    const timed = createClient({ ...options, timeoutMs: 200 })
+    const started = performance.now()
+    await assert.rejects(timed.listPets(), { name: 'TimeoutError' })
+    assert.ok(performance.now() - started < 5000, 'aborted near its timeout')
+    const untimed = createClient({ ...options, timeoutMs: 0 })
+    const controller = new AbortController()
+    const call = untimed.getPet(1n, { signal: controller.signal })
+    setTimeout(() => controller.abort(new Error('the caller gave up')), 100)
+    await assert.rejects(call, { message: 'the caller gave up' })
+    await assert.rejects(
+      timed.createPet({ name: 'Rex', categoryId: 1n }, { idempotencyKey: 'k', signal: AbortSignal.abort() }),
+      { name: 'AbortError' },
+    )
+  })
+
+  test('when a fetch wrapper sends a call again (a retry), then the second sending works', async (t) => {
+    const server = await startTestServer(t)
+    let sent = 0
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      fetch: async (url, init) => {
+        const first = await fetch(url, init)
+        await first.text()
+        sent++
+        return fetch(url, init)
+      },
+    })
+    const pet = await client.createPet({ name: 'Twice', categoryId: 1n }, { idempotencyKey: 'retried' })
+    assert.equal(pet.name, 'Twice')
+    assert.equal(sent, 1)
+  })
+
+  test('when the key holds a character a header cannot carry, then createClient refuses without echoing it', () => {
+    for (const apiKey of ['psk_SECRET\r\nX-Evil: 1', 'psk_SECRET\u0000', 'psk_SECRET é']) {
+      assert.throws(
+        () => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey }),
+        (error: Error) => error instanceof TypeError && !error.message.includes('SECRET'),
+      )
+    }
+  })
+
+  test('when a call fails, then the PetStoreError carries the request id, and JSON keeps its message', async (t) => {
+    const { client } = await clientOnServer(t, { apiKey: 'psk_wrongwrongwrongwrongwrongwrongwrongwrongwro' })
+    const error = await rejection(client.listPets())
+    assert.match(error.requestId ?? '', /^[\w.:-]{1,128}$/)
+    assert.equal(error.requestId, error.response.headers.get('x-request-id'))
+    assert.deepEqual(JSON.parse(JSON.stringify(error)), {
+      name: 'PetStoreError',
+      code: 'unauthorized',
+      message: error.message,
+      status: 401,
+      requestId: error.requestId,
+    })
+  })
+
+  test('when a page without an Error body echoes the key, then the message masks it', async () => {
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: 'psk_unused',
+      fetch: async (_url, init) =>
+        new Response(`<pre>${new Headers(init.headers).get('authorization')}</pre>`, { status: 502 }),
+    })
+    const error = await rejection(client.listPets())
+    assert.match(error.message, /Bearer psk_…/)
+    assert.doesNotMatch(error.message, /psk_unused/)
   })
 
   test('when a failure carries no Error body, then the PetStoreError says unexpected_response with the status', async () => {

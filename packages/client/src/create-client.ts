@@ -1,7 +1,9 @@
 import { hasExactJson, UNSUPPORTED_ENGINE } from './exact-json.ts'
 import { nextLinkOf } from './next-link.ts'
 import type { components, operations } from './openapi-types.ts'
-import { send, type Transport } from './send.ts'
+import { type CallOptions, type Fetch, send, type Transport } from './send.ts'
+
+export type { CallOptions, Fetch }
 
 export type Pet = components['schemas']['Pet']
 export type NewPet = components['schemas']['NewPet']
@@ -21,9 +23,17 @@ export interface ClientOptions {
   baseUrl: string
   /** An API key (`psk_…`), sent as `Authorization: Bearer <key>` on every call. */
   apiKey: string
-  /** Used instead of the global fetch (for a proxy agent, retries or tests). */
-  fetch?: (request: Request) => Promise<Response>
+  /**
+   * Used instead of the global fetch (for a proxy agent, retries or tests): called as `fetch(url, init)`,
+   * so a wrapper may call it again with the same arguments to retry.
+   */
+  fetch?: Fetch
+  /** How long a call may take, answer included, before it is aborted (a `TimeoutError`); 0: no limit. */
+  timeoutMs?: number
 }
+
+/** A call's time limit unless `timeoutMs` says otherwise: far above any answer of a healthy service. */
+export const DEFAULT_TIMEOUT_MS = 30_000
 
 /**
  * The three operations; every int64 is an exact bigint. An answer other than success throws a
@@ -31,20 +41,23 @@ export interface ClientOptions {
  */
 export interface PetStoreClient {
   /** One page of pets: `next` is the query of the following page, if there is one. */
-  listPets(query?: ListPetsQuery): Promise<PetPage>
+  listPets(query?: ListPetsQuery, options?: CallOptions): Promise<PetPage>
   /** Every pet (with `status`, if given), in id order, following the next links page after page. */
-  listAllPets(query?: Omit<ListPetsQuery, 'cursor'>): AsyncGenerator<Pet, void, undefined>
+  listAllPets(
+    query?: Omit<ListPetsQuery, 'cursor'>,
+    options?: CallOptions,
+  ): AsyncGenerator<Pet, void, undefined>
   /**
    * Adds a pet and returns it with its new id. With an `idempotencyKey`, a retry of the same pet (within
    * 24 hours) returns the pet the first call created instead of creating another.
    */
-  createPet(pet: NewPet, options?: { idempotencyKey?: string }): Promise<Pet>
+  createPet(pet: NewPet, options?: CallOptions & { idempotencyKey?: string }): Promise<Pet>
   /**
    * One pet by id.
    * @deprecated Removed on 5 December 2030 (`Sunset: Thu, 05 Dec 2030 00:00:00 GMT`): use
    * {@link PetStoreClient.listPets} or {@link PetStoreClient.listAllPets} with a `status` filter.
    */
-  getPet(id: bigint): Promise<Pet>
+  getPet(id: bigint, options?: CallOptions): Promise<Pet>
 }
 
 /**
@@ -53,33 +66,43 @@ export interface PetStoreClient {
  */
 export function createClient(options: ClientOptions): PetStoreClient {
   if (!hasExactJson()) throw new TypeError(UNSUPPORTED_ENGINE)
+  // Checked here, without echoing it: fetch's own refusal of a header value quotes the key.
+  if (typeof options.apiKey !== 'string' || !/^[\x21-\x7e]+$/.test(options.apiKey)) {
+    throw new TypeError(
+      'apiKey must be printable ASCII (psk_ and 43 characters): it holds a character a header cannot carry',
+    )
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 0)
+    throw new TypeError('timeoutMs must be a whole number of milliseconds, 0 or more')
   const transport: Transport = {
     baseUrl: options.baseUrl,
     apiKey: options.apiKey,
-    fetch: options.fetch ?? ((request) => fetch(request)),
+    fetch: options.fetch ?? ((url, init) => fetch(url, init)),
+    timeoutMs,
   }
 
-  async function listPets(query: ListPetsQuery = {}): Promise<PetPage> {
-    const { body, response } = await send(transport, 'get', '/pets', { query })
+  async function listPets(query: ListPetsQuery = {}, call: CallOptions = {}): Promise<PetPage> {
+    const { body, response } = await send(transport, call, 'get', '/pets', { query })
     return { pets: body as Pet[], next: nextQueryOf(response) }
   }
 
   return {
     listPets,
-    async *listAllPets(query = {}) {
+    async *listAllPets(query = {}, call = {}) {
       let next: ListPetsQuery | undefined = query
       while (next !== undefined) {
-        const page: PetPage = await listPets(next)
+        const page: PetPage = await listPets(next, call)
         yield* page.pets
         next = page.next
       }
     },
-    async createPet(pet, { idempotencyKey } = {}) {
+    async createPet(pet, { idempotencyKey, ...call } = {}) {
       const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }
-      return (await send(transport, 'post', '/pets', { header }, pet)).body as Pet
+      return (await send(transport, call, 'post', '/pets', { header }, pet)).body as Pet
     },
-    async getPet(id) {
-      return (await send(transport, 'get', '/pets/{petId}', { path: { petId: id } })).body as Pet
+    async getPet(id, call = {}) {
+      return (await send(transport, call, 'get', '/pets/{petId}', { path: { petId: id } })).body as Pet
     },
   }
 }

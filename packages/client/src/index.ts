@@ -1,7 +1,10 @@
 // The entry point of `@petstore/client`: a typed client for the Pet Store API's three operations.
 export {
+  type CallOptions,
   type ClientOptions,
   createClient,
+  DEFAULT_TIMEOUT_MS,
+  type Fetch,
   type ListPetsQuery,
   type NewPet,
   type Pet,

@@ -16,12 +16,15 @@ export class PetStoreError extends Error {
   readonly code: ErrorCode
   /** The HTTP status, as the body repeats it. */
   readonly status: number
+  /** The service's `X-Request-Id` for this call, which its log lines carry: quote it when asking why. */
+  readonly requestId: string | undefined
   readonly response: Response
 
   constructor(body: { code: ErrorCode; message: string; status: number }, response: Response) {
     super(body.message)
     this.code = body.code
     this.status = body.status
+    this.requestId = response.headers.get('x-request-id') ?? undefined
     this.response = response
   }
 
@@ -29,8 +32,18 @@ export class PetStoreError extends Error {
   static from(body: unknown, response: Response): PetStoreError {
     if (isErrorBody(body)) return new PetStoreError(body, response)
     const text = typeof body === 'string' ? body : JSON.stringify(body ?? '')
-    const message = `HTTP ${response.status} without an Error body: ${text.slice(0, 200)}`
+    // A page that echoes the request's headers would carry the key into logs of this message.
+    const excerpt = text.slice(0, 200).replace(/psk_[A-Za-z0-9_-]*/g, 'psk_…')
+    const message = `HTTP ${response.status} without an Error body: ${excerpt}`
     return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
+  }
+
+  /** For structured logs: an Error's message is not an own property, so JSON.stringify would drop it. */
+  toJSON(): { name: string; code: ErrorCode; message: string; status: number; requestId?: string } {
+    const { name, code, message, status, requestId } = this
+    return requestId === undefined
+      ? { name, code, message, status }
+      : { name, code, message, status, requestId }
   }
 }
 

@@ -12,11 +12,22 @@ type BodyOf<P extends keyof paths, M extends Method> =
 
 type Values = Record<string, string | number | bigint | undefined>
 
-/** Where and how calls go: the deployment's base URL, the key, and the fetch that sends them. */
+/** Sends one call: given a URL and what `fetch` takes with it, so a wrapper may send it again (retries). */
+export type Fetch = (url: string, init: RequestInit) => Promise<Response>
+
+/** Where and how calls go: the deployment's base URL, the key, the fetch that sends them, their timeout. */
 export interface Transport {
   baseUrl: string
   apiKey: string
-  fetch: (request: Request) => Promise<Response>
+  fetch: Fetch
+  /** 0: none. */
+  timeoutMs: number
+}
+
+/** What every call may be given. */
+export interface CallOptions {
+  /** Cancels the call (its answer is then never read); with the client's timeout, whichever comes first. */
+  signal?: AbortSignal
 }
 
 /**
@@ -25,6 +36,7 @@ export interface Transport {
  */
 export async function send<P extends keyof paths, M extends Method>(
   transport: Transport,
+  call: CallOptions,
   method: M,
   path: P,
   parameters: ParametersOf<P, M>,
@@ -34,12 +46,13 @@ export async function send<P extends keyof paths, M extends Method>(
   const headers = new Headers({ authorization: `Bearer ${transport.apiKey}`, accept: 'application/json' })
   for (const [name, value] of definedEntries(header)) headers.set(name, value)
   if (body !== undefined) headers.set('content-type', 'application/json')
-  const request = new Request(urlOf(transport.baseUrl, path, inPath, query), {
+  const signal = signalOf(call.signal, transport.timeoutMs)
+  const response = await transport.fetch(urlOf(transport.baseUrl, path, inPath, query), {
     method: method.toUpperCase(),
     headers,
     body: body === undefined ? null : stringifyExactJson(body),
+    ...(signal === undefined ? {} : { signal }),
   })
-  const response = await transport.fetch(request)
   const text = await response.text()
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
   try {
@@ -49,6 +62,13 @@ export async function send<P extends keyof paths, M extends Method>(
     if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
     throw error
   }
+}
+
+/** The caller's signal, the timeout's, or the first of both to abort. */
+function signalOf(signal: AbortSignal | undefined, timeoutMs: number): AbortSignal | undefined {
+  if (timeoutMs === 0) return signal
+  const timeout = AbortSignal.timeout(timeoutMs)
+  return signal === undefined ? timeout : AbortSignal.any([signal, timeout])
 }
 
 function urlOf(baseUrl: string, path: string, inPath: Values | undefined, query: Values | undefined): string {
