@@ -188,6 +188,29 @@ describe('typed client', () => {
     assert.equal(sent, 1)
   })
 
+  test('when a fetch wrapper spreads the headers into its own, or the key comes with its newline, then calls still carry them', async (t) => {
+    const server = await startTestServer(t)
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: `${server.key}\n`,
+      fetch: (url, init) => fetch(url, { ...init, headers: { ...init.headers, 'x-trace': 'on' } }),
+    })
+    const pet = await client.createPet({ name: 'Spread', categoryId: 1n }, { idempotencyKey: 'spread' })
+    assert.equal(
+      (await client.createPet({ name: 'Spread', categoryId: 1n }, { idempotencyKey: 'spread' })).id,
+      pet.id,
+    )
+  })
+
+  test('when timeoutMs is past what a timer can wait, then createClient refuses it', () => {
+    for (const timeoutMs of [2 ** 31, 2 ** 32, -1, 1.5]) {
+      assert.throws(
+        () => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'psk_unused', timeoutMs }),
+        /timeoutMs must be a whole number of milliseconds from 0 to 2147483647/,
+      )
+    }
+  })
+
   test('when the key holds a character a header cannot carry, then createClient refuses without echoing it', () => {
     for (const apiKey of ['psk_SECRET\r\nX-Evil: 1', 'psk_SECRET\u0000', 'psk_SECRET é']) {
       assert.throws(

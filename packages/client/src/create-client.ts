@@ -34,6 +34,8 @@ export interface ClientOptions {
 
 /** A call's time limit unless `timeoutMs` says otherwise: far above any answer of a healthy service. */
 export const DEFAULT_TIMEOUT_MS = 30_000
+// The longest a timer can wait (2^31 − 1 ms, about 24.8 days): beyond it Node fires at once.
+const MAX_TIMEOUT_MS = 2_147_483_647
 
 /**
  * The three operations; every int64 is an exact bigint. An answer other than success throws a
@@ -66,18 +68,21 @@ export interface PetStoreClient {
  */
 export function createClient(options: ClientOptions): PetStoreClient {
   if (!hasExactJson()) throw new TypeError(UNSUPPORTED_ENGINE)
+  // White space around it is dropped, as a header value's is (a key read from a file keeps its newline).
+  const apiKey =
+    typeof options.apiKey === 'string' ? options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '') : ''
   // Checked here, without echoing it: fetch's own refusal of a header value quotes the key.
-  if (typeof options.apiKey !== 'string' || !/^[\x21-\x7e]+$/.test(options.apiKey)) {
+  if (!/^[\x21-\x7e]+$/.test(apiKey)) {
     throw new TypeError(
-      'apiKey must be printable ASCII (psk_ and 43 characters): it holds a character a header cannot carry',
+      'apiKey must be printable ASCII (psk_ and 43 characters): it is empty or holds a character a header cannot carry',
     )
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 0)
-    throw new TypeError('timeoutMs must be a whole number of milliseconds, 0 or more')
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
+    throw new TypeError(`timeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}`)
   const transport: Transport = {
     baseUrl: options.baseUrl,
-    apiKey: options.apiKey,
+    apiKey,
     fetch: options.fetch ?? ((url, init) => fetch(url, init)),
     timeoutMs,
   }

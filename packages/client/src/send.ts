@@ -43,9 +43,13 @@ export async function send<P extends keyof paths, M extends Method>(
   body?: BodyOf<P, M>,
 ): Promise<{ body: unknown; response: Response }> {
   const { query, header, path: inPath } = parameters as { query?: Values; header?: Values; path?: Values }
-  const headers = new Headers({ authorization: `Bearer ${transport.apiKey}`, accept: 'application/json' })
-  for (const [name, value] of definedEntries(header)) headers.set(name, value)
-  if (body !== undefined) headers.set('content-type', 'application/json')
+  // A plain object, not Headers: a wrapper spreading `init.headers` into its own keeps every one.
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${transport.apiKey}`,
+    accept: 'application/json',
+    ...Object.fromEntries(definedEntries(header)),
+  }
+  if (body !== undefined) headers['content-type'] = 'application/json'
   const signal = signalOf(call.signal, transport.timeoutMs)
   const response = await transport.fetch(urlOf(transport.baseUrl, path, inPath, query), {
     method: method.toUpperCase(),
