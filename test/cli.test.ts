@@ -150,6 +150,15 @@ describe('petstore CLI', () => {
     const linked = runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:linked/petstore.db' }, cwd)
     assert.equal(linked.status, 0, linked.stderr)
     assert.equal(modeOf('linked/real.db'), '600')
+    // A relative link read from where its directory really is (here, through a linked directory).
+    mkdirSync(join(cwd, 'deep', 'real'), { recursive: true })
+    mkdirSync(join(cwd, 'deep', 'db'))
+    symlinkSync('deep/real', join(cwd, 'via'))
+    symlinkSync('../db/real.db', join(cwd, 'deep', 'real', 'petstore.db'))
+    const via = runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:via/petstore.db' }, cwd)
+    assert.equal(via.status, 0, via.stderr)
+    assert.equal(modeOf('deep/db/real.db'), '600')
+    assert.deepEqual(readdirSync(cwd).sort(), ['data', 'deep', 'linked', 'via'], 'nothing made beside')
   })
 
   test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {

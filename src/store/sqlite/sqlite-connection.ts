@@ -6,6 +6,7 @@ import {
   lstatSync,
   openSync,
   readlinkSync,
+  realpathSync,
   statSync,
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
@@ -52,7 +53,7 @@ function createPrivately(path: string): void {
     // Through links to where the file will be: O_EXCL does not follow one, even to nothing.
     let target = path
     for (let hops = 0; hops < 8 && lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink(); hops++) {
-      target = resolve(dirname(target), readlinkSync(target))
+      target = resolve(realpathSync(dirname(target)), readlinkSync(target))
     }
     closeSync(openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
   } catch {
