@@ -41,9 +41,17 @@ async function serve(t: TestContext, env: Record<string, string>, cwd: string): 
 }
 
 function integrityOf(path: string): unknown {
+  return readOnly(path, (db) => db.prepare('PRAGMA integrity_check').get()?.integrity_check)
+}
+
+function petCountOf(path: string): unknown {
+  return readOnly(path, (db) => db.prepare('SELECT count(*) AS n FROM pets').get()?.n)
+}
+
+function readOnly<T>(path: string, read: (db: DatabaseSync) => T): T {
   const db = new DatabaseSync(path, { readOnly: true })
   try {
-    return db.prepare('PRAGMA integrity_check').get()?.integrity_check
+    return read(db)
   } finally {
     db.close()
   }
@@ -185,9 +193,7 @@ describe('backup and restore (SQLite)', () => {
       [1, `petstore restore: ${fifo} is not a Pet Store database (no schema_migrations table)\n`],
     )
     assert.equal(integrityOf(database), 'ok')
-    const db = new DatabaseSync(database, { readOnly: true })
-    t.after(() => db.close())
-    assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 3, 'the database as it was')
+    assert.equal(petCountOf(database), 3, 'the database as it was')
   })
 
   test('when the backup file exists, or the restore file is not a Pet Store database, then the command refuses and changes nothing', async (t) => {
@@ -436,9 +442,7 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     // Opened, a WAL database needs room for its -shm.
     rmSync(filler)
     assert.equal(integrityOf(join(volume, 'petstore.db')), 'ok')
-    const db = new DatabaseSync(join(volume, 'petstore.db'), { readOnly: true })
-    assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 5, 'its own 5 pets, not 20,000')
-    db.close()
+    assert.equal(petCountOf(join(volume, 'petstore.db')), 5, 'its own 5 pets, not 20,000')
   })
 
   test('when the volume is nearly full but the restore fails for another reason (the file is not a database), then that reason is said, not the volume', (t) => {
@@ -503,8 +507,6 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     )
     rmSync(filler)
     assert.equal(integrityOf(database), 'ok')
-    const db = new DatabaseSync(database, { readOnly: true })
-    assert.equal(db.prepare('SELECT count(*) AS n FROM pets').get()?.n, 20_005, 'the logged writes are kept')
-    db.close()
+    assert.equal(petCountOf(database), 20_005, 'the logged writes are kept')
   })
 })
