@@ -13,8 +13,8 @@ The database is held until the end and its write-ahead log folded into it; then 
 it and the copy checked (integrity, a Pet Store database at a schema this release runs on). The old
 database is replaced in one rename, its emptied log removed; the new file keeps the old one's owner and
 mode (its directory's owner and 0600 on a first restore), and a user that cannot give it that owner is
-refused before anything is done. FILE itself is left as it is. On PostgreSQL, use pg_restore (README, "Backups and
-restores").`,
+refused before anything is done. FILE itself is left as it is. On PostgreSQL, use pg_restore (README,
+"Backups and restores").`,
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { from: { type: 'string' } })
     if (values.from === undefined) throw new UsageError('missing --from FILE')

@@ -21,14 +21,8 @@ export class PostgresDump implements CopySource {
     if (refused !== undefined) throw new Error(refused)
   }
 
-  async secret(): Promise<string> {
-    // Read first: a source that has its secret (any served one) is only read, so a standby or a role
-    // that may only read can be copied from.
-    const [row] = await this.#pool.query<{ value: string }>({
-      name: 'copy.secret',
-      text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
-    })
-    return row?.value ?? serviceSecret(this.#pool)
+  secret(): Promise<string> {
+    return serviceSecret(this.#pool)
   }
 
   keys(): Promise<CopiedKey[]> {

@@ -1,16 +1,23 @@
 import { randomBytes } from 'node:crypto'
 import type { PostgresPool } from './postgres-connection.ts'
 
-/** The database's signing secret: created by whichever instance asks first, then the same for all. */
+const STORED_SECRET = {
+  name: 'settings.secret',
+  text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
+}
+
+/**
+ * The database's signing secret: created by whichever instance asks first, then the same for all. Read
+ * first, so a database that has it is never written (a `copy` source on a standby or a read-only role).
+ */
 export async function serviceSecret(pool: PostgresPool): Promise<string> {
+  const [found] = await pool.query<{ value: string }>(STORED_SECRET)
+  if (found !== undefined) return found.value
   await pool.query({
     name: 'settings.secret-init',
     text: "INSERT INTO service_settings VALUES ('service_secret', $1) ON CONFLICT (name) DO NOTHING",
     values: [randomBytes(32).toString('base64url')],
   })
-  const [row] = await pool.query<{ value: string }>({
-    name: 'settings.secret',
-    text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
-  })
+  const [row] = await pool.query<{ value: string }>(STORED_SECRET)
   return (row as { value: string }).value
 }

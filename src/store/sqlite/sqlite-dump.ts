@@ -21,15 +21,8 @@ export class SqliteDump implements CopySource {
     if (refused !== undefined) throw new Error(refused)
   }
 
-  async secret(): Promise<string> {
-    // Read first: a source that has its secret (any served one) is only read, never written.
-    const found = await this.#db.run(
-      () =>
-        this.#db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()?.value as
-          | string
-          | undefined,
-    )
-    return found ?? serviceSecret(this.#db)
+  secret(): Promise<string> {
+    return serviceSecret(this.#db)
   }
 
   keys(): Promise<CopiedKey[]> {

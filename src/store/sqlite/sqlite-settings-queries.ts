@@ -1,14 +1,19 @@
 import { randomBytes } from 'node:crypto'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
-/** The database's signing secret: created by whichever process asks first, then the same for all. */
+/**
+ * The database's signing secret: created by whichever process asks first, then the same for all. Read
+ * first, so a database that has it is never written (a `copy` source).
+ */
 export function serviceSecret(db: SqliteConnection): Promise<string> {
   return db.run(() => {
+    const stored = db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'")
+    const found = stored.get() as { value: string } | undefined
+    if (found !== undefined) return found.value
     db.statement(
       "INSERT INTO service_settings VALUES ('service_secret', ?) ON CONFLICT (name) DO NOTHING",
     ).run(randomBytes(32).toString('base64url'))
-    const row = db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'").get()
-    return (row as { value: string }).value
+    return (stored.get() as { value: string }).value
   })
 }
 
