@@ -1,5 +1,6 @@
+import type { DeprecationListener } from './deprecation-notice.ts'
 import { hasExactJson, UNSUPPORTED_ENGINE } from './exact-json.ts'
-import { nextLinkOf } from './next-link.ts'
+import { linkOf } from './link-header.ts'
 import type { components, operations } from './openapi-types.ts'
 import { type CallOptions, type Fetch, send, type Transport } from './send.ts'
 
@@ -30,6 +31,12 @@ export interface ClientOptions {
   fetch?: Fetch
   /** How long a call may take, answer included, before it is aborted (a `TimeoutError`); 0: no limit. */
   timeoutMs?: number
+  /**
+   * Called when an answer announces that its operation is deprecated (getPet's do, errors included),
+   * before the call returns or throws: to log it, count it, or alert well before the `sunset`. What it
+   * throws, the call throws.
+   */
+  onDeprecation?: DeprecationListener
 }
 
 /** A call's time limit unless `timeoutMs` says otherwise: far above any answer of a healthy service. */
@@ -85,10 +92,11 @@ export function createClient(options: ClientOptions): PetStoreClient {
     apiKey,
     fetch: options.fetch ?? ((url, init) => fetch(url, init)),
     timeoutMs,
+    onDeprecation: options.onDeprecation,
   }
 
   async function listPets(query: ListPetsQuery = {}, call: CallOptions = {}): Promise<PetPage> {
-    const { body, response } = await send(transport, call, 'get', '/pets', { query })
+    const { body, response } = await send(transport, call, 'listPets', 'get', '/pets', { query })
     return { pets: body as Pet[], next: nextQueryOf(response) }
   }
 
@@ -104,10 +112,11 @@ export function createClient(options: ClientOptions): PetStoreClient {
     },
     async createPet(pet, { idempotencyKey, ...call } = {}) {
       const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }
-      return (await send(transport, call, 'post', '/pets', { header }, pet)).body as Pet
+      return (await send(transport, call, 'createPet', 'post', '/pets', { header }, pet)).body as Pet
     },
     async getPet(id, call = {}) {
-      return (await send(transport, call, 'get', '/pets/{petId}', { path: { petId: id } })).body as Pet
+      return (await send(transport, call, 'getPet', 'get', '/pets/{petId}', { path: { petId: id } }))
+        .body as Pet
     },
   }
 }
@@ -118,7 +127,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
  * when the service's PUBLIC_BASE_URL is not the address this client reaches it by.
  */
 function nextQueryOf(response: Response): ListPetsQuery | undefined {
-  const link = nextLinkOf(response.headers.get('link'), response.url || 'http://localhost/')
+  const link = linkOf(response.headers.get('link'), response.url || 'http://localhost/', 'next')
   if (link === undefined) return undefined
   const params = link.searchParams
   const query: ListPetsQuery = {}

@@ -12,4 +12,5 @@ export {
   type PetStatus,
   type PetStoreClient,
 } from './create-client.ts'
+export type { DeprecationListener, DeprecationNotice } from './deprecation-notice.ts'
 export { type ErrorBody, type ErrorCode, PetStoreError } from './pet-store-error.ts'

@@ -1,3 +1,4 @@
+import { type DeprecationListener, deprecationNoticeOf } from './deprecation-notice.ts'
 import { parseExactJson, stringifyExactJson } from './exact-json.ts'
 import type { paths } from './openapi-types.ts'
 import { PetStoreError } from './pet-store-error.ts'
@@ -22,6 +23,7 @@ export interface Transport {
   fetch: Fetch
   /** 0: none. */
   timeoutMs: number
+  onDeprecation: DeprecationListener | undefined
 }
 
 /** What every call may be given. */
@@ -31,12 +33,14 @@ export interface CallOptions {
 }
 
 /**
- * Sends one operation and returns its parsed success body, or throws a {@link PetStoreError}. The path and
- * parameters are typed from the generated `paths`, so a call the document no longer allows fails the type check.
+ * Sends one operation (`operation` names it to a deprecation listener) and returns its parsed success body,
+ * or throws a {@link PetStoreError}. The path and parameters are typed from the generated `paths`, so a
+ * call the document no longer allows fails the type check.
  */
 export async function send<P extends keyof paths, M extends Method>(
   transport: Transport,
   call: CallOptions,
+  operation: string,
   method: M,
   path: P,
   parameters: ParametersOf<P, M>,
@@ -58,6 +62,9 @@ export async function send<P extends keyof paths, M extends Method>(
     ...(signal === undefined ? {} : { signal }),
   })
   const text = await response.text()
+  // Told before the call returns or throws; what the listener throws, the call throws.
+  const notice = transport.onDeprecation && deprecationNoticeOf(operation, response)
+  if (notice) transport.onDeprecation?.(notice)
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
   try {
     return { body: parseExactJson(text), response }

@@ -1,0 +1,41 @@
+import { linkOf } from './link-header.ts'
+
+/**
+ * What an answer said of its operation's deprecation: `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and
+ * the `successor-version` link. A date or link the answer did not carry, or carried unreadable, is
+ * undefined.
+ */
+export interface DeprecationNotice {
+  /** The client's method that was called, e.g. `getPet`. */
+  operation: string
+  /** When the operation was deprecated. */
+  deprecatedAt: Date | undefined
+  /** When it is to be removed: calls after it may get 410 `gone`. */
+  sunset: Date | undefined
+  /** What replaces it. */
+  successor: URL | undefined
+  /** The answer's status: errors announce the deprecation too. */
+  status: number
+  /** The service's `X-Request-Id` for the call. */
+  requestId: string | undefined
+}
+
+/** Called with the notice of every answer that announces a deprecation, before the call returns or throws. */
+export type DeprecationListener = (notice: DeprecationNotice) => void
+
+/** The notice an answer carries, or undefined when it has no `Deprecation` header. */
+export function deprecationNoticeOf(operation: string, response: Response): DeprecationNotice | undefined {
+  const deprecation = response.headers.get('deprecation')
+  if (deprecation === null) return undefined
+  // RFC 9745: a structured date, `@` and whole seconds since the epoch.
+  const seconds = /^@(-?\d{1,15})$/.exec(deprecation.trim())?.[1]
+  const sunset = Date.parse(response.headers.get('sunset') ?? '')
+  return {
+    operation,
+    deprecatedAt: seconds === undefined ? undefined : new Date(Number(seconds) * 1000),
+    sunset: Number.isNaN(sunset) ? undefined : new Date(sunset),
+    successor: linkOf(response.headers.get('link'), response.url || 'http://localhost/', 'successor-version'),
+    status: response.status,
+    requestId: response.headers.get('x-request-id') ?? undefined,
+  }
+}

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { createClient, type DeprecationNotice, PetStoreError } from '../packages/client/src/index.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+// What the service announces for getPet (src/pets/get-pet-deprecation.ts): deprecated on 1 November 2026,
+// removed on 5 December 2030, listPets its successor.
+const DEPRECATED_AT = new Date(Date.UTC(2026, 10, 1))
+const SUNSET = new Date(Date.UTC(2030, 11, 5))
+
+describe('typed client: deprecation notices', () => {
+  test('when getPet answers, then onDeprecation is told its dates, successor and request id before the call returns', async (t) => {
+    const server = await startTestServer(t)
+    const notices: DeprecationNotice[] = []
+    let returned = false
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      onDeprecation: (notice) => {
+        assert.equal(returned, false, 'told after the call returned')
+        notices.push(notice)
+      },
+    })
+    const created = await client.createPet({ name: 'Rex', categoryId: 1n })
+    await client.listPets()
+    assert.equal(notices.length, 0, 'createPet and listPets are not deprecated')
+
+    assert.deepEqual(await client.getPet(created.id), created)
+    returned = true
+    assert.equal(notices.length, 1)
+    const notice = notices[0] as DeprecationNotice
+    assert.equal(notice.operation, 'getPet')
+    assert.deepEqual(notice.deprecatedAt, DEPRECATED_AT)
+    assert.deepEqual(notice.sunset, SUNSET)
+    assert.equal(notice.successor?.href, `${server.origin}/v1/pets`)
+    assert.equal(notice.status, 200)
+    assert.match(notice.requestId ?? '', /^[0-9a-f-]{36}$/)
+  })
+
+  test('when getPet fails, then onDeprecation is still told, with the status, and the error is still thrown', async (t) => {
+    const server = await startTestServer(t)
+    const notices: DeprecationNotice[] = []
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      onDeprecation: (notice) => notices.push(notice),
+    })
+    const error = await client.getPet(404n).catch((error: unknown) => error)
+    assert.ok(error instanceof PetStoreError)
+    assert.equal(error.code, 'pet_not_found')
+    assert.deepEqual(
+      notices.map(({ operation, status, requestId }) => ({ operation, status, requestId })),
+      [{ operation: 'getPet', status: 404, requestId: error.requestId }],
+    )
+  })
+
+  test('when onDeprecation throws, then the call rejects with what it threw', async (t) => {
+    const server = await startTestServer(t)
+    const thrown = new Error('deprecated call refused by policy')
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      onDeprecation: () => {
+        throw thrown
+      },
+    })
+    const created = await client.createPet({ name: 'Tom', categoryId: 2n })
+    await assert.rejects(client.getPet(created.id), (error) => error === thrown)
+  })
+})
