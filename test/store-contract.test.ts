@@ -327,6 +327,27 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       assert.deepEqual(retry, { pet: live.pet, replayed: true }, 'a key not yet expired still replays')
     })
 
+    test('when a key whose record expired, not yet purged, comes again, then it makes a new pet that its retry replays', async (t) => {
+      const { store } = await engine.open(t)
+      const first = await store.createPet({ pet: pet('first', 1n), idempotency: recordFor('again', 5_000) })
+      const reused: IdempotencyRecord = {
+        ...recordFor('again', 100_000),
+        fingerprint: 'another body',
+        requestedAtMs: 10_000,
+      }
+      const second = await store.createPet({ pet: pet('second', 2n), idempotency: reused })
+      assert.equal(second.replayed, false)
+      assert.notEqual(second.pet.id, first.pet.id)
+      const retry = await store.createPet({
+        pet: pet('second', 2n),
+        idempotency: { ...reused, requestedAtMs: 20_000 },
+      })
+      assert.deepEqual(retry, { pet: second.pet, replayed: true }, 'the retry replays the new pet')
+      assert.equal((await store.listPets({ limit: 10 })).length, 2)
+      assert.equal(await store.purgeIdempotencyRecords(99_999), 0, 'the record took its new expiry')
+      assert.equal(await store.purgeIdempotencyRecords(100_000), 1)
+    })
+
     test('when a purge is aborted while it runs, then it stops after the chunk in progress', async (t) => {
       const { store } = await engine.open(t)
       await createWithExpiringKeys(store, PURGE_CHUNK_ROWS * 3)
