@@ -78,6 +78,23 @@ counterContract(
   redisSuiteOptions(),
 )
 
+describe('rate limit in Redis', redisSuiteOptions(), () => {
+  test('when a count was left without an expiry (PERSIST, a restore, an older release), then the next request gives it one', async (t) => {
+    const server = await startRedis()
+    t.after(() => server.stop())
+    const redis = await connectRedis(server.url, createLogger({ level: 'silent' }))
+    t.after(() => redis.disconnect())
+    await once(redis, 'ready')
+    const prefix = `test:${Math.random()}:`
+    await redis.set(`${prefix}key:1`, '7')
+    const window = await new RedisWindowCounter(redis, prefix).increment('key:1', WINDOW_MS)
+    assert.equal(window.count, 8)
+    assert.ok(window.resetInMs > 0 && window.resetInMs <= WINDOW_MS, `reset in ${window.resetInMs} ms`)
+    const ttl = await redis.pttl(`${prefix}key:1`)
+    assert.ok(ttl > 0 && ttl <= WINDOW_MS, `the key expires in ${ttl} ms`)
+  })
+})
+
 describe('rate limit in memory', () => {
   test('when more keys are counted than the bound, then the least recently counted is forgotten first', () => {
     const counter = new MemoryWindowCounter(2, () => 0)
