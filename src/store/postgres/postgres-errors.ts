@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
+import { READ_ONLY_REASON } from './postgres-health.ts'
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
@@ -19,10 +20,13 @@ const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
- * database is down, overloaded, or the statement ran past its timeout; any other error unchanged.
+ * database is down, overloaded, takes no writes, or the statement ran past its timeout; any other error
+ * unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
+  // read_only_sql_transaction: a standby, or a read-only default; writes work again once it takes them.
+  if (code === '25006') return new StoreUnavailableError(READ_ONLY_REASON, { cause: error })
   const unavailable =
     (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
     LOST_CONNECTION.test(message ?? '')

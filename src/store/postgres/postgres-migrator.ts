@@ -19,9 +19,13 @@ const APPLIED =
 export function migrate(pool: PostgresPool): Promise<MigrationReport> {
   return pool.transaction(async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
-      compatible_from integer)`)
+    // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
+    // the table is there, and an instance started on one with a current schema serves its reads.
+    const bookkept = await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS found")
+    if (bookkept.rows[0]?.found !== true)
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
+        compatible_from integer)`)
     // Bookkeeping made before floors were recorded gains their column; its rows keep no floor. Looked up
     // first: ALTER TABLE would lock the table against running instances' readiness probes even to do nothing.
     const floors = await client.query(
