@@ -60,6 +60,11 @@ describe('all cores', () => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const workers = await servingWorkers(server, 2)
+    const alone = await waitForLog(server, (lines) =>
+      lines.find((line) => /counts the rate limit alone/.test(String(line.msg))),
+    )
+    assert.equal(alone.level, 40, 'said at warn: without REDIS_URL, a key gets the limit once per worker')
+    assert.equal(alone.workers, 2)
     const sent = 300
     await createPets(server, request, sent, 'c')
     const creates = await waitForLog(server, (lines) => {

@@ -112,3 +112,49 @@ describe('Redis outages in the log', redisSuiteOptions(), () => {
     )
   })
 })
+
+describe('a Redis that hangs', redisSuiteOptions(), () => {
+  test('when Redis stops answering, then one request a second waits for it and the others are served at once, uncounted; one line says so, one when it answers again', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const lines: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const redis = await connectRedis(redisServer.url, logger)
+    t.after(() => redis.disconnect())
+    await within(once(redis, 'ready'), 5000, 'connected to Redis')
+    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
+    const redisLines = () => lines.filter((line) => /Redis/.test(String(line.msg)))
+    assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
+
+    redisServer.freeze()
+    t.after(() => redisServer.thaw())
+    const took: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const started = performance.now()
+      const response = await call(server, 'GET', '/v1/pets')
+      took.push(Math.round(performance.now() - started))
+      assert.equal(response.status, 200, 'served while Redis hangs')
+      assert.equal(response.headers.get('ratelimit-remaining'), null, 'and no count is claimed')
+    }
+    // The first waits out the command timeout (500 ms); the others pass Redis by, but one a second.
+    const seconds = Math.floor(took.reduce((sum, ms) => sum + ms, 0) / 1000)
+    assert.ok(took.filter((ms) => ms >= 400).length <= 1 + seconds, `request times, ms: ${took}`)
+    assert.deepEqual(
+      redisLines().map((line) => [line.level, line.msg]),
+      [[40, 'Redis does not answer: rate limits are not counted until it does']],
+    )
+
+    redisServer.thaw()
+    await waitUntil(
+      async () => (await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining') !== null,
+      'counting did not resume once Redis answered',
+    )
+    assert.deepEqual(
+      redisLines().map((line) => [line.level, line.msg]),
+      [
+        [40, 'Redis does not answer: rate limits are not counted until it does'],
+        [30, 'Redis answers again: rate limits are counted'],
+      ],
+    )
+  })
+})

@@ -14,6 +14,7 @@ import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const WINDOW_MS = 300
+const silent = createLogger({ level: 'silent' })
 
 interface CounterUnderTest {
   counter: WindowCounter
@@ -70,10 +71,13 @@ counterContract(
   async (t) => {
     const server = await startRedis()
     t.after(() => server.stop())
-    const redis = await connectRedis(server.url, createLogger({ level: 'silent' }))
+    const redis = await connectRedis(server.url, silent)
     t.after(() => redis.disconnect())
     await once(redis, 'ready')
-    return { counter: new RedisWindowCounter(redis, `test:${Math.random()}:`), pass: (ms) => sleep(ms) }
+    return {
+      counter: new RedisWindowCounter(redis, `test:${Math.random()}:`, silent),
+      pass: (ms) => sleep(ms),
+    }
   },
   redisSuiteOptions(),
 )
@@ -82,12 +86,12 @@ describe('rate limit in Redis', redisSuiteOptions(), () => {
   test('when a count was left without an expiry (PERSIST, a restore, an older release), then the next request gives it one', async (t) => {
     const server = await startRedis()
     t.after(() => server.stop())
-    const redis = await connectRedis(server.url, createLogger({ level: 'silent' }))
+    const redis = await connectRedis(server.url, silent)
     t.after(() => redis.disconnect())
     await once(redis, 'ready')
     const prefix = `test:${Math.random()}:`
     await redis.set(`${prefix}key:1`, '7')
-    const window = await new RedisWindowCounter(redis, prefix).increment('key:1', WINDOW_MS)
+    const window = await new RedisWindowCounter(redis, prefix, silent).increment('key:1', WINDOW_MS)
     assert.equal(window.count, 8)
     assert.ok(window.resetInMs > 0 && window.resetInMs <= WINDOW_MS, `reset in ${window.resetInMs} ms`)
     const ttl = await redis.pttl(`${prefix}key:1`)

@@ -46,7 +46,7 @@ function appOptions(config: Config, services: AppServices & { metrics: Metrics }
   const { store, logger, metrics, redis, now = Date.now } = services
   const { perMinute } = config.rateLimit
   const counter = () =>
-    redis ? new RedisWindowCounter(redis, REDIS_PREFIX) : new MemoryWindowCounter(COUNTED_KEYS, now)
+    redis ? new RedisWindowCounter(redis, REDIS_PREFIX, logger) : new MemoryWindowCounter(COUNTED_KEYS, now)
   return {
     http: config.http,
     baseUrls: config.baseUrls,

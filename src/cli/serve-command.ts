@@ -123,6 +123,13 @@ uncaught failure (see README, "Operating").`,
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true, logFd: 1 })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
+    const { perMinute, redisUrl } = config.rateLimit
+    if (perMinute > 0 && redisUrl === undefined) {
+      log.warn(
+        { workers: config.workers, perMinute },
+        'each worker counts the rate limit alone: a key may make up to WORKERS times RATE_LIMIT_PER_MINUTE requests a minute here; set REDIS_URL for one count',
+      )
+    }
     // The supervisor prepares the store once, before any worker starts, and closes it again.
     return superviseWorkers(config.workers, config, log, async () => {
       const store = await openStore(config.database, log)

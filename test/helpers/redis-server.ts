@@ -30,6 +30,10 @@ export interface RedisServer {
   stop(): Promise<void>
   /** Starts a new, empty server on the same port after `stop()`, as a supervisor would. */
   restart(): Promise<void>
+  /** Stops the server's process (SIGSTOP): connections stay open and nothing answers, as on a hung host. */
+  freeze(): void
+  /** Resumes it (SIGCONT). */
+  thaw(): void
 }
 
 interface RedisProcess {
@@ -75,6 +79,12 @@ export async function startRedis(): Promise<RedisServer> {
     },
     async restart() {
       current = await spawnRedis(port)
+    },
+    freeze() {
+      current.child.kill('SIGSTOP')
+    },
+    thaw() {
+      current.child.kill('SIGCONT')
     },
   }
 }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import type { Logger } from 'pino'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
@@ -18,24 +19,63 @@ end
 return {count, ttl}
 `
 const COMMAND = 'petstoreRateLimitIncrement'
+// While Redis does not answer, one request this often still asks it (and waits out the command timeout);
+// the others are served at once, uncounted.
+const SILENT_RETRY_MS = 1000
+const PASSED_BY = new Error('Redis does not answer: passed by until it is asked again')
 
 type WithIncrement = Redis &
   Record<typeof COMMAND, (key: string, windowMs: number) => Promise<[number, number]>>
 
-/** Counts in Redis, so every instance shares one count per key. Keys are `<prefix><key>`. */
+/**
+ * Counts in Redis, so every instance shares one count per key. Keys are `<prefix><key>`. A Redis that
+ * refuses connections fails each command at once (the connection's settings); one that accepts them and
+ * never answers (a hung host) would cost every request the command timeout, so after a timeout it is
+ * passed by, said once in the log, and asked again by one request a second until it answers.
+ */
 export class RedisWindowCounter implements WindowCounter {
   readonly #redis: WithIncrement
   readonly #prefix: string
+  readonly #log: Pick<Logger, 'warn' | 'info'>
+  #silentSince: number | undefined
+  #askAgainAt = 0
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, log: Pick<Logger, 'warn' | 'info'>) {
     // ioredis sends the script by its digest, and the script itself only when Redis does not know it yet.
     if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: INCREMENT })
     this.#redis = redis as WithIncrement
     this.#prefix = prefix
+    this.#log = log
   }
 
   async increment(key: string, windowMs: number): Promise<WindowCount> {
-    const [count, resetInMs] = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
+    if (this.#silentSince !== undefined) {
+      const now = performance.now()
+      if (now < this.#askAgainAt) throw PASSED_BY
+      this.#askAgainAt = now + SILENT_RETRY_MS
+    }
+    let answer: [number, number]
+    try {
+      answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
+    } catch (error) {
+      if ((error as Error).message === 'Command timed out') this.#fellSilent(error)
+      throw error
+    }
+    if (this.#silentSince !== undefined) {
+      this.#log.info(
+        { silentMs: Date.now() - this.#silentSince },
+        'Redis answers again: rate limits are counted',
+      )
+      this.#silentSince = undefined
+    }
+    const [count, resetInMs] = answer
     return { count, resetInMs }
+  }
+
+  #fellSilent(error: unknown): void {
+    this.#askAgainAt = performance.now() + SILENT_RETRY_MS
+    if (this.#silentSince !== undefined) return
+    this.#silentSince = Date.now()
+    this.#log.warn({ err: error }, 'Redis does not answer: rate limits are not counted until it does')
   }
 }
