@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import type { Redis } from 'ioredis'
 import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
@@ -12,6 +12,18 @@ import { sqliteEngine } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const log = createLogger({ level: 'silent' })
+
+/** A throwaway Redis and a client connected to it, whose log (and any given the same logger) is kept in `lines`. */
+async function redisLoggingTo(t: TestContext) {
+  const redisServer = await startRedis()
+  t.after(() => redisServer.stop())
+  const lines: Array<Record<string, unknown>> = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+  const redis = await connectRedis(redisServer.url, logger)
+  t.after(() => redis.disconnect())
+  await within(once(redis, 'ready'), 5000, 'connected to Redis')
+  return { redisServer, lines, logger, redis }
+}
 
 describe('rate limits shared through Redis', redisSuiteOptions(), () => {
   test('when two instances share Redis, then one key has one limit across both; when Redis goes away, requests are served (fail open); when it is back, the shared limit applies again', async (t) => {
@@ -65,13 +77,7 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
 
 describe('Redis outages in the log', redisSuiteOptions(), () => {
   test('when Redis goes away and comes back, then one line says it is unreachable (with the stack), one that it is reachable again, and nothing per reconnect attempt', async (t) => {
-    const redisServer = await startRedis()
-    t.after(() => redisServer.stop())
-    const lines: Array<Record<string, unknown>> = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
-    const redis = await connectRedis(redisServer.url, logger)
-    t.after(() => redis.disconnect())
-    await within(once(redis, 'ready'), 5000, 'connected to Redis')
+    const { redisServer, lines, logger, redis } = await redisLoggingTo(t)
     let failedAttempts = 0
     redis.on('error', () => failedAttempts++)
     const outage = async () => {
@@ -115,13 +121,7 @@ describe('Redis outages in the log', redisSuiteOptions(), () => {
 
 describe('a Redis that hangs', redisSuiteOptions(), () => {
   test('when Redis stops answering, then one request a second waits for it and the others are served at once, uncounted; one line says so, one when it answers again', async (t) => {
-    const redisServer = await startRedis()
-    t.after(() => redisServer.stop())
-    const lines: Array<Record<string, unknown>> = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
-    const redis = await connectRedis(redisServer.url, logger)
-    t.after(() => redis.disconnect())
-    await within(once(redis, 'ready'), 5000, 'connected to Redis')
+    const { redisServer, lines, logger, redis } = await redisLoggingTo(t)
     const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
     const redisLines = () => lines.filter((line) => /Redis/.test(String(line.msg)))
     assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
