@@ -166,6 +166,21 @@ describe('key revocation', () => {
   })
 })
 
+describe('a wall clock that steps back', () => {
+  test('when the wall clock steps back ten minutes (an NTP step, a VM resumed), then a revoked key is still refused within API_KEY_CACHE_TTL_MS', async (t) => {
+    // A wall clock of the test's own, made before the server so that every part of it reads this one.
+    t.mock.timers.enable({ apis: ['Date'], now: Date.now() })
+    const server = await startTestServer(t, { env: { API_KEY_CACHE_TTL_MS: '200' } })
+    const key = generateApiKey()
+    await server.store.createApiKey(storedFormOf('stepped', key))
+    assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 200)
+    t.mock.timers.setTime(Date.now() - 600_000)
+    assert.equal(await server.store.revokeApiKey('stepped'), true)
+    await sleep(250)
+    assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 401)
+  })
+})
+
 describe('API_KEYS setting', () => {
   test('when keys are given in API_KEYS and provisioned, then they authenticate; revoked ones stay revoked', async (t) => {
     const { provisionKeys } = await import('../src/cli/provision-keys.ts')

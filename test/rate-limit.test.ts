@@ -110,6 +110,18 @@ describe('rate limit in memory', () => {
     assert.equal(counter.increment('b', WINDOW_MS).count, 1, 'b was dropped and starts again')
   })
 
+  test('when the wall clock steps back ten minutes, then a window still ends when its time has passed', async (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: Date.now() })
+    const counter = new MemoryWindowCounter(10)
+    counter.increment('key:1', WINDOW_MS)
+    assert.equal(counter.increment('key:1', WINDOW_MS).count, 2)
+    t.mock.timers.setTime(Date.now() - 600_000)
+    await sleep(WINDOW_MS + 50)
+    const window = counter.increment('key:1', WINDOW_MS)
+    assert.equal(window.count, 1, 'a new window')
+    assert.ok(window.resetInMs > 0 && window.resetInMs <= WINDOW_MS, `reset in ${window.resetInMs} ms`)
+  })
+
   test('when two keys take turns, then each is counted against its own allowance', async (t) => {
     const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
     const other = generateApiKey()

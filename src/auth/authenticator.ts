@@ -7,6 +7,7 @@ export interface AuthenticatorOptions {
   /** How long a lookup result is reused; a revoked key stops working within this time. 0 disables. */
   cacheTtlMs: number
   cacheMaxEntries: number
+  /** Milliseconds on a clock that only moves forward (the wall clock may step back or forth). */
   now?: () => number
 }
 
@@ -22,7 +23,7 @@ export function createAuthenticator({
   store,
   cacheTtlMs,
   cacheMaxEntries,
-  now = Date.now,
+  now = () => performance.now(),
 }: AuthenticatorOptions): Authenticate {
   const cache = new Map<string, { identity: KeyIdentity | undefined; expiresAt: number }>()
 

@@ -43,7 +43,7 @@ export async function composeApp(
  * of settings, and the rate limit its counter, chosen here (memory, or Redis when configured).
  */
 function appOptions(config: Config, services: AppServices & { metrics: Metrics }): AppOptions {
-  const { store, logger, metrics, redis, now = Date.now } = services
+  const { store, logger, metrics, redis, now } = services
   const { perMinute } = config.rateLimit
   const counter = () =>
     redis ? new RedisWindowCounter(redis, REDIS_PREFIX, logger) : new MemoryWindowCounter(COUNTED_KEYS, now)

@@ -57,7 +57,7 @@ export class ConditionLog {
     reqId: string,
     untilPassed = false,
   ): void {
-    const now = Date.now()
+    const now = performance.now()
     const known = this.#conditions.get(condition)
     if (known === undefined) {
       const started: Condition = {
@@ -84,7 +84,13 @@ export class ConditionLog {
     const { err, ...rest } = detail as { err?: unknown; code?: string }
     const latest = 'err' in detail ? { ...rest, error: (err as Error | undefined)?.message } : rest
     this.#log.warn(
-      { condition, failedRequests: known.metSinceLogged, durationMs: now - known.since, reqId, ...latest },
+      {
+        condition,
+        failedRequests: known.metSinceLogged,
+        durationMs: Math.round(now - known.since),
+        reqId,
+        ...latest,
+      },
       `${condition}: still failing requests`,
     )
     known.lastLogged = now
@@ -102,7 +108,11 @@ export class ConditionLog {
 
   #logPassed(name: string, condition: Condition, why: string): void {
     this.#log.warn(
-      { condition: name, failedRequests: condition.met, durationMs: condition.lastMet - condition.since },
+      {
+        condition: name,
+        failedRequests: condition.met,
+        durationMs: Math.round(condition.lastMet - condition.since),
+      },
       `${name}: passed (${why})`,
     )
   }
@@ -110,7 +120,7 @@ export class ConditionLog {
   /** Checks, `afterMs` from now, whether the condition has passed; a timer per condition, not per request. */
   #watch(name: string, condition: Condition, afterMs: number): void {
     const timer = setTimeout(() => {
-      const quietFor = Date.now() - condition.lastMet
+      const quietFor = performance.now() - condition.lastMet
       if (quietFor < this.#quietMs) {
         this.#watch(name, condition, this.#quietMs - quietFor)
         return

@@ -14,7 +14,8 @@ export class MemoryWindowCounter implements WindowCounter {
   readonly #windows: LRUCache<string, Window>
   readonly #now: () => number
 
-  constructor(maxKeys: number, now: () => number = Date.now) {
+  /** `now`: milliseconds on a clock that only moves forward, unlike the wall clock (docs/decisions.md). */
+  constructor(maxKeys: number, now: () => number = () => performance.now()) {
     this.#windows = new LRUCache({ max: maxKeys })
     this.#now = now
   }

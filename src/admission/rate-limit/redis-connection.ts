@@ -28,12 +28,15 @@ function logOutages(redis: Redis, log: Pick<Logger, 'warn' | 'info'>): void {
   let downSince: number | undefined
   redis.on('error', (error: Error) => {
     if (downSince !== undefined) return
-    downSince = Date.now()
+    downSince = performance.now()
     log.warn({ err: error }, 'Redis is unreachable: rate limits are not counted until it is back')
   })
   redis.on('ready', () => {
     if (downSince === undefined) return
-    log.info({ downMs: Date.now() - downSince }, 'Redis is reachable again: rate limits are counted')
+    log.info(
+      { downMs: Math.round(performance.now() - downSince) },
+      'Redis is reachable again: rate limits are counted',
+    )
     downSince = undefined
   })
 }

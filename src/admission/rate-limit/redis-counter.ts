@@ -63,7 +63,7 @@ export class RedisWindowCounter implements WindowCounter {
     }
     if (this.#silentSince !== undefined) {
       this.#log.info(
-        { silentMs: Date.now() - this.#silentSince },
+        { silentMs: Math.round(performance.now() - this.#silentSince) },
         'Redis answers again: rate limits are counted',
       )
       this.#silentSince = undefined
@@ -75,7 +75,7 @@ export class RedisWindowCounter implements WindowCounter {
   #fellSilent(error: unknown): void {
     this.#askAgainAt = performance.now() + SILENT_RETRY_MS
     if (this.#silentSince !== undefined) return
-    this.#silentSince = Date.now()
+    this.#silentSince = performance.now()
     this.#log.warn({ err: error }, 'Redis does not answer: rate limits are not counted until it does')
   }
 }

@@ -91,7 +91,7 @@ export async function superviseWorkers(
       await stopWorkers()
       process.exit(1)
     }
-    const delay = backoff.delayAfterCrash(Date.now())
+    const delay = backoff.delayAfterCrash(performance.now())
     log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
     await sleep(delay)
     if (!stopping) fork()

@@ -158,13 +158,15 @@ export class SqliteConnection {
    */
   async run<T>(work: () => T): Promise<T> {
     this.ensureOpen()
-    const deadline = Date.now() + this.#busyTimeoutMs
+    // On the monotonic clock: a wall clock stepped back would stretch the wait past its bound.
+    const deadline = performance.now() + this.#busyTimeoutMs
     for (let attempt = 0; ; attempt++) {
       try {
         return work()
       } catch (error) {
         if (!isBusy(error)) throw this.#storageError(error)
-        if (Date.now() >= deadline) throw new StoreUnavailableError('the database is busy', { cause: error })
+        if (performance.now() >= deadline)
+          throw new StoreUnavailableError('the database is busy', { cause: error })
         // Jittered, growing pauses (up to ~25 ms) so competing processes do not retry in lockstep.
         await sleep(Math.min(2 ** attempt, 25) * (0.5 + Math.random()))
       }

@@ -43,10 +43,11 @@ export class SqliteHealth {
   readonly #volume: SqliteVolume | undefined
   readonly #log: StorageLog
   #fault: StorageFault | undefined
-  #probedAt = 0
+  // Monotonic milliseconds (performance.now): a wall clock stepped back would put off every probe.
+  #probedAt = Number.NEGATIVE_INFINITY
   /** The volume's fault as last looked at: while it lasts, no successful write ends the store's fault. */
   #volumeFault: 'disk_full' | 'read_only' | undefined
-  #volumeCheckedAt = 0
+  #volumeCheckedAt = Number.NEGATIVE_INFINITY
   /** A damaged file does not mend: once found, the fault outlasts every other until a restart. */
   #damaged = false
 
@@ -116,7 +117,7 @@ export class SqliteHealth {
       return { writable: false, reason: FAULT_REASONS.file_replaced }
     }
     this.#checkVolume()
-    const probeDue = Date.now() - this.#probedAt >= PROBE_INTERVAL_MS
+    const probeDue = performance.now() - this.#probedAt >= PROBE_INTERVAL_MS
     if (this.#fault !== undefined && !this.#damaged && this.#volumeFault === undefined && probeDue)
       await this.#probe()
     return this.#fault === undefined
@@ -126,7 +127,7 @@ export class SqliteHealth {
 
   /** Looks at the volume (at most once a second); a full or read-only one is a fault, logged once. */
   #checkVolume(): void {
-    const now = Date.now()
+    const now = performance.now()
     if (this.#volume === undefined || now - this.#volumeCheckedAt < PROBE_INTERVAL_MS) return
     this.#volumeCheckedAt = now
     const { fault, freeBytes } = this.#volume.check(this.#fault === 'disk_full')
@@ -145,7 +146,7 @@ export class SqliteHealth {
   }
 
   async #probe(): Promise<void> {
-    this.#probedAt = Date.now()
+    this.#probedAt = performance.now()
     try {
       await probeWrite(this.#db)
       this.noteWriteSucceeded()
