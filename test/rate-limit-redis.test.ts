@@ -77,7 +77,7 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
 
 describe('Redis outages in the log', redisSuiteOptions(), () => {
   test('when Redis goes away and comes back, then one line says it is unreachable (with the stack), one that it is reachable again, and nothing per reconnect attempt', async (t) => {
-    const { redisServer, lines, logger, redis } = await redisLoggingTo(t)
+    const { redisServer, lines, redis } = await redisLoggingTo(t)
     let failedAttempts = 0
     redis.on('error', () => failedAttempts++)
     const outage = async () => {
