@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
@@ -86,6 +87,10 @@ describe('all cores', () => {
     const counted = 'operation="createPet",status="201"'
     assert.equal(sampleSum(scrape, 'petstore_http_request_duration_seconds_count', counted), sent)
     assert.equal(sampleSum(scrape, 'petstore_pets_created_total'), sent)
+    // A limit of each process, not a quantity the workers share: the same for all, never their sum.
+    const limits = readFileSync(`/proc/${workers[0]}/limits`, 'utf8')
+    const maxFds = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1])
+    assert.equal(sampleSum(scrape, 'process_max_fds'), maxFds)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })

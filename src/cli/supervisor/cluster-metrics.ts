@@ -14,6 +14,16 @@ function cumulative(metrics: MetricsJson): MetricsJson {
   )
 }
 
+// Gauges that are each process's limit, the same in every worker: their sum would be no process's.
+const PER_PROCESS_LIMITS = new Set(['process_max_fds'])
+
+/** A worker's metrics with each per-process limit aggregated as the largest, not summed. */
+function withLimitsKept(metrics: MetricsJson): MetricsJson {
+  return metrics.map((metric) =>
+    PER_PROCESS_LIMITS.has(metric.name) ? { ...metric, aggregator: 'max' } : metric,
+  )
+}
+
 /** Several registries' metrics summed into one, at once (prom-client's aggregation, read synchronously). */
 function summed(registries: MetricsJson[]): MetricsJson {
   return AggregatorRegistry.aggregate(registries)
@@ -50,7 +60,8 @@ export class ClusterMetrics implements MetricsSource {
 
   async metrics(): Promise<string> {
     const [own] = await Promise.all([this.#own.getMetricsAsJSON(), this.#refresh()])
-    return AggregatorRegistry.aggregate([this.#retired, ...this.#latest.values(), own]).metrics()
+    const workers = [...this.#latest.values()].map(withLimitsKept)
+    return AggregatorRegistry.aggregate([this.#retired, ...workers, own]).metrics()
   }
 
   /** Asks every connected worker for its metrics; resolves when all answered, or after ANSWER_TIMEOUT_MS. */
