@@ -54,7 +54,8 @@ async function sqliteSql(path: string, text: string): Promise<Record<string, unk
   }
 }
 
-async function postgresSql(url: string, text: string): Promise<Record<string, unknown>[]> {
+/** Runs `text` on the database at `url` in a connection of its own, and resolves to its rows. */
+export async function postgresSql(url: string, text: string): Promise<Record<string, unknown>[]> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -92,16 +93,24 @@ export const postgresEngine: StoreEngine = {
   unavailable: postgresLack,
   async open(t) {
     const url = await (await sharedPostgres()).createDatabase()
-    const create = () =>
-      new PostgresStore({
-        url,
-        poolSize: 5,
-        statementTimeoutMs: 5000,
-        connectTimeoutMs: 2000,
-        onIdleError: () => {},
-      })
-    return opened(t, create, url, (text) => postgresSql(url, text))
+    return opened(
+      t,
+      () => postgresStoreAt(url),
+      url,
+      (text) => postgresSql(url, text),
+    )
   },
+}
+
+/** A PostgreSQL store on the database at `url`, with the tests' timeouts; the caller closes it. */
+export function postgresStoreAt(url: string, poolSize = 5): PostgresStore {
+  return new PostgresStore({
+    url,
+    poolSize,
+    statementTimeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    onIdleError: () => {},
+  })
 }
 
 /** Every engine the storage contract and the HTTP suites run on. */

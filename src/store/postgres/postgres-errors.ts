@@ -1,7 +1,10 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
-import { READ_ONLY_REASON } from './postgres-health.ts'
+
+// SQLSTATE 25006, read_only_sql_transaction: a failover onto a standby, or a read-only default. Every
+// instance shares the database, so readiness does not follow it (docs/decisions.md, "Unavailable vs wrong").
+const READ_ONLY = 'the database is read-only (a standby, or default_transaction_read_only)'
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
@@ -25,8 +28,7 @@ const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
-  // read_only_sql_transaction: a standby, or a read-only default; writes work again once it takes them.
-  if (code === '25006') return new StoreUnavailableError(READ_ONLY_REASON, { cause: error })
+  if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error })
   const unavailable =
     (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
     LOST_CONNECTION.test(message ?? '')

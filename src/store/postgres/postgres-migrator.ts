@@ -21,8 +21,13 @@ export function migrate(pool: PostgresPool): Promise<MigrationReport> {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
     // the table is there, and an instance started on one with a current schema serves its reads.
-    const bookkept = await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS found")
-    if (bookkept.rows[0]?.found !== true)
+    // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
+    // elsewhere on the search path is not ours.
+    const bookkept = await client.query(
+      `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()
+        AND table_name = 'schema_migrations'`,
+    )
+    if (bookkept.rowCount === 0)
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
         compatible_from integer)`)

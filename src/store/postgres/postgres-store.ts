@@ -40,7 +40,7 @@ export class PostgresStore extends EngineStore<PostgresPool> {
   }
 
   health(): Promise<StoreHealth> {
-    return postgresHealth(this.#pool)
+    return postgresHealth()
   }
 
   poolStats() {
