@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { deprecationNoticeOf } from '../packages/client/src/deprecation-notice.ts'
 import { createClient, type DeprecationNotice, PetStoreError } from '../packages/client/src/index.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -54,7 +55,7 @@ describe('typed client: deprecation notices', () => {
     )
   })
 
-  test('when onDeprecation throws, then the call rejects with what it threw', async (t) => {
+  test('when onDeprecation throws, or rejects, then the call rejects with what it threw', async (t) => {
     const server = await startTestServer(t)
     const thrown = new Error('deprecated call refused by policy')
     const client = createClient({
@@ -66,5 +67,36 @@ describe('typed client: deprecation notices', () => {
     })
     const created = await client.createPet({ name: 'Tom', categoryId: 2n })
     await assert.rejects(client.getPet(created.id), (error) => error === thrown)
+    const rejecting = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      onDeprecation: async () => {
+        throw thrown
+      },
+    })
+    await assert.rejects(rejecting.getPet(created.id), (error) => error === thrown, 'an async one is awaited')
+  })
+
+  test('when an answer carries a date past what Date holds, or a successor that is no URL, then those are undefined and the call goes on', () => {
+    const response = new Response(null, {
+      headers: {
+        deprecation: '@999999999999999',
+        sunset: 'not a date',
+        link: '<http://[bad>; rel="successor-version"',
+      },
+    })
+    const notice = deprecationNoticeOf('getPet', response)
+    assert.deepEqual(
+      { ...notice },
+      {
+        operation: 'getPet',
+        deprecatedAt: undefined,
+        sunset: undefined,
+        successor: undefined,
+        status: 200,
+        requestId: undefined,
+      },
+    )
+    assert.equal(deprecationNoticeOf('listPets', new Response(null)), undefined, 'no Deprecation, no notice')
   })
 })

@@ -33,8 +33,8 @@ export interface ClientOptions {
   timeoutMs?: number
   /**
    * Called when an answer announces that its operation is deprecated (getPet's do, errors included),
-   * before the call returns or throws: to log it, count it, or alert well before the `sunset`. What it
-   * throws, the call throws.
+   * before the call returns or throws: to log it, count it, or alert well before the `sunset`. An async
+   * listener is awaited; what it throws or rejects with, the call throws.
    */
   onDeprecation?: DeprecationListener
 }

@@ -20,8 +20,11 @@ export interface DeprecationNotice {
   requestId: string | undefined
 }
 
-/** Called with the notice of every answer that announces a deprecation, before the call returns or throws. */
-export type DeprecationListener = (notice: DeprecationNotice) => void
+/**
+ * Called with the notice of every answer that announces a deprecation, before the call returns or throws;
+ * a promise it returns is awaited.
+ */
+export type DeprecationListener = (notice: DeprecationNotice) => unknown
 
 /** The notice an answer carries, or undefined when it has no `Deprecation` header. */
 export function deprecationNoticeOf(operation: string, response: Response): DeprecationNotice | undefined {
@@ -29,13 +32,27 @@ export function deprecationNoticeOf(operation: string, response: Response): Depr
   if (deprecation === null) return undefined
   // RFC 9745: a structured date, `@` and whole seconds since the epoch.
   const seconds = /^@(-?\d{1,15})$/.exec(deprecation.trim())?.[1]
-  const sunset = Date.parse(response.headers.get('sunset') ?? '')
   return {
     operation,
-    deprecatedAt: seconds === undefined ? undefined : new Date(Number(seconds) * 1000),
-    sunset: Number.isNaN(sunset) ? undefined : new Date(sunset),
-    successor: linkOf(response.headers.get('link'), response.url || 'http://localhost/', 'successor-version'),
+    deprecatedAt: seconds === undefined ? undefined : dateOf(Number(seconds) * 1000),
+    sunset: dateOf(Date.parse(response.headers.get('sunset') ?? '')),
+    successor: successorOf(response),
     status: response.status,
     requestId: response.headers.get('x-request-id') ?? undefined,
+  }
+}
+
+/** A date, or undefined for one past what `Date` holds (or not a date at all). */
+function dateOf(epochMs: number): Date | undefined {
+  const date = new Date(epochMs)
+  return Number.isNaN(date.getTime()) ? undefined : date
+}
+
+/** The `successor-version` link's target; undefined when absent or not a URL. */
+function successorOf(response: Response): URL | undefined {
+  try {
+    return linkOf(response.headers.get('link'), response.url || 'http://localhost/', 'successor-version')
+  } catch {
+    return undefined
   }
 }

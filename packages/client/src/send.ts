@@ -64,7 +64,7 @@ export async function send<P extends keyof paths, M extends Method>(
   const text = await response.text()
   // Told before the call returns or throws; what the listener throws, the call throws.
   const notice = transport.onDeprecation && deprecationNoticeOf(operation, response)
-  if (notice) transport.onDeprecation?.(notice)
+  if (notice) await transport.onDeprecation?.(notice)
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
   try {
     return { body: parseExactJson(text), response }
