@@ -120,7 +120,7 @@ describe('Redis outages in the log', redisSuiteOptions(), () => {
 })
 
 describe('a Redis that hangs', redisSuiteOptions(), () => {
-  test('when Redis stops answering, then one request a second waits for it and the others are served at once, uncounted; one line says so, one when it answers again', async (t) => {
+  test('when Redis stops answering, then after two requests time out one a second waits for it and the others are served at once, uncounted; one line says so, one when it answers again', async (t) => {
     const { redisServer, lines, logger, redis } = await redisLoggingTo(t)
     const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
     const redisLines = () => lines.filter((line) => /Redis/.test(String(line.msg)))
@@ -136,7 +136,7 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
       assert.equal(response.status, 200, 'served while Redis hangs')
       assert.equal(response.headers.get('ratelimit-remaining'), null, 'and no count is claimed')
     }
-    // The first waits out the command timeout (500 ms); the others pass Redis by, but one a second.
+    // The first two wait out the command timeout (500 ms); the others pass Redis by, but one a second.
     const seconds = Math.floor(took.reduce((sum, ms) => sum + ms, 0) / 1000)
     assert.ok(took.filter((ms) => ms >= 400).length <= 1 + seconds, `request times, ms: ${took}`)
     assert.deepEqual(

@@ -20,8 +20,9 @@ return {count, ttl}
 `
 const COMMAND = 'petstoreRateLimitIncrement'
 // While Redis does not answer, one request this often still asks it (and waits out the command timeout);
-// the others are served at once, uncounted.
+// the others are served at once, uncounted. One late answer (a latency spike) is not silence: two are.
 const SILENT_RETRY_MS = 1000
+const TIMEOUTS_TO_SILENCE = 2
 const PASSED_BY = new Error('Redis does not answer: passed by until it is asked again')
 
 type WithIncrement = Redis &
@@ -30,8 +31,8 @@ type WithIncrement = Redis &
 /**
  * Counts in Redis, so every instance shares one count per key. Keys are `<prefix><key>`. A Redis that
  * refuses connections fails each command at once (the connection's settings); one that accepts them and
- * never answers (a hung host) would cost every request the command timeout, so after a timeout it is
- * passed by, said once in the log, and asked again by one request a second until it answers.
+ * never answers (a hung host) would cost every request the command timeout, so after two timeouts in a
+ * row it is passed by, said once in the log, and asked again by one request a second until it answers.
  */
 export class RedisWindowCounter implements WindowCounter {
   readonly #redis: WithIncrement
@@ -39,6 +40,7 @@ export class RedisWindowCounter implements WindowCounter {
   readonly #log: Pick<Logger, 'warn' | 'info'>
   #silentSince: number | undefined
   #askAgainAt = 0
+  #timeoutsInARow = 0
 
   constructor(redis: Redis, prefix: string, log: Pick<Logger, 'warn' | 'info'>) {
     // ioredis sends the script by its digest, and the script itself only when Redis does not know it yet.
@@ -58,9 +60,10 @@ export class RedisWindowCounter implements WindowCounter {
     try {
       answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
     } catch (error) {
-      if ((error as Error).message === 'Command timed out') this.#fellSilent(error)
+      if ((error as Error).message === 'Command timed out') this.#timedOut(error)
       throw error
     }
+    this.#timeoutsInARow = 0
     if (this.#silentSince !== undefined) {
       this.#log.info(
         { silentMs: Math.round(performance.now() - this.#silentSince) },
@@ -72,9 +75,10 @@ export class RedisWindowCounter implements WindowCounter {
     return { count, resetInMs }
   }
 
-  #fellSilent(error: unknown): void {
+  #timedOut(error: unknown): void {
+    this.#timeoutsInARow++
+    if (this.#silentSince !== undefined || this.#timeoutsInARow < TIMEOUTS_TO_SILENCE) return
     this.#askAgainAt = performance.now() + SILENT_RETRY_MS
-    if (this.#silentSince !== undefined) return
     this.#silentSince = performance.now()
     this.#log.warn({ err: error }, 'Redis does not answer: rate limits are not counted until it does')
   }
