@@ -177,7 +177,8 @@ export const ConfigSchema = Type.Object({
       Type.String({
         pattern: '^rediss?://.+$',
         allowedForm: REDIS_URL_FORM,
-        description: 'Redis for rate limits shared by all instances; without it each instance counts alone.',
+        description:
+          'Redis for rate limits shared by all instances and workers; without it each process counts alone.',
       }),
       (value) => URL.canParse(value),
       () => `must be ${REDIS_URL_FORM}`,

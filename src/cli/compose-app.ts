@@ -19,8 +19,12 @@ export interface AppServices {
   logger: Logger
   /** Made by composeApp when not given (a test gives its own to read it). */
   metrics?: Metrics
-  /** Shared rate-limit counts (`REDIS_URL`); without it each instance counts alone. */
+  /** Shared rate-limit counts (`REDIS_URL`); without it each process counts alone. */
   redis?: Redis
+  /**
+   * A test's own clock (epoch milliseconds), for expiries, sunset and the in-memory rate limit, which
+   * takes only its differences; otherwise the wall clock, and the rate limit the monotonic one.
+   */
   now?: () => number
 }
 

@@ -10,7 +10,7 @@ const STABLE_AFTER_MS = 30_000
 export class RestartBackoff {
   readonly #crashes: number[] = []
 
-  /** Records a crash at `now` (epoch ms) and returns how long to wait before starting a replacement. */
+  /** Records a crash at `now` (monotonic ms) and returns how long to wait before starting a replacement. */
   delayAfterCrash(now: number): number {
     while (this.#crashes.length > 0 && now - (this.#crashes[0] as number) >= STABLE_AFTER_MS) {
       this.#crashes.shift()
