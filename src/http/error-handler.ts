@@ -115,6 +115,20 @@ function closeConnection(socket: Duplex, bytes?: string): void {
   socket.once('close', () => clearTimeout(letGo))
 }
 
+/**
+ * Node's own close of `socket` after its answer with `Connection: close` (`destroySoon`), made a lingering
+ * one, for the drain's 503s: reading stops, the end is sent, and the socket is let go after the grace (or
+ * once closed). Node destroyed it as soon as the end was sent, and requests a pipelining client sent
+ * meanwhile drew a reset from the kernel, which made the client drop the 503 unread. Only while draining:
+ * a paused socket does not see the client close, so each lingers the whole grace.
+ */
+export function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    this.pause()
+    closeConnection(this)
+  }
+}
+
 const latestRequests = new WeakMap<Socket | Duplex, IncomingMessage>()
 
 /** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */

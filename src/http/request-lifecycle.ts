@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import { handleConnect, handleUnmetExpectation, trackLatestRequests } from './error-handler.ts'
+import { handleConnect, handleUnmetExpectation, lingerOnClose, trackLatestRequests } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
@@ -65,7 +65,10 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
 
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     setCommonHeaders(request, reply)
-    if (closing) return done(SHUTTING_DOWN())
+    if (closing) {
+      lingerOnClose(request.raw.socket)
+      return done(SHUTTING_DOWN())
+    }
     done(headRefusal(request.raw))
   })
 
