@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
-import { createClient, type Pet, type PetStoreClient, PetStoreError } from '../packages/client/src/index.ts'
+import {
+  createClient,
+  DEFAULT_TIMEOUT_MS,
+  type Pet,
+  type PetStoreClient,
+  PetStoreError,
+} from '../packages/client/src/index.ts'
 import type { Cleanup } from './helpers/cleanup.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
@@ -168,6 +174,25 @@ describe('typed client', () => {
       timed.createPet({ name: 'Rex', categoryId: 1n }, { idempotencyKey: 'k', signal: AbortSignal.abort() }),
       { name: 'AbortError' },
     )
+    // A caller's own signal that never aborts leaves the client's time limit in force.
+    await assert.rejects(timed.listPets({}, { signal: new AbortController().signal }), {
+      name: 'TimeoutError',
+    })
+  })
+
+  test('when no timeoutMs is given, then every call still carries a time limit (30 s)', async () => {
+    const signals: Array<AbortSignal | null | undefined> = []
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: 'psk_unused',
+      fetch: async (_url, init) => {
+        signals.push(init.signal)
+        return new Response('[]', { headers: { 'content-type': 'application/json' } })
+      },
+    })
+    await client.listPets()
+    assert.ok(signals[0] instanceof AbortSignal, 'a signal is given to fetch')
+    assert.equal(DEFAULT_TIMEOUT_MS, 30_000)
   })
 
   test('when a fetch wrapper sends a call again (a retry), then the second sending works', async (t) => {
@@ -212,7 +237,7 @@ describe('typed client', () => {
   })
 
   test('when the key holds a character a header cannot carry, then createClient refuses without echoing it', () => {
-    for (const apiKey of ['psk_SECRET\r\nX-Evil: 1', 'psk_SECRET\u0000', 'psk_SECRET é']) {
+    for (const apiKey of ['psk_SECRET\r\nX-Evil: 1', 'psk_SECRET\u0000', 'psk_SECRET é', '', ' \n']) {
       assert.throws(
         () => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey }),
         (error: Error) => error instanceof TypeError && !error.message.includes('SECRET'),

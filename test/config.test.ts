@@ -48,6 +48,8 @@ describe('configuration', () => {
     ],
     [{ TRUSTED_PROXIES: 'lb.internal' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
     [{ TRUSTED_PROXIES: '10.0.0.1/8/8' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
+    [{ TRUSTED_PROXIES: '::1/129' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
+    [{ WORKERS: '1000' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "1000"\)$/],
   ]
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)}, then loading fails naming the variable and the rule`, () => {
@@ -173,6 +175,10 @@ describe('configuration', () => {
     assert.equal(loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '1' }).http.keepAliveTimeoutMs, 1)
   })
 
+  test('when TRUSTED_PROXIES names single hosts as /32 and /128 ranges, then they load', () => {
+    assert.doesNotThrow(() => loadConfig({ TRUSTED_PROXIES: '192.0.2.1/32, ::1/128' }))
+  })
+
   test("when the metrics listener would take the API's own port, then the start stops, naming both settings", () => {
     const clash =
       /^METRICS_PORT must differ from PORT when both listen on the same address \(got 8080 for both; METRICS=off switches the listener off\)$/
@@ -184,6 +190,7 @@ describe('configuration', () => {
       { METRICS_PORT: '8080', METRICS_HOST: '::ffff:127.0.0.1' },
       { METRICS_PORT: '8080', HOST: '::1', METRICS_HOST: '0::1' },
       { METRICS_PORT: '8080', HOST: '0.0.0.0', METRICS_HOST: '10.0.0.5' },
+      { METRICS_PORT: '8080', HOST: '127.0.0.1', METRICS_HOST: '0.0.0.0' },
     ]) {
       assert.throws(
         () => loadConfig(env),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { maskApiKeys } from '../src/log/key-masking.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
@@ -73,6 +74,13 @@ function assertNoKey(output: string): void {
 }
 
 describe('keys never reach the log', () => {
+  test('when a key is in a text, plain or percent-encoded once or thrice, then exactly the key is replaced, nothing of it left', () => {
+    const key = generateApiKey()
+    assert.equal(maskApiKeys(`a ${key} b`), 'a psk_[redacted] b')
+    assert.equal(maskApiKeys(`a ${key.replace('_', '%5F')} b`), 'a psk_[redacted] b')
+    assert.equal(maskApiKeys(`a ${key.replace('_', '%25255f')} b`), 'a psk_[redacted] b')
+  })
+
   test('when a valid key is sent in the URL (plain or percent-encoded), as the request id, in other headers and in bodies, then the JSON log at info never holds it, and each request still has its line', async (t) => {
     const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))

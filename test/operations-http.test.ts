@@ -194,8 +194,15 @@ describe('HTTP hygiene', () => {
     const allowed = await call(server, 'GET', '/v1/pets', { headers: { origin: 'https://app.example' } })
     assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example')
     assert.match(allowed.headers.get('access-control-expose-headers') ?? '', /link/)
-    const other = await call(server, 'GET', '/v1/pets', { headers: { origin: 'https://evil.example' } })
-    assert.equal(other.headers.get('access-control-allow-origin'), null)
+    // Whole origins only: one that starts like the listed one (another host, another port) is not it.
+    for (const origin of [
+      'https://evil.example',
+      'https://app.example.evil.com',
+      'https://app.example:8443',
+    ]) {
+      const other = await call(server, 'GET', '/v1/pets', { headers: { origin } })
+      assert.equal(other.headers.get('access-control-allow-origin'), null, origin)
+    }
     const preflight = await fetch(`${server.origin}/v1/pets`, {
       method: 'OPTIONS',
       headers: {
