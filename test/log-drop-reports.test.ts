@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process'
 import { closeSync, constants, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
-import { BufferedLogOutput } from '../src/log/log-output.ts'
+import { BufferedLogOutput, LOG_OUTPUT } from '../src/log/log-output.ts'
 import { createLogger, droppedLinesReport } from '../src/log/logger.ts'
 import { droppedLogLines } from '../src/log/standard-streams.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
@@ -67,7 +67,12 @@ describe('reports of dropped lines', () => {
     const report = droppedLinesReport(createLogger({ level: 'info' }, false, output), output)
     // Short lines until one is dropped: the buffer is then too full for a report's line.
     const before = droppedLogLines('stdout')
-    while (droppedLogLines('stdout') === before) output.write('123456789\n')
+    // Bounded: an output that never drops (a lost count) fails here instead of spinning past every timeout.
+    const most = LOG_OUTPUT.maxBufferedBytes / 10 + 10_000
+    for (let written = 0; droppedLogLines('stdout') === before; written++) {
+      assert.ok(written < most, `no line dropped after ${most} lines into a full stdout`)
+      output.write('123456789\n')
+    }
     report()
     const unsaid = droppedLogLines('stdout')
     assert.equal(unsaid, before + 2, 'the report was dropped too')
