@@ -207,6 +207,21 @@ describe('backup and restore (SQLite)', () => {
       [1, 'petstore backup: b.db already exists (give --force to replace it)\n'],
     )
     assert.equal(runCli(['backup', '--to', 'b.db', '--force'], env, cwd).status, 0)
+    // A file that stands alone: the rollback journal (header bytes 18 and 19 are 1), not a WAL it would need.
+    const backupBytes = readFileSync(join(cwd, 'b.db'))
+    assert.deepEqual([backupBytes[18], backupBytes[19]], [1, 1], 'the backup is not in WAL mode')
+
+    // The same backup with a page of its pets overwritten: a file a disk or a copy damaged.
+    const damaged = Buffer.from(backupBytes)
+    const pageSize = damaged.readUInt16BE(16)
+    damaged.fill(0x5a, pageSize * 2 + 8, pageSize * 3)
+    writeFileSync(join(cwd, 'damaged.db'), damaged)
+    const broken = runCli(['restore', '--from', 'damaged.db'], env, cwd)
+    assert.equal(broken.status, 1, broken.stderr)
+    assert.match(
+      broken.stderr,
+      /^petstore restore: damaged\.db (fails the integrity check|is not a Pet Store database)/,
+    )
 
     writeFileSync(
       join(cwd, 'junk.db'),
