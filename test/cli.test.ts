@@ -15,6 +15,8 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Migration } from '../src/store/shared/migration-plan.ts'
+import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { within } from './helpers/bounded-wait.ts'
 import { CLI, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
@@ -222,6 +224,22 @@ describe('petstore CLI', () => {
       unknownHost.stderr,
       /^petstore serve: cannot listen on METRICS_HOST:METRICS_PORT \(no-such-host\.invalid:\d+\): the host name (does not resolve \(ENOTFOUND\)|could not be resolved now \(EAI_AGAIN\))\n$/,
     )
+  })
+
+  test('when a database lacks one migration, then migrate applies it and says which', (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, 'data'))
+    // A database at schema 1, as the migrator leaves one: the first migration and its record.
+    const [first] = sqliteMigrations as [Migration]
+    const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    db.exec(first.sql)
+    db.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+      applied_at TEXT NOT NULL DEFAULT 'then', compatible_from INTEGER) STRICT`)
+    db.prepare('INSERT INTO schema_migrations (version, name, compatible_from) VALUES (1, ?, 1)').run(
+      first.name,
+    )
+    db.close()
+    assert.equal(runCli(['migrate'], {}, cwd).stdout, 'applied migration 2; schema version 2\n')
   })
 
   test('when migrating twice, then the second run has nothing to do', (t) => {
