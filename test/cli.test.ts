@@ -123,6 +123,10 @@ describe('petstore CLI', () => {
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
     const stopped = runCli([...args, '--max-chunks', '2'], {}, cwd)
     assert.equal(stopped.status, 3, stopped.stderr)
+    const partial = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
+    const copiedFirst = partial.prepare('SELECT count(*) AS n FROM pets').get()?.n
+    partial.close()
+    assert.equal(copiedFirst, 20, 'two chunks of 10, no more')
     const rerun = runCli(args, {}, cwd)
     assert.equal(rerun.status, 0, rerun.stderr)
     const again = runCli(args, {}, cwd)
