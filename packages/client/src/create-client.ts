@@ -127,7 +127,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
  * when the service's PUBLIC_BASE_URL is not the address this client reaches it by.
  */
 function nextQueryOf(response: Response): ListPetsQuery | undefined {
-  const link = linkOf(response.headers.get('link'), response.url || 'http://localhost/', 'next')
+  const link = linkOf(response, 'next')
   if (link === undefined) return undefined
   const params = link.searchParams
   const query: ListPetsQuery = {}

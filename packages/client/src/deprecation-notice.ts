@@ -51,7 +51,7 @@ function dateOf(epochMs: number): Date | undefined {
 /** The `successor-version` link's target; undefined when absent or not a URL. */
 function successorOf(response: Response): URL | undefined {
   try {
-    return linkOf(response.headers.get('link'), response.url || 'http://localhost/', 'successor-version')
+    return linkOf(response, 'successor-version')
   } catch {
     return undefined
   }
