@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import pg from 'pg'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { call } from './helpers/api-client.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
-import { engineSuiteOptions, postgresEngine, postgresStoreAt } from './helpers/store-engines.ts'
+import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 /**
@@ -16,18 +15,12 @@ async function setReadOnly(server: TestServer, on: boolean): Promise<void> {
   const database = url.pathname.slice(1)
   // From another database: a session on this one could not undo the setting.
   url.pathname = '/postgres'
-  const admin = new pg.Client({ connectionString: url.href })
-  await admin.connect()
-  try {
-    const value = on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'
-    await admin.query(`ALTER DATABASE "${database}" ${value}`)
-    await admin.query(
-      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-      [database],
-    )
-  } finally {
-    await admin.end()
-  }
+  const value = on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'
+  await postgresSql(url.href, `ALTER DATABASE "${database}" ${value}`)
+  await postgresSql(
+    url.href,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}' AND pid <> pg_backend_pid()`,
+  )
 }
 
 const createRex = (server: TestServer) =>
