@@ -15,8 +15,10 @@ const DURATION = (fallback: number, description: string, minimum = 0) =>
   Type.Integer({ minimum, maximum: 3_600_000, default: fallback, description })
 
 // A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
+// Not a `file:` URI: SQLite would read its options (`mode=ro`, `nolock=1`) and make the file as the umask
+// says, and the service checks, backs up and restores the database by its path (docs/decisions.md).
 const DATABASE_URL_FORM =
-  'sqlite: followed by a file path (sqlite::memory: for a throwaway store), or a valid postgres:// or postgresql:// URL'
+  'sqlite: followed by a file path (not a file: URI; ./file:… for a file so named; sqlite::memory: for a throwaway store), or a valid postgres:// or postgresql:// URL'
 const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
 
 /**
@@ -69,12 +71,12 @@ export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.Refine(
     Type.String({
       default: DEFAULT_DATABASE_URL,
-      pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+      pattern: '^(sqlite:(?!file:).+|postgres(ql)?://.+)$',
       allowedForm: DATABASE_URL_FORM,
       description:
         'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
     }),
-    (value) => value.startsWith('sqlite:') || isPostgresUrl(value),
+    (value) => (value.startsWith('sqlite:') && !value.startsWith('sqlite:file:')) || isPostgresUrl(value),
     () => `must be ${DATABASE_URL_FORM}`,
   ),
   PG_POOL_SIZE: Type.Integer({

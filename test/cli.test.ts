@@ -93,6 +93,8 @@ describe('petstore CLI', () => {
     ['copy', '--from', 'sqlite:x.db', '--to', 'mysql://db/x'],
     ['copy', '--from', 'postgres://x:y@[bad/petstore', '--to', 'sqlite:x.db'],
     ['copy', '--from', 'sqlite:x.db', '--to', 'postgresql://db:99999/petstore'],
+    ['copy', '--from', 'sqlite:file:x.db?mode=rwc', '--to', 'sqlite:y.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'sqlite:file:y.db'],
   ]
   for (const args of wrongUsage) {
     test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, (t) => {

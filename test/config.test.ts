@@ -37,7 +37,12 @@ describe('configuration', () => {
     [{ BODY_LIMIT_BYTES: '10' }, /^BODY_LIMIT_BYTES must be an integer from 256 to 1048576/],
     [
       { DATABASE_URL: 'mysql://x' },
-      /^DATABASE_URL must be sqlite: followed by a file path \(sqlite::memory: for a throwaway store\), or a valid postgres:\/\/ or postgresql:\/\/ URL$/,
+      /^DATABASE_URL must be sqlite: followed by a file path \(not a file: URI; \.\/file:… for a file so named; sqlite::memory: for a throwaway store\), or a valid postgres:\/\/ or postgresql:\/\/ URL$/,
+    ],
+    // SQLite would read it as a URI (its options, its escapes), and make the file as the umask says.
+    [
+      { DATABASE_URL: 'sqlite:file:data/petstore.db?mode=rwc' },
+      /^DATABASE_URL must be sqlite: followed by a file path \(not a file: URI; \.\/file:… for a file so named; sqlite::memory: for a throwaway store\), or a valid postgres:\/\/ or postgresql:\/\/ URL$/,
     ],
     [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a valid redis:\/\/ or rediss:\/\/ URL$/],
     [{ WORKERS: 'all' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "all"\)$/],

@@ -58,10 +58,8 @@ export async function openCommandStore(
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
   { name, creates, stderr }: { name: string; creates: boolean; stderr: Output },
 ): Promise<Store> {
-  // A `file:` URI names its file in SQLite's own syntax: not second-guessed here.
-  const plainFile =
-    database.engine === 'sqlite' && database.path !== ':memory:' && !database.path.startsWith('file:')
-  const missing = plainFile && !existsSync(database.path) ? resolve(database.path) : undefined
+  const file = database.engine === 'sqlite' && database.path !== ':memory:'
+  const missing = file && !existsSync(database.path) ? resolve(database.path) : undefined
   if (missing !== undefined && !creates) {
     throw new CommandError(
       `no database at ${missing} (DATABASE_URL): run the command where the service runs, or set DATABASE_URL`,
@@ -136,6 +134,11 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
 
 /** The file a `copy` store names (`sqlite:PATH`), or undefined for PostgreSQL; other forms: wrong usage. */
 export function sqlitePathOf(url: string): string | undefined {
+  // As DATABASE_URL (config-schema.ts): SQLite would read a `file:` URI's options and make the file itself.
+  if (url.startsWith('sqlite:file:'))
+    throw new UsageError(
+      'a SQLite store is named by its file path, not a file: URI (./file:… for a file so named)',
+    )
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)
   if (/^postgres(ql)?:\/\//.test(url)) {

@@ -47,8 +47,8 @@ function pragmaOf(db: DatabaseSync, pragma: string): unknown {
  * and every key's hash, as a backup does. SQLite gives its log and index files the database's mode.
  */
 function createPrivately(path: string): void {
-  // A `file:` URI is SQLite's to read (its options, its escapes): SQLite creates that file itself.
-  if (path === ':memory:' || path.startsWith('file:')) return
+  // Settings refuse a `file:` URI (config-schema.ts), which SQLite would read and create itself.
+  if (path === ':memory:') return
   try {
     // Through links to where the file will be: O_EXCL does not follow one, even to nothing.
     let target = path
