@@ -1,3 +1,4 @@
+import { maxHeaderSize } from 'node:http'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import { admittedKeyName, decorateAdmittedKey } from './admission/admission.ts'
@@ -54,8 +55,9 @@ export interface AppOptions {
   now?: () => number
 }
 
-// Longest path parameter read; a petId is at most 20 characters, so anything longer is refused early.
-const MAX_PARAM_LENGTH = 100
+// Any path parameter the request line can hold reaches its route, whose checks come after the key's: an
+// unauthenticated caller gets 401 whatever the petId, and a caller with a key the int64 rule.
+const MAX_PARAM_LENGTH = maxHeaderSize
 
 /**
  * Builds the whole service, ready to `inject` or `listen`, and never listens itself: `server.ts` does.

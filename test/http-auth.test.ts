@@ -149,6 +149,13 @@ for (const engine of storeEngines) {
       })
       assert.equal(response.status, 401)
     })
+
+    test('when the request is unauthenticated, then a petId of any length is 401, as a short bad one is', async () => {
+      for (const petId of ['abc', '9'.repeat(21), '9'.repeat(101), '9'.repeat(5000)]) {
+        const response = await call(server, 'GET', `/v1/pets/${petId}`, { key: false })
+        assert.equal(response.status, 401, `${petId.length} characters: ${response.text}`)
+      }
+    })
   })
 }
 

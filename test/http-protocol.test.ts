@@ -36,12 +36,33 @@ describe('HTTP edge cases answered in the Error body', () => {
     assert.equal(errorBody(response.body).code, 'expectation_failed')
   })
 
-  test('when the method is CONNECT, then 405 with Allow instead of a dropped connection', async () => {
-    const request = 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'
-    const response = await checkedRawHttp(server.origin, request)
-    assert.equal(response.status, 405)
-    assert.ok(response.headers.allow)
-    assert.equal(errorBody(response.body).code, 'method_not_allowed')
+  test('when the method is CONNECT, then not a dropped connection: on a path of this API 405 with its Allow, on another 404, on a host and port 405 allowing nothing', async () => {
+    const cases = [
+      ['/v1/pets/1', 405, 'method_not_allowed', 'GET, HEAD'],
+      ['/v1/pets?limit=1', 405, 'method_not_allowed', 'GET, HEAD, POST'],
+      ['/v1/openapi.json', 405, 'method_not_allowed', 'GET, HEAD'],
+      ['/v1/nope', 404, 'route_not_found', undefined],
+      ['example.com:443', 405, 'method_not_allowed', ''],
+    ] as const
+    for (const [target, status, code, allow] of cases) {
+      const response = await rawHttp(
+        server.origin,
+        `CONNECT ${target} HTTP/1.1\r\nHost: x\r\nX-Request-Id: connect-1\r\n\r\n`,
+      )
+      assert.equal(response.status, status, target)
+      assert.equal(errorBody(response.body).code, code, target)
+      assert.equal(response.headers.allow, allow, target)
+      assert.equal(response.headers['x-request-id'], 'connect-1', target)
+    }
+  })
+
+  test('when Expect is refused, then the answer carries the request id as every other does', async () => {
+    const response = await rawHttp(
+      server.origin,
+      'GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: expect-1\r\nExpect: teapot\r\n\r\n',
+    )
+    assert.equal(response.status, 417)
+    assert.equal(response.headers['x-request-id'], 'expect-1')
   })
 
   test('when the OpenAPI document is posted to, then 405 with Allow: GET, HEAD', async () => {

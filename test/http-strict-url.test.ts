@@ -120,10 +120,22 @@ for (const engine of storeEngines) {
       )
     })
 
-    test('when petId is longer than any int64, then 400 invalid_path_parameter', async () => {
-      const response = await call(server, 'GET', `/v1/pets/${'9'.repeat(500)}`)
-      assert.equal(response.status, 400)
-      assert.equal(response.json.code, 'invalid_path_parameter')
+    test('when petId is longer than any int64, then 400 invalid_path_parameter naming the rule', async () => {
+      for (const length of [21, 101, 500, 10_000]) {
+        const response = await call(server, 'GET', `/v1/pets/${'9'.repeat(length)}`)
+        assert.equal(response.status, 400, `${length} digits`)
+        assert.equal(response.json.code, 'invalid_path_parameter')
+        assert.match(
+          response.json.message,
+          /must be an integer from -9223372036854775808 to 9223372036854775807/,
+        )
+      }
+    })
+
+    test('when a method getPet does not have is sent with a long petId, then 405 with Allow', async () => {
+      const response = await call(server, 'DELETE', `/v1/pets/${'9'.repeat(150)}`)
+      assert.equal(response.status, 405)
+      assert.equal(response.headers.get('allow'), 'GET, HEAD')
     })
   })
 }

@@ -70,6 +70,12 @@ describe('OpenAPI document', () => {
     assert.deepEqual(Pet.required, ['id', 'name', 'categoryId'])
     assert.equal(Pet.properties.id.format, 'int64')
     assert.equal(NewPet.properties.categoryId.format, 'int64')
+    // JSON Schema's integer takes 1.0 and -0, which the service refuses: a schema-checking client is told.
+    const petId = document.paths['/pets/{petId}'].get.parameters.find(
+      (p: { name: string }) => p.name === 'petId',
+    )
+    for (const int64 of [Pet.properties.id, NewPet.properties.categoryId, petId])
+      assert.match(int64.description, /integer literal: `1\.0`, `1e2`, `-0` and `01` are refused/)
     assert.equal(NewPet.properties.name.maxLength, 100)
     assert.equal(NewPet.additionalProperties, false)
     assert.deepEqual(document.components.schemas.PetStatus.enum, ['available', 'pending', 'sold'])

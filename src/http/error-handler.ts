@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
 import { logUnavailable } from './condition-log.ts'
+import { requestIdOf } from './request-logging.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
@@ -181,13 +182,30 @@ export function handleUnmetExpectation(request: IncomingMessage, response: Serve
   response.writeHead(apiError.statusCode, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
+    'x-request-id': requestIdOf(request),
     connection: 'close',
   })
   response.end(body)
 }
 
-/** CONNECT is not a method this API serves (Node would drop the connection without a word). */
-export function handleConnect(_request: IncomingMessage, socket: Duplex): void {
-  const apiError = new ApiError('method_not_allowed', 'CONNECT is not allowed')
-  closeConnection(socket, rawResponse(apiError, { Allow: 'GET, HEAD, POST' }))
+/**
+ * CONNECT, which no path here serves (Node would drop the connection without a word): on a path of this
+ * API, 405 with the methods it does serve (`allowAt`); on another path, 404 as any method gets there; on
+ * a host and port, as a proxy is asked, 405 with an empty Allow: that target allows no method here.
+ */
+export function handleConnect(
+  request: IncomingMessage,
+  socket: Duplex,
+  allowAt: (path: string) => string | undefined,
+): void {
+  const target = request.url ?? ''
+  const path = target.split('?')[0] as string
+  const allow = path.startsWith('/') ? allowAt(path) : ''
+  const apiError =
+    allow === undefined
+      ? new ApiError('route_not_found', `no operation at CONNECT ${path.slice(0, 200)}`)
+      : new ApiError('method_not_allowed', `CONNECT is not allowed here; allowed: ${allow || 'none'}`)
+  const headers: Record<string, string> = { 'X-Request-Id': requestIdOf(request) }
+  if (allow !== undefined) headers.Allow = allow
+  closeConnection(socket, rawResponse(apiError, headers))
 }

@@ -6,12 +6,31 @@ import { handleError, handleRouteNotFound } from './error-handler.ts'
 /**
  * Makes every method Node's parser takes known to the router (Fastify knows nine), so that `guardMethods`
  * answers PROPFIND or LOCK on a path of this API with 405 as it does PUT, not 404. None has a body to read
- * here: each is refused before one would be. CONNECT never reaches the router (handleConnect).
+ * here: each is refused before one would be. CONNECT never reaches the router (handleConnect, allowedAt).
  */
 export function knowEveryMethod(app: FastifyInstance): void {
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method)
   }
+}
+
+// Per server (an app's encapsulated parts share it): each guarded path, as a pattern, and its Allow value.
+const guardedPaths = new WeakMap<object, Array<{ path: RegExp; allow: string }>>()
+
+/** A route's URL (`/v1/pets/:petId`) as a pattern of the paths it serves. */
+function pathPattern(url: string): RegExp {
+  const segments = url
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+  return new RegExp(`^${segments.join('/')}$`)
+}
+
+/**
+ * The methods a path of `server`'s app serves, as its 405 answers' `Allow` says, or undefined where no
+ * operation is: for CONNECT, which never reaches the router (handleConnect).
+ */
+export function allowedAt(server: object, path: string): string | undefined {
+  return guardedPaths.get(server)?.find((guarded) => guarded.path.test(path))?.allow
 }
 
 /**
@@ -21,6 +40,9 @@ export function knowEveryMethod(app: FastifyInstance): void {
  */
 export function guardMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
   const allow = allowed.join(', ')
+  let guarded = guardedPaths.get(app.server)
+  if (guarded === undefined) guardedPaths.set(app.server, (guarded = []))
+  guarded.push({ path: pathPattern(app.prefix + url), allow })
   const reject = (request: FastifyRequest, reply: FastifyReply) =>
     handleError(
       new ApiError('method_not_allowed', `${request.method} is not allowed here; allowed: ${allow}`, {

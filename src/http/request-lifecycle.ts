@@ -3,6 +3,7 @@ import { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { handleConnect, handleUnmetExpectation, lingerOnClose, trackLatestRequests } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
+import { allowedAt } from './method-guard.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
 import { operationOf } from './request-logging.ts'
@@ -114,5 +115,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   app.server.on('checkExpectation', handleUnmetExpectation)
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
   trackLatestRequests(app.server)
-  app.server.on('connect', handleConnect)
+  app.server.on('connect', (request, socket) =>
+    handleConnect(request, socket, (path) => allowedAt(app.server, path)),
+  )
 }

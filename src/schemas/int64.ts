@@ -17,8 +17,14 @@ export const INT64_RULE = 'must be an integer from -9223372036854775808 to 92233
  * 2^53, so the request decoders turn integer literals into bigint and the validator checks int64 nodes
  * with `isInt64` (see `http/validator-compiler.ts`); fast-json-stringify writes bigint digits exactly.
  */
-export function Int64(options: { description?: string } = {}) {
-  return Type.Unsafe<bigint>({ type: 'integer', format: 'int64', ...options })
+export function Int64({ description }: { description?: string } = {}) {
+  // JSON Schema's integer takes `1.0` and `-0`; the decoders take only the literal (INTEGER_LITERAL).
+  const literal = 'Written as an integer literal: `1.0`, `1e2`, `-0` and `01` are refused.'
+  return Type.Unsafe<bigint>({
+    type: 'integer',
+    format: 'int64',
+    description: description === undefined ? literal : `${description} ${literal}`,
+  })
 }
 
 export function isInt64Schema(schema: TSchema): boolean {

@@ -1,5 +1,8 @@
 import { INTEGER_LITERAL } from './int64.ts'
 
+// `-9223372036854775808`: 20 characters.
+const INT64_LITERAL_MAX = 20
+
 interface ScalarSchema {
   type?: string
   format?: string
@@ -12,7 +15,9 @@ interface ScalarSchema {
  */
 export function decodeString(schema: ScalarSchema, raw: string): unknown {
   if (schema.type === 'integer' && INTEGER_LITERAL.test(raw)) {
-    return schema.format === 'int64' ? BigInt(raw) : Number(raw)
+    // No int64 is written longer: a path's thousands of digits are refused without being made a bigint.
+    if (schema.format === 'int64') return raw.length > INT64_LITERAL_MAX ? raw : BigInt(raw)
+    return Number(raw)
   }
   if (schema.type === 'boolean' && (raw === 'true' || raw === 'false')) return raw === 'true'
   return raw
