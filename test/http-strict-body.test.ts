@@ -37,6 +37,7 @@ const badBodies: BadBody[] = [
   { name: 'name of 101 characters', body: `{"name":"${'x'.repeat(101)}","categoryId":1}`, status: 400, code: 'invalid_body', message: NAME_LENGTH },
   { name: 'blank name', body: '{"name":"  \\t ","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
   { name: 'name of zero-width spaces', body: '{"name":"\\u200b\\u200b","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
+  { name: 'name of Braille blanks (a symbol that draws nothing)', body: '{"name":"\\u2800\\u2800","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
   { name: 'name of Hangul fillers and other default-ignorable characters', body: '{"name":"\\u3164\\u115f\\u1160\\uffa0\\u034f\\u17b4\\u180b\\ufe0f","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
   { name: 'name of noncharacters', body: '{"name":"\\ufffe\\uffff\\ufdd0","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },
   { name: 'name with NUL', body: '{"name":"a\\u0000b","categoryId":1}', status: 400, code: 'invalid_body', message: NAME_VISIBLE },

@@ -22,10 +22,11 @@ const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
 // replace them), so they are refused rather than silently changed.
 const CONTROL = /\p{Cc}/u
 // Something a person can see: not white space, a control, an invisible format character (U+200B…), a
-// character Unicode says to render as nothing (Hangul fillers, variation selectors) or a noncharacter.
-// Unassigned characters outside those ranges count as visible: they may be emoji newer than this
-// runtime's Unicode tables.
-const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}]/u
+// character Unicode says to render as nothing (Hangul fillers, variation selectors), the Braille blank
+// (a symbol with no dots, used as a space that trimming keeps) or a noncharacter. Unassigned characters
+// outside those ranges count as visible: they may be emoji newer than this runtime's Unicode tables.
+const VISIBLE =
+  /[^\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}\u2800]/u
 const isPresentableName = (name: string) => name.isWellFormed() && !CONTROL.test(name) && VISIBLE.test(name)
 
 const PetName = Type.Refine(
