@@ -41,11 +41,11 @@ process.stderr.on('error', () => {})
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
-// A command that failed in a process given an IPC channel (a WORKERS worker that could not start, another
-// manager's fork mode) must end, to be replaced: the channel could keep it alive, serving nothing, for
-// good. Once stderr has taken the reason (an exit drops writes still queued on a full pipe); a second at
-// most if nobody reads it.
-if (process.exitCode !== 0 && process.connected) {
+// A command that failed has nothing left to do, and ends: whatever it left open would keep the process
+// alive, serving nothing — an IPC channel (a WORKERS worker that could not start, another manager's fork
+// mode), or a database login the server keeps half-done until its own timeout (a minute). Once stderr has
+// taken the reason (an exit drops writes still queued on a full pipe); a second at most if nobody reads it.
+if (process.exitCode !== 0) {
   setTimeout(() => process.exit(), 1000).unref()
   process.stderr.write('', () => process.exit())
 }

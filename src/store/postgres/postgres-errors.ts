@@ -20,15 +20,20 @@ const NETWORK_ERRORS = new Set([
 ])
 /** The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout). */
 const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
+/** The driver's words when the server asks for a password and none was given (URL, PGPASSWORD, .pgpass). */
+const NO_PASSWORD = /client password must be a string/
+const NO_PASSWORD_GIVEN =
+  'the PostgreSQL server asks for a password, and DATABASE_URL has none (put it in the URL, or set PGPASSWORD)'
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
- * database is down, overloaded, takes no writes, or the statement ran past its timeout; any other error
- * unchanged.
+ * database is down, overloaded, takes no writes, or the statement ran past its timeout; a missing
+ * password said in our words (the driver's name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
   if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error })
+  if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
   const unavailable =
     (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
     LOST_CONNECTION.test(message ?? '')
