@@ -40,8 +40,8 @@ export function allowedAt(server: object, path: string): string | undefined {
  */
 export function guardMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
   const allow = allowed.join(', ')
-  let guarded = guardedPaths.get(app.server)
-  if (guarded === undefined) guardedPaths.set(app.server, (guarded = []))
+  const guarded = guardedPaths.get(app.server) ?? []
+  guardedPaths.set(app.server, guarded)
   guarded.push({ path: pathPattern(app.prefix + url), allow })
   const reject = (request: FastifyRequest, reply: FastifyReply) =>
     handleError(
