@@ -9,6 +9,7 @@ import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
 import { knowEveryMethod } from './http/method-guard.ts'
 import { parseQuery } from './http/query-memo.ts'
+import { rawRefusalRecorder } from './http/raw-refusals.ts'
 import { addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
@@ -67,6 +68,7 @@ const MAX_PARAM_LENGTH = maxHeaderSize
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { http, baseUrls, logger, metrics, now = Date.now } = options
   const store = instrumentStore(options.store, metrics)
+  const recordRefusal = rawRefusalRecorder(logger, metrics)
   const getPet = getPetDeprecation({
     publicBaseUrl: baseUrls.publicBaseUrl,
     afterSunset: options.api.getPetAfterSunset,
@@ -92,7 +94,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, querystringParser: parseQuery },
     // Answered by our own onRequest guard, in the Error body.
     return503OnClosing: false,
-    clientErrorHandler: handleClientError,
+    clientErrorHandler: (error, socket) => handleClientError(error, socket, recordRefusal),
     frameworkErrors: getPetRouterErrors(getPet),
   })
   app.server.maxConnections = http.maxConnections
@@ -109,7 +111,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await registerCors(app, { corsOrigins: http.corsOrigins })
   // Probes come every few seconds from each balancer: at info they would outnumber the requests served.
   decorateAdmittedKey(app)
-  addRequestLifecycle(app, { metrics, quietOperations: PROBE_PATHS, keyNameOf: admittedKeyName })
+  addRequestLifecycle(app, {
+    metrics,
+    quietOperations: PROBE_PATHS,
+    keyNameOf: admittedKeyName,
+    recordRefusal,
+  })
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })

@@ -4,6 +4,8 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
 import { logUnavailable } from './condition-log.ts'
+import { type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
+import { randomRequestId } from './request-id.ts'
 import { requestIdOf } from './request-logging.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
@@ -145,7 +147,11 @@ export function trackLatestRequests(server: {
  * answer to an earlier, complete request on this connection is still being produced: writing now would
  * hide the answer to a request that may have changed data, so that answer is let finish first.
  */
-export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
+export function handleClientError(
+  error: Error & { code?: string; rawPacket?: unknown },
+  socket: Socket,
+  record?: RecordRawRefusal,
+): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
     socket.destroy()
     return
@@ -172,20 +178,40 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? new ApiError('headers_too_large', 'the request line and headers are too large')
         : new ApiError('bad_request', 'the request is not valid HTTP/1.1')
-  closeConnection(socket, rawResponse(apiError))
+  // Its head was not read: the id is a new one, for the answer and the line to name the same request.
+  const reqId = randomRequestId()
+  closeConnection(socket, rawResponse(apiError, { 'X-Request-Id': reqId }))
+  record?.({ error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) })
 }
 
 /** `Expect` values other than 100-continue (Node would answer a bare 417). */
-export function handleUnmetExpectation(request: IncomingMessage, response: ServerResponse): void {
+export function handleUnmetExpectation(
+  request: IncomingMessage,
+  response: ServerResponse,
+  record?: RecordRawRefusal,
+): void {
   const apiError = new ApiError('expectation_failed', `Expect: ${request.headers.expect} is not supported`)
   const body = apiError.toJson()
+  const reqId = requestIdOf(request)
   response.writeHead(apiError.statusCode, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
-    'x-request-id': requestIdOf(request),
+    'x-request-id': reqId,
     connection: 'close',
   })
   response.end(body)
+  record?.(refusalOf(apiError, reqId, request))
+}
+
+/** What the line of a request answered below the framework says, its head read. */
+function refusalOf(error: ApiError, reqId: string, request: IncomingMessage): RawRefusal {
+  return {
+    error,
+    reqId,
+    method: request.method,
+    url: request.url,
+    remoteAddress: request.socket.remoteAddress,
+  }
 }
 
 /**
@@ -197,6 +223,7 @@ export function handleConnect(
   request: IncomingMessage,
   socket: Duplex,
   allowAt: (path: string) => string | undefined,
+  record?: RecordRawRefusal,
 ): void {
   const target = request.url ?? ''
   const path = target.split('?')[0] as string
@@ -205,7 +232,9 @@ export function handleConnect(
     allow === undefined
       ? new ApiError('route_not_found', `no operation at CONNECT ${path.slice(0, 200)}`)
       : new ApiError('method_not_allowed', `CONNECT is not allowed here; allowed: ${allow || 'none'}`)
-  const headers: Record<string, string> = { 'X-Request-Id': requestIdOf(request) }
+  const reqId = requestIdOf(request)
+  const headers: Record<string, string> = { 'X-Request-Id': reqId }
   if (allow !== undefined) headers.Allow = allow
   closeConnection(socket, rawResponse(apiError, headers))
+  record?.(refusalOf(apiError, reqId, request))
 }

@@ -4,6 +4,7 @@ import type { Metrics } from '../metrics/metrics.ts'
 import { handleConnect, handleUnmetExpectation, lingerOnClose, trackLatestRequests } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
+import type { RecordRawRefusal } from './raw-refusals.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
 import { operationOf } from './request-logging.ts'
@@ -38,6 +39,8 @@ export interface RequestLifecycleOptions {
   quietOperations?: ReadonlySet<string>
   /** The name of the API key a request was admitted with, if any (admission sets it, after this hook). */
   keyNameOf: (request: FastifyRequest) => string | undefined
+  /** Writes the line of, and counts, an answer made below the framework (CONNECT, an unmet Expect). */
+  recordRefusal?: RecordRawRefusal
 }
 
 /**
@@ -54,7 +57,7 @@ export interface RequestLifecycleOptions {
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
 export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecycleOptions): void {
-  const { metrics, quietOperations = new Set(), keyNameOf } = options
+  const { metrics, quietOperations = new Set(), keyNameOf, recordRefusal } = options
   let closing = false
   // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
   app.decorate('refuseRequests', () => {
@@ -112,10 +115,12 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
     done()
   })
 
-  app.server.on('checkExpectation', handleUnmetExpectation)
+  app.server.on('checkExpectation', (request, response) =>
+    handleUnmetExpectation(request, response, recordRefusal),
+  )
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
   trackLatestRequests(app.server)
   app.server.on('connect', (request, socket) =>
-    handleConnect(request, socket, (path) => allowedAt(app.server, path)),
+    handleConnect(request, socket, (path) => allowedAt(app.server, path), recordRefusal),
   )
 }

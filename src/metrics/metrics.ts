@@ -33,6 +33,12 @@ export function createMetrics(poolStats?: () => PoolStats) {
       help: 'Pets created (idempotent replays not counted).',
       registers: [registry],
     }),
+    refusedByHttp: new Counter({
+      name: 'petstore_http_refused_total',
+      help: 'Requests answered before reaching an operation (not valid HTTP/1.1, too slow, too large a head, CONNECT, an unsupported Expect), by status.',
+      labelNames: ['status'] as const,
+      registers: [registry],
+    }),
     unauthorized: new Counter({
       name: 'petstore_unauthorized_total',
       help: 'Requests refused with 401.',

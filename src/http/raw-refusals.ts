@@ -1,0 +1,51 @@
+import type { Logger } from 'pino'
+import type { ApiError } from '../errors.ts'
+import { maskApiKeys } from '../log/key-masking.ts'
+import type { Metrics } from '../metrics/metrics.ts'
+
+/** An answer made below the framework, which no hook sees: the parser's refusals, CONNECT, an unmet Expect. */
+export interface RawRefusal {
+  error: ApiError
+  reqId: string
+  /** As far as the request line could be read. */
+  method?: string | undefined
+  url?: string | undefined
+  remoteAddress: string | undefined
+}
+
+export type RecordRawRefusal = (refusal: RawRefusal) => void
+
+// As the request line cuts its URL (request-line.ts), after masking: a key cut in two would not be masked.
+const URL_LOGGED = 2048
+// A request line is read from the start of what the parser held: a method is a short token.
+const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192})/
+
+/**
+ * Writes the line of a request answered below the framework and counts it by status, so that slow
+ * clients (408), oversized heads (431) and garbage (400) show in the log and the metrics as any request.
+ */
+export function rawRefusalRecorder(logger: Pick<Logger, 'info'>, metrics: Metrics): RecordRawRefusal {
+  return ({ error, reqId, method, url, remoteAddress }) => {
+    metrics.refusedByHttp.inc({ status: String(error.statusCode) })
+    const masked = url === undefined ? undefined : maskApiKeys(url)
+    logger.info(
+      {
+        reqId,
+        method,
+        url: masked !== undefined && masked.length > URL_LOGGED ? `${masked.slice(0, URL_LOGGED)}…` : masked,
+        status: error.statusCode,
+        code: error.code,
+        remoteAddress,
+      },
+      'request refused before it reached an operation',
+    )
+  }
+}
+
+/** The method and target at the start of the bytes the parser held, where they can be read. */
+export function requestLineOf(packet: unknown): { method?: string; url?: string } {
+  // Node's parser gives a Buffer (Fastify's types say otherwise).
+  if (!Buffer.isBuffer(packet)) return {}
+  const line = REQUEST_LINE.exec(packet.subarray(0, 8300).toString('latin1'))
+  return line === null ? {} : { method: line[1], url: line[2] }
+}

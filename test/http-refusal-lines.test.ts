@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict'
+import { connect } from 'node:net'
+import { describe, test } from 'node:test'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { rawHttp } from './helpers/raw-http.ts'
+
+const REFUSED = 'request refused before it reached an operation'
+
+/** Sends the start of a request and never the rest; resolves with what the server answered. */
+function sendHalfARequest(origin: string): Promise<string> {
+  const { hostname, port } = new URL(origin)
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () =>
+      socket.write('GET /v1/pets?slow HTTP/1.1\r\nHost: x\r\n'),
+    )
+    let answer = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk) => {
+      answer += chunk
+    })
+    socket.on('close', () => resolve(answer))
+    socket.on('error', reject)
+  })
+}
+
+describe('requests the HTTP layer refuses', () => {
+  test('when a request is not valid HTTP, too slow, has too large a head or is a CONNECT, then it has its line at info and is counted by status', async (t) => {
+    const server = await startServeProcess({ HEADERS_TIMEOUT_MS: '1000' }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const metricsPort = /metrics on port (\d+)/.exec(server.output())?.[1]
+    assert.ok(metricsPort, server.output())
+
+    const garbage = await rawHttp(server.origin, 'BAD METHOD /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n')
+    assert.equal(garbage.status, 400)
+    const large = `GET /v1/pets?large HTTP/1.1\r\nHost: x\r\nX-Large: ${'a'.repeat(20_000)}\r\n\r\n`
+    assert.equal((await rawHttp(server.origin, large)).status, 431)
+    assert.match(await sendHalfARequest(server.origin), /^HTTP\/1\.1 408 /)
+    const tunnel = await rawHttp(
+      server.origin,
+      'CONNECT /v1/pets HTTP/1.1\r\nHost: x\r\nX-Request-Id: t-1\r\n\r\n',
+    )
+    assert.equal(tunnel.status, 405)
+
+    const lines = await waitForLog(server, (all) => {
+      const refused = all.filter((line) => line.msg === REFUSED)
+      return refused.length >= 4 ? refused : undefined
+    })
+    const byStatus = new Map(lines.map((line) => [line.status, line]))
+    assert.deepEqual([...byStatus.keys()].sort(), [400, 405, 408, 431])
+    for (const line of lines) {
+      assert.equal(line.level, 30)
+      assert.equal(line.remoteAddress, '127.0.0.1')
+      assert.equal(typeof line.reqId, 'string')
+      assert.equal(typeof line.code, 'string')
+    }
+    assert.deepEqual(
+      [byStatus.get(431)?.method, byStatus.get(431)?.url, byStatus.get(431)?.code],
+      ['GET', '/v1/pets?large', 'headers_too_large'],
+    )
+    assert.equal(byStatus.get(408)?.code, 'request_timeout')
+    assert.equal(byStatus.get(400)?.reqId, garbage.headers['x-request-id'], 'the answer names its line')
+    assert.deepEqual([byStatus.get(405)?.method, byStatus.get(405)?.reqId], ['CONNECT', 't-1'])
+
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    for (const status of [400, 405, 408, 431]) {
+      assert.match(metrics, new RegExp(`^petstore_http_refused_total\\{status="${status}"\\} 1$`, 'm'))
+    }
+  })
+})
