@@ -260,7 +260,7 @@ describe('request log output', () => {
     assert.ok(Number(warning.droppedLines) > 0)
   })
 
-  test('when its stdout reader is gone (EPIPE), then the server keeps answering and counts every line as dropped', async (t) => {
+  test('when its stdout reader is gone (EPIPE), then the server keeps answering, counts every line as dropped and says so once on stderr', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const linesBefore = logLines(server).length
@@ -280,6 +280,13 @@ describe('request log output', () => {
     assert.ok([200, 404].includes(later.status))
     assert.equal(server.child.exitCode, null, 'the server exited')
     assert.ok(linesBefore > 0)
+    // Its stdout destroyed, what the helper holds past the log's lines is stderr's.
+    const told = server
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('standard output is gone'))
+    assert.equal(told.length, 1, server.output())
+    assert.deepEqual(JSON.parse(told[0] as string).level, 40)
   })
 
   test('when its stdout is a pipe another process has made blocking and nobody reads it, then SIGTERM still ends the server, the lines it could not write counted as dropped', {

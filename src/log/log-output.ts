@@ -6,6 +6,7 @@ import {
   type LogStream,
   nonBlockingPipe,
   reportDroppedAtExit,
+  reportGone,
 } from './standard-streams.ts'
 
 /**
@@ -276,6 +277,7 @@ export class BufferedLogOutput {
     }
     this.#broken = true
     this.#writing = false
+    reportGone(this.#stream, error.code)
     this.#dropAll(from)
     for (const done of this.#waiters.splice(0)) done()
   }

@@ -42,7 +42,21 @@ const STREAM_NAMES: Record<LogStream, string> = { stdout: 'standard output', std
 export function reportDroppedAtExit(lines: number, stream: LogStream): void {
   const line = { level: 40, time: Date.now(), pid: process.pid, droppedLines: lines }
   const msg = `log lines dropped at exit: ${STREAM_NAMES[stream]} did not take them`
-  const text = `${JSON.stringify({ ...line, msg })}\n`
+  writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
+}
+
+/**
+ * One line on stderr when the log's stdout is gone for good (EPIPE: its reader exited): from then on every
+ * line is dropped, and nothing but the metric would say so. Nothing is said of stderr itself.
+ */
+export function reportGone(stream: LogStream, code: string | undefined): void {
+  if (stream !== 'stdout') return
+  const line = { level: 40, time: Date.now(), pid: process.pid, code }
+  const msg = `${STREAM_NAMES[stream]} is gone: every log line from now on is dropped, counted in petstore_log_lines_dropped_total`
+  writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
+}
+
+function writeToStderr(text: string): void {
   const stderr = nonBlockingPipe(2)
   try {
     writeSync(stderr, text)
