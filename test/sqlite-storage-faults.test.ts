@@ -155,6 +155,21 @@ describe('SQLite: a read-only volume at start', mountingSuiteOptions(), () => {
   })
 })
 
+describe('SQLite: a full disk at start', mountingSuiteOptions(), () => {
+  test('when the disk holding the database is full as the service starts, then it refuses with one line saying so; given room, it starts with every pet', async (t) => {
+    const directory = mountTmpfs(t, 8 * MIB)
+    const setup = setUp(t, directory)
+    const server = await setup.start()
+    await setup.ledger.createAcknowledged(server, 5)
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+    const filler = fillFileSystem(directory)
+    await assert.rejects(setup.start(), /cannot open the database .*: .* \(the disk holding .* is full\)/)
+    unlinkSync(filler)
+    await setup.ledger.assertAllPresent(await setup.start())
+  })
+})
+
 describe(
   'SQLite: the file system turns read-only under a running server',
   mountingSuiteOptions(['losetup', 'mkfs.ext4', 'e2fsck']),

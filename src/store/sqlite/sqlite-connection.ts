@@ -14,6 +14,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
 import { asStorageError, isBusy, StorageFaultError } from './sqlite-errors.ts'
+import { SqliteVolume } from './sqlite-volume.ts'
 
 export interface SqliteConnectionOptions {
   /** A file path, or `:memory:` for a throwaway database. */
@@ -29,12 +30,21 @@ export interface SqliteConnectionOptions {
  */
 function refuseOrphanedLog(path: string): void {
   const wal = `${path}-wal`
-  if (existsSync(path) || (statSync(wal, { throwIfNoEntry: false })?.size ?? 0) === 0) return
+  if (existsSync(path) || (sizeOf(wal) ?? 0) === 0) return
   throw new Error(
     `${path} is missing but its write-ahead log ${wal} is there: the database file was deleted or moved ` +
       `while in use. Put it back (the log holds its latest writes), or remove ${wal} and ${path}-shm to ` +
       'start on an empty database',
   )
+}
+
+/** A file's size; undefined when it is not there or cannot be seen (the open then says why). */
+function sizeOf(file: string): number | undefined {
+  try {
+    return statSync(file, { throwIfNoEntry: false })?.size
+  } catch {
+    return undefined
+  }
 }
 
 function pragmaOf(db: DatabaseSync, pragma: string): unknown {
@@ -89,13 +99,16 @@ function whyNotWritable(path: string): string {
   const directory = dirname(path)
   try {
     accessSync(directory, constants.W_OK)
-    return ''
+    // SQLite says only "disk I/O error" when it cannot make its log or index for want of room.
+    return new SqliteVolume(path).check(false).fault === 'disk_full'
+      ? ` (the disk holding ${directory} is full)`
+      : ''
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return ` (${directory} does not exist)`
-    return code === 'EROFS'
-      ? ` (${directory} is on a read-only file system)`
-      : ` (${directory} is not writable)`
+    if (code === 'EROFS') return ` (${directory} is on a read-only file system)`
+    // Its mode or owner keeps this user out: run as the user that owns it, or give it that user.
+    return code === 'EACCES' ? ` (${directory} is not open to this user)` : ` (${directory} is not writable)`
   }
 }
 
