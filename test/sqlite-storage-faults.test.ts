@@ -138,35 +138,52 @@ describe(
   },
 )
 
+/**
+ * A volume of 8 MiB whose service created five pets and stopped cleanly; `fault` then spoils it, a start
+ * must refuse with `refusal`, `mend` puts it right, and the next start serves every pet.
+ */
+async function startRefusedThenMended(
+  t: TestContext,
+  { fault, refusal, mend }: { fault: (directory: string) => void; refusal: RegExp; mend: () => void },
+): Promise<void> {
+  const directory = mountTmpfs(t, 8 * MIB)
+  const setup = setUp(t, directory)
+  const server = await setup.start()
+  await setup.ledger.createAcknowledged(server, 5)
+  server.child.kill('SIGTERM')
+  assert.equal(await exitWithin(server), 0)
+  fault(directory)
+  await assert.rejects(setup.start(), refusal)
+  mend()
+  await setup.ledger.assertAllPresent(await setup.start())
+}
+
 describe('SQLite: a read-only volume at start', mountingSuiteOptions(), () => {
   test('when the volume is read-only as the service starts, then it refuses with one line naming why; remounted read-write, it starts with every pet', async (t) => {
-    const directory = mountTmpfs(t, 8 * MIB)
-    const setup = setUp(t, directory)
-    const server = await setup.start()
-    await setup.ledger.createAcknowledged(server, 5)
-    server.child.kill('SIGTERM')
-    assert.equal(await exitWithin(server), 0)
-    // Linux refuses this while a process has files open for writing on the volume (EBUSY): a running
-    // server's volume turns read-only only by the kernel's own doing, as in the next suite.
-    execFileSync('mount', ['-o', 'remount,ro', directory])
-    await assert.rejects(setup.start(), /cannot open the database .* is on a read-only file system/)
-    execFileSync('mount', ['-o', 'remount,rw', directory])
-    await setup.ledger.assertAllPresent(await setup.start())
+    let volume = ''
+    await startRefusedThenMended(t, {
+      // Linux refuses this while a process has files open for writing on the volume (EBUSY): a running
+      // server's volume turns read-only only by the kernel's own doing, as in the next suite.
+      fault: (directory) => {
+        volume = directory
+        execFileSync('mount', ['-o', 'remount,ro', directory])
+      },
+      refusal: /cannot open the database .* is on a read-only file system/,
+      mend: () => execFileSync('mount', ['-o', 'remount,rw', volume]),
+    })
   })
 })
 
 describe('SQLite: a full disk at start', mountingSuiteOptions(), () => {
   test('when the disk holding the database is full as the service starts, then it refuses with one line saying so; given room, it starts with every pet', async (t) => {
-    const directory = mountTmpfs(t, 8 * MIB)
-    const setup = setUp(t, directory)
-    const server = await setup.start()
-    await setup.ledger.createAcknowledged(server, 5)
-    server.child.kill('SIGTERM')
-    assert.equal(await exitWithin(server), 0)
-    const filler = fillFileSystem(directory)
-    await assert.rejects(setup.start(), /cannot open the database .*: .* \(the disk holding .* is full\)/)
-    unlinkSync(filler)
-    await setup.ledger.assertAllPresent(await setup.start())
+    let filler = ''
+    await startRefusedThenMended(t, {
+      fault: (directory) => {
+        filler = fillFileSystem(directory)
+      },
+      refusal: /cannot open the database .*: .* \(the disk holding .* is full\)/,
+      mend: () => unlinkSync(filler),
+    })
   })
 })
 
