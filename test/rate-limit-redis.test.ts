@@ -7,6 +7,9 @@ import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { createLogger } from '../src/log/logger.ts'
 import { call } from './helpers/api-client.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { runCliAsync } from './helpers/cli-async.ts'
+import { startServeProcess } from './helpers/cli-process.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -21,7 +24,8 @@ async function redisLoggingTo(t: TestContext) {
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
   const redis = await connectRedis(redisServer.url, logger)
   t.after(() => redis.disconnect())
-  await within(once(redis, 'ready'), 5000, 'connected to Redis')
+  // connectRedis resolves once connected, or a second later while still trying: here, connected.
+  assert.equal(redis.status, 'ready')
   return { redisServer, lines, logger, redis }
 }
 
@@ -35,7 +39,8 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
       const redis = await connectRedis(redisServer.url, log)
       clients.push(redis)
       t.after(() => redis.disconnect())
-      await once(redis, 'ready')
+      // connectRedis resolves once connected, or a second later while still trying: here, connected.
+      assert.equal(redis.status, 'ready')
       const env = { RATE_LIMIT_PER_MINUTE: '5' }
       return startTestServer(t, { store: instanceStore, env, app: { redis }, ...(key ? { key } : {}) })
     }
@@ -156,5 +161,27 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
         [30, 'Redis answers again: rate limits are counted'],
       ],
     )
+  })
+})
+
+describe('Redis credentials at start', redisSuiteOptions(), () => {
+  test('when Redis refuses the credentials REDIS_URL gives (none, or a wrong password), then the start stops with one line saying so; with the right one it serves', async (t) => {
+    const redis = await startRedis({ password: 'sekret' })
+    t.after(() => redis.stop())
+    const cwd = temporaryDirectory(t)
+    const withPassword = (password: string) => redis.url.replace('redis://', `redis://:${password}@`)
+    for (const url of [redis.url, withPassword('wrong')]) {
+      const result = await runCliAsync(['serve'], { REDIS_URL: url, PORT: '0' }, cwd, { timeoutMs: 20_000 })
+      assert.equal(result.status, 1, result.stderr)
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+      assert.match(
+        result.stderr,
+        /^petstore serve: REDIS_URL: Redis refused its credentials \((NOAUTH|WRONGPASS)\)/,
+      )
+      assert.doesNotMatch(result.stderr, /wrong|sekret/, 'the password is not echoed')
+    }
+    const server = await startServeProcess({ REDIS_URL: withPassword('sekret') }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.equal(server.child.exitCode, null)
   })
 })

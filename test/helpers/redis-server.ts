@@ -41,10 +41,11 @@ interface RedisProcess {
   exited: Promise<void>
 }
 
-async function spawnRedis(port: number): Promise<RedisProcess> {
+async function spawnRedis(port: number, password: string | undefined): Promise<RedisProcess> {
+  const auth = password === undefined ? [] : ['--requirepass', password]
   const child: ChildProcess = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -67,10 +68,13 @@ async function spawnRedis(port: number): Promise<RedisProcess> {
   return { child, exited }
 }
 
-/** A throwaway redis-server on a free loopback port, without persistence. */
-export async function startRedis(): Promise<RedisServer> {
+/**
+ * A throwaway redis-server on a free loopback port, without persistence; with `password`, it asks for it
+ * (`url` then holds none: the test says which to give).
+ */
+export async function startRedis({ password }: { password?: string } = {}): Promise<RedisServer> {
   const port = await freePort()
-  let current = await spawnRedis(port)
+  let current = await spawnRedis(port, password)
   return {
     url: `redis://127.0.0.1:${port}`,
     async stop() {
@@ -78,7 +82,7 @@ export async function startRedis(): Promise<RedisServer> {
       await within(current.exited, 10_000, 'redis-server did not exit after SIGKILL')
     },
     async restart() {
-      current = await spawnRedis(port)
+      current = await spawnRedis(port, password)
     },
     freeze() {
       current.child.kill('SIGSTOP')

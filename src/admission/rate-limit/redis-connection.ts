@@ -16,21 +16,58 @@ export async function connectRedis(url: string, log: Pick<Logger, 'warn' | 'info
     enableOfflineQueue: false,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   })
-  logOutages(redis, log)
+  const first = await firstOutcome(redis)
+  if (first !== undefined && CREDENTIALS_REFUSED.test(first.message)) {
+    redis.disconnect()
+    // The reply's first word only: no part of the URL, which holds the password, is echoed.
+    const code = first.message.split(' ')[0]
+    throw new Error(
+      `REDIS_URL: Redis refused its credentials (${code}): give the user and password it expects`,
+    )
+  }
+  logOutages(redis, log, first)
   return redis
+}
+
+// Redis's replies to a missing or wrong password, or to one it does not ask for.
+const CREDENTIALS_REFUSED = /^(NOAUTH|WRONGPASS|ERR invalid password|ERR AUTH)\b/
+// Longer than the connect timeout: a Redis that does not answer in time is an outage, met at start.
+const FIRST_OUTCOME_MS = 1000
+
+/**
+ * How the first connection ends: undefined once ready (or still trying after FIRST_OUTCOME_MS), else its
+ * error. Credentials Redis refuses are a setting to correct, which no reconnect mends: the start stops,
+ * where an unreachable Redis is an outage the service rides out, counting nothing until it is back.
+ */
+function firstOutcome(redis: Redis): Promise<Error | undefined> {
+  return new Promise((resolve) => {
+    const done = (error?: Error) => {
+      clearTimeout(timer)
+      redis.off('ready', onReady)
+      redis.off('error', done)
+      resolve(error)
+    }
+    const onReady = () => done()
+    const timer = setTimeout(done, FIRST_OUTCOME_MS)
+    redis.on('ready', onReady)
+    redis.on('error', done)
+  })
 }
 
 /**
  * One line when Redis becomes unreachable (with the error's stack) and one when it is back: the client
  * retries every 2 s at most for as long as an outage lasts, and a line per attempt says nothing new.
+ * `first`: the error the first connection met, an outage from the start.
  */
-function logOutages(redis: Redis, log: Pick<Logger, 'warn' | 'info'>): void {
+function logOutages(redis: Redis, log: Pick<Logger, 'warn' | 'info'>, first: Error | undefined): void {
   let downSince: number | undefined
-  redis.on('error', (error: Error) => {
+  const down = (error: Error) => {
     if (downSince !== undefined) return
     downSince = performance.now()
     log.warn({ err: error }, 'Redis is unreachable: rate limits are not counted until it is back')
-  })
+  }
+  if (first !== undefined) down(first)
+  redis.on('error', down)
   redis.on('ready', () => {
     if (downSince === undefined) return
     log.info(
