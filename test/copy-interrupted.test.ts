@@ -74,55 +74,71 @@ async function assertCopied(t: TestContext, cwd: string, sqlite: string, url: st
 }
 
 describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresLack()), () => {
-  test('when a copy is killed with SIGKILL mid-way and run again, then the target holds every pet, key, record and the secret, and the sequence is past the highest id', {
-    timeout: 300_000,
-  }, async (t) => {
-    const PETS = 50_000
-    const cwd = temporaryDirectory(t)
-    const { sqlite, server, oldKey } = await sourceStore(t, cwd, PETS)
-    await stop(server)
-    const url = await (await sharedPostgres()).createDatabase()
-    const copy = ['copy', '--from', sqlite, '--to', url, '--chunk-size', String(CHUNK)]
+  for (const signal of ['SIGKILL', 'SIGINT'] as const) {
+    test(`when a copy is stopped with ${signal} mid-way and run again, then the target holds every pet, key, record and the secret, and the sequence is past the highest id`, {
+      timeout: 300_000,
+    }, async (t) => {
+      const PETS = 50_000
+      const cwd = temporaryDirectory(t)
+      const { sqlite, server, oldKey } = await sourceStore(t, cwd, PETS)
+      await stop(server)
+      const url = await (await sharedPostgres()).createDatabase()
+      const copy = ['copy', '--from', sqlite, '--to', url, '--chunk-size', String(CHUNK)]
 
-    const child = spawn(process.execPath, [CLI, ...copy], {
-      cwd,
-      stdio: 'ignore',
-      env: { PATH: process.env.PATH ?? '' },
-    })
-    const exited = new Promise<unknown>((resolve) =>
-      child.on('exit', (code, signal) => resolve(code ?? signal)),
-    )
-    t.after(() => child.kill('SIGKILL'))
-    const { count, othersGone } = await petsIn(t, url).catch(async (error) => {
-      child.kill('SIGKILL')
-      throw error
-    })
-    // The target database exists before the copy migrates it: count once its pets table is there.
-    await waitUntil(
-      () =>
-        count().then(
-          (n) => n > 0,
-          () => false,
+      const child = spawn(process.execPath, [CLI, ...copy], {
+        cwd,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { PATH: process.env.PATH ?? '' },
+      })
+      let stderr = ''
+      child.stderr?.on('data', (chunk) => {
+        stderr += chunk
+      })
+      const exited = new Promise<unknown>((resolve) =>
+        child.on('close', (code, signal) => resolve(code ?? signal)),
+      )
+      t.after(() => child.kill('SIGKILL'))
+      const { count, othersGone } = await petsIn(t, url).catch(async (error) => {
+        child.kill('SIGKILL')
+        throw error
+      })
+      // The target database exists before the copy migrates it: count once its pets table is there.
+      await waitUntil(
+        () =>
+          count().then(
+            (n) => n > 0,
+            () => false,
+          ),
+        'the copy wrote its first chunk of pets',
+        { timeoutMs: 120_000 },
+      )
+      child.kill(signal)
+      const ended = await within(exited, 10_000, `the copy did not exit after ${signal}`)
+      if (signal === 'SIGKILL') assert.equal(ended, 'SIGKILL', 'the copy was still running when killed')
+      else {
+        // Stopped by the operator: it says what is left and how to finish, with the shell's code for it.
+        assert.equal(ended, 130, stderr)
+        assert.equal(
+          stderr,
+          'petstore copy: stopped by SIGINT before the end; the target holds whole chunks: run the same command again to finish\n',
+        )
+      }
+      await waitUntil(othersGone, "the killed copy's sessions ended", { timeoutMs: 10_000 })
+      const held = await count()
+      assert.ok(held > 0 && held < PETS, `the kill came mid-copy (${held} of ${PETS + 3} pets there)`)
+      assert.equal(held % CHUNK, 0, `whole chunks only (${held} pets)`)
+
+      const resumed = runCli(copy, {}, cwd)
+      assert.equal(resumed.status, 0, resumed.stderr)
+      assert.match(
+        resumed.stdout,
+        new RegExp(
+          `^copied ${PETS + 3 - held} pets, 0 API keys \\(\\d+ already there, brought up to date\\), 3 idempotency records in [\\d.]+ s;`,
         ),
-      'the copy wrote its first chunk of pets',
-      { timeoutMs: 120_000 },
-    )
-    child.kill('SIGKILL')
-    const ended = await within(exited, 10_000, 'the copy did not exit after SIGKILL')
-    assert.equal(ended, 'SIGKILL', 'the copy was still running when killed')
-    await waitUntil(othersGone, "the killed copy's sessions ended", { timeoutMs: 10_000 })
-    const held = await count()
-    assert.ok(held > 0 && held < PETS, `the kill came mid-copy (${held} of ${PETS + 3} pets there)`)
-    assert.equal(held % CHUNK, 0, `whole chunks only (${held} pets)`)
-
-    const resumed = runCli(copy, {}, cwd)
-    assert.equal(resumed.status, 0, resumed.stderr)
-    assert.match(
-      resumed.stdout,
-      new RegExp(`^copied ${PETS + 3 - held} pets, 0 API keys, 3 idempotency records in [\\d.]+ s;`),
-    )
-    await assertCopied(t, cwd, sqlite, url, oldKey)
-  })
+      )
+      await assertCopied(t, cwd, sqlite, url, oldKey)
+    })
+  }
 
   test('when a copy runs while the SQLite service takes creates, and runs again after the service stopped, then the target holds every pet the service acknowledged, and later revocations', {
     timeout: 300_000,
@@ -157,7 +173,10 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
 
     const second = runCli(copy, {}, cwd)
     assert.equal(second.status, 0, second.stderr)
-    assert.match(second.stdout, /^copied [1-9]\d* pets, 0 API keys, \d+ idempotency records/)
+    assert.match(
+      second.stdout,
+      /^copied [1-9]\d* pets, 0 API keys \([1-9]\d* already there, brought up to date\), \d+ idempotency records/,
+    )
     await assertCopied(t, cwd, sqlite, url, oldKey)
     const target = await storeContents(url)
     const names = new Map(target.pets.map((pet) => [String(pet.id), pet.name]))

@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { progressLine } from '../src/cli/copy-command.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
@@ -93,5 +94,14 @@ describe('copy progress', () => {
     }
     const example = /`(petstore copy: \d+ of \d+ pets \([^`]*)`/.exec(readme)?.[1]
     assert.match(example ?? 'no progress line in the README', PROGRESS)
+  })
+
+  test('when the source holds more pets than it did when the copy counted them (it takes writes), then the progress line makes up no share past 100 %', () => {
+    assert.equal(progressLine(450, 1000, 90), 'petstore copy: 450 of 1000 pets (45%, 90/s)\n')
+    assert.equal(progressLine(1000, 1000, 90), 'petstore copy: 1000 of 1000 pets (100%, 90/s)\n')
+    assert.equal(
+      progressLine(1050, 1000, 90),
+      'petstore copy: 1050 pets (1000 when it started: the source takes writes, 90/s)\n',
+    )
   })
 })

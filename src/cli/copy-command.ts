@@ -1,9 +1,39 @@
+import { constants } from 'node:os'
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
 import { type Command, CommandError, integerOption, parseCommandArgs, UsageError } from './command.ts'
 import { openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
 const PROGRESS_EVERY_MS = 2000
+
+/**
+ * A progress line: pets walked of those counted at the start. A source that takes writes meanwhile can
+ * hold more than were counted: past the count, no share is made up.
+ */
+export function progressLine(walked: number, total: number, perSecond: number): string {
+  const done =
+    walked <= total
+      ? `${walked} of ${total} pets (${Math.floor((walked / Math.max(total, 1)) * 100)}%`
+      : `${walked} pets (${total} when it started: the source takes writes`
+  return `petstore copy: ${done}, ${perSecond}/s)\n`
+}
+
+/** Stopped by the operator: the target holds whole chunks, and a re-run finishes it. */
+function stopOnSignal(stderr: { write(text: string): unknown }): () => void {
+  const stop = (signal: NodeJS.Signals) => {
+    stderr.write(
+      `petstore copy: stopped by ${signal} before the end; the target holds whole chunks: run the same command again to finish\n`,
+    )
+    // The shell's code for a command ended by the signal; the transaction under way is rolled back.
+    process.exit(128 + (constants.signals[signal] ?? 0))
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  return () => {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+  }
+}
 /** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */
 export const INCOMPLETE_EXIT = 3
 
@@ -51,6 +81,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     })
     const started = performance.now()
     let reported = started
+    const allowSignals = stopOnSignal(stderr)
     try {
       const report = await copyStore(source, target, {
         chunkSize,
@@ -60,14 +91,13 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
           const now = performance.now()
           if (now - reported < PROGRESS_EVERY_MS) return
           reported = now
-          const rate = Math.round(walked / ((now - started) / 1000))
-          stderr.write(
-            `petstore copy: ${walked} of ${total} pets (${Math.floor((walked / Math.max(total, 1)) * 100)}%, ${rate}/s)\n`,
-          )
+          stderr.write(progressLine(walked, total, Math.round(walked / ((now - started) / 1000))))
         },
       })
       const seconds = ((performance.now() - started) / 1000).toFixed(1)
-      const summary = `${report.pets} pets, ${report.keys} API keys, ${report.idempotencyRecords} idempotency records`
+      const kept = report.sourceKeys - report.keys
+      const keys = `${report.keys} API keys${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
+      const summary = `${report.pets} pets, ${keys}, ${report.idempotencyRecords} idempotency records`
       if (!report.complete) {
         stdout.write(
           `copied ${summary} in ${seconds} s, then stopped (--max-chunks); run it again to continue\n`,
@@ -83,6 +113,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
         throw new CommandError(error.message)
       throw error
     } finally {
+      allowSignals()
       await Promise.all([source.close(), target.close()])
     }
   },

@@ -122,7 +122,10 @@ export interface CopyOptions {
 export interface CopyReport {
   complete: boolean
   pets: number
+  /** Keys inserted; the source's other keys were there already, their revocations and counts brought up to date. */
   keys: number
+  /** The source's keys, inserted or brought up to date. */
+  sourceKeys: number
   idempotencyRecords: number
   /** The id the next create is drawn above. */
   highestPetId: bigint
@@ -180,7 +183,7 @@ export async function copyStore(
     if (conflicts !== undefined) throw conflicts
   }
   const keys = await source.keys()
-  const keysCopied = await target.writeKeys(keys, secret)
+  const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
 
   const total = await source.petCount()
   let afterId = INT64_MIN
@@ -189,7 +192,7 @@ export async function copyStore(
   let chunks = 0
   for await (const chunk of chunksOf(source, options.chunkSize)) {
     if (chunks === options.maxChunks) {
-      return { complete: false, pets, keys: keysCopied, idempotencyRecords: 0, highestPetId: afterId }
+      return { ...keysReport, complete: false, pets, idempotencyRecords: 0, highestPetId: afterId }
     }
     const added = await target.writePets(chunk).catch(async (error: unknown) => {
       if (!(error instanceof CopyConflictError)) throw error
@@ -213,5 +216,5 @@ export async function copyStore(
   const highestPetId = await source.highestPetId()
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
   await target.raiseSequences(highestPetId, highestKeyId)
-  return { complete: true, pets, keys: keysCopied, idempotencyRecords: records, highestPetId }
+  return { ...keysReport, complete: true, pets, idempotencyRecords: records, highestPetId }
 }
