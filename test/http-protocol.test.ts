@@ -41,6 +41,7 @@ describe('HTTP edge cases answered in the Error body', () => {
       ['/v1/pets/1', 405, 'method_not_allowed', 'GET, HEAD'],
       ['/v1/pets?limit=1', 405, 'method_not_allowed', 'GET, HEAD, POST'],
       ['/v1/openapi.json', 405, 'method_not_allowed', 'GET, HEAD'],
+      ['/docs/static/theme/docs.css', 405, 'method_not_allowed', 'GET, HEAD'],
       ['/v1/nope', 404, 'route_not_found', undefined],
       ['example.com:443', 405, 'method_not_allowed', ''],
     ] as const
@@ -54,6 +55,16 @@ describe('HTTP edge cases answered in the Error body', () => {
       assert.equal(response.headers.allow, allow, target)
       assert.equal(response.headers['x-request-id'], 'connect-1', target)
     }
+  })
+
+  test('when a client sends CONNECT and resets the connection at once, then the server goes on serving', async () => {
+    for (let i = 0; i < 30; i++) {
+      const socket = await openSocket(server.origin)
+      socket.write('CONNECT /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n')
+      socket.resetAndDestroy()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
   })
 
   test('when Expect is refused, then the answer carries the request id as every other does', async () => {

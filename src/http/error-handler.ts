@@ -178,10 +178,15 @@ export function handleClientError(
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? new ApiError('headers_too_large', 'the request line and headers are too large')
         : new ApiError('bad_request', 'the request is not valid HTTP/1.1')
-  // Its head was not read: the id is a new one, for the answer and the line to name the same request.
-  const reqId = randomRequestId()
+  // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
+  const request = inFlight?.req
+  const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
   closeConnection(socket, rawResponse(apiError, { 'X-Request-Id': reqId }))
-  record?.({ error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) })
+  record?.(
+    request === undefined
+      ? { error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) }
+      : refusalOf(apiError, reqId, request),
+  )
 }
 
 /** `Expect` values other than 100-continue (Node would answer a bare 417). */
@@ -225,6 +230,8 @@ export function handleConnect(
   allowAt: (path: string) => string | undefined,
   record?: RecordRawRefusal,
 ): void {
+  // Node takes its own error listener off a socket it hands to 'connect': a client's reset would be thrown.
+  socket.on('error', () => socket.destroy())
   const target = request.url ?? ''
   const path = target.split('?')[0] as string
   const allow = path.startsWith('/') ? allowAt(path) : ''

@@ -17,11 +17,13 @@ export function knowEveryMethod(app: FastifyInstance): void {
 // Per server (an app's encapsulated parts share it): each guarded path, as a pattern, and its Allow value.
 const guardedPaths = new WeakMap<object, Array<{ path: RegExp; allow: string }>>()
 
-/** A route's URL (`/v1/pets/:petId`) as a pattern of the paths it serves. */
+/** A route's URL (`/v1/pets/:petId`, `/docs/static/*`) as a pattern of the paths it serves. */
 function pathPattern(url: string): RegExp {
-  const segments = url
-    .split('/')
-    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+  const segments = url.split('/').map((segment) => {
+    if (segment.startsWith(':')) return '[^/]+'
+    if (segment === '*') return '.*'
+    return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  })
   return new RegExp(`^${segments.join('/')}$`)
 }
 

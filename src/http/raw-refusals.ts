@@ -17,8 +17,8 @@ export type RecordRawRefusal = (refusal: RawRefusal) => void
 
 // As the request line cuts its URL (request-line.ts), after masking: a key cut in two would not be masked.
 const URL_LOGGED = 2048
-// A request line is read from the start of what the parser held: a method is a short token.
-const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192})/
+// A whole request line at the start of what the parser held (which may be a later part of the head).
+const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
 
 /**
  * Writes the line of a request answered below the framework and counts it by status, so that slow

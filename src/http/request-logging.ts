@@ -9,6 +9,8 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 // The id of the request on whose behalf the code now running was started, timers and promises included.
 const requestContext = new AsyncLocalStorage<string>()
+// Each request's id once made: an answer made below the framework (a slow body's 408) names it too.
+const requestIds = new WeakMap<IncomingMessage, string>()
 
 /**
  * Fastify's `genReqId`: the client's `X-Request-Id` when it is acceptable, else a new UUID. A key is made
@@ -17,11 +19,14 @@ const requestContext = new AsyncLocalStorage<string>()
  * arrives), so a failure outside the request's own promise chain can still name it.
  */
 export function requestIdOf(request: IncomingMessage): string {
+  const known = requestIds.get(request)
+  if (known !== undefined) return known
   const given = request.headers['x-request-id']
   const id =
     typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !containsApiKey(given)
       ? given
       : randomRequestId()
+  requestIds.set(request, id)
   requestContext.enterWith(id)
   return id
 }
