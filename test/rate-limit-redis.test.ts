@@ -9,8 +9,8 @@ import { call } from './helpers/api-client.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
-import { startServeProcess } from './helpers/cli-process.ts'
-import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
+import { type LogLine, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { connected, redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -24,8 +24,8 @@ async function redisLoggingTo(t: TestContext) {
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
   const redis = await connectRedis(redisServer.url, logger)
   t.after(() => redis.disconnect())
-  // connectRedis resolves once connected, or a second later while still trying: here, connected.
-  assert.equal(redis.status, 'ready')
+  // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
+  await connected(redis)
   return { redisServer, lines, logger, redis }
 }
 
@@ -39,8 +39,8 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
       const redis = await connectRedis(redisServer.url, log)
       clients.push(redis)
       t.after(() => redis.disconnect())
-      // connectRedis resolves once connected, or a second later while still trying: here, connected.
-      assert.equal(redis.status, 'ready')
+      // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
+      await connected(redis)
       const env = { RATE_LIMIT_PER_MINUTE: '5' }
       return startTestServer(t, { store: instanceStore, env, app: { redis }, ...(key ? { key } : {}) })
     }
@@ -182,6 +182,26 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     }
     const server = await startServeProcess({ REDIS_URL: withPassword('sekret') }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
+    assert.equal(server.child.exitCode, null)
+  })
+
+  test('when Redis is down at start and, once up, refuses the credentials, then the service serves uncounted and one error line says to correct them', async (t) => {
+    const redis = await startRedis({ password: 'sekret' })
+    t.after(() => redis.stop())
+    await redis.stop()
+    const server = await startServeProcess({ REDIS_URL: redis.url }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await redis.restart()
+    const refusedLines = (lines: LogLine[]) => {
+      const found = lines.filter((line) => /refuses the credentials/.test(String(line.msg)))
+      return found.length > 0 ? found : undefined
+    }
+    await waitForLog(server, refusedLines)
+    // Reconnect attempts come every 0.2–2 s: a few more have met the same refusal by then.
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    const refused = refusedLines(logLines(server)) ?? []
+    assert.equal(refused.length, 1, 'said once, not per reconnect attempt')
+    assert.equal(refused[0]?.level, 50)
     assert.equal(server.child.exitCode, null)
   })
 })

@@ -45,9 +45,10 @@ async function prepareStore(store: Store, config: Config, log: Logger, terminal:
 async function serveInProcess(config: Config, logger: Logger, terminal: Output): Promise<number> {
   const fatal = exitOnFatalFailure(logger, Math.min(config.server.shutdownTimeoutMs, FATAL_GRACE_MS))
   const alone = !cluster.isWorker
-  const store = await openStore(config.database, logger)
   const { redisUrl } = config.rateLimit
+  // First: credentials Redis refuses stop the start before a store is opened (or a database made).
   const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
+  const store = await openStore(config.database, logger)
   let metricsServer: Server | undefined
   try {
     if (alone) await prepareStore(store, config, logger, terminal)

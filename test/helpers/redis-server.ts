@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { createServer } from 'node:net'
+import type { Redis } from 'ioredis'
 import { within } from './bounded-wait.ts'
 import { suiteNeeding } from './suite-requirements.ts'
 
@@ -91,4 +93,9 @@ export async function startRedis({ password }: { password?: string } = {}): Prom
       current.child.kill('SIGCONT')
     },
   }
+}
+
+/** Resolves once `redis` is connected: connectRedis gives it back a second into an outage, or on a loaded machine. */
+export async function connected(redis: Redis): Promise<void> {
+  if (redis.status !== 'ready') await within(once(redis, 'ready'), 5000, 'connected to Redis')
 }

@@ -7,7 +7,10 @@ import type { Logger } from 'pino'
  * on its own in the background. The client library is loaded only when Redis is configured (it is a few
  * megabytes of memory that most single-instance deployments never need).
  */
-export async function connectRedis(url: string, log: Pick<Logger, 'warn' | 'info'>): Promise<Redis> {
+export async function connectRedis(
+  url: string,
+  log: Pick<Logger, 'error' | 'warn' | 'info'>,
+): Promise<Redis> {
   const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
     connectTimeout: 500,
@@ -29,8 +32,8 @@ export async function connectRedis(url: string, log: Pick<Logger, 'warn' | 'info
   return redis
 }
 
-// Redis's replies to a missing or wrong password, or to one it does not ask for.
-const CREDENTIALS_REFUSED = /^(NOAUTH|WRONGPASS|ERR invalid password|ERR AUTH)\b/
+// Redis's replies to a missing or wrong password (`ERR invalid password` from Redis before 6).
+const CREDENTIALS_REFUSED = /^(NOAUTH|WRONGPASS|ERR invalid password)\b/
 // Longer than the connect timeout: a Redis that does not answer in time is an outage, met at start.
 const FIRST_OUTCOME_MS = 1000
 
@@ -59,9 +62,22 @@ function firstOutcome(redis: Redis): Promise<Error | undefined> {
  * retries every 2 s at most for as long as an outage lasts, and a line per attempt says nothing new.
  * `first`: the error the first connection met, an outage from the start.
  */
-function logOutages(redis: Redis, log: Pick<Logger, 'warn' | 'info'>, first: Error | undefined): void {
+function logOutages(
+  redis: Redis,
+  log: Pick<Logger, 'error' | 'warn' | 'info'>,
+  first: Error | undefined,
+): void {
   let downSince: number | undefined
+  let refusedSaid = false
   const down = (error: Error) => {
+    // Refused later (not up yet at start, or its password changed since): a setting to correct, said once.
+    if (CREDENTIALS_REFUSED.test(error.message) && !refusedSaid) {
+      refusedSaid = true
+      log.error(
+        { code: error.message.split(' ')[0] },
+        'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
+      )
+    }
     if (downSince !== undefined) return
     downSince = performance.now()
     log.warn({ err: error }, 'Redis is unreachable: rate limits are not counted until it is back')
