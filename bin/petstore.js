@@ -44,8 +44,14 @@ process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout,
 // A command that failed has nothing left to do, and ends: whatever it left open would keep the process
 // alive, serving nothing — an IPC channel (a WORKERS worker that could not start, another manager's fork
 // mode), or a database login the server keeps half-done until its own timeout (a minute). Once stderr has
-// taken the reason (an exit drops writes still queued on a full pipe); a second at most if nobody reads it.
+// taken the reason, and stdout its output (an exit drops writes still queued on a full pipe); a second at
+// most if nobody reads them.
 if (process.exitCode !== 0) {
   setTimeout(() => process.exit(), 1000).unref()
-  process.stderr.write('', () => process.exit())
+  let draining = 2
+  const drained = () => {
+    if (--draining === 0) process.exit()
+  }
+  process.stdout.write('', drained)
+  process.stderr.write('', drained)
 }

@@ -19,7 +19,7 @@ export const INT64_RULE = 'must be an integer from -9223372036854775808 to 92233
  */
 export function Int64({ description }: { description?: string } = {}) {
   // JSON Schema's integer takes `1.0` and `-0`; the decoders take only the literal (INTEGER_LITERAL).
-  const literal = 'Written as an integer literal: `1.0`, `1e2`, `-0` and `01` are refused.'
+  const literal = 'An integer literal: `1.0`, `1e2`, `-0` and `01` are not int64 values here.'
   return Type.Unsafe<bigint>({
     type: 'integer',
     format: 'int64',

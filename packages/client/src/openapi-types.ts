@@ -68,7 +68,7 @@ export interface components {
             name: string;
             /**
              * Format: int64
-             * @description Identifier of the category the animal belongs to. Written as an integer literal: `1.0`, `1e2`, `-0` and `01` are refused.
+             * @description Identifier of the category the animal belongs to. An integer literal: `1.0`, `1e2`, `-0` and `01` are not int64 values here.
              */
             categoryId: bigint;
             status?: components["schemas"]["PetStatus"];
@@ -85,14 +85,14 @@ export interface components {
         Pet: {
             /**
              * Format: int64
-             * @description Unique identifier assigned by the service on creation. Written as an integer literal: `1.0`, `1e2`, `-0` and `01` are refused.
+             * @description Unique identifier assigned by the service on creation. An integer literal: `1.0`, `1e2`, `-0` and `01` are not int64 values here.
              */
             id: bigint;
             /** @description The animal's name: 1 to 100 Unicode characters, at least one of them visible (not only spaces or invisible characters), no control characters (C0, DEL, C1). Stored exactly as sent (never trimmed). */
             name: string;
             /**
              * Format: int64
-             * @description Identifier of the category the animal belongs to. Written as an integer literal: `1.0`, `1e2`, `-0` and `01` are refused.
+             * @description Identifier of the category the animal belongs to. An integer literal: `1.0`, `1e2`, `-0` and `01` are not int64 values here.
              */
             categoryId: bigint;
             status?: components["schemas"]["PetStatus"];
@@ -548,7 +548,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The identifier of the animal to retrieve. Written as an integer literal: `1.0`, `1e2`, `-0` and `01` are refused. */
+                /** @description The identifier of the animal to retrieve. An integer literal: `1.0`, `1e2`, `-0` and `01` are not int64 values here. */
                 petId: bigint;
             };
             cookie?: never;

@@ -86,7 +86,7 @@ function openDurable(path: string): DatabaseSync {
     return db
   } catch (error) {
     db?.close()
-    const why = isBusy(error) ? HELD : whyNotWritable(path)
+    const why = isBusy(error) ? HELD : whyNotWritable(path, error)
     throw new Error(`cannot open the database ${path}: ${(error as Error).message}${why}`, { cause: error })
   }
 }
@@ -95,12 +95,14 @@ function openDurable(path: string): DatabaseSync {
 const HELD = ' (another process holds it exclusively, as a restore does until it ends): start again then'
 
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
-function whyNotWritable(path: string): string {
+function whyNotWritable(path: string, error: unknown): string {
   const directory = dirname(path)
   try {
     accessSync(directory, constants.W_OK)
-    // SQLite says only "disk I/O error" when it cannot make its log or index for want of room.
-    return new SqliteVolume(path).check(false).fault === 'disk_full'
+    // SQLite says only "disk I/O error" when it cannot make its log or index for want of room; any
+    // other failure (a file that is no database) is not put down to a disk that happens to be low.
+    const io = /I\/O error|disk is full/.test((error as Error).message)
+    return io && new SqliteVolume(path).check(false).fault === 'disk_full'
       ? ` (the disk holding ${directory} is full)`
       : ''
   } catch (error) {
