@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import type { Redis } from 'ioredis'
 import pino from 'pino'
@@ -170,15 +172,18 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     t.after(() => redis.stop())
     const cwd = temporaryDirectory(t)
     const withPassword = (password: string) => redis.url.replace('redis://', `redis://:${password}@`)
-    for (const url of [redis.url, withPassword('wrong')]) {
-      const result = await runCliAsync(['serve'], { REDIS_URL: url, PORT: '0' }, cwd, { timeoutMs: 20_000 })
+    for (const [url, workers] of [
+      [redis.url, '1'],
+      [withPassword('wrong'), '1'],
+      [redis.url, '2'],
+    ] as const) {
+      const env = { REDIS_URL: url, PORT: '0', WORKERS: workers }
+      const result = await runCliAsync(['serve'], env, cwd, { timeoutMs: 20_000 })
       assert.equal(result.status, 1, result.stderr)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
-      assert.match(
-        result.stderr,
-        /^petstore serve: REDIS_URL: Redis refused its credentials \((NOAUTH|WRONGPASS)\)/,
-      )
+      assert.match(result.stderr, /REDIS_URL: Redis refused its credentials \((NOAUTH|WRONGPASS)\)/)
       assert.doesNotMatch(result.stderr, /wrong|sekret/, 'the password is not echoed')
+      assert.equal(existsSync(join(cwd, 'data')), false, `WORKERS=${workers}: no database made first`)
     }
     const server = await startServeProcess({ REDIS_URL: withPassword('sekret') }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
@@ -189,7 +194,9 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     const redis = await startRedis({ password: 'sekret' })
     t.after(() => redis.stop())
     await redis.stop()
-    const server = await startServeProcess({ REDIS_URL: redis.url }, temporaryDirectory(t))
+    // A wrong password: Redis's reply to AUTH carries the command, the password in it, to the logger.
+    const url = redis.url.replace('redis://', 'redis://:not-the-password@')
+    const server = await startServeProcess({ REDIS_URL: url }, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     await redis.restart()
     const refusedLines = (lines: LogLine[]) => {
@@ -203,5 +210,26 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     assert.equal(refused.length, 1, 'said once, not per reconnect attempt')
     assert.equal(refused[0]?.level, 50)
     assert.equal(server.child.exitCode, null)
+    assert.equal(server.output().includes('not-the-password'), false, 'the password is never logged')
+  })
+
+  test('when Redis changes its password under a running service, then one error line says so, and neither password reaches the log', async (t) => {
+    const redis = await startRedis({ password: 'first-password' })
+    t.after(() => redis.stop())
+    const url = redis.url.replace('redis://', 'redis://:first-password@')
+    const server = await startServeProcess({ REDIS_URL: url }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(url)
+    t.after(() => admin.disconnect())
+    await admin.config('SET', 'requirepass', 'second-password')
+    // The service's connection is cut: it reconnects with the password it has, which Redis now refuses.
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    await waitForLog(server, (lines) =>
+      lines.some((line) => /refuses the credentials/.test(String(line.msg))) ? true : undefined,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    for (const password of ['first-password', 'second-password'])
+      assert.equal(server.output().includes(password), false, `${password} is in the log`)
   })
 })

@@ -48,7 +48,10 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
   const { redisUrl } = config.rateLimit
   // First: credentials Redis refuses stop the start before a store is opened (or a database made).
   const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
-  const store = await openStore(config.database, logger)
+  const store = await openStore(config.database, logger).catch((error: unknown) => {
+    redis?.disconnect()
+    throw error
+  })
   let metricsServer: Server | undefined
   try {
     if (alone) await prepareStore(store, config, logger, terminal)
@@ -131,8 +134,10 @@ uncaught failure (see README, "Operating").`,
         'each worker counts the rate limit alone: a key may make up to WORKERS times RATE_LIMIT_PER_MINUTE requests a minute here; set REDIS_URL for one count',
       )
     }
-    // The supervisor prepares the store once, before any worker starts, and closes it again.
+    // The supervisor prepares the store once, before any worker starts, and closes it again; credentials
+    // Redis refuses stop it first, as they would stop every worker.
     return superviseWorkers(config.workers, config, log, async () => {
+      if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).disconnect()
       const store = await openStore(config.database, log)
       try {
         await prepareStore(store, config, log, stdout)

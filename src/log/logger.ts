@@ -31,7 +31,8 @@ export function createLogger(
   const options = {
     level,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
+      // A Redis reply's error carries the command it answers: AUTH's holds the password.
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'err.command.args'],
       censor: '[redacted]',
     },
     hooks: { streamWrite: maskApiKeys },

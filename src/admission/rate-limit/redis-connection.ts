@@ -70,13 +70,17 @@ function logOutages(
   let downSince: number | undefined
   let refusedSaid = false
   const down = (error: Error) => {
-    // Refused later (not up yet at start, or its password changed since): a setting to correct, said once.
-    if (CREDENTIALS_REFUSED.test(error.message) && !refusedSaid) {
+    // Refused later (not up yet at start, or its password changed since): a setting to correct, said
+    // once until Redis takes them again; Redis is up, so it is not said to be unreachable.
+    if (CREDENTIALS_REFUSED.test(error.message)) {
+      if (!refusedSaid)
+        log.error(
+          { code: error.message.split(' ')[0] },
+          'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
+        )
       refusedSaid = true
-      log.error(
-        { code: error.message.split(' ')[0] },
-        'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
-      )
+      downSince ??= performance.now()
+      return
     }
     if (downSince !== undefined) return
     downSince = performance.now()
@@ -85,6 +89,7 @@ function logOutages(
   if (first !== undefined) down(first)
   redis.on('error', down)
   redis.on('ready', () => {
+    refusedSaid = false
     if (downSince === undefined) return
     log.info(
       { downMs: Math.round(performance.now() - downSince) },

@@ -94,14 +94,17 @@ function openDurable(path: string): DatabaseSync {
 // Busy at open, before any write: a connection holds the file exclusively, as restore does to the end.
 const HELD = ' (another process holds it exclusively, as a restore does until it ends): start again then'
 
+// SQLite's primary result codes a lack of room shows as: IOERR, FULL, CANTOPEN.
+const ROOM_ERRORS = new Set([10, 13, 14])
+
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
 function whyNotWritable(path: string, error: unknown): string {
   const directory = dirname(path)
   try {
     accessSync(directory, constants.W_OK)
-    // SQLite says only "disk I/O error" when it cannot make its log or index for want of room; any
-    // other failure (a file that is no database) is not put down to a disk that happens to be low.
-    const io = /I\/O error|disk is full/.test((error as Error).message)
+    // SQLite says only "disk I/O error" (or that it cannot open the file) when it cannot make its log or
+    // index for want of room; another failure (a file that is no database) is not put down to a low disk.
+    const io = ROOM_ERRORS.has(((error as { errcode?: number }).errcode ?? 0) & 0xff)
     return io && new SqliteVolume(path).check(false).fault === 'disk_full'
       ? ` (the disk holding ${directory} is full)`
       : ''
