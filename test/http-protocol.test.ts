@@ -67,6 +67,15 @@ describe('HTTP edge cases answered in the Error body', () => {
     assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
   })
 
+  test('when a chunked body carries chunk extensions past what the parser keeps, then 413 body_too_large, as Node itself answers', async () => {
+    const response = await rawHttp(
+      server.origin,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1;${'a'.repeat(20_000)}\r\n{\r\n0\r\n\r\n`,
+    )
+    assert.equal(response.status, 413)
+    assert.equal(errorBody(response.body).code, 'body_too_large')
+  })
+
   test('when Expect is refused, then the answer carries the request id as every other does', async () => {
     const response = await rawHttp(
       server.origin,

@@ -134,6 +134,20 @@ export function lingerOnClose(socket: Socket): void {
 
 const latestRequests = new WeakMap<Socket | Duplex, IncomingMessage>()
 
+/** The parser's errors by code, in our words (Node's own answers: 408, 431, 413, else 400). */
+const PARSER_REFUSALS = new Map<string | undefined, () => ApiError>([
+  ['ERR_HTTP_REQUEST_TIMEOUT', () => new ApiError('request_timeout', 'the request was not received in time')],
+  [
+    'HPE_HEADER_OVERFLOW',
+    () => new ApiError('headers_too_large', 'the request line and headers are too large'),
+  ],
+  [
+    'HPE_CHUNK_EXTENSIONS_OVERFLOW',
+    () => new ApiError('body_too_large', 'the chunk extensions of the request body are too large'),
+  ],
+])
+const NOT_HTTP = () => new ApiError('bad_request', 'the request is not valid HTTP/1.1')
+
 /** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */
 export function trackLatestRequests(server: {
   on(event: 'request', listener: (request: IncomingMessage) => void): unknown
@@ -172,12 +186,7 @@ export function handleClientError(
     socket.destroy()
     return
   }
-  const apiError =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new ApiError('request_timeout', 'the request was not received in time')
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? new ApiError('headers_too_large', 'the request line and headers are too large')
-        : new ApiError('bad_request', 'the request is not valid HTTP/1.1')
+  const apiError = (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)()
   // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
   const request = inFlight?.req
   const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
