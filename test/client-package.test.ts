@@ -96,11 +96,33 @@ describe('@petstore/client, packed and installed in a project outside the reposi
     assert.deepEqual(manifest.engines, { node: '>=22.0.0' })
     assert.equal(manifest.dependencies, undefined)
     assert.equal(manifest.sideEffects, false)
-    assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.ts', import: './dist/index.js' })
+    assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.ts', default: './dist/index.js' })
     assert.ok(
       statSync(project.tarball).size < 50_000,
       `the tarball is ${statSync(project.tarball).size} bytes`,
     )
+  })
+
+  test('when installed, then every declaration imports only files the package ships', () => {
+    const dist = join(project.directory, 'node_modules', '@petstore', 'client', 'dist')
+    for (const file of readdirSync(dist).filter((name) => name.endsWith('.d.ts'))) {
+      const specifiers = [...readFileSync(join(dist, file), 'utf8').matchAll(/from '(\.\/[^']+)'/g)]
+      for (const [, specifier = ''] of specifiers) {
+        // A consumer's compiler reads './x.js' as './x.d.ts': './x.ts' is a file it never gets.
+        assert.match(specifier, /\.js$/, `${file} imports ${specifier}`)
+        assert.ok(existsSync(join(dist, specifier.replace(/\.js$/, '.d.ts'))), `${file} imports ${specifier}`)
+      }
+    }
+  })
+
+  test('when a CommonJS script requires the client, then it loads (Node.js loads ES modules so from 22.12 on)', async () => {
+    const script = join(project.directory, 'require.cjs')
+    writeFileSync(
+      script,
+      "const { createClient } = require('@petstore/client')\nconsole.log(typeof createClient)\n",
+    )
+    const { stdout } = await run(process.execPath, [script], { cwd: project.directory, timeout: 30_000 })
+    assert.equal(stdout.trim(), 'function')
   })
 
   test('when a plain .mjs script calls the three operations on a real server, then int64s are exact both ways', async (t) => {
