@@ -77,6 +77,61 @@ describe('typed client: deprecation notices', () => {
     await assert.rejects(rejecting.getPet(created.id), (error) => error === thrown, 'an async one is awaited')
   })
 
+  test('when onDeprecation never settles, then the call still ends at its time limit, or when its signal aborts', async (t) => {
+    const server = await startTestServer(t)
+    const created = await createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key }).createPet({
+      name: 'Hang',
+      categoryId: 3n,
+    })
+    const hanging = {
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      onDeprecation: () => new Promise(() => {}),
+    }
+    const timed = await createClient({ ...hanging, timeoutMs: 300 })
+      .getPet(created.id)
+      .catch((error: unknown) => error)
+    assert.equal((timed as Error).name, 'TimeoutError')
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 100)
+    const aborted = await createClient({ ...hanging, timeoutMs: 0 })
+      .getPet(created.id, { signal: controller.signal })
+      .catch((error: unknown) => error)
+    assert.equal((aborted as Error).name, 'AbortError')
+  })
+
+  test('when the answer announces the deprecation and its body never comes, then onDeprecation is told before the call times out', async (t) => {
+    const server = await startTestServer(t)
+    const created = await createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key }).createPet({
+      name: 'Slow',
+      categoryId: 4n,
+    })
+    // The answer's head as the service sent it, its body stalled as on a network that stops mid-answer.
+    const stalledBody: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init)
+      const body = new ReadableStream({
+        start(controller) {
+          init?.signal?.addEventListener('abort', () => controller.error(init.signal?.reason))
+        },
+      })
+      return new Response(body, { status: answer.status, headers: answer.headers })
+    }
+    const notices: DeprecationNotice[] = []
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      timeoutMs: 300,
+      fetch: stalledBody,
+      onDeprecation: (notice) => notices.push(notice),
+    })
+    const error = await client.getPet(created.id).catch((error: unknown) => error)
+    assert.equal((error as Error).name, 'TimeoutError')
+    assert.deepEqual(
+      notices.map(({ operation, status }) => ({ operation, status })),
+      [{ operation: 'getPet', status: 200 }],
+    )
+  })
+
   test('when an answer carries a date past what Date holds, or a successor that is no URL, then those are undefined and the call goes on', () => {
     const response = new Response(null, {
       headers: {

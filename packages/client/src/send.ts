@@ -61,10 +61,16 @@ export async function send<P extends keyof paths, M extends Method>(
     body: body === undefined ? null : stringifyExactJson(body),
     ...(signal === undefined ? {} : { signal }),
   })
-  const text = await response.text()
-  // Told before the call returns or throws; what the listener throws, the call throws.
+  // Told as the answer's head comes (its body may never come), before the call returns or throws; what
+  // the listener throws, the call throws; a listener that never settles is cut by the call's limits.
   const notice = transport.onDeprecation && deprecationNoticeOf(operation, response)
-  if (notice) await transport.onDeprecation?.(notice)
+  if (notice) {
+    await untilAborted(transport.onDeprecation?.(notice), signal).catch(async (error: unknown) => {
+      await response.body?.cancel().catch(() => {})
+      throw error
+    })
+  }
+  const text = await response.text()
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
   try {
     return { body: parseExactJson(text), response }
@@ -73,6 +79,19 @@ export async function send<P extends keyof paths, M extends Method>(
     if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
     throw error
   }
+}
+
+/** What `work` settles with, or the signal's reason once it aborts, whichever comes first. */
+function untilAborted(work: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+  if (signal === undefined) return Promise.resolve(work)
+  signal.throwIfAborted()
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason)
+    signal.addEventListener('abort', abort, { once: true })
+    Promise.resolve(work)
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener('abort', abort))
+  })
 }
 
 /** The caller's signal, the timeout's, or the first of both to abort. */
