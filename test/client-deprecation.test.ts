@@ -132,6 +132,59 @@ describe('typed client: deprecation notices', () => {
     )
   })
 
+  test('when onDeprecation throws, at once or later, or the call is already over when the head comes, then the body is let go and nothing is left unhandled', async (t) => {
+    const server = await startTestServer(t)
+    const created = await createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key }).createPet({
+      name: 'Gone',
+      categoryId: 5n,
+    })
+    let cancelled = 0
+    // The service's head, a body whose cancel is seen; `lateMs` hands the answer over after that long.
+    const watchedBody =
+      (lateMs = 0): typeof fetch =>
+      async (input, init) => {
+        const answer = await fetch(input, { ...init, signal: null })
+        await answer.body?.cancel()
+        await new Promise((resolve) => setTimeout(resolve, lateMs))
+        const body = new ReadableStream({
+          cancel() {
+            cancelled++
+          },
+        })
+        return new Response(body, { status: answer.status, headers: answer.headers })
+      }
+    const thrown = new Error('refused by policy')
+    const options = { baseUrl: `${server.origin}/v1`, apiKey: server.key }
+    const throwing = createClient({
+      ...options,
+      fetch: watchedBody(),
+      onDeprecation: () => {
+        throw thrown
+      },
+    })
+    await assert.rejects(throwing.getPet(created.id), (error) => error === thrown)
+    assert.equal(cancelled, 1, 'a listener throwing at once lets the body go')
+
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    t.after(() => process.off('unhandledRejection', onUnhandled))
+    const late = createClient({
+      ...options,
+      timeoutMs: 100,
+      fetch: watchedBody(300),
+      onDeprecation: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        throw thrown
+      },
+    })
+    const error = await late.getPet(created.id).catch((error: unknown) => error)
+    assert.equal((error as Error).name, 'TimeoutError')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.deepEqual(unhandled, [], "the listener's later rejection is handled")
+    assert.equal(cancelled, 2, 'an answer coming after the time limit lets the body go')
+  })
+
   test('when an answer carries a date past what Date holds, or a successor that is no URL, then those are undefined and the call goes on', () => {
     const response = new Response(null, {
       headers: {

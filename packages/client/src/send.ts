@@ -63,9 +63,10 @@ export async function send<P extends keyof paths, M extends Method>(
   })
   // Told as the answer's head comes (its body may never come), before the call returns or throws; what
   // the listener throws, the call throws; a listener that never settles is cut by the call's limits.
-  const notice = transport.onDeprecation && deprecationNoticeOf(operation, response)
-  if (notice) {
-    await untilAborted(transport.onDeprecation?.(notice), signal).catch(async (error: unknown) => {
+  const listener = transport.onDeprecation
+  const notice = listener && deprecationNoticeOf(operation, response)
+  if (listener && notice) {
+    await untilAborted(() => listener(notice), signal).catch(async (error: unknown) => {
       await response.body?.cancel().catch(() => {})
       throw error
     })
@@ -81,16 +82,22 @@ export async function send<P extends keyof paths, M extends Method>(
   }
 }
 
-/** What `work` settles with, or the signal's reason once it aborts, whichever comes first. */
-function untilAborted(work: unknown, signal: AbortSignal | undefined): Promise<unknown> {
-  if (signal === undefined) return Promise.resolve(work)
-  signal.throwIfAborted()
+/**
+ * What `run` settles with (a throw as a rejection), or the signal's reason once it aborts, whichever
+ * comes first; a rejection of `run` after the signal won is handled, never left to the process.
+ */
+function untilAborted(run: () => unknown, signal: AbortSignal | undefined): Promise<unknown> {
+  const work = new Promise((resolve) => resolve(run()))
+  if (signal === undefined) return work
   return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      work.catch(() => {})
+      reject(signal.reason)
+      return
+    }
     const abort = () => reject(signal.reason)
     signal.addEventListener('abort', abort, { once: true })
-    Promise.resolve(work)
-      .then(resolve, reject)
-      .finally(() => signal.removeEventListener('abort', abort))
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort))
   })
 }
 
