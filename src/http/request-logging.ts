@@ -9,8 +9,9 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 // The id of the request on whose behalf the code now running was started, timers and promises included.
 const requestContext = new AsyncLocalStorage<string>()
-// Each request's id once made: an answer made below the framework (a slow body's 408) names it too.
-const requestIds = new WeakMap<IncomingMessage, string>()
+// Each request's id once made, kept on the request: an answer made below the framework (a slow body's
+// 408) names it too. A property, not a WeakMap: an entry per request weighed on every collection.
+const REQUEST_ID = Symbol('petstore.requestId')
 
 /**
  * Fastify's `genReqId`: the client's `X-Request-Id` when it is acceptable, else a new UUID. A key is made
@@ -18,15 +19,15 @@ const requestIds = new WeakMap<IncomingMessage, string>()
  * becomes the request context of everything this request starts (Fastify calls this as the request
  * arrives), so a failure outside the request's own promise chain can still name it.
  */
-export function requestIdOf(request: IncomingMessage): string {
-  const known = requestIds.get(request)
+export function requestIdOf(request: IncomingMessage & { [REQUEST_ID]?: string }): string {
+  const known = request[REQUEST_ID]
   if (known !== undefined) return known
   const given = request.headers['x-request-id']
   const id =
     typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !containsApiKey(given)
       ? given
       : randomRequestId()
-  requestIds.set(request, id)
+  request[REQUEST_ID] = id
   requestContext.enterWith(id)
   return id
 }
