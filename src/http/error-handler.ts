@@ -34,7 +34,7 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
   // QUERY without a Content-Type (RFC 10008): checked even where no operation is; that is said first.
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (_e, request) =>
     request.is404
-      ? routeNotFound(request)
+      ? routeNotFound(request.method, request.url)
       : new ApiError('unsupported_media_type', `${request.method} needs a Content-Type`),
 }
 
@@ -81,13 +81,21 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     .send(apiError.toJson())
 }
 
-function routeNotFound(request: FastifyRequest): ApiError {
-  const path = request.url.split('?')[0] ?? ''
-  return new ApiError('route_not_found', `no operation at ${request.method} ${path.slice(0, 200)}`)
+/** 404: no operation at that method and URL. */
+function routeNotFound(method: string, url: string): ApiError {
+  const path = url.split('?')[0] ?? ''
+  return new ApiError('route_not_found', `no operation at ${method} ${path.slice(0, 200)}`)
+}
+
+/** 405 (RFC 9110 §15.5.6): the path serves other methods, which `Allow` lists (empty: none). */
+export function methodNotAllowed(method: string, allow: string): ApiError {
+  return new ApiError('method_not_allowed', `${method} is not allowed here; allowed: ${allow || 'none'}`, {
+    allow,
+  })
 }
 
 export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  handleError(routeNotFound(request), request, reply)
+  handleError(routeNotFound(request.method, request.url), request, reply)
 }
 
 /** A whole HTTP/1.1 error response, for the few errors answered on the raw socket. */
@@ -241,16 +249,11 @@ export function handleConnect(
 ): void {
   // Node takes its own error listener off a socket it hands to 'connect': a client's reset would be thrown.
   socket.on('error', () => socket.destroy())
-  const target = request.url ?? ''
-  const path = target.split('?')[0] as string
+  const url = request.url ?? ''
+  const path = url.split('?')[0] as string
   const allow = path.startsWith('/') ? allowAt(path) : ''
-  const apiError =
-    allow === undefined
-      ? new ApiError('route_not_found', `no operation at CONNECT ${path.slice(0, 200)}`)
-      : new ApiError('method_not_allowed', `CONNECT is not allowed here; allowed: ${allow || 'none'}`)
+  const apiError = allow === undefined ? routeNotFound('CONNECT', url) : methodNotAllowed('CONNECT', allow)
   const reqId = requestIdOf(request)
-  const headers: Record<string, string> = { 'X-Request-Id': reqId }
-  if (allow !== undefined) headers.Allow = allow
-  closeConnection(socket, rawResponse(apiError, headers))
+  closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
   record?.(refusalOf(apiError, reqId, request))
 }

@@ -1,7 +1,6 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.ts'
-import { handleError, handleRouteNotFound } from './error-handler.ts'
+import { handleError, handleRouteNotFound, methodNotAllowed } from './error-handler.ts'
 
 /**
  * Makes every method Node's parser takes known to the router (Fastify knows nine), so that `guardMethods`
@@ -46,13 +45,7 @@ export function guardMethods(app: FastifyInstance, url: string, allowed: readonl
   guardedPaths.set(app.server, guarded)
   guarded.push({ path: pathPattern(app.prefix + url), allow })
   const reject = (request: FastifyRequest, reply: FastifyReply) =>
-    handleError(
-      new ApiError('method_not_allowed', `${request.method} is not allowed here; allowed: ${allow}`, {
-        allow,
-      }),
-      request,
-      reply,
-    )
+    handleError(methodNotAllowed(request.method, allow), request, reply)
   app.route({
     // With CORS on, OPTIONS is the preflight's (answered by the CORS handler), so it is not guarded.
     method: app.supportedMethods.filter(
