@@ -238,20 +238,31 @@ describe('worker output', () => {
 })
 
 describe('supervisor shutdown', () => {
-  test('when SIGHUP reaches the supervisor and its workers (their terminal closed), then they drain as on SIGTERM and it exits 0', async (t) => {
+  test('when SIGHUP reaches the supervisor and its workers (their terminal closed), then they drain and it exits 0', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const workers = await servingWorkers(server, 2)
-    // A terminal's hang-up reaches its whole process group: the supervisor and every worker.
-    // Workers first: a supervisor signalled first might relay SIGTERM to them before their own SIGHUP.
+    // A terminal's hang-up reaches its whole process group: the supervisor and every worker. Which of its
+    // hang-up and the supervisor's SIGTERM a worker takes first is the kernel's choice: either drains it.
     for (const pid of [...workers, server.child.pid as number]) process.kill(pid, 'SIGHUP')
     assert.equal(await exitWithin(server), 0, server.output())
     assert.doesNotMatch(server.output(), /did not stop cleanly|a worker died/)
-    // Each worker drained on the hang-up itself, not killed by it.
-    const drained = logLines(server).filter(
-      (line) => line.msg === 'shutting down' && line.signal === 'SIGHUP',
-    )
+    const drained = logLines(server).filter((line) => line.msg === 'shutting down')
     assert.deepEqual(drained.map((line) => line.pid).sort(), [...workers].sort(), server.output())
+  })
+
+  test('when SIGHUP reaches a worker, then it drains and exits 0 of itself rather than being killed by it', async (t) => {
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const [worker] = (await servingWorkers(server, 2)) as [number, number]
+    // Alone, so that its own handler is what ends it (in a group, the supervisor's SIGTERM may come first).
+    process.kill(worker, 'SIGHUP')
+    const exit = await supervisorSawDeath(server, worker)
+    assert.deepEqual([exit.code, exit.signal], [0, null], server.output())
+    const own = logLines(server).find((line) => line.pid === worker && line.msg === 'shutting down')
+    assert.equal(own?.signal, 'SIGHUP', server.output())
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0, server.output())
   })
 
   test('when a worker dies while the others drain, then the supervisor exits 1', async (t) => {
