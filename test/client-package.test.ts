@@ -199,4 +199,21 @@ describe('@petstore/client, packed and installed in a project outside the reposi
     assert.equal(old.stdout.trim(), `TypeError: ${UNSUPPORTED_ENGINE}`)
     assert.match(UNSUPPORTED_ENGINE, /^[^\n]+ \(Node\.js 22 or newer, [^)]+\)\.$/)
   })
+
+  test('when the engine has exact JSON but no AbortSignal.any (Chrome 114 and 115), then createClient throws the same sentence', () => {
+    // Node.js 24 with the one feature taken away: every call with a signal and a timeout would need it.
+    const script = `delete AbortSignal.any
+    import('@petstore/client').then(({ createClient }) => {
+      try { createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'psk_x' }); console.log('created') }
+      catch (error) { console.log(error.constructor.name + ': ' + error.message) }
+    })`
+    const spawned = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: project.directory,
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    assert.equal(spawned.status, 0, spawned.stderr)
+    assert.equal(spawned.stdout.trim(), `TypeError: ${UNSUPPORTED_ENGINE}`)
+    assert.match(UNSUPPORTED_ENGINE, /AbortSignal\.any/)
+  })
 })

@@ -294,4 +294,28 @@ describe('typed client', () => {
     assert.equal(error.status, 200)
     assert.match(error.message, /Wi-Fi/)
   })
+
+  test("when a success status carries JSON not of the operation's kind (null, a number, a string, a page for a pet, a pet for a page), then the PetStoreError says unexpected_response", async () => {
+    for (const text of ['null', '42', '"ok"', '[]', '{}']) {
+      const client = createClient({
+        baseUrl: 'http://127.0.0.1:9/v1',
+        apiKey: 'psk_unused',
+        fetch: async () =>
+          new Response(text, { status: 200, headers: { 'content-type': 'application/json' } }),
+      })
+      const calls = {
+        object: [() => client.getPet(1n), () => client.createPet({ name: 'Rex', categoryId: 1n })],
+        array: [() => client.listPets()],
+      }
+      // Each call's own kind is what it returns; the tests above show those.
+      const wrong =
+        text === '[]' ? calls.object : text === '{}' ? calls.array : [...calls.object, ...calls.array]
+      for (const call of wrong) {
+        const error = await rejection(call())
+        assert.equal(error.code, 'unexpected_response', text)
+        assert.equal(error.status, 200)
+        assert.ok(error.message.endsWith(text), error.message)
+      }
+    }
+  })
 })

@@ -71,10 +71,12 @@ export interface PetStoreClient {
 
 /**
  * A typed client for the Pet Store API, built on the types generated from its OpenAPI document. Throws at
- * once, with one sentence, on an engine that cannot keep int64 values exact (Node.js before 21, for one).
+ * once, with one sentence, on an engine that cannot keep int64 values exact (Node.js before 21, for one)
+ * or join two abort signals.
  */
 export function createClient(options: ClientOptions): PetStoreClient {
-  if (!hasExactJson()) throw new TypeError(UNSUPPORTED_ENGINE)
+  // AbortSignal.any joins a call's signal and its timeout; Chrome had exact JSON two releases before it.
+  if (!hasExactJson() || typeof AbortSignal.any !== 'function') throw new TypeError(UNSUPPORTED_ENGINE)
   // White space around it is dropped, as a header value's is (a key read from a file keeps its newline).
   const apiKey =
     typeof options.apiKey === 'string' ? options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '') : ''
@@ -96,7 +98,14 @@ export function createClient(options: ClientOptions): PetStoreClient {
   }
 
   async function listPets(query: ListPetsQuery = {}, call: CallOptions = {}): Promise<PetPage> {
-    const { body, response } = await send(transport, call, 'listPets', 'get', '/pets', { query })
+    const { body, response } = await send(
+      transport,
+      call,
+      { name: 'listPets', answers: 'array' },
+      'get',
+      '/pets',
+      { query },
+    )
     return { pets: body as Pet[], next: nextQueryOf(response) }
   }
 
@@ -112,11 +121,24 @@ export function createClient(options: ClientOptions): PetStoreClient {
     },
     async createPet(pet, { idempotencyKey, ...call } = {}) {
       const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }
-      return (await send(transport, call, 'createPet', 'post', '/pets', { header }, pet)).body as Pet
+      return (
+        await send(
+          transport,
+          call,
+          { name: 'createPet', answers: 'object' },
+          'post',
+          '/pets',
+          { header },
+          pet,
+        )
+      ).body as Pet
     },
     async getPet(id, call = {}) {
-      return (await send(transport, call, 'getPet', 'get', '/pets/{petId}', { path: { petId: id } }))
-        .body as Pet
+      return (
+        await send(transport, call, { name: 'getPet', answers: 'object' }, 'get', '/pets/{petId}', {
+          path: { petId: id },
+        })
+      ).body as Pet
     },
   }
 }

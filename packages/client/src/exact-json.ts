@@ -19,8 +19,9 @@ interface JsonWithSource {
 const json = JSON as unknown as JsonWithSource
 
 export const UNSUPPORTED_ENGINE =
-  '@petstore/client cannot keep int64 values exact on this JavaScript engine: it needs JSON.rawJSON and ' +
-  "the source text in JSON.parse's reviver (Node.js 22 or newer, Chrome 114, Firefox 135, Safari 18.4)."
+  '@petstore/client cannot run on this JavaScript engine: it needs JSON.rawJSON and the source text in ' +
+  "JSON.parse's reviver, to keep int64 values exact, and AbortSignal.any (Node.js 22 or newer, Chrome 116, " +
+  'Firefox 135, Safari 18.4).'
 
 /**
  * Whether this engine reads and writes JSON integers digit for digit. Without both features an int64

@@ -32,15 +32,20 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
+/** An operation's name (as a deprecation listener is told it) and the JSON its success answers hold. */
+export interface Operation {
+  name: string
+  answers: 'object' | 'array'
+}
+
 /**
- * Sends one operation (`operation` names it to a deprecation listener) and returns its parsed success body,
- * or throws a {@link PetStoreError}. The path and parameters are typed from the generated `paths`, so a
+ * Sends one operation and returns its parsed success body, or throws a {@link PetStoreError}. The path and parameters are typed from the generated `paths`, so a
  * call the document no longer allows fails the type check.
  */
 export async function send<P extends keyof paths, M extends Method>(
   transport: Transport,
   call: CallOptions,
-  operation: string,
+  operation: Operation,
   method: M,
   path: P,
   parameters: ParametersOf<P, M>,
@@ -64,7 +69,7 @@ export async function send<P extends keyof paths, M extends Method>(
   // Told as the answer's head comes (its body may never come), before the call returns or throws; what
   // the listener throws, the call throws; a listener that never settles is cut by the call's limits.
   const listener = transport.onDeprecation
-  const notice = listener && deprecationNoticeOf(operation, response)
+  const notice = listener && deprecationNoticeOf(operation.name, response)
   if (listener && notice) {
     await untilAborted(() => listener(notice), signal).catch(async (error: unknown) => {
       await response.body?.cancel().catch(() => {})
@@ -73,13 +78,20 @@ export async function send<P extends keyof paths, M extends Method>(
   }
   const text = await response.text()
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
+  let parsed: unknown
   try {
-    return { body: parseExactJson(text), response }
+    parsed = parseExactJson(text)
   } catch (error) {
     // A success status with a body that is not JSON came from something in between (a proxy's page).
     if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
     throw error
   }
+  // `null`, or a pet where a page is due, would be handed on as what the call promises.
+  const isArray = Array.isArray(parsed)
+  if (typeof parsed !== 'object' || parsed === null || isArray !== (operation.answers === 'array')) {
+    throw PetStoreError.from(text, response)
+  }
+  return { body: parsed, response }
 }
 
 /**
