@@ -42,9 +42,14 @@ describe('HTTP edge cases answered in the Error body', () => {
       ['/v1/pets/1', 405, 'method_not_allowed', 'GET, HEAD'],
       ['/v1/pets?limit=1', 405, 'method_not_allowed', 'GET, HEAD, POST'],
       ['/v1/openapi.json', 405, 'method_not_allowed', 'GET, HEAD'],
-      ['/docs/static/theme/docs.css', 405, 'method_not_allowed', 'GET, HEAD'],
+      ['/docs/static/swagger-ui.css', 405, 'method_not_allowed', 'GET, HEAD'],
       ['/v1/nope', 404, 'route_not_found', undefined],
       ['example.com:443', 405, 'method_not_allowed', ''],
+      // Percent-encoded as the router reads it: a GET to the same target reaches the same operation.
+      ['/v1/pet%73', 405, 'method_not_allowed', 'GET, HEAD, POST'],
+      ['/v1/pets/%31', 405, 'method_not_allowed', 'GET, HEAD'],
+      ['/v1/pets%2F1', 404, 'route_not_found', undefined],
+      ['/v1/pets/%E0', 400, 'bad_request', undefined],
     ] as const
     for (const [target, status, code, allow] of cases) {
       const response = await rawHttp(
@@ -55,6 +60,13 @@ describe('HTTP edge cases answered in the Error body', () => {
       assert.equal(errorBody(response.body).code, code, target)
       assert.equal(response.headers.allow, allow, target)
       assert.equal(response.headers['x-request-id'], 'connect-1', target)
+      if (!target.startsWith('/')) continue
+      // A GET to the same target finds the same thing: no path (404), no readable path (400), or a route.
+      const get = await rawHttp(
+        server.origin,
+        `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      )
+      assert.equal([400, 404].includes(get.status) ? get.status : 405, status, `GET ${target}: ${get.status}`)
     }
   })
 

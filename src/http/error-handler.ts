@@ -10,6 +10,8 @@ import { requestIdOf } from './request-logging.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
+const BAD_URL = () => new ApiError('bad_request', 'the URL has a malformed percent-encoding')
+
 /** Fastify's own errors, raised before any handler runs, in our words. */
 const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyRequest) => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, request) =>
@@ -29,7 +31,7 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
   FST_ERR_CTP_EMPTY_JSON_BODY: () =>
     new ApiError('malformed_json', 'request body is empty; a JSON object is required'),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('malformed_json', 'request body is not valid JSON'),
-  FST_ERR_BAD_URL: () => new ApiError('bad_request', 'the URL has a malformed percent-encoding'),
+  FST_ERR_BAD_URL: () => BAD_URL(),
   FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('invalid_path_parameter', 'a path parameter is too long'),
   // QUERY without a Content-Type (RFC 10008): checked even where no operation is; that is said first.
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (_e, request) =>
@@ -225,6 +227,19 @@ export function handleUnmetExpectation(
   record?.(refusalOf(apiError, reqId, request))
 }
 
+/** CONNECT's answer at `url`: its path read as the router reads another method's (decodeURI's rule). */
+function connectRefusal(url: string, allowAt: (path: string) => string | undefined): ApiError {
+  if (!url.startsWith('/')) return methodNotAllowed('CONNECT', '')
+  let path: string
+  try {
+    path = decodeURI(url.split(/[?#]/, 1)[0] as string)
+  } catch {
+    return BAD_URL()
+  }
+  const allow = allowAt(path)
+  return allow === undefined ? routeNotFound('CONNECT', url) : methodNotAllowed('CONNECT', allow)
+}
+
 /** What the line of a request answered below the framework says, its head read. */
 function refusalOf(error: ApiError, reqId: string, request: IncomingMessage): RawRefusal {
   return {
@@ -250,9 +265,7 @@ export function handleConnect(
   // Node takes its own error listener off a socket it hands to 'connect': a client's reset would be thrown.
   socket.on('error', () => socket.destroy())
   const url = request.url ?? ''
-  const path = url.split('?')[0] as string
-  const allow = path.startsWith('/') ? allowAt(path) : ''
-  const apiError = allow === undefined ? routeNotFound('CONNECT', url) : methodNotAllowed('CONNECT', allow)
+  const apiError = connectRefusal(url, allowAt)
   const reqId = requestIdOf(request)
   closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
   record?.(refusalOf(apiError, reqId, request))
