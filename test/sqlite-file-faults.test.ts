@@ -144,8 +144,9 @@ describe('SQLite: the database file changes under a running server', () => {
       const waiting = setup.ledger.create(server).finally(() => {
         answered.at = performance.now()
       })
-      // Time for the create to reach its commit and wait for the lock there (a few milliseconds unloaded).
-      await sleep(500)
+      // Time for the create to reach its commit and wait for the lock there: a few milliseconds unloaded,
+      // 2 s for a loaded host, well inside the 5 s the create waits for the lock (SQLITE_BUSY_TIMEOUT_MS).
+      await sleep(2000)
       assert.equal(
         answered.at,
         undefined,

@@ -38,7 +38,8 @@ describe('worker start', () => {
     // The killed worker, then two replacements that could not start.
     const died = await deaths(3)
     assert.deepEqual(
-      died.map((line) => line.code),
+      // The first three: a loaded host may read the log once a fourth has died too.
+      died.slice(0, 3).map((line) => line.code),
       [null, 1, 1],
       'replacements that could not start exit 1',
     )

@@ -161,7 +161,6 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
   const directory = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
   const data = join(directory, 'data')
   if (process.getuid?.() === 0) chownSync(directory, ...postgresOwner())
-  const port = await freePort()
   run(join(bin, 'initdb'), [
     '-D',
     data,
@@ -174,6 +173,8 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
     'UTF8',
     '--locale=C',
   ])
+  // Chosen after initdb's second or more, so that no other listener is given it in between.
+  const port = await freePort()
   // fsync stays on: the outage tests check that acknowledged writes survive an immediate stop.
   const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories='${directory}' -c max_connections=200`
   const start = () =>
