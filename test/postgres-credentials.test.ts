@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
+import { type LogLine, logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { startThrowawayPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
 
@@ -12,7 +15,11 @@ const ROLE = 'needs_password'
  * A database owned by a role that must give its password over TCP (SCRAM), as on most real servers; on
  * a server of this test's own, whose other roles keep trusting local connections.
  */
-async function passwordProtectedDatabase(): Promise<{ withoutPassword: string; withPassword: string }> {
+async function passwordProtectedDatabase(): Promise<{
+  admin: string
+  withoutPassword: string
+  withPassword: string
+}> {
   const server = await startThrowawayPostgres()
   const admin = await server.createDatabase()
   const [hba] = await postgresSql(admin, 'SHOW hba_file')
@@ -26,7 +33,7 @@ async function passwordProtectedDatabase(): Promise<{ withoutPassword: string; w
   url.username = ROLE
   const withoutPassword = url.href
   url.password = 'secret'
-  return { withoutPassword, withPassword: url.href }
+  return { admin, withoutPassword, withPassword: url.href }
 }
 
 describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
@@ -46,5 +53,59 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
     }
     const withIt = await runCliAsync(['migrate'], { ...env, DATABASE_URL: withPassword }, cwd)
     assert.equal(withIt.status, 0, `the role logs in with its password: ${withIt.stderr}`)
+  })
+
+  test("when the role's password changes under a running service, then its requests are 503 with Retry-After (not 500), the log says so once, and it serves again once the password is back", async (t) => {
+    const { admin, withPassword } = await passwordProtectedDatabase()
+    const key = generateApiKey()
+    const server = await startServeProcess(
+      { DATABASE_URL: withPassword, API_KEYS: `ops:${key}` },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    const request = requesterFor(key)
+    const create = () =>
+      request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' })
+    assert.equal((await create()).status, 201)
+
+    // A rotation done on the server first: the connections open keep working until they are replaced.
+    await postgresSql(admin, `ALTER ROLE ${ROLE} PASSWORD 'rotated'`)
+    await postgresSql(
+      admin,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '${ROLE}'`,
+    )
+    for (let i = 0; i < 5; i++) {
+      const created = await create()
+      assert.equal(created.status, 503, await created.text())
+      assert.equal(created.headers.get('retry-after'), '1')
+      const listed = await request(server, '/v1/pets')
+      assert.ok([200, 503].includes(listed.status), `list: ${listed.status}`)
+    }
+    // The log is written in batches: waited for, then read whole (what came before it is out too).
+    const saying = (lines: LogLine[]) =>
+      lines.filter((line) => /refuses this service's connections/.test(JSON.stringify(line.err)))
+    await waitForLog(server, (lines) => (saying(lines).length > 0 ? true : undefined))
+    const lines = logLines(server)
+    assert.deepEqual(
+      lines.filter((line) => Number(line.level) >= 50 && line.msg === 'request failed'),
+      [],
+    )
+    assert.equal(saying(lines).length, 1, server.output())
+    assert.match(JSON.stringify(saying(lines)[0]?.err), /password authentication failed/)
+    assert.doesNotMatch(server.output(), /rotated|secret/, 'no password in the log')
+
+    // A command started meanwhile says the same in its one line, the server's reason with it.
+    const migrate = await runCliAsync(['migrate'], { DATABASE_URL: withPassword }, temporaryDirectory(t))
+    assert.equal(migrate.status, 1)
+    assert.match(
+      migrate.stderr,
+      /^petstore migrate: the database refuses this service's connections: password authentication failed for user "needs_password"\n$/,
+    )
+
+    await postgresSql(admin, `ALTER ROLE ${ROLE} PASSWORD 'secret'`)
+    await waitUntil(
+      async () => (await create()).status === 201,
+      () => `no 201 again:\n${server.output()}`,
+    )
   })
 })

@@ -6,6 +6,11 @@ import { DuplicateKeyNameError } from '../store.ts'
 // instance shares the database, so readiness does not follow it (docs/decisions.md, "Unavailable vs wrong").
 const READ_ONLY = 'the database is read-only (a standby, or default_transaction_read_only)'
 
+// Only a new connection meets these (none of the service's statements can): the role's login refused
+// (class 28: a rotated password, NOLOGIN), its database gone (3D000) or closed to connections (55000,
+// ALLOW_CONNECTIONS false). An operator must act; until then the database is as good as down.
+const CONNECTION_REFUSED = /^28|^3D000$|^55000$/
+
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
 const NETWORK_ERRORS = new Set([
@@ -27,12 +32,17 @@ const NO_PASSWORD_GIVEN =
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
- * database is down, overloaded, takes no writes, or the statement ran past its timeout; a missing
+ * database is down, overloaded, takes no writes, refuses this service's connections, or the statement ran
+ * past its timeout; a missing
  * password said in our words (the driver's name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
   if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error })
+  // The server's reason (no password in it) is the cause, which the log and the CLI's line append.
+  if (code !== undefined && CONNECTION_REFUSED.test(code)) {
+    return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
+  }
   if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
   const unavailable =
     (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
