@@ -103,6 +103,8 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
     // The server cancels it (57014), well before the client-side timeout (one second later) would.
     assert.ok(stuck instanceof StoreUnavailableError, String(stuck))
     assert.equal((stuck.cause as { code?: string }).code, '57014')
+    // Named as what it is: the operator looks at locks and slow statements, not at the network.
+    assert.equal(stuck.message, 'a statement was cancelled (PG_STATEMENT_TIMEOUT_MS, or an operator)')
     assert.ok(
       performance.now() - started < 1000,
       `rejected after ${Math.round(performance.now() - started)} ms`,

@@ -44,10 +44,21 @@ export function storeErrorOf(error: unknown): unknown {
     return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
   }
   if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
-  const unavailable =
-    (code !== undefined && (UNAVAILABLE_STATES.test(code) || NETWORK_ERRORS.has(code))) ||
-    LOST_CONNECTION.test(message ?? '')
-  return unavailable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
+  if (code !== undefined && UNAVAILABLE_STATES.test(code)) {
+    return new StoreUnavailableError(unavailableReason(code), { cause: error })
+  }
+  const unreachable = (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
+  return unreachable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
+}
+
+/** The condition an unavailable SQLSTATE names, for the log line an operator reads first. */
+function unavailableReason(code: string): string {
+  if (code.startsWith('08')) return 'the database is unreachable'
+  if (code.startsWith('53')) return 'the database is out of resources (disk, memory or connections)'
+  if (code.startsWith('57P')) return 'the database is shutting down, starting, or gone'
+  if (code.startsWith('58')) return 'the database reports a system error (its disk or files)'
+  if (code === '57014') return 'a statement was cancelled (PG_STATEMENT_TIMEOUT_MS, or an operator)'
+  return 'a transaction met another (a serialization failure or a deadlock)'
 }
 
 /**
