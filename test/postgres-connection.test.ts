@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { StoreUnavailableError } from '../src/errors.ts'
 import { CLOSE_GRACE_MS, PostgresPool } from '../src/store/postgres/postgres-connection.ts'
 import { PostgresLoad } from '../src/store/postgres/postgres-load.ts'
 import { type CopiedPet, CopyConflictError } from '../src/store/shared/store-copy.ts'
 import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
-import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
+import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
 
 const pet = (id: bigint, name: string): CopiedPet => ({
   id,
@@ -42,6 +44,42 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     )
     assert.equal(await load.writePets([pet(2n, 'Fido')]), 1, 'pet 2 was rolled back with the conflict')
     assert.deepEqual(await backends(), [{ pid: connection.pid, state: 'idle' }], 'the next chunk reused it')
+  })
+
+  test('when the server has no slot left for a new connection but the pool holds some, then calls wait for those, with and without a deadline, rather than fail', async (t) => {
+    const url = await emptyDatabase()
+    // A role's CONNECTION LIMIT refuses as a full server does (53300, too_many_connections).
+    const role = `limited_${process.pid}_${Date.now()}`
+    await postgresSql(url, `CREATE ROLE ${role} LOGIN CONNECTION LIMIT 2`)
+    const pools: PostgresPool[] = []
+    t.after(async () => {
+      await Promise.all(pools.map((each) => each.close()))
+      await postgresSql(url, `DROP ROLE IF EXISTS ${role}`)
+    })
+    const limited = new URL(url)
+    limited.username = role
+    const pool = new PostgresPool(storeOptions(limited.href, { poolSize: 10 }))
+    pools.push(pool)
+    const nap = { name: 'nap', text: 'SELECT pg_sleep(0.05)' }
+    const calls = Array.from({ length: 24 }, (_, i) =>
+      i % 2 === 0 ? pool.query(nap) : pool.query(nap, { since: performance.now() }),
+    )
+    const settled = await Promise.allSettled(calls)
+    const failed = settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []))
+    assert.deepEqual(failed, [], 'every call waited for one of the two connections')
+    assert.ok(pool.stats().total <= 2, `${pool.stats().total} connections`)
+
+    // Slots freed: a second later the pool grows again.
+    await postgresSql(url, `ALTER ROLE ${role} CONNECTION LIMIT 4`)
+    await sleep(1100)
+    await Promise.all(Array.from({ length: 8 }, () => pool.query(nap)))
+    assert.ok(pool.stats().total > 2, `still ${pool.stats().total} connections`)
+
+    // No slot at all, and no connection of its own: a call fails as unavailable, it does not wait.
+    await postgresSql(url, `ALTER ROLE ${role} CONNECTION LIMIT 0`)
+    const empty = new PostgresPool(storeOptions(limited.href, { poolSize: 10 }))
+    pools.push(empty)
+    await assert.rejects(empty.query(nap), StoreUnavailableError)
   })
 
   test('when the pool is closed with its deadline nearer than the close grace, then the close ends by the deadline, not a grace later', async () => {

@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.ts'
 import { connectionLost, storeErrorOf } from './postgres-errors.ts'
+import { ServerFullHold } from './postgres-server-full.ts'
 import { bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
 
 export interface PostgresStoreOptions {
@@ -72,6 +73,7 @@ export class PostgresPool {
   readonly #clients = new Set<pg.Client>()
   /** How to fail each call still waiting on the database: what a close past its grace does. */
   readonly #waiting = new Set<(error: Error) => void>()
+  readonly #serverFull: ServerFullHold
   readonly callBoundMs: number
   /** How long the client waits for one statement's answer: the statement timeout and one second. */
   readonly #statementBoundMs: number
@@ -106,6 +108,7 @@ export class PostgresPool {
     this.#pool.on('release', (error, client) => {
       if (error && connectionLost(error)) destroy(client)
     })
+    this.#serverFull = new ServerFullHold(this.#pool, () => this.#clients.size)
     this.#pool.on('connect', (client) => this.#clients.add(client))
     this.#pool.on('remove', (client) => this.#clients.delete(client))
   }
@@ -136,7 +139,12 @@ export class PostgresPool {
     }
     try {
       const config = bounded(statement, this.#statementBoundMs)
-      return (await this.#unlessGivenUp(this.#pool.query<Row>(config))).rows
+      const asked = this.#pool
+        .query<Row>(config)
+        .catch((error: unknown) =>
+          this.#serverFull.heldOn(error) ? this.#pool.query<Row>(config) : Promise.reject(error),
+        )
+      return (await this.#unlessGivenUp(asked)).rows
     } catch (error) {
       throw storeErrorOf(error)
     }
@@ -233,7 +241,11 @@ export class PostgresPool {
     if (deadline !== undefined && performance.now() >= deadline) {
       throw new StoreUnavailableError('no database connection in time')
     }
-    const connecting = this.#pool.connect()
+    const connecting = this.#pool
+      .connect()
+      .catch((error: unknown) =>
+        this.#serverFull.heldOn(error) ? this.#pool.connect() : Promise.reject(error),
+      )
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_, reject) => {
       if (deadline === undefined) return
