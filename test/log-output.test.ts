@@ -48,6 +48,18 @@ describe('buffered log output', () => {
     })
   }
 
+  test("when a line holds C1 controls or line separators (a client's user agent), then they are written escaped, the same JSON values", async (t) => {
+    const { path, fd } = outputFile(t)
+    const output = new BufferedLogOutput({ shared: false, fd })
+    // U+009B is CSI, a terminal escape in one character; U+2028 and U+2029 end lines in some readers.
+    const agent = 'curl \u009b31m red \u0085 next \u2028 \u2029 é'
+    pino({ base: null, timestamp: false }, output).info({ userAgent: agent }, 'request')
+    await flushed(output)
+    const written = readFileSync(path, 'utf8')
+    assert.doesNotMatch(written, /[\u0080-\u009f\u2028\u2029]/)
+    assert.equal(JSON.parse(written).userAgent, agent)
+  })
+
   test('when a long line comes first, then it is written, and so are the lines after it', async (t) => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ shared: true, fd })

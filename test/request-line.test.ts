@@ -7,7 +7,7 @@ import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { type RequestLine, requestLineWriter } from '../src/http/request-line.ts'
 import { requestIdOf } from '../src/http/request-logging.ts'
-import { BufferedLogOutput } from '../src/log/log-output.ts'
+import { BufferedLogOutput, escapeControls } from '../src/log/log-output.ts'
 import { within } from './helpers/bounded-wait.ts'
 import { outputFile } from './helpers/cleanup.ts'
 
@@ -295,7 +295,7 @@ describe('the request line against pino', () => {
 })
 
 describe("the request line on the service's own output", () => {
-  test("when any request is written, then the output holds the same text as pino's destination gets, a line all ASCII copied as it is", async (t) => {
+  test("when any request is written, then the output holds the same text as pino's destination gets (C1 controls and line separators escaped), a line all ASCII copied as it is", async (t) => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
     let copied = 0
@@ -342,7 +342,7 @@ describe("the request line on the service's own output", () => {
     assert.equal(copied, before)
     await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
     assert.ok(plain > 100, `${plain} plain lines of 3000`)
-    assert.deepEqual(readFileSync(path, 'utf8').split(/(?<=\n)/), asString.lines)
+    assert.deepEqual(readFileSync(path, 'utf8').split(/(?<=\n)/), asString.lines.map(escapeControls))
     assert.equal(JSON.parse(asString.lines.at(-1) as string).region, 'zürich')
   })
 

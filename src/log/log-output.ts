@@ -34,6 +34,16 @@ export const LOG_OUTPUT = {
 
 const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
 
+// U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which some
+// readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes them.
+const CONTROLS = /[\u0080-\u009f\u2028\u2029]/g
+const unicodeEscape = (unit: string): string => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
+
+/** A JSON line with its C1 controls and line separators escaped: the same values, safe on a terminal. */
+export function escapeControls(line: string): string {
+  return line.search(CONTROLS) === -1 ? line : line.replace(CONTROLS, unicodeEscape)
+}
+
 /** A run of whole lines, encoded: at most one write long, unless one line is longer. */
 interface Chunk {
   buffer: Buffer
@@ -91,10 +101,13 @@ export class BufferedLogOutput {
     })
   }
 
-  /** Takes one line (pino's destination interface), after every line taken to be made later. */
+  /**
+   * Takes one line (pino's destination interface), after every line taken to be made later; C1 controls
+   * and line separators, which JSON leaves as they are, escaped (`escapeControls`).
+   */
   write(line: string): boolean {
     if (this.#later.waiting) this.#makeLater()
-    return this.#take(line, false)
+    return this.#take(escapeControls(line), false)
   }
 
   /**
