@@ -13,6 +13,18 @@ export interface MetricsListener {
 }
 
 /**
+ * The listener's own bounds, fixed: a scraper (Prometheus, one per replica of it) sends one short request
+ * per interval. Node's defaults (no connection cap, a head may take 60 s) let a few hundred idle or slow
+ * connections take the process's descriptors, and with them the API's (docs/decisions.md, "Metrics").
+ */
+export const METRICS_LISTENER_LIMITS = {
+  maxConnections: 16,
+  headersTimeoutMs: 5000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5000,
+} as const
+
+/**
  * A listener of its own for `GET /metrics`, on METRICS_HOST (loopback by default): metrics are never
  * served on the API's port, so publishing the API cannot expose them by accident.
  */
@@ -20,16 +32,26 @@ export async function startMetricsServer(
   source: MetricsSource,
   { host, port }: MetricsListener,
 ): Promise<Server> {
-  const server = createServer((request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: scrape /metrics\n')
-      return
-    }
-    source.metrics().then(
-      (text) => response.writeHead(200, { 'content-type': source.contentType }).end(text),
-      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
-    )
-  })
+  const limits = METRICS_LISTENER_LIMITS
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: 1000,
+    },
+    (request, response) => {
+      if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+        response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: scrape /metrics\n')
+        return
+      }
+      source.metrics().then(
+        (text) => response.writeHead(200, { 'content-type': source.contentType }).end(text),
+        () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+      )
+    },
+  )
+  server.maxConnections = limits.maxConnections
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(port, host, () => resolve())
