@@ -92,12 +92,16 @@ describe('the client in the request log', () => {
     assert.equal((await loggedClient(server, OTHER_PEER, '203.0.113.7')).remoteAddress, OTHER_PEER)
   })
 
-  test('when a trusted proxy forwards a key or a quote as the client address, then the line masks the key and stays JSON', async (t) => {
+  test("when a trusted proxy forwards something that is not an IP address (a key, a quote, a forged field, a port), then the line shows the proxy's own address", async (t) => {
     const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
     const forwarded = generateApiKey()
-    const { remoteAddress } = await loggedClient(server, '127.0.0.1', `${forwarded}"x`)
-    assert.equal(remoteAddress, 'psk_[redacted]"x')
+    for (const text of [`${forwarded}"x`, 'garbage"},{"forged":1', '[2001:db8::1]:443', '203.0.113.7:80']) {
+      assert.equal((await loggedClient(server, '127.0.0.1', text)).remoteAddress, '127.0.0.1', text)
+    }
     assert.equal(server.output().includes(forwarded.slice(4)), false)
+    assert.equal(server.output().includes('forged'), false)
+    // An IPv6 client, as a proxy writes it, is taken.
+    assert.equal((await loggedClient(server, '127.0.0.1', '2001:db8::1')).remoteAddress, '2001:db8::1')
   })
 
   for (const [setting, env] of [

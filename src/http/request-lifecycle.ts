@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { ApiError } from '../errors.ts'
+import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { handleConnect, handleUnmetExpectation, lingerOnClose, trackLatestRequests } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
@@ -109,7 +110,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       status,
       durationMs: elapsedMs,
       key: keyNameOf(request),
-      remoteAddress: request.ip,
+      remoteAddress: clientAddressOf(request),
       userAgent: request.headers['user-agent'],
     })
     done()

@@ -1,6 +1,7 @@
 import { isatty } from 'node:tty'
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
+import { clientAddressOf } from './client-address.ts'
 import { maskApiKeys } from './key-masking.ts'
 import { type BufferedLogOutput, LOG_OUTPUT } from './log-output.ts'
 import { droppedLogLines, type LogStream } from './standard-streams.ts'
@@ -40,7 +41,7 @@ export function createLogger(
       req: (request: FastifyRequest) => ({
         method: request.method,
         url: maskApiKeys(request.url),
-        remoteAddress: request.ip,
+        remoteAddress: clientAddressOf(request),
       }),
     },
     ...(pretty
