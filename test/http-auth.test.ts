@@ -4,9 +4,10 @@ import { DatabaseSync } from 'node:sqlite'
 import { before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { apiKeyHint, generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import { createAuthenticator } from '../src/auth/authenticator.ts'
 import { call } from './helpers/api-client.ts'
 import { checkedRawHttp } from './helpers/conformance-fetch.ts'
-import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
+import { engineSuiteOptions, sqliteEngine, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 // `granted` is what a valid key gets: pet 1 may not exist yet when getPet runs, so 404 is success too.
@@ -217,5 +218,32 @@ describe('API_KEYS setting', () => {
     const after = (await server.store.listApiKeys()).filter((record) => record.name === 'deploy')
     assert.equal(after.length, 1)
     assert.ok(after[0]?.revokedAt, 'a revoked key is not revived by a restart')
+  })
+})
+
+describe('the key cache', () => {
+  test('when many unknown keys are presented (random keys, a scan), then a known key stays cached: they do not push it out', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const known = generateApiKey()
+    await store.createApiKey(storedFormOf('known', known))
+    let lookups = 0
+    const counted = {
+      findActiveApiKey: (hash: string) => {
+        lookups++
+        return store.findActiveApiKey(hash)
+      },
+    }
+    const authenticate = createAuthenticator({ store: counted, cacheTtlMs: 60_000, cacheMaxEntries: 4 })
+    assert.deepEqual(await authenticate(known), { id: 1n, name: 'known' })
+    for (let i = 0; i < 20; i++) assert.equal(await authenticate(generateApiKey()), undefined)
+    const before = lookups
+    assert.deepEqual(await authenticate(known), { id: 1n, name: 'known' })
+    assert.equal(lookups, before, 'the known key was looked up again')
+    // Unknown keys are still cached, within their own bound: the last one asked again costs no lookup.
+    const unknown = generateApiKey()
+    await authenticate(unknown)
+    const afterUnknown = lookups
+    assert.equal(await authenticate(unknown), undefined)
+    assert.equal(lookups, afterUnknown)
   })
 })
