@@ -146,6 +146,15 @@ describe('API4:2023 unrestricted resource consumption', () => {
     assert.ok(sent <= 32 * 2 ** 20, `${sent} bytes were taken in before the server hung up`)
   })
 
+  test('when a client with an unknown key streams a 256 MiB body, then 401 comes at once and the connection is closed, not read to the end', {
+    timeout: 20_000,
+  }, async () => {
+    const { answer, sent } = await streamOversizedBody(server, 256 * 2 ** 20, generateApiKey())
+    assert.match(answer, /^HTTP\/1\.1 401 /)
+    assert.match(answer, /\r\nconnection: close\r\n/i)
+    assert.ok(sent <= 32 * 2 ** 20, `${sent} bytes were taken in before the server hung up`)
+  })
+
   test('when small bodies are built to be expensive (deep nesting, many keys, escapes, long numbers), then each is refused fast', async () => {
     for (const body of expensiveBodies) {
       assert.ok(body.length <= 4096, 'under the body limit: refused for what it is, not for its size')

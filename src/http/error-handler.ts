@@ -76,11 +76,19 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   if (apiError.statusCode === 503) logUnavailable(error, apiError, request)
   else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.debug({ code: apiError.code }, 'request refused')
+  // A body still on its way (refused before it was read: no key, a wrong type) would be read to its end
+  // to keep the connection, up to a gigabyte: the connection is closed after the answer instead.
+  if (!request.raw.complete && bodyAnnounced(request.raw)) reply.header('connection', 'close')
   reply
     .code(apiError.statusCode)
     .headers(apiError.headers)
     .type('application/json; charset=utf-8')
     .send(apiError.toJson())
+}
+
+function bodyAnnounced({ headers }: IncomingMessage): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 /** 404: no operation at that method and URL. */

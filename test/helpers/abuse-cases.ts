@@ -131,6 +131,7 @@ export function rawAnswer(origin: string, request: string): Promise<string> {
 export async function streamOversizedBody(
   server: TestServer,
   total: number,
+  key = server.key,
 ): Promise<{ answer: string; sent: number }> {
   const socket = connect({ host: '127.0.0.1', port: Number(new URL(server.origin).port) })
   socket.on('error', () => {}) // EPIPE or ECONNRESET: the server stopped reading, which is the point
@@ -142,7 +143,7 @@ export async function streamOversizedBody(
   const done = new Promise((resolve) => socket.on('close', resolve)).then(() => {
     closed = true
   })
-  const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n`
+  const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n`
   socket.write(`${head}Content-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`)
   const chunk = Buffer.alloc(64 * 1024, 0x20)
   let sent = 0
