@@ -18,6 +18,7 @@ import {
   streamOversizedBody,
 } from './helpers/abuse-cases.ts'
 import { call, conformanceOf } from './helpers/api-client.ts'
+import { rawHttp } from './helpers/raw-http.ts'
 import { assertRoutesAreDocumented, recordRoutes } from './helpers/route-inventory.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 import { sendWire } from './helpers/wire-client.ts'
@@ -153,6 +154,16 @@ describe('API4:2023 unrestricted resource consumption', () => {
     assert.match(answer, /^HTTP\/1\.1 401 /)
     assert.match(answer, /\r\nconnection: close\r\n/i)
     assert.ok(sent <= 32 * 2 ** 20, `${sent} bytes were taken in before the server hung up`)
+  })
+
+  test('when a POST with a small body is refused (an unknown key), then its connection is kept: a request sent after it on the same connection is answered', async () => {
+    const body = '{"name":"Rex","categoryId":1}'
+    const refused = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${generateApiKey()}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+    const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+    const answered = await rawHttp(server.origin, refused + next)
+    assert.equal(answered.status, 401)
+    assert.equal(answered.headers.connection, 'keep-alive')
+    assert.match(answered.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
   })
 
   test('when small bodies are built to be expensive (deep nesting, many keys, escapes, long numbers), then each is refused fast', async () => {

@@ -76,9 +76,13 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   if (apiError.statusCode === 503) logUnavailable(error, apiError, request)
   else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.debug({ code: apiError.code }, 'request refused')
-  // A body still on its way (refused before it was read: no key, a wrong type) would be read to its end
-  // to keep the connection, up to a gigabyte: the connection is closed after the answer instead.
-  if (!request.raw.complete && bodyAnnounced(request.raw)) reply.header('connection', 'close')
+  // A large body still on its way (refused before it was read: no key, a wrong type) would be read to its
+  // end to keep the connection, up to a gigabyte: the connection is closed after the answer instead, with
+  // the client given a moment to read it. A small one is read and the connection kept.
+  if (!request.raw.complete && largeBodyAnnounced(request.raw)) {
+    reply.header('connection', 'close')
+    lingerOnClose(request.raw.socket)
+  }
   reply
     .code(apiError.statusCode)
     .headers(apiError.headers)
@@ -86,9 +90,16 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     .send(apiError.toJson())
 }
 
-function bodyAnnounced({ headers }: IncomingMessage): boolean {
+// Up to this much of a refused body is read (and the connection kept), as Node does by itself.
+const UNREAD_BODY_READ_BYTES = 64 * 1024
+
+/** Whether the request announces a body over that (a chunked one may be any size). */
+function largeBodyAnnounced({ headers }: IncomingMessage): boolean {
   const length = headers['content-length']
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+  return (
+    headers['transfer-encoding'] !== undefined ||
+    (length !== undefined && Number(length) > UNREAD_BODY_READ_BYTES)
+  )
 }
 
 /** 404: no operation at that method and URL. */
