@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../src/errors.ts'
 import { CLOSE_GRACE_MS, PostgresPool } from '../src/store/postgres/postgres-connection.ts'
 import { PostgresLoad } from '../src/store/postgres/postgres-load.ts'
 import { type CopiedPet, CopyConflictError } from '../src/store/shared/store-copy.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
 
@@ -61,6 +62,9 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     const pool = new PostgresPool(storeOptions(limited.href, { poolSize: 10 }))
     pools.push(pool)
     const nap = { name: 'nap', text: 'SELECT pg_sleep(0.05)' }
+    // A serving pool: its two connections open (a cold one, with none, fails a refused call at once).
+    await Promise.all([pool.query(nap), pool.query(nap)])
+    assert.equal(pool.stats().total, 2)
     const calls = Array.from({ length: 24 }, (_, i) =>
       i % 2 === 0 ? pool.query(nap) : pool.query(nap, { since: performance.now() }),
     )
@@ -75,11 +79,50 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     await Promise.all(Array.from({ length: 8 }, () => pool.query(nap)))
     assert.ok(pool.stats().total > 2, `still ${pool.stats().total} connections`)
 
-    // No slot at all, and no connection of its own: a call fails as unavailable, it does not wait.
+    // No slot at all, and no connection of its own: a call fails as unavailable at once, it does not wait
+    // out the connect timeout.
     await postgresSql(url, `ALTER ROLE ${role} CONNECTION LIMIT 0`)
-    const empty = new PostgresPool(storeOptions(limited.href, { poolSize: 10 }))
+    const empty = new PostgresPool(storeOptions(limited.href, { poolSize: 10, connectTimeoutMs: 20_000 }))
     pools.push(empty)
+    const started = performance.now()
     await assert.rejects(empty.query(nap), StoreUnavailableError)
+    assert.ok(performance.now() - started < 10_000, 'it waited for the connect timeout')
+  })
+
+  test('when calls wait while the pool is held and the server has room again, then they are served once the hold ends, not left to their connect timeout', async (t) => {
+    const url = await emptyDatabase()
+    const role = `held_${process.pid}_${Date.now()}`
+    await postgresSql(url, `CREATE ROLE ${role} LOGIN CONNECTION LIMIT 2`)
+    const limited = new URL(url)
+    limited.username = role
+    const pool = new PostgresPool(storeOptions(limited.href, { poolSize: 10, connectTimeoutMs: 3000 }))
+    t.after(async () => {
+      await pool.close()
+      await postgresSql(url, `DROP ROLE IF EXISTS ${role}`)
+    })
+    // Both connections the role may have, busy past the queued calls' connect timeout.
+    const busy = [1, 2].map(() => pool.query({ name: 'busy', text: 'SELECT pg_sleep(4)' }))
+    // Running on the server, not only opening (the pool counts those too).
+    const sleeping = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = '${role}' AND query LIKE '%pg_sleep%'`
+    await waitUntil(async () => (await postgresSql(url, sleeping))[0]?.n === 2, 'two busy connections')
+    const nap = { name: 'nap', text: 'SELECT 1' }
+    const waiting = (count: number) =>
+      waitUntil(
+        () => pool.stats().waiting === count,
+        () => `waiting: ${JSON.stringify(pool.stats())}`,
+      )
+    // The first is refused a connection, which holds the pool; those after it wait at once.
+    const queued = [pool.query(nap)]
+    await waiting(1)
+    queued.push(pool.query(nap), pool.query(nap), pool.query(nap))
+    await waiting(4)
+    await postgresSql(url, `ALTER ROLE ${role} CONNECTION LIMIT 10`)
+    const settled = await Promise.allSettled(queued)
+    assert.deepEqual(
+      settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : [])),
+      [],
+    )
+    await Promise.all(busy)
   })
 
   test('when the pool is closed with its deadline nearer than the close grace, then the close ends by the deadline, not a grace later', async () => {

@@ -137,15 +137,14 @@ export class PostgresPool {
         ),
       )
     }
+    const started = performance.now()
     try {
       const config = bounded(statement, this.#statementBoundMs)
-      const asked = this.#pool
-        .query<Row>(config)
-        .catch((error: unknown) =>
-          this.#serverFull.heldOn(error) ? this.#pool.query<Row>(config) : Promise.reject(error),
-        )
-      return (await this.#unlessGivenUp(asked)).rows
+      return (await this.#unlessGivenUp(this.#pool.query<Row>(config))).rows
     } catch (error) {
+      // Held at its own connections (the server full): asked again, within the bound counted from the
+      // first try, as a call with `since` is.
+      if (!this.#closed && this.#serverFull.heldOn(error)) return this.query(statement, { since: started })
       throw storeErrorOf(error)
     }
   }
@@ -241,11 +240,16 @@ export class PostgresPool {
     if (deadline !== undefined && performance.now() >= deadline) {
       throw new StoreUnavailableError('no database connection in time')
     }
-    const connecting = this.#pool
-      .connect()
-      .catch((error: unknown) =>
-        this.#serverFull.heldOn(error) ? this.#pool.connect() : Promise.reject(error),
-      )
+    const connecting = this.#pool.connect().catch((error: unknown) => {
+      // Held at its own connections (the server full): asked again once, unless closed or out of time.
+      const left = deadline === undefined || performance.now() < deadline
+      if (!this.#serverFull.heldOn(error) || this.#closed || !left) throw error
+      return this.#pool.connect().catch((again: unknown) => {
+        // Refused again (a probe as the hold ended): the pool is held again, and the call fails.
+        this.#serverFull.heldOn(again)
+        throw again
+      })
+    })
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_, reject) => {
       if (deadline === undefined) return

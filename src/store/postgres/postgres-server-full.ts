@@ -5,13 +5,16 @@ const TOO_MANY_CONNECTIONS = '53300'
 // How long the pool stays at the connections it has before it tries to open another.
 const HELD_MS = 1000
 
+/** What of pg-pool's own the hold uses: its `max`, read at each checkout, and its queue's pulse. */
+type HeldPool = pg.Pool & { _pulseQueue?: () => void }
+
 /**
  * While the server has no slot left for a new connection, the pool is held at the connections it has:
- * calls wait for one of those (within the connect timeout) instead of each failing at once and costing
- * the server a refused login (docs/decisions.md, "A full server"). A second later it may grow again.
+ * calls wait for one of those (within their bound) instead of each failing at once and costing the
+ * server a refused login (docs/decisions.md, "A full server"). A second later it may grow again.
  */
 export class ServerFullHold {
-  readonly #pool: pg.Pool
+  readonly #pool: HeldPool
   readonly #connected: () => number
   readonly #max: number
   #release: NodeJS.Timeout | undefined
@@ -24,18 +27,32 @@ export class ServerFullHold {
   }
 
   /**
-   * Whether `error` is the server refusing a new connection: the pool is then held at the connections it
-   * has, and the call that met it should ask the pool again, once: it waits for one of those, or for one
-   * still opening; with none, its own new try is the only one made at a time, and fails fast if refused.
+   * Whether `error` is the server refusing a new connection while this pool holds others: the pool is
+   * then held at those, and the call that met it should ask the pool again, once (it waits for one).
+   * With none open, nothing is held: the call fails at once, as before any hold.
    */
   heldOn(error: unknown): boolean {
     if ((error as { code?: string }).code !== TOO_MANY_CONNECTIONS) return false
+    const open = Math.min(this.#connected(), this.#max)
+    if (open === 0) return false
     // pg-pool reads `max` at each checkout: below it a connection is opened, at it a call waits.
-    this.#pool.options.max = Math.max(1, this.#connected())
+    this.#pool.options.max = open
     clearTimeout(this.#release)
-    this.#release = setTimeout(() => {
-      this.#pool.options.max = this.#max
-    }, HELD_MS).unref()
+    this.#release = setTimeout(() => this.#grow(), HELD_MS).unref()
     return true
+  }
+
+  /**
+   * Lets the pool grow again, and starts one connection for the first call waiting: pg-pool serves its
+   * queue only when a connection is released or removed, and calls queued while the pool was held would
+   * otherwise wait for a busy one. One, as a probe: opened, it serves the queue in turn (each release
+   * serves the next call); refused (the server still full), it fails that call, and the pool is held
+   * again (`PostgresPool` tells the hold of every refusal).
+   */
+  #grow(): void {
+    const pool = this.#pool
+    pool.options.max = this.#max
+    const pulse = pool._pulseQueue
+    if (typeof pulse === 'function' && pool.waitingCount > 0 && pool.totalCount < this.#max) pulse.call(pool)
   }
 }
