@@ -76,7 +76,8 @@ export interface PetStoreClient {
  */
 export function createClient(options: ClientOptions): PetStoreClient {
   // AbortSignal.any joins a call's signal and its timeout; Chrome had exact JSON two releases before it.
-  if (!hasExactJson() || typeof AbortSignal.any !== 'function') throw new TypeError(UNSUPPORTED_ENGINE)
+  const canJoinSignals = typeof AbortSignal === 'function' && typeof AbortSignal.any === 'function'
+  if (!hasExactJson() || !canJoinSignals) throw new TypeError(UNSUPPORTED_ENGINE)
   // White space around it is dropped, as a header value's is (a key read from a file keeps its newline).
   const apiKey =
     typeof options.apiKey === 'string' ? options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '') : ''
