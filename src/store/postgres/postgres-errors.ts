@@ -33,8 +33,8 @@ const NO_PASSWORD_GIVEN =
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
  * database is down, overloaded, takes no writes, refuses this service's connections, or the statement ran
- * past its timeout; a missing
- * password said in our words (the driver's name a SASL message); any other error unchanged.
+ * past its timeout, naming which; a missing password said in our words (the driver's name a SASL
+ * message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
