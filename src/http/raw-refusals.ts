@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { ApiError } from '../errors.ts'
-import { maskApiKeys } from '../log/key-masking.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import { logged, URL_LOGGED } from './request-line.ts'
 
 /** An answer made below the framework, which no hook sees: the parser's refusals, CONNECT, an unmet Expect. */
 export interface RawRefusal {
@@ -15,8 +15,6 @@ export interface RawRefusal {
 
 export type RecordRawRefusal = (refusal: RawRefusal) => void
 
-// As the request line cuts its URL (request-line.ts), after masking: a key cut in two would not be masked.
-const URL_LOGGED = 2048
 // A whole request line at the start of what the parser held (which may be a later part of the head).
 const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
 
@@ -27,12 +25,12 @@ const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
 export function rawRefusalRecorder(logger: Pick<Logger, 'info'>, metrics: Metrics): RecordRawRefusal {
   return ({ error, reqId, method, url, remoteAddress }) => {
     metrics.refusedByHttp.inc({ status: String(error.statusCode) })
-    const masked = url === undefined ? undefined : maskApiKeys(url)
     logger.info(
       {
         reqId,
         method,
-        url: masked !== undefined && masked.length > URL_LOGGED ? `${masked.slice(0, URL_LOGGED)}…` : masked,
+        // Masked, then cut, as the request line's URL is.
+        url: url === undefined ? undefined : logged(url, URL_LOGGED),
         status: error.statusCode,
         code: error.code,
         remoteAddress,

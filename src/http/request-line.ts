@@ -42,10 +42,10 @@ type LineStream = Pick<BufferedLogOutput, 'write'> &
 // Enough for any real browser or library (about 150 characters) and any URL of this API; a 16 KiB header
 // does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave.
 const USER_AGENT_LOGGED = 256
-const URL_LOGGED = 2048
+export const URL_LOGGED = 2048
 
 /** `text` with keys masked first, then cut at `max` characters (cut first, a key's tail would survive). */
-function logged(text: string, max: number): string {
+export function logged(text: string, max: number): string {
   const masked = maskApiKeys(text)
   return masked.length > max ? `${masked.slice(0, max)}…` : masked
 }

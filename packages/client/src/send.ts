@@ -39,8 +39,9 @@ export interface Operation {
 }
 
 /**
- * Sends one operation and returns its parsed success body, or throws a {@link PetStoreError}. The path and parameters are typed from the generated `paths`, so a
- * call the document no longer allows fails the type check.
+ * Sends one operation and returns its parsed success body, or throws a {@link PetStoreError}. The path
+ * and parameters are typed from the generated `paths`, so a call the document no longer allows fails the
+ * type check.
  */
 export async function send<P extends keyof paths, M extends Method>(
   transport: Transport,

@@ -20,10 +20,9 @@ export async function connectRedis(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   })
   const first = await firstOutcome(redis)
-  if (first !== undefined && CREDENTIALS_REFUSED.test(first.message)) {
+  const code = first && credentialsRefused(first)
+  if (code !== undefined) {
     redis.disconnect()
-    // The reply's first word only: no part of the URL, which holds the password, is echoed.
-    const code = first.message.split(' ')[0]
     throw new Error(
       `REDIS_URL: Redis refused its credentials (${code}): give the user and password it expects`,
     )
@@ -34,6 +33,14 @@ export async function connectRedis(
 
 // Redis's replies to a missing or wrong password (`ERR invalid password` from Redis before 6).
 const CREDENTIALS_REFUSED = /^(NOAUTH|WRONGPASS|ERR invalid password)\b/
+
+/**
+ * The reply's first word when `error` is Redis refusing the credentials, else undefined: only that word
+ * is said, no part of the URL, which holds the password.
+ */
+function credentialsRefused(error: Error): string | undefined {
+  return CREDENTIALS_REFUSED.test(error.message) ? error.message.split(' ')[0] : undefined
+}
 // Longer than the connect timeout: a Redis that does not answer in time is an outage, met at start.
 const FIRST_OUTCOME_MS = 1000
 
@@ -72,10 +79,11 @@ function logOutages(
   const down = (error: Error) => {
     // Refused later (not up yet at start, or its password changed since): a setting to correct, said
     // once until Redis takes them again; Redis is up, so it is not said to be unreachable.
-    if (CREDENTIALS_REFUSED.test(error.message)) {
+    const code = credentialsRefused(error)
+    if (code !== undefined) {
       if (!refusedSaid)
         log.error(
-          { code: error.message.split(' ')[0] },
+          { code },
           'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
         )
       refusedSaid = true
