@@ -272,6 +272,15 @@ export class PostgresPool {
     }
   }
 
+  /**
+   * Whether a new call would queue: every connection the pool may open (its size, or fewer while the server
+   * is full) is open and checked out.
+   */
+  saturated(): boolean {
+    const pool = this.#pool
+    return pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)
+  }
+
   stats() {
     return { total: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount }
   }

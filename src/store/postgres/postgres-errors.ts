@@ -23,6 +23,12 @@ const NETWORK_ERRORS = new Set([
   'EPIPE',
   'EAI_AGAIN',
 ])
+// pg-pool's words when a call waited its connect timeout in the queue of a pool whose every connection is
+// checked out: the server answers (those connections are busy with it), so it is not "unreachable".
+const POOL_QUEUE_TIMEOUT = 'timeout exceeded when trying to connect'
+const POOL_BUSY =
+  "every connection of this instance's pool is busy (slow statements, or a lock they wait on): PG_POOL_SIZE, PG_CONNECT_TIMEOUT_MS"
+
 /** The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout). */
 const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
 /** The driver's words when the server asks for a password and none was given (URL, PGPASSWORD, .pgpass). */
@@ -32,9 +38,9 @@ const NO_PASSWORD_GIVEN =
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
- * database is down, overloaded, takes no writes, refuses this service's connections, or the statement ran
- * past its timeout, naming which; a missing password said in our words (the driver's name a SASL
- * message); any other error unchanged.
+ * database is down, overloaded, takes no writes, refuses this service's connections, the statement ran
+ * past its timeout, or the pool had no free connection in time, naming which; a missing password said in
+ * our words (the driver's name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
@@ -43,6 +49,7 @@ export function storeErrorOf(error: unknown): unknown {
   if (code !== undefined && CONNECTION_REFUSED.test(code)) {
     return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
   }
+  if (message === POOL_QUEUE_TIMEOUT) return new StoreUnavailableError(POOL_BUSY, { cause: error })
   if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
   if (code !== undefined && UNAVAILABLE_STATES.test(code)) {
     return new StoreUnavailableError(unavailableReason(code), { cause: error })

@@ -2,7 +2,7 @@ import { StoreUnavailableError } from '../../errors.ts'
 import { EngineStore } from '../shared/engine-store.ts'
 import type { CreateOutcome } from '../shared/idempotent-batch.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
-import type { CreatedPet, CreatePetRequest, StoreHealth } from '../store.ts'
+import type { CreatedPet, CreatePetRequest, SchemaStatus, StoreHealth } from '../store.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { postgresHealth } from './postgres-health.ts'
 import * as idempotency from './postgres-idempotency-queries.ts'
@@ -25,6 +25,8 @@ export class PostgresStore extends EngineStore<PostgresPool> {
   readonly #pool: PostgresPool
   readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
   #closing = false
+  /** The schema status last read: readiness's answer while every connection is busy. */
+  #schema: SchemaStatus | undefined
 
   constructor(options: PostgresStoreOptions & { maxBatch?: number }) {
     const pool = new PostgresPool(options)
@@ -41,6 +43,17 @@ export class PostgresStore extends EngineStore<PostgresPool> {
 
   health(): Promise<StoreHealth> {
     return postgresHealth()
+  }
+
+  /**
+   * Read from the database, unless every connection is busy: the server is answering them (slow statements,
+   * a lock), and a probe queued behind them would take every instance out of rotation at once
+   * (docs/decisions.md, "Unavailable vs wrong"). The last status read stands for it then.
+   */
+  override async schemaStatus(): Promise<SchemaStatus> {
+    if (this.#schema !== undefined && this.#pool.saturated()) return this.#schema
+    this.#schema = await super.schemaStatus()
+    return this.#schema
   }
 
   poolStats() {
