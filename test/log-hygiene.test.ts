@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { maskApiKeys } from '../src/log/key-masking.ts'
+import { visibleControls } from '../src/log/logger.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
@@ -96,6 +97,45 @@ describe('keys never reach the log', () => {
     )
     assertNoKey(server.output())
     assert.ok(logLines(server).length > 0)
+  })
+
+  test("when the log is pretty, then a client's terminal controls reach it as visible escapes", async (t) => {
+    const server = await startServeProcess(
+      { API_KEYS: `ops:${key}`, LOG_FORMAT: 'pretty' },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    // Header bytes are read as latin1: 0x9B is U+009B, a terminal's CSI (as ESC [ is), and 0x85 is NEL.
+    const agent = Buffer.from([0x61, 0x9b, 0x33, 0x31, 0x6d, 0x52, 0x45, 0x44, 0x85, 0x62])
+    const head = Buffer.from('GET /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\nUser-Agent: ')
+    const response = await rawHttp(server.origin, Buffer.concat([head, agent, Buffer.from('\r\n\r\n')]))
+    assert.equal(response.status, 401)
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+    assert.match(
+      server.output(),
+      /a\\+u009b31mRED\\+u0085b/,
+      'the agent was written, its controls as escapes',
+    )
+    assert.doesNotMatch(
+      server.output(),
+      /[\u0080-\u009f\u2028\u2029]/,
+      'no C1 control or separator written raw',
+    )
+  })
+
+  test('when a pretty line is made, then every escape that decodes to a terminal control is kept as text, and only those', () => {
+    const cases: Array<[unknown, unknown]> = [
+      ['a\u001b[31mb\rc\u0007\b\f\u007f', 'a\\u001b[31mb\\rc\\u0007\\b\\f\\u007f'],
+      ['x\u009by\u2028z\u2029', 'x\\u009by\\u2028z\\u2029'],
+      // A stack's lines and tabs stay lines; text that only looks like an escape is left as it is.
+      ['at a\n\tat b', 'at a\n\tat b'],
+      ['\\u001b and \\r', '\\u001b and \\r'],
+      ['é 😀 \ud83d " \\', 'é 😀 \ud83d " \\'],
+    ]
+    for (const [value, shown] of cases) {
+      assert.deepEqual(JSON.parse(visibleControls(JSON.stringify({ msg: value }))), { msg: shown })
+    }
   })
 
   test('when the log is pretty, then it never holds the key either', async (t) => {

@@ -109,6 +109,12 @@ export function requestLineWriter(
   const stream = (logger as unknown as Record<symbol, LineStream | undefined>)[pino.symbols.streamSym]
   if (stream === undefined) return undefined
   const writeAscii = stream.writeAscii === undefined ? stream.write : stream.writeAscii
+  // Another destination than the service's output (pretty lines for a terminal) takes the line as pino
+  // gives it every other: through the logger's streamWrite hook, which makes controls visible there.
+  const hooks = (logger as unknown as Record<symbol, { streamWrite?: (line: string) => string }>)[
+    pino.symbols.hooksSym
+  ]
+  const hook = stream.writeAscii === undefined ? hooks?.streamWrite : undefined
   const start = new LineStart(LEVELS[level])
   const pieces = new FixedPieces()
   const endOf = rememberingLastEnd()
@@ -131,7 +137,8 @@ export function requestLineWriter(
       hundredths(line.durationMs) +
       keyField +
       end.text
-    if (urlPlain && end.ascii && own === undefined && start.ascii) writeAscii.call(stream, text)
+    if (hook !== undefined) stream.write(hook(text))
+    else if (urlPlain && end.ascii && own === undefined && start.ascii) writeAscii.call(stream, text)
     else stream.write(text)
   }
   return (line) => {

@@ -36,7 +36,7 @@ export function createLogger(
       paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'err.command.args'],
       censor: '[redacted]',
     },
-    hooks: { streamWrite: maskApiKeys },
+    hooks: { streamWrite: pretty ? (line: string) => visibleControls(maskApiKeys(line)) : maskApiKeys },
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,
@@ -55,6 +55,34 @@ export function createLogger(
   }
   if (pretty || (destination === undefined && fd === 1)) return pino(options)
   return pino(options, destination ?? pino.destination(fd))
+}
+
+// In a JSON line, each escape whole (so that `\\u001b`, a backslash and text, is never taken for one) and
+// each character JSON allows raw that a terminal acts on: DEL, C1 controls, line separators.
+const ESCAPE_OR_CONTROL = /\\(?:u[0-9a-fA-F]{4}|.)|[\u007f-\u009f\u2028\u2029]/g
+const SHORT_ESCAPES: Record<string, number> = { b: 0x08, f: 0x0c, n: 0x0a, r: 0x0d, t: 0x09 }
+
+/** Whether a terminal acts on `code`: a control (but the newline and tab a stack holds) or a separator. */
+const actsOnTerminal = (code: number): boolean =>
+  (code < 0x20 && code !== 0x09 && code !== 0x0a) ||
+  (code >= 0x7f && code <= 0x9f) ||
+  code === 0x2028 ||
+  code === 0x2029
+
+const visibleControl = (found: string): string => {
+  if (found.length === 1) return `\\\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`
+  const code = found[1] === 'u' ? Number.parseInt(found.slice(2), 16) : SHORT_ESCAPES[found[1] as string]
+  // Its backslash escaped: the value holds the escape as text.
+  return code !== undefined && actsOnTerminal(code) ? `\\${found}` : found
+}
+
+/**
+ * A JSON line whose terminal controls decode to their escapes as text (`\u009b`), not to the controls:
+ * pino-pretty prints the values it decodes, and a client's user agent must not move a terminal's cursor or
+ * colour what follows (the JSON format escapes them in log-output.ts).
+ */
+export function visibleControls(line: string): string {
+  return line.replace(ESCAPE_OR_CONTROL, visibleControl)
 }
 
 /**
