@@ -92,11 +92,24 @@ describe('the client in the request log', () => {
     assert.equal((await loggedClient(server, OTHER_PEER, '203.0.113.7')).remoteAddress, OTHER_PEER)
   })
 
-  test("when a trusted proxy forwards something that is not an IP address (a key, a quote, a forged field, a port), then the line shows the proxy's own address", async (t) => {
+  test("when a trusted proxy forwards something that is not an IP address (a key, a quote, a forged field), then the line shows the proxy's own address; an address with its port, the address", async (t) => {
     const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
     const forwarded = generateApiKey()
-    for (const text of [`${forwarded}"x`, 'garbage"},{"forged":1', '[2001:db8::1]:443', '203.0.113.7:80']) {
+    for (const text of [
+      `${forwarded}"x`,
+      'garbage"},{"forged":1',
+      '203.0.113.7:99999',
+      '[x]:80',
+      '[2001:db8::1]',
+    ]) {
       assert.equal((await loggedClient(server, '127.0.0.1', text)).remoteAddress, '127.0.0.1', text)
+    }
+    // Some balancers write the client's port too (`IP:port`, `[IPv6]:port`): the address is the client.
+    for (const [text, client] of [
+      ['203.0.113.7:80', '203.0.113.7'],
+      ['[2001:db8::1]:443', '2001:db8::1'],
+    ] as const) {
+      assert.equal((await loggedClient(server, '127.0.0.1', text)).remoteAddress, client, text)
     }
     assert.equal(server.output().includes(forwarded.slice(4)), false)
     assert.equal(server.output().includes('forged'), false)
