@@ -125,3 +125,13 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError'
   }
 }
+
+// Node's codes for a server certificate that fails verification: OpenSSL's, and its own for a name that
+// does not match the certificate's.
+const UNTRUSTED_CERTIFICATE = /^(UNABLE_TO_|CERT_|SELF_SIGNED_|DEPTH_ZERO_|ERR_TLS_CERT_|HOSTNAME_MISMATCH)/
+
+/** The code when `error` is a TLS server certificate this process does not trust, else undefined. */
+export function untrustedCertificate(error: unknown): string | undefined {
+  const { code } = error as { code?: unknown }
+  return typeof code === 'string' && UNTRUSTED_CERTIFICATE.test(code) ? code : undefined
+}

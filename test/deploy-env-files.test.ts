@@ -12,7 +12,10 @@ const staging = read('staging.env')
 describe('deploy/production.env and deploy/staging.env', () => {
   test('when either is loaded, then every name in it is a setting and the service accepts every value', () => {
     for (const [file, settings] of Object.entries({ production, staging })) {
-      const unknown = Object.keys(settings).filter((name) => !(name in ConfigSchema.properties))
+      // Node's own, read from the environment as it starts: the CA that signed Redis's certificate.
+      const unknown = Object.keys(settings).filter(
+        (name) => !(name in ConfigSchema.properties) && name !== 'NODE_EXTRA_CA_CERTS',
+      )
       assert.deepEqual(unknown, [], `${file}.env names no unknown setting`)
       assert.doesNotThrow(() => loadConfig(settings), `${file}.env is a valid configuration`)
     }
@@ -27,8 +30,12 @@ describe('deploy/production.env and deploy/staging.env', () => {
       assert.equal(production[name], staging[name], name)
     assert.deepEqual([production.LOG_LEVEL, staging.LOG_LEVEL], ['info', 'debug'])
     for (const settings of [production, staging]) {
-      assert.match(settings.DATABASE_URL ?? '', /^postgres:\/\//)
-      assert.match(settings.REDIS_URL ?? '', /^redis:\/\//)
+      // Over a network, both over TLS with the server's certificate checked (test/tls-connections.test.ts).
+      const database = new URL(settings.DATABASE_URL ?? '')
+      assert.equal(database.protocol, 'postgres:')
+      assert.equal(database.searchParams.get('sslmode'), 'verify-full')
+      assert.equal(database.searchParams.get('sslrootcert'), settings.NODE_EXTRA_CA_CERTS)
+      assert.match(settings.REDIS_URL ?? '', /^rediss:\/\//)
       assert.equal(settings.API_KEYS, '', 'keys come from keys create or the pipeline, never from this file')
     }
     assert.notEqual(production.DATABASE_URL, staging.DATABASE_URL)

@@ -1,12 +1,22 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { childrenOf } from './process-children.ts'
 import { type Lack, suiteNeeding } from './suite-requirements.ts'
+import type { TestCertificates } from './test-certificates.ts'
 
 /**
  * A throwaway PostgreSQL server for tests: `initdb` and `pg_ctl` on a temporary directory and a free port,
@@ -153,9 +163,14 @@ export async function startPostgres(): Promise<PostgresServer> {
 
 /**
  * A server of the caller's own, from the machine's binaries, even when a server is named by URL: for tests
- * that stop and start it. Stopping a stopped server, or starting a running one, does nothing.
+ * that stop and start it. Stopping a stopped server, or starting a running one, does nothing. With `tls`,
+ * it also takes TLS connections with that certificate (plain ones too: the client chooses).
  */
-export async function startThrowawayPostgres(): Promise<PostgresServer> {
+export async function startThrowawayPostgres({
+  tls,
+}: {
+  tls?: TestCertificates
+} = {}): Promise<PostgresServer> {
   const bin = binDirectory()
   if (bin === undefined) throw new Error(NO_SERVER_BINARIES)
   const directory = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
@@ -176,7 +191,19 @@ export async function startThrowawayPostgres(): Promise<PostgresServer> {
   // Chosen after initdb's second or more, so that no other listener is given it in between.
   const port = await freePort()
   // fsync stays on: the outage tests check that acknowledged writes survive an immediate stop.
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories='${directory}' -c max_connections=200`
+  let options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories='${directory}' -c max_connections=200`
+  if (tls !== undefined) {
+    // The server reads its key only if no one else can: owned by its user, mode 0600.
+    for (const [from, name] of [
+      [tls.cert, 'server.pem'],
+      [tls.key, 'server.key'],
+    ] as const) {
+      copyFileSync(from, join(directory, name))
+      chmodSync(join(directory, name), 0o600)
+      if (process.getuid?.() === 0) chownSync(join(directory, name), ...postgresOwner())
+    }
+    options += ` -c ssl=on -c ssl_cert_file='${join(directory, 'server.pem')}' -c ssl_key_file='${join(directory, 'server.key')}'`
+  }
   const start = () =>
     run(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-w', '-l', join(directory, 'log'), 'start'])
   const stop = (mode: 'fast' | 'immediate' = 'fast') =>

@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import { within } from './bounded-wait.ts'
 import { suiteNeeding } from './suite-requirements.ts'
+import type { TestCertificates } from './test-certificates.ts'
 
 /** `describe` options: skipped with one line when redis-server is missing, except under CI, where that fails. */
 export function redisSuiteOptions(): { skip?: string } {
@@ -36,6 +38,8 @@ export interface RedisServer {
   freeze(): void
   /** Resumes it (SIGCONT). */
   thaw(): void
+  /** How many keys it holds, asked on a connection of the test's own. */
+  keyCount(): Promise<number>
 }
 
 interface RedisProcess {
@@ -43,11 +47,21 @@ interface RedisProcess {
   exited: Promise<void>
 }
 
-async function spawnRedis(port: number, password: string | undefined): Promise<RedisProcess> {
+async function spawnRedis(
+  port: number,
+  password: string | undefined,
+  tls: TestCertificates | undefined,
+): Promise<RedisProcess> {
   const auth = password === undefined ? [] : ['--requirepass', password]
+  // With TLS, only TLS: its port is the one given, and clients need no certificate of their own.
+  const listen =
+    tls === undefined
+      ? ['--port', String(port)]
+      : ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key]
+  const tlsClients = tls === undefined ? [] : ['--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no']
   const child: ChildProcess = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
+    [...listen, ...tlsClients, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -72,25 +86,45 @@ async function spawnRedis(port: number, password: string | undefined): Promise<R
 
 /**
  * A throwaway redis-server on a free loopback port, without persistence; with `password`, it asks for it
- * (`url` then holds none: the test says which to give).
+ * (`url` then holds none: the test says which to give); with `tls`, it takes TLS connections only, with
+ * that certificate (`url` is then `rediss://`).
  */
-export async function startRedis({ password }: { password?: string } = {}): Promise<RedisServer> {
+export async function startRedis({
+  password,
+  tls,
+}: {
+  password?: string
+  tls?: TestCertificates
+} = {}): Promise<RedisServer> {
   const port = await freePort()
-  let current = await spawnRedis(port, password)
+  let current = await spawnRedis(port, password, tls)
+  const url = `${tls === undefined ? 'redis' : 'rediss'}://127.0.0.1:${port}`
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url,
     async stop() {
       current.child.kill('SIGKILL')
       await within(current.exited, 10_000, 'redis-server did not exit after SIGKILL')
     },
     async restart() {
-      current = await spawnRedis(port, password)
+      current = await spawnRedis(port, password, tls)
     },
     freeze() {
       current.child.kill('SIGSTOP')
     },
     thaw() {
       current.child.kill('SIGCONT')
+    },
+    async keyCount() {
+      const client = new Redis(url, {
+        ...(password === undefined ? {} : { password }),
+        ...(tls === undefined ? {} : { tls: { ca: readFileSync(tls.ca) } }),
+        maxRetriesPerRequest: 1,
+      })
+      try {
+        return await client.dbsize()
+      } finally {
+        client.disconnect()
+      }
     },
   }
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
+import { untrustedCertificate } from '../../errors.ts'
 
 /**
  * A Redis client for shared rate-limit counters, set to fail fast: no offline queue and one attempt per
@@ -20,12 +21,10 @@ export async function connectRedis(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   })
   const first = await firstOutcome(redis)
-  const code = first && credentialsRefused(first)
-  if (code !== undefined) {
+  const refused = first && settingRefused(first)
+  if (refused !== undefined) {
     redis.disconnect()
-    throw new Error(
-      `REDIS_URL: Redis refused its credentials (${code}): give the user and password it expects`,
-    )
+    throw new Error(`REDIS_URL: ${refused.atStart}`)
   }
   logOutages(redis, log, first)
   return redis
@@ -41,13 +40,38 @@ const CREDENTIALS_REFUSED = /^(NOAUTH|WRONGPASS|ERR invalid password)\b/
 function credentialsRefused(error: Error): string | undefined {
   return CREDENTIALS_REFUSED.test(error.message) ? error.message.split(' ')[0] : undefined
 }
+
+/**
+ * What to say when `error` is a setting to correct, which no reconnect mends: credentials Redis refuses, or
+ * a TLS certificate this process does not trust. Undefined for an outage.
+ */
+function settingRefused(error: Error): { atStart: string; later: string; code: string } | undefined {
+  const credentials = credentialsRefused(error)
+  if (credentials !== undefined) {
+    return {
+      code: credentials,
+      atStart: `Redis refused its credentials (${credentials}): give the user and password it expects`,
+      later:
+        'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
+    }
+  }
+  const certificate = untrustedCertificate(error)
+  if (certificate === undefined) return undefined
+  return {
+    code: certificate,
+    atStart: `Redis's TLS certificate is not trusted (${certificate}): NODE_EXTRA_CA_CERTS must name the CA that signed it`,
+    later:
+      "Redis's TLS certificate is not trusted: rate limits are not counted until it is (NODE_EXTRA_CA_CERTS)",
+  }
+}
+
 // Longer than the connect timeout: a Redis that does not answer in time is an outage, met at start.
 const FIRST_OUTCOME_MS = 1000
 
 /**
  * How the first connection ends: undefined once ready (or still trying after FIRST_OUTCOME_MS), else its
- * error. Credentials Redis refuses are a setting to correct, which no reconnect mends: the start stops,
- * where an unreachable Redis is an outage the service rides out, counting nothing until it is back.
+ * error. A setting to correct (`settingRefused`) stops the start, where an unreachable Redis is an outage
+ * the service rides out, counting nothing until it is back.
  */
 function firstOutcome(redis: Redis): Promise<Error | undefined> {
   return new Promise((resolve) => {
@@ -77,15 +101,11 @@ function logOutages(
   let downSince: number | undefined
   let refusedSaid = false
   const down = (error: Error) => {
-    // Refused later (not up yet at start, or its password changed since): a setting to correct, said
-    // once until Redis takes them again; Redis is up, so it is not said to be unreachable.
-    const code = credentialsRefused(error)
-    if (code !== undefined) {
-      if (!refusedSaid)
-        log.error(
-          { code },
-          'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
-        )
+    // Refused later (not up yet at start, or its password or certificate changed since): a setting to
+    // correct, said once until Redis takes it again; Redis is up, so it is not said to be unreachable.
+    const refused = settingRefused(error)
+    if (refused !== undefined) {
+      if (!refusedSaid) log.error({ code: refused.code }, refused.later)
       refusedSaid = true
       downSince ??= performance.now()
       return

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreUnavailableError } from '../../errors.ts'
+import { StoreUnavailableError, untrustedCertificate } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
 
 // SQLSTATE 25006, read_only_sql_transaction: a failover onto a standby, or a read-only default. Every
@@ -10,6 +10,13 @@ const READ_ONLY = 'the database is read-only (a standby, or default_transaction_
 // (class 28: a rotated password, NOLOGIN), its database gone (3D000) or closed to connections (55000,
 // ALLOW_CONNECTIONS false). An operator must act; until then the database is as good as down.
 const CONNECTION_REFUSED = /^28|^3D000$|^55000$/
+
+// A server certificate that fails verification; pg's words for a server that refuses TLS when the URL's
+// sslmode asks for it.
+const UNTRUSTED =
+  "the database's TLS certificate is not trusted (DATABASE_URL's sslrootcert, or NODE_EXTRA_CA_CERTS, names the CA that signed it)"
+const NO_TLS_SERVER = 'The server does not support SSL connections'
+const NO_TLS = 'the database takes no TLS connections, and DATABASE_URL asks for them (sslmode)'
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
@@ -38,8 +45,8 @@ const NO_PASSWORD_GIVEN =
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
- * database is down, overloaded, takes no writes, refuses this service's connections, the statement ran
- * past its timeout, or the pool had no free connection in time, naming which; a missing password said in
+ * database is down, overloaded, takes no writes, refuses this service's connections (its TLS included),
+ * the statement ran past its timeout, or the pool had no free connection in time, naming which; a missing password said in
  * our words (the driver's name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
@@ -50,6 +57,9 @@ export function storeErrorOf(error: unknown): unknown {
     return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
   }
   if (message === POOL_QUEUE_TIMEOUT) return new StoreUnavailableError(POOL_BUSY, { cause: error })
+  // Until an operator mends the certificate or the URL, the database is as good as down.
+  if (untrustedCertificate(error) !== undefined) return new StoreUnavailableError(UNTRUSTED, { cause: error })
+  if (message === NO_TLS_SERVER) return new StoreUnavailableError(NO_TLS, { cause: error })
   if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
   if (code !== undefined && UNAVAILABLE_STATES.test(code)) {
     return new StoreUnavailableError(unavailableReason(code), { cause: error })

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import { parseEnv } from 'node:util'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
+import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
+import { postgresSql } from './helpers/store-engines.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { makeTestCertificates, opensslLack } from './helpers/test-certificates.ts'
+
+const key = generateApiKey()
+const bearer = { authorization: `Bearer ${key}` }
+
+// The settings deploy/production.env shows for a database and a Redis reached over a network.
+const production = parseEnv(readFileSync(new URL('../deploy/production.env', import.meta.url), 'utf8'))
+
+/**
+ * `url` with production.env's TLS parameters: TLS asked, and the server's certificate checked against `ca`
+ * (the file it names there), or without it against Node's own CAs.
+ */
+function verifiedUrl(url: string, ca?: string): string {
+  const verified = new URL(url)
+  for (const [name, value] of new URL(production.DATABASE_URL ?? '').searchParams) {
+    if (name !== 'sslrootcert') verified.searchParams.set(name, value)
+    else if (ca !== undefined) verified.searchParams.set(name, ca)
+  }
+  return verified.href
+}
+
+// Each suite also signs its servers' certificates.
+const certificatesMade = suiteNeeding('the TLS suites', opensslLack())
+
+describe('TLS to PostgreSQL', { ...certificatesMade, ...throwawayPostgresSuiteOptions() }, () => {
+  test("when DATABASE_URL asks for verify-full with the server's CA, then every connection of the service is encrypted and the service serves", async (t) => {
+    const directory = temporaryDirectory(t)
+    const certificates = makeTestCertificates(directory)
+    const postgres = await startThrowawayPostgres({ tls: certificates })
+    t.after(() => postgres.stop('immediate'))
+    const url = await postgres.createDatabase()
+    const service = await startServeProcess(
+      { DATABASE_URL: verifiedUrl(url, certificates.ca), API_KEYS: `ops:${key}` },
+      directory,
+    )
+    t.after(() => service.child.kill('SIGKILL'))
+    const created = await checkedFetch(service.origin, '/v1/pets', {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: '{"name":"Rex","categoryId":1}',
+    })
+    assert.equal(created.status, 201, await created.text())
+    const connections = await postgresSql(
+      url,
+      "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'petstore'",
+    )
+    assert.ok(connections.length > 0, 'the service holds connections')
+    assert.deepEqual(
+      connections.map((row) => row.ssl),
+      connections.map(() => true),
+      'each of them encrypted',
+    )
+  })
+
+  for (const [when, withTls, said] of [
+    [
+      "when the server's certificate is signed by no CA the service trusts",
+      true,
+      /^petstore serve: the database's TLS certificate is not trusted .*sslrootcert.*: unable to verify/,
+    ],
+    [
+      'when DATABASE_URL asks for TLS and the server takes none',
+      false,
+      /^petstore serve: the database takes no TLS connections, and DATABASE_URL asks for them/,
+    ],
+  ] as const) {
+    test(`${when}, then the start fails in one line that says so`, async (t) => {
+      const directory = temporaryDirectory(t)
+      const postgres = await startThrowawayPostgres(withTls ? { tls: makeTestCertificates(directory) } : {})
+      t.after(() => postgres.stop('immediate'))
+      const url = await postgres.createDatabase()
+      const result = runCli(['serve'], { DATABASE_URL: verifiedUrl(url), PORT: '0' }, directory)
+      assert.equal(result.status, 1, result.stderr)
+      assert.match(result.stderr, said)
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+    })
+  }
+})
+
+describe('TLS to Redis', { ...certificatesMade, ...redisSuiteOptions() }, () => {
+  test('when REDIS_URL is rediss:// and NODE_EXTRA_CA_CERTS names the CA (as production.env has them), then the rate limit is counted in Redis over TLS', async (t) => {
+    const directory = temporaryDirectory(t)
+    const certificates = makeTestCertificates(directory)
+    const redis = await startRedis({ tls: certificates })
+    t.after(() => redis.stop())
+    assert.match(redis.url, /^rediss:\/\//)
+    const service = await startServeProcess(
+      {
+        REDIS_URL: redis.url,
+        NODE_EXTRA_CA_CERTS: certificates.ca,
+        RATE_LIMIT_PER_MINUTE: '2',
+        API_KEYS: `ops:${key}`,
+      },
+      directory,
+    )
+    t.after(() => service.child.kill('SIGKILL'))
+    const statuses = []
+    for (let i = 0; i < 3; i++)
+      statuses.push((await checkedFetch(service.origin, '/v1/pets', { headers: bearer })).status)
+    assert.deepEqual(statuses, [200, 200, 429])
+    assert.ok((await redis.keyCount()) > 0, 'the count is in Redis')
+  })
+
+  test("when Redis's certificate is signed by no CA the service trusts, then the start fails in one line that says so", async (t) => {
+    const directory = temporaryDirectory(t)
+    const redis = await startRedis({ tls: makeTestCertificates(directory) })
+    t.after(() => redis.stop())
+    const result = runCli(['serve'], { REDIS_URL: redis.url, PORT: '0' }, directory)
+    assert.equal(result.status, 1, result.stderr)
+    assert.match(
+      result.stderr,
+      /^petstore serve: REDIS_URL: Redis's TLS certificate is not trusted \([A-Z_]+\): NODE_EXTRA_CA_CERTS/,
+    )
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+  })
+})
