@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { dirname } from 'node:path'
@@ -80,6 +80,40 @@ export function readEnvironment(
 ): Record<string, string | undefined> {
   const fromFile = existsSync(path) ? parseEnv(readFileSync(path, 'utf8')) : {}
   return { ...fromFile, ...environment }
+}
+
+/** Whether `value` of setting `name` is a secret: keys, or a URL with a password. */
+function holdsSecret(name: string, value: string): boolean {
+  if (name === 'API_KEYS') return value !== ''
+  if (!SECRET_SETTINGS.has(name)) return false
+  return URL.canParse(value) && new URL(value).password !== ''
+}
+
+/**
+ * What is wrong with `.env` without stopping the start, said at warn once the log exists: a name that is
+ * no setting (a typo, or a variable Node or libpq read only from the environment, which this file never
+ * reaches), and secrets in a file other users can read. Names only: never a value.
+ */
+export function environmentFileWarnings(path = '.env'): string[] {
+  if (!existsSync(path)) return []
+  const fromFile = parseEnv(readFileSync(path, 'utf8'))
+  const warnings = Object.keys(fromFile)
+    .filter((name) => !(name in properties))
+    .map(
+      (name) =>
+        `.env sets ${name}, which is no setting of this service: it has no effect (a variable Node.js or PostgreSQL's client reads, such as NODE_EXTRA_CA_CERTS or PGPASSWORD, belongs in the environment; settings: .env.example)`,
+    )
+  const secrets = Object.entries(fromFile)
+    .filter(([name, value]) => holdsSecret(name, value ?? ''))
+    .map(([name]) => name)
+  const mode = statSync(path).mode & 0o777
+  if (secrets.length > 0 && (mode & 0o077) !== 0) {
+    const octal = mode.toString(8).padStart(4, '0')
+    warnings.push(
+      `.env holds ${secrets.join(', ')}, and other users can read it (mode ${octal}): chmod 600 .env`,
+    )
+  }
+  return warnings
 }
 
 /** Validates settings given as strings, then decodes them; throws a ConfigError naming the first bad one. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import {
+  chmodSync,
   closeSync,
   mkdirSync,
   openSync,
@@ -9,6 +10,7 @@ import {
   readFileSync,
   statSync,
   symlinkSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs'
 import { join } from 'node:path'
@@ -191,6 +193,45 @@ describe('petstore CLI', () => {
       assert.deepEqual(readdirSync(cwd), [], 'no directory, database or initial key was created')
     })
   }
+
+  test('when .env sets what is no setting, or other users can read the key it holds, then each command says so at warn, and runs', (t) => {
+    const directory = temporaryDirectory(t)
+    const path = join(directory, '.env')
+    const key = `psk_${'a'.repeat(43)}`
+    writeFileSync(
+      path,
+      `API_KEYS=ops:${key}\nPGPASSWORD=secret\nNODE_EXTRA_CA_CERTS=/etc/ca.pem\nPROT=9090\n`,
+    )
+    chmodSync(path, 0o644)
+    const warned = (stderr: string) =>
+      stderr
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((line) => line.level === 40)
+        .map((line) => line.msg)
+    const first = runCli(['migrate'], {}, directory)
+    assert.equal(first.status, 0, first.stderr)
+    const said = warned(first.stderr)
+    for (const name of ['PGPASSWORD', 'NODE_EXTRA_CA_CERTS', 'PROT']) {
+      assert.ok(
+        said.some((msg) => msg.startsWith(`.env sets ${name}, which is no setting of this service`)),
+        `${name}: ${said.join(' | ')}`,
+      )
+    }
+    assert.ok(
+      said.some((msg) =>
+        /^\.env holds API_KEYS, and other users can read it \(mode 0644\): chmod 600/.test(msg),
+      ),
+    )
+    assert.equal(first.stderr.includes(key.slice(4)), false, 'the key itself is never said')
+
+    writeFileSync(path, `API_KEYS=ops:${key}\n`)
+    chmodSync(path, 0o600)
+    const second = runCli(['migrate'], {}, directory)
+    assert.equal(second.status, 0, second.stderr)
+    assert.deepEqual(warned(second.stderr), [])
+  })
 
   test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
     const result = runCli(

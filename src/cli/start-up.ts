@@ -1,5 +1,6 @@
+import cluster from 'node:cluster'
 import type { Logger } from 'pino'
-import { type Config, loadConfig } from '../config.ts'
+import { type Config, environmentFileWarnings, loadConfig } from '../config.ts'
 import { BufferedLogOutput } from '../log/log-output.ts'
 import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../log/logger.ts'
 import type { Output } from './command.ts'
@@ -23,6 +24,8 @@ export function startUp(
   const output =
     pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
   const log = createLogger(config.log, pretty, output, logFd)
+  // Said by the process that read the file first: a WORKERS worker reads it again, and would repeat them.
+  if (!cluster.isWorker) for (const warning of environmentFileWarnings()) log.warn(warning)
   // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
   if (bufferedLog) reportDroppedLogLines(log, output)
   return { config, log }
