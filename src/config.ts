@@ -86,7 +86,9 @@ export function readEnvironment(
 function holdsSecret(name: string, value: string): boolean {
   if (name === 'API_KEYS') return value !== ''
   if (!SECRET_SETTINGS.has(name)) return false
-  return URL.canParse(value) && new URL(value).password !== ''
+  if (!URL.canParse(value)) return false
+  const url = new URL(value)
+  return url.password !== '' || url.searchParams.has('password')
 }
 
 /**
@@ -98,7 +100,7 @@ export function environmentFileWarnings(path = '.env'): string[] {
   if (!existsSync(path)) return []
   const fromFile = parseEnv(readFileSync(path, 'utf8'))
   const warnings = Object.keys(fromFile)
-    .filter((name) => !(name in properties))
+    .filter((name) => !Object.hasOwn(properties, name))
     .map(
       (name) =>
         `.env sets ${name}, which is no setting of this service: it has no effect (a variable Node.js or PostgreSQL's client reads, such as NODE_EXTRA_CA_CERTS or PGPASSWORD, belongs in the environment; settings: .env.example)`,
@@ -107,7 +109,7 @@ export function environmentFileWarnings(path = '.env'): string[] {
     .filter(([name, value]) => holdsSecret(name, value ?? ''))
     .map(([name]) => name)
   const mode = statSync(path).mode & 0o777
-  if (secrets.length > 0 && (mode & 0o077) !== 0) {
+  if (secrets.length > 0 && (mode & 0o044) !== 0) {
     const octal = mode.toString(8).padStart(4, '0')
     warnings.push(
       `.env holds ${secrets.join(', ')}, and other users can read it (mode ${octal}): chmod 600 .env`,

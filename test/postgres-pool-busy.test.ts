@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { StoreUnavailableError } from '../src/errors.ts'
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts'
 import { call } from './helpers/api-client.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
-import { sharedPostgres } from './helpers/postgres-server.ts'
+import {
+  sharedPostgres,
+  startThrowawayPostgres,
+  throwawayPostgresSuiteOptions,
+} from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine, postgresStoreAt } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -53,3 +59,47 @@ describe(
     })
   },
 )
+
+// A server of its own: this test freezes it.
+describe('a hung PostgreSQL with every connection busy', throwawayPostgresSuiteOptions(), () => {
+  test('when the server hangs with every connection busy, then readiness fails once no answer has come for one call bound, and is back after', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    const url = await postgres.createDatabase()
+    // One call bound: 1 s to connect, 1 s of statement and 1 s more.
+    const store = new PostgresStore({
+      url,
+      poolSize: 2,
+      statementTimeoutMs: 1000,
+      connectTimeoutMs: 1000,
+      onIdleError: () => {},
+    })
+    const server = await startTestServer(t, { store, env: { READ_CACHE_BYTES: '0' } })
+    assert.equal((await call(server, 'GET', '/readyz', { key: false })).status, 200)
+
+    // Callers keep every connection busy, as steady traffic does; stopped before anything is closed.
+    let calling = true
+    const callers = Array.from({ length: 4 }, async () => {
+      while (calling) {
+        await store.getPet(1n).catch(() => undefined)
+        await setImmediate()
+      }
+    })
+    try {
+      postgres.freeze()
+      const frozen = performance.now()
+      const ready = async () => (await call(server, 'GET', '/readyz', { key: false })).status === 200
+      while (await ready()) {
+        assert.ok(performance.now() - frozen < 15_000, 'readiness failed within 15 s of the hang')
+        await sleep(250)
+      }
+      postgres.thaw()
+      await waitFor(async () => ((await ready()) ? true : undefined), 'ready again')
+    } finally {
+      calling = false
+      postgres.thaw()
+      await Promise.all(callers)
+    }
+  })
+})

@@ -105,9 +105,13 @@ describe('the client in the request log', () => {
       assert.equal((await loggedClient(server, '127.0.0.1', text)).remoteAddress, '127.0.0.1', text)
     }
     // Some balancers write the client's port too (`IP:port`, `[IPv6]:port`): the address is the client.
+    // Further right, an entry with a port may be a trusted proxy's (the walk stops at it): the peer is.
     for (const [text, client] of [
       ['203.0.113.7:80', '203.0.113.7'],
       ['[2001:db8::1]:443', '2001:db8::1'],
+      ['203.0.113.7:80, 198.51.100.9:5555', '127.0.0.1'],
+      ['[1.2.3.4]:80', '127.0.0.1'],
+      ['203.0.113.7:0', '127.0.0.1'],
     ] as const) {
       assert.equal((await loggedClient(server, '127.0.0.1', text)).remoteAddress, client, text)
     }

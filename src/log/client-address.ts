@@ -1,22 +1,29 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { isIP } from 'node:net'
 
 // How some balancers write a client with its port: `203.0.113.7:80`, `[2001:db8::1]:443`.
-const WITH_PORT = /^(?:([\d.]+)|\[([\da-fA-F:.]+)\]):(\d{1,5})$/
+const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([\da-fA-F:.]+)\]):([1-9]\d{0,4})$/
 
 /**
  * The client's address as logged: `request.ip` (the socket's, or the client a trusted proxy's
- * X-Forwarded-For names, without the port some balancers append), unless that names something that is
- * not an IP address (a forged field): then the socket's, the proxy's own, rather than text a client may
- * have written.
+ * X-Forwarded-For names), unless that names something that is not an IP address (a forged field): then
+ * the socket's, the proxy's own, rather than text a client may have written. An address with the port
+ * some balancers append is taken without it only as the header's first entry: the walk through trusted
+ * proxies stops at any entry with a port, so one further right may be a trusted proxy, not the client.
  */
 export function clientAddressOf(request: {
   ip: string
   socket: { remoteAddress?: string | undefined }
+  headers: IncomingHttpHeaders
 }): string | undefined {
   const { ip } = request
   const peer = request.socket.remoteAddress
   if (ip === peer || isIP(ip) !== 0) return ip
   const [, v4, v6, port] = WITH_PORT.exec(ip) ?? []
   const address = v4 ?? v6
-  return address !== undefined && isIP(address) !== 0 && Number(port) <= 65535 ? address : peer
+  if (address === undefined || isIP(address) !== (v4 === undefined ? 6 : 4) || Number(port) > 65535)
+    return peer
+  const forwarded = request.headers['x-forwarded-for']
+  const first = typeof forwarded === 'string' ? forwarded.split(',', 1)[0]?.trim() : undefined
+  return first === ip ? address : peer
 }

@@ -18,8 +18,11 @@ export function opensslLack(): Lack | undefined {
     : { missing: 'no openssl on this machine', remedy: 'apt-get install openssl' }
 }
 
-/** A throwaway certificate authority and a loopback server certificate it signed, in `directory`. */
-export function makeTestCertificates(directory: string): TestCertificates {
+/**
+ * A throwaway certificate authority and a loopback server certificate it signed, in `directory`; with
+ * `clientOnly`, a certificate for clients alone (extendedKeyUsage clientAuth), which no server may use.
+ */
+export function makeTestCertificates(directory: string, { clientOnly = false } = {}): TestCertificates {
   const path = (name: string) => join(directory, name)
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' })
   openssl(
@@ -49,7 +52,8 @@ export function makeTestCertificates(directory: string): TestCertificates {
     '-out',
     path('server.csr'),
   )
-  writeFileSync(path('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
+  const purpose = clientOnly ? 'extendedKeyUsage=clientAuth\n' : ''
+  writeFileSync(path('server.ext'), `subjectAltName=IP:127.0.0.1,DNS:localhost\n${purpose}`)
   openssl(
     'x509',
     '-req',

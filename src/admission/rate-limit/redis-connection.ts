@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
-import { untrustedCertificate } from '../../errors.ts'
+import { refusedCertificate } from '../../errors.ts'
 
 /**
  * A Redis client for shared rate-limit counters, set to fail fast: no offline queue and one attempt per
@@ -55,13 +55,13 @@ function settingRefused(error: Error): { atStart: string; later: string; code: s
         'Redis refuses the credentials REDIS_URL gives: rate limits are not counted until they are corrected',
     }
   }
-  const certificate = untrustedCertificate(error)
+  const certificate = refusedCertificate(error)
   if (certificate === undefined) return undefined
+  const remedy = certificate.unsigned ? ': NODE_EXTRA_CA_CERTS must name the CA that signed it' : ''
   return {
-    code: certificate,
-    atStart: `Redis's TLS certificate is not trusted (${certificate}): NODE_EXTRA_CA_CERTS must name the CA that signed it`,
-    later:
-      "Redis's TLS certificate is not trusted: rate limits are not counted until it is (NODE_EXTRA_CA_CERTS)",
+    code: certificate.code,
+    atStart: `Redis's TLS certificate ${certificate.problem} (${certificate.code})${remedy}`,
+    later: `Redis's TLS certificate ${certificate.problem}: rate limits are not counted until it is mended`,
   }
 }
 

@@ -79,6 +79,8 @@ export class PostgresPool {
   readonly #statementBoundMs: number
   #closed = false
   #closing: Promise<void> | undefined
+  /** When the server last answered a statement, with rows or an error of its own (`performance.now()`). */
+  #answeredAt = Number.NEGATIVE_INFINITY
 
   constructor(options: PostgresStoreOptions) {
     const workMs = options.statementTimeoutMs + 1000
@@ -140,8 +142,11 @@ export class PostgresPool {
     const started = performance.now()
     try {
       const config = bounded(statement, this.#statementBoundMs)
-      return (await this.#unlessGivenUp(this.#pool.query<Row>(config))).rows
+      const { rows } = await this.#unlessGivenUp(this.#pool.query<Row>(config))
+      this.#answeredAt = performance.now()
+      return rows
     } catch (error) {
+      this.#noteAnswer(error)
       // Held at its own connections (the server full): asked again, within the bound counted from the
       // first try, as a call with `since` is.
       if (!this.#closed && this.#serverFull.heldOn(error)) return this.query(statement, { since: started })
@@ -213,8 +218,11 @@ export class PostgresPool {
     // What the connection is given back with: an error makes the pool drop it (see the release listener).
     let broken: Error | undefined
     try {
-      return await run(client)
+      const result = await run(client)
+      this.#answeredAt = performance.now()
+      return result
     } catch (error) {
+      this.#noteAnswer(error)
       // A connection that timed out or dropped is destroyed (the server rolls back when it sees it gone):
       // a ROLLBACK on it would queue behind the hung statement and wait out a second timeout. After any
       // other error, the server's or `work`'s own, a transaction is rolled back (bounded by query_timeout
@@ -240,7 +248,9 @@ export class PostgresPool {
     if (deadline !== undefined && performance.now() >= deadline) {
       throw new StoreUnavailableError('no database connection in time')
     }
-    const connecting = this.#pool.connect().catch((error: unknown) => {
+    // pg makes each new connection's settings from the URL as it connects, and throws if a file it names
+    // (sslrootcert) cannot be read: a rejection like any other, mapped below.
+    const connecting = Promise.try(() => this.#pool.connect()).catch((error: unknown) => {
       // Held at its own connections (the server full): asked again once, unless closed or out of time.
       const left = deadline === undefined || performance.now() < deadline
       if (!this.#serverFull.heldOn(error) || this.#closed || !left) throw error
@@ -272,13 +282,21 @@ export class PostgresPool {
     }
   }
 
+  /** A call that failed with the server's own error was answered: the server is there. */
+  #noteAnswer(error: unknown): void {
+    if (error instanceof pg.DatabaseError) this.#answeredAt = performance.now()
+  }
+
   /**
-   * Whether a new call would queue: every connection the pool may open (its size, or fewer while the server
-   * is full) is open and checked out.
+   * Whether every connection is busy with a server that answers: every connection the pool may open (its
+   * size, or fewer while the server is full) is open or opening and checked out, and the server answered a
+   * statement within one call bound (a lock's waits end in its statement timeout's error at the latest). A
+   * hung server holds the connections too, and answers nothing.
    */
-  saturated(): boolean {
+  busyWithAnsweringServer(): boolean {
     const pool = this.#pool
-    return pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)
+    const saturated = pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)
+    return saturated && performance.now() - this.#answeredAt < this.callBoundMs
   }
 
   stats() {

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreUnavailableError, untrustedCertificate } from '../../errors.ts'
+import { type CertificateRefusal, refusedCertificate, StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
 
 // SQLSTATE 25006, read_only_sql_transaction: a failover onto a standby, or a read-only default. Every
@@ -11,10 +11,7 @@ const READ_ONLY = 'the database is read-only (a standby, or default_transaction_
 // ALLOW_CONNECTIONS false). An operator must act; until then the database is as good as down.
 const CONNECTION_REFUSED = /^28|^3D000$|^55000$/
 
-// A server certificate that fails verification; pg's words for a server that refuses TLS when the URL's
-// sslmode asks for it.
-const UNTRUSTED =
-  "the database's TLS certificate is not trusted (DATABASE_URL's sslrootcert, or NODE_EXTRA_CA_CERTS, names the CA that signed it)"
+// pg's words for a server that refuses TLS when the URL's sslmode asks for it.
 const NO_TLS_SERVER = 'The server does not support SSL connections'
 const NO_TLS = 'the database takes no TLS connections, and DATABASE_URL asks for them (sslmode)'
 
@@ -31,10 +28,10 @@ const NETWORK_ERRORS = new Set([
   'EAI_AGAIN',
 ])
 // pg-pool's words when a call waited its connect timeout in the queue of a pool whose every connection is
-// checked out: the server answers (those connections are busy with it), so it is not "unreachable".
+// checked out: busy with slow statements, a lock, or a server that has stopped answering them.
 const POOL_QUEUE_TIMEOUT = 'timeout exceeded when trying to connect'
 const POOL_BUSY =
-  "every connection of this instance's pool is busy (slow statements, or a lock they wait on): PG_POOL_SIZE, PG_CONNECT_TIMEOUT_MS"
+  "every connection of this instance's pool is busy (slow statements, a lock, or a server not answering)"
 
 /** The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout). */
 const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
@@ -58,14 +55,29 @@ export function storeErrorOf(error: unknown): unknown {
   }
   if (message === POOL_QUEUE_TIMEOUT) return new StoreUnavailableError(POOL_BUSY, { cause: error })
   // Until an operator mends the certificate or the URL, the database is as good as down.
-  if (untrustedCertificate(error) !== undefined) return new StoreUnavailableError(UNTRUSTED, { cause: error })
+  const certificate = refusedCertificate(error)
+  if (certificate !== undefined)
+    return new StoreUnavailableError(certificateRefused(certificate), { cause: error })
   if (message === NO_TLS_SERVER) return new StoreUnavailableError(NO_TLS, { cause: error })
+  // A file the URL names (sslrootcert, sslcert, sslkey), read at each new connection: gone or unreadable.
+  const { syscall, path } = error as { syscall?: string; path?: string }
+  if (syscall === 'open' && (code === 'ENOENT' || code === 'EACCES')) {
+    return new StoreUnavailableError(`DATABASE_URL names a file that cannot be read (${code}): ${path}`, {
+      cause: error,
+    })
+  }
   if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
   if (code !== undefined && UNAVAILABLE_STATES.test(code)) {
     return new StoreUnavailableError(unavailableReason(code), { cause: error })
   }
   const unreachable = (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
   return unreachable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
+}
+
+/** What the log and the start's line say of a server certificate refused, and what to mend. */
+function certificateRefused({ code, problem, unsigned }: CertificateRefusal): string {
+  const remedy = unsigned ? ": DATABASE_URL's sslrootcert must name the CA that signed it" : ''
+  return `the database's TLS certificate ${problem} (${code})${remedy}`
 }
 
 /** The condition an unavailable SQLSTATE names, for the log line an operator reads first. */

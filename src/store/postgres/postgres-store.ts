@@ -46,12 +46,12 @@ export class PostgresStore extends EngineStore<PostgresPool> {
   }
 
   /**
-   * Read from the database, unless every connection is busy: the server is answering them (slow statements,
-   * a lock), and a probe queued behind them would take every instance out of rotation at once
-   * (docs/decisions.md, "Unavailable vs wrong"). The last status read stands for it then.
+   * Read from the database, unless every connection is busy with a server that answers (slow statements, a
+   * lock): a probe queued behind them would take every instance out of rotation at once (docs/decisions.md,
+   * "A busy pool is not an unreachable database"). The last status read stands for it then.
    */
   override async schemaStatus(): Promise<SchemaStatus> {
-    if (this.#schema !== undefined && this.#pool.saturated()) return this.#schema
+    if (this.#schema !== undefined && this.#pool.busyWithAnsweringServer()) return this.#schema
     this.#schema = await super.schemaStatus()
     return this.#schema
   }
