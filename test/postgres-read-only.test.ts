@@ -54,6 +54,30 @@ describe('a PostgreSQL database that takes no writes', engineSuiteOptions(postgr
     assert.equal((await server.store.listPets({ limit: 10 })).length, 2, 'no refused create was stored')
   })
 
+  test('when the database turns read-only, then a create retried with its Idempotency-Key gets its pet again, and a new one 503', async (t) => {
+    const server = await startTestServer(t, { engine: postgresEngine })
+    const keyed = (key: string, name = 'Rex') =>
+      call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers: { 'idempotency-key': key } })
+    const first = await keyed('order-1')
+    assert.equal(first.status, 201, first.text)
+
+    await setReadOnly(server, true)
+    await waitFor(
+      async () => ((await call(server, 'GET', '/v1/pets')).status === 200 ? true : undefined),
+      'reads',
+    )
+    // A client whose answer was lost retries during the failover: the pet exists, and it is told so.
+    const retried = await keyed('order-1')
+    assert.equal(retried.status, 201, retried.text)
+    assert.equal(retried.text, first.text)
+    assert.equal(retried.headers.get('idempotent-replayed'), 'true')
+    // The same key for another pet is refused as ever; a new key needs a write.
+    assert.equal((await keyed('order-1', 'Other')).json.code, 'idempotency_key_reused')
+    const fresh = await keyed('order-2')
+    assert.equal(fresh.status, 503, fresh.text)
+    assert.equal(fresh.headers.get('retry-after'), '1')
+  })
+
   test('when an instance starts on a read-only database whose schema is current, then its migration writes nothing and succeeds', async (t) => {
     const server = await startTestServer(t, { engine: postgresEngine })
     await setReadOnly(server, true)

@@ -43,8 +43,8 @@ const NO_PASSWORD_GIVEN =
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
  * database is down, overloaded, takes no writes, refuses this service's connections (its TLS included),
- * the statement ran past its timeout, or the pool had no free connection in time, naming which; a missing password said in
- * our words (the driver's name a SASL message); any other error unchanged.
+ * the statement ran past its timeout, or the pool had no free connection in time, naming which; a
+ * missing password said in our words (the driver's name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
@@ -98,6 +98,13 @@ export function connectionLost(error: unknown): boolean {
   if (error instanceof pg.DatabaseError) return false
   const { code, message } = error as { code?: string; message?: string }
   return (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
+}
+
+/** Whether `error` (as `storeErrorOf` made it) is the database refusing a write: read-only. */
+export function refusedAsReadOnly(error: unknown): error is StoreUnavailableError {
+  return (
+    error instanceof StoreUnavailableError && (error.cause as { code?: string } | undefined)?.code === '25006'
+  )
 }
 
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */

@@ -1,3 +1,4 @@
+import type { StoreUnavailableError } from '../../errors.ts'
 import type { NewPet, Pet } from '../../schemas/pet.ts'
 import {
   type CreateOutcome,
@@ -7,11 +8,15 @@ import {
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
-import type { CreatePetRequest, IdempotencyRecord } from '../store.ts'
+import { type CreatePetRequest, IdempotencyKeyReusedError, type IdempotencyRecord } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
+import { refusedAsReadOnly } from './postgres-errors.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 import type { Statement } from './postgres-statements.ts'
+
+/** A create's result; while the database takes no writes, also the refusal of one it cannot replay. */
+export type PostgresCreateOutcome = CreateOutcome | StoreUnavailableError
 
 /**
  * Arbitrary, fixed key of the advisory lock every batch of inserts takes, on every instance. Ids are drawn
@@ -34,14 +39,16 @@ export async function createPetBatch(
   pool: PostgresPool,
   requests: readonly CreatePetRequest[],
   since: number,
-): Promise<CreateOutcome[]> {
+): Promise<PostgresCreateOutcome[]> {
   const firstTry = planCreates(requests, new Map())
   try {
     const { pets, records } = insertsOf(requests, firstTry)
     const rows = await pool.query<PetRow>(insertStatement(pets, records, 'new'), { since })
     return createOutcomes(firstTry, petsInDealtOrder(rows, pets.length), new Map())
   } catch (error) {
-    if (!requests.some((request) => request.idempotency) || !secondTryMayDo(error)) throw error
+    const keyed = requests.some((request) => request.idempotency)
+    if (keyed && refusedAsReadOnly(error)) return replaysOnly(pool, requests, since, error)
+    if (!keyed || !secondTryMayDo(error)) throw error
   }
   return pool.transaction(
     async (client) => {
@@ -59,6 +66,33 @@ export async function createPetBatch(
       return createOutcomes(plans, inserted, await petsById(client, replayIds))
     },
     { since, lock: INSERT_LOCK },
+  )
+}
+
+/**
+ * A batch the database refused to write (read-only: a failover onto a standby): each create whose key
+ * already has its record is answered with its pet, as a replay is, and one with a key reused for another
+ * pet is refused as ever; every other create fails with `readOnly`. Nothing is written, so no lock.
+ */
+async function replaysOnly(
+  pool: PostgresPool,
+  requests: readonly CreatePetRequest[],
+  since: number,
+  readOnly: StoreUnavailableError,
+): Promise<PostgresCreateOutcome[]> {
+  const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+  return pool.transaction(
+    async (client) => {
+      const plans = planCreates(requests, await storedIdempotencyRecords(client, keyed))
+      const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
+      const replayed = await petsById(client, replayIds)
+      return plans.map((plan): PostgresCreateOutcome => {
+        if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
+        const pet = plan.kind === 'replay' ? replayed.get(plan.petId) : undefined
+        return pet === undefined ? readOnly : { pet, replayed: true }
+      })
+    },
+    { since },
   )
 }
 

@@ -1,6 +1,5 @@
 import { StoreUnavailableError } from '../../errors.ts'
 import { EngineStore } from '../shared/engine-store.ts'
-import type { CreateOutcome } from '../shared/idempotent-batch.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
 import type { CreatedPet, CreatePetRequest, SchemaStatus, StoreHealth } from '../store.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
@@ -8,7 +7,7 @@ import { postgresHealth } from './postgres-health.ts'
 import * as idempotency from './postgres-idempotency-queries.ts'
 import * as keys from './postgres-key-queries.ts'
 import * as migrator from './postgres-migrator.ts'
-import { createPetBatch } from './postgres-pet-inserts.ts'
+import { createPetBatch, type PostgresCreateOutcome } from './postgres-pet-inserts.ts'
 import * as pets from './postgres-pet-queries.ts'
 import * as settings from './postgres-settings-queries.ts'
 
@@ -23,7 +22,7 @@ export type { PostgresStoreOptions } from './postgres-connection.ts'
 export class PostgresStore extends EngineStore<PostgresPool> {
   readonly engine = 'postgres'
   readonly #pool: PostgresPool
-  readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
+  readonly #creates: WriteBatcher<CreatePetRequest, PostgresCreateOutcome>
   #closing = false
   /** The schema status last read: readiness's answer while every connection is busy. */
   #schema: SchemaStatus | undefined
