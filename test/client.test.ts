@@ -245,6 +245,44 @@ describe('typed client', () => {
     }
   })
 
+  test('when baseUrl is not an http(s) URL a path can follow, then createClient refuses it in one sentence', () => {
+    for (const baseUrl of [
+      'localhost:8080/v1',
+      'ftp://host/v1',
+      'http://host/v1?x=1',
+      'http://host/v1#top',
+      '',
+    ]) {
+      assert.throws(
+        () => createClient({ baseUrl, apiKey: 'psk_unused' }),
+        /^TypeError: baseUrl must be an http:\/\/ or https:\/\/ URL with no query or fragment/,
+        baseUrl,
+      )
+    }
+    assert.doesNotThrow(() =>
+      createClient({ baseUrl: 'https://api.example.com/petstore/v1/', apiKey: 'psk_unused' }),
+    )
+  })
+
+  test('when an idempotency key holds a character a header cannot carry, then createPet refuses it, sending nothing', async () => {
+    let sent = 0
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: 'psk_unused',
+      fetch: async () => {
+        sent++
+        return new Response('{}', { status: 201 })
+      },
+    })
+    for (const idempotencyKey of ['ключ', 'a\r\nX-Evil: 1', 'tab\there']) {
+      await assert.rejects(
+        client.createPet({ name: 'Rex', categoryId: 1n }, { idempotencyKey }),
+        /^TypeError: idempotencyKey must be printable ASCII/,
+      )
+    }
+    assert.equal(sent, 0)
+  })
+
   test('when a call fails, then the PetStoreError carries the request id, and JSON keeps its message', async (t) => {
     const { client } = await clientOnServer(t, { apiKey: 'psk_wrongwrongwrongwrongwrongwrongwrongwrongwro' })
     const error = await rejection(client.listPets())
@@ -317,5 +355,40 @@ describe('typed client', () => {
         assert.ok(error.message.endsWith(text), error.message)
       }
     }
+  })
+
+  test('when a success carries JSON that is no pet (a field missing or of another type, a status the API has not), then the PetStoreError says unexpected_response', async () => {
+    const clientAnswering = (text: string) =>
+      createClient({
+        baseUrl: 'http://127.0.0.1:9/v1',
+        apiKey: 'psk_unused',
+        fetch: async () =>
+          new Response(text, { status: 200, headers: { 'content-type': 'application/json' } }),
+      })
+    const notPets = [
+      '{"name":"x"}',
+      '{"id":1,"name":"x","categoryId":"1"}',
+      '{"id":"1","name":"x","categoryId":1}',
+      '{"id":1,"name":2,"categoryId":1}',
+      '{"id":1,"name":"x","categoryId":1,"status":"weird"}',
+      '{"id":1.5,"name":"x","categoryId":1}',
+    ]
+    for (const text of notPets) {
+      const client = clientAnswering(text)
+      for (const call of [() => client.getPet(1n), () => client.createPet({ name: 'Rex', categoryId: 1n })]) {
+        assert.equal((await rejection(call())).code, 'unexpected_response', text)
+      }
+      assert.equal(
+        (await rejection(clientAnswering(`[${text}]`).listPets())).code,
+        'unexpected_response',
+        text,
+      )
+    }
+    // A field this client does not know is one a later minor version added: taken, as the versioning says.
+    const later = await clientAnswering('{"id":1,"name":"x","categoryId":2,"color":"red"}').getPet(1n)
+    assert.deepEqual(
+      { id: later.id, name: later.name, categoryId: later.categoryId },
+      { id: 1n, name: 'x', categoryId: 2n },
+    )
   })
 })

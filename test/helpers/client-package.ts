@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { cpSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, realpathSync } from 'node:fs'
 import { basename, join, relative } from 'node:path'
 import { promisify } from 'node:util'
 import { type Cleanup, temporaryDirectory } from './cleanup.ts'
@@ -53,10 +53,9 @@ export async function installPackedClient(t: Cleanup): Promise<ClientProject> {
   const tarball = join(root, packed[0].filename)
   const directory = join(root, 'consumer')
   mkdirSync(directory)
-  writeFileSync(
-    join(directory, 'package.json'),
-    '{ "name": "consumer", "private": true, "type": "module" }\n',
-  )
+  // As the README tells another team: a new project (npm init writes "type": "commonjs"), made ES modules.
+  await npm(['init', '-y'], directory)
+  await npm(['pkg', 'set', 'type=module'], directory)
   await npm(['install', '--prefer-offline', tarball], directory)
   return { directory, tarball }
 }

@@ -87,11 +87,20 @@ export function createClient(options: ClientOptions): PetStoreClient {
       'apiKey must be printable ASCII (psk_ and 43 characters): it is empty or holds a character a header cannot carry',
     )
   }
+  // Checked here: a URL without its scheme, or with a query, failed only at the first call, as a network
+  // error or a 404 for a path nobody asked for.
+  const baseUrl = String(options.baseUrl)
+  const scheme = URL.canParse(baseUrl) ? new URL(baseUrl).protocol : undefined
+  if ((scheme !== 'http:' && scheme !== 'https:') || /[?#]/.test(baseUrl)) {
+    throw new TypeError(
+      'baseUrl must be an http:// or https:// URL with no query or fragment, the paths following it, e.g. http://localhost:8080/v1',
+    )
+  }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
     throw new TypeError(`timeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}`)
   const transport: Transport = {
-    baseUrl: options.baseUrl,
+    baseUrl,
     apiKey,
     fetch: options.fetch ?? ((url, init) => fetch(url, init)),
     timeoutMs,
@@ -102,7 +111,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
     const { body, response } = await send(
       transport,
       call,
-      { name: 'listPets', answers: 'array' },
+      { name: 'listPets', answers: 'pets' },
       'get',
       '/pets',
       { query },
@@ -121,22 +130,21 @@ export function createClient(options: ClientOptions): PetStoreClient {
       }
     },
     async createPet(pet, { idempotencyKey, ...call } = {}) {
+      // Checked here, without echoing it: fetch's own refusal is a TypeError about a ByteString. The API's
+      // other rules (its length, quoting) are the service's to say, as 400 invalid_idempotency_key.
+      if (idempotencyKey !== undefined && !/^[\x20-\x7e]*$/.test(idempotencyKey)) {
+        throw new TypeError(
+          'idempotencyKey must be printable ASCII (1 to 255 characters): it holds a character a header cannot carry',
+        )
+      }
       const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }
       return (
-        await send(
-          transport,
-          call,
-          { name: 'createPet', answers: 'object' },
-          'post',
-          '/pets',
-          { header },
-          pet,
-        )
+        await send(transport, call, { name: 'createPet', answers: 'pet' }, 'post', '/pets', { header }, pet)
       ).body as Pet
     },
     async getPet(id, call = {}) {
       return (
-        await send(transport, call, { name: 'getPet', answers: 'object' }, 'get', '/pets/{petId}', {
+        await send(transport, call, { name: 'getPet', answers: 'pet' }, 'get', '/pets/{petId}', {
           path: { petId: id },
         })
       ).body as Pet

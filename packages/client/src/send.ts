@@ -1,6 +1,7 @@
 import { type DeprecationListener, deprecationNoticeOf } from './deprecation-notice.ts'
 import { parseExactJson, stringifyExactJson } from './exact-json.ts'
 import type { paths } from './openapi-types.ts'
+import { isPet } from './pet-shape.ts'
 import { PetStoreError } from './pet-store-error.ts'
 
 type Method = 'get' | 'post'
@@ -32,10 +33,10 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
-/** An operation's name (as a deprecation listener is told it) and the JSON its success answers hold. */
+/** An operation's name (as a deprecation listener is told it) and what its success answers hold. */
 export interface Operation {
   name: string
-  answers: 'object' | 'array'
+  answers: 'pet' | 'pets'
 }
 
 /**
@@ -87,11 +88,10 @@ export async function send<P extends keyof paths, M extends Method>(
     if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
     throw error
   }
-  // `null`, or a pet where a page is due, would be handed on as what the call promises.
-  const isArray = Array.isArray(parsed)
-  if (typeof parsed !== 'object' || parsed === null || isArray !== (operation.answers === 'array')) {
-    throw PetStoreError.from(text, response)
-  }
+  // Anything else (`null`, a pet where a page is due, a pet without its id) would be handed on as what
+  // the call's type promises.
+  const fits = operation.answers === 'pets' ? Array.isArray(parsed) && parsed.every(isPet) : isPet(parsed)
+  if (!fits) throw PetStoreError.from(text, response)
   return { body: parsed, response }
 }
 
