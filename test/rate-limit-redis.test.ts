@@ -201,6 +201,20 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     assert.equal(server.child.exitCode, null)
   })
 
+  test('when REDIS_URL names a database Redis does not have, then the start stops with one line naming it', async (t) => {
+    const redis = await startRedis()
+    t.after(() => redis.stop())
+    const cwd = temporaryDirectory(t)
+    const env = { REDIS_URL: `${redis.url}/99`, PORT: '0' }
+    const result = await runCliAsync(['serve'], env, cwd, { timeoutMs: 20_000 })
+    assert.equal(result.status, 1, result.stderr)
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+    assert.match(
+      result.stderr,
+      /^petstore serve: REDIS_URL: Redis has no database 99 \(ERR DB index is out of range\)/,
+    )
+  })
+
   test('when Redis is down at start and, once up, refuses the credentials, then the service serves uncounted and one error line says to correct them', async (t) => {
     const redis = await startRedis({ password: 'sekret' })
     t.after(() => redis.stop())

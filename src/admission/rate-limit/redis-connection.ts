@@ -21,12 +21,14 @@ export async function connectRedis(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   })
   const first = await firstOutcome(redis)
-  const refused = first && settingRefused(first)
+  const refused = first && settingRefused(first, url)
   if (refused !== undefined) {
+    // What the closing connection still reports (its ready check cut short) is no news: said already.
+    redis.on('error', () => {})
     redis.disconnect()
     throw new Error(`REDIS_URL: ${refused.atStart}`)
   }
-  logOutages(redis, log, first)
+  logOutages(redis, url, log, first)
   return redis
 }
 
@@ -41,11 +43,26 @@ function credentialsRefused(error: Error): string | undefined {
   return CREDENTIALS_REFUSED.test(error.message) ? error.message.split(' ')[0] : undefined
 }
 
+// Redis's reply to SELECT of a database it does not have (REDIS_URL's path: `redis://host:6379/99`).
+const NO_DATABASE = /^ERR (DB index is out of range|invalid DB index)/
+
 /**
- * What to say when `error` is a setting to correct, which no reconnect mends: credentials Redis refuses, or
- * a TLS certificate this process does not trust. Undefined for an outage.
+ * What to say when `error` is a setting to correct, which no reconnect mends: credentials Redis refuses, a
+ * database it does not have, or a TLS certificate this process does not trust. Undefined for an outage.
  */
-function settingRefused(error: Error): { atStart: string; later: string; code: string } | undefined {
+function settingRefused(
+  error: Error,
+  url: string,
+): { atStart: string; later: string; code: string } | undefined {
+  if (NO_DATABASE.test(error.message)) {
+    // Only the path is said: the URL may hold a password.
+    const database = URL.canParse(url) ? new URL(url).pathname.slice(1) : '?'
+    return {
+      code: 'ERR',
+      atStart: `Redis has no database ${database} (${error.message}): name one it has, from 0`,
+      later: `Redis has no database ${database}: rate limits are not counted until REDIS_URL names one`,
+    }
+  }
   const credentials = credentialsRefused(error)
   if (credentials !== undefined) {
     return {
@@ -95,6 +112,7 @@ function firstOutcome(redis: Redis): Promise<Error | undefined> {
  */
 function logOutages(
   redis: Redis,
+  url: string,
   log: Pick<Logger, 'error' | 'warn' | 'info'>,
   first: Error | undefined,
 ): void {
@@ -103,7 +121,7 @@ function logOutages(
   const down = (error: Error) => {
     // Refused later (not up yet at start, or its password or certificate changed since): a setting to
     // correct, said once until Redis takes it again; Redis is up, so it is not said to be unreachable.
-    const refused = settingRefused(error)
+    const refused = settingRefused(error, url)
     if (refused !== undefined) {
       if (!refusedSaid) log.error({ code: refused.code }, refused.later)
       refusedSaid = true
