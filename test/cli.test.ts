@@ -392,7 +392,7 @@ describe('petstore CLI', () => {
     assert.deepEqual(readdirSync(cwd), [], 'no data directory, no database')
   })
 
-  test('when `keys create` or `seed` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', (t) => {
+  test('when `keys create`, `seed` or `migrate` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', (t) => {
     const cwd = temporaryDirectory(t)
     const notice = `petstore keys: no database was at ${join(cwd, 'data', 'petstore.db')}; created a new one\n`
     const first = runCli(['keys', 'create', '--name', 'ci'], {}, cwd)
@@ -405,6 +405,13 @@ describe('petstore CLI', () => {
     const seed = runCli(['seed', '--count', '1'], {}, elsewhere)
     assert.equal(seed.stdout, 'added 1 pets\n')
     assert.equal(seed.stderr, notice.replace('keys', 'seed').replace(cwd, elsewhere))
+    // A pipeline's migrate run from the wrong directory made an empty database there, and said nothing.
+    const third = temporaryDirectory(t)
+    const migrated = runCli(['migrate'], {}, third)
+    assert.equal(migrated.status, 0)
+    assert.match(migrated.stdout, /^applied migrations 1, /)
+    assert.equal(migrated.stderr, notice.replace('keys', 'migrate').replace(cwd, third))
+    assert.equal(runCli(['migrate'], {}, third).stderr, '')
   })
 
   test('when the store reports a fault during a command (a damaged database), then the log line goes to stderr and stdout holds only results', (t) => {

@@ -1,5 +1,5 @@
 import { type Command, parseCommandArgs } from './command.ts'
-import { openStore } from './open-store.ts'
+import { missingDatabaseFile, openStore, sayCreated } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
 export const migrateCommand: Command = {
@@ -12,9 +12,12 @@ Applies every migration the database does not have yet, in order, and prints wha
   async run(args, { stdout, stderr }) {
     parseCommandArgs(args, {})
     const { config, log } = startUp(stderr)
+    // Made where none is (a first deploy's pipeline), and said: from the wrong directory, it goes unseen.
+    const missing = missingDatabaseFile(config.database)
     const store = await openStore(config.database, log)
     try {
       const { applied, current, latest } = await store.migrate()
+      if (missing !== undefined) sayCreated('migrate', missing, stderr)
       stdout.write(
         applied.length > 0
           ? `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`

@@ -58,17 +58,26 @@ export async function openCommandStore(
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
   { name, creates, stderr }: { name: string; creates: boolean; stderr: Output },
 ): Promise<Store> {
-  const file = database.engine === 'sqlite' && database.path !== ':memory:'
-  const missing = file && !existsSync(database.path) ? resolve(database.path) : undefined
+  const missing = missingDatabaseFile(database)
   if (missing !== undefined && !creates) {
     throw new CommandError(
       `no database at ${missing} (DATABASE_URL): run the command where the service runs, or set DATABASE_URL`,
     )
   }
   const store = await openMigratedStore(database, log)
-  if (missing !== undefined)
-    stderr.write(`petstore ${name}: no database was at ${missing}; created a new one\n`)
+  if (missing !== undefined) sayCreated(name, missing, stderr)
   return store
+}
+
+/** The SQLite file `database` names, as an absolute path, when there is none yet. */
+export function missingDatabaseFile(database: DatabaseSettings): string | undefined {
+  const file = database.engine === 'sqlite' && database.path !== ':memory:'
+  return file && !existsSync(database.path) ? resolve(database.path) : undefined
+}
+
+/** Tells on stderr that command `name` made a new database at `path`: run elsewhere, it would go unseen. */
+export function sayCreated(name: string, path: string, stderr: Output): void {
+  stderr.write(`petstore ${name}: no database was at ${path}; created a new one\n`)
 }
 
 /** An empty store in memory, migrated: for a command that builds the app but holds no data (openapi). */
