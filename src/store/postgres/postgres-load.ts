@@ -133,20 +133,23 @@ export class PostgresLoad implements CopyTarget {
     return rows.length
   }
 
-  async raiseSequences(petId: bigint, keyId: bigint): Promise<void> {
+  async raiseSequences(petId: bigint, keyId: bigint): Promise<bigint> {
     // Never lowered: ids given out on the target before stay below the next one too.
+    let petsAbove = petId
     for (const [table, id] of [
       ['pets', petId],
       ['api_keys', keyId],
     ] as const) {
-      await this.#pool.query({
+      const [raised] = await this.#pool.query<{ setval: bigint }>({
         name: `copy.raise-${table}`,
         text: `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table}),
            (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${table}_id_seq)), true)
          WHERE GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table})) > 0`,
         values: [String(id)],
       })
+      if (table === 'pets' && raised !== undefined) petsAbove = raised.setval
     }
+    return petsAbove
   }
 
   close(): Promise<void> {

@@ -71,8 +71,11 @@ export interface CopyTarget {
   /** One transaction: inserts the pets not there yet. Resolves to how many were new. */
   writePets(pets: readonly CopiedPet[]): Promise<number>
   writeIdempotencyRecords(rows: readonly IdempotencyRecordRow[]): Promise<number>
-  /** Moves the id sequences past these, so the next create gets a higher id. */
-  raiseSequences(petId: bigint, keyId: bigint): Promise<void>
+  /**
+   * Moves the id sequences past these, so the next create gets a higher id (never lowered); resolves to
+   * the pet id the next create is drawn above, which ids given out on the target before may put higher.
+   */
+  raiseSequences(petId: bigint, keyId: bigint): Promise<bigint>
   close(): Promise<void>
 }
 
@@ -127,7 +130,7 @@ export interface CopyReport {
   /** The source's keys, inserted or brought up to date. */
   sourceKeys: number
   idempotencyRecords: number
-  /** The id the next create is drawn above. */
+  /** The id the target's next create is drawn above. */
   highestPetId: bigint
 }
 
@@ -213,8 +216,7 @@ export async function copyStore(
     afterRecord = chunk.at(-1)
   }
 
-  const highestPetId = await source.highestPetId()
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
-  await target.raiseSequences(highestPetId, highestKeyId)
+  const highestPetId = await target.raiseSequences(await source.highestPetId(), highestKeyId)
   return { ...keysReport, complete: true, pets, idempotencyRecords: records, highestPetId }
 }

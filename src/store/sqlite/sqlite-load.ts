@@ -130,13 +130,14 @@ export class SqliteLoad implements CopyTarget {
     ])
   }
 
-  async raiseSequences(petId: bigint, keyId: bigint): Promise<void> {
+  async raiseSequences(petId: bigint, keyId: bigint): Promise<bigint> {
     // AUTOINCREMENT keeps the highest id given out per table in sqlite_sequence; explicit inserts raised it.
     const raise = this.#db.statement('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?')
     const add = this.#db.statement(
       'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
     )
-    await this.#db.run(() =>
+    const pets = this.#db.statement("SELECT seq FROM sqlite_sequence WHERE name = 'pets'")
+    return this.#db.run(() =>
       this.#db.transaction(() => {
         for (const [table, id] of [
           ['pets', petId],
@@ -145,6 +146,7 @@ export class SqliteLoad implements CopyTarget {
           raise.run(id, table)
           add.run(table, id, table)
         }
+        return BigInt((pets.get() as { seq: number | bigint }).seq)
       }),
     )
   }
