@@ -6,7 +6,7 @@ import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { runCli, stop } from './helpers/cli-process.ts'
 import { postgresLack } from './helpers/postgres-server.ts'
-import { emptyDatabase, storeOn } from './helpers/postgres-store-fixtures.ts'
+import { adminOn, emptyDatabase, storeOn } from './helpers/postgres-store-fixtures.ts'
 import { call, seedStore, serve, storeContents, walk } from './helpers/store-copy-fixtures.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -90,5 +90,41 @@ describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgr
     assert.equal(created.status, 201)
     assert.ok(JSON.parse(await created.text()).id > PETS + 3, 'the next id is above the highest copied')
     await stop(after)
+  })
+
+  test('when a PostgreSQL store is copied to SQLite and back onto itself, or to another database, then every timestamp keeps its microseconds and the copy back finds its own pets, not conflicts', {
+    timeout: 120_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const url = await emptyDatabase()
+    // Pets made by PostgreSQL's clock (microseconds), and one at a whole millisecond, as SQLite writes them.
+    await seedStore(storeOn(t, url), 20, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
+    const admin = await adminOn(t, url)
+    await admin.query("UPDATE pets SET created_at = '2026-11-29 23:42:13.753+00' WHERE id = 1")
+    const micro = await admin.query<{ n: string }>(
+      'SELECT count(*) AS n FROM pets WHERE extract(microseconds FROM created_at)::bigint % 1000 <> 0',
+    )
+    assert.ok(Number(micro.rows[0]?.n) > 0, 'some timestamps hold microseconds')
+    const sqlite = `sqlite:${join(cwd, 'staging.db')}`
+    const there = runCli(['copy', '--from', url, '--to', sqlite], {}, cwd)
+    assert.equal(there.status, 0, there.stderr)
+    const back = runCli(['copy', '--from', sqlite, '--to', url, '--into-non-empty'], {}, cwd)
+    assert.equal(back.status, 0, back.stderr)
+    assert.match(back.stdout, /^copied 0 pets/)
+
+    const other = await emptyDatabase()
+    assert.equal(runCli(['copy', '--from', url, '--to', other], {}, cwd).status, 0)
+    const [from, to, staged] = await Promise.all([
+      storeContents(url),
+      storeContents(other),
+      storeContents(sqlite),
+    ])
+    assert.deepEqual(to.pets, from.pets)
+    assert.deepEqual(to.keys, from.keys)
+    assert.equal(
+      staged.pets[0]?.created_at,
+      '2026-11-29T23:42:13.753Z',
+      'a whole millisecond as SQLite writes it',
+    )
   })
 })

@@ -2,11 +2,19 @@ import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
-import { isoUtc } from './postgres-key-queries.ts'
 import { schemaStatus } from './postgres-migrator.ts'
 import { serviceSecret } from './postgres-settings-queries.ts'
 
-const KEY_COLUMNS = `id, name, hash, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
+/**
+ * `column` as UTC ISO text, to the microsecond PostgreSQL keeps: with milliseconds alone, a copy changed
+ * every timestamp PostgreSQL's clock made, and a copy back onto the source took its own pets for others.
+ * A whole millisecond is written as SQLite writes it (`.753Z`), so SQLite's text survives a round trip.
+ */
+const exactUtc = (column: string) => `CASE WHEN extract(microseconds FROM ${column})::bigint % 1000 = 0
+  THEN to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+  ELSE to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS ${column}`
+
+const KEY_COLUMNS = `id, name, hash, hint, ${exactUtc('created_at')}, ${exactUtc('revoked_at')}, deprecated_calls, ${exactUtc('last_deprecated_call_at')}`
 
 /** Reads a PostgreSQL store for `petstore copy`, in id order. */
 export class PostgresDump implements CopySource {
@@ -43,7 +51,7 @@ export class PostgresDump implements CopySource {
   pets(afterId: bigint, limit: number): Promise<CopiedPet[]> {
     return this.#pool.query<CopiedPet>({
       name: 'copy.pets',
-      text: `SELECT id, name, category_id, status, ${isoUtc('created_at')} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
+      text: `SELECT id, name, category_id, status, ${exactUtc('created_at')} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
       values: [afterId, limit],
     })
   }
