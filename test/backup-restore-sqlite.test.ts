@@ -143,7 +143,10 @@ describe('backup and restore (SQLite)', () => {
 
     const restored = runCli(['restore', '--from', 'three.db'], env, cwd)
     assert.equal(restored.status, 0, restored.stderr)
-    assert.equal(restored.stdout, `restored 3 pets from three.db into data/petstore.db\n`)
+    assert.match(
+      restored.stdout,
+      /^restored 3 pets from three\.db into data\/petstore\.db; the database it replaced \(\d+ pets\) is kept at \S+petstore\.db\.replaced-\S+: delete it once this one is checked\n$/,
+    )
     server = await serve(t, env, cwd)
     ledger.acknowledged.clear()
     for (const [id, body] of threePets) ledger.acknowledged.set(id, body)
@@ -337,6 +340,56 @@ describe('backup and restore (SQLite)', () => {
     assert.match(
       refused.stderr,
       /has schema version 4, which needs a release made for schema 4 or later \(this one knows 2\)\n$/,
+    )
+  })
+
+  test('when a backup older than the database is restored, then revocations made since stay, no pet id given out since is given again, the database replaced is kept aside, and the line says so', (t) => {
+    const cwd = temporaryDirectory(t)
+    const key = (name: string) => {
+      const made = runCli(['keys', 'create', '--name', name], {}, cwd)
+      assert.equal(made.status, 0, made.stderr)
+      return made.stdout.trim()
+    }
+    key('kept')
+    key('leaked')
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    // Since the backup: a key revoked (leaked), pets 4 to 8 handed out, a key made.
+    assert.equal(runCli(['keys', 'revoke', 'leaked'], {}, cwd).status, 0)
+    assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+    key('newer')
+    const database = join(cwd, 'data', 'petstore.db')
+    const itself = runCli(['restore', '--from', database], {}, cwd)
+    assert.equal(itself.status, 1)
+    assert.match(itself.stderr, /^petstore restore: .* is the database being restored/)
+
+    const restored = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
+    const said =
+      /^restored 3 pets from b\.db into (.+); the database it replaced \(8 pets\) is kept at (.+): delete it once this one is checked; 1 revocation made since the backup kept; 1 key made since the backup is not in it\n$/.exec(
+        restored.stdout,
+      )
+    assert.ok(said, restored.stdout)
+    const aside = said[2] as string
+    assert.equal(statSync(aside).mode & 0o777, 0o600)
+    assert.equal(petCountOf(aside), 8, 'the replaced database, whole')
+    assert.equal(integrityOf(aside), 'ok')
+
+    const keys = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout) as Array<{
+      name: string
+      revokedAt?: string | null
+    }>
+    const leaked = keys.find((listed) => listed.name === 'leaked')
+    assert.ok(leaked?.revokedAt, 'a revocation is never undone by a restore')
+    assert.equal(
+      keys.some((listed) => listed.name === 'newer'),
+      false,
+    )
+    assert.equal(runCli(['seed', '--count', '1'], {}, cwd).status, 0)
+    assert.equal(
+      readOnly(database, (db) => db.prepare('SELECT max(id) AS n FROM pets').get()?.n),
+      9,
+      'ids 4 to 8 are not given again',
     )
   })
 

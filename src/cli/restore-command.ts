@@ -1,6 +1,29 @@
+import type { RestoreSummary } from '../store/sqlite/sqlite-backup.ts'
 import { type Command, parseCommandArgs, UsageError } from './command.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
+
+const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
+
+/** What the line adds after the restore: where the replaced database is, and what was kept of it. */
+function afterRestore({ replaced, carried }: RestoreSummary): string {
+  if (replaced === undefined) return ''
+  const pets = replaced.pets === undefined ? '' : ` (${counted(Number(replaced.pets), 'pet', 'pets')})`
+  const kept = `; the database it replaced${pets} is kept at ${replaced.path}: delete it once this one is checked`
+  if ('unreadable' in carried) {
+    return `${kept}; it could not be read (${carried.unreadable}): revocations made since the backup are not kept, check keys list`
+  }
+  const { revocations, keysNotInBackup: missing } = carried
+  const revoked =
+    revocations === 0
+      ? ''
+      : `; ${counted(revocations, 'revocation', 'revocations')} made since the backup kept`
+  const keys =
+    missing === 0
+      ? ''
+      : `; ${counted(missing, 'key', 'keys')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
+  return `${kept}${revoked}${keys}`
+}
 
 export const restoreCommand: Command = {
   name: 'restore',
@@ -13,15 +36,17 @@ The database is held until the end and its write-ahead log folded into it; then 
 it and the copy checked (integrity, a Pet Store database at a schema this release runs on). The old
 database is replaced in one rename, its emptied log removed; the new file keeps the old one's owner and
 mode (its directory's owner and 0600 on a first restore), and a user that cannot give it that owner is
-refused before anything is done. FILE itself is left as it is. On PostgreSQL, use pg_restore (README,
-"Backups and restores").`,
+refused before anything is done. FILE itself is left as it is. The database replaced is kept beside it
+(petstore.db.replaced-<time>), and the restored one keeps from it every revocation (a key revoked since
+the backup stays revoked) and its id sequences (no pet id given out since is given again). On
+PostgreSQL, use pg_restore (README, "Backups and restores").`,
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { from: { type: 'string' } })
     if (values.from === undefined) throw new UsageError('missing --from FILE')
     const { config } = startUp()
     const { path, role } = await backupRole(config.database)
-    const { pets } = await role.restoreDatabase(values.from, path)
-    stdout.write(`restored ${pets} pets from ${values.from} into ${path}\n`)
+    const restored = await role.restoreDatabase(values.from, path)
+    stdout.write(`restored ${restored.pets} pets from ${values.from} into ${path}${afterRestore(restored)}\n`)
     return 0
   },
 }

@@ -6,6 +6,7 @@ import {
   fchmodSync,
   fchownSync,
   fstatSync,
+  linkSync,
   openSync,
   realpathSync,
   renameSync,
@@ -18,6 +19,7 @@ import { fsyncPath, removeWithCompanions, renameDurably, temporaryBeside } from 
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
 import { isBusy, volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
+import { type CarriedForward, carryForward } from './sqlite-restore-carry.ts'
 
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
@@ -28,6 +30,14 @@ const ALL_PAGES = 2 ** 31 - 1
 export interface BackupSummary {
   pets: bigint
   bytes: number
+}
+
+/** What a restore put in place, and what it did with the database it replaced. */
+export interface RestoreSummary extends BackupSummary {
+  /** Where the replaced database is kept (none on a first restore), and its pets if it could be read. */
+  replaced?: { path: string; pets: bigint | undefined }
+  /** What was carried from the replaced database, or why nothing could be (it could not be read). */
+  carried: CarriedForward | { unreadable: string }
 }
 
 function open(path: string): DatabaseSync {
@@ -212,6 +222,11 @@ function quiesce(path: string): DatabaseSync | undefined {
   }
 }
 
+/** The name the replaced database keeps beside the restored one: its own, and when it was replaced. */
+function keptAside(path: string): string {
+  return `${path}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`
+}
+
 /** Closes the held database (its last connection deletes the emptied log) and checks the log is gone. */
 function release(path: string, held: DatabaseSync | undefined): void {
   if (held?.isOpen) held.close()
@@ -272,11 +287,16 @@ function takeOwnership(path: string, copy: string): void {
  * Puts the backup `from` in place of the database at `path`, once no process has it open and its
  * write-ahead log is folded into it (`quiesce`): copied beside it, checked, synced, then renamed over it,
  * the old log and shared-memory files removed just before, so nothing of the old database is ever applied
- * to the restored one. Until the rename, a failure leaves the database as it was.
+ * to the restored one. Until the rename, a failure leaves the database as it was. The database replaced
+ * is kept beside it (a second name for its file, made just before the rename), and what must outlive a
+ * restore is carried from it into the copy first (`carryForward`).
  */
-export function restoreDatabase(from: string, named: string): BackupSummary {
+export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
   if (!existsSync(dirname(named))) throw new Error(`${dirname(named)} does not exist`)
+  if (existsSync(named) && isDatabaseFile(named, from)) {
+    throw new Error(`${from} is the database being restored (or one of its files): name a backup`)
+  }
   // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
   const path = existsSync(named) ? realpathSync(named) : named
   const what = 'the restored database'
@@ -290,12 +310,37 @@ export function restoreDatabase(from: string, named: string): BackupSummary {
     writing(path, what, () => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
+    let carried: RestoreSummary['carried'] = { revocations: 0, keysNotInBackup: 0 }
+    const replaced =
+      held === undefined ? undefined : { path: keptAside(path), pets: undefined as bigint | undefined }
+    if (held !== undefined && replaced !== undefined) {
+      try {
+        carried = carryForward(held, temporary)
+        const count = held.prepare('SELECT count(*) AS n FROM pets')
+        count.setReadBigInts(true)
+        replaced.pets = count.get()?.n as bigint
+      } catch (error) {
+        // A full volume is said as such; a database that cannot be read (a damaged one, often what a
+        // restore is for) does not stop it, and the line says what could not be kept.
+        if (volumeFaultOf(error, dirname(path), what) !== undefined)
+          writing(path, what, () => {
+            throw error
+          })
+        carried = { unreadable: (error as Error).message }
+      }
+    }
     writing(path, what, () => {
       fsyncPath(temporary)
       release(path, held)
       // The log was emptied: nothing of the old database is applied to the restored one.
       for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
-      renameSync(temporary, path)
+      if (replaced !== undefined) linkSync(path, replaced.path)
+      try {
+        renameSync(temporary, path)
+      } catch (error) {
+        if (replaced !== undefined) rmSync(replaced.path, { force: true })
+        throw error
+      }
     })
     try {
       fsyncPath(dirname(path))
@@ -304,7 +349,7 @@ export function restoreDatabase(from: string, named: string): BackupSummary {
         `${path} is restored, but its directory could not be synced (${(error as Error).message}): a crash before the next sync could bring the old database back`,
       )
     }
-    return { pets, bytes: statSync(path).size }
+    return { pets, bytes: statSync(path).size, carried, ...(replaced === undefined ? {} : { replaced }) }
   } finally {
     if (held?.isOpen) held.close()
     leaveNothing(temporary)
