@@ -69,7 +69,7 @@ describe('TLS to PostgreSQL', { ...certificatesMade, ...throwawayPostgresSuiteOp
     [
       "when the server's certificate is signed by no CA the service trusts",
       'unknown CA',
-      /^petstore serve: the database's TLS certificate is not signed by a CA this service trusts \([A-Z_]+\): DATABASE_URL's sslrootcert must name the CA that signed it: unable to verify/,
+      /^petstore serve: the database's TLS certificate is not signed by a CA this service trusts \([A-Z_]+\): its URL's sslrootcert must name the CA that signed it: unable to verify/,
     ],
     [
       "when the server's certificate is one no server may use",
@@ -79,12 +79,12 @@ describe('TLS to PostgreSQL', { ...certificatesMade, ...throwawayPostgresSuiteOp
     [
       'when the CA file DATABASE_URL names is not there',
       'no CA file',
-      /^petstore serve: DATABASE_URL names a file that cannot be read \(ENOENT\): .*absent-ca\.pem/,
+      /^petstore serve: the database URL names a file that cannot be read \(ENOENT\): .*absent-ca\.pem/,
     ],
     [
       'when DATABASE_URL asks for TLS and the server takes none',
       'no TLS',
-      /^petstore serve: the database takes no TLS connections, and DATABASE_URL asks for them/,
+      /^petstore serve: the database takes no TLS connections, and its URL asks for them/,
     ],
   ] as const) {
     test(`${when}, then the start fails in one line that says so`, async (t) => {

@@ -13,7 +13,8 @@ const CONNECTION_REFUSED = /^28|^3D000$|^55000$/
 
 // pg's words for a server that refuses TLS when the URL's sslmode asks for it.
 const NO_TLS_SERVER = 'The server does not support SSL connections'
-const NO_TLS = 'the database takes no TLS connections, and DATABASE_URL asks for them (sslmode)'
+// Said of its URL, not DATABASE_URL: `petstore copy` opens its --from and --to with the same store.
+const NO_TLS = 'the database takes no TLS connections, and its URL asks for them (sslmode)'
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
@@ -62,7 +63,7 @@ export function storeErrorOf(error: unknown): unknown {
   // A file the URL names (sslrootcert, sslcert, sslkey), read at each new connection: gone or unreadable.
   const { syscall, path } = error as { syscall?: string; path?: string }
   if (syscall === 'open' && (code === 'ENOENT' || code === 'EACCES')) {
-    return new StoreUnavailableError(`DATABASE_URL names a file that cannot be read (${code}): ${path}`, {
+    return new StoreUnavailableError(`the database URL names a file that cannot be read (${code}): ${path}`, {
       cause: error,
     })
   }
@@ -76,7 +77,7 @@ export function storeErrorOf(error: unknown): unknown {
 
 /** What the log and the start's line say of a server certificate refused, and what to mend. */
 function certificateRefused({ code, problem, unsigned }: CertificateRefusal): string {
-  const remedy = unsigned ? ": DATABASE_URL's sslrootcert must name the CA that signed it" : ''
+  const remedy = unsigned ? ": its URL's sslrootcert must name the CA that signed it" : ''
   return `the database's TLS certificate ${problem} (${code})${remedy}`
 }
 
