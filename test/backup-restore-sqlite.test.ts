@@ -4,6 +4,7 @@ import {
   chmodSync,
   chownSync,
   closeSync,
+  linkSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -12,6 +13,7 @@ import {
   statSync,
   truncateSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -391,6 +393,33 @@ describe('backup and restore (SQLite)', () => {
       9,
       'ids 4 to 8 are not given again',
     )
+  })
+
+  test('when the database replaced is damaged past its first pages, or a restore cut short left a second name of it, then the restore goes through and says what it could not keep', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    assert.equal(runCli(['seed', '--count', '2000'], {}, cwd).status, 0)
+    const database = join(cwd, 'data', 'petstore.db')
+    // A crash between the second name and the rename: the live file under a `.replacing-` name.
+    linkSync(database, `${database}.replacing-2026-01-01T00-00-00-000Z`)
+    const fd = openSync(database, 'r+')
+    writeSync(fd, Buffer.alloc(4096, 9), 0, 4096, 4096 * 3)
+    closeSync(fd)
+
+    const restored = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
+    assert.match(
+      restored.stdout,
+      /^restored 5 pets from b\.db into .*; the database it replaced .*is kept at \S+: delete it once this one is checked; it could not all be read \(database disk image is malformed\): /,
+    )
+    assert.deepEqual(
+      readdirSync(join(cwd, 'data')).filter((name) => name.includes('.replac')).length,
+      1,
+      'the leftover second name of the live file is gone; the replaced database is kept once',
+    )
+    assert.equal(integrityOf(database), 'ok')
+    assert.equal(petCountOf(database), 5)
   })
 
   test("when a backup is restored, then the database keeps the owner and mode of the file it replaces, not the backup's", (t) => {

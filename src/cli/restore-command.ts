@@ -6,23 +6,31 @@ import { startUp } from './start-up.ts'
 const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
 
 /** What the line adds after the restore: where the replaced database is, and what was kept of it. */
-function afterRestore({ replaced, carried }: RestoreSummary): string {
+function afterRestore({ replaced }: RestoreSummary): string {
   if (replaced === undefined) return ''
-  const pets = replaced.pets === undefined ? '' : ` (${counted(Number(replaced.pets), 'pet', 'pets')})`
-  const kept = `; the database it replaced${pets} is kept at ${replaced.path}: delete it once this one is checked`
-  if ('unreadable' in carried) {
-    return `${kept}; it could not be read (${carried.unreadable}): revocations made since the backup are not kept, check keys list`
-  }
-  const { revocations, keysNotInBackup: missing } = carried
+  const { replacedPets, keptAt, revocations, idsKept, keysNotInBackup: missing, unreadable } = replaced
+  const pets = replacedPets === undefined ? '' : ` (${counted(Number(replacedPets), 'pet', 'pets')})`
+  const kept =
+    'path' in keptAt
+      ? `; the database it replaced${pets} is kept at ${keptAt.path}: delete it once this one is checked`
+      : `; the database it replaced${pets} could not be kept: ${keptAt.notKept}`
+  const lost = [
+    ...(revocations === undefined
+      ? ['revocations made since the backup may be undone (check keys list)']
+      : []),
+    ...(idsKept ? [] : ['pet ids given out since the backup may be given again']),
+  ]
+  const unread =
+    unreadable === undefined ? '' : `; it could not all be read (${unreadable}): ${lost.join(', and ')}`
   const revoked =
-    revocations === 0
+    revocations === undefined || revocations === 0
       ? ''
       : `; ${counted(revocations, 'revocation', 'revocations')} made since the backup kept`
   const keys =
-    missing === 0
+    missing === undefined || missing === 0
       ? ''
       : `; ${counted(missing, 'key', 'keys')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
-  return `${kept}${revoked}${keys}`
+  return `${kept}${unread}${revoked}${keys}`
 }
 
 export const restoreCommand: Command = {

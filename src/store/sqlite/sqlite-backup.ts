@@ -8,6 +8,7 @@ import {
   fstatSync,
   linkSync,
   openSync,
+  readdirSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -32,13 +33,16 @@ export interface BackupSummary {
   bytes: number
 }
 
-/** What a restore put in place, and what it did with the database it replaced. */
+/** What a restore put in place, and what it did with the database it replaced (none on a first one). */
 export interface RestoreSummary extends BackupSummary {
-  /** Where the replaced database is kept (none on a first restore), and its pets if it could be read. */
-  replaced?: { path: string; pets: bigint | undefined }
-  /** What was carried from the replaced database, or why nothing could be (it could not be read). */
-  carried: CarriedForward | { unreadable: string }
+  replaced?: CarriedForward & {
+    /** Where it is kept, or why it could not be (a volume that takes no second name for a file). */
+    keptAt: { path: string } | { notKept: string }
+  }
 }
+
+// A second name for a file refused: the volume has no hard links (vfat, some network mounts).
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK'])
 
 function open(path: string): DatabaseSync {
   const db = new DatabaseSync(path)
@@ -218,13 +222,62 @@ function quiesce(path: string): DatabaseSync | undefined {
     if (isBusy(error)) {
       throw new Error(`${path} is in use (a server or another command has it open): stop it, then restore`)
     }
+    // Damaged beyond opening: nothing of it can be kept or carried, and the operator decides what to keep.
+    if (/file is not a database/.test((error as Error).message)) {
+      throw new Error(
+        `${path} is not a SQLite database (damaged past its header): move it away, then restore`,
+      )
+    }
     throw error
   }
 }
 
-/** The name the replaced database keeps beside the restored one: its own, and when it was replaced. */
-function keptAside(path: string): string {
-  return `${path}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`
+/**
+ * Renames `copy` over the database at `path`, keeping the database it replaces under a second name: made
+ * first as `<db>.replacing-<stamp>` (a hard link: no copy, its owner and mode), renamed to
+ * `<db>.replaced-<stamp>` once the copy is in place. A crash between the two leaves a name that
+ * `settleLeftovers` tells apart at the next restore. A volume without hard links keeps nothing, and says so.
+ */
+function replaceKeepingAside(
+  path: string,
+  copy: string,
+  stamp: string,
+): { path: string } | { notKept: string } {
+  const pending = `${path}.replacing-${stamp}`
+  try {
+    linkSync(path, pending)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? ''
+    if (!NO_LINKS.has(code)) throw error
+    renameSync(copy, path)
+    return { notKept: `the volume takes no second name for a file (${code})` }
+  }
+  try {
+    renameSync(copy, path)
+  } catch (error) {
+    rmSync(pending, { force: true })
+    throw error
+  }
+  const kept = `${path}.replaced-${stamp}`
+  renameSync(pending, kept)
+  return { path: kept }
+}
+
+/**
+ * What a restore cut short by a crash left beside the database at `path`: a `.replacing-` name that is
+ * the database's own file (the crash came before the rename) is removed, as writes through it would
+ * damage the database; one that is another file (after it) is the replaced database, given its name.
+ */
+function settleLeftovers(path: string): void {
+  const live = statOrNothing(path)
+  const prefix = `${basename(path)}.replacing-`
+  for (const name of readdirSync(dirname(path))) {
+    if (!name.startsWith(prefix)) continue
+    const leftover = join(dirname(path), name)
+    const stats = statOrNothing(leftover)
+    if (live !== undefined && stats?.dev === live.dev && stats.ino === live.ino) rmSync(leftover)
+    else renameSync(leftover, `${path}.replaced-${name.slice(prefix.length)}`)
+  }
 }
 
 /** Closes the held database (its last connection deletes the emptied log) and checks the log is gone. */
@@ -303,6 +356,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   assertCanGiveOwner(path)
   // First, before the copy takes the room the checkpoint may need; held until the rename.
   const held = writing(path, what, () => quiesce(path))
+  writing(path, what, () => settleLeftovers(path))
   const temporary = temporaryBeside(path, 'restore')
   try {
     removeWithCompanions(temporary)
@@ -310,37 +364,17 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     writing(path, what, () => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
-    let carried: RestoreSummary['carried'] = { revocations: 0, keysNotInBackup: 0 }
-    const replaced =
-      held === undefined ? undefined : { path: keptAside(path), pets: undefined as bigint | undefined }
-    if (held !== undefined && replaced !== undefined) {
-      try {
-        carried = carryForward(held, temporary)
-        const count = held.prepare('SELECT count(*) AS n FROM pets')
-        count.setReadBigInts(true)
-        replaced.pets = count.get()?.n as bigint
-      } catch (error) {
-        // A full volume is said as such; a database that cannot be read (a damaged one, often what a
-        // restore is for) does not stop it, and the line says what could not be kept.
-        if (volumeFaultOf(error, dirname(path), what) !== undefined)
-          writing(path, what, () => {
-            throw error
-          })
-        carried = { unreadable: (error as Error).message }
-      }
-    }
+    // A failure to write the copy (a full volume) stops the restore; one to read the old database does not.
+    const carried = held && writing(path, what, () => carryForward(held, temporary))
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+    let keptAt: { path: string } | { notKept: string } | undefined
     writing(path, what, () => {
       fsyncPath(temporary)
       release(path, held)
       // The log was emptied: nothing of the old database is applied to the restored one.
       for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
-      if (replaced !== undefined) linkSync(path, replaced.path)
-      try {
-        renameSync(temporary, path)
-      } catch (error) {
-        if (replaced !== undefined) rmSync(replaced.path, { force: true })
-        throw error
-      }
+      keptAt = held && replaceKeepingAside(path, temporary, stamp)
+      if (!held) renameSync(temporary, path)
     })
     try {
       fsyncPath(dirname(path))
@@ -349,7 +383,8 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
         `${path} is restored, but its directory could not be synced (${(error as Error).message}): a crash before the next sync could bring the old database back`,
       )
     }
-    return { pets, bytes: statSync(path).size, carried, ...(replaced === undefined ? {} : { replaced }) }
+    const replaced = carried && keptAt && { ...carried, keptAt }
+    return { pets, bytes: statSync(path).size, ...(replaced ? { replaced } : {}) }
   } finally {
     if (held?.isOpen) held.close()
     leaveNothing(temporary)

@@ -1,41 +1,73 @@
 import { DatabaseSync } from 'node:sqlite'
 
-/** What a restore keeps of the database it replaces: its revocations, and the ids it gave out. */
+/** What a restore kept of the database it replaces, part by part: a damaged one may give only some. */
 export interface CarriedForward {
-  /** Keys revoked there that the backup holds active, revoked again. */
-  revocations: number
+  /** Its pets, if they could be counted. */
+  replacedPets: bigint | undefined
+  /** Keys revoked there that the backup holds active, revoked again; undefined if they could not be read. */
+  revocations: number | undefined
+  /** Whether the id sequences were raised past every id given out there. */
+  idsKept: boolean
   /** Active keys there that the backup does not hold (made since it was taken): gone with the restore. */
-  keysNotInBackup: number
+  keysNotInBackup: number | undefined
+  /** The first read of the replaced database that failed (it is damaged), if one did. */
+  unreadable: string | undefined
 }
 
 /**
  * Keeps in the restored `copy` what must outlive a restore, read from the database it replaces (`old`,
  * held): a key revoked there stays revoked (a backup taken before would bring a leaked key back), and the
  * id sequences stay above every id given out there (a client holding `/v1/pets/9` must not get another
- * pet under it). Keys made since the backup are only counted: credentials are not made back.
+ * pet under it). Keys made since the backup are only counted: credentials are not made back. Each part is
+ * read apart, so a damaged database still gives what it can; a failure to write the copy is thrown.
  */
 export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
+  let unreadable: string | undefined
+  const fromOld = <T>(read: () => T): T | undefined => {
+    try {
+      return read()
+    } catch (error) {
+      unreadable ??= (error as Error).message
+      return undefined
+    }
+  }
+  const bigint = (sql: string, ...values: string[]) => {
+    const statement = old.prepare(sql)
+    statement.setReadBigInts(true)
+    return (statement.get(...values) as { n: bigint }).n
+  }
+  const replacedPets = fromOld(() => bigint('SELECT count(*) AS n FROM pets'))
+  const revoked = fromOld(() =>
+    old.prepare('SELECT hash, revoked_at FROM api_keys WHERE revoked_at IS NOT NULL').all(),
+  )
+  const given = fromOld(() =>
+    (['pets', 'api_keys'] as const).map((table) => {
+      const sql = `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0),
+                          coalesce((SELECT max(id) FROM ${table}), 0)) AS n`
+      return [table, bigint(sql, table)] as const
+    }),
+  )
+  const active = fromOld(() => old.prepare('SELECT hash FROM api_keys WHERE revoked_at IS NULL').all())
+
   const db = new DatabaseSync(copy)
   try {
+    // A backup file in WAL mode (a kept replaced database is one) would take these writes in its log.
+    db.exec('PRAGMA journal_mode = DELETE')
     db.exec('BEGIN IMMEDIATE')
-    const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL')
-    let revocations = 0
-    for (const { hash, revoked_at } of old
-      .prepare('SELECT hash, revoked_at FROM api_keys WHERE revoked_at IS NOT NULL')
-      .all()) {
-      revocations += Number(revoke.run(revoked_at as string, hash as string).changes)
+    let revocations: number | undefined
+    if (revoked !== undefined) {
+      const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL')
+      revocations = 0
+      for (const { hash, revoked_at } of revoked)
+        revocations += Number(revoke.run(revoked_at as string, hash as string).changes)
     }
-    for (const table of ['pets', 'api_keys']) {
-      const given = old.prepare(
-        `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0),
-                    coalesce((SELECT max(id) FROM ${table}), 0)) AS id`,
-      )
-      given.setReadBigInts(true)
-      const id = (given.get(table) as { id: bigint }).id
-      db.prepare('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?').run(id, table)
-      db.prepare(
-        'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
-      ).run(table, id, table)
+    const raise = db.prepare('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?')
+    const add = db.prepare(
+      'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
+    )
+    for (const [table, id] of given ?? []) {
+      raise.run(id, table)
+      add.run(table, id, table)
     }
     db.exec('COMMIT')
     const held = new Set(
@@ -44,8 +76,8 @@ export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
         .all()
         .map((row) => row.hash),
     )
-    const active = old.prepare('SELECT hash FROM api_keys WHERE revoked_at IS NULL').all()
-    return { revocations, keysNotInBackup: active.filter((row) => !held.has(row.hash)).length }
+    const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).length
+    return { replacedPets, revocations, idsKept: given !== undefined, keysNotInBackup, unreadable }
   } finally {
     db.close()
   }
