@@ -6,12 +6,14 @@ import { describe, type TestContext, test } from 'node:test'
 import type { Redis } from 'ioredis'
 import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
+import { generateApiKey } from '../src/auth/api-key.ts'
 import { createLogger } from '../src/log/logger.ts'
 import { call } from './helpers/api-client.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
 import { type LogLine, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { connected, redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -236,6 +238,35 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     assert.equal(refused[0]?.level, 50)
     assert.equal(server.child.exitCode, null)
     assert.equal(server.output().includes('not-the-password'), false, 'the password is never logged')
+  })
+
+  test('when Redis is down at start and, once up, has no database REDIS_URL names, then nothing is counted in another database and the service never says it counts', async (t) => {
+    const redis = await startRedis()
+    t.after(() => redis.stop())
+    await redis.stop()
+    const env = {
+      REDIS_URL: `${redis.url}/99`,
+      RATE_LIMIT_PER_MINUTE: '1',
+      API_KEYS: `ops:${generateApiKey()}`,
+    }
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    await redis.restart()
+    await waitForLog(server, (lines) =>
+      lines.some((line) => /Redis has no database 99/.test(String(line.msg))) ? true : undefined,
+    )
+    const key = env.API_KEYS.slice('ops:'.length)
+    for (let i = 0; i < 3; i++) {
+      const response = await checkedFetch(server.origin, '/v1/pets', {
+        headers: { authorization: `Bearer ${key}` },
+      })
+      assert.equal(response.status, 200, 'uncounted, as in an outage')
+    }
+    assert.equal(await redis.keyCount(), 0, 'no count went to database 0')
+    assert.equal(
+      logLines(server).some((line) => /rate limits are counted/.test(String(line.msg))),
+      false,
+    )
   })
 
   test('when Redis changes its password under a running service, then one error line says so, and neither password reaches the log', async (t) => {

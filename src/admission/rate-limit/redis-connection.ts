@@ -53,14 +53,17 @@ const NO_DATABASE = /^ERR (DB index is out of range|invalid DB index)/
 function settingRefused(
   error: Error,
   url: string,
-): { atStart: string; later: string; code: string } | undefined {
+): { atStart: string; later: string; code: string; endsClient?: true } | undefined {
   if (NO_DATABASE.test(error.message)) {
-    // Only the path is said: the URL may hold a password.
-    const database = URL.canParse(url) ? new URL(url).pathname.slice(1) : '?'
+    // Only the database is said: the URL may hold a password.
+    const parsed = URL.canParse(url) ? new URL(url) : undefined
+    const database = parsed?.pathname.slice(1) || parsed?.searchParams.get('db') || '?'
     return {
       code: 'ERR',
       atStart: `Redis has no database ${database} (${error.message}): name one it has, from 0`,
-      later: `Redis has no database ${database}: rate limits are not counted until REDIS_URL names one`,
+      // The client would go on to count in database 0 (its failed SELECT does not stop its ready check).
+      later: `Redis has no database ${database}: rate limits are not counted until the service restarts with a REDIS_URL naming one`,
+      endsClient: true,
     }
   }
   const credentials = credentialsRefused(error)
@@ -125,6 +128,7 @@ function logOutages(
     if (refused !== undefined) {
       if (!refusedSaid) log.error({ code: refused.code }, refused.later)
       refusedSaid = true
+      if (refused.endsClient) redis.disconnect()
       downSince ??= performance.now()
       return
     }
