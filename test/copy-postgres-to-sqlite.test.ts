@@ -101,6 +101,7 @@ describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgr
     await seedStore(storeOn(t, url), 20, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
     const admin = await adminOn(t, url)
     await admin.query("UPDATE pets SET created_at = '2026-11-29 23:42:13.753+00' WHERE id = 1")
+    await admin.query("UPDATE pets SET created_at = '2026-11-29 23:42:13.753862+00' WHERE id = 2")
     const micro = await admin.query<{ n: string }>(
       'SELECT count(*) AS n FROM pets WHERE extract(microseconds FROM created_at)::bigint % 1000 <> 0',
     )

@@ -15,9 +15,10 @@ Applies every migration the database does not have yet, in order, and prints wha
     // Made where none is (a first deploy's pipeline), and said: from the wrong directory, it goes unseen.
     const missing = missingDatabaseFile(config.database)
     const store = await openStore(config.database, log)
+    // Said once the file is there, whether the migration then succeeds or not.
+    if (missing !== undefined) sayCreated('migrate', missing, stderr)
     try {
       const { applied, current, latest } = await store.migrate()
-      if (missing !== undefined) sayCreated('migrate', missing, stderr)
       stdout.write(
         applied.length > 0
           ? `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`

@@ -135,21 +135,26 @@ export class PostgresLoad implements CopyTarget {
 
   async raiseSequences(petId: bigint, keyId: bigint): Promise<bigint> {
     // Never lowered: ids given out on the target before stay below the next one too.
-    let petsAbove = petId
     for (const [table, id] of [
       ['pets', petId],
       ['api_keys', keyId],
     ] as const) {
-      const [raised] = await this.#pool.query<{ setval: bigint }>({
+      await this.#pool.query({
         name: `copy.raise-${table}`,
         text: `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table}),
            (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${table}_id_seq)), true)
          WHERE GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table})) > 0`,
         values: [String(id)],
       })
-      if (table === 'pets' && raised !== undefined) petsAbove = raised.setval
     }
-    return petsAbove
+    // Read after: with nothing to raise the statement sets nothing, and the sequence may still be ahead.
+    const [row] = await this.#pool.query<{ id: bigint }>({
+      name: 'copy.pets-above',
+      text: `SELECT GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM pets),
+         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
+      values: [String(petId)],
+    })
+    return row?.id ?? petId
   }
 
   close(): Promise<void> {
