@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { readFileSync, statSync } from 'node:fs'
+import { readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import pino from 'pino'
 import { generateApiKey, hashApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { INITIAL_KEY_FILE, provisionKeys } from '../src/cli/provision-keys.ts'
 import { ConfigError } from '../src/config.ts'
@@ -41,6 +42,40 @@ describe('provisioning keys at start', () => {
     assert.match(readFileSync(path, 'utf8'), KEY)
     assert.equal(statSync(path).mode & 0o777, 0o600)
     assert.equal(screen.output(), '')
+  })
+
+  test('when the initial key file is still there at a later start, then a warn line names it, never the key', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const directory = temporaryDirectory(t)
+    const lines: Array<{ level: number; msg: string; path?: string }> = []
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const start = () =>
+      provisionKeys({
+        store,
+        config: testConfig(),
+        log: captured,
+        dataDirectory: directory,
+        terminal: terminal(false),
+      })
+    await start()
+    const path = join(directory, INITIAL_KEY_FILE)
+    lines.length = 0
+    await start()
+    assert.deepEqual(
+      lines.map(({ level, msg, path: named }) => ({ level, msg, path: named })),
+      [
+        {
+          level: 40,
+          msg: 'the initial API key is still in this file: once it is kept somewhere safe, delete the file',
+          path,
+        },
+      ],
+    )
+    assert.doesNotMatch(JSON.stringify(lines), KEY)
+    rmSync(path)
+    lines.length = 0
+    await start()
+    assert.deepEqual(lines, [], 'said no more once the file is gone')
   })
 
   test('when every key has been revoked, then a start does not mint a new one', async (t) => {

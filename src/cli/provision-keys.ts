@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs'
+import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
@@ -39,7 +39,17 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
       )
     })
   }
-  if ((await store.listApiKeys()).length > 0) return
+  if ((await store.listApiKeys()).length > 0) {
+    // The handover's file, left in place: a key in plain text beside the database, for as long as it stays.
+    const left = dataDirectory === undefined ? undefined : join(dataDirectory, INITIAL_KEY_FILE)
+    if (left !== undefined && existsSync(left)) {
+      log.warn(
+        { path: left },
+        'the initial API key is still in this file: once it is kept somewhere safe, delete the file',
+      )
+    }
+    return
+  }
 
   const key = generateApiKey()
   if (terminal.isTTY) {
