@@ -8,6 +8,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -390,6 +391,20 @@ describe('petstore CLI', () => {
       )
     }
     assert.deepEqual(readdirSync(cwd), [], 'no data directory, no database')
+    // backup and restore say it the same way, with the path they looked at.
+    const hint = '(DATABASE_URL): run the command where the service runs, or set DATABASE_URL\n'
+    for (const [args, said] of [
+      [
+        ['backup', '--to', 'b.db'],
+        `petstore backup: there is no database at ${join(cwd, 'data', 'petstore.db')} ${hint}`,
+      ],
+      [['restore', '--from', 'b.db'], `petstore restore: ${join(cwd, 'data')} does not exist ${hint}`],
+    ] as const) {
+      writeFileSync(join(cwd, 'b.db'), '')
+      const result = runCli([...args], {}, cwd)
+      assert.deepEqual([result.status, result.stderr], [1, said], args.join(' '))
+      rmSync(join(cwd, 'b.db'))
+    }
   })
 
   test('when `keys create`, `seed` or `migrate` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', (t) => {

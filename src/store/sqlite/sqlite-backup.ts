@@ -41,6 +41,9 @@ export interface RestoreSummary extends BackupSummary {
   }
 }
 
+// Where a command finds no database, it is most often run from another directory than the service's.
+const WHERE_THE_SERVICE_RUNS = ' (DATABASE_URL): run the command where the service runs, or set DATABASE_URL'
+
 // A second name for a file refused: the volume has no hard links (vfat, some network mounts).
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK'])
 
@@ -132,7 +135,7 @@ export async function backupDatabase(
   to: string,
   { force = false } = {},
 ): Promise<BackupSummary> {
-  if (!existsSync(path)) throw new Error(`there is no database at ${path}`)
+  if (!existsSync(path)) throw new Error(`there is no database at ${resolve(path)}${WHERE_THE_SERVICE_RUNS}`)
   // Renamed over the live file, a backup would leave the server writing to a deleted one.
   if (isDatabaseFile(path, to)) {
     throw new Error(`${to} is the database being backed up (or one of its files): name another file`)
@@ -346,7 +349,9 @@ function takeOwnership(path: string, copy: string): void {
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
-  if (!existsSync(dirname(named))) throw new Error(`${dirname(named)} does not exist`)
+  if (!existsSync(dirname(named))) {
+    throw new Error(`${resolve(dirname(named))} does not exist${WHERE_THE_SERVICE_RUNS}`)
+  }
   if (existsSync(named) && isDatabaseFile(named, from)) {
     throw new Error(`${from} is the database being restored (or one of its files): name a backup`)
   }
