@@ -3,6 +3,7 @@ import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { schemaStatus } from './postgres-migrator.ts'
+import { highestPetIdGiven } from './postgres-pet-queries.ts'
 import { serviceSecret } from './postgres-settings-queries.ts'
 
 /**
@@ -68,13 +69,8 @@ export class PostgresDump implements CopySource {
     })
   }
 
-  async highestPetId(): Promise<bigint> {
-    const [row] = await this.#pool.query<{ id: bigint }>({
-      name: 'copy.highest',
-      text: `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM pets),
-         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
-    })
-    return row?.id ?? 0n
+  highestPetId(): Promise<bigint> {
+    return highestPetIdGiven(this.#pool)
   }
 
   close(): Promise<void> {

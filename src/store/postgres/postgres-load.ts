@@ -3,6 +3,7 @@ import type { CopiedKey, CopiedPet, CopyTarget, TargetContents } from '../shared
 import * as copy from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { migrate } from './postgres-migrator.ts'
+import { highestPetIdGiven } from './postgres-pet-queries.ts'
 
 const PET_ROWS =
   'unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[]) AS k(id, name, category_id, status, created_at)'
@@ -148,13 +149,7 @@ export class PostgresLoad implements CopyTarget {
       })
     }
     // Read after: with nothing to raise the statement sets nothing, and the sequence may still be ahead.
-    const [row] = await this.#pool.query<{ id: bigint }>({
-      name: 'copy.pets-above',
-      text: `SELECT GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM pets),
-         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
-      values: [String(petId)],
-    })
-    return row?.id ?? petId
+    return highestPetIdGiven(this.#pool)
   }
 
   close(): Promise<void> {

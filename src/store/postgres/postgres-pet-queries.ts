@@ -55,3 +55,13 @@ export async function petsById(client: Queryable, ids: readonly bigint[]): Promi
   })
   return new Map(rows.map((row) => [row.id, petFromRow(row)]))
 }
+
+/** The highest pet id given out: the highest row, or the sequence's mark when ids were drawn past it. */
+export async function highestPetIdGiven(pool: PostgresPool): Promise<bigint> {
+  const [row] = await pool.query<{ id: bigint }>({
+    name: 'pets.highest-given',
+    text: `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM pets),
+         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
+  })
+  return row?.id ?? 0n
+}

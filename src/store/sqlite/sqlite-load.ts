@@ -12,6 +12,7 @@ import {
 } from '../shared/store-copy.ts'
 import { SqliteConnection } from './sqlite-connection.ts'
 import { migrate } from './sqlite-migrator.ts'
+import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
 
 /** Runs `insert` once per row in one transaction; resolves to how many rows it added. */
 function insertEach<T>(
@@ -132,21 +133,12 @@ export class SqliteLoad implements CopyTarget {
 
   async raiseSequences(petId: bigint, keyId: bigint): Promise<bigint> {
     // AUTOINCREMENT keeps the highest id given out per table in sqlite_sequence; explicit inserts raised it.
-    const raise = this.#db.statement('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?')
-    const add = this.#db.statement(
-      'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
-    )
-    const pets = this.#db.statement("SELECT seq FROM sqlite_sequence WHERE name = 'pets'")
+    const prepare = (sql: string) => this.#db.statement(sql)
     return this.#db.run(() =>
       this.#db.transaction(() => {
-        for (const [table, id] of [
-          ['pets', petId],
-          ['api_keys', keyId],
-        ] as const) {
-          raise.run(id, table)
-          add.run(table, id, table)
-        }
-        return BigInt((pets.get() as { seq: number | bigint }).seq)
+        raiseIdSequence(prepare, 'pets', petId)
+        raiseIdSequence(prepare, 'api_keys', keyId)
+        return highestIdGiven(prepare, 'pets')
       }),
     )
   }

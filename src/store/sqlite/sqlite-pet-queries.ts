@@ -3,6 +3,7 @@ import type { Pet } from '../../schemas/pet.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
+import { highestIdGiven } from './sqlite-sequences.ts'
 
 export const PET_COLUMNS = 'id, name, category_id, status'
 
@@ -14,10 +15,7 @@ export const LIST_PETS_SQL = {
 
 /** The highest pet id ever given out: of the pets there, or of pets since gone (AUTOINCREMENT's sequence). */
 export function highestPetId(db: SqliteConnection): bigint {
-  return db
-    .statement(`SELECT max(coalesce((SELECT max(id) FROM pets), 0),
-      coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'pets'), 0)) AS id`)
-    .get()?.id as bigint
+  return highestIdGiven((sql) => db.statement(sql), 'pets')
 }
 
 /** One pet by id, on whichever thread owns `db` (getPet, and a replayed create inside its batch). */

@@ -1,4 +1,5 @@
 import { DatabaseSync } from 'node:sqlite'
+import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
 
 /** What a restore kept of the database it replaces, part by part: a damaged one may give only some. */
 export interface CarriedForward {
@@ -31,21 +32,18 @@ export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
       return undefined
     }
   }
-  const bigint = (sql: string, ...values: string[]) => {
-    const statement = old.prepare(sql)
-    statement.setReadBigInts(true)
-    return (statement.get(...values) as { n: bigint }).n
-  }
-  const replacedPets = fromOld(() => bigint('SELECT count(*) AS n FROM pets'))
+  const replacedPets = fromOld(() => {
+    const count = old.prepare('SELECT count(*) AS n FROM pets')
+    count.setReadBigInts(true)
+    return (count.get() as { n: bigint }).n
+  })
   const revoked = fromOld(() =>
     old.prepare('SELECT hash, revoked_at FROM api_keys WHERE revoked_at IS NOT NULL').all(),
   )
   const given = fromOld(() =>
-    (['pets', 'api_keys'] as const).map((table) => {
-      const sql = `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0),
-                          coalesce((SELECT max(id) FROM ${table}), 0)) AS n`
-      return [table, bigint(sql, table)] as const
-    }),
+    (['pets', 'api_keys'] as const).map(
+      (table) => [table, highestIdGiven((sql) => old.prepare(sql), table)] as const,
+    ),
   )
   const active = fromOld(() => old.prepare('SELECT hash FROM api_keys WHERE revoked_at IS NULL').all())
 
@@ -61,14 +59,7 @@ export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
       for (const { hash, revoked_at } of revoked)
         revocations += Number(revoke.run(revoked_at as string, hash as string).changes)
     }
-    const raise = db.prepare('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?')
-    const add = db.prepare(
-      'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
-    )
-    for (const [table, id] of given ?? []) {
-      raise.run(id, table)
-      add.run(table, id, table)
-    }
+    for (const [table, id] of given ?? []) raiseIdSequence((sql) => db.prepare(sql), table, id)
     db.exec('COMMIT')
     const held = new Set(
       db
