@@ -5,7 +5,14 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, type ServeProcess, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import {
+  exitWithin,
+  requesterFor,
+  type ServeProcess,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { assertUnavailable, petLedger } from './helpers/pet-ledger.ts'
 import {
   assertStorageFaultReported,
@@ -37,6 +44,7 @@ function setUp(t: TestContext, directory: string, writeThread = 'off') {
     for (const server of servers) server.child.kill('SIGKILL')
   })
   return {
+    key,
     ledger: petLedger(key),
     async start(): Promise<ServeProcess> {
       const server = await startServeProcess(env, cwd)
@@ -240,6 +248,97 @@ describe(
         await waitForLog(server, (lines) => lines.find((line) => line.recoveredFrom === 'io_error'))
         await setup.kill(server)
         await setup.ledger.assertAllPresent(await setup.start())
+      })
+    }
+  },
+)
+
+/** A keyed create through a serve process. */
+function keyedCreate(server: ServeProcess, key: string, idempotencyKey: string, name = 'Rex') {
+  return requesterFor(key)(server, '/v1/pets', {
+    method: 'POST',
+    body: JSON.stringify({ name, categoryId: 1 }),
+    headers: { 'idempotency-key': idempotencyKey },
+  })
+}
+
+const RETRIED = ['order-1', 'order-2', 'order-3']
+
+/** The creates whose answers a client will have lost: acknowledged, each body by its key. */
+async function createRetriedLater(server: ServeProcess, key: string): Promise<Map<string, string>> {
+  const bodies = new Map<string, string>()
+  for (const idempotencyKey of RETRIED) {
+    const created = await keyedCreate(server, key, idempotencyKey)
+    const text = await created.text()
+    assert.equal(created.status, 201, text)
+    bodies.set(idempotencyKey, text)
+  }
+  return bodies
+}
+
+/**
+ * Clients whose answers were lost retry while the database takes no writes: their pets exist, and they
+ * are told so, alone or in one batch with new creates (which need a write: 503), as PostgreSQL does.
+ */
+async function assertKeyedRetriesReplayed(server: ServeProcess, key: string, bodies: Map<string, string>) {
+  // Together, so that retries share a batch (one transaction) with creates that cannot be written.
+  const keys = ['order-1', 'new-1', 'order-2', 'new-2', 'order-3']
+  const answers = await Promise.all(keys.map((idempotencyKey) => keyedCreate(server, key, idempotencyKey)))
+  for (const [index, answer] of answers.entries()) {
+    const idempotencyKey = keys[index] as string
+    const earlier = bodies.get(idempotencyKey)
+    if (earlier === undefined) {
+      await assertUnavailable(answer, `new create ${idempotencyKey}`)
+      continue
+    }
+    assert.equal(answer.status, 201, `retry of ${idempotencyKey}: ${await answer.clone().text()}`)
+    assert.equal(await answer.text(), earlier)
+    assert.equal(answer.headers.get('idempotent-replayed'), 'true')
+  }
+  const reused = await keyedCreate(server, key, 'order-1', 'Other')
+  assert.equal(reused.status, 422)
+  assert.equal(((await reused.json()) as { code: string }).code, 'idempotency_key_reused')
+  // A batch of replays alone writes nothing, so it proves no write works again: still not ready.
+  const alone = await keyedCreate(server, key, 'order-2')
+  assert.equal(await alone.text(), bodies.get('order-2'))
+  const readiness = await checkedFetch(server.origin, '/readyz')
+  assert.equal(readiness.status, 503, `not ready while the fault lasts: ${await readiness.text()}`)
+}
+
+describe(
+  'SQLite: a create retried with its Idempotency-Key while the database takes no writes',
+  mountingSuiteOptions(['losetup', 'mkfs.ext4', 'e2fsck', 'prlimit']),
+  () => {
+    for (const writeThread of ['off', 'on']) {
+      test(`when the disk is full (write thread ${writeThread}), then each retry gets its pet again, alone or beside new creates, which get 503`, async (t) => {
+        const directory = mountTmpfs(t, 8 * MIB)
+        const setup = setUp(t, directory, writeThread)
+        const server = await setup.start()
+        const bodies = await createRetriedLater(server, setup.key)
+        fillFileSystem(directory)
+        let refused = false
+        for (let i = 0; i < MAX_CREATES_UNTIL_FULL && !refused; i++)
+          refused = (await setup.ledger.create(server)).status === 503
+        assert.ok(refused, `no create was refused in ${MAX_CREATES_UNTIL_FULL} on a full disk`)
+        await assertKeyedRetriesReplayed(server, setup.key, bodies)
+      })
+
+      test(`when the kernel turns the volume read-only (write thread ${writeThread}), then each retry gets its pet again, and new creates 503`, async (t) => {
+        const volume = mountExt4(t, 32 * MIB)
+        const setup = setUp(t, volume.directory, writeThread)
+        const server = await setup.start()
+        const bodies = await createRetriedLater(server, setup.key)
+        volume.abort()
+        await assertKeyedRetriesReplayed(server, setup.key, bodies)
+      })
+
+      test(`when every write fails with an I/O error (write thread ${writeThread}), then each retry gets its pet again, new creates 503, and the store stays not ready`, async (t) => {
+        const setup = setUp(t, temporaryDirectory(t), writeThread)
+        const server = await setup.start()
+        const bodies = await createRetriedLater(server, setup.key)
+        // Neither full nor read-only: only the writes' failures tell the store it cannot write.
+        limitFileSize(server, 4096)
+        await assertKeyedRetriesReplayed(server, setup.key, bodies)
       })
     }
   },

@@ -61,6 +61,7 @@ const PACKAGE_OF: Record<string, string> = {
   losetup: 'mount',
   'mkfs.ext4': 'e2fsprogs',
   e2fsck: 'e2fsprogs',
+  prlimit: 'util-linux',
 }
 
 function mountingLack(tools: string[]): Lack | undefined {

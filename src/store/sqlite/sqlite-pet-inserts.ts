@@ -7,16 +7,62 @@ import {
   planCreates,
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
-import type { CreatePetRequest } from '../store.ts'
+import { type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
+import { asStorageError, type StorageFault, StorageFaultError } from './sqlite-errors.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecord } from './sqlite-idempotency-queries.ts'
 import { highestPetId, petById } from './sqlite-pet-queries.ts'
+
+/** A create's result; while the volume takes no writes, also the refusal of one it cannot replay. */
+export type SqliteCreateOutcome = CreateOutcome | StorageFaultError
+
+// Faults under which the file can still be read: a retried create's pet can be found and given again.
+const READABLE_FAULTS: ReadonlySet<StorageFault> = new Set(['disk_full', 'read_only', 'io_error'])
 
 /**
  * Stores a batch of creates in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, one sync): idempotency
  * records are read under the write lock and written with their pets. Runs on whichever thread owns `db`.
+ * A batch the volume refuses (full, read-only, failing) still answers its replays, as PostgreSQL's does.
  */
-export function createPetBatch(db: SqliteConnection, requests: readonly CreatePetRequest[]): CreateOutcome[] {
+export function createPetBatch(
+  db: SqliteConnection,
+  requests: readonly CreatePetRequest[],
+): SqliteCreateOutcome[] {
+  try {
+    return writeBatch(db, requests)
+  } catch (error) {
+    const refusal = asStorageError(error)
+    const keyed = requests.some((request) => request.idempotency)
+    if (!keyed || !(refusal instanceof StorageFaultError) || !READABLE_FAULTS.has(refusal.fault)) throw error
+    try {
+      return replaysOnly(db, requests, refusal)
+    } catch {
+      // Reads fail too: the write's error is the one that explains.
+      throw error
+    }
+  }
+}
+
+/**
+ * Each create whose key already has its record is answered with its pet, as a replay is, and one with
+ * a key reused for another pet is refused as ever; every other create gets `refusal`. No transaction:
+ * a record names a pet that was committed with it, and pets are never deleted.
+ */
+function replaysOnly(
+  db: SqliteConnection,
+  requests: readonly CreatePetRequest[],
+  refusal: StorageFaultError,
+): SqliteCreateOutcome[] {
+  const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+  const plans = planCreates(requests, storedIdempotencyRecords(db, records))
+  return plans.map((plan): SqliteCreateOutcome => {
+    if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
+    const pet = plan.kind === 'replay' ? petById(db, plan.petId) : undefined
+    return pet === undefined ? refusal : { pet, replayed: true }
+  })
+}
+
+function writeBatch(db: SqliteConnection, requests: readonly CreatePetRequest[]): CreateOutcome[] {
   return db.transaction(() => {
     const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
     const plans = planCreates(requests, storedIdempotencyRecords(db, records))

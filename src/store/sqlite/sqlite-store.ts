@@ -1,13 +1,13 @@
 import { EngineStore } from '../shared/engine-store.ts'
-import type { CreateOutcome } from '../shared/idempotent-batch.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
 import type { CreatedPet, CreatePetRequest, StoreHealth } from '../store.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
+import { StorageFaultError } from './sqlite-errors.ts'
 import { SqliteHealth, type StorageLog } from './sqlite-health.ts'
 import * as idempotency from './sqlite-idempotency-queries.ts'
 import * as keys from './sqlite-key-queries.ts'
 import * as migrator from './sqlite-migrator.ts'
-import { createPetBatch } from './sqlite-pet-inserts.ts'
+import { createPetBatch, type SqliteCreateOutcome } from './sqlite-pet-inserts.ts'
 import * as pets from './sqlite-pet-queries.ts'
 import * as settings from './sqlite-settings-queries.ts'
 import { SqliteWriteThread } from './sqlite-write-thread.ts'
@@ -41,7 +41,7 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
   readonly engine = 'sqlite'
   readonly #db: SqliteConnection
   readonly #health: SqliteHealth
-  readonly #creates: WriteBatcher<CreatePetRequest, CreateOutcome>
+  readonly #creates: WriteBatcher<CreatePetRequest, SqliteCreateOutcome>
   readonly #writeThread: SqliteWriteThread | undefined
 
   constructor(options: SqliteStoreOptions) {
@@ -54,10 +54,11 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     const onThread = options.path !== ':memory:' && (options.writeThread ?? false)
     const writeThread = onThread ? new SqliteWriteThread(options, options.writeThreadEntry) : undefined
     this.#writeThread = writeThread
+    const commit = writeThread
+      ? (batch: CreatePetRequest[]) => writeThread.commit(batch)
+      : (batch: CreatePetRequest[]) => db.run(() => createPetBatch(db, batch))
     this.#creates = new WriteBatcher(
-      writeThread
-        ? (batch) => this.write(() => writeThread.commit(batch))
-        : (batch) => this.write(() => db.run(() => createPetBatch(db, batch))),
+      (batch) => this.write(() => commit(batch), verdictOfBatch),
       options.maxBatch ?? 500,
     )
   }
@@ -67,13 +68,18 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
    * and checked again once committed: what went into a file no longer at its path would be lost by a
    * restart, so it is never acknowledged (refused counts stay with the counter for a later flush).
    */
-  protected override async write<T>(commit: () => Promise<T>): Promise<T> {
+  protected override async write<T>(
+    commit: () => Promise<T>,
+    verdictOf: (result: T) => WriteVerdict = () => WROTE,
+  ): Promise<T> {
     try {
       this.#health.assertUndamaged()
       this.#health.assertFilesInPlace()
       const result = await commit()
       this.#health.assertFilesInPlace()
-      this.#health.noteWriteSucceeded()
+      const verdict = verdictOf(result)
+      if ('refusedBy' in verdict) this.#health.noteFailure(verdict.refusedBy)
+      else if (verdict.wrote) this.#health.noteWriteSucceeded()
       return result
     } catch (error) {
       this.#health.noteFailure(error)
@@ -100,4 +106,18 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     await this.#writeThread?.close()
     this.#db.close()
   }
+}
+
+/**
+ * What a committed batch tells of the volume: the fault that refused its writes (its replays were
+ * answered from what could be read), or whether it wrote at all (replays alone prove no write works).
+ */
+type WriteVerdict = { refusedBy: Error } | { wrote: boolean }
+
+const WROTE: WriteVerdict = { wrote: true }
+
+function verdictOfBatch(outcomes: readonly SqliteCreateOutcome[]): WriteVerdict {
+  const refusedBy = outcomes.find((outcome) => outcome instanceof StorageFaultError)
+  if (refusedBy !== undefined) return { refusedBy }
+  return { wrote: outcomes.some((outcome) => !(outcome instanceof Error) && !outcome.replayed) }
 }

@@ -1,13 +1,16 @@
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { StoreUnavailableError } from '../../errors.ts'
-import type { CreateOutcome } from '../shared/idempotent-batch.ts'
 import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
 import type { SqliteConnectionOptions } from './sqlite-connection.ts'
 import { type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
+import type { SqliteCreateOutcome } from './sqlite-pet-inserts.ts'
 
-/** A batch's outcomes as they cross threads: a created or replayed pet, or null for a reused key. */
-export type WireOutcome = CreatedPet | null
+/**
+ * A batch's outcomes as they cross threads: a created or replayed pet, null for a reused key, or the
+ * fault that refused a create the volume could not write.
+ */
+export type WireOutcome = CreatedPet | null | { refused: WireFailure }
 
 /** Why a batch failed, as it crosses threads (errors lose their class in a message). */
 export interface WireFailure {
@@ -21,8 +24,14 @@ export interface WireFailure {
 export type WriteThreadReply = { outcomes: WireOutcome[] } | { failure: WireFailure }
 export type WriteThreadMessage = { requests: CreatePetRequest[] } | { close: true }
 
-export function toWire(outcome: CreateOutcome): WireOutcome {
-  return outcome instanceof IdempotencyKeyReusedError ? null : outcome
+export function toWire(outcome: SqliteCreateOutcome): WireOutcome {
+  if (outcome instanceof IdempotencyKeyReusedError) return null
+  return outcome instanceof StorageFaultError ? { refused: failureToWire(outcome) } : outcome
+}
+
+function outcomeFromWire(outcome: WireOutcome): SqliteCreateOutcome {
+  if (outcome === null) return new IdempotencyKeyReusedError()
+  return 'refused' in outcome ? (failureFromWire(outcome.refused) as StorageFaultError) : outcome
 }
 
 export function failureToWire(error: unknown): WireFailure {
@@ -58,7 +67,7 @@ export class SqliteWriteThread {
   readonly #options: SqliteConnectionOptions
   readonly #entry: URL
   #worker: Worker | undefined
-  #pending: { resolve: (outcomes: CreateOutcome[]) => void; reject: (error: Error) => void } | undefined
+  #pending: { resolve: (outcomes: SqliteCreateOutcome[]) => void; reject: (error: Error) => void } | undefined
 
   constructor(
     options: SqliteConnectionOptions,
@@ -68,7 +77,7 @@ export class SqliteWriteThread {
     this.#entry = entry
   }
 
-  commit(requests: CreatePetRequest[]): Promise<CreateOutcome[]> {
+  commit(requests: CreatePetRequest[]): Promise<SqliteCreateOutcome[]> {
     if (this.#pending !== undefined) throw new Error('a batch is already being committed')
     const worker = this.#worker ?? this.#start()
     return new Promise((resolve, reject) => {
@@ -87,7 +96,7 @@ export class SqliteWriteThread {
     worker.on('message', (reply: WriteThreadReply) => {
       const pending = this.#settle()
       if ('failure' in reply) pending?.reject(failureFromWire(reply.failure))
-      else pending?.resolve(reply.outcomes.map((outcome) => outcome ?? new IdempotencyKeyReusedError()))
+      else pending?.resolve(reply.outcomes.map(outcomeFromWire))
     })
     // A thread that dies takes its batch with it: the transaction was not committed (SQLite rolls back
     // what it never saw COMMIT for), so its callers get a 503, and the next batch starts a new thread.
