@@ -244,7 +244,7 @@ describe('backup and restore (SQLite)', () => {
     )
     assert.equal(
       runCli(['seed', '--count', '1'], env, cwd).stdout,
-      'added 1 pets\n',
+      'added 1 pet\n',
       'the database still works',
     )
     assert.equal(integrityOf(join(cwd, 'data', 'petstore.db')), 'ok')
@@ -288,7 +288,7 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(statSync(database).ino, before, 'the same file')
     assert.equal(
       runCli(['seed', '--count', '1'], env, cwd).stdout,
-      'added 1 pets\n',
+      'added 1 pet\n',
       'the database still works',
     )
     assert.equal(integrityOf(database), 'ok')

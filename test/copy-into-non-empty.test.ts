@@ -141,7 +141,7 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
       await store.close()
       const again = copy(source, target, cwd)
       assert.equal(again.status, 0, again.stderr)
-      assert.match(again.stdout, /^copied 1 pets, 0 API keys \(2 already there, brought up to date\),/)
+      assert.match(again.stdout, /^copied 1 pet, 0 API keys \(2 already there, brought up to date\),/)
       ;[from, to] = await Promise.all([storeContents(source), storeContents(target)])
       assert.deepEqual(to.pets, [...from.pets, ...own], 'the later pet too')
     })

@@ -64,7 +64,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
       [refused.status, refused.stderr],
       [
         1,
-        'petstore copy: the target already holds 0 pets and 1 API keys, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)\n',
+        'petstore copy: the target already holds 0 pets and 1 API key, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)\n',
       ],
     )
 

@@ -1,4 +1,4 @@
-import { type Command, parseCommandArgs, UsageError } from './command.ts'
+import { type Command, counted, parseCommandArgs, UsageError } from './command.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
@@ -18,7 +18,7 @@ On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
     const { config } = startUp()
     const { path, role } = await backupRole(config.database)
     const { pets, bytes } = await role.backupDatabase(path, values.to, { force: values.force ?? false })
-    stdout.write(`backed up ${pets} pets to ${values.to} (${bytes} bytes)\n`)
+    stdout.write(`backed up ${counted(pets, 'pet')} to ${values.to} (${bytes} bytes)\n`)
     return 0
   },
 }

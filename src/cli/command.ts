@@ -49,8 +49,26 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options'
       strict: true,
     })
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0] ?? 'invalid arguments')
+    throw new UsageError(usageOf(error as Error, args))
   }
+}
+
+/**
+ * parseArgs's message, first line: the rest repeats it. A value starting with "-" is read as an option,
+ * and parseArgs's advice is to write "--count=-XYZ": said here with the value given.
+ */
+function usageOf(error: Error, args: readonly string[]): string {
+  const ambiguous = /^Option '(--[^']+)' argument is ambiguous/.exec(error.message)
+  const option = ambiguous?.[1]
+  const value = option === undefined ? undefined : args[args.indexOf(option) + 1]
+  if (option !== undefined && value !== undefined)
+    return `${option} needs a value; one that starts with "-" is written ${option}=${value}`
+  return error.message.split('\n')[0] ?? 'invalid arguments'
+}
+
+/** "1 pet", "2 pets": a count and its noun, as a line prints it. */
+export function counted(count: number | bigint, noun: string, plural = `${noun}s`): string {
+  return `${count} ${count === 1 || count === 1n ? noun : plural}`
 }
 
 /** A strictly written positive integer option (`--count 10`), within bounds. */

@@ -1,6 +1,13 @@
 import { constants } from 'node:os'
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
-import { type Command, CommandError, integerOption, parseCommandArgs, UsageError } from './command.ts'
+import {
+  type Command,
+  CommandError,
+  counted,
+  integerOption,
+  parseCommandArgs,
+  UsageError,
+} from './command.ts'
 import { openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
@@ -13,8 +20,8 @@ const PROGRESS_EVERY_MS = 2000
 export function progressLine(walked: number, total: number, perSecond: number): string {
   const done =
     walked <= total
-      ? `${walked} of ${total} pets (${Math.floor((walked / Math.max(total, 1)) * 100)}%`
-      : `${walked} pets (${total} when it started: the source takes writes`
+      ? `${walked} of ${counted(total, 'pet')} (${Math.floor((walked / Math.max(total, 1)) * 100)}%`
+      : `${counted(walked, 'pet')} (${total} when it started: the source takes writes`
   return `petstore copy: ${done}, ${perSecond}/s)\n`
 }
 
@@ -96,8 +103,9 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       })
       const seconds = ((performance.now() - started) / 1000).toFixed(1)
       const kept = report.sourceKeys - report.keys
-      const keys = `${report.keys} API keys${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
-      const summary = `${report.pets} pets, ${keys}, ${report.idempotencyRecords} idempotency records`
+      const keys = `${counted(report.keys, 'API key')}${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
+      const records = counted(report.idempotencyRecords, 'idempotency record')
+      const summary = `${counted(report.pets, 'pet')}, ${keys}, ${records}`
       if (!report.complete) {
         stdout.write(
           `copied ${summary} in ${seconds} s, then stopped (--max-chunks); run it again to continue\n`,

@@ -1,15 +1,13 @@
 import type { RestoreSummary } from '../store/sqlite/sqlite-backup.ts'
-import { type Command, parseCommandArgs, UsageError } from './command.ts'
+import { type Command, counted, parseCommandArgs, UsageError } from './command.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
-
-const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
 
 /** What the line adds after the restore: where the replaced database is, and what was kept of it. */
 function afterRestore({ replaced }: RestoreSummary): string {
   if (replaced === undefined) return ''
   const { replacedPets, keptAt, revocations, idsKept, keysNotInBackup: missing, unreadable } = replaced
-  const pets = replacedPets === undefined ? '' : ` (${counted(Number(replacedPets), 'pet', 'pets')})`
+  const pets = replacedPets === undefined ? '' : ` (${counted(replacedPets, 'pet')})`
   const kept =
     'path' in keptAt
       ? `; the database it replaced${pets} is kept at ${keptAt.path}: delete it once this one is checked`
@@ -25,11 +23,11 @@ function afterRestore({ replaced }: RestoreSummary): string {
   const revoked =
     revocations === undefined || revocations === 0
       ? ''
-      : `; ${counted(revocations, 'revocation', 'revocations')} made since the backup kept`
+      : `; ${counted(revocations, 'revocation')} made since the backup kept`
   const keys =
     missing === undefined || missing === 0
       ? ''
-      : `; ${counted(missing, 'key', 'keys')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
+      : `; ${counted(missing, 'key')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
   return `${kept}${unread}${revoked}${keys}`
 }
 
@@ -54,7 +52,9 @@ PostgreSQL, use pg_restore (README, "Backups and restores").`,
     const { config } = startUp()
     const { path, role } = await backupRole(config.database)
     const restored = await role.restoreDatabase(values.from, path)
-    stdout.write(`restored ${restored.pets} pets from ${values.from} into ${path}${afterRestore(restored)}\n`)
+    stdout.write(
+      `restored ${counted(restored.pets, 'pet')} from ${values.from} into ${path}${afterRestore(restored)}\n`,
+    )
     return 0
   },
 }

@@ -35,15 +35,27 @@ function version(): string {
   return JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version
 }
 
+/** What `--help` or `--version` prints, or the one line refusing what came with it. */
+function topLevelAnswer(flag: string, rest: string[]): { stdout: string } | { usage: string } {
+  const help = flag !== '--version' && flag !== '-v'
+  // "petstore --help seed" is "petstore seed --help", as in git or npm.
+  const command = help && rest.length === 1 ? COMMANDS.find(({ name }) => name === rest[0]) : undefined
+  if (command !== undefined) return { stdout: command.help }
+  const extra = rest.find((arg) => !COMMANDS.some(({ name }) => name === arg)) ?? rest[rest.length - 1]
+  if (extra !== undefined) return { usage: `${flag} takes no "${extra}"` }
+  return { stdout: help ? HELP : `petstore ${version()}` }
+}
+
 export async function runCli(argv: string[], io: CommandIo): Promise<number> {
   const [first, ...rest] = argv
-  if (first === '--help' || first === '-h' || first === 'help') {
-    io.stdout.write(`${HELP}\n`)
-    return 0
-  }
-  if (first === '--version' || first === '-v') {
-    io.stdout.write(`petstore ${version()}\n`)
-    return 0
+  if (first === '--help' || first === '-h' || first === 'help' || first === '--version' || first === '-v') {
+    const answer = topLevelAnswer(first, rest)
+    if ('stdout' in answer) {
+      io.stdout.write(`${answer.stdout}\n`)
+      return 0
+    }
+    io.stderr.write(`petstore: ${answer.usage} (see "petstore --help")\n`)
+    return 2
   }
   const implicitServe = first === undefined || first.startsWith('-')
   const command = implicitServe ? serveCommand : COMMANDS.find((candidate) => candidate.name === first)

@@ -1,5 +1,5 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
-import { type Command, integerOption, parseCommandArgs } from './command.ts'
+import { type Command, counted, integerOption, parseCommandArgs } from './command.ts'
 import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
@@ -86,7 +86,7 @@ statuses, then prints how many were added. Each run adds more; it never deletes.
           Array.from({ length: size }, (_, i) => store.createPet({ pet: demoPet(start + i) })),
         )
       }
-      stdout.write(`added ${count} pets\n`)
+      stdout.write(`added ${counted(count, 'pet')}\n`)
       return 0
     } finally {
       await store.close()

@@ -82,7 +82,8 @@ export interface CopyTarget {
 export class TargetNotEmptyError extends Error {
   constructor({ pets, keys }: TargetContents) {
     super(
-      `the target already holds ${pets} pets and ${keys} API keys, and is not an earlier copy of this source ` +
+      `the target already holds ${pets} pet${pets === 1 ? '' : 's'} and ${keys} API key${keys === 1 ? '' : 's'}, ` +
+        'and is not an earlier copy of this source ' +
         '(give --into-non-empty to copy into it anyway)',
     )
     this.name = 'TargetNotEmptyError'
