@@ -1,0 +1,147 @@
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  linkSync,
+  openSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+
+// The database's files as a backup and a restore handle them: which files are its, who the restored
+// file must belong to, and how a restore puts it in place keeping the one it replaces (sqlite-backup.ts).
+
+// A second name for a file refused: the volume has no hard links (vfat, some network mounts).
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK'])
+
+/** Whether `to` names the database at `path` or a file beside it that is part of it, by path or identity. */
+export function isDatabaseFile(path: string, to: string): boolean {
+  // SQLite keeps its companion files beside the database's real file, a link's target included.
+  const real = realpathSync(path)
+  const files = [real, `${real}-wal`, `${real}-shm`, `${real}-journal`]
+  const target = statOrNothing(to)
+  const same = (file: string) => {
+    const stats = statOrNothing(file)
+    return target !== undefined && stats?.dev === target.dev && stats.ino === target.ino
+  }
+  // Its directory resolved (links, `..`): a path not yet there cannot be compared by identity.
+  const resolved = (file: string) => {
+    try {
+      return join(realpathSync(dirname(file)), basename(file))
+    } catch {
+      return resolve(file)
+    }
+  }
+  return files.some(same) || files.includes(resolved(to))
+}
+
+/** `file`'s stats, or undefined when nothing is there (a path through a file, `db/` for one, included). */
+export function statOrNothing(file: string) {
+  try {
+    return statSync(file, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Renames `copy` over the database at `path`, keeping the database it replaces under a second name: made
+ * first as `<db>.replacing-<stamp>` (a hard link: no copy, its owner and mode), renamed to
+ * `<db>.replaced-<stamp>` once the copy is in place. A crash between the two leaves a name that
+ * `settleLeftovers` tells apart at the next restore. A volume without hard links keeps nothing, and says so.
+ */
+export function replaceKeepingAside(
+  path: string,
+  copy: string,
+  stamp: string,
+): { path: string } | { notKept: string } {
+  const pending = `${path}.replacing-${stamp}`
+  try {
+    linkSync(path, pending)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? ''
+    if (!NO_LINKS.has(code)) throw error
+    renameSync(copy, path)
+    return { notKept: `the volume takes no second name for a file (${code})` }
+  }
+  try {
+    renameSync(copy, path)
+  } catch (error) {
+    rmSync(pending, { force: true })
+    throw error
+  }
+  const kept = `${path}.replaced-${stamp}`
+  renameSync(pending, kept)
+  return { path: kept }
+}
+
+/**
+ * What a restore cut short by a crash left beside the database at `path`: a `.replacing-` name that is
+ * the database's own file (the crash came before the rename) is removed, as writes through it would
+ * damage the database; one that is another file (after it) is the replaced database, given its name.
+ */
+export function settleLeftovers(path: string): void {
+  const live = statOrNothing(path)
+  const prefix = `${basename(path)}.replacing-`
+  for (const name of readdirSync(dirname(path))) {
+    if (!name.startsWith(prefix)) continue
+    const leftover = join(dirname(path), name)
+    const stats = statOrNothing(leftover)
+    if (live !== undefined && stats?.dev === live.dev && stats.ino === live.ino) rmSync(leftover)
+    else renameSync(leftover, `${path}.replaced-${name.slice(prefix.length)}`)
+  }
+}
+
+/**
+ * Who the restored file must belong to and its mode: the database's, or on a first restore its
+ * directory's owner and 0600.
+ */
+function ownerOf(path: string): { uid: number; gid: number; of: string; mode: number } {
+  const database = statSync(path, { throwIfNoEntry: false })
+  const owner = database ?? statSync(dirname(path))
+  const mode = database ? database.mode & 0o777 : 0o600
+  return { uid: owner.uid, gid: owner.gid, of: database ? path : dirname(path), mode }
+}
+
+/** Refuses, before anything is done, a user that could not give the restored file its owner. */
+export function assertCanGiveOwner(path: string): void {
+  const euid = process.geteuid?.()
+  if (euid === undefined || euid === 0) return
+  const { uid, gid, of } = ownerOf(path)
+  const ownGroup = gid === process.getegid?.() || (process.getgroups?.() ?? []).includes(gid)
+  if (uid !== euid || !ownGroup) throw new Error(ownerRefusal(uid, gid, of))
+}
+
+function ownerRefusal(uid: number, gid: number, of: string): string {
+  return `${of} belongs to ${uid}:${gid}, which this user cannot give the restored file: restore as that user or as root`
+}
+
+/**
+ * Gives the fresh `copy` the owner and mode of the database at `path` it is to replace (or, for a first
+ * restore, its directory's owner and 0600): as root from root's backup, it would otherwise be a file the
+ * service's own user cannot write. Done through a descriptor opened without following links, before the
+ * copy is read, so it is never readable by others and no link planted in its place is changed instead.
+ */
+export function takeOwnership(path: string, copy: string): void {
+  const { uid, gid, of, mode } = ownerOf(path)
+  const fd = openSync(copy, constants.O_RDWR | constants.O_NOFOLLOW)
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${copy} is not the file this restore wrote`)
+    fchmodSync(fd, mode & 0o700)
+    try {
+      fchownSync(fd, uid, gid)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error
+      throw new Error(ownerRefusal(uid, gid, of))
+    }
+    fchmodSync(fd, mode)
+  } finally {
+    closeSync(fd)
+  }
+}
