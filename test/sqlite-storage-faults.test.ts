@@ -262,7 +262,7 @@ function keyedCreate(server: ServeProcess, key: string, idempotencyKey: string, 
   })
 }
 
-const RETRIED = ['order-1', 'order-2', 'order-3']
+const RETRIED = ['order-1', 'order-2', 'order-3', 'order-4']
 
 /** The creates whose answers a client will have lost: acknowledged, each body by its key. */
 async function createRetriedLater(server: ServeProcess, key: string): Promise<Map<string, string>> {
@@ -278,31 +278,47 @@ async function createRetriedLater(server: ServeProcess, key: string): Promise<Ma
 
 /**
  * Clients whose answers were lost retry while the database takes no writes: their pets exist, and they
- * are told so, alone or in one batch with new creates (which need a write: 503), as PostgreSQL does.
+ * are told so, alone or in one batch with new creates (which need a write: 503); a key reused for another
+ * pet is refused as ever. The fault is logged once, and the store stays not ready.
  */
-async function assertKeyedRetriesReplayed(server: ServeProcess, key: string, bodies: Map<string, string>) {
-  // Together, so that retries share a batch (one transaction) with creates that cannot be written.
-  const keys = ['order-1', 'new-1', 'order-2', 'new-2', 'order-3']
-  const answers = await Promise.all(keys.map((idempotencyKey) => keyedCreate(server, key, idempotencyKey)))
+async function assertKeyedRetriesReplayed(
+  server: ServeProcess,
+  key: string,
+  bodies: Map<string, string>,
+  fault: string,
+) {
+  // Together, so that some share a batch (one transaction) with creates that cannot be written.
+  const sent = [['order-1'], ['new-1'], ['order-2'], ['new-2'], ['order-3'], ['order-4', 'Other']] as const
+  const answers = await Promise.all(
+    sent.map(([idempotencyKey, name]) => keyedCreate(server, key, idempotencyKey, name)),
+  )
   for (const [index, answer] of answers.entries()) {
-    const idempotencyKey = keys[index] as string
+    const [idempotencyKey, name] = sent[index] as (typeof sent)[number]
     const earlier = bodies.get(idempotencyKey)
     if (earlier === undefined) {
       await assertUnavailable(answer, `new create ${idempotencyKey}`)
-      continue
+    } else if (name !== undefined) {
+      assert.equal(answer.status, 422, `${idempotencyKey} for another pet: ${await answer.clone().text()}`)
+      assert.equal(((await answer.json()) as { code: string }).code, 'idempotency_key_reused')
+    } else {
+      assert.equal(answer.status, 201, `retry of ${idempotencyKey}: ${await answer.clone().text()}`)
+      assert.equal(await answer.text(), earlier)
+      assert.equal(answer.headers.get('idempotent-replayed'), 'true')
     }
-    assert.equal(answer.status, 201, `retry of ${idempotencyKey}: ${await answer.clone().text()}`)
-    assert.equal(await answer.text(), earlier)
-    assert.equal(answer.headers.get('idempotent-replayed'), 'true')
   }
-  const reused = await keyedCreate(server, key, 'order-1', 'Other')
-  assert.equal(reused.status, 422)
-  assert.equal(((await reused.json()) as { code: string }).code, 'idempotency_key_reused')
   // A batch of replays alone writes nothing, so it proves no write works again: still not ready.
   const alone = await keyedCreate(server, key, 'order-2')
   assert.equal(await alone.text(), bodies.get('order-2'))
   const readiness = await checkedFetch(server.origin, '/readyz')
   assert.equal(readiness.status, 503, `not ready while the fault lasts: ${await readiness.text()}`)
+  const lines = await waitForLog(server, () => {
+    const found = storageFaultLines(server)
+    return found.length > 0 ? found : undefined
+  })
+  assert.deepEqual(
+    lines.map((line) => line.storageFault),
+    [fault],
+  )
 }
 
 describe(
@@ -320,7 +336,7 @@ describe(
         for (let i = 0; i < MAX_CREATES_UNTIL_FULL && !refused; i++)
           refused = (await setup.ledger.create(server)).status === 503
         assert.ok(refused, `no create was refused in ${MAX_CREATES_UNTIL_FULL} on a full disk`)
-        await assertKeyedRetriesReplayed(server, setup.key, bodies)
+        await assertKeyedRetriesReplayed(server, setup.key, bodies, 'disk_full')
       })
 
       test(`when the kernel turns the volume read-only (write thread ${writeThread}), then each retry gets its pet again, and new creates 503`, async (t) => {
@@ -329,7 +345,7 @@ describe(
         const server = await setup.start()
         const bodies = await createRetriedLater(server, setup.key)
         volume.abort()
-        await assertKeyedRetriesReplayed(server, setup.key, bodies)
+        await assertKeyedRetriesReplayed(server, setup.key, bodies, 'read_only')
       })
 
       test(`when every write fails with an I/O error (write thread ${writeThread}), then each retry gets its pet again, new creates 503, and the store stays not ready`, async (t) => {
@@ -338,7 +354,16 @@ describe(
         const bodies = await createRetriedLater(server, setup.key)
         // Neither full nor read-only: only the writes' failures tell the store it cannot write.
         limitFileSize(server, 4096)
-        await assertKeyedRetriesReplayed(server, setup.key, bodies)
+        await assertKeyedRetriesReplayed(server, setup.key, bodies, 'io_error')
+        // SQLite's own words, from the write thread too.
+        assert.match(String(storageFaultLines(server)[0]?.msg), /\(SQLite: disk I\/O error, code \d+\)/)
+
+        limitFileSize(server, 'unlimited')
+        await waitUntilReady(server)
+        // A key whose create was refused was not kept: its create is new now.
+        const fresh = await keyedCreate(server, setup.key, 'new-1')
+        assert.equal(fresh.status, 201)
+        assert.equal(fresh.headers.get('idempotent-replayed'), null)
       })
     }
   },

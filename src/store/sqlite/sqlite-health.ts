@@ -29,7 +29,7 @@ const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced'>, string> = {
   cannot_open: 'check the files and their permissions; the service resumes once they open',
   corrupt: 'restore the database from a backup and restart the service; until then the fault lasts',
 }
-const REFUSED = 'creates are refused with 503 and /readyz reports not ready'
+const REFUSED = 'new creates are refused with 503 and /readyz reports not ready'
 
 /**
  * The embedded store's health: the last storage fault, until a write or a probe write succeeds again,

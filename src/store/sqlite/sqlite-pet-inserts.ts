@@ -9,12 +9,18 @@ import {
 } from '../shared/idempotent-batch.ts'
 import { type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
-import { asStorageError, type StorageFault, StorageFaultError } from './sqlite-errors.ts'
+import { asStorageError, type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecord } from './sqlite-idempotency-queries.ts'
 import { highestPetId, petById } from './sqlite-pet-queries.ts'
 
 /** A create's result; while the volume takes no writes, also the refusal of one it cannot replay. */
 export type SqliteCreateOutcome = CreateOutcome | StorageFaultError
+
+/** A batch's results, and the fault that refused its writes if its replays were answered without them. */
+export interface SqliteBatch {
+  outcomes: SqliteCreateOutcome[]
+  refusedBy?: StorageFaultError
+}
 
 // Faults under which the file can still be read: a retried create's pet can be found and given again.
 const READABLE_FAULTS: ReadonlySet<StorageFault> = new Set(['disk_full', 'read_only', 'io_error'])
@@ -22,23 +28,20 @@ const READABLE_FAULTS: ReadonlySet<StorageFault> = new Set(['disk_full', 'read_o
 /**
  * Stores a batch of creates in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, one sync): idempotency
  * records are read under the write lock and written with their pets. Runs on whichever thread owns `db`.
- * A batch the volume refuses (full, read-only, failing) still answers its replays, as PostgreSQL's does.
+ * A batch the volume refuses (full, read-only, failing) still answers its replays.
  */
-export function createPetBatch(
-  db: SqliteConnection,
-  requests: readonly CreatePetRequest[],
-): SqliteCreateOutcome[] {
+export function createPetBatch(db: SqliteConnection, requests: readonly CreatePetRequest[]): SqliteBatch {
   try {
-    return writeBatch(db, requests)
+    return { outcomes: writeBatch(db, requests) }
   } catch (error) {
     const refusal = asStorageError(error)
     const keyed = requests.some((request) => request.idempotency)
     if (!keyed || !(refusal instanceof StorageFaultError) || !READABLE_FAULTS.has(refusal.fault)) throw error
     try {
-      return replaysOnly(db, requests, refusal)
-    } catch {
-      // Reads fail too: the write's error is the one that explains.
-      throw error
+      return { outcomes: replaysOnly(db, requests, refusal), refusedBy: refusal }
+    } catch (readError) {
+      // Reads fail too: the write's error is the one that explains, but damage found, which outlasts it.
+      throw storageFaultOf(readError) === 'corrupt' ? readError : error
     }
   }
 }

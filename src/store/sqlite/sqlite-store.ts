@@ -2,12 +2,11 @@ import { EngineStore } from '../shared/engine-store.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
 import type { CreatedPet, CreatePetRequest, StoreHealth } from '../store.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
-import { StorageFaultError } from './sqlite-errors.ts'
 import { SqliteHealth, type StorageLog } from './sqlite-health.ts'
 import * as idempotency from './sqlite-idempotency-queries.ts'
 import * as keys from './sqlite-key-queries.ts'
 import * as migrator from './sqlite-migrator.ts'
-import { createPetBatch, type SqliteCreateOutcome } from './sqlite-pet-inserts.ts'
+import { createPetBatch, type SqliteBatch, type SqliteCreateOutcome } from './sqlite-pet-inserts.ts'
 import * as pets from './sqlite-pet-queries.ts'
 import * as settings from './sqlite-settings-queries.ts'
 import { SqliteWriteThread } from './sqlite-write-thread.ts'
@@ -58,7 +57,7 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
       ? (batch: CreatePetRequest[]) => writeThread.commit(batch)
       : (batch: CreatePetRequest[]) => db.run(() => createPetBatch(db, batch))
     this.#creates = new WriteBatcher(
-      (batch) => this.write(() => commit(batch), verdictOfBatch),
+      async (batch) => (await this.write(() => commit(batch), verdictOfBatch)).outcomes,
       options.maxBatch ?? 500,
     )
   }
@@ -116,8 +115,7 @@ type WriteVerdict = { refusedBy: Error } | { wrote: boolean }
 
 const WROTE: WriteVerdict = { wrote: true }
 
-function verdictOfBatch(outcomes: readonly SqliteCreateOutcome[]): WriteVerdict {
-  const refusedBy = outcomes.find((outcome) => outcome instanceof StorageFaultError)
+function verdictOfBatch({ outcomes, refusedBy }: SqliteBatch): WriteVerdict {
   if (refusedBy !== undefined) return { refusedBy }
   return { wrote: outcomes.some((outcome) => !(outcome instanceof Error) && !outcome.replayed) }
 }

@@ -2,8 +2,8 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { createPetBatch } from './sqlite-pet-inserts.ts'
 import {
+  batchToWire,
   failureToWire,
-  toWire,
   type WriteThreadMessage,
   type WriteThreadReply,
 } from './sqlite-write-thread.ts'
@@ -21,8 +21,7 @@ port.on('message', async (message: WriteThreadMessage) => {
   }
   let reply: WriteThreadReply
   try {
-    const outcomes = await db.run(() => createPetBatch(db, message.requests))
-    reply = { outcomes: outcomes.map(toWire) }
+    reply = batchToWire(await db.run(() => createPetBatch(db, message.requests)))
   } catch (error) {
     reply = { failure: failureToWire(error) }
   }

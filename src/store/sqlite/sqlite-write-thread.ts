@@ -4,13 +4,13 @@ import { StoreUnavailableError } from '../../errors.ts'
 import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
 import type { SqliteConnectionOptions } from './sqlite-connection.ts'
 import { type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
-import type { SqliteCreateOutcome } from './sqlite-pet-inserts.ts'
+import type { SqliteBatch } from './sqlite-pet-inserts.ts'
 
 /**
- * A batch's outcomes as they cross threads: a created or replayed pet, null for a reused key, or the
- * fault that refused a create the volume could not write.
+ * A create's outcome as it crosses threads: a created or replayed pet, null for a reused key, or
+ * `refused` by the batch's fault (sent once with the batch).
  */
-export type WireOutcome = CreatedPet | null | { refused: WireFailure }
+export type WireOutcome = CreatedPet | null | 'refused'
 
 /** Why a batch failed, as it crosses threads (errors lose their class in a message). */
 export interface WireFailure {
@@ -19,31 +19,55 @@ export interface WireFailure {
   fault?: StorageFault
   message: string
   stack?: string
+  /** A fault's cause, SQLite's own words and code: what the fault's log line quotes. */
+  cause?: { message: string; errcode?: number }
 }
 
-export type WriteThreadReply = { outcomes: WireOutcome[] } | { failure: WireFailure }
+export type WriteThreadReply = { outcomes: WireOutcome[]; refused?: WireFailure } | { failure: WireFailure }
 export type WriteThreadMessage = { requests: CreatePetRequest[] } | { close: true }
 
-export function toWire(outcome: SqliteCreateOutcome): WireOutcome {
-  if (outcome instanceof IdempotencyKeyReusedError) return null
-  return outcome instanceof StorageFaultError ? { refused: failureToWire(outcome) } : outcome
+export function batchToWire({ outcomes, refusedBy }: SqliteBatch): WriteThreadReply {
+  return {
+    outcomes: outcomes.map((outcome) => {
+      if (outcome instanceof IdempotencyKeyReusedError) return null
+      return outcome instanceof StorageFaultError ? 'refused' : outcome
+    }),
+    ...(refusedBy ? { refused: failureToWire(refusedBy) } : {}),
+  }
 }
 
-function outcomeFromWire(outcome: WireOutcome): SqliteCreateOutcome {
-  if (outcome === null) return new IdempotencyKeyReusedError()
-  return 'refused' in outcome ? (failureFromWire(outcome.refused) as StorageFaultError) : outcome
+function batchFromWire(outcomes: WireOutcome[], refused: WireFailure | undefined): SqliteBatch {
+  const refusedBy = refused && (failureFromWire(refused) as StorageFaultError)
+  return {
+    outcomes: outcomes.map((outcome) => {
+      if (outcome === null) return new IdempotencyKeyReusedError()
+      if (outcome !== 'refused') return outcome
+      return refusedBy ?? new StorageFaultError('io_error', { cause: new Error('refused, no fault given') })
+    }),
+    ...(refusedBy ? { refusedBy } : {}),
+  }
 }
 
 export function failureToWire(error: unknown): WireFailure {
   const { message, stack } = error instanceof Error ? error : new Error(String(error))
   const fault = storageFaultOf(error)
-  return { unavailable: error instanceof StoreUnavailableError, ...(fault ? { fault } : {}), message, stack }
+  const wire: WireFailure = { unavailable: error instanceof StoreUnavailableError, message, stack }
+  if (fault !== undefined) wire.fault = fault
+  const cause =
+    error instanceof StorageFaultError ? (error.cause as { message?: unknown; errcode?: unknown }) : undefined
+  if (typeof cause?.message === 'string') {
+    wire.cause = {
+      message: cause.message,
+      ...(typeof cause.errcode === 'number' ? { errcode: cause.errcode } : {}),
+    }
+  }
+  return wire
 }
 
-function failureFromWire({ unavailable, fault, message, stack }: WireFailure): Error {
+function failureFromWire({ unavailable, fault, message, stack, cause }: WireFailure): Error {
   const error =
     fault !== undefined
-      ? new StorageFaultError(fault, { cause: new Error(message) })
+      ? new StorageFaultError(fault, { cause: Object.assign(new Error(cause?.message ?? message), cause) })
       : unavailable
         ? new StoreUnavailableError(message)
         : new Error(message)
@@ -67,7 +91,7 @@ export class SqliteWriteThread {
   readonly #options: SqliteConnectionOptions
   readonly #entry: URL
   #worker: Worker | undefined
-  #pending: { resolve: (outcomes: SqliteCreateOutcome[]) => void; reject: (error: Error) => void } | undefined
+  #pending: { resolve: (batch: SqliteBatch) => void; reject: (error: Error) => void } | undefined
 
   constructor(
     options: SqliteConnectionOptions,
@@ -77,7 +101,7 @@ export class SqliteWriteThread {
     this.#entry = entry
   }
 
-  commit(requests: CreatePetRequest[]): Promise<SqliteCreateOutcome[]> {
+  commit(requests: CreatePetRequest[]): Promise<SqliteBatch> {
     if (this.#pending !== undefined) throw new Error('a batch is already being committed')
     const worker = this.#worker ?? this.#start()
     return new Promise((resolve, reject) => {
@@ -96,7 +120,7 @@ export class SqliteWriteThread {
     worker.on('message', (reply: WriteThreadReply) => {
       const pending = this.#settle()
       if ('failure' in reply) pending?.reject(failureFromWire(reply.failure))
-      else pending?.resolve(reply.outcomes.map(outcomeFromWire))
+      else pending?.resolve(batchFromWire(reply.outcomes, reply.refused))
     })
     // A thread that dies takes its batch with it: the transaction was not committed (SQLite rolls back
     // what it never saw COMMIT for), so its callers get a 503, and the next batch starts a new thread.
