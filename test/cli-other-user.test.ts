@@ -1,15 +1,25 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { CLI, cliEnvironment } from './helpers/cli-process.ts'
+import { CLI, cliEnvironment, runCli } from './helpers/cli-process.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 
 const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((path) => existsSync(path))
 // A user other than the one that owns the data: PostgreSQL's, which the machine has for its server.
 const OTHER_USER = 'postgres'
+
+/** Runs the CLI as OTHER_USER, in `cwd`, with `env`. */
+function runAsOtherUser(args: string[], env: Record<string, string>, cwd: string) {
+  const environment = Object.entries(cliEnvironment(env)).map(([name, value]) => `${name}=${value}`)
+  return spawnSync(
+    RUNUSER as string,
+    ['-u', OTHER_USER, '--', 'env', ...environment, process.execPath, CLI, ...args],
+    { cwd, encoding: 'utf8', timeout: 30_000 },
+  )
+}
 
 function otherUserLack() {
   if (process.getuid?.() !== 0) return { missing: 'not running as root', remedy: 'run the tests as root' }
@@ -27,21 +37,10 @@ describe(
       chmodSync(cwd, 0o755)
       const data = join(cwd, 'data')
       mkdirSync(data, { mode: 0o700 })
-      const result = spawnSync(
-        RUNUSER as string,
-        [
-          '-u',
-          OTHER_USER,
-          '--',
-          'env',
-          ...Object.entries(
-            cliEnvironment({ PORT: '0', DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` }),
-          ).map(([name, value]) => `${name}=${value}`),
-          process.execPath,
-          CLI,
-          'serve',
-        ],
-        { cwd, encoding: 'utf8', timeout: 30_000 },
+      const result = runAsOtherUser(
+        ['serve'],
+        { PORT: '0', DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` },
+        cwd,
       )
       assert.equal(result.status, 1, result.stderr)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
@@ -51,5 +50,31 @@ describe(
         new RegExp(`cannot open the database .*\\(${data} is not open to this user\\)`),
       )
     })
+
+    test('when a backup is written into a directory not open to the user running it, then one line naming the directory, not a bare EACCES', (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+      const { uid, gid } = userIds(OTHER_USER)
+      for (const file of ['data', ...readdirSync(join(cwd, 'data')).map((name) => join('data', name))])
+        chownSync(join(cwd, file), uid, gid)
+      // As a container's host directory owned by root is to the image's user.
+      const backups = join(cwd, 'backups')
+      mkdirSync(backups, { mode: 0o755 })
+      const result = runAsOtherUser(['backup', '--to', join(backups, 'petstore-1.db')], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [
+          1,
+          `petstore backup: ${backups} is not open to this user (uid ${uid}): give it this user, or back up into another directory\n`,
+        ],
+      )
+      assert.deepEqual(readdirSync(backups), [])
+    })
   },
 )
+
+function userIds(name: string): { uid: number; gid: number } {
+  const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim())
+  return { uid: id('-u'), gid: id('-g') }
+}

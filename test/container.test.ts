@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { suiteCleanup } from './helpers/cleanup.ts'
+import { suiteCleanup, temporaryDirectory } from './helpers/cleanup.ts'
 import { type RunningContainer, startContainer, stopContainer } from './helpers/container-run.ts'
-import { containerLack, podman, podmanQuietly } from './helpers/podman.ts'
+import { containerLack, podman, podmanQuietly, RUNTIME_FLAGS } from './helpers/podman.ts'
 import { containerfileBase, ensureStandInNodeImage } from './helpers/stand-in-node-image.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 
@@ -155,4 +155,110 @@ describe('the container image', {
       'a fresh container starts on the compile cache built in',
     )
   })
+
+  test("when the README's backup command runs while it serves and its restore once it is stopped, then a new container serves what the backup held", {
+    timeout: 4 * MINUTE,
+  }, async (t) => {
+    const volume = `petstore-test-${process.pid}-backups`
+    await podman(['volume', 'create', volume])
+    cleanup.after(() => podmanQuietly(['volume', 'rm', '--force', volume]))
+    const backups = temporaryDirectory(t)
+    chownSync(backups, 1000, 1000)
+    const key = generateApiKey()
+    const env = { API_KEYS: `backups:${key}` }
+    const command = (readOnly: string, args: string[]) =>
+      podman([
+        'run',
+        '--rm',
+        ...RUNTIME_FLAGS,
+        '-v',
+        `${volume}:/data`,
+        '-v',
+        `${backups}:/backups${readOnly}`,
+        IMAGE,
+        ...args,
+      ])
+
+    const serving = await startContainer(t, IMAGE, volume, env)
+    const kept = await call(serving, '/v1/pets', key, '{"name":"Kept","categoryId":1}')
+    assert.equal(kept.status, 201, kept.text)
+    assert.match(await command('', ['backup', '--to', '/backups/petstore-1.db']), /^backed up 1 pet to /)
+    const later = await call(serving, '/v1/pets', key, '{"name":"Later","categoryId":1}')
+    assert.equal(later.status, 201, later.text)
+    assert.equal((await stopContainer(serving)).exitCode, 0, await serving.logs())
+
+    assert.match(
+      await command(':ro', ['restore', '--from', '/backups/petstore-1.db']),
+      /^restored 1 pet from /,
+    )
+    const restored = await startContainer(t, IMAGE, volume, env)
+    const id = (text: string) => /"id":(\d+)/.exec(text)?.[1]
+    assert.deepEqual(await call(restored, `/v1/pets/${id(kept.text)}`, key), { status: 200, text: kept.text })
+    assert.equal((await call(restored, `/v1/pets/${id(later.text)}`, key)).status, 404)
+    assert.equal((await stopContainer(restored)).exitCode, 0, await restored.logs())
+  })
+
+  test('when the service may open only the socket families the systemd unit allows, then it starts and serves on 0.0.0.0, with workers too', {
+    timeout: 4 * MINUTE,
+  }, async (t) => {
+    const profile = join(temporaryDirectory(t), 'unit-address-families.json')
+    writeFileSync(profile, JSON.stringify(seccompAllowingOnly(unitAddressFamilies())))
+    const volume = `petstore-test-${process.pid}-families`
+    await podman(['volume', 'create', volume])
+    cleanup.after(() => podmanQuietly(['volume', 'rm', '--force', volume]))
+    const key = generateApiKey()
+    for (const workers of ['1', '2']) {
+      const container = await startContainer(
+        t,
+        IMAGE,
+        volume,
+        { API_KEYS: `families:${key}`, WORKERS: workers },
+        [],
+        ['--security-opt', `seccomp=${profile}`],
+      )
+      assert.equal((await call(container, '/v1/pets', key)).status, 200, await container.logs())
+      assert.equal((await stopContainer(container)).exitCode, 0, await container.logs())
+    }
+  })
 })
+
+// Linux's numbers for the address families a unit may name (include/linux/socket.h).
+const ADDRESS_FAMILIES: Record<string, number> = {
+  AF_UNIX: 1,
+  AF_INET: 2,
+  AF_INET6: 10,
+  AF_NETLINK: 16,
+  AF_PACKET: 17,
+}
+const HIGHEST_FAMILY = 45
+
+/** The families deploy/petstore.service's RestrictAddressFamilies= allows. */
+function unitAddressFamilies(): number[] {
+  const unit = readFileSync(join(REPOSITORY, 'deploy/petstore.service'), 'utf8')
+  const names = /^RestrictAddressFamilies=(.+)$/m.exec(unit)?.[1]?.trim().split(/\s+/) ?? []
+  assert.ok(names.length > 0, 'the unit restricts address families')
+  return names.map((name) => {
+    const family = ADDRESS_FAMILIES[name]
+    assert.ok(family !== undefined, `a known address family: ${name}`)
+    return family
+  })
+}
+
+/**
+ * A seccomp profile that refuses `socket()` in every other family, as systemd does for a unit with
+ * RestrictAddressFamilies= (EAFNOSUPPORT).
+ */
+function seccompAllowingOnly(families: number[]) {
+  const refused = Array.from({ length: HIGHEST_FAMILY + 1 }, (_, family) => family).filter(
+    (family) => !families.includes(family),
+  )
+  return {
+    defaultAction: 'SCMP_ACT_ALLOW',
+    syscalls: refused.map((family) => ({
+      names: ['socket'],
+      action: 'SCMP_ACT_ERRNO',
+      errnoRet: 97,
+      args: [{ index: 0, value: family, valueTwo: 0, op: 'SCMP_CMP_EQ' }],
+    })),
+  }
+}

@@ -21,11 +21,11 @@ function directive(name: string): string[] {
 
 describe('deploy/petstore.service', suiteNeeding('the systemd unit checks', lack), () => {
   test('when systemd-analyze verifies it, then it finds nothing to say', (t) => {
-    // verify checks that ExecStart's program exists: the unit's /usr/bin/node becomes this machine's Node.js.
+    // verify checks that ExecStart's program exists: the unit's node in /opt becomes this machine's.
     const [program = ''] = (directive('ExecStart')[0] ?? '').split(' ')
-    assert.equal(program, '/usr/bin/node')
+    assert.match(program, /^\/opt\/petstore\/.+\/node$/)
     const copy = join(temporaryDirectory(t), 'petstore.service')
-    writeFileSync(copy, unit.replace(/^ExecStart=\/usr\/bin\/node /m, `ExecStart=${process.execPath} `))
+    writeFileSync(copy, unit.replace(`ExecStart=${program} `, `ExecStart=${process.execPath} `))
     const verify = spawnSync('systemd-analyze', ['verify', copy], { encoding: 'utf8', timeout: 60_000 })
     assert.equal(verify.status, 0, verify.stderr)
     assert.equal(
@@ -68,6 +68,16 @@ describe('deploy/petstore.service, as text', () => {
     assert.deepEqual(flags(directive('ExecStart')[0] ?? ''), flags(start))
     assert.match(start, /^MALLOC_ARENA_MAX=\$\{MALLOC_ARENA_MAX:-2\} /)
     assert.ok(directive('Environment').includes('MALLOC_ARENA_MAX=2'), directive('Environment').join(', '))
+  })
+
+  test("when the README's steps install the release, then the node the unit runs is the one they put there, at the project's version", () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+    const install = /^sudo npm install --prefix (\S+) .*\bnode@(\S+)/m.exec(readme)
+    assert.ok(install, 'the README installs a Node.js for the unit')
+    const [, prefix, version] = install
+    assert.equal(directive('ExecStart')[0]?.split(' ')[0], `${prefix}/node_modules/.bin/node`)
+    const { devDependencies } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+    assert.equal(version, devDependencies.node)
   })
 
   test('when the service fails at start again and again (its database down at boot), then systemd keeps restarting it rather than give up', () => {

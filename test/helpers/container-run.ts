@@ -24,6 +24,7 @@ export async function startContainer(
   volume: string,
   env: Record<string, string>,
   mounts: string[] = [],
+  runFlags: string[] = [],
 ): Promise<RunningContainer> {
   const name = `petstore-test-${process.pid}-${++containers}`
   t.after(() => podmanQuietly(['rm', '--force', '--time', '0', name]))
@@ -35,6 +36,7 @@ export async function startContainer(
     '--name',
     name,
     ...RUNTIME_FLAGS,
+    ...runFlags,
     '--read-only',
     '--read-only-tmpfs=false',
     '--volume',

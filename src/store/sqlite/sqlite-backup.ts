@@ -120,25 +120,31 @@ export async function backupDatabase(
   removeWithCompanions(temporary)
   const source = open(path)
   try {
-    await writing(to, 'the backup', async () => {
-      // Made new, for its owner alone whatever the umask: a backup holds every pet and every key's hash.
-      const fd = openSync(temporary, 'wx', 0o600)
-      try {
-        fchmodSync(fd, 0o600)
-      } finally {
-        closeSync(fd)
-      }
-      await backup(source, temporary, { rate: ALL_PAGES })
-      const copy = open(temporary)
-      try {
-        copy.exec('PRAGMA journal_mode = DELETE')
-      } finally {
-        copy.close()
-      }
-    })
+    const elsewhere = 'back up into another directory'
+    await writing(
+      to,
+      'the backup',
+      async () => {
+        // Made new, for its owner alone whatever the umask: a backup holds every pet and every key's hash.
+        const fd = openSync(temporary, 'wx', 0o600)
+        try {
+          fchmodSync(fd, 0o600)
+        } finally {
+          closeSync(fd)
+        }
+        await backup(source, temporary, { rate: ALL_PAGES })
+        const copy = open(temporary)
+        try {
+          copy.exec('PRAGMA journal_mode = DELETE')
+        } finally {
+          copy.close()
+        }
+      },
+      elsewhere,
+    )
     source.close()
     const pets = verified(temporary, 'the backup')
-    writing(to, 'the backup', () => renameDurably(temporary, to))
+    writing(to, 'the backup', () => renameDurably(temporary, to), elsewhere)
     return { pets, bytes: statSync(to).size }
   } finally {
     if (source.isOpen) source.close()
@@ -149,11 +155,11 @@ export async function backupDatabase(
 /**
  * Runs `step`, which writes `what` beside `path` (at once, or by the promise it returns); when it fails
  * because that volume is full or read-only, the error names its directory and says which (`volumeFaultOf`,
- * sqlite-errors.ts).
+ * sqlite-errors.ts), and so when the directory is not open to this user, with `otherwise` as the way out.
  */
-function writing<T>(path: string, what: string, step: () => T): T {
+function writing<T>(path: string, what: string, step: () => T, otherwise = 'run as a user it is open to'): T {
   const said = (error: unknown): never => {
-    throw volumeFaultOf(error, dirname(path), what) ?? error
+    throw volumeFaultOf(error, dirname(path), what) ?? notOpenToUser(error, dirname(path), otherwise) ?? error
   }
   try {
     const result = step()
@@ -161,6 +167,16 @@ function writing<T>(path: string, what: string, step: () => T): T {
   } catch (error) {
     return said(error)
   }
+}
+
+/** A write refused for want of permission, said of the directory rather than of a temporary file in it. */
+function notOpenToUser(error: unknown, directory: string, otherwise: string): Error | undefined {
+  const code = (error as NodeJS.ErrnoException).code
+  if (code !== 'EACCES' && code !== 'EPERM') return undefined
+  const user = `this user (uid ${process.geteuid?.() ?? '?'})`
+  return new Error(`${resolve(directory)} is not open to ${user}: give it this user, or ${otherwise}`, {
+    cause: error,
+  })
 }
 
 /** Removes a temporary copy if it can (a volume that turned read-only keeps it): never the error to tell. */
