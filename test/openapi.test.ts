@@ -81,6 +81,10 @@ describe('OpenAPI document', () => {
       )
     assert.equal(NewPet.properties.name.maxLength, 100)
     assert.equal(NewPet.additionalProperties, false)
+    // Response bodies stay open: new response fields are additive in /v1 (docs/versioning.md), and a client
+    // that checks answers against the document must not refuse them.
+    for (const [name, schema] of Object.entries({ Pet, Error: ErrorSchema }))
+      assert.equal(schema.additionalProperties, undefined, `${name} is open to fields added later`)
     assert.deepEqual(document.components.schemas.PetStatus.enum, ['available', 'pending', 'sold'])
     assert.deepEqual(ErrorSchema.required, ['code', 'message', 'status'])
     const limit = document.paths['/pets'].get.parameters.find((p: { name: string }) => p.name === 'limit')

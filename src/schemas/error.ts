@@ -7,8 +7,8 @@ const errorCodeTable = Object.entries(ERROR_CODES)
 
 // The table of codes lives here, with the schema it explains, rather than in the document's introduction:
 // the reference then opens on the operations, and the table is one click away (Schemas → Error).
-const DESCRIPTION = `The body of every error response. \`code\` is one of these stable identifiers (new ones may be
-added; existing ones never change meaning):
+const DESCRIPTION = `The body of every error response (fields may be added in /v1: ignore those you do not know).
+\`code\` is one of these stable identifiers (new ones may be added; existing ones never change meaning):
 
 | Status | Code | Meaning |
 | --- | --- | --- |
@@ -31,6 +31,7 @@ export const ErrorSchema = Type.Object(
       description: 'The HTTP status code of the response.',
     }),
   },
-  { $id: 'Error', additionalProperties: false, description: DESCRIPTION },
+  // Open, as every response body: new response fields are additive (docs/versioning.md).
+  { $id: 'Error', description: DESCRIPTION },
 )
 export type ErrorBody = Static<typeof ErrorSchema>

@@ -58,8 +58,8 @@ export const PetSchema = Type.Object(
   { id: Int64({ description: 'Unique identifier assigned by the service on creation.' }), ...petFields },
   {
     $id: 'Pet',
-    additionalProperties: false,
-    description: 'An animal of the catalogue.',
+    // Open, as every response body: new response fields are additive (docs/versioning.md).
+    description: 'An animal of the catalogue. Fields may be added in /v1: ignore those you do not know.',
     examples: [{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }],
   },
 )

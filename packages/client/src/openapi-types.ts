@@ -74,7 +74,7 @@ export interface components {
             status?: components["schemas"]["PetStatus"];
         };
         /**
-         * @description An animal of the catalogue.
+         * @description An animal of the catalogue. Fields may be added in /v1: ignore those you do not know.
          * @example {
          *       "id": 1,
          *       "name": "Rex",
@@ -100,8 +100,8 @@ export interface components {
         /** @description Animals, ordered by id. */
         Pets: components["schemas"]["Pet"][];
         /**
-         * @description The body of every error response. `code` is one of these stable identifiers (new ones may be
-         *     added; existing ones never change meaning):
+         * @description The body of every error response (fields may be added in /v1: ignore those you do not know).
+         *     `code` is one of these stable identifiers (new ones may be added; existing ones never change meaning):
          *
          *     | Status | Code | Meaning |
          *     | --- | --- | --- |
