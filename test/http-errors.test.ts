@@ -120,6 +120,7 @@ describe('errors raised before any handler', () => {
     assert.equal(response.status, 400)
     assert.match(response.headers['content-type'] ?? '', /^application\/json/)
     assertErrorBody(response.body, 400, 'bad_request')
+    assertHeadersOfEveryAnswer(response.headers)
   })
 
   test('when the method is not HTTP at all, then 400 in the Error body', async () => {
@@ -127,6 +128,7 @@ describe('errors raised before any handler', () => {
     const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 400)
     assertErrorBody(response.body, 400, 'bad_request')
+    assertHeadersOfEveryAnswer(response.headers)
   })
 
   test('when the headers are larger than Node accepts, then 431 in the Error body', async () => {
@@ -136,6 +138,7 @@ describe('errors raised before any handler', () => {
     )
     assert.equal(response.status, 431)
     assertErrorBody(response.body, 431, 'headers_too_large')
+    assertHeadersOfEveryAnswer(response.headers)
   })
 
   test('when the declared body is over the limit, then 413 without reading it', async () => {
@@ -224,3 +227,15 @@ describe('failures inside the service', () => {
     assertErrorBody((second ?? '').slice((second ?? '').indexOf('\r\n\r\n') + 4), 503, 'service_unavailable')
   })
 })
+
+/**
+ * What every answer carries, those the parser's errors make on the raw socket included: the date (RFC
+ * 9110 §6.6.1), the request id, no sniffing, no caching.
+ */
+function assertHeadersOfEveryAnswer(headers: Record<string, string>): void {
+  const date = Date.parse(headers.date ?? '')
+  assert.ok(Math.abs(Date.now() - date) < 60_000, `Date: ${headers.date}`)
+  assert.match(headers['x-request-id'] ?? '', /^[\w.:-]{1,128}$/)
+  assert.equal(headers['x-content-type-options'], 'nosniff')
+  assert.equal(headers['cache-control'], 'no-store')
+}

@@ -119,7 +119,10 @@ export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply
   handleError(routeNotFound(request.method, request.url), request, reply)
 }
 
-/** A whole HTTP/1.1 error response, for the few errors answered on the raw socket. */
+/**
+ * A whole HTTP/1.1 error response, for the few errors answered on the raw socket, with the headers every
+ * answer carries (Node adds `Date` to its own; RFC 9110 §6.6.1 asks for it on every 4xx and 5xx).
+ */
 function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): string {
   const body = apiError.toJson()
   const extra = Object.entries(headers)
@@ -127,6 +130,7 @@ function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): 
     .join('')
   return (
     `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\n` +
+    `Date: ${new Date().toUTCString()}\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n` +
     `Content-Type: application/json; charset=utf-8\r\n${extra}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   )
