@@ -50,6 +50,8 @@ const badBodies: BadBody[] = [
   { name: 'an unknown property', body: pet(',"owner":"me"'), status: 400, code: 'invalid_body', message: /"owner" is not allowed/ },
   { name: 'twelve unknown properties', body: pet(Array.from({ length: 12 }, (_, i) => `,"x${i}":1`).join('')), status: 400, code: 'invalid_body', message: /"x0" is not allowed/ },
   { name: 'a repeated key', body: pet(',"categoryId":2'), status: 400, code: 'invalid_body', message: /"categoryId" is given more than once/ },
+  { name: 'a key repeated inside a value that is an object', body: '{"name":"a","categoryId":{"name":1,"name":2}}', status: 400, code: 'invalid_body', message: /body field "categoryId" holds the key "name" more than once/ },
+  { name: 'a key repeated inside an unknown field', body: '{"name":"a","categoryId":1,"nested":[{"q":1,"q":2}]}', status: 400, code: 'invalid_body', message: /body field "nested" holds the key "q" more than once/ },
   { name: 'a key repeated through an escape', body: '{"name":"a","n\\u0061me":"b","categoryId":1}', status: 400, code: 'invalid_body', message: /"name" is given more than once/ },
   { name: 'missing name', body: '{"categoryId":1}', status: 400, code: 'invalid_body', message: /"name" is required/ },
   { name: 'missing categoryId', body: '{"name":"a"}', status: 400, code: 'invalid_body', message: /"categoryId" is required/ },

@@ -10,7 +10,8 @@ import { scanJsonText } from '../src/http/json-text-scan.ts'
 // a separate pass for keys given twice. The parser must answer exactly as this does, bodies that skip the
 // reviver included.
 const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype'])
-function referenceParse(text: string): { value: unknown; duplicateKey: string | undefined } {
+type Parsed = { value: unknown; duplicateKey: string | undefined; duplicateWithin: string | undefined }
+function referenceParse(text: string): Parsed {
   const value: unknown = JSON.parse(text, (key, parsed, context?: { source?: string }) => {
     if (FORBIDDEN.has(key)) throw new ApiError('invalid_body', `body field "${key}" is not allowed`)
     const source = context?.source
@@ -18,12 +19,16 @@ function referenceParse(text: string): { value: unknown; duplicateKey: string | 
       return BigInt(source)
     return parsed
   })
-  return { value, duplicateKey: referenceDuplicate(text) }
+  return { value, ...referenceDuplicate(text) }
 }
 
-/** The first key seen twice in one open object, found by a tokenizer: strings (a key when a colon follows), brackets. */
-function referenceDuplicate(text: string): string | undefined {
+/**
+ * The first key seen twice in one open object, found by a tokenizer: strings (a key when a colon follows),
+ * brackets; and, when that object is not the top level, the top-level key whose value holds it.
+ */
+function referenceDuplicate(text: string): Omit<Parsed, 'value'> {
   const open: Array<Set<string> | null> = []
+  let topKey: string | undefined
   for (const [token, string, colon] of text.matchAll(/("(?:[^"\\]|\\.)*")\s*(:)?|[{}[\]]/g)) {
     if (token === '{') open.push(new Set())
     else if (token === '[') open.push(null)
@@ -31,15 +36,16 @@ function referenceDuplicate(text: string): string | undefined {
     else if (colon !== undefined) {
       const key = JSON.parse(string as string) as string
       const keys = open.at(-1)
-      if (keys?.has(key)) return key
+      if (keys?.has(key)) return { duplicateKey: key, duplicateWithin: open.length > 1 ? topKey : undefined }
       keys?.add(key)
+      if (open.length === 1) topKey = key
     }
   }
-  return undefined
+  return { duplicateKey: undefined, duplicateWithin: undefined }
 }
 
 function outcome(
-  parse: (text: string) => { value: unknown; duplicateKey: string | undefined },
+  parse: (text: string) => Parsed,
   text: string,
 ) {
   try {

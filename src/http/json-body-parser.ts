@@ -53,7 +53,12 @@ function parse(request: FastifyRequest, body: Buffer): unknown {
     if (error instanceof ApiError) throw error
     throw new ApiError('malformed_json', `request body is not valid JSON: ${(error as Error).message}`)
   }
-  const { value, duplicateKey } = parsed
+  const { value, duplicateKey, duplicateWithin } = parsed
+  if (duplicateWithin !== undefined)
+    throw new ApiError(
+      'invalid_body',
+      `body field "${duplicateWithin}" holds the key "${duplicateKey}" more than once`,
+    )
   if (duplicateKey !== undefined)
     throw new ApiError('invalid_body', `body field "${duplicateKey}" is given more than once`)
   return value

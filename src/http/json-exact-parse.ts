@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.ts'
-import { scanJsonText } from './json-text-scan.ts'
+import { type JsonTextFacts, scanJsonText } from './json-text-scan.ts'
 
 // JSON.parse has already checked the number's syntax; without fraction or exponent it is an integer.
 const FRACTION_OR_EXPONENT = /[.eE]/
@@ -64,15 +64,17 @@ function exactFromShortIntegers(value: unknown): unknown {
 
 /**
  * `text` parsed with every integer literal a bigint and the keys that could reach a prototype refused
- * (ApiError), and the first key it gives twice in one object. Throws as JSON.parse does on text that is not
+ * (ApiError), and the first key it gives twice in one object (and the top-level field holding it). Throws as JSON.parse does on text that is not
  * JSON, and refuses (ApiError) a value nested deeper than MAX_BODY_DEPTH before reading it further: a
  * limit of its own, not whatever depth the reviver's stack allows. A body whose integers a double holds
  * exactly, as nearly all are, is parsed without a reviver: a call from the parser per value cost more
  * than the whole rest of the parse (docs/decisions.md, "Per-request cost").
  */
-export function parseExactly(text: string): { value: unknown; duplicateKey: string | undefined } {
+export function parseExactly(
+  text: string,
+): { value: unknown } & Pick<JsonTextFacts, 'duplicateKey' | 'duplicateWithin'> {
   const parsed: unknown = JSON.parse(text)
-  const { duplicateKey, shortIntegersOnly, depth } = scanJsonText(text)
+  const { duplicateKey, duplicateWithin, shortIntegersOnly, depth } = scanJsonText(text)
   if (depth > MAX_BODY_DEPTH) {
     throw new ApiError(
       'malformed_json',
@@ -82,5 +84,5 @@ export function parseExactly(text: string): { value: unknown; duplicateKey: stri
   const value = shortIntegersOnly
     ? exactFromShortIntegers(parsed)
     : JSON.parse(text, reviveExactly as (key: string, value: unknown) => unknown)
-  return { value, duplicateKey }
+  return { value, duplicateKey, duplicateWithin }
 }

@@ -20,6 +20,8 @@ const EXACT_DIGITS = 15
 export interface JsonTextFacts {
   /** The first key that appears twice in one object, unescaped. */
   duplicateKey: string | undefined
+  /** The top-level key whose value holds that object, when it is not the top level itself. */
+  duplicateWithin: string | undefined
   /**
    * Whether every number is an integer of at most 15 digits and not `-0`, so that each double JSON.parse
    * made is exact. False when a key appears twice, so that the reviver names the keys as it always has.
@@ -41,6 +43,9 @@ export function scanJsonText(text: string): JsonTextFacts {
   let keyExpected = false
   let shortIntegersOnly = true
   let duplicateKey: string | undefined
+  let duplicateWithin: string | undefined
+  // The last key of the top-level object: the field whose value the scan is in, once deeper.
+  let topKey: string | undefined
   let depth = 0
   // Where the next backslash is, at or after the scan: strings before it have no escape, and end at the
   // next quote, found by indexOf rather than a unit at a time.
@@ -67,8 +72,12 @@ export function scanJsonText(text: string): JsonTextFacts {
       const keys = open.at(-1)
       if (keyExpected && keys) {
         const key = escapes ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end)
-        if (keys.has(key)) duplicateKey ??= key
+        if (keys.has(key) && duplicateKey === undefined) {
+          duplicateKey = key
+          if (open.length > 1) duplicateWithin = topKey
+        }
         keys.add(key)
+        if (open.length === 1) topKey = key
         keyExpected = false
       }
       i = end
@@ -95,5 +104,10 @@ export function scanJsonText(text: string): JsonTextFacts {
       keyExpected = open.at(-1) instanceof Set
     }
   }
-  return { duplicateKey, shortIntegersOnly: shortIntegersOnly && duplicateKey === undefined, depth }
+  return {
+    duplicateKey,
+    duplicateWithin,
+    shortIntegersOnly: shortIntegersOnly && duplicateKey === undefined,
+    depth,
+  }
 }
