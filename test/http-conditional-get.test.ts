@@ -43,6 +43,22 @@ describe('conditional GET', () => {
     assert.notEqual(after.headers.get('etag'), etag)
   })
 
+  test('when a full page gains a next link (a pet added after it), then its ETag changes although its pets do not', async (t) => {
+    const server = await startTestServer(t)
+    for (const name of ['One', 'Two']) await call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 } })
+    const before = await call(server, 'GET', '/v1/pets?limit=2')
+    assert.equal(before.headers.get('link'), null)
+    await call(server, 'POST', '/v1/pets', { body: { name: 'Three', categoryId: 1 } })
+    // A client that keeps a page by its ETag would otherwise never learn of the next link, and stop there.
+    const after = await call(server, 'GET', '/v1/pets?limit=2', {
+      headers: { 'if-none-match': before.headers.get('etag') ?? '' },
+    })
+    assert.equal(after.status, 200)
+    assert.equal(after.text, before.text)
+    assert.match(after.headers.get('link') ?? '', /rel="next"/)
+    assert.notEqual(after.headers.get('etag'), before.headers.get('etag'))
+  })
+
   test('when the answer is an error or a create, then no ETag is sent', async (t) => {
     const server = await startTestServer(t)
     assert.equal((await call(server, 'GET', '/v1/pets/404')).headers.get('etag'), null)

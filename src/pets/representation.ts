@@ -7,7 +7,12 @@ export interface Representation {
   headers: Readonly<Record<string, string>>
 }
 
-/** A strong ETag: a digest of the exact bytes sent. */
+/**
+ * A strong ETag: a digest of the exact bytes sent and of the headers that go with them (a page's next
+ * link: the same pets, once more follow, are another answer).
+ */
 export function representationOf(body: string, headers: Record<string, string> = {}): Representation {
-  return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, headers }
+  const digest = createHash('sha1').update(body)
+  for (const [name, value] of Object.entries(headers)) digest.update(`\n${name}: ${value}`)
+  return { body, etag: `"${digest.digest('base64url')}"`, headers }
 }
