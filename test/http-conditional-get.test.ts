@@ -45,7 +45,8 @@ describe('conditional GET', () => {
 
   test('when a full page gains a next link (a pet added after it), then its ETag changes although its pets do not', async (t) => {
     const server = await startTestServer(t)
-    for (const name of ['One', 'Two']) await call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 } })
+    for (const name of ['One', 'Two'])
+      await call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 } })
     const before = await call(server, 'GET', '/v1/pets?limit=2')
     assert.equal(before.headers.get('link'), null)
     await call(server, 'POST', '/v1/pets', { body: { name: 'Three', categoryId: 1 } })

@@ -44,10 +44,7 @@ function referenceDuplicate(text: string): Omit<Parsed, 'value'> {
   return { duplicateKey: undefined, duplicateWithin: undefined }
 }
 
-function outcome(
-  parse: (text: string) => Parsed,
-  text: string,
-) {
+function outcome(parse: (text: string) => Parsed, text: string) {
   try {
     return parse(text)
   } catch (error) {
