@@ -106,6 +106,15 @@ for (const engine of storeEngines) {
       })
     }
 
+    test('when the body comes in a content coding, then the 415 says which coding would be taken (RFC 9110 §15.5.16)', async () => {
+      const response = await call(server, 'POST', '/v1/pets', {
+        body: pet(''),
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      })
+      assert.equal(response.status, 415)
+      assert.equal(response.headers.get('accept-encoding'), 'identity')
+    })
+
     test('when createPet has no body and no content type, then 400 invalid_body', async () => {
       const response = await call(server, 'POST', '/v1/pets')
       assert.equal(response.status, 400)

@@ -29,7 +29,9 @@ function checkEnvelope(request: FastifyRequest): void {
   checkCharset(request.headers['content-type'] ?? '')
   const encoding = request.headers['content-encoding']
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    throw new ApiError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported`)
+    throw new ApiError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported`, {
+      'accept-encoding': 'identity',
+    })
   }
   if (countHeader(request.raw.rawHeaders, 'content-type') > 1) {
     throw new ApiError('bad_request', 'more than one Content-Type header')
