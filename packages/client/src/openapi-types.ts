@@ -175,6 +175,8 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -196,6 +198,8 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -211,6 +215,8 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -228,6 +234,8 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description The bearer challenge (RFC 6750). */
@@ -259,6 +267,8 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
                     /** @description Requests left in the current window. */
@@ -287,6 +297,8 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -304,6 +316,8 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -313,7 +327,7 @@ export interface operations {
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: string;
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -345,6 +359,8 @@ export interface operations {
                     Location: string;
                     /** @description Present, `true`, when this is the replay of an earlier create. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -362,6 +378,8 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -379,6 +397,8 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description The bearer challenge (RFC 6750). */
@@ -401,6 +421,8 @@ export interface operations {
             /** @description `idempotency_key_in_flight`: A request with the same Idempotency-Key is still being processed; retry later. */
             409: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -420,6 +442,8 @@ export interface operations {
             /** @description `body_too_large`: The request body is over the size limit. */
             413: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -437,6 +461,8 @@ export interface operations {
             /** @description `unsupported_media_type`: The body is not UTF-8 application/json, or is content-encoded. */
             415: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -463,6 +489,8 @@ export interface operations {
             /** @description `idempotency_key_reused`: The Idempotency-Key was already used with a different request body. */
             422: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -480,6 +508,8 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
                     /** @description Requests left in the current window. */
@@ -508,6 +538,8 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -525,6 +557,8 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -534,7 +568,7 @@ export interface operations {
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: string;
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -568,6 +602,8 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -595,6 +631,8 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -616,6 +654,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -639,6 +679,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description The bearer challenge (RFC 6750). */
@@ -658,6 +700,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -690,6 +734,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
@@ -716,6 +762,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
                     /** @description Requests left in the current window. */
@@ -750,6 +798,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -773,6 +823,8 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -782,7 +834,7 @@ export interface operations {
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: string;
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {

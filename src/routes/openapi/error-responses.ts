@@ -1,11 +1,14 @@
 import Type, { type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../../errors.ts'
-import { responseHeader, SECONDS, URL_MAX_LENGTH } from './response-headers.ts'
+import { REQUEST_ID_HEADER, responseHeader, SECONDS, URL_MAX_LENGTH } from './response-headers.ts'
 
 type Headers = Record<string, object>
 
 /** The key under which an error response's schema carries its examples, for the document only (openapi.ts). */
 export const ERROR_EXAMPLES = Symbol('error examples')
+
+// Every answer (those made on the raw socket too, see RAW_SOCKET).
+const EVERY_ANSWER: Headers = { 'X-Request-Id': REQUEST_ID_HEADER }
 
 /** Sent by the CORS plugin on every answer Fastify gives (the raw socket's are not Fastify's). */
 const CORS_HEADERS: Headers = {
@@ -33,9 +36,10 @@ export function rateLimitHeaders(required = false): Headers {
 }
 
 /** Every answer of an operation that Fastify gives after counting the request. */
-export const COUNTED_HEADERS: Headers = { ...rateLimitHeaders(), ...CORS_HEADERS }
+export const COUNTED_HEADERS: Headers = { ...EVERY_ANSWER, ...rateLimitHeaders(), ...CORS_HEADERS }
 
-// Answered on the raw socket by the HTTP layer, before any hook runs: none of the headers above.
+// Answered on the raw socket by the HTTP layer, before any hook runs: none of the headers above. They carry
+// X-Request-Id too, left out here: a response with headers but no CORS one fails OWASP's rule (api8).
 const RAW_SOCKET = new Set([408, 417, 431])
 // Answered before the request is counted: no key yet (401), or the operation is gone (410).
 const UNCOUNTED = new Set([401, 410])
@@ -59,12 +63,12 @@ const HEADERS: Record<number, Headers> = {
     'Retry-After': responseHeader('Seconds until the limit resets.', SECONDS),
     ...rateLimitHeaders(true),
   },
-  503: { 'Retry-After': responseHeader('Seconds to wait before retrying.', SECONDS, { required: false }) },
+  503: { 'Retry-After': responseHeader('Seconds to wait before retrying.', SECONDS) },
 }
 
 function headersOf(status: number, operationHeaders: Headers): Headers | undefined {
   if (RAW_SOCKET.has(status)) return undefined
-  const counted = UNCOUNTED.has(status) ? CORS_HEADERS : COUNTED_HEADERS
+  const counted = UNCOUNTED.has(status) ? { ...EVERY_ANSWER, ...CORS_HEADERS } : COUNTED_HEADERS
   return { ...operationHeaders, ...counted, ...HEADERS[status] }
 }
 
