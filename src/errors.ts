@@ -50,6 +50,10 @@ export const ERROR_CODES = {
     status: 503,
     summary: 'The service cannot answer now (store down, overload, shutdown).',
   },
+  pet_ids_exhausted: {
+    status: 507,
+    summary: 'Every pet id, up to the largest int64, has been given out: no pet can be added.',
+  },
 } as const satisfies Record<string, { status: number; summary: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES

@@ -1,10 +1,12 @@
 import { hash } from 'node:crypto'
 import { ApiError } from '../errors.ts'
+import { INT64_MAX } from '../schemas/int64.ts'
 import type { NewPet } from '../schemas/pet.ts'
 import {
   type CreatedPet,
   IdempotencyKeyReusedError,
   idempotencyRecordId,
+  PetIdsExhaustedError,
   type Store,
 } from '../store/store.ts'
 
@@ -73,10 +75,17 @@ export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOpt
     apiKeyId: bigint,
     idempotencyKey?: string,
   ): Promise<CreatedPet> {
-    const created =
-      idempotencyKey === undefined
-        ? await store.createPet({ pet })
-        : await createIdempotently(pet, apiKeyId, idempotencyKey)
+    let created: CreatedPet
+    try {
+      created =
+        idempotencyKey === undefined
+          ? await store.createPet({ pet })
+          : await createIdempotently(pet, apiKeyId, idempotencyKey)
+    } catch (error) {
+      // Nothing a retry mends: an operator's matter (README, "Error codes"), not a failure of the service.
+      if (!(error instanceof PetIdsExhaustedError)) throw error
+      throw new ApiError('pet_ids_exhausted', `every pet id, up to ${INT64_MAX}, has been given out`)
+    }
     if (!created.replayed) onCreated()
     return created
   }

@@ -157,6 +157,14 @@ export class DuplicateKeyNameError extends Error {
   }
 }
 
+/** The pets' ids are used up: the largest int64 has been given out, and ids are never given twice. */
+export class PetIdsExhaustedError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('every pet id has been given out (the largest int64 included)', options)
+    this.name = 'PetIdsExhaustedError'
+  }
+}
+
 export class IdempotencyKeyReusedError extends Error {
   constructor() {
     super('the idempotency key was already used for a different request')

@@ -126,13 +126,14 @@ export interface components {
          *     | 431 | `headers_too_large` | The request line or headers are too large. |
          *     | 500 | `internal_error` | An unexpected failure; the detail is in the server log. |
          *     | 503 | `service_unavailable` | The service cannot answer now (store down, overload, shutdown). |
+         *     | 507 | `pet_ids_exhausted` | Every pet id, up to the largest int64, has been given out: no pet can be added. |
          */
         Error: {
             /**
              * @description Machine-readable, stable error code (see the table in the Error schema).
              * @enum {string}
              */
-            code: "bad_request" | "malformed_json" | "invalid_body" | "invalid_query" | "invalid_path_parameter" | "invalid_idempotency_key" | "unauthorized" | "route_not_found" | "pet_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_flight" | "gone" | "body_too_large" | "unsupported_media_type" | "expectation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "malformed_json" | "invalid_body" | "invalid_query" | "invalid_path_parameter" | "invalid_idempotency_key" | "unauthorized" | "route_not_found" | "pet_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_flight" | "gone" | "body_too_large" | "unsupported_media_type" | "expectation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable" | "pet_ids_exhausted";
             /** @description Human-readable description naming the offending field and rule. */
             message: string;
             /**
@@ -569,6 +570,25 @@ export interface operations {
                     "Access-Control-Allow-Origin"?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `pet_ids_exhausted`: Every pet id, up to the largest int64, has been given out: no pet can be added. */
+            507: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window. */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the current window ends. */
+                    "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {

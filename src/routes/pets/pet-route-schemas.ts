@@ -83,6 +83,7 @@ export const createPetSchema = {
       'unsupported_media_type',
       'idempotency_key_reused',
       'invalid_query',
+      'pet_ids_exhausted',
     ]),
   },
 }

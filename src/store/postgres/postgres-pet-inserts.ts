@@ -8,7 +8,12 @@ import {
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
-import { type CreatePetRequest, IdempotencyKeyReusedError, type IdempotencyRecord } from '../store.ts'
+import {
+  type CreatePetRequest,
+  IdempotencyKeyReusedError,
+  type IdempotencyRecord,
+  PetIdsExhaustedError,
+} from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { refusedAsReadOnly } from './postgres-errors.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
@@ -48,25 +53,35 @@ export async function createPetBatch(
   } catch (error) {
     const keyed = requests.some((request) => request.idempotency)
     if (keyed && refusedAsReadOnly(error)) return replaysOnly(pool, requests, since, error)
-    if (!keyed || !secondTryMayDo(error)) throw error
+    if (!keyed || !secondTryMayDo(error)) throw exhaustedOr(error)
   }
-  return pool.transaction(
-    async (client) => {
-      const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-      const plans = planCreates(requests, await storedIdempotencyRecords(client, keyed))
-      const { pets, records } = insertsOf(requests, plans)
-      const inserted =
-        pets.length === 0
-          ? []
-          : petsInDealtOrder(
-              (await client.query<PetRow>(insertStatement(pets, records, 'replacing'))).rows,
-              pets.length,
-            )
-      const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
-      return createOutcomes(plans, inserted, await petsById(client, replayIds))
-    },
-    { since, lock: INSERT_LOCK },
-  )
+  return pool
+    .transaction(
+      async (client) => {
+        const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+        const plans = planCreates(requests, await storedIdempotencyRecords(client, keyed))
+        const { pets, records } = insertsOf(requests, plans)
+        const inserted =
+          pets.length === 0
+            ? []
+            : petsInDealtOrder(
+                (await client.query<PetRow>(insertStatement(pets, records, 'replacing'))).rows,
+                pets.length,
+              )
+        const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
+        return createOutcomes(plans, inserted, await petsById(client, replayIds))
+      },
+      { since, lock: INSERT_LOCK },
+    )
+    .catch((error: unknown) => {
+      throw exhaustedOr(error)
+    })
+}
+
+/** The sequence past its last value, as the storage port says it: the pets' ids are used up. */
+function exhaustedOr(error: unknown): unknown {
+  const { code } = error as { code?: string }
+  return code === SEQUENCE_LIMIT_EXCEEDED ? new PetIdsExhaustedError({ cause: error }) : error
 }
 
 /**

@@ -7,7 +7,7 @@ import {
   planCreates,
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
-import { type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
+import { type CreatePetRequest, IdempotencyKeyReusedError, PetIdsExhaustedError } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { asStorageError, type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecord } from './sqlite-idempotency-queries.ts'
@@ -109,7 +109,7 @@ function insertPets(db: SqliteConnection, pets: readonly NewPet[]): Pet[] {
   if (pets.length === 0) return []
   // The id AUTOINCREMENT would give next: above every id given out, even of pets since gone.
   const highest = highestPetId(db)
-  if (highest > INT64_MAX - BigInt(pets.length)) throw new Error('no pet ids are left')
+  if (highest > INT64_MAX - BigInt(pets.length)) throw new PetIdsExhaustedError()
   const first = highest + 1n
   const inserted = pets.map((pet, index): Pet => {
     const created: Pet = { id: first + BigInt(index), name: pet.name, categoryId: pet.categoryId }

@@ -1,7 +1,12 @@
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { StoreUnavailableError } from '../../errors.ts'
-import { type CreatedPet, type CreatePetRequest, IdempotencyKeyReusedError } from '../store.ts'
+import {
+  type CreatedPet,
+  type CreatePetRequest,
+  IdempotencyKeyReusedError,
+  PetIdsExhaustedError,
+} from '../store.ts'
 import type { SqliteConnectionOptions } from './sqlite-connection.ts'
 import { type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
 import type { SqliteBatch } from './sqlite-pet-inserts.ts'
@@ -15,6 +20,8 @@ export type WireOutcome = CreatedPet | null | 'refused'
 /** Why a batch failed, as it crosses threads (errors lose their class in a message). */
 export interface WireFailure {
   unavailable: boolean
+  /** The pets' ids are used up (PetIdsExhaustedError). */
+  exhausted?: true
   /** The storage fault behind it, if any (the main thread keeps the store's health). */
   fault?: StorageFault
   message: string
@@ -52,6 +59,7 @@ export function failureToWire(error: unknown): WireFailure {
   const { message, stack } = error instanceof Error ? error : new Error(String(error))
   const fault = storageFaultOf(error)
   const wire: WireFailure = { unavailable: error instanceof StoreUnavailableError, message, stack }
+  if (error instanceof PetIdsExhaustedError) wire.exhausted = true
   if (fault !== undefined) wire.fault = fault
   const cause =
     error instanceof StorageFaultError ? (error.cause as { message?: unknown; errcode?: unknown }) : undefined
@@ -64,7 +72,8 @@ export function failureToWire(error: unknown): WireFailure {
   return wire
 }
 
-function failureFromWire({ unavailable, fault, message, stack, cause }: WireFailure): Error {
+function failureFromWire({ unavailable, exhausted, fault, message, stack, cause }: WireFailure): Error {
+  if (exhausted) return new PetIdsExhaustedError()
   const error =
     fault !== undefined
       ? new StorageFaultError(fault, { cause: Object.assign(new Error(cause?.message ?? message), cause) })

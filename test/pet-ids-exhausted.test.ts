@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict'
+import { DatabaseSync } from 'node:sqlite'
+import { describe, test } from 'node:test'
+import { INT64_MAX } from '../src/schemas/int64.ts'
+import { call } from './helpers/api-client.ts'
+import {
+  engineSuiteOptions,
+  postgresSql,
+  type StoreEngine,
+  sqliteWriteThreadEngine,
+  storeEngines,
+} from './helpers/store-engines.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+/** Makes the store's next pet id `next`, as if every id below it had been given out. */
+async function nextPetIdIs(databaseUrl: string, next: bigint): Promise<void> {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const db = new DatabaseSync(databaseUrl.slice('sqlite:'.length))
+    db.exec(`UPDATE sqlite_sequence SET seq = ${next - 1n} WHERE name = 'pets'`)
+    db.close()
+  } else {
+    await postgresSql(databaseUrl, `SELECT setval(pg_get_serial_sequence('pets', 'id'), ${next - 1n})`)
+  }
+}
+
+for (const engine of [...storeEngines, sqliteWriteThreadEngine] as StoreEngine[]) {
+  describe(`${engine.name}: every pet id given out`, engineSuiteOptions(engine), () => {
+    test('when the largest int64 id has been given out, then a create is 507 pet_ids_exhausted, nothing is stored, and reads go on', async (t) => {
+      const server = await startTestServer(t, { engine })
+      const create = (name: string, headers: Record<string, string> = {}) =>
+        call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers })
+      assert.equal((await create('first')).status, 201)
+      await nextPetIdIs(server.databaseUrl as string, INT64_MAX)
+      const last = await create('last')
+      assert.equal(last.status, 201, last.text)
+      assert.match(last.text, new RegExp(`"id":${INT64_MAX}[,}]`))
+
+      for (const headers of [{}, { 'idempotency-key': 'after-the-last' }] as Record<string, string>[]) {
+        const refused = await create('beyond', headers)
+        assert.equal(refused.status, 507, refused.text)
+        assert.equal(refused.json.code, 'pet_ids_exhausted')
+        assert.equal(refused.json.message, `every pet id, up to ${INT64_MAX}, has been given out`)
+        // Nothing a retry could mend soon: no Retry-After.
+        assert.equal(refused.headers.get('retry-after'), null)
+      }
+      const listed = await call(server, 'GET', '/v1/pets')
+      assert.deepEqual(
+        listed.json.map((pet: { name: string }) => pet.name),
+        ['first', 'last'],
+      )
+    })
+  })
+}
