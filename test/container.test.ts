@@ -94,7 +94,17 @@ describe('the container image', {
     for (const absent of ['node', 'typescript', '@biomejs', 'fast-check', 'petstore-client-generator']) {
       assert.ok(!modules.includes(absent), `${absent} is a development package`)
     }
-    assert.ok(readdirSync(join(root, 'app/node_modules/.cache/petstore')).length > 0, 'compile cache written')
+    const cache = join(root, 'app/node_modules/.cache/petstore')
+    const cached = readdirSync(cache, { recursive: true, encoding: 'utf8' })
+    assert.ok(cached.length > 0, 'compile cache written')
+    // Compiled code the service loads: root's, as the code is, or a compromised process could plant its own.
+    for (const entry of ['', ...cached]) {
+      const { uid, mode } = statSync(join(cache, entry))
+      assert.ok(
+        uid === 0 && (mode & 0o022) === 0,
+        `${entry || 'the cache'}: uid ${uid}, mode ${mode.toString(8)}`,
+      )
+    }
     assert.ok(!existsSync(join(root, 'usr/local/lib/node_modules/npm')), 'no npm at run time')
     assert.equal(statSync(join(root, 'data')).uid, 1000)
     assert.equal(statSync(join(root, 'app/src')).uid, 0, "the code is root's, read-only to the service")
