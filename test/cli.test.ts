@@ -61,43 +61,6 @@ describe('petstore CLI', () => {
     }
   })
 
-  test('when --version or --help comes with more, then the more is refused in one line, exit 2; "--help <command>" is that command\'s help', (t) => {
-    const cwd = temporaryDirectory(t)
-    for (const [args, extra] of [
-      [['--version', '--foo'], '--foo'],
-      [['-v', 'seed'], 'seed'],
-      [['--help', 'seed', '--count'], '--count'],
-      [['--help', 'nothing'], 'nothing'],
-    ] as const) {
-      const result = runCli([...args], {}, cwd)
-      assert.deepEqual(
-        [result.status, result.stdout, result.stderr],
-        [2, '', `petstore: ${args[0]} takes no "${extra}" (see "petstore --help")\n`],
-        args.join(' '),
-      )
-    }
-    for (const args of [
-      ['--help', 'seed'],
-      ['help', 'seed'],
-      ['-h', 'seed'],
-    ]) {
-      const result = runCli(args, {}, cwd)
-      assert.equal(result.status, 0, args.join(' '))
-      assert.match(result.stdout, /^Usage: petstore seed \[--count N\]/, args.join(' '))
-    }
-  })
-
-  test('when an option is given a value that starts with a dash, then the line says how to write one, exit 2', (t) => {
-    const result = runCli(['seed', '--count', '-5'], {}, temporaryDirectory(t))
-    assert.deepEqual(
-      [result.status, result.stderr],
-      [
-        2,
-        'petstore seed: --count needs a value; one that starts with "-" is written --count=-5 (see "petstore seed --help")\n',
-      ],
-    )
-  })
-
   test('when a key name breaks the rule, then the one line says the rule, and points to the help once', (t) => {
     const result = runCli(['keys', 'create', '--name', ''], {}, temporaryDirectory(t))
     assert.deepEqual(

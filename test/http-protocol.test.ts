@@ -35,6 +35,8 @@ describe('HTTP edge cases answered in the Error body', () => {
     assert.equal(response.status, 417)
     assert.equal(errorBody(response.body).code, 'expectation_failed')
     assert.equal(response.headers['x-request-id'], 'expect-1')
+    assert.equal(response.headers['x-content-type-options'], 'nosniff')
+    assert.equal(response.headers['cache-control'], 'no-store')
   })
 
   test('when the method is CONNECT, then not a dropped connection: on a path of this API 405 with its Allow, on another 404, on a host and port 405 allowing nothing', async () => {

@@ -14,7 +14,7 @@ describe('OpenAPI document', () => {
     const result = await validator.validate(response.json)
     assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2))
     assert.equal(validator.version, '3.1')
-    assert.equal(response.json.info.version, '1.0.0')
+    assert.equal(response.json.info.version, '1.1.0')
   })
 
   test('when read, then it lists the three operations with bearer security and every response schema', async (t) => {

@@ -72,7 +72,7 @@ describe('deploy/petstore.service, as text', () => {
 
   test("when the README's steps install the release, then the node the unit runs is the one they put there, at the project's version", () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-    const install = /^sudo npm install --prefix (\S+) .*\bnode@(\S+)/m.exec(readme)
+    const install = /^sudo npm install --prefix (\S+) .*\bnode-linux-x64@(\S+)/m.exec(readme)
     assert.ok(install, 'the README installs a Node.js for the unit')
     const [, prefix, version] = install
     assert.equal(directive('ExecStart')[0]?.split(' ')[0], `${prefix}/node_modules/.bin/node`)

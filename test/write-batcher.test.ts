@@ -119,6 +119,29 @@ describe('group commit (WriteBatcher)', () => {
     assert.equal(await within(third as Promise<number>, PROMPTLY, 'the next batch was not committed'), 3)
   })
 
+  test('when a batch fails with an error said to split it, then each of its writes is committed alone, in order, and answered by its own', async () => {
+    // Room for two writes: a batch of three fails whole, and alone the third fails.
+    const tooMany = new Error('no room for that many')
+    let room = 2
+    const batches: number[][] = []
+    const batcher = new WriteBatcher<number, number>(
+      (items) => {
+        batches.push(items)
+        if (items.length > room) throw tooMany
+        room -= items.length
+        return items
+      },
+      10,
+      { splitsOn: (error) => error === tooMany },
+    )
+    const results = await Promise.allSettled([1, 2, 3].map((item) => batcher.submit(item)))
+    assert.deepEqual(batches, [[1, 2, 3], [1], [2], [3]])
+    assert.deepEqual(
+      results.map((result) => (result.status === 'fulfilled' ? result.value : result.reason)),
+      [1, 2, tooMany],
+    )
+  })
+
   test('when a batch fails with an error said to fail the queue, then the writes queued behind it fail with it at once, and later ones get a new batch', async () => {
     const unavailable = new Error('database unreachable')
     const batches: number[][] = []

@@ -54,16 +54,16 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options'
 }
 
 /**
- * parseArgs's message, first line: the rest repeats it. A value starting with "-" is read as an option,
- * and parseArgs's advice is to write "--count=-XYZ": said here with the value given.
+ * parseArgs's message, first line: the rest repeats it. An option followed by what starts with "-" is
+ * "ambiguous": said here with what followed it, a value forgotten or one that needs `--count=-5`.
  */
 function usageOf(error: Error, args: readonly string[]): string {
-  const ambiguous = /^Option '(--[^']+)' argument is ambiguous/.exec(error.message)
-  const option = ambiguous?.[1]
-  const value = option === undefined ? undefined : args[args.indexOf(option) + 1]
-  if (option !== undefined && value !== undefined)
-    return `${option} needs a value; one that starts with "-" is written ${option}=${value}`
-  return error.message.split('\n')[0] ?? 'invalid arguments'
+  const option = /^Option '(--[^']+)' argument is ambiguous/.exec(error.message)?.[1]
+  const at = args.findIndex((arg, index) => arg === option && args[index + 1]?.startsWith('-'))
+  const next = args[at + 1]
+  if (option === undefined || at === -1 || next === undefined)
+    return error.message.split('\n')[0] ?? 'invalid arguments'
+  return `${option} needs a value, and ${JSON.stringify(next)} after it reads as an option (to give a value that starts with "-", write ${option}=${next})`
 }
 
 /** "1 pet", "2 pets": a count and its noun, as a line prints it. */

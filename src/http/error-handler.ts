@@ -119,6 +119,9 @@ export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply
   handleError(routeNotFound(request.method, request.url), request, reply)
 }
 
+// What every answer carries (request-lifecycle.ts sets them on Fastify's), those made below it included.
+const HEADERS_OF_EVERY_ANSWER = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
+
 /**
  * A whole HTTP/1.1 error response, for the few errors answered on the raw socket, with the headers every
  * answer carries (Node adds `Date` to its own; RFC 9110 §6.6.1 asks for it on every 4xx and 5xx).
@@ -130,7 +133,10 @@ function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): 
     .join('')
   return (
     `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\n` +
-    `Date: ${new Date().toUTCString()}\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n` +
+    `Date: ${new Date().toUTCString()}\r\n` +
+    Object.entries(HEADERS_OF_EVERY_ANSWER)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('') +
     `Content-Type: application/json; charset=utf-8\r\n${extra}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   )
@@ -244,6 +250,7 @@ export function handleUnmetExpectation(
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'x-request-id': reqId,
+    ...HEADERS_OF_EVERY_ANSWER,
     connection: 'close',
   })
   response.end(body)

@@ -176,7 +176,7 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -199,7 +199,7 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -216,7 +216,7 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -235,7 +235,7 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
@@ -268,7 +268,7 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
@@ -298,7 +298,7 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -317,7 +317,7 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -360,7 +360,7 @@ export interface operations {
                     Location: string;
                     /** @description Present, `true`, when this is the replay of an earlier create. */
                     "Idempotent-Replayed"?: "true";
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -379,7 +379,7 @@ export interface operations {
             /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -398,7 +398,7 @@ export interface operations {
             /** @description `unauthorized`: The bearer API key is missing, malformed, unknown or revoked. */
             401: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
@@ -422,7 +422,7 @@ export interface operations {
             /** @description `idempotency_key_in_flight`: A request with the same Idempotency-Key is still being processed; retry later. */
             409: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -443,7 +443,7 @@ export interface operations {
             /** @description `body_too_large`: The request body is over the size limit. */
             413: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -462,7 +462,7 @@ export interface operations {
             /** @description `unsupported_media_type`: The body is not UTF-8 application/json, or is content-encoded. */
             415: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -490,7 +490,7 @@ export interface operations {
             /** @description `idempotency_key_reused`: The Idempotency-Key was already used with a different request body. */
             422: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -509,7 +509,7 @@ export interface operations {
             /** @description `rate_limited`: Too many requests for this API key; see Retry-After. */
             429: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
@@ -539,7 +539,7 @@ export interface operations {
             /** @description `internal_error`: An unexpected failure; the detail is in the server log. */
             500: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -558,7 +558,7 @@ export interface operations {
             /** @description `service_unavailable`: The service cannot answer now (store down, overload, shutdown). */
             503: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -579,7 +579,7 @@ export interface operations {
             /** @description `pet_ids_exhausted`: Every pet id, up to the largest int64, has been given out: no pet can be added. */
             507: {
                 headers: {
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -622,7 +622,7 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -651,7 +651,7 @@ export interface operations {
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */
                     "Cache-Control": "private, no-cache";
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -674,7 +674,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -699,7 +699,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
@@ -720,7 +720,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -754,7 +754,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
@@ -782,7 +782,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
@@ -818,7 +818,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
@@ -843,7 +843,7 @@ export interface operations {
                     Sunset?: string;
                     /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
                     Link?: string;
-                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;

@@ -1,7 +1,13 @@
 import { StoreUnavailableError } from '../../errors.ts'
 import { EngineStore } from '../shared/engine-store.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
-import type { CreatedPet, CreatePetRequest, SchemaStatus, StoreHealth } from '../store.ts'
+import {
+  type CreatedPet,
+  type CreatePetRequest,
+  PetIdsExhaustedError,
+  type SchemaStatus,
+  type StoreHealth,
+} from '../store.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { postgresHealth } from './postgres-health.ts'
 import * as idempotency from './postgres-idempotency-queries.ts'
@@ -36,7 +42,11 @@ export class PostgresStore extends EngineStore<PostgresPool> {
     this.#creates = new WriteBatcher(
       (batch, since) => createPetBatch(pool, batch, since),
       options.maxBatch ?? 500,
-      { failsQueued: (error) => error instanceof StoreUnavailableError },
+      {
+        failsQueued: (error) => error instanceof StoreUnavailableError,
+        // The ids left may do for some of the batch's creates, or none: each then gets its own answer.
+        splitsOn: (error) => error instanceof PetIdsExhaustedError,
+      },
     )
   }
 

@@ -18,6 +18,11 @@ export interface WriteBatcherOptions {
    * timeout. Those writes were never started, so failing them is always safe to retry.
    */
   failsQueued?: (error: unknown) => boolean
+  /**
+   * Whether a batch's failure may be the batch's own and not each write's (more pet ids asked for than are
+   * left): its writes are then committed one at a time, in order, each answered by its own.
+   */
+  splitsOn?: (error: unknown) => boolean
 }
 
 /**
@@ -39,6 +44,7 @@ export class WriteBatcher<In, Out> {
   readonly #maxBatch: number
   readonly #maxGatherMs: number
   readonly #failsQueued: (error: unknown) => boolean
+  readonly #splitsOn: (error: unknown) => boolean
   #queue: Array<Pending<In, Out>> = []
   #draining: Promise<void> | undefined
 
@@ -55,6 +61,7 @@ export class WriteBatcher<In, Out> {
     this.#maxBatch = maxBatch
     this.#maxGatherMs = options.maxGatherMs ?? DEFAULT_MAX_GATHER_MS
     this.#failsQueued = options.failsQueued ?? (() => false)
+    this.#splitsOn = options.splitsOn ?? (() => false)
   }
 
   submit(item: In): Promise<Out> {
@@ -91,12 +98,27 @@ export class WriteBatcher<In, Out> {
           )
           for (const [index, pending] of batch.entries()) pending.resolve(results[index] as Out)
         } catch (error) {
+          if (batch.length > 1 && this.#splitsOn(error)) {
+            await this.#oneByOne(batch)
+            continue
+          }
           const failed = this.#failsQueued(error) ? [...batch, ...this.#queue.splice(0)] : batch
           for (const pending of failed) pending.reject(error)
         }
       }
     } finally {
       this.#draining = undefined
+    }
+  }
+
+  async #oneByOne(batch: Array<Pending<In, Out>>): Promise<void> {
+    for (const pending of batch) {
+      try {
+        const [result] = await this.#commit([pending.item], pending.since)
+        pending.resolve(result as Out)
+      } catch (error) {
+        pending.reject(error)
+      }
     }
   }
 

@@ -155,11 +155,13 @@ export async function backupDatabase(
 /**
  * Runs `step`, which writes `what` beside `path` (at once, or by the promise it returns); when it fails
  * because that volume is full or read-only, the error names its directory and says which (`volumeFaultOf`,
- * sqlite-errors.ts), and so when the directory is not open to this user, with `otherwise` as the way out.
+ * sqlite-errors.ts); with `otherwise`, when every write of `step` goes there, so when the directory is
+ * not open to this user, with `otherwise` as the way out.
  */
-function writing<T>(path: string, what: string, step: () => T, otherwise = 'run as a user it is open to'): T {
+function writing<T>(path: string, what: string, step: () => T, otherwise?: string): T {
   const said = (error: unknown): never => {
-    throw volumeFaultOf(error, dirname(path), what) ?? notOpenToUser(error, dirname(path), otherwise) ?? error
+    const notOpen = otherwise === undefined ? undefined : notOpenToUser(error, dirname(path), otherwise)
+    throw volumeFaultOf(error, dirname(path), what) ?? notOpen ?? error
   }
   try {
     const result = step()

@@ -1,6 +1,6 @@
 import { EngineStore } from '../shared/engine-store.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
-import type { CreatedPet, CreatePetRequest, StoreHealth } from '../store.ts'
+import { type CreatedPet, type CreatePetRequest, PetIdsExhaustedError, type StoreHealth } from '../store.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { SqliteHealth, type StorageLog } from './sqlite-health.ts'
 import * as idempotency from './sqlite-idempotency-queries.ts'
@@ -59,6 +59,8 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     this.#creates = new WriteBatcher(
       async (batch) => (await this.write(() => commit(batch), verdictOfBatch)).outcomes,
       options.maxBatch ?? 500,
+      // The ids left may do for some of the batch's creates, or none: each then gets its own answer.
+      { splitsOn: (error) => error instanceof PetIdsExhaustedError },
     )
   }
 
@@ -109,7 +111,8 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
 
 /**
  * What a committed batch tells of the volume: the fault that refused its writes (its replays were
- * answered from what could be read), or whether it wrote at all (replays alone prove no write works).
+ * answered from what could be read), or whether it wrote at all (replays alone write nothing: they tell
+ * nothing of whether writes work again).
  */
 type WriteVerdict = { refusedBy: Error } | { wrote: boolean }
 

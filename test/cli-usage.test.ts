@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { runCli } from './helpers/cli-process.ts'
+
+// How the command line reads its arguments: what it refuses, and how it says so (exit 2, one line).
+describe('petstore CLI usage', () => {
+  test('when --version or --help comes with more, then the more is refused in one line, exit 2; "--help <command>" is that command\'s help', (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const [args, extra] of [
+      [['--version', '--foo'], '--foo'],
+      [['-v', 'seed'], 'seed'],
+      [['--help', 'seed', '--count'], '--count'],
+      [['--help', 'nothing'], 'nothing'],
+    ] as const) {
+      const result = runCli([...args], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stdout, result.stderr],
+        [2, '', `petstore: ${args[0]} takes no "${extra}" (see "petstore --help")\n`],
+        args.join(' '),
+      )
+    }
+    for (const args of [
+      ['--help', 'seed'],
+      ['help', 'seed'],
+      ['-h', 'seed'],
+    ]) {
+      const result = runCli(args, {}, cwd)
+      assert.equal(result.status, 0, args.join(' '))
+      assert.match(result.stdout, /^Usage: petstore seed \[--count N\]/, args.join(' '))
+    }
+  })
+
+  test('when an option is followed by what starts with a dash, then the line names it and says how to write such a value, exit 2', (t) => {
+    const cwd = temporaryDirectory(t)
+    // A forgotten value: the next option is named as what was read.
+    const forgotten = runCli(['backup', '--to', '--force'], {}, cwd)
+    assert.equal(forgotten.status, 2)
+    assert.match(
+      forgotten.stderr,
+      /^petstore backup: --to needs a value, and "--force" after it reads as an option /,
+    )
+    const result = runCli(['seed', '--count', '5', '--count', '-5'], {}, cwd)
+    assert.deepEqual(
+      [result.status, result.stderr],
+      [
+        2,
+        'petstore seed: --count needs a value, and "-5" after it reads as an option (to give a value that starts with "-", write --count=-5) (see "petstore seed --help")\n',
+      ],
+    )
+  })
+})
