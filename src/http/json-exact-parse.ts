@@ -64,9 +64,10 @@ function exactFromShortIntegers(value: unknown): unknown {
 
 /**
  * `text` parsed with every integer literal a bigint and the keys that could reach a prototype refused
- * (ApiError), and the first key it gives twice in one object (and the top-level field holding it). Throws as JSON.parse does on text that is not
- * JSON, and refuses (ApiError) a value nested deeper than MAX_BODY_DEPTH before reading it further: a
- * limit of its own, not whatever depth the reviver's stack allows. A body whose integers a double holds
+ * (ApiError), and the first key it gives twice in one object (with the top-level field holding it).
+ * Throws as JSON.parse does on text that is not JSON, and refuses (ApiError) a value nested deeper than
+ * MAX_BODY_DEPTH before reading it further: a limit of its own, not whatever depth the reviver's stack
+ * allows. A body whose integers a double holds
  * exactly, as nearly all are, is parsed without a reviver: a call from the parser per value cost more
  * than the whole rest of the parse (docs/decisions.md, "Per-request cost").
  */
