@@ -101,11 +101,13 @@ export function connectionLost(error: unknown): boolean {
   return (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
 }
 
-/** Whether `error` (as `storeErrorOf` made it) is the database refusing a write: read-only. */
-export function refusedAsReadOnly(error: unknown): error is StoreUnavailableError {
-  return (
-    error instanceof StoreUnavailableError && (error.cause as { code?: string } | undefined)?.code === '25006'
-  )
+// A write refused by a database that still reads: read-only (a standby), its disk full.
+const WRITES_REFUSED = new Set(['25006', '53100'])
+
+/** Whether `error` (as `storeErrorOf` made it) is the database refusing a write it could still read. */
+export function refusedWrites(error: unknown): error is StoreUnavailableError {
+  const code = (error as { cause?: { code?: string } }).cause?.code
+  return error instanceof StoreUnavailableError && code !== undefined && WRITES_REFUSED.has(code)
 }
 
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */

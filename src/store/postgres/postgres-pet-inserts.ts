@@ -15,12 +15,12 @@ import {
   PetIdsExhaustedError,
 } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
-import { refusedAsReadOnly } from './postgres-errors.ts'
+import { refusedWrites } from './postgres-errors.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
 import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
 import type { Statement } from './postgres-statements.ts'
 
-/** A create's result; while the database takes no writes, also the refusal of one it cannot replay. */
+/** A create's result; while the database refuses writes, also the refusal of one it cannot replay. */
 export type PostgresCreateOutcome = CreateOutcome | StoreUnavailableError
 
 /**
@@ -52,7 +52,7 @@ export async function createPetBatch(
     return createOutcomes(firstTry, petsInDealtOrder(rows, pets.length), new Map())
   } catch (error) {
     const keyed = requests.some((request) => request.idempotency)
-    if (keyed && refusedAsReadOnly(error)) return replaysOnly(pool, requests, since, error)
+    if (keyed && refusedWrites(error)) return replaysOnly(pool, requests, since, error)
     if (!keyed || !secondTryMayDo(error)) throw exhaustedOr(error)
   }
   return pool
@@ -85,15 +85,16 @@ function exhaustedOr(error: unknown): unknown {
 }
 
 /**
- * A batch the database refused to write (read-only: a failover onto a standby): each create whose key
- * already has its record is answered with its pet, as a replay is, and one with a key reused for another
- * pet is refused as ever; every other create fails with `readOnly`. Nothing is written, so no lock.
+ * A batch the database refused to write (read-only, a failover onto a standby; or its disk full): each
+ * create whose key already has its record is answered with its pet, as a replay is, and one with a key
+ * reused for another pet is refused as ever; every other create fails with `refusal`. Nothing is
+ * written, so no lock.
  */
 async function replaysOnly(
   pool: PostgresPool,
   requests: readonly CreatePetRequest[],
   since: number,
-  readOnly: StoreUnavailableError,
+  refusal: StoreUnavailableError,
 ): Promise<PostgresCreateOutcome[]> {
   const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
   return pool.transaction(
@@ -104,7 +105,7 @@ async function replaysOnly(
       return plans.map((plan): PostgresCreateOutcome => {
         if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
         const pet = plan.kind === 'replay' ? replayed.get(plan.petId) : undefined
-        return pet === undefined ? readOnly : { pet, replayed: true }
+        return pet === undefined ? refusal : { pet, replayed: true }
       })
     },
     { since },
