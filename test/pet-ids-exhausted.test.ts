@@ -73,7 +73,7 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine] as StoreEngine[]
         [],
         `only 201 and 507: ${statuses}`,
       )
-      // Two ids were left, and went to new pets; on PostgreSQL a failed try may have used them up (a
+      // Two ids were left, and went to new pets; on PostgreSQL the batch's failed try used them up (a
       // sequence never gives an id twice, even one whose insert was rolled back).
       const listed = await call(server, 'GET', '/v1/pets?limit=10')
       const ids = [...listed.text.matchAll(/"id":(\d+)/g)].map((match) => match[1]).slice(1)

@@ -1,20 +1,22 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { chownSync } from 'node:fs'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
+import type { CreatePetRequest, Store } from '../src/store/store.ts'
 import { call } from './helpers/api-client.ts'
 import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
 import { type Cleanup, startTestServer, type TestServer } from './helpers/test-server.ts'
 
-const MAX_CREATES_UNTIL_FULL = 2000
+const MAX_CREATES_UNTIL_FULL = 20_000
 
 /**
- * Puts the server's pets on a small file system of their own (a tablespace on a tmpfs), as a data volume
- * that fills up: PostgreSQL then refuses to extend the table (SQLSTATE 53100), and reads go on.
+ * Puts `relation` (`TABLE pets`, `INDEX idempotency_keys_pkey`) on a small file system of its own (a
+ * tablespace on a tmpfs), as a data volume that fills up: PostgreSQL then refuses to extend it (SQLSTATE
+ * 53100), and reads go on. Returns the directory, to fill.
  */
-async function petsOnSmallVolume(t: Cleanup, server: TestServer) {
-  // Unmounted only once the table has left it (a cleanup of its own would run first).
+async function onSmallVolume(t: Cleanup, url: string, relation: string): Promise<string> {
+  // Unmounted only once the relation has left it (a cleanup of its own would run first).
   const unmount: Array<() => unknown> = []
   const directory = mountTmpfs(
     { after: (fn: () => unknown) => void unmount.push(fn) } as Cleanup,
@@ -22,36 +24,79 @@ async function petsOnSmallVolume(t: Cleanup, server: TestServer) {
   )
   const postgresUser = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim())
   chownSync(directory, postgresUser, postgresUser)
-  const url = server.databaseUrl as string
   const tablespace = `small_${process.pid}_${Date.now()}`
   await postgresSql(url, `CREATE TABLESPACE ${tablespace} LOCATION '${directory}'`)
-  // Before the tmpfs goes: the table back on the default volume, the tablespace dropped.
   t.after(async () => {
     try {
-      await postgresSql(url, 'ALTER TABLE pets SET TABLESPACE pg_default')
+      await postgresSql(url, `ALTER ${relation} SET TABLESPACE pg_default`)
       await postgresSql(url, `DROP TABLESPACE ${tablespace}`)
     } finally {
       for (const done of unmount) await done()
     }
   })
-  await postgresSql(url, `ALTER TABLE pets SET TABLESPACE ${tablespace}`)
+  await postgresSql(url, `ALTER ${relation} SET TABLESPACE ${tablespace}`)
   return directory
 }
 
 const keyed = (server: TestServer, key: string, name = 'Rex') =>
   call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers: { 'idempotency-key': key } })
 
+const NOW = Date.now()
+/** A create through the store itself, keyed when `key` is given. */
+const request = (key?: string): CreatePetRequest => ({
+  pet: { name: 'Rex', categoryId: 1n },
+  ...(key === undefined
+    ? {}
+    : {
+        idempotency: {
+          apiKeyId: 1n,
+          idempotencyKey: key,
+          fingerprint: 'rex',
+          requestedAtMs: NOW,
+          expiresAtMs: NOW + 86_400_000,
+        },
+      }),
+})
+
+/** Creates (`key` numbered, when given) until one is refused; fails the test if none is. */
+async function createUntilRefused(store: Store, key?: string): Promise<void> {
+  for (let i = 0; i < MAX_CREATES_UNTIL_FULL; i++) {
+    const refused = await store.createPet(request(key && `${key}-${i}`)).then(
+      () => false,
+      () => true,
+    )
+    if (refused) return
+  }
+  assert.fail(`no create was refused in ${MAX_CREATES_UNTIL_FULL} on a full disk`)
+}
+
+/**
+ * A store whose `relation` is on a small volume, with the pet keyed `order-1` made, then creates (keyed
+ * `fillerKey`-n, if given) until the volume refuses one.
+ */
+async function storeFilledUp(t: TestContext, relation: string, fillerKey?: string) {
+  const { store, databaseUrl } = await postgresEngine.open(t)
+  const directory = await onSmallVolume(t, databaseUrl, relation)
+  const first = await store.createPet(request('order-1'))
+  fillFileSystem(directory)
+  await createUntilRefused(store, fillerKey)
+  return { store, first }
+}
+
+function skipWhenRemote(t: TestContext): boolean {
+  if (process.env.PETSTORE_TEST_POSTGRES_URL === undefined) return false
+  t.skip('the server named by PETSTORE_TEST_POSTGRES_URL is not on this machine: no tablespace here')
+  return true
+}
+
 describe('a PostgreSQL database whose disk is full', {
   ...engineSuiteOptions(postgresEngine),
   ...mountingSuiteOptions(),
 }, () => {
   test('when the disk holding the pets is full, then creates get 503, a create retried with its Idempotency-Key gets its pet again, and reads go on', async (t) => {
-    if (process.env.PETSTORE_TEST_POSTGRES_URL !== undefined) {
-      t.skip('the server named by PETSTORE_TEST_POSTGRES_URL is not on this machine: no tablespace here')
-      return
-    }
+    if (skipWhenRemote(t)) return
     const server = await startTestServer(t, { engine: postgresEngine })
-    const directory = await petsOnSmallVolume(t, server)
+    const directory = await onSmallVolume(t, server.databaseUrl as string, 'TABLE pets')
     const bodies = new Map<string, string>()
     for (const key of ['order-1', 'order-2']) bodies.set(key, (await keyed(server, key)).text)
     fillFileSystem(directory)
@@ -79,5 +124,31 @@ describe('a PostgreSQL database whose disk is full', {
     assert.equal(answers[1]?.status, 503, answers[1]?.text)
     assert.equal((await keyed(server, 'order-1', 'Other')).json.code, 'idempotency_key_reused')
     assert.equal((await call(server, 'GET', '/v1/pets?limit=5')).status, 200, 'reads need no room')
+  })
+
+  test('when a keyed create waits behind creates refused for a full disk, then it is still tried, and replayed', async (t) => {
+    if (skipWhenRemote(t)) return
+    const { store, first } = await storeFilledUp(t, 'TABLE pets')
+    for (let round = 0; round < 3; round++) {
+      const unkeyed = store.createPet(request())
+      // Past the batch's gathering: the retry waits behind the refused batch, not in it.
+      for (let turn = 0; turn < 4; turn++) await new Promise((resolve) => setImmediate(resolve))
+      const retry = store.createPet(request('order-1'))
+      const [refused, replayed] = await Promise.allSettled([unkeyed, retry])
+      assert.equal(refused.status, 'rejected')
+      assert.deepEqual(replayed.status === 'fulfilled' && replayed.value, { pet: first.pet, replayed: true })
+    }
+  })
+
+  test('when the Idempotency-Key index is on the full disk, then a retry beside a new keyed create is replayed (the batch tried twice)', async (t) => {
+    if (skipWhenRemote(t)) return
+    const { store, first } = await storeFilledUp(t, 'INDEX idempotency_keys_pkey', 'filler')
+    // The first try fails on the retry's key (23505), the second on the full index (53100).
+    const [replayed, refused] = await Promise.allSettled([
+      store.createPet(request('order-1')),
+      store.createPet(request('new-1')),
+    ])
+    assert.deepEqual(replayed.status === 'fulfilled' && replayed.value, { pet: first.pet, replayed: true })
+    assert.equal(refused.status, 'rejected')
   })
 })

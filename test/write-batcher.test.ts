@@ -142,6 +142,41 @@ describe('group commit (WriteBatcher)', () => {
     )
   })
 
+  test('when a write committed alone after a split fails with an error said to fail the queue, then the rest of the split and the queue fail with it at once', async () => {
+    const tooMany = new Error('no room for that many')
+    const down = new Error('database unreachable')
+    const batches: number[][] = []
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const batcher = new WriteBatcher<number, number>(
+      async (items) => {
+        batches.push(items)
+        if (items.length > 1) {
+          // Writes 4 and 5 arrive while the first batch is being committed.
+          await held
+          throw tooMany
+        }
+        if (items[0] === 1) return items
+        throw down
+      },
+      3,
+      { splitsOn: (error) => error === tooMany, failsQueued: (error) => error === down },
+    )
+    const first = [1, 2, 3].map((item) => batcher.submit(item))
+    await new Promise((resolve) => setImmediate(resolve))
+    await new Promise((resolve) => setImmediate(resolve))
+    const queued = [4, 5].map((item) => batcher.submit(item))
+    release()
+    const results = await Promise.allSettled([...first, ...queued])
+    assert.deepEqual(batches, [[1, 2, 3], [1], [2]])
+    assert.deepEqual(
+      results.map((result) => (result.status === 'fulfilled' ? result.value : result.reason)),
+      [1, down, down, down, down],
+    )
+  })
+
   test('when a batch fails with an error said to fail the queue, then the writes queued behind it fail with it at once, and later ones get a new batch', async () => {
     const unavailable = new Error('database unreachable')
     const batches: number[][] = []

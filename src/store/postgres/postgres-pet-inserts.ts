@@ -74,6 +74,8 @@ export async function createPetBatch(
       { since, lock: INSERT_LOCK },
     )
     .catch((error: unknown) => {
+      // Its keys seen first by the first try (already stored), the second may meet the refusal itself.
+      if (refusedWrites(error)) return replaysOnly(pool, requests, since, error)
       throw exhaustedOr(error)
     })
 }

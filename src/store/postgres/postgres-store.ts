@@ -9,6 +9,7 @@ import {
   type StoreHealth,
 } from '../store.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
+import { refusedWrites } from './postgres-errors.ts'
 import { postgresHealth } from './postgres-health.ts'
 import * as idempotency from './postgres-idempotency-queries.ts'
 import * as keys from './postgres-key-queries.ts'
@@ -43,7 +44,9 @@ export class PostgresStore extends EngineStore<PostgresPool> {
       (batch, since) => createPetBatch(pool, batch, since),
       options.maxBatch ?? 500,
       {
-        failsQueued: (error) => error instanceof StoreUnavailableError,
+        // A database that refuses writes (read-only, disk full) answers at once: the writes queued behind
+        // are still tried, as their retries may be answered from what is stored.
+        failsQueued: (error) => error instanceof StoreUnavailableError && !refusedWrites(error),
         // The ids left may do for some of the batch's creates, or none: each then gets its own answer.
         splitsOn: (error) => error instanceof PetIdsExhaustedError,
       },

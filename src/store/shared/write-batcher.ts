@@ -112,12 +112,18 @@ export class WriteBatcher<In, Out> {
   }
 
   async #oneByOne(batch: Array<Pending<In, Out>>): Promise<void> {
-    for (const pending of batch) {
+    for (const [index, pending] of batch.entries()) {
       try {
         const [result] = await this.#commit([pending.item], pending.since)
         pending.resolve(result as Out)
       } catch (error) {
-        pending.reject(error)
+        if (!this.#failsQueued(error)) {
+          pending.reject(error)
+          continue
+        }
+        // The store cannot work now: the rest of the batch, and the queue, fail with it at once.
+        for (const failed of [...batch.slice(index), ...this.#queue.splice(0)]) failed.reject(error)
+        return
       }
     }
   }
