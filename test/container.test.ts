@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { suiteCleanup, temporaryDirectory } from './helpers/cleanup.ts'
 import { type RunningContainer, startContainer, stopContainer } from './helpers/container-run.ts'
-import { containerLack, podman, podmanQuietly, RUNTIME_FLAGS } from './helpers/podman.ts'
+import { containerLack, podman, podmanQuietly, RUNTIME_FLAGS, run } from './helpers/podman.ts'
 import { containerfileBase, ensureStandInNodeImage } from './helpers/stand-in-node-image.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 
@@ -164,6 +164,30 @@ describe('the container image', {
       /^type stripper loaded: false$/m,
       'a fresh container starts on the compile cache built in',
     )
+  })
+
+  test("when a container runs on PostgreSQL, then it loads no type stripper either: the image's compile cache holds the PostgreSQL store", {
+    timeout: 2 * MINUTE,
+  }, async () => {
+    // `migrate` opens the store as `serve` does; nothing listens on port 9, so it stops there, exit 1.
+    const output = await run('sh', [
+      '-c',
+      'podman run --rm "$@" 2>&1; echo "exit $?"',
+      'sh',
+      ...RUNTIME_FLAGS,
+      '--read-only',
+      '--volume',
+      `${PROBE}:/probe/type-stripper-probe.mjs:ro`,
+      '--env',
+      'NODE_OPTIONS=--import=/probe/type-stripper-probe.mjs',
+      '--env',
+      'DATABASE_URL=postgres://petstore:unused@127.0.0.1:9/petstore',
+      IMAGE,
+      'migrate',
+    ])
+    assert.match(output, /^petstore migrate: the database is unreachable/m, output)
+    assert.match(output, /^type stripper loaded: false$/m, output)
+    assert.match(output, /^exit 1$/m, output)
   })
 
   test("when the README's backup command runs while it serves and its restore once it is stopped, then a new container serves what the backup held", {
