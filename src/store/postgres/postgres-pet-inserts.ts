@@ -4,16 +4,13 @@ import {
   type CreateOutcome,
   type CreatePlan,
   createOutcomes,
+  idempotencyRecordsOf,
+  outcomesWithoutWrites,
   planCreates,
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
-import {
-  type CreatePetRequest,
-  IdempotencyKeyReusedError,
-  type IdempotencyRecord,
-  PetIdsExhaustedError,
-} from '../store.ts'
+import { type CreatePetRequest, type IdempotencyRecord, PetIdsExhaustedError } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { refusedWrites } from './postgres-errors.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
@@ -58,8 +55,10 @@ export async function createPetBatch(
   return pool
     .transaction(
       async (client) => {
-        const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-        const plans = planCreates(requests, await storedIdempotencyRecords(client, keyed))
+        const plans = planCreates(
+          requests,
+          await storedIdempotencyRecords(client, idempotencyRecordsOf(requests)),
+        )
         const { pets, records } = insertsOf(requests, plans)
         const inserted =
           pets.length === 0
@@ -98,17 +97,15 @@ async function replaysOnly(
   since: number,
   refusal: StoreUnavailableError,
 ): Promise<PostgresCreateOutcome[]> {
-  const keyed = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
   return pool.transaction(
     async (client) => {
-      const plans = planCreates(requests, await storedIdempotencyRecords(client, keyed))
+      const plans = planCreates(
+        requests,
+        await storedIdempotencyRecords(client, idempotencyRecordsOf(requests)),
+      )
       const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
       const replayed = await petsById(client, replayIds)
-      return plans.map((plan): PostgresCreateOutcome => {
-        if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
-        const pet = plan.kind === 'replay' ? replayed.get(plan.petId) : undefined
-        return pet === undefined ? refusal : { pet, replayed: true }
-      })
+      return outcomesWithoutWrites(plans, (petId) => replayed.get(petId), refusal)
     },
     { since },
   )

@@ -3,6 +3,7 @@ import {
   type CreatedPet,
   type CreatePetRequest,
   IdempotencyKeyReusedError,
+  type IdempotencyRecord,
   idempotencyRecordId,
 } from '../store.ts'
 
@@ -81,5 +82,27 @@ export function createOutcomes(
     const pet = plan.kind === 'replay' ? replayed.get(plan.petId) : byIndex.get(plan.index)
     if (pet === undefined) throw new Error('an idempotency record points at a pet that does not exist')
     return { pet, replayed: true }
+  })
+}
+
+/** The idempotency records of a batch's keyed creates, in batch order. */
+export function idempotencyRecordsOf(requests: readonly CreatePetRequest[]): IdempotencyRecord[] {
+  return requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
+}
+
+/**
+ * Each create's result when the batch's writes were refused: a create whose key has its record is
+ * answered with its pet (`replayed`, by id), as a replay is; a key reused for another pet is refused as
+ * ever; every other create gets `refusal`.
+ */
+export function outcomesWithoutWrites<Refusal>(
+  plans: readonly CreatePlan[],
+  replayed: (petId: bigint) => Pet | undefined,
+  refusal: Refusal,
+): Array<CreateOutcome | Refusal> {
+  return plans.map((plan) => {
+    if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
+    const pet = plan.kind === 'replay' ? replayed(plan.petId) : undefined
+    return pet === undefined ? refusal : { pet, replayed: true }
   })
 }

@@ -4,10 +4,12 @@ import type { NewPet, Pet } from '../../schemas/pet.ts'
 import {
   type CreateOutcome,
   createOutcomes,
+  idempotencyRecordsOf,
+  outcomesWithoutWrites,
   planCreates,
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
-import { type CreatePetRequest, IdempotencyKeyReusedError, PetIdsExhaustedError } from '../store.ts'
+import { type CreatePetRequest, PetIdsExhaustedError } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { asStorageError, type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecord } from './sqlite-idempotency-queries.ts'
@@ -56,19 +58,13 @@ function replaysOnly(
   requests: readonly CreatePetRequest[],
   refusal: StorageFaultError,
 ): SqliteCreateOutcome[] {
-  const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-  const plans = planCreates(requests, storedIdempotencyRecords(db, records))
-  return plans.map((plan): SqliteCreateOutcome => {
-    if (plan.kind === 'reused') return new IdempotencyKeyReusedError()
-    const pet = plan.kind === 'replay' ? petById(db, plan.petId) : undefined
-    return pet === undefined ? refusal : { pet, replayed: true }
-  })
+  const plans = planCreates(requests, storedIdempotencyRecords(db, idempotencyRecordsOf(requests)))
+  return outcomesWithoutWrites(plans, (petId) => petById(db, petId), refusal)
 }
 
 function writeBatch(db: SqliteConnection, requests: readonly CreatePetRequest[]): CreateOutcome[] {
   return db.transaction(() => {
-    const records = requests.flatMap(({ idempotency }) => (idempotency ? [idempotency] : []))
-    const plans = planCreates(requests, storedIdempotencyRecords(db, records))
+    const plans = planCreates(requests, storedIdempotencyRecords(db, idempotencyRecordsOf(requests)))
     const toInsert = requestsToInsert(requests, plans)
     const inserted = insertPets(
       db,
