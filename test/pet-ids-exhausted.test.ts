@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
+import pino from 'pino'
 import { INT64_MAX } from '../src/schemas/int64.ts'
 import { call } from './helpers/api-client.ts'
 import {
@@ -25,8 +26,10 @@ async function nextPetIdIs(databaseUrl: string, next: bigint): Promise<void> {
 
 for (const engine of [...storeEngines, sqliteWriteThreadEngine] as StoreEngine[]) {
   describe(`${engine.name}: every pet id given out`, engineSuiteOptions(engine), () => {
-    test('when the largest int64 id has been given out, then a create is 507 pet_ids_exhausted, nothing is stored, and reads go on', async (t) => {
-      const server = await startTestServer(t, { engine })
+    test('when the largest int64 id has been given out, then a create is 507 pet_ids_exhausted, nothing is stored, reads go on, and the condition is logged once', async (t) => {
+      const lines: Array<Record<string, unknown>> = []
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+      const server = await startTestServer(t, { engine, app: { logger } })
       const create = (name: string, headers: Record<string, string> = {}) =>
         call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers })
       assert.equal((await create('first')).status, 201)
@@ -43,6 +46,13 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine] as StoreEngine[]
         // Nothing a retry could mend soon: no Retry-After.
         assert.equal(refused.headers.get('retry-after'), null)
       }
+      // Every create from now on meets it: one line with the error when it starts, not one per create.
+      const started = lines.filter((line) => line.level === 50)
+      assert.equal(started.length, 1, JSON.stringify(started))
+      assert.equal(started[0]?.condition, `every pet id, up to ${INT64_MAX}, has been given out`)
+      assert.match(String(started[0]?.msg), /requests are answered 507 until it passes$/)
+      const requestLines = lines.filter((line) => line.msg === 'request' && line.condition !== undefined)
+      assert.equal(requestLines.length, 2, 'each refused create names it on its own line')
       const listed = await call(server, 'GET', '/v1/pets')
       assert.deepEqual(
         listed.json.map((pet: { name: string }) => pet.name),

@@ -27,11 +27,11 @@ export type ConditionDetail = { err: unknown; code?: string } | { code: string }
 const isReadiness = (condition: string) => condition.startsWith('not ready:')
 
 /**
- * Conditions that fail many requests at once (the store unavailable, overload, shutting down) are logged per
- * condition, not per request: once when one starts, with its error and stack; every `repeatMs` while it
- * lasts, with the number of requests it failed and no stack; and once when it has passed, i.e. no request
- * met it for `quietMs`. Each request keeps its own one access line: a stack per failed request buries an
- * outage's log in copies of one stack.
+ * Conditions that fail many requests at once (the store unavailable, overload, shutting down, every pet id
+ * given out) are logged per condition, not per request: once when one starts, with its error and stack;
+ * every `repeatMs` while it lasts, with the number of requests it failed and no stack; and once when it has
+ * passed, i.e. no request met it for `quietMs`. Each request keeps its own one access line: a stack per
+ * failed request buries an outage's log in copies of one stack.
  */
 export class ConditionLog {
   readonly #log: FastifyBaseLogger
@@ -46,16 +46,16 @@ export class ConditionLog {
   }
 
   /**
-   * Records that the request `reqId` met `condition`; the start is logged at `level`, with `detail`. A
-   * condition met `untilPassed` ends only when `passed` says so: probes come every 5 to 30 s, more
-   * sparsely than any quiet period, and each would otherwise start it again.
+   * Records that the request `reqId` met `condition`, answered `status`; the start is logged at `level`,
+   * with `detail`. A condition met `untilPassed` ends only when `passed` says so: probes come every 5 to
+   * 30 s, more sparsely than any quiet period, and each would otherwise start it again.
    */
   met(
     condition: string,
     level: 'error' | 'warn',
     detail: ConditionDetail,
     reqId: string,
-    untilPassed = false,
+    { untilPassed = false, status = 503 }: { untilPassed?: boolean; status?: number } = {},
   ): void {
     const now = performance.now()
     const known = this.#conditions.get(condition)
@@ -71,7 +71,7 @@ export class ConditionLog {
       this.#conditions.set(condition, started)
       this.#log[level](
         { condition, reqId, ...detail },
-        `${condition}: requests are answered 503 until it passes`,
+        `${condition}: requests are answered ${status} until it passes`,
       )
       if (!untilPassed) this.#watch(condition, started, this.#quietMs)
       return
@@ -147,11 +147,11 @@ function conditionLogOf(request: FastifyRequest): ConditionLog {
 }
 
 /**
- * Logs a request answered 503 (`apiError`, for `error`): by its condition (with the stack once, for a store
- * failure or the failure an answer names as its cause), and names the condition on the request's own
- * access line; nothing else is written per request.
+ * Logs a request answered 503, or 507 (`apiError`, for `error`): by its condition (with the stack once,
+ * for a store failure or the failure an answer names as its cause), and names the condition on the
+ * request's own access line; nothing else is written per request.
  */
-export function logUnavailable(error: unknown, apiError: ApiError, request: FastifyRequest): void {
+export function logCondition(error: unknown, apiError: ApiError, request: FastifyRequest): void {
   const fault = error instanceof StoreUnavailableError
   // Named as the answer names it, without the advice: "the store is unavailable", "the service is overloaded".
   const condition = apiError.message.split(';')[0] as string
@@ -161,7 +161,11 @@ export function logUnavailable(error: unknown, apiError: ApiError, request: Fast
     : cause === undefined
       ? { code: apiError.code }
       : { code: apiError.code, err: cause }
-  conditionLogOf(request).met(condition, fault ? 'error' : 'warn', detail, request.id, isReadiness(condition))
+  const level = fault || apiError.statusCode === 507 ? 'error' : 'warn'
+  conditionLogOf(request).met(condition, level, detail, request.id, {
+    untilPassed: isReadiness(condition),
+    status: apiError.statusCode,
+  })
   ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })
 }
 

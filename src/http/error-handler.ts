@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
-import { logUnavailable } from './condition-log.ts'
+import { logCondition } from './condition-log.ts'
 import { type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
 import { randomRequestId } from './request-id.ts'
 import { requestIdOf } from './request-logging.ts'
@@ -73,7 +73,8 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
 /** The one error handler: every error, ours or the framework's, leaves as `{code, message, status}`. */
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request)
-  if (apiError.statusCode === 503) logUnavailable(error, apiError, request)
+  // Both last while requests keep meeting them: logged once per condition, not once per request.
+  if (apiError.statusCode === 503 || apiError.statusCode === 507) logCondition(error, apiError, request)
   else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.debug({ code: apiError.code }, 'request refused')
   // A large body still on its way (refused before it was read: no key, a wrong type) would be read to its
