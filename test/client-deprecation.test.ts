@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { describe, test } from 'node:test'
+import { promisify } from 'node:util'
 import { deprecationNoticeOf } from '../packages/client/src/deprecation-notice.ts'
 import { createClient, type DeprecationNotice, PetStoreError } from '../packages/client/src/index.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -98,6 +100,27 @@ describe('typed client: deprecation notices', () => {
       .getPet(created.id, { signal: controller.signal })
       .catch((error: unknown) => error)
     assert.equal((aborted as Error).name, 'AbortError')
+  })
+
+  test('when onDeprecation never settles in a process with nothing else to do, then the call still ends at its time limit instead of the process ending unanswered', async (t) => {
+    const server = await startTestServer(t)
+    const created = await createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key }).createPet({
+      name: 'Alone',
+      categoryId: 5n,
+    })
+    const client = new URL('../packages/client/src/index.ts', import.meta.url).href
+    const script = `
+      const { createClient } = await import(${JSON.stringify(client)})
+      const c = createClient({ baseUrl: process.argv[1], apiKey: process.argv[2], timeoutMs: 300,
+        onDeprecation: () => new Promise(() => {}) })
+      c.getPet(${created.id}n).then(() => console.log('answered'), (error) => console.log(error.name))`
+    // Not spawnSync: the server answering the child runs in this process.
+    const child = await promisify(execFile)(
+      process.execPath,
+      ['--input-type=module', '-e', script, `${server.origin}/v1`, server.key],
+      { encoding: 'utf8', timeout: 20_000 },
+    )
+    assert.equal(child.stdout.trim(), 'TimeoutError', child.stderr)
   })
 
   test('when the answer announces the deprecation and its body never comes, then onDeprecation is told before the call times out', async (t) => {

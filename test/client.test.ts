@@ -4,46 +4,15 @@ import { describe, test } from 'node:test'
 import {
   createClient,
   DEFAULT_TIMEOUT_MS,
-  type Pet,
   type PetStoreClient,
   PetStoreError,
 } from '../packages/client/src/index.ts'
-import type { Cleanup } from './helpers/cleanup.ts'
-import { startTestServer, type TestServer } from './helpers/test-server.ts'
+import { clientOnServer, rejection } from './helpers/client-on-server.ts'
+import { startTestServer } from './helpers/test-server.ts'
 
 const INT64_MAX = 9223372036854775807n
 const INT64_MIN = -9223372036854775808n
 const ABOVE_DOUBLES = 9007199254740993n // 2^53 + 1: the first integer a double cannot hold
-
-/** A fresh server and a client holding its key; `seen` collects every request the client sent. */
-async function clientOnServer(t: Cleanup, options: { apiKey?: string } = {}) {
-  const server: TestServer = await startTestServer(t)
-  const seen: Request[] = []
-  const client: PetStoreClient = createClient({
-    baseUrl: `${server.origin}/v1`,
-    apiKey: options.apiKey ?? server.key,
-    fetch: (url, init) => {
-      seen.push(new Request(url, init))
-      return fetch(url, init)
-    },
-  })
-  return { server, client, seen }
-}
-
-async function collect(pets: AsyncIterable<Pet>): Promise<Pet[]> {
-  const all: Pet[] = []
-  for await (const pet of pets) all.push(pet)
-  return all
-}
-
-async function rejection(promise: Promise<unknown>): Promise<PetStoreError> {
-  const error = await promise.then(
-    () => assert.fail('the call succeeded'),
-    (error: unknown) => error,
-  )
-  assert.ok(error instanceof PetStoreError, `not a PetStoreError: ${error}`)
-  return error
-}
 
 describe('typed client', () => {
   test('when a pet is created, then it comes back with a bigint id and getPet returns it', async (t) => {
@@ -69,49 +38,6 @@ describe('typed client', () => {
     )
     assert.equal(reused.code, 'idempotency_key_reused')
     assert.equal(reused.status, 422)
-  })
-
-  test('when a page is listed, then it holds at most limit pets in id order and next leads to the rest', async (t) => {
-    const { client } = await clientOnServer(t)
-    const created: Pet[] = []
-    for (const name of ['A', 'B', 'C']) created.push(await client.createPet({ name, categoryId: 1n }))
-    const first = await client.listPets({ limit: 2 })
-    assert.deepEqual(first.pets, created.slice(0, 2))
-    assert.equal(first.next?.limit, 2)
-    assert.equal(typeof first.next?.cursor, 'string')
-    const second = await client.listPets(first.next)
-    assert.deepEqual(second.pets, created.slice(2))
-    assert.equal(second.next, undefined)
-  })
-
-  test('when listAllPets walks 45 pets 10 at a time, then it sees each once in ascending id order over 5 pages', async (t) => {
-    const { client, seen } = await clientOnServer(t)
-    const created = await Promise.all(
-      Array.from({ length: 45 }, (_, i) => client.createPet({ name: `Pet ${i}`, categoryId: BigInt(i) })),
-    )
-    const ids = created.map((pet) => pet.id).sort((a, b) => (a < b ? -1 : 1))
-    seen.length = 0
-    const walked = await collect(client.listAllPets({ limit: 10 }))
-    assert.deepEqual(
-      walked.map((pet) => pet.id),
-      ids,
-    )
-    assert.equal(seen.length, 5)
-    assert.ok(seen.slice(1).every((request) => new URL(request.url).searchParams.has('cursor')))
-  })
-
-  test('when pets are listed by status, then only pets with that status come, on every page', async (t) => {
-    const { client } = await clientOnServer(t)
-    const statuses = ['sold', 'available', 'sold', 'pending', 'sold', undefined, 'sold'] as const
-    const created: Pet[] = []
-    for (const status of statuses)
-      created.push(await client.createPet({ name: 'Cat', categoryId: 3n, status }))
-    const sold = await collect(client.listAllPets({ status: 'sold', limit: 2 }))
-    assert.deepEqual(
-      sold,
-      created.filter((pet) => pet.status === 'sold'),
-    )
-    assert.deepEqual((await client.listPets({ status: 'pending' })).pets, [created[3]])
   })
 
   test('when int64 values sit at the edges of the range, then they round-trip exactly as bigint', async (t) => {

@@ -2,6 +2,7 @@ import type { DeprecationListener } from './deprecation-notice.ts'
 import { hasExactJson, UNSUPPORTED_ENGINE } from './exact-json.ts'
 import { linkOf } from './link-header.ts'
 import type { components, operations } from './openapi-types.ts'
+import { PetStoreError } from './pet-store-error.ts'
 import { type CallOptions, type Fetch, send, type Transport } from './send.ts'
 
 export type { CallOptions, Fetch }
@@ -58,9 +59,10 @@ export interface PetStoreClient {
   ): AsyncGenerator<Pet, void, undefined>
   /**
    * Adds a pet and returns it with its new id. With an `idempotencyKey`, a retry of the same pet (within
-   * 24 hours) returns the pet the first call created instead of creating another.
+   * 24 hours) returns the pet the first call created instead of creating another. A `Pet` (with its
+   * `id`) is refused by the type: the service would refuse it with 400.
    */
-  createPet(pet: NewPet, options?: CallOptions & { idempotencyKey?: string }): Promise<Pet>
+  createPet(pet: NewPet & { id?: never }, options?: CallOptions & { idempotencyKey?: string }): Promise<Pet>
   /**
    * One pet by id.
    * @deprecated Removed on 5 December 2030 (`Sunset: Thu, 05 Dec 2030 00:00:00 GMT`): use
@@ -107,7 +109,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
     onDeprecation: options.onDeprecation,
   }
 
-  async function listPets(query: ListPetsQuery = {}, call: CallOptions = {}): Promise<PetPage> {
+  async function listPage(query: ListPetsQuery, call: CallOptions) {
     const { body, response } = await send(
       transport,
       call,
@@ -116,16 +118,26 @@ export function createClient(options: ClientOptions): PetStoreClient {
       '/pets',
       { query },
     )
-    return { pets: body as Pet[], next: nextQueryOf(response) }
+    return { page: { pets: body as Pet[], next: nextQueryOf(response) }, response }
   }
 
   return {
-    listPets,
+    listPets: async (query = {}, call = {}) => (await listPage(query, call)).page,
     async *listAllPets(query = {}, call = {}) {
       let next: ListPetsQuery | undefined = query
+      // A next link leading back to a page already listed (a proxy's cache, a fault) would loop for ever.
+      const listed = new Set<string>()
       while (next !== undefined) {
-        const page: PetPage = await listPets(next, call)
-        yield* page.pets
+        const { page, response }: { page: PetPage; response: Response } = await listPage(next, call)
+        // Checked before its pets are handed out: they would be ones already handed out.
+        const cursor = page.next?.cursor
+        if (cursor !== undefined && listed.has(cursor)) throw repeatedPage(response)
+        if (cursor !== undefined) listed.add(cursor)
+        for (const pet of page.pets) {
+          // Aborted between two pets of a page: no more of it is handed out.
+          call.signal?.throwIfAborted()
+          yield pet
+        }
         next = page.next
       }
     },
@@ -150,6 +162,11 @@ export function createClient(options: ClientOptions): PetStoreClient {
       ).body as Pet
     },
   }
+}
+
+function repeatedPage(response: Response): PetStoreError {
+  const message = 'the next link leads to a page already listed: paging stopped'
+  return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
 }
 
 /**

@@ -108,11 +108,24 @@ function untilAborted(run: () => unknown, signal: AbortSignal | undefined): Prom
       reject(signal.reason)
       return
     }
-    const abort = () => reject(signal.reason)
+    // The timeout's timer does not keep a process alive: with nothing else pending, a process waiting on
+    // a listener that never settles would end there, the call neither answered nor failed.
+    const pending = setInterval(() => {}, MAX_TIMER_MS)
+    const settled = () => {
+      clearInterval(pending)
+      signal.removeEventListener('abort', abort)
+    }
+    const abort = () => {
+      settled()
+      reject(signal.reason)
+    }
     signal.addEventListener('abort', abort, { once: true })
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort))
+    work.then(resolve, reject).finally(settled)
   })
 }
+
+// The longest a timer can wait (2^31 − 1 ms): the interval above is only held, never meant to fire.
+const MAX_TIMER_MS = 2_147_483_647
 
 /** The caller's signal, the timeout's, or the first of both to abort. */
 function signalOf(signal: AbortSignal | undefined, timeoutMs: number): AbortSignal | undefined {
