@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
@@ -48,5 +50,30 @@ describe('petstore CLI usage', () => {
         'petstore seed: --count needs a value, and "-5" after it reads as an option (to give a value that starts with "-", write --count=-5) (see "petstore seed --help")\n',
       ],
     )
+  })
+
+  test('when an option that takes a value is given twice, or a key named both ways, then nothing is done and the line says so, exit 2', async (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const [args, line] of [
+      [['seed', '--count', '1', '--count', '2'], '--count is given twice ("1", then "2"): give it once'],
+      [['backup', '--to', 'a.db', '--to=b.db'], '--to is given twice ("a.db", then "b.db"): give it once'],
+      [
+        ['keys', 'create', '--name', 'x', '--name', 'y'],
+        '--name is given twice ("x", then "y"): give it once',
+      ],
+      [
+        ['keys', 'revoke', 'a', '--name', 'b'],
+        'revoke takes the name once, as "petstore keys revoke <name>" (got "a" and --name "b")',
+      ],
+    ] as const) {
+      const command = args[0] === 'keys' ? 'keys' : args[0]
+      const result = runCli([...args], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stdout, result.stderr],
+        [2, '', `petstore ${command}: ${line} (see "petstore ${command} --help")\n`],
+        args.join(' '),
+      )
+    }
+    assert.equal(existsSync(join(cwd, 'data')), false, 'no command ran')
   })
 })

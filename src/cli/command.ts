@@ -41,16 +41,27 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options'
   options: T,
   allowPositionals = false,
 ) {
-  try {
-    return parseArgs({
-      args,
-      options,
-      allowPositionals,
-      strict: true,
-    })
-  } catch (error) {
-    throw new UsageError(usageOf(error as Error, args))
+  const parsed = (() => {
+    try {
+      return parseArgs({ args, options, allowPositionals, strict: true, tokens: true })
+    } catch (error) {
+      throw new UsageError(usageOf(error as Error, args))
+    }
+  })()
+  // parseArgs keeps the last of a repeated value: `--to a --to b` would write b alone, silently.
+  const given = new Map<string, string>()
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option' || token.value === undefined) continue
+    const first = given.get(token.name)
+    if (first !== undefined) {
+      throw new UsageError(
+        `${token.rawName} is given twice (${JSON.stringify(first)}, then ${JSON.stringify(token.value)}): give it once`,
+      )
+    }
+    given.set(token.name, token.value)
   }
+  const { values, positionals } = parsed
+  return { values, positionals }
 }
 
 /**

@@ -46,6 +46,11 @@ export const keysCommand: Command = {
     if (options === undefined) throw new UsageError(`unknown action "${action}"`)
     const { values, positionals } = parseCommandArgs(rest, options, action === 'revoke')
     if (positionals.length > 1) throw new UsageError('revoke takes one name')
+    if (positionals[0] !== undefined && values.name !== undefined) {
+      throw new UsageError(
+        `revoke takes the name once, as "${USAGE.revoke}" (got ${JSON.stringify(positionals[0])} and --name ${JSON.stringify(values.name)})`,
+      )
+    }
     const name =
       action === 'list' ? undefined : checkName(action, (values.name as string | undefined) ?? positionals[0])
 
