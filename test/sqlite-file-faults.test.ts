@@ -55,6 +55,19 @@ function damageSecondHalf(path: string): void {
   }
 }
 
+/** Every row `sql` reads from the database at `path`, opened and closed again. */
+function rowsOf(path: string, sql: string): unknown[] {
+  const db = new DatabaseSync(path)
+  try {
+    return db
+      .prepare(sql)
+      .all()
+      .map((row) => ({ ...row }))
+  } finally {
+    db.close()
+  }
+}
+
 describe('SQLite: the database file changes under a running server', () => {
   test('when pages of the database file are damaged under it, then reading them is a 503, creates are refused and /readyz stays 503 until a restore, and pets on sound pages are still served', async (t) => {
     const setup = setUp(t)
@@ -114,6 +127,22 @@ describe('SQLite: the database file changes under a running server', () => {
 
       await setup.kill(server)
       await setup.ledger.assertAllPresent(await setup.start())
+    })
+
+    test(`when another database is moved over the database file and the server is then stopped (write thread ${writeThread}), then nothing is acknowledged meanwhile and the other database opens intact, without the first one's log`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 10)
+      const other = join(setup.cwd, 'other.db')
+      assert.equal(runCli(['seed', '--count', '3'], { DATABASE_URL: `sqlite:${other}` }, setup.cwd).status, 0)
+      const otherPets = rowsOf(other, 'SELECT id, name FROM pets ORDER BY id')
+      renameSync(other, setup.database)
+
+      await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
+      await setup.kill(server)
+      // The first database's log, left at the path, would be replayed onto the other one at its next open.
+      assert.deepEqual(rowsOf(setup.database, 'PRAGMA integrity_check'), [{ integrity_check: 'ok' }])
+      assert.deepEqual(rowsOf(setup.database, 'SELECT id, name FROM pets ORDER BY id'), otherPets)
     })
 
     test(`when the -wal file is deleted and the server is then killed (write thread ${writeThread}), then nothing is acknowledged after the deletion and every earlier pet survives`, async (t) => {

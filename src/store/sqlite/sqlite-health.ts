@@ -161,7 +161,13 @@ export class SqliteHealth {
    * path — so after a deleted -wal the next start still finds every pet acknowledged so far.
    */
   #filesReplaced(changed: WatchedFile): void {
-    const checkpointed = !(changed === 'wal' && this.#files?.replacedByAnother('wal')) && this.#checkpoint()
+    // With another database at the path, the log there (still this one's) is emptied once copied: its
+    // next open would replay this database's pages onto the other one. With none, it stays, and a start
+    // refuses it instead of beginning an empty database beside it.
+    const another = changed === 'database' && this.#files?.replacedByAnother('database') === true
+    const mode = another ? 'TRUNCATE' : 'FULL'
+    const checkpointed =
+      !(changed === 'wal' && this.#files?.replacedByAnother('wal')) && this.#checkpoint(mode)
     const file = changed === 'wal' ? `${this.#path}-wal` : this.#path
     const now = this.#files?.openedFileNow(changed)
     let advice: string
@@ -176,6 +182,8 @@ export class SqliteHealth {
         : now
           ? `${kept}, now ${now.path}: move it back to resume`
           : `${kept}: put ${file} back to resume`
+      if (another && !checkpointed)
+        advice += `; before a restart, move ${this.#path}-wal away: it holds this database's latest pages, which the file now at ${this.#path} would take in`
     }
     this.#enter(
       'file_replaced',
@@ -185,10 +193,10 @@ export class SqliteHealth {
     )
   }
 
-  /** Copies the whole log into the database file; false if it could not finish. */
-  #checkpoint(): boolean {
+  /** Copies the whole log into the database file (and with TRUNCATE empties it); false if it could not. */
+  #checkpoint(mode: 'FULL' | 'TRUNCATE'): boolean {
     try {
-      const row = this.#db.statement('PRAGMA wal_checkpoint(FULL)').get() as Record<string, bigint>
+      const row = this.#db.statement(`PRAGMA wal_checkpoint(${mode})`).get() as Record<string, bigint>
       return row.busy === 0n && row.log === row.checkpointed
     } catch {
       return false
