@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
 import { StoreUnavailableError } from '../src/errors.ts'
 import { call } from './helpers/api-client.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { requesterFor, startServeProcess } from './helpers/cli-process.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
@@ -10,8 +13,8 @@ import { startTestServer, type TestServer } from './helpers/test-server.ts'
  * Makes the server's database take no writes, or take them again, as a failover onto a standby (or back)
  * does: the setting applies to new sessions, so the database's sessions are ended and the pool reconnects.
  */
-async function setReadOnly(server: TestServer, on: boolean): Promise<void> {
-  const url = new URL(server.databaseUrl as string)
+async function setReadOnly(server: TestServer | string, on: boolean): Promise<void> {
+  const url = new URL(typeof server === 'string' ? server : (server.databaseUrl as string))
   const database = url.pathname.slice(1)
   // From another database: a session on this one could not undo the setting.
   url.pathname = '/postgres'
@@ -88,5 +91,22 @@ describe('a PostgreSQL database that takes no writes', engineSuiteOptions(postgr
     assert.equal(report.current, report.latest)
     assert.equal((await store.listPets({ limit: 10 })).length, 0, 'it reads')
     await assert.rejects(store.createPet({ pet: { name: 'Rex', categoryId: 1n } }), StoreUnavailableError)
+  })
+
+  test('when an instance restarts with API_KEYS on a read-only database that holds those keys, then it starts and serves reads with them', async (t) => {
+    const server = await startTestServer(t, { engine: postgresEngine })
+    const url = server.databaseUrl as string
+    const key = generateApiKey()
+    const env = { DATABASE_URL: url, API_KEYS: `failover:${key}` }
+    const first = await startServeProcess(env, temporaryDirectory(t))
+    first.child.kill('SIGTERM')
+    assert.equal(await first.exited, 0)
+
+    // A failover onto a standby: every instance restarted then finds its keys already stored.
+    await setReadOnly(url, true)
+    const restarted = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => restarted.child.kill('SIGKILL'))
+    const listed = await requesterFor(key)(restarted, '/v1/pets')
+    assert.equal(listed.status, 200, await listed.text())
   })
 })

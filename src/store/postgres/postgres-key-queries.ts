@@ -23,6 +23,13 @@ export async function createApiKey(
 }
 
 export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: NewApiKey): Promise<void> {
+  // Looked up first: a start on a read-only database (a standby) finds its keys there, and writes nothing.
+  const stored = await pool.query({
+    name: 'keys.stored',
+    text: 'SELECT 1 FROM api_keys WHERE hash = $1',
+    values: [hash],
+  })
+  if (stored.length > 0) return
   await pool
     .query({
       name: 'keys.ensure',

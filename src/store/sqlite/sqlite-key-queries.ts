@@ -21,6 +21,9 @@ export async function createApiKey(
 }
 
 export async function ensureApiKey(db: SqliteConnection, { name, hash, hint }: NewApiKey): Promise<void> {
+  // Looked up first: a start on a read-only database finds its keys there, and writes nothing.
+  const stored = await db.run(() => db.statement('SELECT 1 FROM api_keys WHERE hash = ?').get(hash))
+  if (stored !== undefined) return
   await db
     .run(() =>
       db
