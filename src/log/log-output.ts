@@ -7,6 +7,7 @@ import {
   nonBlockingPipe,
   reportDroppedAtExit,
   reportGone,
+  reportRefused,
 } from './standard-streams.ts'
 
 /**
@@ -28,11 +29,17 @@ export const LOG_OUTPUT = {
   // How often dropped lines are reported in the log itself (once it takes lines again).
   dropReportIntervalMs: 10_000,
   retryMs: 10,
+  // A file refusing writes (its disk full) is tried again this often: space seldom comes back at once.
+  refusedRetryMs: 1000,
   // How long the write at exit retries a full non-blocking stdout before counting the rest as dropped.
   exitWaitMs: 200,
 } as const
 
 const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
+
+// A file's write refusals that pass once space is freed or the disk recovers; any other (EPIPE: the
+// reader is gone) is for good.
+const REFUSALS_THAT_PASS = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO'])
 
 // U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which some
 // readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes them.
@@ -55,8 +62,8 @@ interface Chunk {
 
 /**
  * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
- * `maxBufferedBytes` (a stdout nobody reads), a line is dropped and counted; after a write error other
- * than EAGAIN (EPIPE: the reader is gone) every line is. At exit, what is buffered is written at once,
+ * `maxBufferedBytes` (a stdout nobody reads, a full disk), a line is dropped and counted; after a write
+ * error other than EAGAIN or a refusal that passes (EPIPE: the reader is gone) every line is. At exit, what is buffered is written at once,
  * briefly retried on a full stdout; what is not written is counted as dropped (see `writeAtExit`).
  *
  * Each line is encoded once, straight into a reused write-sized buffer of whole lines, which is then
@@ -76,6 +83,8 @@ export class BufferedLogOutput {
   // written just before an exit then finds no write under way, so none is dropped.
   #batchDue = false
   #broken = false
+  // Its file refused the last write with one of REFUSALS_THAT_PASS (said once until a write succeeds).
+  #refused = false
   #spare: Buffer[] = []
   #waiters: Array<() => void> = []
   // A write that met a full non-blocking stdout and waits to be tried again: the exit's write takes it over.
@@ -273,18 +282,26 @@ export class BufferedLogOutput {
   }
 
   #sent(): void {
+    this.#refused = false
     this.#writing = false
     this.#written()
     if (this.#bytes >= this.#batchBytes || this.#waiters.length > 0) this.#writeBatch()
   }
 
   #failed(error: NodeJS.ErrnoException, chunk: Chunk, from: number): void {
-    // A non-blocking stdout that is full: try again shortly, lines keep gathering (up to the bound).
-    if (error.code === 'EAGAIN') {
-      const timer = setTimeout(() => {
-        this.#retry = undefined
-        this.#send(chunk, from)
-      }, LOG_OUTPUT.retryMs).unref()
+    // A non-blocking stdout that is full, or a file its disk refuses for now: try again, lines keep
+    // gathering (up to the bound); the file's refusal is said once on stderr until a write succeeds.
+    const refused = error.code !== undefined && REFUSALS_THAT_PASS.has(error.code)
+    if (error.code === 'EAGAIN' || refused) {
+      if (refused && !this.#refused) reportRefused(this.#stream, error.code)
+      this.#refused ||= refused
+      const timer = setTimeout(
+        () => {
+          this.#retry = undefined
+          this.#send(chunk, from)
+        },
+        refused ? LOG_OUTPUT.refusedRetryMs : LOG_OUTPUT.retryMs,
+      ).unref()
       this.#retry = { timer, from }
       return
     }

@@ -56,6 +56,17 @@ export function reportGone(stream: LogStream, code: string | undefined): void {
   writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
 }
 
+/**
+ * One line on stderr when the log's stdout, a file, refuses writes for now (`ENOSPC`: its disk is full):
+ * lines are kept and tried again, and past the buffer dropped and counted, until it takes them.
+ */
+export function reportRefused(stream: LogStream, code: string | undefined): void {
+  if (stream !== 'stdout') return
+  const line = { level: 40, time: Date.now(), pid: process.pid, code }
+  const msg = `${STREAM_NAMES[stream]} refuses writes for now: log lines are kept and tried again every second, past the buffer dropped and counted in petstore_log_lines_dropped_total`
+  writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
+}
+
 function writeToStderr(text: string): void {
   const stderr = nonBlockingPipe(2)
   try {
