@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
-import {
-  createClient,
-  DEFAULT_TIMEOUT_MS,
-  type PetStoreClient,
-  PetStoreError,
-} from '../packages/client/src/index.ts'
+import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.ts'
 import { clientOnServer, rejection } from './helpers/client-on-server.ts'
 import { startTestServer } from './helpers/test-server.ts'
 

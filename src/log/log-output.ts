@@ -2,7 +2,6 @@ import { write, writeSync } from 'node:fs'
 import { LaterLines, type LineMaker } from './later-lines.ts'
 import {
   countDropped,
-  droppedLogLines,
   type LogStream,
   nonBlockingPipe,
   reportDroppedAtExit,
@@ -103,10 +102,8 @@ export class BufferedLogOutput {
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     setInterval(() => this.flush(), LOG_OUTPUT.flushIntervalMs).unref()
     process.on('exit', () => {
-      const before = droppedLogLines(this.#stream)
       this.writeAtExit()
-      const lost = droppedLogLines(this.#stream) - before
-      if (lost > 0) reportDroppedAtExit(lost, this.#stream)
+      reportDroppedAtExit(this.#stream)
     })
   }
 

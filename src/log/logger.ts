@@ -4,7 +4,7 @@ import pino, { type DestinationStream, type Logger } from 'pino'
 import { clientAddressOf } from './client-address.ts'
 import { maskApiKeys } from './key-masking.ts'
 import { type BufferedLogOutput, LOG_OUTPUT } from './log-output.ts'
-import { droppedLogLines, type LogStream } from './standard-streams.ts'
+import { droppedLogLines, type LogStream, markReported, unreportedDrops } from './standard-streams.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */
 export interface LogSettings {
@@ -117,17 +117,17 @@ export function reportDroppedLogLines(log: Logger, output?: Pick<BufferedLogOutp
  * is the log's, when buffered.
  */
 export function droppedLinesReport(log: Logger, output?: Pick<BufferedLogOutput, 'flush'>): () => void {
-  const reported: Record<LogStream, number> = { stdout: 0, stderr: 0 }
   return () => {
     // Request lines waiting to be made are made (and, stdout full, dropped) first, not inside the warn.
     output?.flush()
     for (const stream of ['stdout', 'stderr'] as const) {
+      const unsaid = unreportedDrops(stream)
+      if (unsaid === 0) continue
       const dropped = droppedLogLines(stream)
-      if (dropped === reported[stream]) continue
       const logDropped = droppedLogLines('stdout')
-      log.warn({ droppedLines: dropped - reported[stream] }, DROPPED_ON[stream])
+      log.warn({ droppedLines: unsaid }, DROPPED_ON[stream])
       // Dropped itself (stdout still full): its count is said by the next one that gets through.
-      if (droppedLogLines('stdout') === logDropped) reported[stream] = dropped
+      if (droppedLogLines('stdout') === logDropped) markReported(stream, dropped)
     }
   }
 }

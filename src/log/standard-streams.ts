@@ -4,6 +4,8 @@ import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs'
 export type LogStream = 'stdout' | 'stderr'
 
 const dropped: Record<LogStream, number> = { stdout: 0, stderr: 0 }
+// Of those, how many a report has said (a warn line in the log, or the exit's line on stderr).
+const reported: Record<LogStream, number> = { stdout: 0, stderr: 0 }
 
 /** Counts `lines` this process's output to `stream` dropped: it was full past its buffer, or gone. */
 export function countDropped(stream: LogStream, lines: number): void {
@@ -13,6 +15,16 @@ export function countDropped(stream: LogStream, lines: number): void {
 /** Lines dropped by this process so far, on `stream` or on both. */
 export function droppedLogLines(stream?: LogStream): number {
   return stream === undefined ? dropped.stdout + dropped.stderr : dropped[stream]
+}
+
+/** Lines dropped on `stream` that no report has said yet. */
+export function unreportedDrops(stream: LogStream): number {
+  return dropped[stream] - reported[stream]
+}
+
+/** Records that a report has said every line dropped on `stream` up to `total` (a past `droppedLogLines`). */
+export function markReported(stream: LogStream, total: number): void {
+  reported[stream] = Math.max(reported[stream], total)
 }
 
 /**
@@ -34,12 +46,16 @@ export function nonBlockingPipe(fd: number): number {
 const STREAM_NAMES: Record<LogStream, string> = { stdout: 'standard output', stderr: 'standard error' }
 
 /**
- * One line on stderr for the lines the exit could not write to `stream` (stdout, or stderr itself for the
- * workers' output a supervisor relays): past this point no metric or warning line can carry them. Written
- * as the output's own lines are, through a non-blocking open file when stderr is a pipe, so that a pipe
- * another process made blocking cannot hold the exit; a full one loses the line.
+ * One line on stderr, at exit, for the lines dropped on `stream` (stdout, or stderr itself for the workers'
+ * output a supervisor relays) that no report has said: those the exit could not write, and those dropped
+ * since the last 10 s report. Past this point no metric or warning line can carry them. Written as the
+ * output's own lines are, through a non-blocking open file when stderr is a pipe, so that a pipe another
+ * process made blocking cannot hold the exit; a full one loses the line.
  */
-export function reportDroppedAtExit(lines: number, stream: LogStream): void {
+export function reportDroppedAtExit(stream: LogStream): void {
+  const lines = unreportedDrops(stream)
+  if (lines === 0) return
+  markReported(stream, dropped[stream])
   const line = { level: 40, time: Date.now(), pid: process.pid, droppedLines: lines }
   const msg = `log lines dropped at exit: ${STREAM_NAMES[stream]} did not take them`
   writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
