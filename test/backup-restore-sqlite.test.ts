@@ -228,6 +228,21 @@ describe('backup and restore (SQLite)', () => {
       /^petstore restore: damaged\.db (fails the integrity check|is not a Pet Store database)/,
     )
 
+    // Cut short, as a copy that ran out of room: SQLite's own words, said of the file.
+    writeFileSync(join(cwd, 'cut.db'), backupBytes.subarray(0, pageSize * 2))
+    const cut = runCli(['restore', '--from', 'cut.db'], env, cwd)
+    assert.equal(cut.status, 1, cut.stderr)
+    assert.match(
+      cut.stderr,
+      /^petstore restore: cut\.db (fails the integrity check|cannot be read as a database \(SQLite: .+\))\n$/,
+    )
+    mkdirSync(join(cwd, 'backups'))
+    const directory = runCli(['restore', '--from', 'backups'], env, cwd)
+    assert.deepEqual(
+      [directory.status, directory.stderr],
+      [1, 'petstore restore: backups is a directory: name a backup file\n'],
+    )
+
     writeFileSync(
       join(cwd, 'junk.db'),
       'not a database at all, but long enough to look like a header\n'.repeat(20),

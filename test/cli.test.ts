@@ -4,6 +4,7 @@ import { once } from 'node:events'
 import {
   chmodSync,
   closeSync,
+  existsSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -118,6 +119,33 @@ describe('petstore CLI', () => {
       [result.status, result.stderr],
       [1, `petstore copy: --from names ${join(cwd, 'missing.db')}, which does not exist\n`],
     )
+  })
+
+  test('when copy names one SQLite file twice under two paths, then exit 2 saying so, nothing copied', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd).status, 0)
+    symlinkSync(join(cwd, 'a.db'), join(cwd, 'link.db'))
+    for (const to of ['sqlite:./a.db', `sqlite:${join(cwd, 'a.db')}`, 'sqlite:link.db']) {
+      const result = runCli(['copy', '--from', 'sqlite:a.db', '--to', to], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stdout, result.stderr],
+        [2, '', 'petstore copy: --from and --to name the same store (see "petstore copy --help")\n'],
+        to,
+      )
+    }
+  })
+
+  test('when a copy into a new SQLite file fails (its source cannot be reached), then exit 1 and no file is left where the target was named', (t) => {
+    const cwd = temporaryDirectory(t)
+    // Port 9 (discard) on the loopback: refused at once.
+    const result = runCli(
+      ['copy', '--from', 'postgres://petstore@127.0.0.1:9/petstore', '--to', 'sqlite:x.db'],
+      {},
+      cwd,
+    )
+    assert.equal(result.status, 1, result.stderr)
+    const left = ['x.db', 'x.db-wal', 'x.db-shm'].filter((name) => existsSync(join(cwd, name)))
+    assert.deepEqual(left, [], 'a later start or copy would take an empty file for a store')
   })
 
   test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {

@@ -100,8 +100,9 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
         source,
         target,
         cwd,
-        "1 API keys of the source collide with the target's by id or name (ids 1): " +
-          'stores whose ids collide cannot be merged; copy into an empty target',
+        "1 API key of the source collides with the target's by id or name (id 1): " +
+          'stores whose ids collide cannot be merged; a target with API keys of its own takes none of the ' +
+          'source’s; copy into one no service has started on',
       )
     })
 

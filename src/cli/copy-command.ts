@@ -1,4 +1,6 @@
+import { existsSync, realpathSync } from 'node:fs'
 import { constants } from 'node:os'
+import { removeWithCompanions } from '../store/shared/durable-files.ts'
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
 import {
   type Command,
@@ -41,6 +43,12 @@ function stopOnSignal(stderr: { write(text: string): unknown }): () => void {
     process.off('SIGTERM', stop)
   }
 }
+/** Whether two paths name one file (`./a.db`, its absolute path, a link to it). */
+function sameFile(path: string, other: string | undefined): boolean {
+  if (other === undefined || !existsSync(path) || !existsSync(other)) return false
+  return realpathSync(path) === realpathSync(other)
+}
+
 /** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */
 export const INCOMPLETE_EXIT = 3
 
@@ -73,15 +81,19 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     })
     if (values.from === undefined || values.to === undefined)
       throw new UsageError('needs --from STORE and --to STORE')
-    if (values.from === values.to) throw new UsageError('--from and --to name the same store')
     // Both named rightly before either is opened.
-    for (const url of [values.from, values.to]) sqlitePathOf(url)
+    const [fromPath, toPath] = [sqlitePathOf(values.from), sqlitePathOf(values.to)]
+    if (values.from === values.to || (fromPath !== undefined && sameFile(fromPath, toPath)))
+      throw new UsageError('--from and --to name the same store')
     const chunkSize = integerOption('chunk-size', values['chunk-size'], 5000, 100_000)
     const maxChunks =
       values['max-chunks'] === undefined
         ? undefined
         : integerOption('max-chunks', values['max-chunks'], 1, 1e9)
     const source = await openCopySource(values.from)
+    // A SQLite file this copy makes is removed if it fails: left empty, a start would serve it as a store.
+    const madeFile = toPath !== undefined && !existsSync(toPath) ? toPath : undefined
+    let failed = true
     const target = await openCopyTarget(values.to).catch(async (error) => {
       await source.close()
       throw error
@@ -106,6 +118,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       const keys = `${counted(report.keys, 'API key')}${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
       const records = counted(report.idempotencyRecords, 'idempotency record')
       const summary = `${counted(report.pets, 'pet')}, ${keys}, ${records}`
+      failed = false
       if (!report.complete) {
         stdout.write(
           `copied ${summary} in ${seconds} s, then stopped (--max-chunks); run it again to continue\n`,
@@ -123,6 +136,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     } finally {
       allowSignals()
       await Promise.all([source.close(), target.close()])
+      if (failed && madeFile !== undefined) removeWithCompanions(madeFile)
     }
   },
 }

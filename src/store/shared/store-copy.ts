@@ -100,9 +100,18 @@ export class CopyConflictError extends Error {
 
   constructor(rows: 'pets' | 'keys', ids: readonly bigint[], count = ids.length) {
     const shown = `${ids.slice(0, IDS_SHOWN).join(', ')}${count > IDS_SHOWN ? ', …' : ''}`
+    const one = count === 1
+    const what =
+      rows === 'pets'
+        ? `${one ? 'pet of the source has an id' : 'pets of the source have ids'} the target holds with other content`
+        : `${one ? 'API key of the source collides' : 'API keys of the source collide'} with the target's by id or name`
+    // Every store numbers its keys from 1: a target a service has started on holds one at the first id.
+    const advice =
+      rows === 'pets'
+        ? 'copy into an empty target'
+        : 'a target with API keys of its own takes none of the source’s; copy into one no service has started on'
     super(
-      `${count} ${rows === 'pets' ? 'pets of the source have ids the target holds with other content' : "API keys of the source collide with the target's by id or name"} ` +
-        `(ids ${shown}): stores whose ids collide cannot be merged; copy into an empty target`,
+      `${count} ${what} (${one ? 'id' : 'ids'} ${shown}): stores whose ids collide cannot be merged; ${advice}`,
     )
     this.name = 'CopyConflictError'
     this.count = count

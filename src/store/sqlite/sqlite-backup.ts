@@ -88,9 +88,11 @@ function verified(path: string, name: string): bigint {
     count.setReadBigInts(true)
     return count.get()?.n as bigint
   } catch (error) {
-    throw new Error(
-      `${name} ${(error as Error).message.replace(/^.*file is not a database.*$/, 'is not a SQLite database')}`,
-    )
+    const { code, message } = error as { code?: string; message: string }
+    // Ours say what the file is ("is not a Pet Store database"); SQLite's are quoted as its own words.
+    if (code !== 'ERR_SQLITE_ERROR') throw new Error(`${name} ${message}`)
+    if (/file is not a database/.test(message)) throw new Error(`${name} is not a SQLite database`)
+    throw new Error(`${name} cannot be read as a database (SQLite: ${message})`)
   } finally {
     db?.close()
   }
@@ -242,6 +244,7 @@ function release(path: string, held: DatabaseSync | undefined): void {
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
+  if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
   if (!existsSync(dirname(named))) {
     throw new Error(`${resolve(dirname(named))} does not exist${WHERE_THE_SERVICE_RUNS}`)
   }
