@@ -67,6 +67,22 @@ describe('condition log', () => {
   })
 })
 
+describe('condition log: readiness', () => {
+  test('when a readiness condition passes at a probe, then its line gives the time from its start to that probe', async () => {
+    const lines: LogLine[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const conditions = new ConditionLog(logger)
+    // One probe met it: the next, 150 ms later, found the service ready.
+    conditions.met('not ready: the store cannot be reached', 'warn', { code: 'x' }, 'r-0', {
+      untilPassed: true,
+    })
+    await sleep(150)
+    conditions.passed((condition) => condition.startsWith('not ready:'), '/readyz answered ready')
+    const passed = lines.find((line) => String(line.msg).includes('passed'))
+    assert.ok(Number(passed?.durationMs) >= 150, JSON.stringify(passed))
+  })
+})
+
 // Under CI this suite must run: a server named by URL cannot be stopped, so it always starts its own.
 describe('logs during a PostgreSQL outage', throwawayPostgresSuiteOptions(), () => {
   test('when the database is down, then N failed requests write N request lines and one stack, and the end of the outage is logged', async (t) => {

@@ -102,16 +102,17 @@ export class ConditionLog {
     for (const [name, condition] of this.#conditions) {
       if (!condition.untilPassed || !which(name)) continue
       this.#conditions.delete(name)
-      this.#logPassed(name, condition, why)
+      this.#logPassed(name, condition, performance.now(), why)
     }
   }
 
-  #logPassed(name: string, condition: Condition, why: string): void {
+  /** `endedAt`: the probe that found it passed, or, after a quiet period, the last request it failed. */
+  #logPassed(name: string, condition: Condition, endedAt: number, why: string): void {
     this.#log.warn(
       {
         condition: name,
         failedRequests: condition.met,
-        durationMs: Math.round(condition.lastMet - condition.since),
+        durationMs: Math.round(endedAt - condition.since),
       },
       `${name}: passed (${why})`,
     )
@@ -126,7 +127,7 @@ export class ConditionLog {
         return
       }
       this.#conditions.delete(name)
-      this.#logPassed(name, condition, `no request met it for ${this.#quietMs} ms`)
+      this.#logPassed(name, condition, condition.lastMet, `no request met it for ${this.#quietMs} ms`)
     }, afterMs)
     // Never what keeps a process alive: a condition still open at exit ends with the process.
     timer.unref()
