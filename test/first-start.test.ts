@@ -94,6 +94,8 @@ describe(
       const key = readFileSync(join(clone, 'data', 'initial-api-key'), 'utf8').trim()
       assert.match(key, /^psk_/)
       assert.ok(existsSync(join(clone, 'data', 'petstore.db')))
+      // The start line names the database it serves, as a path to find it by.
+      assert.match(serving.msg, new RegExp(`; store: sqlite:${join(clone, 'data', 'petstore.db')}\\)$`))
       assert.ok(lstatSync(join(clone, 'node_modules', '.cache')).isDirectory(), 'compile cache in the clone')
 
       const curl = async (line: string) =>

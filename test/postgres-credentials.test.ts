@@ -63,6 +63,11 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
       temporaryDirectory(t),
     )
     t.after(() => server.child.kill('SIGKILL'))
+    // The start line names the store an operator reaches, without its password.
+    const serving = logLines(server).find((line) => String(line.msg).startsWith('serving '))
+    const { host, pathname } = new URL(withPassword)
+    assert.match(String(serving?.msg), new RegExp(`; store: postgres://${ROLE}@${host}${pathname}\\)$`))
+    assert.doesNotMatch(server.output(), /secret/)
     const request = requesterFor(key)
     const create = () =>
       request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' })

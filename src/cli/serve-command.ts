@@ -1,10 +1,11 @@
 import cluster from 'node:cluster'
 import type { Server } from 'node:http'
 import { flushCompileCache } from 'node:module'
+import { resolve } from 'node:path'
 import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
-import type { Config } from '../config.ts'
+import type { Config, DatabaseSettings } from '../config.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
 import { startServer } from '../server.ts'
 import type { Store } from '../store/store.ts'
@@ -92,7 +93,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
       typeof metricsAddress === 'object' && metricsAddress ? `; metrics on port ${metricsAddress.port}` : ''
     const docsNote = config.docs ? `; docs: ${server.url}/docs` : ''
     app.log.info(
-      `serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${docsNote}${metricsNote})`,
+      `serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${docsNote}${metricsNote}; store: ${storeNamed(config.database)})`,
     )
     return 0
   } catch (error) {
@@ -146,4 +147,12 @@ uncaught failure (see README, "Operating").`,
       }
     })
   },
+}
+
+/** The store as an operator finds it: the file's full path, or the PostgreSQL URL without its password. */
+function storeNamed(database: DatabaseSettings): string {
+  if (database.engine === 'sqlite')
+    return `sqlite:${database.path === ':memory:' ? database.path : resolve(database.path)}`
+  const { protocol, username, host, pathname } = new URL(database.url)
+  return `${protocol}//${username === '' ? '' : `${username}@`}${host}${pathname}`
 }
