@@ -159,6 +159,30 @@ describe(
   'SQLite: the file system turns read-only under a running server',
   mountingSuiteOptions(['losetup', 'mkfs.ext4', 'e2fsck']),
   () => {
+    test('when the volume turns read-only while writes already fail with I/O errors, then /readyz names the read-only volume, which a restart needs, not the I/O errors', async (t) => {
+      const volume = mountExt4(t, 32 * MIB)
+      const setup = setUp(t, volume.directory)
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 5)
+      // First writes fail on a volume that looks healthy (EFBIG: an I/O error to SQLite)…
+      limitFileSize(server, 4096)
+      await assertStorageFaultReported(server, setup.ledger, 'io_error')
+      // …then the kernel turns it read-only, as a failing disk's errors make it do.
+      volume.abort()
+      const notReady = await readinessBecomes(
+        server,
+        503,
+        3000,
+        (body) => body.message?.includes('read-only') === true,
+      )
+      assert.equal(notReady.message, 'not ready: the database is on a read-only file system')
+      const faults = await waitForLog(server, () => {
+        const lines = storageFaultLines(server).map((line) => line.storageFault)
+        return lines.includes('read_only') ? lines : undefined
+      })
+      assert.deepEqual(faults, ['io_error', 'read_only'])
+    })
+
     test('when the kernel remounts the volume read-only, then creates get 503 and /readyz 503; after repair and a restart every acknowledged pet is there', async (t) => {
       const { volume, setup, server } = await serverOnAbortedVolume(t)
       await assertStorageFaultReported(server, setup.ledger, 'read_only')

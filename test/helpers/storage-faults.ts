@@ -37,13 +37,18 @@ export async function assertStorageFaultReported(
 }
 
 /** Polls /readyz until it answers `status`; resolves with that answer's body, fails after `timeoutMs`. */
-export function readinessBecomes(server: ServeProcess, status: 200 | 503, timeoutMs = 10_000) {
+export function readinessBecomes(
+  server: ServeProcess,
+  status: 200 | 503,
+  timeoutMs = 10_000,
+  saying: (body: { status?: string; message?: string }) => boolean = () => true,
+) {
   let body: { status?: string; message?: string } = {}
   return waitFor(
     async () => {
       const response = await checkedFetch(server.origin, '/readyz')
       body = (await response.json()) as typeof body
-      return response.status === status ? body : undefined
+      return response.status === status && saying(body) ? body : undefined
     },
     () => `/readyz not ${status}: ${JSON.stringify(body)}`,
     { timeoutMs, everyMs: 50 },

@@ -132,8 +132,10 @@ export class SqliteHealth {
     this.#volumeCheckedAt = now
     const { fault, freeBytes } = this.#volume.check(this.#fault === 'disk_full')
     this.#volumeFault = fault
-    // A fault already known (a failed write found it first) was logged then.
-    if (fault === undefined || this.#fault !== undefined) return
+    // A fault already known (a failed write found it first) was logged then; but I/O errors seen before
+    // the kernel turned the volume read-only become that, which needs a repair and a restart to pass.
+    const worse = fault === 'read_only' && this.#fault === 'io_error'
+    if (fault === undefined || (this.#fault !== undefined && !worse)) return
     const found =
       fault === 'disk_full'
         ? `${freeBytes} bytes free, less than the ${FREE_BYTES_FLOOR} readiness asks for`
