@@ -14,7 +14,7 @@ export interface PeriodicJobOptions {
  * Runs `job` every `everyMs` while the app is up. A run still going when the next is due makes that one
  * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and the
  * app's close waits for it (as the store's close waits for the app's, within its grace). Failures are
- * logged and retried at the next tick; the timer never keeps the process alive.
+ * retried at the next tick, the first of a run of them logged; the timer never keeps the process alive.
  */
 export function runPeriodically(
   app: FastifyInstance,
@@ -25,8 +25,20 @@ export function runPeriodically(
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
   const closing = new AbortController()
-  const warn = (error: unknown) => app.log.warn({ err: error, job: name }, 'periodic job failed')
-  const run = (signal: AbortSignal, onFailure = warn) => job(signal).catch(onFailure)
+  // Said once per run of failures (a store outage fails every run, and is logged as such already).
+  let failedRuns = 0
+  const warn = (error: unknown) => {
+    if (failedRuns++ > 0) return
+    app.log.warn(
+      { err: error, job: name },
+      'periodic job failed; retried at every run, and said again once it succeeds',
+    )
+  }
+  const succeeded = () => {
+    if (failedRuns > 0) app.log.info({ job: name, failedRuns }, 'periodic job succeeded again')
+    failedRuns = 0
+  }
+  const run = (signal: AbortSignal, onFailure = warn) => job(signal).then(succeeded, onFailure)
   const tick = () => {
     running ??= run(closing.signal).finally(() => {
       running = undefined

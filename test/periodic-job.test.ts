@@ -92,4 +92,29 @@ describe('periodic jobs', () => {
     )
     assert.deepEqual(warnings, [], 'no "periodic job failed" warning for the last run')
   })
+
+  test('when a job keeps failing, then the first failure is logged with its error, the next ones are not, and its first success after them says how many failed', async (t) => {
+    const lines: Array<Record<string, unknown>> = []
+    const app = Fastify({
+      logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    })
+    t.after(() => app.close())
+    let runs = 0
+    runPeriodically(app, 'flush', { everyMs: 5, atClose: false }, async () => {
+      runs++
+      if (runs <= 4) throw new Error('the store is unavailable')
+    })
+    await app.ready()
+    await waitFor(() => runs >= 6, 'six runs')
+    await app.close()
+    const said = lines.filter((line) => line.job === 'flush')
+    assert.deepEqual(
+      said.map((line) => [line.level, line.msg, line.failedRuns]),
+      [
+        [40, 'periodic job failed; retried at every run, and said again once it succeeds', undefined],
+        [30, 'periodic job succeeded again', 4],
+      ],
+    )
+    assert.equal((said[0]?.err as { message?: string } | undefined)?.message, 'the store is unavailable')
+  })
 })
