@@ -36,8 +36,17 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
   app.refuseRequests()
   return new Promise((resolve) => {
     const cut = setTimeout(() => {
-      app.server.closeAllConnections()
-      resolve()
+      // Their requests get no answer and write no request line: said here, once, with how many.
+      app.server.getConnections((error, connections) => {
+        if (!error && connections > 0) {
+          app.log.warn(
+            { connections, shutdownTimeoutMs: timeoutMs },
+            'shutdown: connections still open at SHUTDOWN_TIMEOUT_MS are cut; a request under way on one gets no answer',
+          )
+        }
+        app.server.closeAllConnections()
+        resolve()
+      })
     }, timeoutMs)
     NetServer.prototype.close.call(app.server, () => {
       clearTimeout(cut)

@@ -4,6 +4,7 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
@@ -185,6 +186,38 @@ describe('shutdown bound', () => {
     await waitForLog(server, (lines) =>
       lines.find((line) => line.level === 50 && line.msg === 'shutdown did not finish in time; exiting'),
     )
+  })
+
+  test('when creates are still waiting for the store at SHUTDOWN_TIMEOUT_MS, then their connections are cut and one line says how many', {
+    timeout: 60_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess(
+      { ...env, SHUTDOWN_TIMEOUT_MS: '1000', SQLITE_BUSY_TIMEOUT_MS: '60000' },
+      cwd,
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    const lock = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    lock.exec('BEGIN IMMEDIATE')
+    t.after(() => {
+      lock.exec('ROLLBACK')
+      lock.close()
+    })
+    // Three clients whose creates wait for the lock: their answers never come.
+    const waiting = Array.from({ length: 3 }, () =>
+      request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' }).then(
+        (response) => response.status,
+        () => 'cut',
+      ),
+    )
+    // Time for them to reach the store and wait there.
+    await sleep(300)
+    server.child.kill('SIGTERM')
+    assert.deepEqual(await Promise.all(waiting), ['cut', 'cut', 'cut'])
+    const cut = await waitForLog(server, (lines) => lines.find((line) => line.connections !== undefined))
+    assert.equal(cut.connections, 3)
+    assert.equal(cut.level, 40)
+    assert.match(String(cut.msg), /cut/)
   })
 
   test('when the close ends just in time and stdout is not read, then the process exits 0 by its hard limit, not 1 as if the close had hung', async (t) => {
