@@ -159,25 +159,36 @@ describe('shutdown with idle kept-alive connections', () => {
   })
 })
 
+/**
+ * A server given 1 s to drain whose writes wait up to a minute for SQLite's lock, and `lock`, which makes
+ * another process take that lock until the test ends: the process must not wait that long to stop.
+ */
+async function serverWithPatientWrites(t: TestContext) {
+  const cwd = temporaryDirectory(t)
+  const server = await startServeProcess(
+    { ...env, SHUTDOWN_TIMEOUT_MS: '1000', SQLITE_BUSY_TIMEOUT_MS: '60000' },
+    cwd,
+  )
+  t.after(() => server.child.kill('SIGKILL'))
+  const lock = () => {
+    const holder = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    holder.exec('BEGIN IMMEDIATE')
+    t.after(() => {
+      holder.exec('ROLLBACK')
+      holder.close()
+    })
+  }
+  return { server, lock }
+}
+
 describe('shutdown bound', () => {
   test('when the store cannot finish its last writes (its file locked by another process), then the process logs it and exits non-zero once SHUTDOWN_TIMEOUT_MS and the margin have passed', {
     timeout: 60_000,
   }, async (t) => {
-    const cwd = temporaryDirectory(t)
-    // A write waits up to a minute for SQLite's lock; the process must not wait that long to stop.
-    const server = await startServeProcess(
-      { ...env, SHUTDOWN_TIMEOUT_MS: '1000', SQLITE_BUSY_TIMEOUT_MS: '60000' },
-      cwd,
-    )
-    t.after(() => server.child.kill('SIGKILL'))
+    const { server, lock } = await serverWithPatientWrites(t)
     // A getPet call is counted in memory, and the count is written to the store as the service stops.
     assert.equal((await request(server, '/v1/pets/1')).status, 404)
-    const lock = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
-    lock.exec('BEGIN IMMEDIATE')
-    t.after(() => {
-      lock.exec('ROLLBACK')
-      lock.close()
-    })
+    lock()
     const signalled = Date.now()
     server.child.kill('SIGTERM')
     const exitCode = await exitWithin(server, 20_000)
@@ -191,18 +202,8 @@ describe('shutdown bound', () => {
   test('when creates are still waiting for the store at SHUTDOWN_TIMEOUT_MS, then their connections are cut and one line says how many', {
     timeout: 60_000,
   }, async (t) => {
-    const cwd = temporaryDirectory(t)
-    const server = await startServeProcess(
-      { ...env, SHUTDOWN_TIMEOUT_MS: '1000', SQLITE_BUSY_TIMEOUT_MS: '60000' },
-      cwd,
-    )
-    t.after(() => server.child.kill('SIGKILL'))
-    const lock = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
-    lock.exec('BEGIN IMMEDIATE')
-    t.after(() => {
-      lock.exec('ROLLBACK')
-      lock.close()
-    })
+    const { server, lock } = await serverWithPatientWrites(t)
+    lock()
     // Three clients whose creates wait for the lock: their answers never come.
     const waiting = Array.from({ length: 3 }, () =>
       request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' }).then(
