@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { waitUntil } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { CLI, cliEnvironment } from './helpers/cli-process.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
@@ -147,5 +151,41 @@ describe('connections the server has finished with give back their MAX_CONNECTIO
     )
     await servedWithin(server, BOUND_MS, 'create then garbage')
     assert.match(client.received(), /^HTTP\/1\.1 201 /)
+  })
+})
+
+describe('the open-file limit', () => {
+  test('when the process may open fewer files than MAX_CONNECTIONS needs, then the start says so at warn, naming both', async (t) => {
+    const child = spawn('prlimit', ['--nofile=256:256', process.execPath, CLI, 'serve'], {
+      env: cliEnvironment({
+        HOST: '127.0.0.1',
+        PORT: '0',
+        METRICS: 'off',
+        DATABASE_URL: 'sqlite::memory:',
+        MAX_CONNECTIONS: '1000',
+        LOG_LEVEL: 'info',
+      }),
+      cwd: temporaryDirectory(t),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      output += text
+    })
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      output += text
+    })
+    await waitUntil(
+      () => output.includes('serving http'),
+      () => `did not serve:\n${output}`,
+    )
+    const warned = output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.openFileLimit !== undefined)
+    assert.equal(warned.length, 1, output)
+    assert.deepEqual([warned[0].level, warned[0].openFileLimit, warned[0].maxConnections], [40, 256, 1000])
   })
 })

@@ -13,6 +13,7 @@ import { type Command, CommandError, type Output, parseCommandArgs } from './com
 import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
 import { namingListener } from './listener-failure.ts'
+import { warnOfOpenFileLimit } from './open-file-limit.ts'
 import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
@@ -24,8 +25,9 @@ import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
 const FATAL_GRACE_MS = 5000
 
-/** Once per service, before anything serves: migrations, and the keys that make it callable. */
+/** Once per service, before anything serves: the open-file limit, migrations, the keys that make it callable. */
 async function prepareStore(store: Store, config: Config, log: Logger, terminal: Output): Promise<void> {
+  warnOfOpenFileLimit(config.http.maxConnections, log)
   const { current, latest, compatibleFrom } = await store.migrate()
   // A rollback, or an old instance restarting mid-deploy: the newer migrations keep this release working.
   if (current > latest) {

@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs'
+import type { Logger } from 'pino'
+
+// What the service holds open besides its connections: its own files, the database's (SQLite's three, or
+// PostgreSQL's pool), the metrics listener and its clients, Redis, and libuv's own descriptors.
+const FILES_OF_ITS_OWN = 64
+
+/** The process's soft limit on open files (RLIMIT_NOFILE), from Linux's /proc; undefined elsewhere. */
+function openFileLimit(): number | undefined {
+  try {
+    const limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]
+    return limit === undefined ? undefined : Number(limit)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Warns once at start when the open-file limit is below what MAX_CONNECTIONS allows: past it, the kernel
+ * refuses connections before the service sees them, health probes among them, and nothing counts them.
+ */
+export function warnOfOpenFileLimit(maxConnections: number, log: Pick<Logger, 'warn'>): void {
+  const openFiles = openFileLimit()
+  if (openFiles === undefined || openFiles >= maxConnections + FILES_OF_ITS_OWN) return
+  log.warn(
+    { openFileLimit: openFiles, maxConnections },
+    `the open-file limit (${openFiles}) is below MAX_CONNECTIONS plus the ${FILES_OF_ITS_OWN} files the service keeps open: connections past it are refused by the kernel, health probes among them; raise the limit (LimitNOFILE=, --ulimit nofile) or lower MAX_CONNECTIONS`,
+  )
+}
