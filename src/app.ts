@@ -109,10 +109,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler(handleRouteNotFound)
 
   await registerCors(app, { corsOrigins: http.corsOrigins })
-  // Probes come every few seconds from each balancer: at info they would outnumber the requests served.
   decorateAdmittedKey(app)
   addRequestLifecycle(app, {
     metrics,
+    // Probes come every few seconds from each balancer: at info they would outnumber the requests served.
     quietOperations: PROBE_PATHS,
     keyNameOf: admittedKeyName,
     recordRefusal,

@@ -9,7 +9,7 @@ import { ConfigSchema } from '../src/config-schema.ts'
 const EXAMPLE = fileURLToPath(new URL('../.env.example', import.meta.url))
 const text = readFileSync(EXAMPLE, 'utf8')
 const listed = parseEnv(text)
-const settings = ConfigSchema.properties as Record<string, { default?: unknown }>
+const settings = ConfigSchema.properties as Record<string, { default?: unknown; description?: string }>
 
 describe('.env.example', () => {
   test('when a setting is added to or removed from the schema, then .env.example lists exactly the settings there are', () => {
@@ -26,12 +26,13 @@ describe('.env.example', () => {
     )
   })
 
-  test('when it is read, then each setting is at its default, under a comment saying what it is', () => {
+  test("when it is read, then each setting is at its default, under a comment that is the setting's description", () => {
     const lines = text.split('\n')
     for (const [name, schema] of Object.entries(settings)) {
       assert.equal(listed[name], String(schema.default ?? ''), `${name} is listed at its default`)
       const at = lines.findIndex((line) => line.startsWith(`${name}=`))
-      assert.match(lines[at - 1] ?? '', /^# \S/, `${name} has a one-line comment above it`)
+      // The schema's description, as plain text: the README's table and --help say the same.
+      assert.equal(lines[at - 1], `# ${schema.description?.replaceAll('`', '')}`, `${name}'s comment`)
     }
     assert.deepEqual(loadConfig(readEnvironment(EXAMPLE, {})), loadConfig({}))
   })

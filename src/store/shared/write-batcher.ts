@@ -28,8 +28,9 @@ export interface WriteBatcherOptions {
 /**
  * Group commit: writes submitted while a batch is being committed wait and go together in the next one,
  * so N concurrent writes cost one transaction and one sync instead of N. At most one batch is in flight;
- * a batch holds at most `maxBatch` writes; each caller is answered only when its own batch has committed,
- * and a failed batch fails only its own callers.
+ * a batch holds at most `maxBatch` writes; each caller is answered only when its own batch has committed.
+ * A failed batch fails its own callers, and the queue too where `failsQueued` says so; `splitsOn` has it
+ * committed one write at a time instead.
  *
  * Before a batch starts, it gathers: as long as each turn of the event loop brings more writes (up to
  * `maxBatch`, for at most `maxGatherMs`), it waits one more turn. Clients answered by the last batch send
