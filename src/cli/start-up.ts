@@ -1,4 +1,5 @@
 import cluster from 'node:cluster'
+import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { type Config, environmentFileWarnings, loadConfig } from '../config.ts'
 import { BufferedLogOutput } from '../log/log-output.ts'
@@ -20,7 +21,8 @@ export function startUp(
 ): { config: Config; log: Logger } {
   const config = loadConfig()
   if (silent) return { config, log: createLogger({ level: 'silent' }) }
-  const pretty = terminal !== undefined && wantsPrettyLogs(config.log, terminal)
+  const pretty = terminal !== undefined &&
+    wantsPrettyLogs(config.log, terminal) && { colors: colorsOn(logFd) }
   const output =
     pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
   const log = createLogger(config.log, pretty, output, logFd)
@@ -29,4 +31,16 @@ export function startUp(
   // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
   if (bufferedLog) reportDroppedLogLines(log, output)
   return { config, log }
+}
+
+/**
+ * Whether pretty lines on `fd` are coloured: NO_COLOR, FORCE_COLOR, else a terminal whose TERM is not
+ * dumb. pino-pretty's own default (colorette's) looks at descriptor 1, which is not a worker's log.
+ */
+function colorsOn(fd: number): boolean {
+  const { env } = process
+  if ('NO_COLOR' in env) return false
+  return (
+    'FORCE_COLOR' in env || (isatty(fd) && env.TERM !== undefined && env.TERM !== '' && env.TERM !== 'dumb')
+  )
 }

@@ -1,4 +1,3 @@
-import { isatty } from 'node:tty'
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { clientAddressOf } from './client-address.ts'
@@ -25,7 +24,7 @@ export interface LogSettings {
  */
 export function createLogger(
   { level }: Pick<LogSettings, 'level'>,
-  pretty = false,
+  pretty: false | { colors: boolean } = false,
   destination?: DestinationStream,
   fd = 1,
 ): Logger {
@@ -48,7 +47,7 @@ export function createLogger(
       ? {
           transport: {
             target: 'pino-pretty',
-            options: { translateTime: 'SYS:HH:MM:ss.l', destination: fd, colorize: colorsOn(fd) },
+            options: { translateTime: 'SYS:HH:MM:ss.l', destination: fd, colorize: pretty.colors },
           },
         }
       : {}),
@@ -83,18 +82,6 @@ const visibleControl = (found: string): string => {
  */
 export function visibleControls(line: string): string {
   return line.replace(ESCAPE_OR_CONTROL, visibleControl)
-}
-
-/**
- * Whether pretty lines on `fd` are coloured: NO_COLOR, FORCE_COLOR, else a terminal whose TERM is not
- * dumb. pino-pretty's own default (colorette's) looks at descriptor 1, which is not a worker's log.
- */
-function colorsOn(fd: number): boolean {
-  const { env } = process
-  if ('NO_COLOR' in env) return false
-  return (
-    'FORCE_COLOR' in env || (isatty(fd) && env.TERM !== undefined && env.TERM !== '' && env.TERM !== 'dumb')
-  )
 }
 
 // What the warn line says for each stream a buffered output writes (log/log-output.ts).
