@@ -50,7 +50,7 @@ function sameFile(path: string, other: string | undefined): boolean {
 }
 
 /** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */
-export const INCOMPLETE_EXIT = 3
+const INCOMPLETE_EXIT = 3
 
 export const copyCommand: Command = {
   name: 'copy',

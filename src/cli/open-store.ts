@@ -34,7 +34,7 @@ export async function openStore(
 }
 
 /** The configured store with its migrations applied (so a command works on a fresh database). */
-export async function openMigratedStore(
+async function openMigratedStore(
   database: DatabaseSettings,
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
 ): Promise<Store> {

@@ -5,7 +5,7 @@ import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
 import { type Config, ConfigError } from '../config.ts'
 import { DuplicateKeyNameError, type Store } from '../store/store.ts'
 
-export const INITIAL_KEY_NAME = 'initial'
+const INITIAL_KEY_NAME = 'initial'
 export const INITIAL_KEY_FILE = 'initial-api-key'
 
 /** Where a newcomer on this machine reaches the API (a relative base is completed with the local port). */

@@ -56,7 +56,7 @@ const CATEGORIES = 8
 const BATCH = 1000
 
 /** A deterministic demo catalogue: the same `--count` always gives the same pets, in the same order. */
-export function demoPet(index: number): NewPet {
+function demoPet(index: number): NewPet {
   const pet: NewPet = {
     name: `${NAMES[index % NAMES.length]} ${Math.floor(index / NAMES.length) + 1}`,
     categoryId: BigInt((index % CATEGORIES) + 1),

@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox'
+import Type from 'typebox'
 import { ERROR_CODES, MESSAGE_MAX_LENGTH } from '../errors.ts'
 
 const errorCodeTable = Object.entries(ERROR_CODES)
@@ -34,4 +34,3 @@ export const ErrorSchema = Type.Object(
   // Open, as every response body: new response fields are additive (docs/versioning.md).
   { $id: 'Error', description: DESCRIPTION },
 )
-export type ErrorBody = Static<typeof ErrorSchema>

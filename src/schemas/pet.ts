@@ -2,10 +2,10 @@ import Type, { type Static } from 'typebox'
 import { Int64 } from './int64.ts'
 import { withAllowedForm } from './schema-rules.ts'
 
-export const PET_NAME_MAX_LENGTH = 100
+const PET_NAME_MAX_LENGTH = 100
 export const LIST_LIMIT = { minimum: 1, maximum: 100, default: 20 } as const
 
-export const PetStatusSchema = Type.Enum(['available', 'pending', 'sold'], {
+const PetStatusSchema = Type.Enum(['available', 'pending', 'sold'], {
   $id: 'PetStatus',
   type: 'string',
   description: 'Availability of the animal in the store.',
@@ -45,7 +45,7 @@ const petFields = {
   status: Type.Optional(PetStatusRef),
 }
 
-export const NewPetSchema = Type.Object(petFields, {
+const NewPetSchema = Type.Object(petFields, {
   $id: 'NewPet',
   additionalProperties: false,
   description: 'An animal to add. Unknown properties (including `id`) are rejected.',
@@ -54,7 +54,7 @@ export const NewPetSchema = Type.Object(petFields, {
 })
 export type NewPet = Static<typeof NewPetSchema>
 
-export const PetSchema = Type.Object(
+const PetSchema = Type.Object(
   { id: Int64({ description: 'Unique identifier assigned by the service on creation.' }), ...petFields },
   {
     $id: 'Pet',
@@ -65,7 +65,7 @@ export const PetSchema = Type.Object(
 )
 export type Pet = Static<typeof PetSchema>
 
-export const PetsSchema = Type.Array(Type.Ref('Pet'), {
+const PetsSchema = Type.Array(Type.Ref('Pet'), {
   $id: 'Pets',
   // A page holds at most the largest `limit`.
   maxItems: LIST_LIMIT.maximum,

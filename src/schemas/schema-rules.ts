@@ -24,7 +24,7 @@ export interface SchemaNode {
 }
 
 /** States a field's whole rule, so one message tells the client what would have been accepted. */
-export function ruleOf(node: SchemaNode | undefined): string {
+function ruleOf(node: SchemaNode | undefined): string {
   if (node === undefined) return 'is not valid'
   if (isInt64Schema(node as TSchema)) return INT64_RULE
   if (node.enum) return `must be one of: ${node.enum.join(', ')}`

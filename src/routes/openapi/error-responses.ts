@@ -23,7 +23,7 @@ const CORS_HEADERS: Headers = {
  * The IETF RateLimit fields (rate-limit.ts): on every answer counted against the key's limit, which is
  * every answer after authentication; absent when rate limiting is off or its counter (Redis) failed.
  */
-export function rateLimitHeaders(required = false): Headers {
+function rateLimitHeaders(required = false): Headers {
   return {
     'RateLimit-Limit': responseHeader(
       'Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`).',

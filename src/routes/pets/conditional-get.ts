@@ -12,11 +12,7 @@ function noneMatch(header: string | undefined, etag: string): boolean {
  * Sends a GET's 200 with its ETag, or 304 with no body when the client already holds it
  * (`If-None-Match`). Clients may keep the answer but must revalidate it before each use.
  */
-export function sendRepresentation(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  representation: Representation,
-) {
+function sendRepresentation(request: FastifyRequest, reply: FastifyReply, representation: Representation) {
   reply
     .headers(representation.headers)
     .header('etag', representation.etag)

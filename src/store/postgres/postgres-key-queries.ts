@@ -4,7 +4,7 @@ import type { PostgresPool } from './postgres-connection.ts'
 import { keyNameTaken } from './postgres-errors.ts'
 
 /** Timestamps leave the database as ISO 8601 UTC text, the form both engines report. */
-export const isoUtc = (column: string) =>
+const isoUtc = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
 const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
 

@@ -7,7 +7,7 @@ interface Pending<In, Out> {
 }
 
 /** Longest a batch waits for more writes while they keep arriving, by default (milliseconds). */
-export const DEFAULT_MAX_GATHER_MS = 2
+const DEFAULT_MAX_GATHER_MS = 2
 
 export interface WriteBatcherOptions {
   /** Longest a batch waits for more writes while they keep arriving (milliseconds). */
