@@ -144,7 +144,7 @@ function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): 
 }
 
 // How long a client is given to read an answer and close after the server ended the connection.
-const CLOSE_GRACE_MS = 1000
+const READ_BEFORE_CLOSE_MS = 1000
 
 /**
  * Ends the connection (after `bytes`, if any), then lets go of it a moment later whatever the client does:
@@ -153,7 +153,7 @@ const CLOSE_GRACE_MS = 1000
  */
 function closeConnection(socket: Duplex, bytes?: string): void {
   socket.end(bytes)
-  const letGo = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS)
+  const letGo = setTimeout(() => socket.destroy(), READ_BEFORE_CLOSE_MS)
   letGo.unref()
   socket.once('close', () => clearTimeout(letGo))
 }

@@ -17,6 +17,8 @@ export type RecordRawRefusal = (refusal: RawRefusal) => void
 
 // A whole request line at the start of what the parser held (which may be a later part of the head).
 const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
+// The longest line that pattern matches: a 20-letter method, an 8192-byte target, the version and CRLF.
+const REQUEST_LINE_MAX_BYTES = 20 + 1 + 8192 + 1 + 8 + 2
 
 /**
  * Writes the line of a request answered below the framework and counts it by status, so that slow
@@ -44,6 +46,6 @@ export function rawRefusalRecorder(logger: Pick<Logger, 'info'>, metrics: Metric
 export function requestLineOf(packet: unknown): { method?: string; url?: string } {
   // Node's parser gives a Buffer (Fastify's types say otherwise).
   if (!Buffer.isBuffer(packet)) return {}
-  const line = REQUEST_LINE.exec(packet.subarray(0, 8300).toString('latin1'))
+  const line = REQUEST_LINE.exec(packet.subarray(0, REQUEST_LINE_MAX_BYTES).toString('latin1'))
   return line === null ? {} : { method: line[1], url: line[2] }
 }

@@ -14,7 +14,7 @@ import { WORKER_ENV, WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
 // Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
 // the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
 // worker stuck in shutdown cannot keep the service from exiting (and its orchestrator waiting) forever.
-const SHUTDOWN_MARGIN_MS = 5000
+const WORKER_SHUTDOWN_MARGIN_MS = 5000
 // After a fatal failure, the exit waits this much past that kill, for the killed workers' exits: the drain
 // ends the process, and the fatal failure's own bound is only a backstop that never cuts it short.
 const KILLED_WORKERS_REAPED_MS = 1000
@@ -49,7 +49,7 @@ export async function superviseWorkers(
   const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
   const fatal = exitOnFatalFailure(
     log,
-    shutdownTimeoutMs + SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
+    shutdownTimeoutMs + WORKER_SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
   )
   await prepare()
 
@@ -157,7 +157,7 @@ async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boo
       log.error({ worker: worker.process.pid }, 'a worker did not stop in time; killing it')
       worker.process.kill('SIGKILL')
     }
-  }, shutdownTimeoutMs + SHUTDOWN_MARGIN_MS)
+  }, shutdownTimeoutMs + WORKER_SHUTDOWN_MARGIN_MS)
   const clean = await Promise.all(exits)
   clearTimeout(deadline)
   return clean.every(Boolean)

@@ -97,6 +97,7 @@ export class PostgresPool {
       // A transaction whose client vanished (destroyed here, or cut off by the network) would hold its
       // locks, the insert lock included, for every instance; the server ends it instead.
       idle_in_transaction_session_timeout: options.statementTimeoutMs,
+      // A quiet instance gives its connections back to the server (pg's default, written out).
       idleTimeoutMillis: 30_000,
       application_name: 'petstore',
       types,
@@ -295,7 +296,7 @@ export class PostgresPool {
    */
   busyWithAnsweringServer(): boolean {
     const pool = this.#pool
-    const saturated = pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)
+    const saturated = pool.idleCount === 0 && pool.totalCount >= (pool.options.max as number)
     return saturated && performance.now() - this.#answeredAt < this.callBoundMs
   }
 

@@ -14,6 +14,7 @@ import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { fsyncPath, removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
+import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import {
   assertCanGiveOwner,
   isDatabaseFile,
@@ -50,7 +51,7 @@ const WHERE_THE_SERVICE_RUNS = ' (DATABASE_URL): run the command where the servi
 
 function open(path: string): DatabaseSync {
   const db = new DatabaseSync(path)
-  db.exec('PRAGMA busy_timeout = 5000')
+  db.exec(`PRAGMA busy_timeout = ${COMMAND_BUSY_TIMEOUT_MS}`)
   return db
 }
 

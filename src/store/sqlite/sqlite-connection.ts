@@ -16,6 +16,12 @@ import { StoreUnavailableError } from '../../errors.ts'
 import { asStorageError, isBusy, StorageFaultError } from './sqlite-errors.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
+/**
+ * How long a command (backup, restore, copy) waits for a server's write lock on the same file: a server's
+ * commits hold it for milliseconds; a command is run by hand, not under a request's bound.
+ */
+export const COMMAND_BUSY_TIMEOUT_MS = 5000
+
 export interface SqliteConnectionOptions {
   /** A file path, or `:memory:` for a throwaway database. */
   path: string

@@ -1,7 +1,7 @@
 import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
-import { SqliteConnection } from './sqlite-connection.ts'
+import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
 import { highestPetId } from './sqlite-pet-queries.ts'
 import { serviceSecret } from './sqlite-settings-queries.ts'
@@ -13,7 +13,7 @@ export class SqliteDump implements CopySource {
   readonly #db: SqliteConnection
 
   constructor(path: string) {
-    this.#db = new SqliteConnection({ path, busyTimeoutMs: 5000 })
+    this.#db = new SqliteConnection({ path, busyTimeoutMs: COMMAND_BUSY_TIMEOUT_MS })
   }
 
   async prepare(): Promise<void> {

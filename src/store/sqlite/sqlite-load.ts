@@ -10,7 +10,7 @@ import {
   type TargetContents,
   type TargetContentsRow,
 } from '../shared/store-copy.ts'
-import { SqliteConnection } from './sqlite-connection.ts'
+import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { migrate } from './sqlite-migrator.ts'
 import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
 
@@ -31,7 +31,7 @@ export class SqliteLoad implements CopyTarget {
   readonly #db: SqliteConnection
 
   constructor(path: string) {
-    this.#db = new SqliteConnection({ path, busyTimeoutMs: 5000 })
+    this.#db = new SqliteConnection({ path, busyTimeoutMs: COMMAND_BUSY_TIMEOUT_MS })
   }
 
   async prepare(): Promise<TargetContents> {
