@@ -1,16 +1,12 @@
-import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
-import type { Socket } from 'node:net'
-import type { Duplex } from 'node:stream'
+import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
 import { logCondition } from './condition-log.ts'
-import { type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
-import { randomRequestId } from './request-id.ts'
-import { requestIdOf } from './request-logging.ts'
+import { lingerOnClose } from './connection-close.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
-const BAD_URL = () => new ApiError('bad_request', 'the URL has a malformed percent-encoding')
+export const BAD_URL = () => new ApiError('bad_request', 'the URL has a malformed percent-encoding')
 
 /** Fastify's own errors, raised before any handler runs, in our words. */
 const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyRequest) => ApiError> = {
@@ -104,7 +100,7 @@ function largeBodyAnnounced({ headers }: IncomingMessage): boolean {
 }
 
 /** 404: no operation at that method and URL. */
-function routeNotFound(method: string, url: string): ApiError {
+export function routeNotFound(method: string, url: string): ApiError {
   const path = url.split('?')[0] ?? ''
   return new ApiError('route_not_found', `no operation at ${method} ${path.slice(0, 200)}`)
 }
@@ -118,186 +114,4 @@ export function methodNotAllowed(method: string, allow: string): ApiError {
 
 export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
   handleError(routeNotFound(request.method, request.url), request, reply)
-}
-
-// What every answer carries (request-lifecycle.ts sets them on Fastify's), those made below it included.
-const HEADERS_OF_EVERY_ANSWER = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
-
-/**
- * A whole HTTP/1.1 error response, for the few errors answered on the raw socket, with the headers every
- * answer carries (Node adds `Date` to its own; RFC 9110 §6.6.1 asks for it on every 4xx and 5xx).
- */
-function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): string {
-  const body = apiError.toJson()
-  const extra = Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('')
-  return (
-    `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\n` +
-    `Date: ${new Date().toUTCString()}\r\n` +
-    Object.entries(HEADERS_OF_EVERY_ANSWER)
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join('') +
-    `Content-Type: application/json; charset=utf-8\r\n${extra}` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  )
-}
-
-// How long a client is given to read an answer and close after the server ended the connection.
-const READ_BEFORE_CLOSE_MS = 1000
-
-/**
- * Ends the connection (after `bytes`, if any), then lets go of it a moment later whatever the client does:
- * a client that never closes its side would otherwise keep the socket, and its MAX_CONNECTIONS slot, for
- * good. `end` first rather than `destroy`, so that a reset does not discard the answer before it is read.
- */
-function closeConnection(socket: Duplex, bytes?: string): void {
-  socket.end(bytes)
-  const letGo = setTimeout(() => socket.destroy(), READ_BEFORE_CLOSE_MS)
-  letGo.unref()
-  socket.once('close', () => clearTimeout(letGo))
-}
-
-/**
- * Node's own close of `socket` after its answer with `Connection: close` (`destroySoon`), made a lingering
- * one, for the drain's 503s: reading stops, the end is sent, and the socket is let go after the grace (or
- * once closed). Node destroyed it as soon as the end was sent, and requests a pipelining client sent
- * meanwhile drew a reset from the kernel, which made the client drop the 503 unread. Only while draining:
- * a paused socket does not see the client close, so each lingers the whole grace.
- */
-export function lingerOnClose(socket: Socket): void {
-  socket.destroySoon = function lingeringClose(this: Socket) {
-    this.pause()
-    closeConnection(this)
-  }
-}
-
-const latestRequests = new WeakMap<Socket | Duplex, IncomingMessage>()
-
-/** The parser's errors by code, in our words (Node's own answers: 408, 431, 413, else 400). */
-const PARSER_REFUSALS = new Map<string | undefined, () => ApiError>([
-  ['ERR_HTTP_REQUEST_TIMEOUT', () => new ApiError('request_timeout', 'the request was not received in time')],
-  [
-    'HPE_HEADER_OVERFLOW',
-    () => new ApiError('headers_too_large', 'the request line and headers are too large'),
-  ],
-  [
-    'HPE_CHUNK_EXTENSIONS_OVERFLOW',
-    () => new ApiError('body_too_large', 'the chunk extensions of the request body are too large'),
-  ],
-])
-const NOT_HTTP = () => new ApiError('bad_request', 'the request is not valid HTTP/1.1')
-
-/** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */
-export function trackLatestRequests(server: {
-  on(event: 'request', listener: (request: IncomingMessage) => void): unknown
-}) {
-  server.on('request', (request: IncomingMessage) => latestRequests.set(request.socket, request))
-}
-
-/**
- * Errors Node's HTTP parser raises before Fastify sees a request (bad framing, oversized headers, slow
- * clients): answered on the raw socket, in the same Error body, then the connection is closed — unless the
- * answer to an earlier, complete request on this connection is still being produced: writing now would
- * hide the answer to a request that may have changed data, so that answer is let finish first.
- */
-export function handleClientError(
-  error: Error & { code?: string; rawPacket?: unknown },
-  socket: Socket,
-  record?: RecordRawRefusal,
-): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
-    socket.destroy()
-    return
-  }
-  // A request gets one answer. If the one the parser is on was already answered (or is being answered)
-  // — a 404 or 401 sent before its body was read, whose framing then breaks — the connection is only
-  // closed once that answer is out: a second answer would be taken by the client, or a proxy reusing the
-  // connection, as the answer to its next request. A complete earlier request whose answer is still being
-  // produced is let finish too. Only a request nobody answered yet (a slow or broken body, or a new
-  // request's head) gets the error response.
-  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
-  if (inFlight && (inFlight.req?.complete || inFlight.headersSent)) {
-    inFlight.once('finish', () => closeConnection(socket))
-    return
-  }
-  const latest = latestRequests.get(socket)
-  if (!inFlight && latest !== undefined && !latest.complete) {
-    socket.destroy()
-    return
-  }
-  const apiError = (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)()
-  // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
-  const request = inFlight?.req
-  const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
-  closeConnection(socket, rawResponse(apiError, { 'X-Request-Id': reqId }))
-  record?.(
-    request === undefined
-      ? { error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) }
-      : refusalOf(apiError, reqId, request),
-  )
-}
-
-/** `Expect` values other than 100-continue (Node would answer a bare 417). */
-export function handleUnmetExpectation(
-  request: IncomingMessage,
-  response: ServerResponse,
-  record?: RecordRawRefusal,
-): void {
-  const apiError = new ApiError('expectation_failed', `Expect: ${request.headers.expect} is not supported`)
-  const body = apiError.toJson()
-  const reqId = requestIdOf(request)
-  response.writeHead(apiError.statusCode, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': reqId,
-    ...HEADERS_OF_EVERY_ANSWER,
-    connection: 'close',
-  })
-  response.end(body)
-  record?.(refusalOf(apiError, reqId, request))
-}
-
-/** CONNECT's answer at `url`: its path read as the router reads another method's (decodeURI's rule). */
-function connectRefusal(url: string, allowAt: (path: string) => string | undefined): ApiError {
-  if (!url.startsWith('/')) return methodNotAllowed('CONNECT', '')
-  let path: string
-  try {
-    path = decodeURI(url.split(/[?#]/, 1)[0] as string)
-  } catch {
-    return BAD_URL()
-  }
-  const allow = allowAt(path)
-  return allow === undefined ? routeNotFound('CONNECT', url) : methodNotAllowed('CONNECT', allow)
-}
-
-/** What the line of a request answered below the framework says, its head read. */
-function refusalOf(error: ApiError, reqId: string, request: IncomingMessage): RawRefusal {
-  return {
-    error,
-    reqId,
-    method: request.method,
-    url: request.url,
-    remoteAddress: request.socket.remoteAddress,
-  }
-}
-
-/**
- * CONNECT, which no path here serves (Node would drop the connection without a word): on a path of this
- * API, 405 with the methods it does serve (`allowAt`); on another path, 404 as any method gets there; on
- * a host and port, as a proxy is asked, 405 with an empty Allow: that target allows no method here.
- */
-export function handleConnect(
-  request: IncomingMessage,
-  socket: Duplex,
-  allowAt: (path: string) => string | undefined,
-  record?: RecordRawRefusal,
-): void {
-  // Node takes its own error listener off a socket it hands to 'connect': a client's reset would be thrown.
-  socket.on('error', () => socket.destroy())
-  const url = request.url ?? ''
-  const apiError = connectRefusal(url, allowAt)
-  const reqId = requestIdOf(request)
-  closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
-  record?.(refusalOf(apiError, reqId, request))
 }

@@ -2,9 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { ApiError } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import { handleConnect, handleUnmetExpectation, lingerOnClose, trackLatestRequests } from './error-handler.ts'
+import { lingerOnClose } from './connection-close.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
+import {
+  HEADERS_OF_EVERY_ANSWER,
+  handleConnect,
+  handleUnmetExpectation,
+  trackLatestRequests,
+} from './raw-answers.ts'
 import type { RecordRawRefusal } from './raw-refusals.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
@@ -23,15 +29,12 @@ const SHUTTING_DOWN = () =>
     'retry-after': '1',
   })
 
-// Made once: an object literal per request would be built only to be copied.
-const FIXED_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' })
-
 /**
  * The headers every answer carries: its request id, no content sniffing, and no caching unless a route
  * sets its own policy (answers hold per-key data no shared cache should keep).
  */
 export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header('x-request-id', request.id).headers(FIXED_HEADERS)
+  reply.header('x-request-id', request.id).headers(HEADERS_OF_EVERY_ANSWER)
 }
 
 export interface RequestLifecycleOptions {
