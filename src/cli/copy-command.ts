@@ -1,7 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs'
 import { constants } from 'node:os'
-import { removeWithCompanions } from '../store/shared/durable-files.ts'
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
+import { removeWithCompanions } from '../store/sqlite/sqlite-durable-files.ts'
 import {
   type Command,
   CommandError,

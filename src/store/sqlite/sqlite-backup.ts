@@ -12,7 +12,6 @@ import {
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
-import { fsyncPath, removeWithCompanions, renameDurably, temporaryBeside } from '../shared/durable-files.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
 import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import {
@@ -23,6 +22,13 @@ import {
   statOrNothing,
   takeOwnership,
 } from './sqlite-database-files.ts'
+import {
+  COMPANION_SUFFIXES,
+  fsyncPath,
+  removeWithCompanions,
+  renameDurably,
+  temporaryBeside,
+} from './sqlite-durable-files.ts'
 import { isBusy, volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
 import { type CarriedForward, carryForward } from './sqlite-restore-carry.ts'
@@ -274,7 +280,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
       fsyncPath(temporary)
       release(path, held)
       // The log was emptied: nothing of the old database is applied to the restored one.
-      for (const suffix of ['-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
+      for (const suffix of COMPANION_SUFFIXES) rmSync(`${path}${suffix}`, { force: true })
       keptAt = held && replaceKeepingAside(path, temporary, stamp)
       if (!held) renameSync(temporary, path)
     })

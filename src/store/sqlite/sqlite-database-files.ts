@@ -13,6 +13,7 @@ import {
   statSync,
 } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
+import { COMPANION_SUFFIXES } from './sqlite-durable-files.ts'
 
 // The database's files as a backup and a restore handle them: which files are its, who the restored
 // file must belong to, and how a restore puts it in place keeping the one it replaces (sqlite-backup.ts).
@@ -24,7 +25,7 @@ const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK'])
 export function isDatabaseFile(path: string, to: string): boolean {
   // SQLite keeps its companion files beside the database's real file, a link's target included.
   const real = realpathSync(path)
-  const files = [real, `${real}-wal`, `${real}-shm`, `${real}-journal`]
+  const files = [real, ...COMPANION_SUFFIXES.map((suffix) => `${real}${suffix}`)]
   const target = statOrNothing(to)
   const same = (file: string) => {
     const stats = statOrNothing(file)

@@ -26,7 +26,10 @@ export function renameDurably(temporary: string, path: string): void {
   fsyncPath(dirname(path))
 }
 
+/** The files SQLite may keep beside a database, by the suffix it adds to the database's name. */
+export const COMPANION_SUFFIXES = ['-journal', '-wal', '-shm'] as const
+
 /** Removes a SQLite file and the companions SQLite may have left beside it. */
 export function removeWithCompanions(path: string): void {
-  for (const suffix of ['', '-journal', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
+  for (const suffix of ['', ...COMPANION_SUFFIXES]) rmSync(`${path}${suffix}`, { force: true })
 }
