@@ -101,7 +101,7 @@ describe('readiness during an upgrade', () => {
     )
   })
 
-  test('when a newer release migrates the schema beyond what this release can run on, then a running instance turns not ready, naming the schema it needs', async (t) => {
+  test('when a newer release migrates the schema beyond what this release can run on, then a running instance turns not ready, naming the schema it needs, and refuses creates with 503 while reads go on', async (t) => {
     const cwd = temporaryDirectory(t)
     const server = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
@@ -113,6 +113,21 @@ describe('readiness during an upgrade', () => {
     assert.equal(
       ((await ready.json()) as { message: string }).message,
       `not ready: database schema version ${latest + 1} is newer than this release knows (${latest}) and needs a release made for schema ${latest + 1} or later`,
+    )
+    // A client that reaches it directly (or before the balancer has taken it out) writes nothing into a
+    // schema whose meaning this release may not know.
+    const create = () =>
+      request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' })
+    const refused = await create()
+    assert.equal(refused.status, 503, await refused.clone().text())
+    assert.ok(refused.headers.get('retry-after'))
+    assert.equal((await request(server, '/v1/pets')).status, 200)
+    const said = await waitForLog(server, (lines) =>
+      lines.find((line) => line.condition !== undefined && line.level === 50),
+    )
+    assert.equal(
+      (said.err as { message?: string } | undefined)?.message,
+      `database schema version ${latest + 1} is newer than this release knows (${latest}) and needs a release made for schema ${latest + 1} or later`,
     )
   })
 

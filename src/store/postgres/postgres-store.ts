@@ -74,6 +74,7 @@ export class PostgresStore extends EngineStore<PostgresPool> {
 
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     if (this.#closing) throw new StoreUnavailableError('the store is closed')
+    this.refuseOnNewerSchema()
     const outcome = await this.#creates.submit(request)
     if (outcome instanceof Error) throw outcome
     return outcome

@@ -1,16 +1,18 @@
+import { StoreUnavailableError } from '../../errors.ts'
 import type { Pet } from '../../schemas/pet.ts'
-import type {
-  ApiKeyRecord,
-  CreatedPet,
-  CreatePetRequest,
-  DeprecatedCallCount,
-  KeyIdentity,
-  MigrationReport,
-  NewApiKey,
-  PetQuery,
-  SchemaStatus,
-  Store,
-  StoreHealth,
+import {
+  type ApiKeyRecord,
+  type CreatedPet,
+  type CreatePetRequest,
+  type DeprecatedCallCount,
+  incompatibility,
+  type KeyIdentity,
+  type MigrationReport,
+  type NewApiKey,
+  type PetQuery,
+  type SchemaStatus,
+  type Store,
+  type StoreHealth,
 } from '../store.ts'
 
 /**
@@ -40,6 +42,8 @@ export abstract class EngineStore<Connection> implements Store {
   abstract readonly engine: string
   readonly #db: Connection
   readonly #queries: EngineQueries<Connection>
+  /** Why this release may not write into the schema, as its last reading found it (`incompatibility`). */
+  #newerSchema: string | undefined
 
   constructor(db: Connection, queries: EngineQueries<Connection>) {
     this.#db = db
@@ -59,8 +63,19 @@ export abstract class EngineStore<Connection> implements Store {
     return this.#queries.migrate(this.#db)
   }
 
-  schemaStatus(): Promise<SchemaStatus> {
-    return this.#queries.schemaStatus(this.#db)
+  /** The schema as it stands; one this release may not run on (a newer release migrated) refuses creates. */
+  async schemaStatus(): Promise<SchemaStatus> {
+    const status = await this.#queries.schemaStatus(this.#db)
+    this.#newerSchema = incompatibility(status)
+    return status
+  }
+
+  /**
+   * Throws while the schema needs a newer release, as readiness last read it: rows this release writes
+   * might mean something else to the release that migrated it (docs/versioning.md, "Storage").
+   */
+  protected refuseOnNewerSchema(): void {
+    if (this.#newerSchema !== undefined) throw new StoreUnavailableError(this.#newerSchema)
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {

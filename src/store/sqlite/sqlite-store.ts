@@ -95,6 +95,7 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
 
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     this.#db.ensureOpen()
+    this.refuseOnNewerSchema()
     const outcome = await this.#creates.submit(request)
     if (outcome instanceof Error) throw outcome
     return outcome
