@@ -92,8 +92,39 @@ describe('typed client: paging', () => {
       })(),
     )
     assert.equal(error.code, 'unexpected_response')
-    assert.match(error.message, /a page already listed/)
+    assert.match(error.message, /pets already listed/)
     // The first page only: the same page again is refused before any of its pets is handed out twice.
     assert.equal(handed.length, 2)
+  })
+
+  test('when a page with new pets links back to itself, then listAllPets hands out its pets once and stops with unexpected_response', async (t) => {
+    const server = await startTestServer(t)
+    const seed = createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key })
+    for (let i = 0; i < 6; i++) await seed.createPet({ name: `Pet ${i}`, categoryId: 1n })
+    // The second page's next link names the second page again, as a faulty proxy rewriting links might.
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      fetch: async (url, init) => {
+        const answer = await fetch(url, init)
+        const cursor = new URL(url).searchParams.get('cursor')
+        const link = answer.headers.get('link')
+        if (cursor === null || link === null) return answer
+        const headers = new Headers(answer.headers)
+        headers.set('link', link.replace(/cursor=[^&>]+/, `cursor=${encodeURIComponent(cursor)}`))
+        return new Response(await answer.arrayBuffer(), { status: answer.status, headers })
+      },
+    })
+    const handed: bigint[] = []
+    const error = await rejection(
+      (async () => {
+        for await (const pet of client.listAllPets({ limit: 2 })) {
+          handed.push(pet.id)
+          if (handed.length > 20) assert.fail('the walk went on over the same page')
+        }
+      })(),
+    )
+    assert.equal(error.code, 'unexpected_response')
+    assert.deepEqual(handed, [1n, 2n, 3n, 4n], 'the page that linked back was handed out, once')
   })
 })

@@ -125,14 +125,14 @@ export function createClient(options: ClientOptions): PetStoreClient {
     listPets: async (query = {}, call = {}) => (await listPage(query, call)).page,
     async *listAllPets(query = {}, call = {}) {
       let next: ListPetsQuery | undefined = query
-      // A next link leading back to a page already listed (a proxy's cache, a fault) would loop for ever.
-      const listed = new Set<string>()
+      // Pages come in ascending id order: one that does not start past the last pet handed out (a next
+      // link leading back, a proxy's cache) would be handed out again, and loop for ever.
+      let lastId: bigint | undefined
       while (next !== undefined) {
         const { page, response }: { page: PetPage; response: Response } = await listPage(next, call)
-        // Checked before its pets are handed out: they would be ones already handed out.
-        const cursor = page.next?.cursor
-        if (cursor !== undefined && listed.has(cursor)) throw repeatedPage(response)
-        if (cursor !== undefined) listed.add(cursor)
+        const firstId = page.pets[0]?.id
+        if (firstId !== undefined && lastId !== undefined && firstId <= lastId) throw repeatedPage(response)
+        lastId = page.pets.at(-1)?.id ?? lastId
         for (const pet of page.pets) {
           // Aborted between two pets of a page: no more of it is handed out.
           call.signal?.throwIfAborted()
@@ -165,7 +165,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
 }
 
 function repeatedPage(response: Response): PetStoreError {
-  const message = 'the next link leads to a page already listed: paging stopped'
+  const message = 'the next link leads back to pets already listed: paging stopped'
   return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
 }
 

@@ -73,10 +73,12 @@ export async function send<P extends keyof paths, M extends Method>(
   const listener = transport.onDeprecation
   const notice = listener && deprecationNoticeOf(operation.name, response)
   if (listener && notice) {
-    await untilAborted(() => listener(notice), signal).catch(async (error: unknown) => {
-      await response.body?.cancel().catch(() => {})
-      throw error
-    })
+    await untilAborted(() => listener(notice), signal, transport.timeoutMs > 0).catch(
+      async (error: unknown) => {
+        await response.body?.cancel().catch(() => {})
+        throw error
+      },
+    )
   }
   const text = await response.text()
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
@@ -97,9 +99,10 @@ export async function send<P extends keyof paths, M extends Method>(
 
 /**
  * What `run` settles with (a throw as a rejection), or the signal's reason once it aborts, whichever
- * comes first; a rejection of `run` after the signal won is handled, never left to the process.
+ * comes first; a rejection of `run` after the signal won is handled, never left to the process. `timed`:
+ * the signal holds the call's time limit.
  */
-function untilAborted(run: () => unknown, signal: AbortSignal | undefined): Promise<unknown> {
+function untilAborted(run: () => unknown, signal: AbortSignal | undefined, timed: boolean): Promise<unknown> {
   const work = new Promise((resolve) => resolve(run()))
   if (signal === undefined) return work
   return new Promise((resolve, reject) => {
@@ -109,8 +112,9 @@ function untilAborted(run: () => unknown, signal: AbortSignal | undefined): Prom
       return
     }
     // The timeout's timer does not keep a process alive: with nothing else pending, a process waiting on
-    // a listener that never settles would end there, the call neither answered nor failed.
-    const pending = setInterval(() => {}, MAX_TIMER_MS)
+    // a listener that never settles would end there, the call neither answered nor failed. Without a
+    // time limit, the caller's signal alone decides, and its own timer, if any, keeps the process.
+    const pending = timed ? setInterval(() => {}, MAX_TIMER_MS) : undefined
     const settled = () => {
       clearInterval(pending)
       signal.removeEventListener('abort', abort)
