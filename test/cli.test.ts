@@ -22,6 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Migration } from '../src/store/shared/migration-plan.ts'
 import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { within } from './helpers/bounded-wait.ts'
+import { runCliAsync } from './helpers/cli-async.ts'
 import { CLI, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -146,6 +147,41 @@ describe('petstore CLI', () => {
     assert.equal(result.status, 1, result.stderr)
     const left = ['x.db', 'x.db-wal', 'x.db-shm'].filter((name) => existsSync(join(cwd, name)))
     assert.deepEqual(left, [], 'a later start or copy would take an empty file for a store')
+  })
+
+  test('when a copy into a new SQLite file is stopped by SIGTERM after its first chunks, then the file is kept with them, and a re-run finishes it', async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
+    const pets = () => {
+      if (!existsSync(join(cwd, 'target.db'))) return 0
+      try {
+        const db = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
+        try {
+          return Number(db.prepare('SELECT count(*) AS n FROM pets').get()?.n ?? 0)
+        } finally {
+          db.close()
+        }
+      } catch {
+        return 0
+      }
+    }
+    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db']
+    // A pet per transaction: seconds for the whole, so it is stopped part way.
+    const stopped = await runCliAsync([...args, '--chunk-size', '1'], {}, cwd, {
+      started: (child) => {
+        const poll = setInterval(() => {
+          if (pets() === 0) return
+          clearInterval(poll)
+          child.kill('SIGTERM')
+        }, 5)
+        child.once('exit', () => clearInterval(poll))
+      },
+    })
+    assert.equal(stopped.status, 143, stopped.stderr)
+    assert.ok(pets() > 0 && pets() < 20000, `${pets()} pets kept`)
+    const again = runCli(args, {}, cwd)
+    assert.equal(again.status, 0, again.stderr)
+    assert.equal(pets(), 20000)
   })
 
   test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {

@@ -102,7 +102,7 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
         cwd,
         "1 API key of the source collides with the target's by id or name (id 1): " +
           'stores whose ids collide cannot be merged; a target with API keys of its own takes none of the ' +
-          'source’s; copy into one no service has started on',
+          "source's; copy into one no service has started on",
       )
     })
 

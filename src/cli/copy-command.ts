@@ -1,7 +1,6 @@
-import { existsSync, realpathSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { constants } from 'node:os'
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
-import { removeWithCompanions } from '../store/sqlite/sqlite-durable-files.ts'
 import {
   type Command,
   CommandError,
@@ -10,7 +9,7 @@ import {
   parseCommandArgs,
   UsageError,
 } from './command.ts'
-import { openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
+import { discardFailedTarget, openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
 const PROGRESS_EVERY_MS = 2000
@@ -28,11 +27,12 @@ export function progressLine(walked: number, total: number, perSecond: number): 
 }
 
 /** Stopped by the operator: the target holds whole chunks, and a re-run finishes it. */
-function stopOnSignal(stderr: { write(text: string): unknown }): () => void {
+function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () => void): () => void {
   const stop = (signal: NodeJS.Signals) => {
     stderr.write(
       `petstore copy: stopped by ${signal} before the end; the target holds whole chunks: run the same command again to finish\n`,
     )
+    beforeExit()
     // The shell's code for a command ended by the signal; the transaction under way is rolled back.
     process.exit(128 + (constants.signals[signal] ?? 0))
   }
@@ -43,10 +43,11 @@ function stopOnSignal(stderr: { write(text: string): unknown }): () => void {
     process.off('SIGTERM', stop)
   }
 }
-/** Whether two paths name one file (`./a.db`, its absolute path, a link to it). */
+/** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */
 function sameFile(path: string, other: string | undefined): boolean {
-  if (other === undefined || !existsSync(path) || !existsSync(other)) return false
-  return realpathSync(path) === realpathSync(other)
+  if (other === undefined) return false
+  const [one, two] = [statSync(path, { throwIfNoEntry: false }), statSync(other, { throwIfNoEntry: false })]
+  return one !== undefined && two !== undefined && one.dev === two.dev && one.ino === two.ino
 }
 
 /** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */
@@ -91,8 +92,11 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
         ? undefined
         : integerOption('max-chunks', values['max-chunks'], 1, 1e9)
     const source = await openCopySource(values.from)
-    // A SQLite file this copy makes is removed if it fails: left empty, a start would serve it as a store.
-    const madeFile = toPath !== undefined && !existsSync(toPath) ? toPath : undefined
+    // A SQLite file this copy makes and fails to put a row in is removed: a start would serve it as a store.
+    const madeFile = toPath !== undefined && !existsSync(toPath)
+    const discardIfMade = () => {
+      if (madeFile) discardFailedTarget(values.to as string)
+    }
     let failed = true
     const target = await openCopyTarget(values.to).catch(async (error) => {
       await source.close()
@@ -100,7 +104,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     })
     const started = performance.now()
     let reported = started
-    const allowSignals = stopOnSignal(stderr)
+    const allowSignals = stopOnSignal(stderr, discardIfMade)
     try {
       const report = await copyStore(source, target, {
         chunkSize,
@@ -135,8 +139,11 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       throw error
     } finally {
       allowSignals()
-      await Promise.all([source.close(), target.close()])
-      if (failed && madeFile !== undefined) removeWithCompanions(madeFile)
+      try {
+        await Promise.all([source.close(), target.close()])
+      } finally {
+        if (failed) discardIfMade()
+      }
     }
   },
 }

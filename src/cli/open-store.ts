@@ -6,7 +6,7 @@ import { isPostgresUrl } from '../config-schema.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
 import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
-import { SqliteLoad } from '../store/sqlite/sqlite-load.ts'
+import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import type { Store } from '../store/store.ts'
 import { CommandError, type Output, UsageError } from './command.ts'
@@ -131,6 +131,12 @@ export async function openCopySource(url: string): Promise<CopySource> {
   }
   const { PostgresDump } = await import('../store/postgres/postgres-dump.ts')
   return new PostgresDump({ url, ...COPY_POOL })
+}
+
+/** After a failed copy into `url`, a SQLite file the copy made and left without a row is removed. */
+export function discardFailedTarget(url: string): void {
+  const path = sqlitePathOf(url)
+  if (path !== undefined) discardIfEmpty(path)
 }
 
 /** Where `petstore copy` writes (the engine's load role); a new SQLite file is made if needed. */

@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { IdempotencyRecordRow, KeyRow, PetRow } from './rows.ts'
 
@@ -109,7 +110,7 @@ export class CopyConflictError extends Error {
     const advice =
       rows === 'pets'
         ? 'copy into an empty target'
-        : 'a target with API keys of its own takes none of the source’s; copy into one no service has started on'
+        : "a target with API keys of its own takes none of the source's; copy into one no service has started on"
     super(
       `${count} ${what} (${one ? 'id' : 'ids'} ${shown}): stores whose ids collide cannot be merged; ${advice}`,
     )
@@ -144,9 +145,13 @@ export interface CopyReport {
   highestPetId: bigint
 }
 
-/** The source's pets in id-ordered chunks, from after `afterId`. */
+/**
+ * The source's pets in id-ordered chunks, from after `afterId`. Each waits a turn of the event loop: an
+ * engine that answers synchronously (SQLite) would otherwise hold off Ctrl-C and SIGTERM to the end.
+ */
 async function* chunksOf(source: CopySource, chunkSize: number, afterId = INT64_MIN) {
   for (;;) {
+    await setImmediate()
     const chunk = await source.pets(afterId, chunkSize)
     if (chunk.length === 0) return
     yield chunk
@@ -220,6 +225,7 @@ export async function copyStore(
   let records = 0
   let afterRecord: IdempotencyRecordRow | undefined
   for (;;) {
+    await setImmediate()
     const chunk = await source.idempotencyRecords(afterRecord, options.chunkSize)
     if (chunk.length === 0) break
     records += await target.writeIdempotencyRecords(chunk)

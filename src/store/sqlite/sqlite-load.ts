@@ -1,4 +1,4 @@
-import type { SQLInputValue, StatementSync } from 'node:sqlite'
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import {
   type CopiedKey,
@@ -11,6 +11,7 @@ import {
   type TargetContentsRow,
 } from '../shared/store-copy.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
+import { removeWithCompanions } from './sqlite-durable-files.ts'
 import { migrate } from './sqlite-migrator.ts'
 import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
 
@@ -146,4 +147,28 @@ export class SqliteLoad implements CopyTarget {
   async close(): Promise<void> {
     this.#db.close()
   }
+}
+
+/**
+ * Removes the SQLite file at `path` (a target the copy made) if it holds no pet and no key: a copy that
+ * failed before its first chunk. One holding chunks is kept: a re-run completes it.
+ */
+export function discardIfEmpty(path: string): void {
+  let empty = false
+  try {
+    const db = new DatabaseSync(path, { readOnly: true })
+    try {
+      const tables = db.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('pets', 'api_keys')",
+      )
+      empty = tables
+        .all()
+        .every(({ name }) => db.prepare(`SELECT 1 FROM ${name} LIMIT 1`).get() === undefined)
+    } finally {
+      db.close()
+    }
+  } catch {
+    // Not readable as a database: left as it is, for whoever looks at it.
+  }
+  if (empty) removeWithCompanions(path)
 }
