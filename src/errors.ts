@@ -130,6 +130,14 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** The database's schema needs a newer release than this one: writes are refused until one replaces it. */
+export class NewerSchemaError extends StoreUnavailableError {
+  constructor(message: string) {
+    super(message)
+    this.name = 'NewerSchemaError'
+  }
+}
+
 /** Why a TLS server certificate was refused, by what must be mended. */
 export interface CertificateRefusal {
   /** Node's code: OpenSSL's verify error, or its own for a name that does not match. */

@@ -120,7 +120,11 @@ describe('readiness during an upgrade', () => {
       request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' })
     const refused = await create()
     assert.equal(refused.status, 503, await refused.clone().text())
-    assert.ok(refused.headers.get('retry-after'))
+    assert.equal(refused.headers.get('retry-after'), '5')
+    assert.equal(
+      ((await refused.json()) as { message: string }).message,
+      "this instance's release is older than the database schema; retry on another instance",
+    )
     assert.equal((await request(server, '/v1/pets')).status, 200)
     const said = await waitForLog(server, (lines) =>
       lines.find((line) => line.condition !== undefined && line.level === 50),

@@ -48,20 +48,24 @@ export class ConditionLog {
   /**
    * Records that the request `reqId` met `condition`, answered `status`; the start is logged at `level`,
    * with `detail`. A condition met `untilPassed` ends only when `passed` says so: probes come every 5 to
-   * 30 s, more sparsely than any quiet period, and each would otherwise start it again.
+   * 30 s, more sparsely than any quiet period, and each would otherwise start it again; `forGood`, never.
    */
   met(
     condition: string,
     level: 'error' | 'warn',
     detail: ConditionDetail,
     reqId: string,
-    { untilPassed = false, status = 503 }: { untilPassed?: boolean; status?: number } = {},
+    {
+      untilPassed = false,
+      forGood = false,
+      status = 503,
+    }: { untilPassed?: boolean; forGood?: boolean; status?: number } = {},
   ): void {
     const now = performance.now()
     const known = this.#conditions.get(condition)
     if (known === undefined) {
       const started: Condition = {
-        untilPassed,
+        untilPassed: untilPassed || forGood,
         since: now,
         lastMet: now,
         lastLogged: now,
@@ -71,9 +75,9 @@ export class ConditionLog {
       this.#conditions.set(condition, started)
       this.#log[level](
         { condition, reqId, ...detail },
-        `${condition}: requests are answered ${status} until it passes`,
+        `${condition}: requests are answered ${status} ${forGood ? 'from now on' : 'until it passes'}`,
       )
-      if (!untilPassed) this.#watch(condition, started, this.#quietMs)
+      if (!started.untilPassed) this.#watch(condition, started, this.#quietMs)
       return
     }
     known.lastMet = now
@@ -165,6 +169,8 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
   const level = fault || apiError.statusCode === 507 ? 'error' : 'warn'
   conditionLogOf(request).met(condition, level, detail, request.id, {
     untilPassed: isReadiness(condition),
+    // Ids given out never come back: no quiet spell means it has passed.
+    forGood: apiError.statusCode === 507,
     status: apiError.statusCode,
   })
   ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })

@@ -1,6 +1,6 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, codeForStatus, isApiError, StoreUnavailableError } from '../errors.ts'
+import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 
@@ -47,6 +47,14 @@ export function isFrameworkError(error: unknown): error is FrameworkError {
 
 function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (isApiError(error)) return error
+  // Only a deploy mends it: the balancer is sent elsewhere by /readyz, and a retry should go there too.
+  if (error instanceof NewerSchemaError) {
+    return new ApiError(
+      'service_unavailable',
+      "this instance's release is older than the database schema; retry on another instance",
+      { 'retry-after': '5' },
+    )
+  }
   if (error instanceof StoreUnavailableError) {
     return new ApiError('service_unavailable', 'the store is unavailable; retry shortly', {
       'retry-after': '1',

@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '../../errors.ts'
+import { NewerSchemaError } from '../../errors.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import {
   type ApiKeyRecord,
@@ -75,7 +75,17 @@ export abstract class EngineStore<Connection> implements Store {
    * might mean something else to the release that migrated it (docs/versioning.md, "Storage").
    */
   protected refuseOnNewerSchema(): void {
-    if (this.#newerSchema !== undefined) throw new StoreUnavailableError(this.#newerSchema)
+    if (this.#newerSchema !== undefined) throw new NewerSchemaError(this.#newerSchema)
+  }
+
+  /** A write of keys, counts or records: refused on a newer schema, then as the engine guards it. */
+  #guardedWrite<T>(commit: () => Promise<T>): Promise<T> {
+    try {
+      this.refuseOnNewerSchema()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.write(commit)
   }
 
   getPet(id: bigint): Promise<Pet | undefined> {
@@ -87,7 +97,7 @@ export abstract class EngineStore<Connection> implements Store {
   }
 
   purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number> {
-    return this.#queries.purgeExpiredIdempotencyRecords(this.#db, nowMs, signal)
+    return this.#guardedWrite(() => this.#queries.purgeExpiredIdempotencyRecords(this.#db, nowMs, signal))
   }
 
   serviceSecret(): Promise<string> {
@@ -95,11 +105,11 @@ export abstract class EngineStore<Connection> implements Store {
   }
 
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord> {
-    return this.write(() => this.#queries.createApiKey(this.#db, key))
+    return this.#guardedWrite(() => this.#queries.createApiKey(this.#db, key))
   }
 
   ensureApiKey(key: NewApiKey): Promise<void> {
-    return this.write(() => this.#queries.ensureApiKey(this.#db, key))
+    return this.#guardedWrite(() => this.#queries.ensureApiKey(this.#db, key))
   }
 
   findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
@@ -111,10 +121,10 @@ export abstract class EngineStore<Connection> implements Store {
   }
 
   revokeApiKey(name: string): Promise<boolean> {
-    return this.write(() => this.#queries.revokeApiKey(this.#db, name))
+    return this.#guardedWrite(() => this.#queries.revokeApiKey(this.#db, name))
   }
 
   recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void> {
-    return this.write(() => this.#queries.recordDeprecatedCalls(this.#db, counts))
+    return this.#guardedWrite(() => this.#queries.recordDeprecatedCalls(this.#db, counts))
   }
 }
