@@ -25,19 +25,28 @@ export function runPeriodically(
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
   const closing = new AbortController()
-  // Said once per run of failures (a store outage fails every run, and is logged as such already).
+  // Said once per run of failures with the same message (a store outage fails every run, and is logged as
+  // such already), and again when the message changes; the end of the run said at the same level.
   let failedRuns = 0
+  let lastMessage: string | undefined
   const warn = (error: unknown) => {
-    if (failedRuns++ > 0) return
+    failedRuns++
+    const message = error instanceof Error ? error.message : String(error)
+    if (message === lastMessage) return
+    lastMessage = message
     app.log.warn(
       { err: error, job: name },
       'periodic job failed; retried at every run, and said again once it succeeds',
     )
   }
   const succeeded = () => {
-    if (failedRuns > 0) app.log.info({ job: name, failedRuns }, 'periodic job succeeded again')
+    if (failedRuns > 0) app.log.warn({ job: name, failedRuns }, 'periodic job succeeded again')
     failedRuns = 0
+    lastMessage = undefined
   }
+  // The last run, at close, is said whatever came before it: nothing runs after it.
+  const lastRunFailed = (error: unknown) =>
+    app.log.warn({ err: error, job: name }, 'periodic job failed on its last run, at close')
   const run = (signal: AbortSignal, onFailure = warn) => job(signal).then(succeeded, onFailure)
   const tick = () => {
     running ??= run(closing.signal).finally(() => {
@@ -53,6 +62,6 @@ export function runPeriodically(
     clearInterval(timer)
     closing.abort()
     await running
-    if (atClose) await run(new AbortController().signal, onLastRunFailed)
+    if (atClose) await run(new AbortController().signal, onLastRunFailed ?? lastRunFailed)
   })
 }

@@ -41,7 +41,7 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
         if (!error && connections > 0) {
           app.log.warn(
             { connections, shutdownTimeoutMs: timeoutMs },
-            'shutdown: connections still open at SHUTDOWN_TIMEOUT_MS are cut; a request under way on one gets no answer',
+            'shutdown: connections still open at SHUTDOWN_TIMEOUT_MS are cut (a request under way on one gets no answer)',
           )
         }
         app.server.closeAllConnections()

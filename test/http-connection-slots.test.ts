@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { CLI, cliEnvironment } from './helpers/cli-process.ts'
+import { logLines, startServeProcess } from './helpers/cli-process.ts'
+import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
@@ -154,38 +153,28 @@ describe('connections the server has finished with give back their MAX_CONNECTIO
   })
 })
 
-describe('the open-file limit', () => {
-  test('when the process may open fewer files than MAX_CONNECTIONS needs, then the start says so at warn, naming both', async (t) => {
-    const child = spawn('prlimit', ['--nofile=256:256', process.execPath, CLI, 'serve'], {
-      env: cliEnvironment({
-        HOST: '127.0.0.1',
-        PORT: '0',
-        METRICS: 'off',
-        DATABASE_URL: 'sqlite::memory:',
-        MAX_CONNECTIONS: '1000',
-        LOG_LEVEL: 'info',
-      }),
-      cwd: temporaryDirectory(t),
-      stdio: ['ignore', 'pipe', 'pipe'],
+describe(
+  'the open-file limit',
+  suiteNeeding(
+    'the open-file limit check',
+    hasCommand('prlimit')
+      ? undefined
+      : { missing: 'no prlimit on this machine', remedy: 'apt-get install util-linux' },
+  ),
+  () => {
+    test('when the process may open fewer files than MAX_CONNECTIONS needs, then the start says so at warn, naming both', async (t) => {
+      const server = await startServeProcess(
+        { METRICS: 'off', DATABASE_URL: 'sqlite::memory:', MAX_CONNECTIONS: '1000' },
+        temporaryDirectory(t),
+        { under: ['prlimit', '--nofile=256:256'] },
+      )
+      t.after(() => server.child.kill('SIGKILL'))
+      const warned = logLines(server).filter((line) => line.openFileLimit !== undefined)
+      assert.equal(warned.length, 1, server.output())
+      assert.deepEqual(
+        [warned[0]?.level, warned[0]?.openFileLimit, warned[0]?.maxConnections],
+        [40, 256, 1000],
+      )
     })
-    t.after(() => child.kill('SIGKILL'))
-    let output = ''
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      output += text
-    })
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      output += text
-    })
-    await waitUntil(
-      () => output.includes('serving http'),
-      () => `did not serve:\n${output}`,
-    )
-    const warned = output
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line))
-      .filter((line) => line.openFileLimit !== undefined)
-    assert.equal(warned.length, 1, output)
-    assert.deepEqual([warned[0].level, warned[0].openFileLimit, warned[0].maxConnections], [40, 256, 1000])
-  })
-})
+  },
+)

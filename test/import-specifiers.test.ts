@@ -50,22 +50,3 @@ describe('import specifiers under src/', () => {
     assert.equal(shortestForm(directory, './sqlite-store.ts'), './sqlite-store.ts')
   })
 })
-
-// `process.env.X`, `process.env[…]`, or `const { env } = process`.
-const READS_ENV = /\bprocess\.env\b|\{[^}]*\benv\b[^}]*\}\s*=\s*process\b/
-
-describe('where the environment is read', () => {
-  test('when a file below the process reads process.env, then it is config.ts or under cli/: everything else is handed decoded values', () => {
-    const files = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((file) =>
-      file.endsWith('.ts'),
-    )
-    const readers = files.filter(
-      (file) => READS_ENV.test(readFileSync(join(SRC, file), 'utf8')) && file !== 'config.ts',
-    )
-    assert.deepEqual(
-      readers.filter((file) => !file.startsWith('cli/')),
-      [],
-    )
-    assert.ok(readers.length > 0, 'the process (cli/) reads it')
-  })
-})

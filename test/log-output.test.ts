@@ -11,6 +11,7 @@ import { BufferedLogOutput, LOG_OUTPUT } from '../src/log/log-output.ts'
 import { droppedLogLines } from '../src/log/standard-streams.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { outputFile } from './helpers/cleanup.ts'
+import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
 /** Lines of every shape a log holds: short, multi-byte, and longer than a whole write. */
 function mixedLines(count: number): string[] {
@@ -156,37 +157,46 @@ describe('buffered log output', () => {
   }
 })
 
-describe('a log file that refuses writes for a while', () => {
-  test('when its writes fail with EFBIG (as a full disk fails them with ENOSPC), then lines are kept, written once it takes them again, and it is not given up as gone', async (t) => {
-    const { path } = outputFile(t)
-    const fixture = fileURLToPath(new URL('./fixtures/refusing-file.fixture.ts', import.meta.url))
-    const total = 200
-    const child = spawn(process.execPath, [fixture, path, String(total)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+describe(
+  'a log file that refuses writes for a while',
+  suiteNeeding(
+    'the refused-writes check',
+    hasCommand('prlimit')
+      ? undefined
+      : { missing: 'no prlimit on this machine', remedy: 'apt-get install util-linux' },
+  ),
+  () => {
+    test('when its writes fail with EFBIG (as a full disk fails them with ENOSPC), then lines are kept, written once it takes them again, and it is not given up as gone', async (t) => {
+      const { path } = outputFile(t)
+      const fixture = fileURLToPath(new URL('./fixtures/refusing-file.fixture.ts', import.meta.url))
+      const total = 200
+      const child = spawn(process.execPath, [fixture, path, String(total)], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      t.after(() => child.kill('SIGKILL'))
+      let stdout = ''
+      let stderr = ''
+      child.stdout.setEncoding('utf8').on('data', (text: string) => {
+        stdout += text
+      })
+      child.stderr.setEncoding('utf8').on('data', (text: string) => {
+        stderr += text
+      })
+      const [code] = await within(once(child, 'exit'), 15_000, 'the child did not exit')
+      assert.equal(code, 0, stderr)
+      assert.deepEqual(JSON.parse(stdout), { flushed: true, dropped: 0 }, stderr)
+      const numbers = readFileSync(path, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line).n)
+      assert.deepEqual(numbers, [...Array.from({ length: total }, (_, n) => n), 'after'])
+      // Said once on stderr, as a refusal that may pass, not as an output gone for good.
+      const said = stderr.split('\n').filter((line) => line.includes('EFBIG'))
+      assert.equal(said.length, 1, stderr)
+      assert.doesNotMatch(stderr, /is gone/)
     })
-    t.after(() => child.kill('SIGKILL'))
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      stdout += text
-    })
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text
-    })
-    const [code] = await within(once(child, 'exit'), 15_000, 'the child did not exit')
-    assert.equal(code, 0, stderr)
-    assert.deepEqual(JSON.parse(stdout), { flushed: true, dropped: 0 }, stderr)
-    const numbers = readFileSync(path, 'utf8')
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line).n)
-    assert.deepEqual(numbers, [...Array.from({ length: total }, (_, n) => n), 'after'])
-    // Said once on stderr, as a refusal that may pass, not as an output gone for good.
-    const said = stderr.split('\n').filter((line) => line.includes('EFBIG'))
-    assert.equal(said.length, 1, stderr)
-    assert.doesNotMatch(stderr, /is gone/)
-  })
-})
+  },
+)
 
 describe('lines made later', () => {
   /** An output to a file, and a maker writing `{"n":…}` for each number, noting what it made. */

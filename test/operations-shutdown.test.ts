@@ -211,12 +211,17 @@ describe('shutdown bound', () => {
         () => 'cut',
       ),
     )
-    // Time for them to reach the store and wait there.
-    await sleep(300)
+    // Time for them to reach the store and wait there; one still on its way is answered 503 instead.
+    await sleep(1000)
     server.child.kill('SIGTERM')
-    assert.deepEqual(await Promise.all(waiting), ['cut', 'cut', 'cut'])
+    const outcomes = await Promise.all(waiting)
+    const cutOff = outcomes.filter((outcome) => outcome === 'cut').length
+    assert.ok(
+      cutOff > 0 && outcomes.every((outcome) => outcome === 'cut' || outcome === 503),
+      String(outcomes),
+    )
     const cut = await waitForLog(server, (lines) => lines.find((line) => line.connections !== undefined))
-    assert.equal(cut.connections, 3)
+    assert.equal(cut.connections, cutOff)
     assert.equal(cut.level, 40)
     assert.match(String(cut.msg), /cut/)
   })

@@ -103,17 +103,24 @@ describe('periodic jobs', () => {
     runPeriodically(app, 'flush', { everyMs: 5, atClose: false }, async () => {
       runs++
       if (runs <= 4) throw new Error('the store is unavailable')
+      if (runs === 5) throw new Error('the store is read-only')
     })
     await app.ready()
-    await waitFor(() => runs >= 6, 'six runs')
+    await waitFor(() => runs >= 7, 'seven runs')
     await app.close()
     const said = lines.filter((line) => line.job === 'flush')
     assert.deepEqual(
       said.map((line) => [line.level, line.msg, line.failedRuns]),
       [
         [40, 'periodic job failed; retried at every run, and said again once it succeeds', undefined],
-        [30, 'periodic job succeeded again', 4],
+        [40, 'periodic job failed; retried at every run, and said again once it succeeds', undefined],
+        [40, 'periodic job succeeded again', 5],
       ],
+    )
+    assert.equal(
+      (said[1]?.err as { message?: string } | undefined)?.message,
+      'the store is read-only',
+      'a new error is said',
     )
     assert.equal((said[0]?.err as { message?: string } | undefined)?.message, 'the store is unavailable')
   })

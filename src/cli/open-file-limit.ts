@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs'
 import type { Logger } from 'pino'
+import type { DatabaseSettings } from '../config.ts'
 
-// What the service holds open besides its connections: its own files, the database's (SQLite's three, or
-// PostgreSQL's pool), the metrics listener and its clients, Redis, and libuv's own descriptors.
+// What the service holds open besides its connections and PostgreSQL's pool: its own files, SQLite's
+// three, the metrics listener and its clients, Redis, and libuv's own descriptors.
 const FILES_OF_ITS_OWN = 64
 
 /** The process's soft limit on open files (RLIMIT_NOFILE), from Linux's /proc; undefined elsewhere. */
@@ -19,11 +20,16 @@ function openFileLimit(): number | undefined {
  * Warns once at start when the open-file limit is below what MAX_CONNECTIONS allows: past it, the kernel
  * refuses connections before the service sees them, health probes among them, and nothing counts them.
  */
-export function warnOfOpenFileLimit(maxConnections: number, log: Pick<Logger, 'warn'>): void {
+export function warnOfOpenFileLimit(
+  maxConnections: number,
+  database: DatabaseSettings,
+  log: Pick<Logger, 'warn'>,
+): void {
   const openFiles = openFileLimit()
-  if (openFiles === undefined || openFiles >= maxConnections + FILES_OF_ITS_OWN) return
+  const own = FILES_OF_ITS_OWN + (database.engine === 'postgres' ? database.poolSize : 0)
+  if (openFiles === undefined || openFiles >= maxConnections + own) return
   log.warn(
     { openFileLimit: openFiles, maxConnections },
-    `the open-file limit (${openFiles}) is below MAX_CONNECTIONS plus the ${FILES_OF_ITS_OWN} files the service keeps open: connections past it are refused by the kernel, health probes among them; raise the limit (LimitNOFILE=, --ulimit nofile) or lower MAX_CONNECTIONS`,
+    `the open-file limit (${openFiles}) is below MAX_CONNECTIONS plus the ${own} files the service keeps open: connections past it are refused by the kernel, health probes among them; raise the limit (LimitNOFILE=, --ulimit nofile) or lower MAX_CONNECTIONS`,
   )
 }

@@ -25,9 +25,9 @@ import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
 const FATAL_GRACE_MS = 5000
 
-/** Once per service, before anything serves: the open-file limit, migrations, the keys that make it callable. */
+/** Once per service, before anything serves: the open-file limit, migrations, the keys it is called with. */
 async function prepareStore(store: Store, config: Config, log: Logger, terminal: Output): Promise<void> {
-  warnOfOpenFileLimit(config.http.maxConnections, log)
+  warnOfOpenFileLimit(config.http.maxConnections, config.database, log)
   const { current, latest, compatibleFrom } = await store.migrate()
   // A rollback, or an old instance restarting mid-deploy: the newer migrations keep this release working.
   if (current > latest) {

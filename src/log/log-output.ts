@@ -62,8 +62,9 @@ interface Chunk {
 /**
  * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
  * `maxBufferedBytes` (a stdout nobody reads, a full disk), a line is dropped and counted; after a write
- * error other than EAGAIN or a refusal that passes (EPIPE: the reader is gone) every line is. At exit, what is buffered is written at once,
- * briefly retried on a full stdout; what is not written is counted as dropped (see `writeAtExit`).
+ * error other than EAGAIN or a refusal that passes (EPIPE: the reader is gone) every line is. At exit,
+ * what is buffered is written at once, briefly retried on a full stdout; what is not written is counted
+ * as dropped (see `writeAtExit`).
  *
  * Each line is encoded once, straight into a reused write-sized buffer of whole lines, which is then
  * written as it is: no array of strings to join, measure twice and encode again per batch

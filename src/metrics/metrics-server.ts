@@ -15,7 +15,8 @@ export interface MetricsListener {
 /**
  * The listener's own bounds, fixed: a scraper (Prometheus, one per replica of it) sends one short request
  * per interval. Node's defaults (no connection cap, a head may take 60 s) let a few hundred idle or slow
- * connections take the process's descriptors, and with them the API's (docs/decisions.md, "Deployment": the metrics listener's bounds).
+ * connections take the process's descriptors, and with them the API's (docs/decisions.md, "Deployment":
+ * the metrics listener's bounds).
  */
 export const METRICS_LISTENER_LIMITS = {
   maxConnections: 16,

@@ -42,9 +42,17 @@ export interface ServeProcess {
   exited: Promise<number | NodeJS.Signals>
 }
 
-/** Runs `petstore serve` as its own process on a free port and waits until it listens. */
-export async function startServeProcess(env: Record<string, string>, cwd: string): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+/**
+ * Runs `petstore serve` as its own process on a free port and waits until it listens; `under` runs it
+ * through a command first (`prlimit --nofile=256:256`).
+ */
+export async function startServeProcess(
+  env: Record<string, string>,
+  cwd: string,
+  { under = [] }: { under?: string[] } = {},
+): Promise<ServeProcess> {
+  const [command = process.execPath, ...args] = [...under, process.execPath, CLI, 'serve']
+  const child = spawn(command, args, {
     // Info level at least: the "serving" line is how the helper knows the server listens.
     env: cliEnvironment({ HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0', ...env, LOG_LEVEL: 'info' }),
     cwd,
