@@ -5,7 +5,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { logLines, startServeProcess } from './helpers/cli-process.ts'
-import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
+import { suiteNeedingPrlimit } from './helpers/suite-requirements.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
@@ -153,28 +153,16 @@ describe('connections the server has finished with give back their MAX_CONNECTIO
   })
 })
 
-describe(
-  'the open-file limit',
-  suiteNeeding(
-    'the open-file limit check',
-    hasCommand('prlimit')
-      ? undefined
-      : { missing: 'no prlimit on this machine', remedy: 'apt-get install util-linux' },
-  ),
-  () => {
-    test('when the process may open fewer files than MAX_CONNECTIONS needs, then the start says so at warn, naming both', async (t) => {
-      const server = await startServeProcess(
-        { METRICS: 'off', DATABASE_URL: 'sqlite::memory:', MAX_CONNECTIONS: '1000' },
-        temporaryDirectory(t),
-        { under: ['prlimit', '--nofile=256:256'] },
-      )
-      t.after(() => server.child.kill('SIGKILL'))
-      const warned = logLines(server).filter((line) => line.openFileLimit !== undefined)
-      assert.equal(warned.length, 1, server.output())
-      assert.deepEqual(
-        [warned[0]?.level, warned[0]?.openFileLimit, warned[0]?.maxConnections],
-        [40, 256, 1000],
-      )
-    })
-  },
-)
+describe('the open-file limit', suiteNeedingPrlimit('the open-file limit check'), () => {
+  test('when the process may open fewer files than MAX_CONNECTIONS needs, then the start says so at warn, naming both', async (t) => {
+    const server = await startServeProcess(
+      { METRICS: 'off', DATABASE_URL: 'sqlite::memory:', MAX_CONNECTIONS: '1000' },
+      temporaryDirectory(t),
+      { under: ['prlimit', '--nofile=256:256'] },
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    const warned = logLines(server).filter((line) => line.openFileLimit !== undefined)
+    assert.equal(warned.length, 1, server.output())
+    assert.deepEqual([warned[0]?.level, warned[0]?.openFileLimit, warned[0]?.maxConnections], [40, 256, 1000])
+  })
+})

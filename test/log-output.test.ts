@@ -11,7 +11,7 @@ import { BufferedLogOutput, LOG_OUTPUT } from '../src/log/log-output.ts'
 import { droppedLogLines } from '../src/log/standard-streams.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { outputFile } from './helpers/cleanup.ts'
-import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
+import { suiteNeedingPrlimit } from './helpers/suite-requirements.ts'
 
 /** Lines of every shape a log holds: short, multi-byte, and longer than a whole write. */
 function mixedLines(count: number): string[] {
@@ -159,12 +159,7 @@ describe('buffered log output', () => {
 
 describe(
   'a log file that refuses writes for a while',
-  suiteNeeding(
-    'the refused-writes check',
-    hasCommand('prlimit')
-      ? undefined
-      : { missing: 'no prlimit on this machine', remedy: 'apt-get install util-linux' },
-  ),
+  suiteNeedingPrlimit('the refused-writes check'),
   () => {
     test('when its writes fail with EFBIG (as a full disk fails them with ENOSPC), then lines are kept, written once it takes them again, and it is not given up as gone', async (t) => {
       const { path } = outputFile(t)

@@ -16,7 +16,7 @@ import {
   storageFaultLines,
   waitUntilReady,
 } from './helpers/storage-faults.ts'
-import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
+import { suiteNeedingPrlimit } from './helpers/suite-requirements.ts'
 
 describe('SQLite: the disk fills up under a running server', mountingSuiteOptions(), () => {
   for (const writeThread of ['off', 'on']) {
@@ -198,15 +198,7 @@ describe(
 
 describe(
   'SQLite: the operating system refuses writes on a volume that is neither full nor read-only',
-  suiteNeeding(
-    'the write-refusal suite',
-    hasCommand('prlimit')
-      ? undefined
-      : {
-          missing: 'no prlimit on this machine',
-          remedy: 'apt-get install util-linux',
-        },
-  ),
+  suiteNeedingPrlimit('the write-refusal suite'),
   () => {
     for (const writeThread of ['off', 'on']) {
       test(`when every write to the database fails with an I/O error (write thread ${writeThread}), then creates get 503 and /readyz 503 from the failed writes alone; once writes succeed again, both recover`, async (t) => {

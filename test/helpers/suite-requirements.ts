@@ -24,3 +24,13 @@ export function suiteNeeding(suite: string, lack: Lack | undefined): { skip?: st
 export function hasCommand(name: string): boolean {
   return spawnSync('sh', ['-c', 'command -v "$1"', 'sh', name]).status === 0
 }
+
+/** `describe` options for a suite that sets a process's limits with `prlimit` (util-linux). */
+export function suiteNeedingPrlimit(suite: string): { skip?: string } {
+  return suiteNeeding(
+    suite,
+    hasCommand('prlimit')
+      ? undefined
+      : { missing: 'no prlimit on this machine', remedy: 'apt-get install util-linux' },
+  )
+}
