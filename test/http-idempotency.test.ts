@@ -5,6 +5,7 @@ import { call } from './helpers/api-client.ts'
 import { within } from './helpers/bounded-wait.ts'
 import { holdFirstCreate } from './helpers/held-store.ts'
 import { assertOneCreatedRestReplayedOrInFlight, IN_FLIGHT_BODY } from './helpers/idempotent-answers.ts'
+import { rawHttp } from './helpers/raw-http.ts'
 import { engineSuiteOptions, storeEngines } from './helpers/store-engines.ts'
 import { startTestServer, type TestServer } from './helpers/test-server.ts'
 
@@ -174,6 +175,16 @@ for (const engine of storeEngines) {
         )
         assert.doesNotMatch(response.json.message, /[\^$[\]]/)
       }
+      // Twice, halves whose joining reads as one quoted key: a proxy keeping either would disagree.
+      const body = '{"name":"Rex","categoryId":1}'
+      const repeated = await rawHttp(
+        server.origin,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+          `Content-Type: application/json\r\nIdempotency-Key: "split\r\nIdempotency-Key: key"\r\n` +
+          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      )
+      assert.equal(repeated.status, 400, repeated.body)
+      assert.equal(JSON.parse(repeated.body).code, 'invalid_idempotency_key')
       assert.equal(await petCount(server), 0)
     })
   })

@@ -3,10 +3,12 @@ import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { maskApiKeys } from '../src/log/key-masking.ts'
 import { visibleControls } from '../src/log/logger.ts'
+import { call } from './helpers/api-client.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { rawHttp } from './helpers/raw-http.ts'
+import { startTestServer } from './helpers/test-server.ts'
 
 const key = generateApiKey()
 const secret = key.slice('psk_'.length)
@@ -149,5 +151,31 @@ describe('keys never reach the log', () => {
     assert.equal(await exitWithin(server), 0)
     assert.match(server.output(), /psk_\[redacted\]/, 'the lines were written')
     assertNoKey(server.output())
+  })
+})
+
+describe('keys never come back in an answer', () => {
+  test('when a key is written where an error message names what it refuses (the path, a media type, a field, an Expect), then the answer says psk_[redacted]', async (t) => {
+    const server = await startTestServer(t)
+    const echoes = [
+      await call(server, 'GET', `/${server.key}`),
+      await call(server, 'POST', '/v1/pets', {
+        body: '{}',
+        headers: { 'content-type': `text/${server.key}` },
+      }),
+      await call(server, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1, [server.key]: 1 } }),
+      await call(server, 'POST', '/v1/pets', { body: '{}', headers: { 'content-encoding': server.key } }),
+    ]
+    for (const answer of echoes) {
+      assert.ok(answer.status >= 400, answer.text)
+      assert.ok(!answer.text.includes(server.key.slice('psk_'.length)), answer.text)
+      assert.match(answer.text, /psk_\[redacted\]/, answer.text)
+    }
+    const expect = await rawHttp(
+      server.origin,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nExpect: ${server.key}\r\nContent-Length: 2\r\n\r\n`,
+    )
+    assert.equal(expect.status, 417, expect.body)
+    assert.ok(!expect.body.includes(server.key.slice('psk_'.length)), expect.body)
   })
 })

@@ -1,6 +1,7 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
+import { maskApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 
@@ -92,7 +93,8 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     .code(apiError.statusCode)
     .headers(apiError.headers)
     .type('application/json; charset=utf-8')
-    .send(apiError.toJson())
+    // A message may quote what the client sent (a path, a media type, a field's name): never a key.
+    .send(maskApiKeys(apiError.toJson()))
 }
 
 // Up to this much of a refused body is read (and the connection kept), as Node does by itself.

@@ -1,11 +1,15 @@
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
+import { ApiError } from '../../errors.ts'
+import { countHeader } from '../../http/raw-headers.ts'
 import { withAllowedForm, withRefusalCode } from '../../schemas/schema-rules.ts'
 
 // The IETF draft makes the value a Structured Field string ("…"); Stripe and most clients send it bare.
 // Both are accepted: 1 to 255 printable ASCII characters, bare (not starting with a quote), or quoted with
-// `"` and `\` escaped. A repeated header arrives joined by ", ", which neither form allows.
+// `"` and `\` escaped. A repeated header is refused (`idempotencyKeyOf` counts it).
 const PATTERN = String.raw`^(?:[!#-~][!-~]{0,254}|"(?:[ !#-\[\]-~]|\\["\\]){1,255}")$`
+const SENT_ONCE =
+  'sent once, as 1 to 255 printable ASCII characters, bare or as a quoted string with " and \\ escaped'
 // The longest quoted form: 255 escaped characters between the quotes.
 const MAX_LENGTH = 2 + 2 * 255
 
@@ -25,7 +29,7 @@ export const IdempotencyKeySchema = withRefusalCode(
         'The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different ' +
         'pet it is 422; while the first request is still running it is 409.',
     }),
-    'sent once, as 1 to 255 printable ASCII characters, bare or as a quoted string with " and \\ escaped',
+    SENT_ONCE,
   ),
   'invalid_idempotency_key',
 )
@@ -34,5 +38,8 @@ export const IdempotencyKeySchema = withRefusalCode(
 export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   const value = request.headers['idempotency-key']
   if (typeof value !== 'string') return undefined
+  // Two halves may join into one valid quoted key (`"a` and `b"`): counted as sent, not as joined.
+  if (countHeader(request.raw.rawHeaders, 'idempotency-key') > 1)
+    throw new ApiError('invalid_idempotency_key', `header "idempotency-key" must be ${SENT_ONCE}`)
   return value.startsWith('"') ? value.slice(1, -1).replace(/\\(["\\])/g, '$1') : value
 }
