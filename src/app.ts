@@ -109,7 +109,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler(handleError)
   app.setNotFoundHandler(handleRouteNotFound)
 
-  await registerCors(app, { corsOrigins: http.corsOrigins })
   decorateAdmittedKey(app)
   addRequestLifecycle(app, {
     metrics,
@@ -118,6 +117,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     keyNameOf: admittedKeyName,
     recordRefusal,
   })
+  // After the lifecycle's hook: a preflight, which the CORS hook answers, is first checked (Host, the
+  // drain) and given the headers every answer carries.
+  await registerCors(app, { corsOrigins: http.corsOrigins })
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })

@@ -232,6 +232,24 @@ describe('HTTP hygiene', () => {
     })
     assert.equal(preflight.status, 204)
     assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /idempotency-key/)
+    // A preflight is a request as any other: it carries what every answer carries.
+    assert.match(preflight.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/)
+    assert.equal(preflight.headers.get('x-content-type-options'), 'nosniff')
+  })
+
+  test('when CORS is on, then an OPTIONS with two Host headers is refused, and during a shutdown an OPTIONS is answered 503 with Connection: close', async (t) => {
+    const server = await startTestServer(t, { env: { CORS_ORIGINS: 'https://app.example' } })
+    const preflightHead =
+      'OPTIONS /v1/pets HTTP/1.1\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n'
+    const twoHosts = await rawHttp(
+      server.origin,
+      `${preflightHead}Host: a\r\nHost: b\r\nConnection: close\r\n\r\n`,
+    )
+    assert.equal(twoHosts.status, 400, twoHosts.body)
+    server.app.refuseRequests()
+    const closing = await rawHttp(server.origin, `${preflightHead}Host: x\r\n\r\n`)
+    assert.equal(closing.status, 503, closing.body)
+    assert.equal(closing.headers.connection, 'close')
   })
 })
 
