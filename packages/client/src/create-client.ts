@@ -132,6 +132,8 @@ export function createClient(options: ClientOptions): PetStoreClient {
         const { page, response }: { page: PetPage; response: Response } = await listPage(next, call)
         const firstId = page.pets[0]?.id
         if (firstId !== undefined && lastId !== undefined && firstId <= lastId) throw repeatedPage(response)
+        // The service links on only from a page that holds pets: empty pages linking on would never end.
+        if (firstId === undefined && page.next !== undefined) throw repeatedPage(response)
         lastId = page.pets.at(-1)?.id ?? lastId
         for (const pet of page.pets) {
           // Aborted between two pets of a page: no more of it is handed out.
@@ -165,7 +167,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
 }
 
 function repeatedPage(response: Response): PetStoreError {
-  const message = 'the next link leads back to pets already listed: paging stopped'
+  const message = 'the next link leads back to pets already listed, or on from a page of none: paging stopped'
   return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
 }
 
@@ -175,7 +177,13 @@ function repeatedPage(response: Response): PetStoreError {
  * when the service's PUBLIC_BASE_URL is not the address this client reaches it by.
  */
 function nextQueryOf(response: Response): ListPetsQuery | undefined {
-  const link = linkOf(response, 'next')
+  let link: URL | undefined
+  try {
+    link = linkOf(response, 'next')
+  } catch {
+    // A target no URL can be made of (`<http://[>`): not the service's link.
+    throw PetStoreError.from(`a next link that is no URL: ${response.headers.get('link')}`, response)
+  }
   if (link === undefined) return undefined
   const params = link.searchParams
   const query: ListPetsQuery = {}

@@ -43,10 +43,19 @@ export function hasExactJson(): boolean {
 export function parseExactJson(text: string): unknown {
   return json.parse(text, (key, value, context) => {
     if (typeof value !== 'number' || !Object.hasOwn(INT64_KEYS, key)) return value
-    if (context?.source === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
-    return BigInt(context.source)
+    const source = context?.source
+    if (source === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
+    // Past int64 (a hostile answer's million digits), left a number: no pet then, and no long parse.
+    if (source.length > INT64_MAX_DIGITS) return value
+    const exact = BigInt(source)
+    return exact >= INT64_MIN && exact <= INT64_MAX ? exact : value
   })
 }
+
+const INT64_MIN = -(2n ** 63n)
+const INT64_MAX = 2n ** 63n - 1n
+// "-9223372036854775808": the longest literal an int64 can be.
+const INT64_MAX_DIGITS = 20
 
 /** Writes a request body with each bigint as a plain JSON integer, digit for digit. */
 export function stringifyExactJson(body: unknown): string {

@@ -14,16 +14,18 @@ export class PetStoreError extends Error {
   override readonly name = 'PetStoreError'
   /** Machine-readable and stable, e.g. `unauthorized`, `pet_not_found`, `invalid_body`. */
   readonly code: ErrorCode
-  /** The HTTP status, as the body repeats it. */
+  /** The answer's HTTP status (the body repeats it). */
   readonly status: number
   /** The service's `X-Request-Id` for this call, which its log lines carry: quote it when asking why. */
   readonly requestId: string | undefined
   readonly response: Response
 
   constructor(body: { code: ErrorCode; message: string; status: number }, response: Response) {
-    super(body.message)
+    // The answer's words may echo the request's headers: a key never reaches a log through this message.
+    super(withoutKeys(body.message))
     this.code = body.code
-    this.status = body.status
+    // The status the answer came with, whatever its body claims.
+    this.status = response.status || body.status
     this.requestId = response.headers.get('x-request-id') ?? undefined
     this.response = response
   }
@@ -32,9 +34,7 @@ export class PetStoreError extends Error {
   static from(body: unknown, response: Response): PetStoreError {
     if (isErrorBody(body)) return new PetStoreError(body, response)
     const text = typeof body === 'string' ? body : JSON.stringify(body ?? '')
-    // A page that echoes the request's headers would carry the key into logs of this message.
-    const excerpt = text.slice(0, 200).replace(/psk_[A-Za-z0-9_-]*/g, 'psk_…')
-    const message = `HTTP ${response.status} without an Error body: ${excerpt}`
+    const message = `HTTP ${response.status} without an Error body: ${text.slice(0, 200)}`
     return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
   }
 
@@ -51,4 +51,9 @@ function isErrorBody(body: unknown): body is ErrorBody {
   if (typeof body !== 'object' || body === null) return false
   const { code, message, status } = body as Record<string, unknown>
   return typeof code === 'string' && typeof message === 'string' && typeof status === 'number'
+}
+
+/** `text` with anything shaped like a key cut to its prefix. */
+function withoutKeys(text: string): string {
+  return text.replace(/psk_[A-Za-z0-9_-]*/g, 'psk_…')
 }

@@ -58,6 +58,8 @@ export async function send<P extends keyof paths, M extends Method>(
   const headers: Record<string, string> = {
     authorization: `Bearer ${transport.apiKey}`,
     accept: 'application/json',
+    // The service sends no compressed answer: a compressed one is a stranger's, and could unpack to gigabytes.
+    'accept-encoding': 'identity',
     ...Object.fromEntries(definedEntries(header)),
   }
   if (body !== undefined) headers['content-type'] = 'application/json'
@@ -66,6 +68,8 @@ export async function send<P extends keyof paths, M extends Method>(
     method: method.toUpperCase(),
     headers,
     body: body === undefined ? null : stringifyExactJson(body),
+    // The API never redirects: a redirect would send the call, body and all, somewhere else.
+    redirect: 'error',
     ...(signal === undefined ? {} : { signal }),
   })
   // Told as the answer's head comes (its body may never come), before the call returns or throws; what
@@ -80,7 +84,7 @@ export async function send<P extends keyof paths, M extends Method>(
       },
     )
   }
-  const text = await response.text()
+  const text = await boundedText(response)
   if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
   let parsed: unknown
   try {
@@ -130,6 +134,29 @@ function untilAborted(run: () => unknown, signal: AbortSignal | undefined, timed
 
 // The longest a timer can wait (2^31 − 1 ms): the interval above is only held, never meant to fire.
 const MAX_TIMER_MS = 2_147_483_647
+
+// The most an answer may hold: a page of 100 pets at their longest is about 60 KB.
+const MAX_ANSWER_BYTES = 1024 * 1024
+
+/** The answer's text, refused past MAX_ANSWER_BYTES (a stranger's endless answer would fill memory). */
+async function boundedText(response: Response): Promise<string> {
+  if (response.body === null) return ''
+  const decoder = new TextDecoder()
+  // A reader, not `for await`: Safari's streams are not async iterable.
+  const reader = response.body.getReader()
+  let text = ''
+  let bytes = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return text + decoder.decode()
+    bytes += value.byteLength
+    if (bytes > MAX_ANSWER_BYTES) {
+      await reader.cancel().catch(() => {})
+      throw PetStoreError.from(`an answer longer than ${MAX_ANSWER_BYTES} bytes`, response)
+    }
+    text += decoder.decode(value, { stream: true })
+  }
+}
 
 /** The caller's signal, the timeout's, or the first of both to abort. */
 function signalOf(signal: AbortSignal | undefined, timeoutMs: number): AbortSignal | undefined {
