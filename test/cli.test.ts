@@ -136,6 +136,32 @@ describe('petstore CLI', () => {
     }
   })
 
+  test('when a copy is made --without-keys (a staging copy of production), then every pet is there and no key, so no production key works on it', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const production = { DATABASE_URL: 'sqlite:production.db' }
+    assert.equal(runCli(['seed', '--count', '30'], production, cwd).status, 0)
+    const created = runCli(['keys', 'create', '--name', 'ops'], production, cwd)
+    assert.equal(created.status, 0, created.stderr)
+    const key = created.stdout.trim()
+    const copy = runCli(
+      ['copy', '--from', 'sqlite:production.db', '--to', 'sqlite:staging.db', '--without-keys'],
+      {},
+      cwd,
+    )
+    assert.equal(copy.status, 0, copy.stderr)
+    assert.match(copy.stdout, /^copied 30 pets, no API key \(--without-keys\), 0 idempotency records in /)
+    const staging = new DatabaseSync(join(cwd, 'staging.db'), { readOnly: true })
+    t.after(() => staging.close())
+    const count = (table: string) => Number(staging.prepare(`SELECT count(*) AS n FROM ${table}`).get()?.n)
+    assert.deepEqual([count('pets'), count('api_keys'), count('idempotency_keys')], [30, 0, 0])
+    const server = await startServeProcess({ DATABASE_URL: 'sqlite:staging.db' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const listed = await checkedFetch(server.origin, '/v1/pets', {
+      headers: { authorization: `Bearer ${key}` },
+    })
+    assert.equal(listed.status, 401)
+  })
+
   test('when a copy into a new SQLite file fails (its source cannot be reached), then exit 1 and no file is left where the target was named', (t) => {
     const cwd = temporaryDirectory(t)
     // Port 9 (discard) on the loopback: refused at once.

@@ -56,7 +56,8 @@ const INCOMPLETE_EXIT = 3
 export const copyCommand: Command = {
   name: 'copy',
   summary: 'Copy every pet, key and setting from one store to another',
-  help: `Usage: petstore copy --from STORE --to STORE [--into-non-empty] [--chunk-size N] [--max-chunks N]
+  help: `Usage: petstore copy --from STORE --to STORE [--into-non-empty] [--without-keys]
+                    [--chunk-size N] [--max-chunks N]
 
 Copies a whole store, e.g. --from sqlite:data/petstore.db --to postgres://user:password@host:5432/db
 (either engine either way): pets with their ids, API keys (hashes, names, revocations, deprecated-call
@@ -68,6 +69,8 @@ Ids are kept: a source pet or key whose id the target gives to another one is a 
 stops (exit 1) naming it; such stores cannot be merged.
 
   --into-non-empty   copy into a target that holds pets or keys of its own (at other ids)
+  --without-keys     pets only: no API key (none of the source's works on the target) and no
+                     Idempotency-Key record, as for a staging copy of production
   --chunk-size N     pets per transaction (default 5000)
   --max-chunks N     stop after N chunks that added pets (exit ${INCOMPLETE_EXIT}); run again to continue
 
@@ -77,6 +80,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       from: { type: 'string' },
       to: { type: 'string' },
       'into-non-empty': { type: 'boolean' },
+      'without-keys': { type: 'boolean' },
       'chunk-size': { type: 'string' },
       'max-chunks': { type: 'string' },
     })
@@ -109,6 +113,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       const report = await copyStore(source, target, {
         chunkSize,
         intoNonEmpty: values['into-non-empty'] ?? false,
+        withoutKeys: values['without-keys'] ?? false,
         ...(maxChunks === undefined ? {} : { maxChunks }),
         onProgress(walked, total) {
           const now = performance.now()
@@ -119,7 +124,9 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       })
       const seconds = ((performance.now() - started) / 1000).toFixed(1)
       const kept = report.sourceKeys - report.keys
-      const keys = `${counted(report.keys, 'API key')}${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
+      const keys = values['without-keys']
+        ? 'no API key (--without-keys)'
+        : `${counted(report.keys, 'API key')}${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
       const records = counted(report.idempotencyRecords, 'idempotency record')
       const summary = `${counted(report.pets, 'pet')}, ${keys}, ${records}`
       failed = false

@@ -128,6 +128,8 @@ export function refuseConflicts(rows: 'pets' | 'keys', ids: readonly bigint[]): 
 export interface CopyOptions {
   chunkSize: number
   intoNonEmpty: boolean
+  /** Pets only: no API key, and so no Idempotency-Key record (a staging copy of production). */
+  withoutKeys?: boolean
   /** Stops after this many chunks that added pets (a copy in slots); a re-run continues. */
   maxChunks?: number
   onProgress(walked: number, total: number): void
@@ -200,7 +202,7 @@ export async function copyStore(
     const conflicts = await petConflicts(source, target, options.chunkSize)
     if (conflicts !== undefined) throw conflicts
   }
-  const keys = await source.keys()
+  const keys = options.withoutKeys ? [] : await source.keys()
   const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
 
   const total = await source.petCount()
@@ -224,7 +226,7 @@ export async function copyStore(
   }
   let records = 0
   let afterRecord: IdempotencyRecordRow | undefined
-  for (;;) {
+  while (!options.withoutKeys) {
     await setImmediate()
     const chunk = await source.idempotencyRecords(afterRecord, options.chunkSize)
     if (chunk.length === 0) break
