@@ -1,5 +1,6 @@
 import { write, writeSync } from 'node:fs'
 import { LaterLines, type LineMaker } from './later-lines.ts'
+import { type Chunk, escapeControls, wholeLines } from './line-chunks.ts'
 import {
   countDropped,
   type LogStream,
@@ -39,25 +40,6 @@ const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
 // A file's write refusals that pass once space is freed or the disk recovers; any other (EPIPE: the
 // reader is gone) is for good.
 const REFUSALS_THAT_PASS = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO'])
-
-// U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which some
-// readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes them.
-const CONTROLS = /[\u0080-\u009f\u2028\u2029]/g
-const unicodeEscape = (unit: string): string => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
-
-/** A JSON line with its C1 controls and line separators escaped: the same values, safe on a terminal. */
-export function escapeControls(line: string): string {
-  return line.search(CONTROLS) === -1 ? line : line.replace(CONTROLS, unicodeEscape)
-}
-
-/** A run of whole lines, encoded: at most one write long, unless one line is longer. */
-interface Chunk {
-  buffer: Buffer
-  // The buffer's length, kept as a field: reading a Buffer's length is a call, and this is read per line.
-  capacity: number
-  used: number
-  lines: number
-}
 
 /**
  * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
@@ -321,12 +303,4 @@ export class BufferedLogOutput {
     this.#chunks = [this.#newChunk(this.#chunkBytes)]
     this.#bytes = 0
   }
-}
-
-/** How many lines end within the first `bytes` bytes of a chunk. */
-function wholeLines(chunk: Chunk, bytes: number): number {
-  const written = chunk.buffer.subarray(0, Math.min(bytes, chunk.used))
-  let lines = 0
-  for (let at = written.indexOf(10); at !== -1; at = written.indexOf(10, at + 1)) lines++
-  return lines
 }
