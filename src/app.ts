@@ -109,6 +109,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler(handleError)
   app.setNotFoundHandler(handleRouteNotFound)
 
+  // First: every answer, the lifecycle's own refusals included (the drain's 503), carries its CORS headers.
+  await registerCors(app, { corsOrigins: http.corsOrigins })
   decorateAdmittedKey(app)
   addRequestLifecycle(app, {
     metrics,
@@ -117,9 +119,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     keyNameOf: admittedKeyName,
     recordRefusal,
   })
-  // After the lifecycle's hook: a preflight, which the CORS hook answers, is first checked (Host, the
-  // drain) and given the headers every answer carries.
-  await registerCors(app, { corsOrigins: http.corsOrigins })
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })

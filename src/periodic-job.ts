@@ -25,15 +25,15 @@ export function runPeriodically(
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
   const closing = new AbortController()
-  // Said once per run of failures with the same message (a store outage fails every run, and is logged as
-  // such already), and again when the message changes; the end of the run said at the same level.
+  // Each error said once per run of failures (a store outage fails every run, and is logged as such
+  // already, its errors often taking turns); the end of the run said at the same level.
   let failedRuns = 0
-  let lastMessage: string | undefined
+  const said = new Set<string>()
   const warn = (error: unknown) => {
     failedRuns++
     const message = error instanceof Error ? error.message : String(error)
-    if (message === lastMessage) return
-    lastMessage = message
+    if (said.has(message)) return
+    said.add(message)
     app.log.warn(
       { err: error, job: name },
       'periodic job failed; retried at every run, and said again once it succeeds',
@@ -42,7 +42,7 @@ export function runPeriodically(
   const succeeded = () => {
     if (failedRuns > 0) app.log.warn({ job: name, failedRuns }, 'periodic job succeeded again')
     failedRuns = 0
-    lastMessage = undefined
+    said.clear()
   }
   // The last run, at close, is said whatever came before it: nothing runs after it.
   const lastRunFailed = (error: unknown) =>

@@ -171,6 +171,16 @@ describe('keys never come back in an answer', () => {
       assert.ok(!answer.text.includes(server.key.slice('psk_'.length)), answer.text)
       assert.match(answer.text, /psk_\[redacted\]/, answer.text)
     }
+    // A key cut by the message's bounds (a path's 200 characters, a message's 500) leaves none of itself.
+    const secretPart = server.key.slice('psk_'.length, 'psk_'.length + 8)
+    for (const padding of [160, 190, 196]) {
+      const cut = await call(server, 'GET', `/${'a'.repeat(padding)}${server.key}`)
+      assert.ok(!cut.text.includes(secretPart), cut.text)
+    }
+    const longField = await call(server, 'POST', '/v1/pets', {
+      body: { name: 'Rex', categoryId: 1, [`${'f'.repeat(470)}${server.key}`]: 1 },
+    })
+    assert.ok(!longField.text.includes(secretPart), longField.text)
     const expect = await rawHttp(
       server.origin,
       `POST /v1/pets HTTP/1.1\r\nHost: x\r\nExpect: ${server.key}\r\nContent-Length: 2\r\n\r\n`,

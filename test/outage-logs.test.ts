@@ -74,10 +74,10 @@ describe('condition log: readiness', () => {
     const conditions = new ConditionLog(logger)
     // One probe met it: the next, 200 ms later, found the service ready (a timer may fire a little early).
     conditions.met('not ready: the store cannot be reached', 'warn', { code: 'x' }, 'r-0', {
-      untilPassed: true,
+      untilReady: true,
     })
     await sleep(200)
-    conditions.passed((condition) => condition.startsWith('not ready:'), '/readyz answered ready')
+    conditions.passed('/readyz answered ready')
     const passed = lines.find((line) => String(line.msg).includes('passed'))
     assert.ok(Number(passed?.durationMs) >= 150, JSON.stringify(passed))
   })

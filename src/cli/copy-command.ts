@@ -26,13 +26,16 @@ export function progressLine(walked: number, total: number, perSecond: number): 
   return `petstore copy: ${done}, ${perSecond}/s)\n`
 }
 
-/** Stopped by the operator: the target holds whole chunks, and a re-run finishes it. */
-function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () => void): () => void {
+/**
+ * Stopped by the operator: the target holds whole chunks, and a re-run finishes it; `beforeExit` says
+ * whether it removed a new target that held none yet.
+ */
+function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () => boolean): () => void {
   const stop = (signal: NodeJS.Signals) => {
-    stderr.write(
-      `petstore copy: stopped by ${signal} before the end; the target holds whole chunks: run the same command again to finish\n`,
-    )
-    beforeExit()
+    const held = beforeExit()
+      ? 'the new target held no pet yet and is removed'
+      : 'the target holds whole chunks: run the same command again to finish'
+    stderr.write(`petstore copy: stopped by ${signal} before the end; ${held}\n`)
     // The shell's code for a command ended by the signal; the transaction under way is rolled back.
     process.exit(128 + (constants.signals[signal] ?? 0))
   }
@@ -98,12 +101,11 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     const source = await openCopySource(values.from)
     // A SQLite file this copy makes and fails to put a row in is removed: a start would serve it as a store.
     const madeFile = toPath !== undefined && !existsSync(toPath)
-    const discardIfMade = () => {
-      if (madeFile) discardFailedTarget(values.to as string)
-    }
+    const discardIfMade = () => madeFile && discardFailedTarget(values.to as string)
     let failed = true
     const target = await openCopyTarget(values.to).catch(async (error) => {
       await source.close()
+      discardIfMade()
       throw error
     })
     const started = performance.now()

@@ -134,9 +134,9 @@ export async function openCopySource(url: string): Promise<CopySource> {
 }
 
 /** After a failed copy into `url`, a SQLite file the copy made and left without a row is removed. */
-export function discardFailedTarget(url: string): void {
+export function discardFailedTarget(url: string): boolean {
   const path = sqlitePathOf(url)
-  if (path !== undefined) discardIfEmpty(path)
+  return path !== undefined && discardIfEmpty(path)
 }
 
 /** Where `petstore copy` writes (the engine's load role); a new SQLite file is made if needed. */

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import { type ApiError, StoreUnavailableError } from '../errors.ts'
+import { type ApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
 
 export interface ConditionLogOptions {
   /** A condition no request met for this long has passed, and its end is logged. */
@@ -11,7 +11,9 @@ export interface ConditionLogOptions {
 
 interface Condition {
   /** Ended only by `passed` (readiness: a probe found the service ready), never by a quiet period. */
-  untilPassed: boolean
+  /** Ended by a ready probe (`passed`), not by a quiet spell; `forGood`: by nothing. */
+  untilReady: boolean
+  forGood: boolean
   since: number
   lastMet: number
   lastLogged: number
@@ -47,7 +49,7 @@ export class ConditionLog {
 
   /**
    * Records that the request `reqId` met `condition`, answered `status`; the start is logged at `level`,
-   * with `detail`. A condition met `untilPassed` ends only when `passed` says so: probes come every 5 to
+   * with `detail`. A condition met `untilReady` ends only when `passed` says so: probes come every 5 to
    * 30 s, more sparsely than any quiet period, and each would otherwise start it again; `forGood`, never.
    */
   met(
@@ -56,16 +58,17 @@ export class ConditionLog {
     detail: ConditionDetail,
     reqId: string,
     {
-      untilPassed = false,
+      untilReady = false,
       forGood = false,
       status = 503,
-    }: { untilPassed?: boolean; forGood?: boolean; status?: number } = {},
+    }: { untilReady?: boolean; forGood?: boolean; status?: number } = {},
   ): void {
     const now = performance.now()
     const known = this.#conditions.get(condition)
     if (known === undefined) {
       const started: Condition = {
-        untilPassed: untilPassed || forGood,
+        untilReady,
+        forGood,
         since: now,
         lastMet: now,
         lastLogged: now,
@@ -77,7 +80,7 @@ export class ConditionLog {
         { condition, reqId, ...detail },
         `${condition}: requests are answered ${status} ${forGood ? 'from now on' : 'until it passes'}`,
       )
-      if (!started.untilPassed) this.#watch(condition, started, this.#quietMs)
+      if (!untilReady && !forGood) this.#watch(condition, started, this.#quietMs)
       return
     }
     known.lastMet = now
@@ -101,10 +104,10 @@ export class ConditionLog {
     known.metSinceLogged = 0
   }
 
-  /** Ends now every open condition `which` selects (met `untilPassed`), saying `why` it has passed. */
-  passed(which: (condition: string) => boolean, why: string): void {
+  /** Ends now every open condition met `untilReady`, saying `why` it has passed. */
+  passed(why: string): void {
     for (const [name, condition] of this.#conditions) {
-      if (!condition.untilPassed || !which(name)) continue
+      if (!condition.untilReady) continue
       this.#conditions.delete(name)
       this.#logPassed(name, condition, performance.now(), why)
     }
@@ -157,7 +160,10 @@ function conditionLogOf(request: FastifyRequest): ConditionLog {
  * request's own access line; nothing else is written per request.
  */
 export function logCondition(error: unknown, apiError: ApiError, request: FastifyRequest): void {
-  const fault = error instanceof StoreUnavailableError
+  // A release older than the schema is a deployment's state, not a fault: no stack, and a ready probe
+  // (a deploy, or the schema made compatible again) ends it.
+  const newerSchema = error instanceof NewerSchemaError
+  const fault = error instanceof StoreUnavailableError && !newerSchema
   // Named as the answer names it, without the advice: "the store is unavailable", "the service is overloaded".
   const condition = apiError.message.split(';')[0] as string
   const cause = fault ? undefined : apiError.cause
@@ -168,7 +174,7 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
       : { code: apiError.code, err: cause }
   const level = fault || apiError.statusCode === 507 ? 'error' : 'warn'
   conditionLogOf(request).met(condition, level, detail, request.id, {
-    untilPassed: isReadiness(condition),
+    untilReady: isReadiness(condition) || newerSchema,
     // Ids given out never come back: no quiet spell means it has passed.
     forGood: apiError.statusCode === 507,
     status: apiError.statusCode,
@@ -178,5 +184,5 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
 
 /** A probe found the service ready: every readiness condition still open has passed, and says so once. */
 export function logReady(request: FastifyRequest): void {
-  conditionLogOf(request).passed(isReadiness, '/readyz answered ready')
+  conditionLogOf(request).passed('/readyz answered ready')
 }

@@ -36,5 +36,8 @@ export async function registerCors(
     // An OPTIONS without the preflight headers is answered like a preflight rather than with the
     // plugin's plain-text 400, which would break the promise that every error is our JSON body.
     strictPreflight: false,
+    // A preflight goes on through the checks every request gets (the drain, one Host) before the
+    // plugin's OPTIONS route answers it.
+    preflightContinue: true,
   })
 }

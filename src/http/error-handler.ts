@@ -93,8 +93,7 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     .code(apiError.statusCode)
     .headers(apiError.headers)
     .type('application/json; charset=utf-8')
-    // A message may quote what the client sent (a path, a media type, a field's name): never a key.
-    .send(maskApiKeys(apiError.toJson()))
+    .send(answerBody(apiError))
 }
 
 // Up to this much of a refused body is read (and the connection kept), as Node does by itself.
@@ -112,7 +111,16 @@ function largeBodyAnnounced({ headers }: IncomingMessage): boolean {
 /** 404: no operation at that method and URL. */
 export function routeNotFound(method: string, url: string): ApiError {
   const path = url.split('?')[0] ?? ''
-  return new ApiError('route_not_found', `no operation at ${method} ${path.slice(0, 200)}`)
+  // Masked before it is cut: a key cut in two would no longer look like one.
+  return new ApiError('route_not_found', `no operation at ${method} ${maskApiKeys(path).slice(0, 200)}`)
+}
+
+// What is left of a key a message's bound cut (its end marked `…`, errors.ts): the mask takes whole keys.
+const CUT_KEY = /psk_[A-Za-z0-9_-]{0,42}…/g
+
+/** The Error body as sent: a key quoted from the request (a path, a media type, a field) never in it. */
+export function answerBody(apiError: ApiError): string {
+  return maskApiKeys(apiError.toJson()).replace(CUT_KEY, 'psk_[redacted]…')
 }
 
 /** 405 (RFC 9110 §15.5.6): the path serves other methods, which `Allow` lists (empty: none). */

@@ -2,9 +2,8 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { ApiError } from '../errors.ts'
-import { maskApiKeys } from '../log/key-masking.ts'
 import { closeConnection } from './connection-close.ts'
-import { BAD_URL, methodNotAllowed, routeNotFound } from './error-handler.ts'
+import { answerBody, BAD_URL, methodNotAllowed, routeNotFound } from './error-handler.ts'
 import { type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
 import { randomRequestId } from './request-id.ts'
 import { requestIdOf } from './request-logging.ts'
@@ -23,7 +22,7 @@ export const HEADERS_OF_EVERY_ANSWER = Object.freeze({
  * answer carries (Node adds `Date` to its own; RFC 9110 §6.6.1 asks for it on every 4xx and 5xx).
  */
 function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): string {
-  const body = maskApiKeys(apiError.toJson())
+  const body = answerBody(apiError)
   const extra = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('')
@@ -111,7 +110,7 @@ export function handleUnmetExpectation(
   record?: RecordRawRefusal,
 ): void {
   const apiError = new ApiError('expectation_failed', `Expect: ${request.headers.expect} is not supported`)
-  const body = maskApiKeys(apiError.toJson())
+  const body = answerBody(apiError)
   const reqId = requestIdOf(request)
   response.writeHead(apiError.statusCode, {
     'content-type': 'application/json; charset=utf-8',

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { ApiError } from '../errors.ts'
+import { maskApiKeys } from '../log/key-masking.ts'
 import { rememberingLastPass } from './last-passed.ts'
 import { countHeader } from './raw-headers.ts'
 
@@ -35,7 +36,7 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   }
   if (transferEncoding.trim().toLowerCase() !== 'chunked') {
     return refused(
-      `Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 100))} is not supported: send the body ` +
+      `Transfer-Encoding ${JSON.stringify(maskApiKeys(transferEncoding).slice(0, 100))} is not supported: send the body ` +
         'chunked alone, or with Content-Length (RFC 9112 §6.1)',
     )
   }

@@ -68,8 +68,9 @@ export async function send<P extends keyof paths, M extends Method>(
     method: method.toUpperCase(),
     headers,
     body: body === undefined ? null : stringifyExactJson(body),
-    // The API never redirects: a redirect would send the call, body and all, somewhere else.
-    redirect: 'error',
+    // The API never redirects: a redirect, which would send the call, body and all, somewhere else, is
+    // answered as what it is (a 3xx, or a browser's opaque one: `unexpected_response`).
+    redirect: 'manual',
     ...(signal === undefined ? {} : { signal }),
   })
   // Told as the answer's head comes (its body may never come), before the call returns or throws; what

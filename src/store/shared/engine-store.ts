@@ -63,7 +63,7 @@ export abstract class EngineStore<Connection> implements Store {
     return this.#queries.migrate(this.#db)
   }
 
-  /** The schema as it stands; one this release may not run on (a newer release migrated) refuses creates. */
+  /** The schema as it stands; one this release may not run on (a newer release migrated) refuses writes. */
   async schemaStatus(): Promise<SchemaStatus> {
     const status = await this.#queries.schemaStatus(this.#db)
     this.#newerSchema = incompatibility(status)
@@ -96,8 +96,11 @@ export abstract class EngineStore<Connection> implements Store {
     return this.#queries.listPets(this.#db, query)
   }
 
-  purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number> {
-    return this.#guardedWrite(() => this.#queries.purgeExpiredIdempotencyRecords(this.#db, nowMs, signal))
+  // Not through `write`: a purge that deletes nothing succeeds on a disk that refuses writes, and would
+  // tell the engine its writes work again.
+  async purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number> {
+    this.refuseOnNewerSchema()
+    return this.#queries.purgeExpiredIdempotencyRecords(this.#db, nowMs, signal)
   }
 
   serviceSecret(): Promise<string> {

@@ -153,7 +153,7 @@ export class SqliteLoad implements CopyTarget {
  * Removes the SQLite file at `path` (a target the copy made) if it holds no pet and no key: a copy that
  * failed before its first chunk. One holding chunks is kept: a re-run completes it.
  */
-export function discardIfEmpty(path: string): void {
+export function discardIfEmpty(path: string): boolean {
   let empty = false
   try {
     const db = new DatabaseSync(path, { readOnly: true })
@@ -171,4 +171,5 @@ export function discardIfEmpty(path: string): void {
     // Not readable as a database: left as it is, for whoever looks at it.
   }
   if (empty) removeWithCompanions(path)
+  return empty
 }
