@@ -4,7 +4,6 @@ import { once } from 'node:events'
 import {
   chmodSync,
   closeSync,
-  existsSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -22,7 +21,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Migration } from '../src/store/shared/migration-plan.ts'
 import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { within } from './helpers/bounded-wait.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
 import { CLI, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -112,125 +110,6 @@ describe('petstore CLI', () => {
       assert.doesNotMatch(result.stderr, /Invalid URL/)
     })
   }
-
-  test('when copy names a SQLite file that is not there, then exit 1 with one line naming it, not a configuration error', (t) => {
-    const cwd = temporaryDirectory(t)
-    const result = runCli(['copy', '--from', 'sqlite:missing.db', '--to', 'sqlite:x.db'], {}, cwd)
-    assert.deepEqual(
-      [result.status, result.stderr],
-      [1, `petstore copy: --from names ${join(cwd, 'missing.db')}, which does not exist\n`],
-    )
-  })
-
-  test('when copy names one SQLite file twice under two paths, then exit 2 saying so, nothing copied', (t) => {
-    const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd).status, 0)
-    symlinkSync(join(cwd, 'a.db'), join(cwd, 'link.db'))
-    for (const to of ['sqlite:./a.db', `sqlite:${join(cwd, 'a.db')}`, 'sqlite:link.db']) {
-      const result = runCli(['copy', '--from', 'sqlite:a.db', '--to', to], {}, cwd)
-      assert.deepEqual(
-        [result.status, result.stdout, result.stderr],
-        [2, '', 'petstore copy: --from and --to name the same store (see "petstore copy --help")\n'],
-        to,
-      )
-    }
-  })
-
-  test('when a copy is made --without-keys (a staging copy of production), then every pet is there and no key, so no production key works on it', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const production = { DATABASE_URL: 'sqlite:production.db' }
-    assert.equal(runCli(['seed', '--count', '30'], production, cwd).status, 0)
-    const created = runCli(['keys', 'create', '--name', 'ops'], production, cwd)
-    assert.equal(created.status, 0, created.stderr)
-    const key = created.stdout.trim()
-    const copy = runCli(
-      ['copy', '--from', 'sqlite:production.db', '--to', 'sqlite:staging.db', '--without-keys'],
-      {},
-      cwd,
-    )
-    assert.equal(copy.status, 0, copy.stderr)
-    assert.match(copy.stdout, /^copied 30 pets, no API key \(--without-keys\), 0 idempotency records in /)
-    const staging = new DatabaseSync(join(cwd, 'staging.db'), { readOnly: true })
-    t.after(() => staging.close())
-    const count = (table: string) => Number(staging.prepare(`SELECT count(*) AS n FROM ${table}`).get()?.n)
-    assert.deepEqual([count('pets'), count('api_keys'), count('idempotency_keys')], [30, 0, 0])
-    const server = await startServeProcess({ DATABASE_URL: 'sqlite:staging.db' }, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const listed = await checkedFetch(server.origin, '/v1/pets', {
-      headers: { authorization: `Bearer ${key}` },
-    })
-    assert.equal(listed.status, 401)
-  })
-
-  test('when a copy into a new SQLite file fails (its source cannot be reached), then exit 1 and no file is left where the target was named', (t) => {
-    const cwd = temporaryDirectory(t)
-    // Port 9 (discard) on the loopback: refused at once.
-    const result = runCli(
-      ['copy', '--from', 'postgres://petstore@127.0.0.1:9/petstore', '--to', 'sqlite:x.db'],
-      {},
-      cwd,
-    )
-    assert.equal(result.status, 1, result.stderr)
-    const left = ['x.db', 'x.db-wal', 'x.db-shm'].filter((name) => existsSync(join(cwd, name)))
-    assert.deepEqual(left, [], 'a later start or copy would take an empty file for a store')
-  })
-
-  test('when a copy into a new SQLite file is stopped by SIGTERM after its first chunks, then the file is kept with them, and a re-run finishes it', async (t) => {
-    const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
-    const pets = () => {
-      if (!existsSync(join(cwd, 'target.db'))) return 0
-      try {
-        const db = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
-        try {
-          return Number(db.prepare('SELECT count(*) AS n FROM pets').get()?.n ?? 0)
-        } finally {
-          db.close()
-        }
-      } catch {
-        return 0
-      }
-    }
-    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db']
-    // A pet per transaction: seconds for the whole, so it is stopped part way.
-    const stopped = await runCliAsync([...args, '--chunk-size', '1'], {}, cwd, {
-      started: (child) => {
-        const poll = setInterval(() => {
-          if (pets() === 0) return
-          clearInterval(poll)
-          child.kill('SIGTERM')
-        }, 5)
-        child.once('exit', () => clearInterval(poll))
-      },
-    })
-    assert.equal(stopped.status, 143, stopped.stderr)
-    assert.ok(pets() > 0 && pets() < 20000, `${pets()} pets kept`)
-    const again = runCli(args, {}, cwd)
-    assert.equal(again.status, 0, again.stderr)
-    assert.equal(pets(), 20000)
-  })
-
-  test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {
-    const cwd = temporaryDirectory(t)
-    const source = { DATABASE_URL: 'sqlite:source.db' }
-    assert.equal(runCli(['seed', '--count', '50'], source, cwd).status, 0)
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], source, cwd).status, 0)
-    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
-    const stopped = runCli([...args, '--max-chunks', '2'], {}, cwd)
-    assert.equal(stopped.status, 3, stopped.stderr)
-    const partial = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
-    const copiedFirst = partial.prepare('SELECT count(*) AS n FROM pets').get()?.n
-    partial.close()
-    assert.equal(copiedFirst, 20, 'two chunks of 10, no more')
-    const rerun = runCli(args, {}, cwd)
-    assert.equal(rerun.status, 0, rerun.stderr)
-    const again = runCli(args, {}, cwd)
-    assert.equal(again.status, 0, `a copy run over a finished one: ${again.stderr}`)
-    const target = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
-    t.after(() => target.close())
-    assert.equal(target.prepare('SELECT count(*) AS n FROM pets').get()?.n, 50)
-    assert.equal(target.prepare('SELECT count(*) AS n FROM api_keys').get()?.n, 1)
-  })
 
   test('when a command makes the database under a permissive umask, then data/ is 0700 and the database and its log 0600', async (t) => {
     const cwd = temporaryDirectory(t)
