@@ -14,7 +14,7 @@ export interface PeriodicJobOptions {
  * Runs `job` every `everyMs` while the app is up. A run still going when the next is due makes that one
  * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and the
  * app's close waits for it (as the store's close waits for the app's, within its grace). Failures are
- * retried at the next tick, the first of a run of them logged; the timer never keeps the process alive.
+ * retried at the next tick, each error of a run of them logged once; the timer never keeps the process alive.
  */
 export function runPeriodically(
   app: FastifyInstance,

@@ -10,7 +10,6 @@ export interface ConditionLogOptions {
 }
 
 interface Condition {
-  /** Ended only by `passed` (readiness: a probe found the service ready), never by a quiet period. */
   /** Ended by a ready probe (`passed`), not by a quiet spell; `forGood`: by nothing. */
   untilReady: boolean
   forGood: boolean
@@ -182,7 +181,7 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
   ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })
 }
 
-/** A probe found the service ready: every readiness condition still open has passed, and says so once. */
+/** A probe found the service ready: the conditions a ready probe ends (readiness's, a release's) pass. */
 export function logReady(request: FastifyRequest): void {
   conditionLogOf(request).passed('/readyz answered ready')
 }

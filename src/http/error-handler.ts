@@ -120,7 +120,9 @@ const CUT_KEY = /psk_[A-Za-z0-9_-]{0,42}…/g
 
 /** The Error body as sent: a key quoted from the request (a path, a media type, a field) never in it. */
 export function answerBody(apiError: ApiError): string {
-  return maskApiKeys(apiError.toJson()).replace(CUT_KEY, 'psk_[redacted]…')
+  const body = maskApiKeys(apiError.toJson())
+  // Scanned only where a message was cut: a 401's body is sent by the thousand.
+  return body.includes('…') ? body.replace(CUT_KEY, 'psk_[redacted]…') : body
 }
 
 /** 405 (RFC 9110 §15.5.6): the path serves other methods, which `Allow` lists (empty: none). */

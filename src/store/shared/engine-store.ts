@@ -78,7 +78,7 @@ export abstract class EngineStore<Connection> implements Store {
     if (this.#newerSchema !== undefined) throw new NewerSchemaError(this.#newerSchema)
   }
 
-  /** A write of keys, counts or records: refused on a newer schema, then as the engine guards it. */
+  /** A write of keys or counts: refused on a newer schema, then as the engine guards it. */
   #guardedWrite<T>(commit: () => Promise<T>): Promise<T> {
     try {
       this.refuseOnNewerSchema()
