@@ -127,7 +127,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       const seconds = ((performance.now() - started) / 1000).toFixed(1)
       const kept = report.sourceKeys - report.keys
       const keys = values['without-keys']
-        ? 'no API key (--without-keys)'
+        ? 'no API key copied (--without-keys)'
         : `${counted(report.keys, 'API key')}${kept > 0 ? ` (${kept} already there, brought up to date)` : ''}`
       const records = counted(report.idempotencyRecords, 'idempotency record')
       const summary = `${counted(report.pets, 'pet')}, ${keys}, ${records}`
