@@ -47,7 +47,10 @@ describe('petstore copy, SQLite to SQLite', () => {
       cwd,
     )
     assert.equal(copy.status, 0, copy.stderr)
-    assert.match(copy.stdout, /^copied 30 pets, no API key copied \(--without-keys\), 0 idempotency records in /)
+    assert.match(
+      copy.stdout,
+      /^copied 30 pets, no API key copied \(--without-keys\), 0 idempotency records in /,
+    )
     const staging = new DatabaseSync(join(cwd, 'staging.db'), { readOnly: true })
     t.after(() => staging.close())
     const count = (table: string) => Number(staging.prepare(`SELECT count(*) AS n FROM ${table}`).get()?.n)

@@ -71,7 +71,8 @@ missing. A copy that was interrupted (or stopped by --max-chunks, exit ${INCOMPL
 Ids are kept: a source pet or key whose id the target gives to another one is a conflict, and the copy
 stops (exit 1) naming it; such stores cannot be merged.
 
-  --into-non-empty   copy into a target that holds pets or keys of its own (at other ids)
+  --into-non-empty   copy into a target that holds pets of its own (at other ids; keys of its own
+                     collide with the source's, which take the same first ids)
   --without-keys     pets only: no API key (none of the source's works on the target) and no
                      Idempotency-Key record, as for a staging copy of production
   --chunk-size N     pets per transaction (default 5000)
