@@ -56,9 +56,10 @@ export function reportDroppedAtExit(stream: LogStream): void {
   const lines = unreportedDrops(stream)
   if (lines === 0) return
   markReported(stream, dropped[stream])
-  const line = { level: 40, time: Date.now(), pid: process.pid, droppedLines: lines }
-  const msg = `log lines dropped at exit: ${STREAM_NAMES[stream]} did not take them`
-  writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
+  warnOnStderr(
+    { droppedLines: lines },
+    `log lines dropped at exit: ${STREAM_NAMES[stream]} did not take them`,
+  )
 }
 
 /**
@@ -67,9 +68,10 @@ export function reportDroppedAtExit(stream: LogStream): void {
  */
 export function reportGone(stream: LogStream, code: string | undefined): void {
   if (stream !== 'stdout') return
-  const line = { level: 40, time: Date.now(), pid: process.pid, code }
-  const msg = `${STREAM_NAMES[stream]} is gone: every log line from now on is dropped, counted in petstore_log_lines_dropped_total`
-  writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
+  warnOnStderr(
+    { code },
+    `${STREAM_NAMES[stream]} is gone: every log line from now on is dropped, counted in petstore_log_lines_dropped_total`,
+  )
 }
 
 /**
@@ -78,9 +80,16 @@ export function reportGone(stream: LogStream, code: string | undefined): void {
  */
 export function reportRefused(stream: LogStream, code: string | undefined): void {
   if (stream !== 'stdout') return
-  const line = { level: 40, time: Date.now(), pid: process.pid, code }
-  const msg = `${STREAM_NAMES[stream]} refuses writes for now: log lines are kept and tried again every second, past the buffer dropped and counted in petstore_log_lines_dropped_total`
-  writeToStderr(`${JSON.stringify({ ...line, msg })}\n`)
+  warnOnStderr(
+    { code },
+    `${STREAM_NAMES[stream]} refuses writes for now: log lines are kept and tried again every second, past the buffer dropped and counted in petstore_log_lines_dropped_total`,
+  )
+}
+
+/** One warn line on stderr, in the log's JSON form, written as `writeToStderr` says. */
+function warnOnStderr(fields: object, msg: string): void {
+  const line = { level: 40, time: Date.now(), pid: process.pid, ...fields, msg }
+  writeToStderr(`${JSON.stringify(line)}\n`)
 }
 
 function writeToStderr(text: string): void {

@@ -79,12 +79,8 @@ export abstract class EngineStore<Connection> implements Store {
   }
 
   /** A write of keys or counts: refused on a newer schema, then as the engine guards it. */
-  #guardedWrite<T>(commit: () => Promise<T>): Promise<T> {
-    try {
-      this.refuseOnNewerSchema()
-    } catch (error) {
-      return Promise.reject(error)
-    }
+  async #guardedWrite<T>(commit: () => Promise<T>): Promise<T> {
+    this.refuseOnNewerSchema()
     return this.write(commit)
   }
 
