@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
+import { setTimeout } from 'node:timers/promises'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { latestVersion } from '../src/store/shared/migration-plan.ts'
 import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
@@ -132,6 +133,32 @@ describe('readiness during an upgrade', () => {
     )
     assert.equal(said.level, 40)
     assert.match(String(said.msg), /requests are answered 503 until it passes$/)
+  })
+
+  test('when a newer release migrates the schema beyond what this release can run on and no probe comes, then within seconds a running instance refuses creates with 503 all the same', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    newerMigration(cwd, 'incompatible')
+    // A deployment without readiness probes (compose, systemd), or a worker no probe reached: the
+    // instance reads the schema itself every few seconds.
+    const deadline = Date.now() + 15_000
+    let status = 0
+    while (Date.now() < deadline) {
+      const create = await request(server, '/v1/pets', {
+        method: 'POST',
+        body: '{"name":"Rex","categoryId":1}',
+      })
+      status = create.status
+      if (status === 503) {
+        assert.equal(create.headers.get('retry-after'), '5')
+        break
+      }
+      assert.equal(status, 201, await create.text())
+      await setTimeout(250)
+    }
+    assert.equal(status, 503, 'refused without a probe')
+    assert.equal((await request(server, '/v1/pets')).status, 200)
   })
 
   test('when an instance of this release starts on a newer schema (a rollback), then it serves if the newer migrations keep it working, and refuses in one line if not', async (t) => {

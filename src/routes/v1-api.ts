@@ -45,6 +45,9 @@ export interface V1ApiOptions {
 // Deprecated-call counts reach the store this often; expired idempotency keys are purged this often.
 const DEPRECATED_CALL_FLUSH_MS = 5000
 const IDEMPOTENCY_PURGE_MS = 3_600_000
+// The schema is read this often, probes or not: a newer release's migration this release may not write
+// into is learnt within this time (as often as the 503 it then answers asks a client to retry).
+const SCHEMA_CHECK_MS = 5000
 const KEY_CACHE_ENTRIES = 10_000
 const RATE_LIMIT_WINDOW_MS = 60_000
 
@@ -82,6 +85,12 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     'idempotency purge',
     { everyMs: IDEMPOTENCY_PURGE_MS, atStart: true, atClose: false },
     (signal) => store.purgeIdempotencyRecords(now(), signal),
+  )
+
+  // Without probes (compose, systemd) or in a WORKERS worker no probe reaches, readiness would never read
+  // the schema: every instance reads it itself. A store it cannot reach is said by what meets it.
+  runPeriodically(app, 'schema check', { everyMs: SCHEMA_CHECK_MS, atClose: false }, () =>
+    store.schemaStatus().catch(() => undefined),
   )
 
   await app.register(petRoutes, {
