@@ -7,6 +7,8 @@ const MAC_BYTES = 16
 const TAMPERED =
   'query parameter "cursor" is malformed or was altered; follow the next link of the previous page'
 
+const base64url = (text: string) => Buffer.from(text).toString('base64url')
+
 /** Where the next page starts: after `afterId`, in the list filtered by `status`. */
 export interface PagePosition {
   afterId: bigint
@@ -29,13 +31,18 @@ export function pageCursors(secret: string): PageCursors {
   return {
     encode({ afterId, status }) {
       const payload = `${afterId}.${status ?? ''}`
-      return `${Buffer.from(payload).toString('base64url')}.${sign(payload).toString('base64url')}`
+      return `${base64url(payload)}.${sign(payload).toString('base64url')}`
     },
     decode(cursor, status) {
       const [encoded = '', mac = '', ...rest] = cursor.split('.')
       const payload = Buffer.from(encoded, 'base64url').toString()
       const given = Buffer.from(mac, 'base64url')
       if (rest.length > 0 || given.length !== MAC_BYTES || !timingSafeEqual(given, sign(payload))) {
+        throw new ApiError('invalid_query', TAMPERED)
+      }
+      // Decoding skips what base64url lacks and a last character's unused bits: only the text encode
+      // gives is the cursor, so an altered one is refused even when its bytes are the same.
+      if (base64url(payload) !== encoded || given.toString('base64url') !== mac) {
         throw new ApiError('invalid_query', TAMPERED)
       }
       const [afterId = '', cursorStatus = ''] = payload.split('.')
