@@ -17,13 +17,23 @@ const refused = (message: string) => new ApiError('bad_request', message, { conn
 
 /**
  * What RFC 9112 asks a server to refuse in a request's head before reading anything else, or undefined:
- * an HTTP/1.1 request without exactly one valid Host (§3.2), and a transfer coding other than `chunked`
+ * a version other than HTTP/1.1 and 1.0, a fragment in the target, an HTTP/1.1 request without exactly
+ * one valid Host (§3.2), and a transfer coding other than `chunked`
  * alone (§6.1: Node would read `gzip, chunked` as plain chunked and hand on a body still coded).
  */
 export function headRefusal(raw: IncomingMessage): ApiError | undefined {
+  const version = raw.httpVersion
+  // Node's parser takes any one-digit version (HTTP/2.0, HTTP/0.9) and would serve it as HTTP/1.1.
+  if (version !== '1.1' && version !== '1.0') {
+    return refused(`HTTP/${version} is not served here: send HTTP/1.1 (RFC 9112 §2.3)`)
+  }
+  // The router would read what follows a `#` as the query string.
+  if (raw.url?.includes('#')) {
+    return refused('the request target holds "#": a fragment is never sent in a request (RFC 9112 §3.2)')
+  }
   const host = raw.headers.host
   if (host === undefined) {
-    if (raw.httpVersion === '1.1') return new ApiError('bad_request', 'the Host header is required')
+    if (version === '1.1') return new ApiError('bad_request', 'the Host header is required')
   } else if (!isValidHost(host)) {
     return refused(`the Host header is not a valid host[:port] (RFC 9112 §3.2)`)
   } else if (countHeader(raw.rawHeaders, 'host') > 1) {
@@ -31,7 +41,7 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   }
   const transferEncoding = raw.headers['transfer-encoding']
   if (transferEncoding === undefined) return undefined
-  if (raw.httpVersion === '1.0') {
+  if (version === '1.0') {
     return refused('Transfer-Encoding is not allowed in an HTTP/1.0 request (RFC 9112 §6.1)')
   }
   if (transferEncoding.trim().toLowerCase() !== 'chunked') {
