@@ -140,14 +140,27 @@ for (const engine of storeEngines) {
       }
     })
 
-    test('when Content-Type is sent twice, then 400 and nothing is stored', async () => {
+    test('when Content-Type is sent twice, in either order or with an empty one, then the same 400 and nothing is stored', async () => {
       const body = pet('')
-      const response = await checkedRawHttp(
-        server.origin,
-        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
-      )
-      assert.equal(response.status, 400)
-      assert.equal(JSON.parse(response.body).code, 'bad_request')
+      const stored = async () => (await call(server, 'GET', '/v1/pets?limit=100')).json.length
+      const before = await stored()
+      for (const [first, second] of [
+        ['application/json', 'text/plain'],
+        ['text/plain', 'application/json'],
+        ['', 'application/json'],
+      ]) {
+        const response = await checkedRawHttp(
+          server.origin,
+          `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        )
+        assert.equal(response.status, 400, `${first} then ${second}`)
+        assert.deepEqual(JSON.parse(response.body), {
+          code: 'bad_request',
+          message: 'more than one Content-Type header',
+          status: 400,
+        })
+      }
+      assert.equal(await stored(), before)
     })
   })
 }

@@ -33,9 +33,17 @@ function checkEnvelope(request: FastifyRequest): void {
       'accept-encoding': 'identity',
     })
   }
-  if (countHeader(request.raw.rawHeaders, 'content-type') > 1) {
-    throw new ApiError('bad_request', 'more than one Content-Type header')
-  }
+  const repeated = contentTypeRepeated(request)
+  if (repeated) throw repeated
+}
+
+/**
+ * 400 when Content-Type is sent more than once (Node keeps the first): whichever comes first, so asked
+ * too where that first one found no parser (error-handler.ts).
+ */
+export function contentTypeRepeated(request: FastifyRequest): ApiError | undefined {
+  if (countHeader(request.raw.rawHeaders, 'content-type') <= 1) return undefined
+  return new ApiError('bad_request', 'more than one Content-Type header')
 }
 
 function parse(request: FastifyRequest, body: Buffer): unknown {
