@@ -263,6 +263,29 @@ describe('HTTP hygiene', () => {
     assert.equal(preflight.headers.get('x-content-type-options'), 'nosniff')
   })
 
+  test('when CORS is on, then a preflight is 204 with the allowed methods and headers, and an OPTIONS that is no preflight is 405 with Allow on a path of the API and 404 elsewhere, as with CORS off', async (t) => {
+    const server = await startTestServer(t, { env: { CORS_ORIGINS: 'https://app.example' } })
+    const options = (path: string, headers: Record<string, string> = {}) =>
+      fetch(`${server.origin}${path}`, { method: 'OPTIONS', headers })
+    const preflight = await options('/v1/pets/1', {
+      origin: 'https://app.example',
+      'access-control-request-method': 'GET',
+    })
+    assert.equal(preflight.status, 204)
+    assert.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example')
+    assert.equal(preflight.headers.get('access-control-allow-methods'), 'GET, HEAD, POST')
+    assert.equal(preflight.headers.get('access-control-max-age'), '600')
+    for (const headers of [{}, { origin: 'https://app.example' }] as Array<Record<string, string>>) {
+      const plain = await options('/v1/pets', headers)
+      assert.equal(plain.status, 405, JSON.stringify(headers))
+      assert.equal(plain.headers.get('allow'), 'GET, HEAD, POST')
+      assert.equal(((await plain.json()) as { code: string }).code, 'method_not_allowed')
+    }
+    const elsewhere = await options('/v1/nope')
+    assert.equal(elsewhere.status, 404)
+    assert.equal(((await elsewhere.json()) as { code: string }).code, 'route_not_found')
+  })
+
   test('when CORS is on, then an OPTIONS with two Host headers is refused, and during a shutdown an OPTIONS is answered 503 with Connection: close', async (t) => {
     const server = await startTestServer(t, { env: { CORS_ORIGINS: 'https://app.example' } })
     const preflightHead =

@@ -1,11 +1,23 @@
 import cors from '@fastify/cors'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Set when CORS is on: OPTIONS then belongs to the preflight handler, not to the 405 guards. */
+    /** Set when CORS is on: a preflight on a path of the API is then answered, not refused with 405. */
     corsEnabled: boolean
   }
+}
+
+const METHODS = ['GET', 'HEAD', 'POST']
+const ALLOWED_HEADERS = ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'x-request-id']
+const MAX_AGE_S = 600
+
+// What a preflight's answer says beside the origin (which the plugin sets on every answer).
+const PREFLIGHT_HEADERS = {
+  'access-control-allow-methods': METHODS.join(', '),
+  'access-control-allow-headers': ALLOWED_HEADERS.join(', '),
+  'access-control-max-age': String(MAX_AGE_S),
+  'content-length': '0',
 }
 
 /** CORS is off unless origins are listed; then only those origins may call from a browser. */
@@ -17,8 +29,8 @@ export async function registerCors(
   if (corsOrigins.length === 0) return
   await app.register(cors, {
     origin: [...corsOrigins],
-    methods: ['GET', 'HEAD', 'POST'],
-    allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'x-request-id'],
+    methods: METHODS,
+    allowedHeaders: ALLOWED_HEADERS,
     exposedHeaders: [
       'location',
       'link',
@@ -32,12 +44,22 @@ export async function registerCors(
       'ratelimit-reset',
       'x-request-id',
     ],
-    maxAge: 600,
-    // An OPTIONS without the preflight headers is answered like a preflight rather than with the
-    // plugin's plain-text 400, which would break the promise that every error is our JSON body.
-    strictPreflight: false,
-    // A preflight goes on through the checks every request gets (the drain, one Host) before the
-    // plugin's OPTIONS route answers it.
-    preflightContinue: true,
+    maxAge: MAX_AGE_S,
+    // The plugin would answer every OPTIONS, anywhere, as a preflight (or one without its headers with a
+    // plain-text 400). Preflights are answered by the 405 guard of each path instead (`answerPreflight`),
+    // after the checks every request gets; any other OPTIONS is a 405 or 404 as with CORS off.
+    preflight: false,
   })
+}
+
+/**
+ * Answers a CORS preflight (an OPTIONS with Origin and Access-Control-Request-Method) with 204, when CORS
+ * is on; true if it did. The plugin has set the origin's headers, if the origin is allowed.
+ */
+export function answerPreflight(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): boolean {
+  const { headers } = request
+  if (!app.corsEnabled || headers.origin === undefined) return false
+  if (headers['access-control-request-method'] === undefined) return false
+  reply.code(204).headers(PREFLIGHT_HEADERS).send()
+  return true
 }

@@ -1,5 +1,6 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { answerPreflight } from './cors.ts'
 import { handleError, handleRouteNotFound, methodNotAllowed } from './error-handler.ts'
 
 /**
@@ -36,21 +37,20 @@ export function allowedAt(server: object, path: string): string | undefined {
 
 /**
  * Answers every method `url` does not serve with 405 and `Allow` (RFC 9110 §15.5.6), instead of the 404
- * a router gives. It answers in onRequest, before authentication or any body is read, so no other error
- * can mask it; the routes are hidden from the OpenAPI document, which lists only real operations.
+ * a router gives, and a CORS preflight with 204. It answers in onRequest, before authentication or any
+ * body is read, so no other error can mask it; the routes are hidden from the OpenAPI document, which lists only real operations.
  */
 export function guardMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
   const allow = allowed.join(', ')
   const guarded = guardedPaths.get(app.server) ?? []
   guardedPaths.set(app.server, guarded)
   guarded.push({ path: pathPattern(app.prefix + url), allow })
-  const reject = (request: FastifyRequest, reply: FastifyReply) =>
+  const reject = (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method === 'OPTIONS' && answerPreflight(app, request, reply)) return
     handleError(methodNotAllowed(request.method, allow), request, reply)
+  }
   app.route({
-    // With CORS on, OPTIONS is the preflight's (answered by the CORS handler), so it is not guarded.
-    method: app.supportedMethods.filter(
-      (method) => !allowed.includes(method) && !(method === 'OPTIONS' && app.corsEnabled),
-    ),
+    method: app.supportedMethods.filter((method) => !allowed.includes(method)),
     url,
     schema: { hide: true },
     onRequest: reject,
