@@ -82,6 +82,17 @@ export function readEnvironment(
   return { ...fromFile, ...environment }
 }
 
+/**
+ * Every setting as this process read it, `''` for one not set: given to a process it starts (a WORKERS
+ * worker), whose own reading of `.env` they override, so a replacement started after the file was edited
+ * runs on the settings its siblings run on.
+ */
+export function settingsEnvironment(
+  env: Record<string, string | undefined> = readEnvironment(),
+): Record<string, string> {
+  return Object.fromEntries(Object.keys(properties).map((name) => [name, env[name] ?? '']))
+}
+
 /** Whether `value` of setting `name` is a secret: keys, or a URL with a password. */
 function holdsSecret(name: string, value: string): boolean {
   if (name === 'API_KEYS') return value !== ''

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
@@ -17,7 +18,14 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
-import { createPets, killIfRunning, serveWorkers, servingWorkers } from './helpers/cluster-process.ts'
+import {
+  createPets,
+  killIfRunning,
+  scrapeSupervisor,
+  serveWorkers,
+  servingWorkers,
+  workersAfterCreates,
+} from './helpers/cluster-process.ts'
 
 const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
@@ -26,7 +34,11 @@ const request = requesterFor(key)
 /** Waits for the supervisor to log that the worker `pid` died. */
 function supervisorSawDeath(server: ServeProcess, pid: number) {
   return waitForLog(server, (lines) =>
-    lines.find((line) => line.msg === 'a worker died; replacing it' && line.worker === pid),
+    lines.find(
+      (line) =>
+        (line.msg === 'a worker died; replacing it' || line.msg === 'a worker stopped; replacing it') &&
+        line.worker === pid,
+    ),
   )
 }
 
@@ -120,6 +132,49 @@ describe('all cores', () => {
     assert.ok(replacements.includes(replacement))
     for (const pid of servedBy)
       assert.ok(replacements.includes(pid as number), `served by ${pid}, not a replacement`)
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+  })
+})
+
+describe('a worker stopped alone', () => {
+  test('when SIGTERM reaches one worker, then it drains, its counts stay in the summed metrics, and it is replaced as a stop, not a crash', async (t) => {
+    const sent = 200
+    const { server, creator } = await workersAfterCreates(t, env, request, sent)
+    process.kill(creator, 'SIGTERM')
+    const exit = await supervisorSawDeath(server, creator)
+    assert.deepEqual([exit.code, exit.level], [0, 40], 'a stop, said at warn')
+    await servingWorkers(server, 3)
+    const samples = await scrapeSupervisor(server)
+    assert.equal(samples.get('petstore_pets_created_total'), sent, "the stopped worker's creates are kept")
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+  })
+})
+
+describe('one configuration', () => {
+  test('when .env is edited while the service runs, then replacement workers run on the settings the service started with, as their siblings do', async (t) => {
+    const cwd = temporaryDirectory(t)
+    writeFileSync(join(cwd, '.env'), 'RATE_LIMIT_PER_MINUTE=0\n')
+    const server = await startServeProcess(env, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const [first, second] = (await servingWorkers(server, 2)) as [number, number]
+    // Edited for the next start: a value changed, and a setting the file did not name before.
+    writeFileSync(join(cwd, '.env'), 'RATE_LIMIT_PER_MINUTE=1\nIDEMPOTENCY_RETENTION_S=60\n')
+    // One at a time: with PORT=0, the port stays the same only while a worker holds it.
+    for (const [pid, serving] of [
+      [first, 3],
+      [second, 4],
+    ] as const) {
+      process.kill(pid, 'SIGKILL')
+      await supervisorSawDeath(server, pid)
+      await servingWorkers(server, serving)
+    }
+    for (let i = 0; i < 5; i++) {
+      const response = await request(server, '/v1/pets')
+      assert.equal(response.status, 200, 'no rate limit: the one the service started with is off')
+      assert.equal(response.headers.get('ratelimit-limit'), null)
+    }
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })

@@ -16,11 +16,11 @@ import {
   waitForLog,
 } from './helpers/cli-process.ts'
 import {
-  createPets,
   isRunning,
   killIfRunning,
   scrapeSupervisor,
   servingWorkers,
+  workersAfterCreates,
 } from './helpers/cluster-process.ts'
 import { checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 
@@ -180,16 +180,9 @@ describe('process-level failures while shutting down', () => {
 
 describe('process-level failures under WORKERS', () => {
   test('when a worker fails, then it exits 1, the supervisor replaces it, and its counts stay in the summed metrics', async (t) => {
-    const server = await startServeProcess(faulty({ WORKERS: '2' }), temporaryDirectory(t))
-    t.after(() => server.child.kill('SIGKILL'))
-    await servingWorkers(server, 2)
     const sent = 100
-    await createPets(server, request, sent, 'f')
     // A worker that created some; never scraped: only its last report can bring them to the supervisor.
-    const failing = await waitForLog(server, (lines) => {
-      const line = lines.find((entry) => entry.msg === 'request' && entry.operation === 'createPet')
-      return line === undefined ? undefined : Number(line.pid)
-    })
+    const { server, creator: failing } = await workersAfterCreates(t, faulty({ WORKERS: '2' }), request, sent)
     process.kill(failing, 'SIGUSR2')
     const death = await waitForLog(server, (lines) =>
       lines.find((line) => line.msg === 'a worker died; replacing it' && line.worker === failing),

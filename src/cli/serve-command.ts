@@ -75,10 +75,15 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     const listening = startServer(app, config.server, async (appClosing, doneBy) => {
       metricsServer?.close()
       redis?.disconnect()
-      await store.close(appClosing, doneBy)
+      try {
+        await store.close(appClosing, doneBy)
+      } finally {
+        // Once the app has closed, nothing counts any more: the supervisor keeps a worker's counts once it
+        // has gone, whatever stopped it (a stop signal to it alone, a fatal failure).
+        await shared?.reportFinal()
+      }
     })
     const server = await namingListener(listening, 'HOST:PORT', config.server)
-    // The supervisor keeps a worker's counts once it has gone; the final report adds those since the last scrape.
     fatal.stopWith(async () => {
       // A connection whose request ends during the drain is kept alive, and holds the exit for its
       // keep-alive timeout; closed as soon as it is idle instead.
@@ -88,7 +93,6 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
       } finally {
         clearInterval(closeIdle)
       }
-      await shared?.reportFinal()
     })
     const metricsAddress = metricsServer?.address()
     const metricsNote =

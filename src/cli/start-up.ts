@@ -26,7 +26,8 @@ export function startUp(
   const output =
     pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
   const log = createLogger(config.log, pretty, output, logFd)
-  // Said by the process that read the file first: a WORKERS worker reads it again, and would repeat them.
+  // Said by the process that read the file first: a WORKERS worker reads it again (its supervisor's
+  // settings override it), and would repeat them.
   if (!cluster.isWorker) for (const warning of environmentFileWarnings()) log.warn(warning)
   // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
   if (bufferedLog) reportDroppedLogLines(log, output)

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import type { TestContext } from 'node:test'
 import { within } from './bounded-wait.ts'
 import { temporaryDirectory } from './cleanup.ts'
-import { CLI, cliEnvironment, type ServeProcess, waitForLog } from './cli-process.ts'
+import { CLI, cliEnvironment, type ServeProcess, startServeProcess, waitForLog } from './cli-process.ts'
 
 type Requester = (server: ServeProcess, path: string, init?: RequestInit) => Promise<Response>
 
@@ -36,6 +36,27 @@ export async function createPets(
     }),
   )
   assert.deepEqual([...new Set(statuses)], [201])
+}
+
+/**
+ * A service of two workers (`env` has WORKERS=2) once both serve and it has created `sent` pets, and the
+ * pid of a worker that created some of them (every create in the log by then).
+ */
+export async function workersAfterCreates(
+  t: TestContext,
+  env: Record<string, string>,
+  request: Requester,
+  sent: number,
+): Promise<{ server: ServeProcess; creator: number }> {
+  const server = await startServeProcess(env, temporaryDirectory(t))
+  t.after(() => server.child.kill('SIGKILL'))
+  await servingWorkers(server, 2)
+  await createPets(server, request, sent, 'c')
+  const creator = await waitForLog(server, (lines) => {
+    const found = lines.filter((line) => line.msg === 'request' && line.operation === 'createPet')
+    return found.length >= sent ? Number(found[0]?.pid) : undefined
+  })
+  return { server, creator }
 }
 
 /** The supervisor's summed metrics: each sample's value, by its name and labels as written. */

@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
+import { settingsEnvironment } from '../../config.ts'
 import { BufferedLogOutput } from '../../log/log-output.ts'
 import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
@@ -21,6 +22,8 @@ const KILLED_WORKERS_REAPED_MS = 1000
 // How long, once the workers have exited, their last output (a count of what their logs dropped at exit)
 // is waited for, read and written.
 const LAST_OUTPUT_MS = 1000
+// A worker that stopped cleanly, not counted as a crash, is replaced after this (as after a first crash).
+const RESTART_AFTER_STOP_MS = 100
 // The signals that stop the service (a terminal's hang-up as well: nothing here reloads).
 const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 
@@ -47,6 +50,8 @@ export async function superviseWorkers(
   prepare: () => Promise<void>,
 ): Promise<number> {
   const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
+  // Taken before anything else: every worker, a replacement too, runs on the settings read at start.
+  const workerEnvironment = { ...settingsEnvironment(), ...WORKER_ENV }
   const fatal = exitOnFatalFailure(
     log,
     shutdownTimeoutMs + WORKER_SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
@@ -70,7 +75,7 @@ export async function superviseWorkers(
   const relaying = new Set<Promise<void>>()
   cluster.setupPrimary({ stdio: WORKER_STDIO })
   const fork = () => {
-    const worker = cluster.fork(WORKER_ENV)
+    const worker = cluster.fork(workerEnvironment)
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
@@ -90,6 +95,16 @@ export async function superviseWorkers(
       )
       await stopWorkers()
       process.exit(1)
+    }
+    // Exit 0 is a worker that drained on a stop signal sent to it alone (its counts reported): no crash.
+    if (code === 0) {
+      log.warn(
+        { worker: worker.process.pid, code, signal, restartInMs: RESTART_AFTER_STOP_MS },
+        'a worker stopped; replacing it',
+      )
+      await sleep(RESTART_AFTER_STOP_MS)
+      if (!stopping) fork()
+      return
     }
     const delay = backoff.delayAfterCrash(performance.now())
     log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
