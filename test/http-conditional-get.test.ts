@@ -60,6 +60,22 @@ describe('conditional GET', () => {
     assert.notEqual(after.headers.get('etag'), before.headers.get('etag'))
   })
 
+  test('when a page with a next link is asked for again with its ETag, then the 304 carries that link, as the document says it may', async (t) => {
+    const server = await startTestServer(t)
+    for (const name of ['One', 'Two', 'Three'])
+      await call(server, 'POST', '/v1/pets', { body: { name, categoryId: 1 } })
+    const page = await call(server, 'GET', '/v1/pets?limit=2')
+    const again = await call(server, 'GET', '/v1/pets?limit=2', {
+      headers: { 'if-none-match': page.headers.get('etag') ?? '' },
+    })
+    assert.equal(again.status, 304)
+    assert.equal(again.headers.get('link'), page.headers.get('link'))
+    const document = (await call(server, 'GET', '/v1/openapi.json', { key: false })).json
+    const notModified = document.paths['/pets'].get.responses['304']
+    assert.ok(notModified.headers.Link, 'Link documented on the 304 too')
+    assert.equal(notModified.headers.Link.required, false)
+  })
+
   test('when the answer is an error or a create, then no ETag is sent', async (t) => {
     const server = await startTestServer(t)
     assert.equal((await call(server, 'GET', '/v1/pets/404')).headers.get('etag'), null)

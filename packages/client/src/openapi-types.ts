@@ -195,6 +195,8 @@ export interface operations {
             /** @description Not modified: the If-None-Match tag still holds. */
             304: {
                 headers: {
+                    /** @description The next page, present only when more pets follow. */
+                    Link?: string;
                     /** @description Strong validator of this exact response; send it back in If-None-Match. */
                     ETag: string;
                     /** @description Clients may keep the response but must revalidate it. */

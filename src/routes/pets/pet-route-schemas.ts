@@ -20,6 +20,14 @@ const notModified = (headers: Record<string, object>) => ({
   304: Type.Null({ description: 'Not modified: the If-None-Match tag still holds.', headers }),
 })
 
+// A 304 carries them too: the page's next link is part of what its tag stands for.
+const pageHeaders = {
+  Link: responseHeader('The next page, present only when more pets follow.', linkHeader('next'), {
+    required: false,
+  }),
+  ...cachedRead,
+}
+
 export const listPetsSchema = {
   operationId: 'listPets',
   summary: 'List all animals',
@@ -31,16 +39,8 @@ export const listPetsSchema = {
   security,
   querystring: ListPetsQuerySchema,
   response: {
-    200: Type.Ref('Pets', {
-      description: 'A page of animals.',
-      headers: {
-        Link: responseHeader('The next page, present only when more pets follow.', linkHeader('next'), {
-          required: false,
-        }),
-        ...cachedRead,
-      },
-    }),
-    ...notModified(cachedRead),
+    200: Type.Ref('Pets', { description: 'A page of animals.', headers: pageHeaders }),
+    ...notModified(pageHeaders),
     ...errorResponses([...COMMON_ERRORS, 'invalid_query']),
   },
 }
