@@ -78,6 +78,31 @@ describe('provisioning keys at start', () => {
     assert.deepEqual(lines, [], 'said no more once the file is gone')
   })
 
+  test('when no key exists and there is no terminal nor file for one, then the warn line says how to give one to that store: API_KEYS alone for an in-memory one', async (t) => {
+    for (const [url, advice] of [
+      ['sqlite::memory:', /set API_KEYS: a "petstore keys" command would open an in-memory store of its own/],
+      [
+        'postgres://u@localhost:5432/db',
+        /create one with "petstore keys create --name <name>" or set API_KEYS/,
+      ],
+    ] as const) {
+      const { store } = await sqliteEngine.open(t)
+      const lines: Array<{ level: number; msg: string }> = []
+      const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+      const config = testConfig({ DATABASE_URL: url })
+      await provisionKeys({
+        store,
+        config,
+        log: captured,
+        dataDirectory: undefined,
+        terminal: terminal(false),
+      })
+      assert.equal(lines.length, 1, url)
+      assert.equal(lines[0]?.level, 40)
+      assert.match(lines[0]?.msg ?? '', advice, url)
+    }
+  })
+
   test('when every key has been revoked, then a start does not mint a new one', async (t) => {
     const { store } = await sqliteEngine.open(t)
     await store.createApiKey(storedFormOf('only', generateApiKey()))

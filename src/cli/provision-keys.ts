@@ -68,6 +68,11 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
       { path },
       'no API key existed: created one and wrote it to this file (mode 0600); read it, then delete the file',
     )
+  } else if (config.database.engine === 'sqlite') {
+    // Only `:memory:` has no data directory: no other process can reach this store.
+    log.warn(
+      'no API key exists: every call will get 401; set API_KEYS: a "petstore keys" command would open an in-memory store of its own',
+    )
   } else {
     log.warn(
       'no API key exists: every call will get 401; create one with "petstore keys create --name <name>" or set API_KEYS',
