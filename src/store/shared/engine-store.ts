@@ -71,8 +71,8 @@ export abstract class EngineStore<Connection> implements Store {
   }
 
   /**
-   * Throws while the schema needs a newer release, as readiness last read it: rows this release writes
-   * might mean something else to the release that migrated it (docs/versioning.md, "Storage").
+   * Throws while the schema needs a newer release, as last read (by a probe, or the app every 5 s): rows
+   * this release writes might mean something else to the release that migrated it (docs/versioning.md).
    */
   protected refuseOnNewerSchema(): void {
     if (this.#newerSchema !== undefined) throw new NewerSchemaError(this.#newerSchema)
