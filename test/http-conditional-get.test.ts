@@ -73,7 +73,7 @@ describe('conditional GET', () => {
     const document = (await call(server, 'GET', '/v1/openapi.json', { key: false })).json
     const notModified = document.paths['/pets'].get.responses['304']
     assert.ok(notModified.headers.Link, 'Link documented on the 304 too')
-    assert.equal(notModified.headers.Link.required, false)
+    assert.notEqual(notModified.headers.Link.required, true, 'only when more pets follow')
   })
 
   test('when the answer is an error or a create, then no ETag is sent', async (t) => {
