@@ -148,6 +148,8 @@ for (const engine of storeEngines) {
         ['application/json', 'text/plain'],
         ['text/plain', 'application/json'],
         ['', 'application/json'],
+        ['application/json; charset=latin1', 'application/json'],
+        ['application/json; charset=utf-8; charset=utf-8', 'application/json'],
       ]) {
         const response = await checkedRawHttp(
           server.origin,

@@ -4,7 +4,7 @@ import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailable
 import { maskApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
-import { contentTypeRepeated } from './json-body-parser.ts'
+import { contentTypeRepeated } from './raw-headers.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
@@ -13,16 +13,13 @@ export const BAD_URL = () => new ApiError('bad_request', 'the URL has a malforme
 /** Fastify's own errors, raised before any handler runs, in our words. */
 const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyRequest) => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, request) =>
-    contentTypeRepeated(request) ??
+    contentTypeRepeated(request.raw.rawHeaders) ??
     new ApiError(
       'unsupported_media_type',
       `Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported: send application/json`,
     ),
-  FST_ERR_CTP_INVALID_TYPE: (_e, request) =>
-    contentTypeRepeated(request) ??
-    new ApiError('unsupported_media_type', 'Content-Type header is not valid'),
-  FST_ERR_CTP_EMPTY_TYPE: (_e, request) =>
-    contentTypeRepeated(request) ?? new ApiError('unsupported_media_type', 'Content-Type header is empty'),
+  FST_ERR_CTP_INVALID_TYPE: () => new ApiError('unsupported_media_type', 'Content-Type header is not valid'),
+  FST_ERR_CTP_EMPTY_TYPE: () => new ApiError('unsupported_media_type', 'Content-Type header is empty'),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) =>
     new ApiError(
       'body_too_large',

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { contentTypeParameters } from './content-type-parameters.ts'
 import { parseExactly } from './json-exact-parse.ts'
-import { countHeader } from './raw-headers.ts'
+import { contentTypeRepeated } from './raw-headers.ts'
 
 const UTF8 = new Set(['utf-8', 'utf8'])
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -26,6 +26,8 @@ function checkCharset(contentType: string): void {
 
 /** Refuses what would otherwise be read as something else than what the client meant to send. */
 function checkEnvelope(request: FastifyRequest): void {
+  const repeated = contentTypeRepeated(request.raw.rawHeaders)
+  if (repeated) throw repeated
   checkCharset(request.headers['content-type'] ?? '')
   const encoding = request.headers['content-encoding']
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
@@ -33,17 +35,6 @@ function checkEnvelope(request: FastifyRequest): void {
       'accept-encoding': 'identity',
     })
   }
-  const repeated = contentTypeRepeated(request)
-  if (repeated) throw repeated
-}
-
-/**
- * 400 when Content-Type is sent more than once (Node keeps the first): whichever comes first, so asked
- * too where that first one found no parser (error-handler.ts).
- */
-export function contentTypeRepeated(request: FastifyRequest): ApiError | undefined {
-  if (countHeader(request.raw.rawHeaders, 'content-type') <= 1) return undefined
-  return new ApiError('bad_request', 'more than one Content-Type header')
 }
 
 function parse(request: FastifyRequest, body: Buffer): unknown {
