@@ -187,6 +187,27 @@ describe('resource defences', () => {
     assert.ok(shedLines.every((line) => line.condition === condition))
   })
 
+  test('when the service sheds with CORS on, then a preflight is still answered 204, so the page can read the 503 and its Retry-After', async (t) => {
+    const origin = 'https://app.example'
+    const server = await startTestServer(t, {
+      env: { MAX_HEAP_USED_BYTES: String(1024 * 1024), MAX_EVENT_LOOP_DELAY_MS: '0', CORS_ORIGINS: origin },
+    })
+    await sleep(400)
+    const preflight = await fetch(`${server.origin}/v1/pets`, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': 'POST' },
+    })
+    assert.equal(preflight.status, 204)
+    assert.equal(preflight.headers.get('access-control-allow-origin'), origin)
+    const shed = await call(server, 'POST', '/v1/pets', {
+      body: { name: 'Rex', categoryId: 1 },
+      headers: { origin },
+    })
+    assert.equal(shed.status, 503)
+    assert.equal(shed.headers.get('access-control-allow-origin'), origin)
+    assert.match(shed.headers.get('access-control-expose-headers') ?? '', /retry-after/)
+  })
+
   test('when MAX_EVENT_LOOP_DELAY_MS is 0, then a long stall sheds nothing, even with the heap limit on', async (t) => {
     const server = await startTestServer(t, {
       env: { MAX_EVENT_LOOP_DELAY_MS: '0', MAX_HEAP_USED_BYTES: String(100 * 1024 * 1024 * 1024) },

@@ -8,13 +8,12 @@ declare module 'fastify' {
   }
 }
 
-const METHODS = ['GET', 'HEAD', 'POST']
 const ALLOWED_HEADERS = ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'x-request-id']
 const MAX_AGE_S = 600
 
-// What a preflight's answer says beside the origin (which the plugin sets on every answer).
+// What a preflight's answer says beside the origin (which the plugin sets on every answer) and the path's
+// own methods.
 const PREFLIGHT_HEADERS = {
-  'access-control-allow-methods': METHODS.join(', '),
   'access-control-allow-headers': ALLOWED_HEADERS.join(', '),
   'access-control-max-age': String(MAX_AGE_S),
   'content-length': '0',
@@ -29,8 +28,6 @@ export async function registerCors(
   if (corsOrigins.length === 0) return
   await app.register(cors, {
     origin: [...corsOrigins],
-    methods: METHODS,
-    allowedHeaders: ALLOWED_HEADERS,
     exposedHeaders: [
       'location',
       'link',
@@ -44,22 +41,27 @@ export async function registerCors(
       'ratelimit-reset',
       'x-request-id',
     ],
-    maxAge: MAX_AGE_S,
     // The plugin would answer every OPTIONS, anywhere, as a preflight (or one without its headers with a
-    // plain-text 400). Preflights are answered by the 405 guard of each path instead (`answerPreflight`),
-    // after the checks every request gets; any other OPTIONS is a 405 or 404 as with CORS off.
+    // plain-text 400). It only sets the origin's headers; preflights are answered by each path's 405 guard
+    // (`answerPreflight`), after the checks every request gets; any other OPTIONS is a 405 or 404.
     preflight: false,
   })
 }
 
 /**
- * Answers a CORS preflight (an OPTIONS with Origin and Access-Control-Request-Method) with 204, when CORS
- * is on; true if it did. The plugin has set the origin's headers, if the origin is allowed.
+ * Answers a CORS preflight (an OPTIONS with Origin and Access-Control-Request-Method) with 204 and the
+ * path's methods (`allow`), when CORS is on; true if it did. The plugin has set the origin's headers, if
+ * the origin is allowed.
  */
-export function answerPreflight(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): boolean {
+export function answerPreflight(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  allow: string,
+): boolean {
   const { headers } = request
   if (!app.corsEnabled || headers.origin === undefined) return false
   if (headers['access-control-request-method'] === undefined) return false
-  reply.code(204).headers(PREFLIGHT_HEADERS).send()
+  reply.code(204).header('access-control-allow-methods', allow).headers(PREFLIGHT_HEADERS).send()
   return true
 }

@@ -84,11 +84,10 @@ export function watchLoad(
  */
 export function shedWhenOverloaded(app: FastifyInstance, load: LoadWatch): void {
   if (load === NEVER_OVERLOADED) return
-  app.addHook(
-    'onRequest',
-    (_request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-      if (load.overloaded) done(OVERLOADED)
-      else done()
-    },
-  )
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    // An OPTIONS is answered by its path's guard at no cost (a preflight 204, else 405): a browser whose
+    // preflight failed could not read the 503's Retry-After on the call it was for.
+    if (load.overloaded && request.method !== 'OPTIONS') done(OVERLOADED)
+    else done()
+  })
 }

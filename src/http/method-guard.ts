@@ -38,7 +38,8 @@ export function allowedAt(server: object, path: string): string | undefined {
 /**
  * Answers every method `url` does not serve with 405 and `Allow` (RFC 9110 §15.5.6), instead of the 404
  * a router gives, and a CORS preflight with 204. It answers in onRequest, before authentication or any
- * body is read, so no other error can mask it; the routes are hidden from the OpenAPI document, which lists only real operations.
+ * body is read, so no other error can mask it; the routes are hidden from the OpenAPI document, which
+ * lists only real operations.
  */
 export function guardMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
   const allow = allowed.join(', ')
@@ -46,7 +47,7 @@ export function guardMethods(app: FastifyInstance, url: string, allowed: readonl
   guardedPaths.set(app.server, guarded)
   guarded.push({ path: pathPattern(app.prefix + url), allow })
   const reject = (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method === 'OPTIONS' && answerPreflight(app, request, reply)) return
+    if (request.method === 'OPTIONS' && answerPreflight(app, request, reply, allow)) return
     handleError(methodNotAllowed(request.method, allow), request, reply)
   }
   app.route({
