@@ -87,9 +87,7 @@ export function readEnvironment(
  * worker), whose own reading of `.env` they override, so a replacement started after the file was edited
  * runs on the settings its siblings run on.
  */
-export function settingsEnvironment(
-  env: Record<string, string | undefined> = readEnvironment(),
-): Record<string, string> {
+export function settingsEnvironment(env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.keys(properties).map((name) => [name, env[name] ?? '']))
 }
 

@@ -31,14 +31,13 @@ const key = generateApiKey()
 const env = { API_KEYS: `ops:${key}`, WORKERS: '2' }
 const request = requesterFor(key)
 
-/** Waits for the supervisor to log that the worker `pid` died. */
-function supervisorSawDeath(server: ServeProcess, pid: number) {
+/**
+ * Waits for the supervisor to log that the worker `pid` died (a crash, a kill) or, with `how` 'stopped',
+ * that it stopped cleanly (a stop signal sent to it alone).
+ */
+function supervisorSawDeath(server: ServeProcess, pid: number, how: 'died' | 'stopped' = 'died') {
   return waitForLog(server, (lines) =>
-    lines.find(
-      (line) =>
-        (line.msg === 'a worker died; replacing it' || line.msg === 'a worker stopped; replacing it') &&
-        line.worker === pid,
-    ),
+    lines.find((line) => line.msg === `a worker ${how}; replacing it` && line.worker === pid),
   )
 }
 
@@ -142,7 +141,7 @@ describe('a worker stopped alone', () => {
     const sent = 200
     const { server, creator } = await workersAfterCreates(t, env, request, sent)
     process.kill(creator, 'SIGTERM')
-    const exit = await supervisorSawDeath(server, creator)
+    const exit = await supervisorSawDeath(server, creator, 'stopped')
     assert.deepEqual([exit.code, exit.level], [0, 40], 'a stop, said at warn')
     await servingWorkers(server, 3)
     const samples = await scrapeSupervisor(server)
@@ -160,7 +159,7 @@ describe('one configuration', () => {
     t.after(() => server.child.kill('SIGKILL'))
     const [first, second] = (await servingWorkers(server, 2)) as [number, number]
     // Edited for the next start: a value changed, and a setting the file did not name before.
-    writeFileSync(join(cwd, '.env'), 'RATE_LIMIT_PER_MINUTE=1\nIDEMPOTENCY_RETENTION_S=60\n')
+    writeFileSync(join(cwd, '.env'), 'RATE_LIMIT_PER_MINUTE=1\nDOCS=off\n')
     // One at a time: with PORT=0, the port stays the same only while a worker holds it.
     for (const [pid, serving] of [
       [first, 3],
@@ -175,6 +174,8 @@ describe('one configuration', () => {
       assert.equal(response.status, 200, 'no rate limit: the one the service started with is off')
       assert.equal(response.headers.get('ratelimit-limit'), null)
     }
+    const docs = await fetch(`${server.origin}/docs`, { redirect: 'manual' })
+    assert.notEqual(docs.status, 404, 'the docs page, on by default, is still served')
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })
@@ -314,7 +315,7 @@ describe('supervisor shutdown', () => {
     const [worker] = (await servingWorkers(server, 2)) as [number, number]
     // Alone, so that its own handler is what ends it (in a group, the supervisor's SIGTERM may come first).
     process.kill(worker, 'SIGHUP')
-    const exit = await supervisorSawDeath(server, worker)
+    const exit = await supervisorSawDeath(server, worker, 'stopped')
     assert.deepEqual([exit.code, exit.signal], [0, null], server.output())
     const own = logLines(server).find((line) => line.pid === worker && line.msg === 'shutting down')
     assert.equal(own?.signal, 'SIGHUP', server.output())

@@ -130,7 +130,7 @@ uncaught failure (see README, "Operating").`,
         'a worker must be started by "petstore serve" with WORKERS, which gives it its log: under another cluster manager, run one "petstore serve" in its fork mode, with WORKERS for more cores',
       )
     }
-    const { config, log } = cluster.isWorker
+    const { config, log, settings } = cluster.isWorker
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true, logFd: 1 })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
@@ -143,7 +143,8 @@ uncaught failure (see README, "Operating").`,
     }
     // The supervisor prepares the store once, before any worker starts, and closes it again; credentials
     // Redis refuses stop it first, as they would stop every worker.
-    return superviseWorkers(config.workers, config, log, async () => {
+    const supervised = { ...config, environment: settings }
+    return superviseWorkers(config.workers, supervised, log, async () => {
       if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).disconnect()
       const store = await openStore(config.database, log)
       try {

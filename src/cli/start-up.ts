@@ -1,13 +1,20 @@
 import cluster from 'node:cluster'
 import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
-import { type Config, environmentFileWarnings, loadConfig } from '../config.ts'
+import {
+  type Config,
+  environmentFileWarnings,
+  loadConfig,
+  readEnvironment,
+  settingsEnvironment,
+} from '../config.ts'
 import { BufferedLogOutput } from '../log/log-output.ts'
 import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../log/logger.ts'
 import type { Output } from './command.ts'
 
 /**
- * What every command starts from, once per process: the configuration, read and decoded, and the process
+ * What every command starts from, once per process: the configuration, read and decoded (and `settings`,
+ * as read, for the processes a supervisor starts), and the process
  * logger made from it (human-readable on `terminal`, if given, when LOG_FORMAT allows). A server's JSON log
  * is buffered (`bufferedLog`): one line per request must not cost a write each. A command whose standard
  * output is its result (`openapi`) logs nothing there (`silent`). The log goes to descriptor `logFd`:
@@ -18,20 +25,23 @@ import type { Output } from './command.ts'
 export function startUp(
   terminal?: Pick<Output, 'isTTY'>,
   { bufferedLog = false, silent = false, logFd = 2 } = {},
-): { config: Config; log: Logger } {
-  const config = loadConfig()
-  if (silent) return { config, log: createLogger({ level: 'silent' }) }
+): { config: Config; log: Logger; settings: Record<string, string> } {
+  // A WORKERS worker is given every setting by its supervisor, as read at the service's start: `.env`
+  // edited (or made unreadable) since is not read again.
+  const environment = cluster.isWorker ? process.env : readEnvironment()
+  const config = loadConfig(environment)
+  const settings = settingsEnvironment(environment)
+  if (silent) return { config, log: createLogger({ level: 'silent' }), settings }
   const pretty = terminal !== undefined &&
     wantsPrettyLogs(config.log, terminal) && { colors: colorsOn(logFd) }
   const output =
     pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
   const log = createLogger(config.log, pretty, output, logFd)
-  // Said by the process that read the file first: a WORKERS worker reads it again (its supervisor's
-  // settings override it), and would repeat them.
+  // Said by the process that read the file: a WORKERS worker's settings come from its supervisor.
   if (!cluster.isWorker) for (const warning of environmentFileWarnings()) log.warn(warning)
   // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
   if (bufferedLog) reportDroppedLogLines(log, output)
-  return { config, log }
+  return { config, log, settings }
 }
 
 /**

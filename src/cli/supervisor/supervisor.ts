@@ -2,7 +2,6 @@ import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
-import { settingsEnvironment } from '../../config.ts'
 import { BufferedLogOutput } from '../../log/log-output.ts'
 import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
@@ -22,8 +21,6 @@ const KILLED_WORKERS_REAPED_MS = 1000
 // How long, once the workers have exited, their last output (a count of what their logs dropped at exit)
 // is waited for, read and written.
 const LAST_OUTPUT_MS = 1000
-// A worker that stopped cleanly, not counted as a crash, is replaced after this (as after a first crash).
-const RESTART_AFTER_STOP_MS = 100
 // The signals that stop the service (a terminal's hang-up as well: nothing here reloads).
 const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 
@@ -33,6 +30,8 @@ export interface SupervisorSettings {
   server: { shutdownTimeoutMs: number }
   /** Where the workers' summed metrics are served; none when `METRICS=off`. */
   metrics: MetricsListener | undefined
+  /** Every setting as the service read them at its start (`settingsEnvironment`), given to each worker. */
+  environment: Record<string, string>
 }
 
 /**
@@ -50,8 +49,8 @@ export async function superviseWorkers(
   prepare: () => Promise<void>,
 ): Promise<number> {
   const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
-  // Taken before anything else: every worker, a replacement too, runs on the settings read at start.
-  const workerEnvironment = { ...settingsEnvironment(), ...WORKER_ENV }
+  // Every worker, a replacement too, runs on the settings the service read at its start.
+  const workerEnvironment = { ...settings.environment, ...WORKER_ENV }
   const fatal = exitOnFatalFailure(
     log,
     shutdownTimeoutMs + WORKER_SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
@@ -96,18 +95,12 @@ export async function superviseWorkers(
       await stopWorkers()
       process.exit(1)
     }
-    // Exit 0 is a worker that drained on a stop signal sent to it alone (its counts reported): no crash.
-    if (code === 0) {
-      log.warn(
-        { worker: worker.process.pid, code, signal, restartInMs: RESTART_AFTER_STOP_MS },
-        'a worker stopped; replacing it',
-      )
-      await sleep(RESTART_AFTER_STOP_MS)
-      if (!stopping) fork()
-      return
-    }
+    // A stop signal sent to a worker alone: it drained (exit 0, its counts reported), or had not installed
+    // its handlers yet. Said as a stop, not a crash; replaced with the same growing pauses all the same.
     const delay = backoff.delayAfterCrash(performance.now())
-    log.error({ worker: worker.process.pid, code, signal, restartInMs: delay }, 'a worker died; replacing it')
+    const fields = { worker: worker.process.pid, code, signal, restartInMs: delay }
+    if (stoppedCleanly(code, signal)) log.warn(fields, 'a worker stopped; replacing it')
+    else log.error(fields, 'a worker died; replacing it')
     await sleep(delay)
     if (!stopping) fork()
   }
@@ -178,13 +171,19 @@ async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boo
   return clean.every(Boolean)
 }
 
+/**
+ * Whether a worker's exit is a clean stop. Killed by a stop signal (ours, or a terminal's to its whole
+ * group) means it had not installed its handlers yet: it was still starting, with no request to lose.
+ */
+function stoppedCleanly(code: number | null, signal: string | null): boolean {
+  return code === 0 || STOP_SIGNALS.includes(signal as NodeJS.Signals)
+}
+
 /** Resolves, once `worker` has exited, with whether it stopped cleanly; an unclean exit is logged. */
 function stopped(worker: Worker, log: Logger): Promise<boolean> {
   return new Promise((resolve) =>
     worker.once('exit', (code: number | null, signal: string | null) => {
-      // Killed by a stop signal (ours, or a terminal's to its whole group) means it had not installed its
-      // handlers yet: it was still starting, with no request to lose. A serving worker exits with its code.
-      const clean = code === 0 || STOP_SIGNALS.includes(signal as NodeJS.Signals)
+      const clean = stoppedCleanly(code, signal)
       if (!clean) log.error({ worker: worker.process.pid, code, signal }, 'a worker did not stop cleanly')
       resolve(clean)
     }),
