@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import type { FastifyInstance } from 'fastify'
 import { rateLimitPerKey } from '../admission/rate-limit/rate-limit.ts'
 import type { WindowCounter } from '../admission/rate-limit/window-counter.ts'
@@ -88,10 +89,13 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
   )
 
   // Without probes (compose, systemd) or in a WORKERS worker no probe reaches, readiness would never read
-  // the schema: every instance reads it itself. A store it cannot reach is said by what meets it.
-  runPeriodically(app, 'schema check', { everyMs: SCHEMA_CHECK_MS, atClose: false }, () =>
-    store.schemaStatus().catch(() => undefined),
-  )
+  // the schema: every instance reads it itself. A store it cannot reach is said by what meets it; a read
+  // still waiting on a hung one is let go at close.
+  runPeriodically(app, 'schema check', { everyMs: SCHEMA_CHECK_MS, atClose: false }, async (signal) => {
+    const settled = new AbortController()
+    const closing = once(signal, 'abort', { signal: settled.signal })
+    await Promise.race([store.schemaStatus().catch(() => undefined), closing]).finally(() => settled.abort())
+  })
 
   await app.register(petRoutes, {
     authenticate: createAuthenticator({
