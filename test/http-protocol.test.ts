@@ -27,28 +27,6 @@ describe('HTTP edge cases answered in the Error body', () => {
     assert.equal(errorBody(response.body).code, 'bad_request')
   })
 
-  for (const version of ['2.0', '0.9', '3.0']) {
-    test(`when a request line says HTTP/${version}, then 400 bad_request naming the version, and nothing is served`, async () => {
-      const request = `GET /v1/pets HTTP/${version}\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`
-      const response = await rawHttp(server.origin, request)
-      assert.equal(response.status, 400)
-      const body = errorBody(response.body)
-      assert.equal(body.code, 'bad_request')
-      assert.match(body.message, /HTTP\/1\.1/)
-    })
-  }
-
-  test('when a request target holds a fragment (#), then 400 bad_request naming the rule, not a query read from it', async () => {
-    for (const target of ['/v1/pets#x', '/v1/pets?limit=2#x', '/v1/pets/1#x']) {
-      const request = `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nConnection: close\r\n\r\n`
-      const response = await checkedRawHttp(server.origin, request)
-      assert.equal(response.status, 400, target)
-      const body = errorBody(response.body)
-      assert.equal(body.code, 'bad_request', target)
-      assert.match(body.message, /#/, target)
-    }
-  })
-
   test('when Expect asks for something other than 100-continue, then 417 expectation_failed, carrying the request id as every other answer does', async () => {
     const response = await rawHttp(
       server.origin,

@@ -23,7 +23,7 @@ const refused = (message: string) => new ApiError('bad_request', message, { conn
  */
 export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   const version = raw.httpVersion
-  // Node's parser takes any one-digit version (HTTP/2.0, HTTP/0.9) and would serve it as HTTP/1.1.
+  // Node's parser takes HTTP/2.0 and HTTP/0.9 request lines, and would serve them as HTTP/1.1.
   if (version !== '1.1' && version !== '1.0') {
     return refused(`HTTP/${version} is not served here: send HTTP/1.1 (RFC 9112 §2.3)`)
   }
