@@ -80,10 +80,17 @@ describe('deploy/petstore.service, as text', () => {
     assert.equal(version, devDependencies.node)
   })
 
-  test('when the service fails at start again and again (its database down at boot), then systemd keeps restarting it rather than give up', () => {
-    assert.deepEqual(directive('Restart'), ['on-failure'])
+  test('when the service fails at start again and again (its database down at boot), or a stray signal stops it with exit 0, then systemd keeps restarting it rather than give up', () => {
+    // `systemctl stop` still stops it: Restart= never applies to a stop systemd was asked for.
+    assert.deepEqual(directive('Restart'), ['always'])
     // systemd's default start limit (5 starts in 10 s) would leave the unit failed for good within seconds.
     assert.deepEqual(directive('StartLimitIntervalSec'), ['0'])
     assert.ok(Number(/^(\d+)s$/.exec(directive('RestartSec')[0] ?? '')?.[1]) >= 1, 'a pause between starts')
+  })
+
+  test('when it logs a line per request to the journal, then journald drops none of them for its rate limit, and tags them petstore', () => {
+    // journald's default, 10,000 lines in 30 s per unit, is a few hundred requests a second.
+    assert.deepEqual(directive('LogRateLimitIntervalSec'), ['0'])
+    assert.deepEqual(directive('SyslogIdentifier'), ['petstore'])
   })
 })
