@@ -83,9 +83,9 @@ export function readEnvironment(
 }
 
 /**
- * Every setting as this process read it, `''` for one not set: given to a process it starts (a WORKERS
- * worker), whose own reading of `.env` they override, so a replacement started after the file was edited
- * runs on the settings its siblings run on.
+ * Every setting as this process read it, `''` for one not set: the environment of a process it starts (a
+ * WORKERS worker, which reads no `.env`), so a replacement started after the file was edited runs on the
+ * settings its siblings run on.
  */
 export function settingsEnvironment(env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.keys(properties).map((name) => [name, env[name] ?? '']))
