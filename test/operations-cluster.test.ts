@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
@@ -152,7 +152,7 @@ describe('a worker stopped alone', () => {
 })
 
 describe('one configuration', () => {
-  test('when .env is edited while the service runs, then replacement workers run on the settings the service started with, as their siblings do', async (t) => {
+  test('when .env is edited, or made unreadable, while the service runs, then replacement workers run on the settings the service started with, as their siblings do', async (t) => {
     const cwd = temporaryDirectory(t)
     writeFileSync(join(cwd, '.env'), 'RATE_LIMIT_PER_MINUTE=0\n')
     const server = await startServeProcess(env, cwd)
@@ -176,6 +176,14 @@ describe('one configuration', () => {
     }
     const docs = await fetch(`${server.origin}/docs`, { redirect: 'manual' })
     assert.notEqual(docs.status, 404, 'the docs page, on by default, is still served')
+    // A .env no one can read any more (a directory in its place) stops no replacement: none reads it.
+    rmSync(join(cwd, '.env'))
+    mkdirSync(join(cwd, '.env'))
+    const replacement = (await servingWorkers(server, 4))[2] as number
+    process.kill(replacement, 'SIGKILL')
+    await supervisorSawDeath(server, replacement)
+    await servingWorkers(server, 5)
+    assert.equal((await request(server, '/v1/pets')).status, 200)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })
