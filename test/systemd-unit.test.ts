@@ -89,7 +89,8 @@ describe('deploy/petstore.service, as text', () => {
   })
 
   test('when it logs a line per request to the journal, then journald drops none of them for its rate limit, and tags them petstore', () => {
-    // journald's default, 10,000 lines in 30 s per unit, is a few hundred requests a second.
+    // journald's default, 10,000 lines in 30 s per unit (a few times that with much free disk), is a few
+    // hundred to a few thousand requests a second.
     assert.deepEqual(directive('LogRateLimitIntervalSec'), ['0'])
     assert.deepEqual(directive('SyslogIdentifier'), ['petstore'])
   })
