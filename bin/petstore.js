@@ -9,6 +9,7 @@
 // enableCompileCache fails there before any line runs, with a SyntaxError and a stack).
 import { existsSync, readFileSync } from 'node:fs'
 import nodeModule from 'node:module'
+import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 
 const root = new URL('../', import.meta.url)
@@ -37,6 +38,17 @@ process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
 // Stderr is where a process tells what nothing else can: once its reader is gone, nobody is left to tell,
 // and a command goes on (a server keeps serving: Node's debug output and warnings write there).
 process.stderr.on('error', () => {})
+
+// As PID 1 (a container's entry point) the process would ignore a stop signal it has no handler for: a
+// stop during start-up (migrations, a database still to reach) would wait for the SIGKILL. Until a command
+// handles the signal itself (a server's drain, copy's stop), it ends the process as it ends any other.
+if (process.pid === 1) {
+  for (const signal of /** @type {const} */ (['SIGTERM', 'SIGINT', 'SIGHUP'])) {
+    process.on(signal, () => {
+      if (process.listenerCount(signal) === 1) process.exit(128 + (os.constants.signals[signal] ?? 0))
+    })
+  }
+}
 
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')

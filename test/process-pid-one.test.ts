@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import { createServer, type Socket } from 'node:net'
+import { describe, type TestContext, test } from 'node:test'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
+import { CLI, cliEnvironment } from './helpers/cli-process.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+
+// A container's entry point is PID 1, which the kernel spares every signal it has no handler for.
+const pidNamespaces =
+  spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0
+    ? undefined
+    : {
+        missing: 'no PID namespace can be made here (unshare, as root)',
+        remedy: 'run as root with util-linux (apt-get install util-linux)',
+      }
+
+/** A database address that takes connections and never answers: a start waits on it. */
+async function silentDatabase(t: TestContext): Promise<{ port: number; connected: () => boolean }> {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => sockets.add(socket)).listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.after(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  return { port: (server.address() as { port: number }).port, connected: () => sockets.size > 0 }
+}
+
+describe('the service as PID 1', suiteNeeding('the PID 1 suite', pidNamespaces), () => {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const) {
+    test(`when ${signal} comes while it is still starting (its database not answering yet), then it exits at once with ${code} rather than ignore it until a SIGKILL`, async (t) => {
+      const database = await silentDatabase(t)
+      const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, CLI, 'serve'], {
+        env: cliEnvironment({
+          DATABASE_URL: `postgres://petstore@127.0.0.1:${database.port}/petstore`,
+          PG_CONNECT_TIMEOUT_MS: '600000',
+          PORT: '0',
+        }),
+        stdio: 'ignore',
+      })
+      t.after(() => child.kill('SIGKILL'))
+      const exited = once(child, 'exit')
+      await waitUntil(database.connected, 'the start reaches the database', { timeoutMs: 20_000 })
+      // The service itself, PID 1 of the namespace: the one child of unshare.
+      const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
+      const service = Number(children.split(' ')[0])
+      assert.ok(service > 0, children)
+      process.kill(service, signal)
+      const [exitCode] = await within(exited, 5000, `${signal} ignored by PID 1`)
+      assert.equal(exitCode, code)
+    })
+  }
+})
