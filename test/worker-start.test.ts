@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdirSync, renameSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -112,5 +113,18 @@ describe('worker start', () => {
     const said = output.stdout.split('\n').filter((line) => line.includes('a worker could not start'))
     assert.equal(said.length, 1, `the supervisor said why it stops:\n${output.stdout}`)
     assert.equal(JSON.parse(said[0] as string).code, 1)
+  })
+
+  test('when WORKERS asks for more workers than the CPUs available, then the start says so at warn, and serves all the same', async (t) => {
+    const cpus = availableParallelism()
+    const server = await startServeProcess({ ...env, WORKERS: String(cpus + 1) }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const said = await waitForLog(server, (lines) =>
+      lines.find((line) => String(line.msg).startsWith('WORKERS is above the CPUs available')),
+    )
+    assert.deepEqual([said.level, said.workers, said.cpus], [40, cpus + 1, cpus])
+    await servingWorkers(server, cpus + 1)
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
   })
 })

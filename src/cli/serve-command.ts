@@ -1,6 +1,7 @@
 import cluster from 'node:cluster'
 import type { Server } from 'node:http'
 import { flushCompileCache } from 'node:module'
+import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
@@ -134,6 +135,15 @@ uncaught failure (see README, "Operating").`,
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true, logFd: 1 })
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
+    // Up to 999 are taken (every limit explicit), but past the CPUs they only take turns on them, each
+    // with its own memory and pool.
+    const cpus = availableParallelism()
+    if (config.workers > cpus) {
+      log.warn(
+        { workers: config.workers, cpus },
+        'WORKERS is above the CPUs available: the workers take turns on them, each with its own memory and database connections',
+      )
+    }
     const { perMinute, redisUrl } = config.rateLimit
     if (perMinute > 0 && redisUrl === undefined) {
       log.warn(
