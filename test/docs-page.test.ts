@@ -142,6 +142,18 @@ describe('docs page', () => {
     }
   })
 
+  test('when a docs path holds a NUL byte (%00), then it is 400 in the Error body naming it', async (t) => {
+    const server = await startTestServer(t)
+    const response = await rawHttp(
+      server.origin,
+      'GET /docs/static/%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    )
+    assert.equal(response.status, 400)
+    const body = JSON.parse(response.body)
+    assert.equal(body.code, 'bad_request')
+    assert.match(body.message, /%00/)
+  })
+
   test('when DOCS is off, then /docs and its assets are 404 in the Error body', async (t) => {
     const server = await startTestServer(t, { env: { DOCS: 'off' } })
     for (const path of ['/docs', '/docs/', '/docs/json', '/docs/static/swagger-ui-bundle.js']) {

@@ -88,9 +88,14 @@ function redirectStaticFolder(request: FastifyRequest, reply: FastifyReply, done
 function handleDocsError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = error.statusCode ?? 500
   if (status === 403) handleRouteNotFound(request, reply)
-  // The file server's refusals (a range that cannot be served, a failed precondition) are the client's.
+  // The file server's refusals (a path no file can have, a range that cannot be served, a failed
+  // precondition) are the client's; its 400 is only ever for the first.
   else if (status >= 400 && status < 500 && !isFrameworkError(error)) {
-    handleError(new ApiError('bad_request', STATUS_CODES[status] ?? 'bad request'), request, reply)
+    const message =
+      status === 400
+        ? 'the path cannot name a file: it holds a NUL byte (%00) or an escape that does not decode'
+        : STATUS_CODES[status]
+    handleError(new ApiError('bad_request', message ?? 'bad request'), request, reply)
   } else handleError(error, request, reply)
 }
 
