@@ -259,6 +259,13 @@ export const ConfigSchema = Type.Object({
     10_000,
     'On SIGTERM/SIGINT/SIGHUP, time allowed for in-flight requests before exit.',
   ),
+  SHUTDOWN_DELAY_MS: Type.Integer({
+    minimum: 0,
+    maximum: 60_000,
+    default: 0,
+    description:
+      'On SIGTERM/SIGINT/SIGHUP, time spent serving on with /readyz answering 503 before the listener closes, for a balancer to take the instance out; add it to every stop timeout.',
+  }),
   WRITE_BATCH_MAX: Type.Integer({
     minimum: 1,
     maximum: 1000,

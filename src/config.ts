@@ -198,7 +198,12 @@ function listenAddress(host: string): string | undefined {
 
 function decode(s: Settings): Config {
   return deepFreeze({
-    server: { host: s.HOST, port: s.PORT, shutdownTimeoutMs: s.SHUTDOWN_TIMEOUT_MS },
+    server: {
+      host: s.HOST,
+      port: s.PORT,
+      shutdownTimeoutMs: s.SHUTDOWN_TIMEOUT_MS,
+      shutdownDelayMs: s.SHUTDOWN_DELAY_MS,
+    },
     http: {
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
       requestTimeoutMs: s.REQUEST_TIMEOUT_MS,

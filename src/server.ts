@@ -8,6 +8,8 @@ export interface ListenSettings {
   host: string
   port: number
   shutdownTimeoutMs: number
+  /** Served on after a stop signal, not ready, before the drain: a balancer takes the instance out first. */
+  shutdownDelayMs: number
 }
 
 export interface RunningServer {
@@ -56,7 +58,8 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Listens, and on SIGTERM, SIGINT or SIGHUP drains (see `drain`), then closes the app and runs
+ * Listens, and on SIGTERM, SIGINT or SIGHUP (after `shutdownDelayMs` not ready, if set) drains (see
+ * `drain`), then closes the app and runs
  * `closeAfter` with that closing and the moment (`performance.now()`) it must be done by (it closes the
  * store once the app's last writes are done), so every acknowledged write is committed before the process
  * exits 0. The whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still
@@ -64,7 +67,7 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
  */
 export async function startServer(
   app: FastifyInstance,
-  { host, port, shutdownTimeoutMs }: ListenSettings,
+  { host, port, shutdownTimeoutMs, shutdownDelayMs }: ListenSettings,
   closeAfter: (appClosing: Promise<void>, doneBy: number) => Promise<void>,
 ): Promise<RunningServer> {
   await app.listen({ host, port })
@@ -85,8 +88,25 @@ export async function startServer(
     return closing
   }
 
+  let delayed: NodeJS.Timeout | undefined
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return
+    // A second signal during the delay stops waiting for the balancer.
+    if (delayed !== undefined) {
+      clearTimeout(delayed)
+      delayed = undefined
+    } else if (shutdownDelayMs > 0) {
+      app.log.info({ signal, shutdownDelayMs }, 'stopping: not ready, serving on until the drain')
+      app.announceStop()
+      delayed = setTimeout(() => {
+        delayed = undefined
+        stopNow(signal)
+      }, shutdownDelayMs)
+      return
+    }
+    stopNow(signal)
+  }
+  const stopNow = (signal: NodeJS.Signals) => {
     app.log.info({ signal }, 'shutting down')
     const boundMs = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS
     const exitBy = performance.now() + boundMs

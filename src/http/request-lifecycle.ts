@@ -20,6 +20,9 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Shutdown has begun: from now on every request is answered 503 with `Connection: close`. */
     refuseRequests(): void
+    /** A stop is coming (SHUTDOWN_DELAY_MS): requests are served, readiness says not ready. */
+    announceStop(): void
+    stopAnnounced(): boolean
   }
 }
 
@@ -67,6 +70,11 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   app.decorate('refuseRequests', () => {
     closing = true
   })
+  let stopping = false
+  app.decorate('announceStop', () => {
+    stopping = true
+  })
+  app.decorate('stopAnnounced', () => stopping || closing)
   app.addHook('preClose', async () => {
     closing = true
   })

@@ -22,6 +22,10 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
 
   let newerSchemaSaid = false
   app.get('/readyz', { schema: hidden }, async (request) => {
+    // Told before the listener closes (SHUTDOWN_DELAY_MS), so the balancer stops sending here first.
+    if (request.server.stopAnnounced()) {
+      throw new ApiError('service_unavailable', 'not ready: the service is stopping', { 'retry-after': '1' })
+    }
     // Ready means served: while /v1 sheds, the balancer is told to send elsewhere.
     if (load.overloaded) {
       throw new ApiError('service_unavailable', 'not ready: the service is overloaded', {

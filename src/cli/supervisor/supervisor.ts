@@ -27,7 +27,7 @@ const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
 /** What the supervisor needs of the configuration. */
 export interface SupervisorSettings {
   /** Workers drain for this long before they are asked no more (`SHUTDOWN_TIMEOUT_MS`). */
-  server: { shutdownTimeoutMs: number }
+  server: { shutdownTimeoutMs: number; shutdownDelayMs: number }
   /** Where the workers' summed metrics are served; none when `METRICS=off`. */
   metrics: MetricsListener | undefined
   /** Every setting as the service read them at its start (`settingsEnvironment`), given to each worker. */
@@ -48,7 +48,8 @@ export async function superviseWorkers(
   log: Logger,
   prepare: () => Promise<void>,
 ): Promise<number> {
-  const shutdownTimeoutMs = settings.server.shutdownTimeoutMs
+  // A worker's drain starts after its delay: the supervisor's bounds count both.
+  const shutdownTimeoutMs = settings.server.shutdownTimeoutMs + settings.server.shutdownDelayMs
   // Every worker, a replacement too, runs on the settings the service read at its start.
   const workerEnvironment = { ...settings.environment, ...WORKER_ENV }
   const fatal = exitOnFatalFailure(
