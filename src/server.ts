@@ -100,7 +100,8 @@ export async function startServer(
       app.announceStop()
       delayed = setTimeout(() => {
         delayed = undefined
-        stopNow(signal)
+        // A fatal failure meanwhile has begun its own stop, which ends the process with 1.
+        if (!closing) stopNow(signal)
       }, shutdownDelayMs)
       return
     }
