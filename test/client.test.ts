@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
 import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.ts'
 import { clientOnServer, rejection } from './helpers/client-on-server.ts'
+import { silentListener } from './helpers/silent-listener.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const INT64_MAX = 9223372036854775807n
@@ -73,14 +73,7 @@ describe('typed client', () => {
 
   test('when the service never answers, then the call is aborted at the timeout, or when its own signal aborts', async (t) => {
     // Accepts connections and never answers: a hung service, or a proxy holding the call.
-    const sockets = new Set<Socket>()
-    const silent = createServer((socket) => sockets.add(socket))
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
-    t.after(() => {
-      for (const socket of sockets) socket.destroy()
-      silent.close()
-    })
-    const { port } = silent.address() as AddressInfo
+    const { port } = await silentListener(t)
     const options = { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'psk_unused' }
     const timed = createClient({ ...options, timeoutMs: 200 })
     const started = performance.now()

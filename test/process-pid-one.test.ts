@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { createServer, type Socket } from 'node:net'
-import { describe, type TestContext, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { CLI, cliEnvironment } from './helpers/cli-process.ts'
+import { silentListener } from './helpers/silent-listener.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 
 // A container's entry point is PID 1, which the kernel spares every signal it has no handler for.
@@ -17,25 +17,14 @@ const pidNamespaces =
         remedy: 'run as root with util-linux (apt-get install util-linux)',
       }
 
-/** A database address that takes connections and never answers: a start waits on it. */
-async function silentDatabase(t: TestContext): Promise<{ port: number; connected: () => boolean }> {
-  const sockets = new Set<Socket>()
-  const server = createServer((socket) => sockets.add(socket)).listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.after(() => {
-    for (const socket of sockets) socket.destroy()
-    server.close()
-  })
-  return { port: (server.address() as { port: number }).port, connected: () => sockets.size > 0 }
-}
-
 describe('the service as PID 1', suiteNeeding('the PID 1 suite', pidNamespaces), () => {
   for (const [signal, code] of [
     ['SIGTERM', 143],
     ['SIGINT', 130],
   ] as const) {
     test(`when ${signal} comes while it is still starting (its database not answering yet), then it exits at once with ${code} rather than ignore it until a SIGKILL`, async (t) => {
-      const database = await silentDatabase(t)
+      // A database that takes connections and never answers: the start waits on it.
+      const database = await silentListener(t)
       const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, CLI, 'serve'], {
         env: cliEnvironment({
           DATABASE_URL: `postgres://petstore@127.0.0.1:${database.port}/petstore`,
