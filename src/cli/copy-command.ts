@@ -1,6 +1,7 @@
-import { existsSync, statSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { constants } from 'node:os'
 import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
+import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
 import {
   type Command,
   CommandError,
@@ -48,9 +49,8 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
 }
 /** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */
 function sameFile(path: string, other: string | undefined): boolean {
-  if (other === undefined) return false
-  const [one, two] = [statSync(path, { throwIfNoEntry: false }), statSync(other, { throwIfNoEntry: false })]
-  return one !== undefined && two !== undefined && one.dev === two.dev && one.ino === two.ino
+  const identity = identityOf(path)
+  return other !== undefined && identity !== undefined && identity === identityOf(other)
 }
 
 /** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */

@@ -2,7 +2,8 @@ import { readdirSync, readlinkSync, statSync } from 'node:fs'
 
 export type WatchedFile = 'database' | 'wal'
 
-function identityOf(path: string): string | undefined {
+/** The file a path names, as device and inode (one file whatever the path: a link, `./`); none if absent. */
+export function identityOf(path: string): string | undefined {
   const stats = statSync(path, { bigint: true, throwIfNoEntry: false })
   return stats === undefined ? undefined : `${stats.dev}:${stats.ino}`
 }
