@@ -39,8 +39,8 @@ export interface SupervisorSettings {
  * store's migrations and first key) before any worker starts, serves the workers' metrics summed,
  * replaces a worker that dies (but until one has listened, a worker that exits stops the service, exit 1),
  * and on SIGTERM, SIGINT or SIGHUP asks every worker to drain, waits for them (killing any still running
- * SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped cleanly, else 1. A fatal
- * failure of its own stops the workers the same way and exits 1.
+ * SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped
+ * cleanly, else 1. A fatal failure of its own stops the workers the same way and exits 1.
  */
 export async function superviseWorkers(
   workers: number,
@@ -48,13 +48,13 @@ export async function superviseWorkers(
   log: Logger,
   prepare: () => Promise<void>,
 ): Promise<number> {
-  // A worker's drain starts after its delay: the supervisor's bounds count both.
-  const shutdownTimeoutMs = settings.server.shutdownTimeoutMs + settings.server.shutdownDelayMs
+  // How long a worker may take to stop: its drain starts after its delay, and the bounds count both.
+  const workerStopMs = settings.server.shutdownTimeoutMs + settings.server.shutdownDelayMs
   // Every worker, a replacement too, runs on the settings the service read at its start.
   const workerEnvironment = { ...settings.environment, ...WORKER_ENV }
   const fatal = exitOnFatalFailure(
     log,
-    shutdownTimeoutMs + WORKER_SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
+    workerStopMs + WORKER_SHUTDOWN_MARGIN_MS + KILLED_WORKERS_REAPED_MS + LAST_OUTPUT_MS,
   )
   await prepare()
 
@@ -115,7 +115,7 @@ export async function superviseWorkers(
   let draining: Promise<boolean> | undefined
   const stopWorkers = (): Promise<boolean> => {
     stopping = true
-    draining ??= drainWorkers(shutdownTimeoutMs, log)
+    draining ??= drainWorkers(workerStopMs, log)
       .then(async (clean) => {
         // Read to the end, then written: a write still under way at exit would count what follows as dropped.
         // Its own log too, in the same second: the line saying why it stops must not be behind a write.
@@ -152,9 +152,10 @@ function supervisorMetrics(): Registry {
 
 /**
  * Asks every running worker to drain (SIGTERM) and waits for them, killing any still running
- * SHUTDOWN_TIMEOUT_MS plus a margin later; resolves with whether all stopped cleanly.
+ * `workerStopMs` (SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS) plus a margin later; resolves with whether
+ * all stopped cleanly.
  */
-async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boolean> {
+async function drainWorkers(workerStopMs: number, log: Logger): Promise<boolean> {
   const running = Object.values(cluster.workers ?? {}).filter(
     (worker): worker is Worker => worker !== undefined && !worker.isDead(),
   )
@@ -166,7 +167,7 @@ async function drainWorkers(shutdownTimeoutMs: number, log: Logger): Promise<boo
       log.error({ worker: worker.process.pid }, 'a worker did not stop in time; killing it')
       worker.process.kill('SIGKILL')
     }
-  }, shutdownTimeoutMs + WORKER_SHUTDOWN_MARGIN_MS)
+  }, workerStopMs + WORKER_SHUTDOWN_MARGIN_MS)
   const clean = await Promise.all(exits)
   clearTimeout(deadline)
   return clean.every(Boolean)
