@@ -245,6 +245,13 @@ export const ConfigSchema = Type.Object({
     allowedForm: 'auto, or a whole number from 1 to 999',
     description: 'Processes serving the API: a number, or `auto` for one per available CPU.',
   }),
+  WORKER_LIVENESS_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 600_000,
+    default: 10_000,
+    description:
+      'With WORKERS above 1: a worker that has not answered its supervisor for this long (its event loop stuck, or the process stopped) is killed and replaced.',
+  }),
   REQUEST_TIMEOUT_MS: DURATION(
     10_000,
     'Time allowed to receive a whole request (408 after it); 0: no limit, which lets slow clients hold connections.',

@@ -56,6 +56,8 @@ export interface Config {
   metrics: MetricsListener | undefined
   /** Processes serving the API, `auto` resolved to the CPUs available. */
   workers: number
+  /** With `workers` above 1: how long a worker may leave its supervisor unanswered before it is replaced. */
+  workerLivenessTimeoutMs: number
   docs: boolean
 }
 
@@ -236,6 +238,7 @@ function decode(s: Settings): Config {
     log: { level: s.LOG_LEVEL, format: s.LOG_FORMAT },
     metrics: s.METRICS === 'on' ? { host: s.METRICS_HOST, port: s.METRICS_PORT } : undefined,
     workers: s.WORKERS === 'auto' ? availableParallelism() : Number(s.WORKERS),
+    workerLivenessTimeoutMs: s.WORKER_LIVENESS_TIMEOUT_MS,
     docs: s.DOCS === 'on',
   })
 }

@@ -106,7 +106,7 @@ describe('all cores', () => {
     assert.equal(await exitWithin(server), 0)
   })
 
-  test('when a worker is killed, then the supervisor starts a replacement that serves', async (t) => {
+  test('when a worker is killed, then the supervisor starts a replacement that serves, and counts the restart', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const [first, second] = (await servingWorkers(server, 2)) as [number, number]
@@ -131,13 +131,16 @@ describe('all cores', () => {
     assert.ok(replacements.includes(replacement))
     for (const pid of servedBy)
       assert.ok(replacements.includes(pid as number), `served by ${pid}, not a replacement`)
+    const samples = await scrapeSupervisor(server)
+    assert.equal(samples.get('petstore_worker_restarts_total{cause="died"}'), 2)
+    assert.equal(samples.get('petstore_worker_restarts_total{cause="stopped"}'), 0)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })
 })
 
 describe('a worker stopped alone', () => {
-  test('when SIGTERM reaches one worker, then it drains, its counts stay in the summed metrics, and it is replaced as a stop, not a crash', async (t) => {
+  test('when SIGTERM reaches one worker, then it drains, its counts stay in the summed metrics, and it is replaced and counted as a stop, not a crash', async (t) => {
     const sent = 200
     const { server, creator } = await workersAfterCreates(t, env, request, sent)
     process.kill(creator, 'SIGTERM')
@@ -146,6 +149,8 @@ describe('a worker stopped alone', () => {
     await servingWorkers(server, 3)
     const samples = await scrapeSupervisor(server)
     assert.equal(samples.get('petstore_pets_created_total'), sent, "the stopped worker's creates are kept")
+    assert.equal(samples.get('petstore_worker_restarts_total{cause="stopped"}'), 1)
+    assert.equal(samples.get('petstore_worker_restarts_total{cause="died"}'), 0)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })

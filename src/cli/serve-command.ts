@@ -19,6 +19,7 @@ import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
 import { superviseWorkers } from './supervisor/supervisor.ts'
+import { answerLivenessChecks } from './supervisor/worker-liveness.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
 import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
 
@@ -61,6 +62,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     if (alone) await prepareStore(store, config, logger, terminal)
     const { app, metrics } = await composeApp(config, { store, logger, ...(redis ? { redis } : {}) })
     const shared = alone ? undefined : shareMetricsWithPrimary(metrics.registry)
+    if (!alone) answerLivenessChecks()
     metricsServer =
       alone && config.metrics
         ? await namingListener(

@@ -109,6 +109,23 @@ export function countDroppedWorkerOutput(registry: Registry): void {
   })
 }
 
+/** Why a WORKERS supervisor replaced a worker: it died, stopped alone, or stopped answering (and was killed). */
+export type WorkerRestartCause = 'died' | 'stopped' | 'unresponsive'
+
+/** In a supervisor: the workers it replaced, by cause (each cause at 0 from the start, for `rate()`). */
+export function countWorkerRestarts(registry: Registry): Counter<'cause'> {
+  const restarts = new Counter({
+    name: 'petstore_worker_restarts_total',
+    help: 'Workers replaced, by cause: died (a crash, a kill), stopped (a stop signal sent to it alone), unresponsive (killed after WORKER_LIVENESS_TIMEOUT_MS unanswered).',
+    labelNames: ['cause'] as const,
+    registers: [registry],
+  })
+  for (const cause of ['died', 'stopped', 'unresponsive'] satisfies WorkerRestartCause[]) {
+    restarts.labels(cause).inc(0)
+  }
+  return restarts
+}
+
 function droppedLinesCounter(
   registry: Registry,
   stream: LogStream,

@@ -3,12 +3,18 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
 import { BufferedLogOutput } from '../../log/log-output.ts'
-import { countDroppedLogLines, countDroppedWorkerOutput } from '../../metrics/metrics.ts'
+import {
+  countDroppedLogLines,
+  countDroppedWorkerOutput,
+  countWorkerRestarts,
+  type WorkerRestartCause,
+} from '../../metrics/metrics.ts'
 import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { namingListener } from '../listener-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
+import { LivenessWatch } from './worker-liveness.ts'
 import { WORKER_ENV, WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
 
 // Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
@@ -32,13 +38,15 @@ export interface SupervisorSettings {
   metrics: MetricsListener | undefined
   /** Every setting as the service read them at its start (`settingsEnvironment`), given to each worker. */
   environment: Record<string, string>
+  /** A listening worker that leaves the supervisor's checks unanswered this long is killed and replaced. */
+  workerLivenessTimeoutMs: number
 }
 
 /**
  * The supervisor of `workers` processes sharing one port (node:cluster). It runs `prepare` once (the
  * store's migrations and first key) before any worker starts, serves the workers' metrics summed,
- * replaces a worker that dies (but until one has listened, a worker that exits stops the service, exit 1),
- * and on SIGTERM, SIGINT or SIGHUP asks every worker to drain, waits for them (killing any still running
+ * replaces a worker that dies (but until one has listened, a worker that exits stops the service, exit 1)
+ * or that stops answering (killed first), and on SIGTERM, SIGINT or SIGHUP asks every worker to drain, waits for them (killing any still running
  * SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped
  * cleanly, else 1. A fatal failure of its own stops the workers the same way and exits 1.
  */
@@ -58,9 +66,15 @@ export async function superviseWorkers(
   )
   await prepare()
 
+  // The supervisor's own metrics, added to its workers': what its log and its relay dropped, and the
+  // workers it replaced.
+  const own = new Registry()
+  countDroppedLogLines(own)
+  countDroppedWorkerOutput(own)
+  const restarts = countWorkerRestarts(own)
   const metricsServer = settings.metrics
     ? await namingListener(
-        startMetricsServer(new ClusterMetrics(supervisorMetrics()), settings.metrics),
+        startMetricsServer(new ClusterMetrics(own), settings.metrics),
         'METRICS_HOST:METRICS_PORT',
         settings.metrics,
       )
@@ -68,6 +82,16 @@ export async function superviseWorkers(
 
   let stopping = false
   const backoff = new RestartBackoff()
+  // Killed by the liveness watch: their exit is said and counted as that, not as a crash.
+  const unresponsive = new WeakSet<Worker>()
+  const liveness = new LivenessWatch(settings.workerLivenessTimeoutMs, (worker, silentMs) => {
+    log.error(
+      { worker: worker.process.pid, silentMs },
+      'a worker has not answered for WORKER_LIVENESS_TIMEOUT_MS; killing it',
+    )
+    unresponsive.add(worker)
+    worker.process.kill('SIGKILL')
+  })
   // Workers' output, relayed until it closes (a worker that died just before a stop included): the
   // supervisor exits once it is passed on.
   const relayed = new BufferedLogOutput({ shared: true, fd: 2 })
@@ -79,6 +103,7 @@ export async function superviseWorkers(
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
+    worker.once('listening', () => liveness.watch(worker))
   }
   // Until a worker has listened, what stopped one (the port taken, a setting only a worker checks) stops
   // its replacements too: the service fails as one process that cannot start does, for systemd to see.
@@ -100,7 +125,13 @@ export async function superviseWorkers(
     // its handlers yet. Said as a stop, not a crash; replaced with the same growing pauses all the same.
     const delay = backoff.delayAfterCrash(performance.now())
     const fields = { worker: worker.process.pid, code, signal, restartInMs: delay }
-    if (stoppedCleanly(code, signal)) log.warn(fields, 'a worker stopped; replacing it')
+    const cause: WorkerRestartCause = unresponsive.has(worker)
+      ? 'unresponsive'
+      : stoppedCleanly(code, signal)
+        ? 'stopped'
+        : 'died'
+    restarts.labels(cause).inc()
+    if (cause === 'stopped') log.warn(fields, 'a worker stopped; replacing it')
     else log.error(fields, 'a worker died; replacing it')
     await sleep(delay)
     if (!stopping) fork()
@@ -115,6 +146,7 @@ export async function superviseWorkers(
   let draining: Promise<boolean> | undefined
   const stopWorkers = (): Promise<boolean> => {
     stopping = true
+    liveness.stop()
     draining ??= drainWorkers(workerStopMs, log)
       .then(async (clean) => {
         // Read to the end, then written: a write still under way at exit would count what follows as dropped.
@@ -140,14 +172,6 @@ export async function superviseWorkers(
   }
   for (const signal of STOP_SIGNALS) process.on(signal, stop)
   return 0
-}
-
-/** The supervisor's own metrics, added to its workers': what its log and its relay dropped. */
-function supervisorMetrics(): Registry {
-  const registry = new Registry()
-  countDroppedLogLines(registry)
-  countDroppedWorkerOutput(registry)
-  return registry
 }
 
 /**
