@@ -82,6 +82,12 @@ describe('deploy/compose.yaml', suiteNeeding('the compose file check', lack), ()
       )
       assert.equal(new URL(instance.env.REDIS_URL ?? '').hostname, 'redis')
     }
+    // Over TCP, as the server the image runs while it creates the database listens on no address.
+    assert.match(
+      runs.get('postgres')?.flags.join(' ') ?? '',
+      / --healthcheck-command \/bin\/sh -c 'pg_isready --host 127\.0\.0\.1 /,
+      'PostgreSQL has a health check for the instances to wait on',
+    )
     for (const service of ['postgres', 'redis']) {
       assert.ok(
         runs.get(service)?.flags.join(' ').includes(`--network-alias ${service}`),

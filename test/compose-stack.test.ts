@@ -83,7 +83,7 @@ describe('deploy/compose.yaml, run', {
     { timeout: 25 * MINUTE },
   )
 
-  test('when the stack is up, then both instances are ready on their loopback ports', {
+  test("when the stack is up, then both instances are ready on their loopback ports, and PostgreSQL's health check passes", {
     timeout: 5 * MINUTE,
   }, async (t) => {
     for (const note of notes) t.diagnostic(note)
@@ -91,6 +91,8 @@ describe('deploy/compose.yaml, run', {
     for (const [service, base] of Object.entries(INSTANCES))
       await waitForReady(`${base}/readyz`, stack.container(service))
     t.diagnostic(`both ready ${((performance.now() - started) / 1000).toFixed(1)} s after up`)
+    // The health check the instances wait on (docker compose) passes on the running database.
+    await podman(['healthcheck', 'run', stack.container('postgres')])
   })
 
   test('when a key is created in instance 1, then it works on both, and a pet created on 1 reads byte for byte on 2', {
