@@ -57,9 +57,9 @@ const badBodies: BadBody[] = [
   { name: 'missing categoryId', body: '{"name":"a"}', status: 400, code: 'invalid_body', message: /"categoryId" is required/ },
   { name: '__proto__ key', body: '{"__proto__":{"admin":true},"name":"a","categoryId":1}', status: 400, code: 'invalid_body', message: /"__proto__" is not allowed/ },
   { name: 'constructor key', body: '{"constructor":{"x":1},"name":"a","categoryId":1}', status: 400, code: 'invalid_body', message: /"constructor" is not allowed/ },
-  { name: 'an array', body: '[{"name":"a","categoryId":1}]', status: 400, code: 'invalid_body', message: /request body must be a JSON object/ },
-  { name: 'null', body: 'null', status: 400, code: 'invalid_body', message: /request body must be a JSON object/ },
-  { name: 'a string', body: '"pet"', status: 400, code: 'invalid_body', message: /request body must be a JSON object/ },
+  { name: 'an array', body: '[{"name":"a","categoryId":1}]', status: 400, code: 'invalid_body', message: /^request body must be a JSON object$/ },
+  { name: 'null', body: 'null', status: 400, code: 'invalid_body', message: /^request body must be a JSON object$/ },
+  { name: 'a string', body: '"pet"', status: 400, code: 'invalid_body', message: /^request body must be a JSON object$/ },
   { name: 'malformed JSON', body: '{"name":"a",', status: 400, code: 'malformed_json', message: /not valid JSON/ },
   { name: 'trailing garbage', body: '{"name":"a","categoryId":1} x', status: 400, code: 'malformed_json', message: /not valid JSON/ },
   { name: 'an empty body', body: '', status: 400, code: 'malformed_json', message: /empty/ },
@@ -115,10 +115,11 @@ for (const engine of storeEngines) {
       assert.equal(response.headers.get('accept-encoding'), 'identity')
     })
 
-    test('when createPet has no body and no content type, then 400 invalid_body', async () => {
+    test('when createPet has no body and no content type, then 400 invalid_body saying the body must be a JSON object', async () => {
       const response = await call(server, 'POST', '/v1/pets')
       assert.equal(response.status, 400)
       assert.equal(response.json.code, 'invalid_body')
+      assert.equal(response.json.message, 'request body must be a JSON object')
     })
 
     test('when the content type has a UTF-8 charset or another case, then JSON is still accepted', async () => {

@@ -148,8 +148,9 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
       }
     }
     return (input: unknown) => {
+      // No body at all (no content type either) reaches here as null, as a body of `null` does.
       if (part === 'body' && (input === null || input === undefined)) {
-        return { error: new ApiError('invalid_body', 'request body must be a JSON object (NewPet)') }
+        return { error: new ApiError('invalid_body', 'request body must be a JSON object') }
       }
       // Passing, the part is left as it is: given back as `{ value }`, Fastify would set it again, and a
       // request whose headers were set copies them all on every read of `request.headers`.
