@@ -44,14 +44,19 @@ describe('a worker that stops answering', () => {
   })
 
   test('when the supervisor itself is paused for longer than WORKER_LIVENESS_TIMEOUT_MS, then on waking it kills no worker that answers', async (t) => {
-    const server = await startServeProcess(env, temporaryDirectory(t))
+    // Two seconds: a worker's loop held up by a loaded host must not be what this test finds.
+    const timeoutMs = 2000
+    const server = await startServeProcess(
+      { ...env, WORKER_LIVENESS_TIMEOUT_MS: String(timeoutMs) },
+      temporaryDirectory(t),
+    )
     t.after(() => server.child.kill('SIGKILL'))
     const workers = await servingWorkers(server, 2)
     server.child.kill('SIGSTOP')
-    await sleep(2500)
+    await sleep(2 * timeoutMs)
     server.child.kill('SIGCONT')
-    // Long enough for the supervisor to ask each worker again, and to judge a silence of a second.
-    await sleep(2500)
+    // Long enough for the supervisor to ask each worker again, and to judge a silence of its timeout.
+    await sleep(1.5 * timeoutMs)
     assert.equal(
       logLines(server).find((line) => line.msg === UNRESPONSIVE),
       undefined,
