@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -7,7 +7,8 @@ import { podman, podmanQuietly } from './podman.ts'
 import { debootstrapRootfs, imageUnderName, importRootfs, STAND_IN_LABEL } from './stand-in-images.ts'
 
 // The PostgreSQL and Redis images deploy/compose.yaml names cannot be pulled in CI: stand-ins are built
-// under those exact names from Debian 12's packages (stand-ins/*.Containerfile), on a debootstrap base.
+// under those exact names from Debian 12's packages (stand-ins/*.Containerfile), on a debootstrap base; so
+// is a machine booting systemd, for the unit file.
 const STAND_INS = fileURLToPath(new URL('stand-ins/', import.meta.url))
 const SUITE = 'bookworm'
 const BASE = `localhost/petstore-test-stand-in-debian:${SUITE}`
@@ -15,13 +16,16 @@ const BASE_MADE_FROM = `v1 debian-${SUITE} minbase`
 const SERVICES = {
   'docker.io/library/postgres:15': 'postgres',
   'docker.io/library/redis:7': 'redis',
+  'localhost/petstore-test-vm:bookworm': 'vm',
 } as const
 
-/** What a service stand-in is made from: its Containerfile and entrypoint, on the base. */
+/** What a service stand-in is made from: its Containerfile and entrypoint (if it has one), on the base. */
 function madeFrom(service: string): string {
   const hash = createHash('sha256')
-  for (const file of [`${service}.Containerfile`, `${service}-entrypoint.sh`])
-    hash.update(readFileSync(join(STAND_INS, file)))
+  for (const file of [`${service}.Containerfile`, `${service}-entrypoint.sh`]) {
+    const path = join(STAND_INS, file)
+    if (existsSync(path)) hash.update(readFileSync(path))
+  }
   return `v1 ${service} ${hash.digest('hex').slice(0, 12)} on ${BASE_MADE_FROM}`
 }
 

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict'
+import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitFor } from './helpers/bounded-wait.ts'
+import { suiteCleanup, temporaryDirectory } from './helpers/cleanup.ts'
+import { containerLack, podman, podmanQuietly, RUNTIME_FLAGS, run } from './helpers/podman.ts'
+import { ensureStandInServiceImages } from './helpers/stand-in-service-images.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
+
+// deploy/petstore.service run for real: the README's steps on a VM, in a container that boots systemd as
+// its PID 1 (a stand-in Debian 12 machine, stand-ins/vm.Containerfile), the release bind-mounted read-only
+// where the steps put it. Every directive of the unit applies, its hardening included.
+const REPOSITORY = fileURLToPath(new URL('../', import.meta.url))
+const UNIT = join(REPOSITORY, 'deploy/petstore.service')
+const VM = 'localhost/petstore-test-vm:bookworm'
+const MINUTE = 60_000
+const lack = containerLack(['podman', 'runc', 'debootstrap', 'npm'])
+
+/** The README's steps on a VM: the lines of its code block under "### systemd, on a VM". */
+function readmeSteps(): string[] {
+  const readme = readFileSync(join(REPOSITORY, 'README.md'), 'utf8')
+  const block = /### systemd, on a VM\n\n```sh\n([\s\S]*?)\n```/.exec(readme)?.[1]
+  assert.ok(block, 'the README has its steps on a VM')
+  return block.split('\n')
+}
+
+/** The one step that matches `pattern`, its groups. */
+function step(steps: string[], pattern: RegExp): string[] {
+  const found = steps.map((line) => pattern.exec(line)).filter((match) => match !== null)
+  assert.equal(found.length, 1, `one step matching ${pattern}`)
+  return (found[0] as RegExpExecArray).slice(1)
+}
+
+/**
+ * The release as the README's steps lay it out in /opt/petstore, made here: its files, its production
+ * dependencies, its Node.js, each by the step's own command with the step's own arguments.
+ */
+async function stageRelease(directory: string): Promise<void> {
+  const steps = readmeSteps()
+  const [files = ''] = step(steps, /^git archive HEAD (.+) \| sudo tar -x -C \/opt\/petstore$/)
+  for (const file of files.split(' '))
+    cpSync(join(REPOSITORY, file), join(directory, file), { recursive: true })
+  const [ci = ''] = step(steps, /^\(cd \/opt\/petstore && sudo npm ci (.+)\)$/)
+  await run('npm', ['ci', '--prefix', directory, ...ci.split(' ')], 5 * MINUTE)
+  const [prefix = '', install = ''] = step(steps, /^sudo npm install --prefix \/opt\/petstore\/(\S+) (.+)$/)
+  await run('npm', ['install', '--prefix', join(directory, prefix), ...install.split(' ')], 5 * MINUTE)
+  // Readable by the user the unit makes at start (the directory was made for root alone).
+  chmodSync(directory, 0o755)
+}
+
+describe('deploy/petstore.service, run by systemd', {
+  ...suiteNeeding('the systemd unit run', lack),
+  timeout: 30 * MINUTE,
+}, () => {
+  const cleanup = suiteCleanup()
+  const container = `petstore-test-vm-${process.pid}`
+  const key = generateApiKey()
+  const notes: string[] = []
+  let origin = ''
+  const inVm = (command: string[], timeoutMs = MINUTE) => podman(['exec', container, ...command], timeoutMs)
+  const show = async (property: string) =>
+    (await inVm(['systemctl', 'show', '--value', '-p', property, 'petstore'])).trim()
+  /** Waits for /readyz to answer 200; fails with the unit's journal. */
+  const ready = async (what: string) => {
+    try {
+      await waitFor(
+        async () =>
+          (await fetch(`${origin}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined,
+        `${what}: /readyz not 200`,
+        { timeoutMs: 2 * MINUTE, everyMs: 200 },
+      )
+    } catch (error) {
+      const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager']).catch(String)
+      assert.fail(`${(error as Error).message}\n${journal.split('\n').slice(-40).join('\n')}`)
+    }
+  }
+
+  before(
+    async () => {
+      await ensureStandInServiceImages([VM], (note) => notes.push(note))
+      const release = join(temporaryDirectory(cleanup), 'petstore')
+      mkdirSync(release)
+      let started = performance.now()
+      await stageRelease(release)
+      notes.push(`release staged in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+      cleanup.after(() => podmanQuietly(['rm', '--force', '--time', '0', container]))
+      // SYS_ADMIN: the unit's namespacing directives (ProtectSystem=, PrivateTmp=…) unshare a mount
+      // namespace, which a VM's systemd may and podman's default capabilities do not allow.
+      await podman([
+        'run',
+        '--detach',
+        '--name',
+        container,
+        ...RUNTIME_FLAGS,
+        '--systemd=always',
+        '--cap-add',
+        'SYS_ADMIN',
+        '--volume',
+        `${release}:/opt/petstore:ro`,
+        '--publish',
+        '127.0.0.1::8080',
+        VM,
+      ])
+      started = performance.now()
+      // Asked again until systemd's bus is up; then `--wait` returns once the boot is done.
+      const state = await waitFor(
+        () =>
+          inVm(['systemctl', 'is-system-running', '--wait']).then(
+            (out) => out.trim(),
+            (error: Error) => (/Failed to connect to bus/.test(error.message) ? undefined : error.message),
+          ),
+        'systemd did not start',
+        { timeoutMs: MINUTE, everyMs: 100 },
+      )
+      assert.equal(state, 'running', 'the machine booted with no failed unit')
+      notes.push(`booted in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+      const port = /:(\d+)$/m.exec(await podman(['port', container, '8080/tcp']))?.[1]
+      origin = `http://127.0.0.1:${port}`
+
+      // The settings file the steps install (mode 0600), here the test's: the unit's own SQLite database.
+      const settings = join(temporaryDirectory(cleanup), 'petstore.env')
+      writeFileSync(settings, `HOST=0.0.0.0\nWORKERS=2\nAPI_KEYS=vm:${key}\n`)
+      await inVm(['mkdir', '-p', '/etc/petstore'])
+      await podman(['cp', settings, `${container}:/etc/petstore/petstore.env`])
+      await inVm(['chmod', '0600', '/etc/petstore/petstore.env'])
+      await podman(['cp', UNIT, `${container}:/etc/systemd/system/petstore.service`])
+      await inVm(['sh', '-c', 'systemctl daemon-reload && systemctl enable --now petstore'])
+      started = performance.now()
+      await ready('the first start')
+      notes.push(`ready ${((performance.now() - started) / 1000).toFixed(1)} s after enable --now`)
+    },
+    { timeout: 25 * MINUTE },
+  )
+
+  test('when the README installs it, then it serves under its hardening: a user of its own, no new privileges, no capabilities, a system-call filter, its database in its state directory', async (t) => {
+    for (const note of notes) t.diagnostic(note)
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    const created = await fetch(`${origin}/v1/pets`, {
+      method: 'POST',
+      headers: { ...headers, 'x-request-id': 'vm-create' },
+      body: '{"name":"Rex","categoryId":9007199254740993}',
+    })
+    const body = await created.text()
+    assert.equal(created.status, 201, body)
+    const read = await fetch(new URL(created.headers.get('location') ?? '', origin), { headers })
+    assert.deepEqual([read.status, await read.text()], [200, body])
+
+    const pid = await show('MainPID')
+    const status = await inVm(['cat', `/proc/${pid}/status`])
+    const field = (name: string) => new RegExp(`^${name}:\\s+(\\S+)`, 'm').exec(status)?.[1]
+    assert.deepEqual(
+      [field('NoNewPrivs'), field('Seccomp'), field('CapBnd'), field('CapEff')],
+      ['1', '2', '0000000000000000', '0000000000000000'],
+      'no new privileges, a system-call filter, no capability',
+    )
+    const uid = Number(field('Uid'))
+    assert.ok(uid >= 61184 && uid <= 65519, `a dynamic user's uid, not ${uid}`)
+    const database = await inVm(['stat', '-c', '%u %a', '/var/lib/private/petstore/petstore.db'])
+    assert.equal(database.trim(), `${uid} 600`, "the unit's database, the service's alone")
+    // Scored as it runs, not only as written: the same threshold as the offline check.
+    await inVm(['systemd-analyze', 'security', '--threshold=25', 'petstore'])
+  })
+
+  test('when it logs, then every line reaches the journal under the identifier petstore', async () => {
+    const lines = (await inVm(['journalctl', '-u', 'petstore', '-o', 'json', '--no-pager']))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.SYSLOG_IDENTIFIER === 'petstore')
+    const messages = lines.map((entry) => String(entry.MESSAGE))
+    assert.ok(
+      messages.some((message) => message.includes('"msg":"supervising workers"')),
+      messages.join('\n'),
+    )
+    assert.ok(
+      messages.some((message) => message.includes('"reqId":"vm-create"')),
+      'the request line',
+    )
+  })
+
+  test('when a stray signal ends it cleanly (exit 0), then systemd starts it again', async () => {
+    const first = await show('MainPID')
+    // The shell's own kill: the machine has no kill(1), and `systemctl kill` would be systemd's doing.
+    await inVm(['sh', '-c', 'kill -TERM "$1"', 'sh', first])
+    await waitFor(
+      async () => {
+        const now = await show('MainPID')
+        return now !== '0' && now !== first ? now : undefined
+      },
+      'no new main process',
+      { timeoutMs: MINUTE, everyMs: 200 },
+    )
+    await ready('the restart')
+    assert.equal(await show('NRestarts'), '1')
+  })
+
+  test('when systemctl stops it, then it drains and exits 0 before TimeoutStopSec: inactive, not failed', async () => {
+    const started = performance.now()
+    await inVm(['systemctl', 'stop', 'petstore'], MINUTE)
+    const took = performance.now() - started
+    assert.deepEqual(
+      [await show('ActiveState'), await show('Result'), await show('ExecMainStatus')],
+      ['inactive', 'success', '0'],
+    )
+    assert.ok(took < 20_000, `stopped in ${took.toFixed(0)} ms, not by the SIGKILL at TimeoutStopSec`)
+  })
+})
