@@ -85,6 +85,7 @@ export async function superviseWorkers(
   // Killed by the liveness watch: their exit is said and counted as that, not as a crash.
   const unresponsive = new WeakSet<Worker>()
   const liveness = new LivenessWatch(settings.workerLivenessTimeoutMs, (worker, silentMs) => {
+    if (worker.isDead()) return
     log.error(
       { worker: worker.process.pid, silentMs },
       'a worker has not answered for WORKER_LIVENESS_TIMEOUT_MS; killing it',
@@ -124,17 +125,18 @@ export async function superviseWorkers(
     // A stop signal sent to a worker alone: it drained (exit 0, its counts reported), or had not installed
     // its handlers yet. Said as a stop, not a crash; replaced with the same growing pauses all the same.
     const delay = backoff.delayAfterCrash(performance.now())
-    const fields = { worker: worker.process.pid, code, signal, restartInMs: delay }
     const cause: WorkerRestartCause = unresponsive.has(worker)
       ? 'unresponsive'
       : stoppedCleanly(code, signal)
         ? 'stopped'
         : 'died'
-    restarts.labels(cause).inc()
+    const fields = { worker: worker.process.pid, code, signal, cause, restartInMs: delay }
     if (cause === 'stopped') log.warn(fields, 'a worker stopped; replacing it')
     else log.error(fields, 'a worker died; replacing it')
     await sleep(delay)
-    if (!stopping) fork()
+    if (stopping) return
+    restarts.labels(cause).inc()
+    fork()
   }
   for (let i = 0; i < workers; i++) fork()
   log.info(
@@ -147,7 +149,8 @@ export async function superviseWorkers(
   const stopWorkers = (): Promise<boolean> => {
     stopping = true
     liveness.stop()
-    draining ??= drainWorkers(workerStopMs, log)
+    // A worker killed for its silence is on its way out: its exit is no failed drain.
+    draining ??= drainWorkers(workerStopMs, log, (worker) => unresponsive.has(worker))
       .then(async (clean) => {
         // Read to the end, then written: a write still under way at exit would count what follows as dropped.
         // Its own log too, in the same second: the line saying why it stops must not be behind a write.
@@ -175,13 +178,17 @@ export async function superviseWorkers(
 }
 
 /**
- * Asks every running worker to drain (SIGTERM) and waits for them, killing any still running
+ * Asks every running worker (but those `killed` already) to drain (SIGTERM) and waits for them, killing any still running
  * `workerStopMs` (SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS) plus a margin later; resolves with whether
  * all stopped cleanly.
  */
-async function drainWorkers(workerStopMs: number, log: Logger): Promise<boolean> {
+async function drainWorkers(
+  workerStopMs: number,
+  log: Logger,
+  killed: (worker: Worker) => boolean,
+): Promise<boolean> {
   const running = Object.values(cluster.workers ?? {}).filter(
-    (worker): worker is Worker => worker !== undefined && !worker.isDead(),
+    (worker): worker is Worker => worker !== undefined && !worker.isDead() && !killed(worker),
   )
   const exits = running.map((worker) => stopped(worker, log))
   for (const worker of running) worker.process.kill('SIGTERM')

@@ -26,57 +26,93 @@ export function answerLivenessChecks(): void {
 }
 
 /**
- * The supervisor's watch over its listening workers: each is asked regularly, and one that has not answered
- * for `timeoutMs` is handed to `onUnresponsive` (once) and watched no more. Without it, the cluster would go
- * on handing connections to a worker that never answers them.
+ * How long each watched worker has left the supervisor's checks unanswered, counted only while the
+ * supervisor itself runs: each count adds the time since the last, but at most two check intervals. A
+ * supervisor that did not run for a while (stopped, starved of CPU, its VM paused) has not read the answers
+ * meanwhile, and must not take its own silence for its workers'; one that is merely slow on every count
+ * still finds a stuck worker within `timeoutMs / (2 × intervalMs)` counts.
+ */
+export class Silences<W> {
+  readonly #timeoutMs: number
+  readonly #mostPerCountMs: number
+  readonly #silent = new Map<W, { ms: number; since: number }>()
+
+  constructor(timeoutMs: number, intervalMs: number) {
+    this.#timeoutMs = timeoutMs
+    this.#mostPerCountMs = 2 * intervalMs
+  }
+
+  /** Starts counting `worker`'s silence from `now`. */
+  watch(worker: W, now: number): void {
+    this.#silent.set(worker, { ms: 0, since: now })
+  }
+
+  forget(worker: W): void {
+    this.#silent.delete(worker)
+  }
+
+  /** An answer from `worker` at `now`: its silence starts over. */
+  answered(worker: W, now: number): void {
+    const silence = this.#silent.get(worker)
+    if (silence) Object.assign(silence, { ms: 0, since: now })
+  }
+
+  /** Counts up to `now`; returns the workers silent for the timeout, each with its silence, forgotten. */
+  count(now: number): Array<{ worker: W; silentMs: number }> {
+    const unresponsive = []
+    for (const [worker, silence] of this.#silent) {
+      silence.ms += Math.min(now - silence.since, this.#mostPerCountMs)
+      silence.since = now
+      if (silence.ms < this.#timeoutMs) continue
+      this.#silent.delete(worker)
+      unresponsive.push({ worker, silentMs: Math.round(silence.ms) })
+    }
+    return unresponsive
+  }
+
+  /** The workers still watched. */
+  watched(): IterableIterator<W> {
+    return this.#silent.keys()
+  }
+}
+
+/**
+ * The supervisor's watch over its listening workers: each is asked regularly, and one that has left the
+ * checks unanswered for `timeoutMs` (as `Silences` counts it) is handed to `onUnresponsive` (once) and
+ * watched no more. A stuck worker holds its kept-alive connections and the one being handed to it, and
+ * their requests wait for ever.
  */
 export class LivenessWatch {
-  readonly #timeoutMs: number
-  readonly #intervalMs: number
+  readonly #silences: Silences<Worker>
   readonly #onUnresponsive: (worker: Worker, silentMs: number) => void
-  readonly #lastAnswer = new Map<Worker, number>()
   readonly #timer: NodeJS.Timeout
-  #lastCheck = performance.now()
 
   constructor(timeoutMs: number, onUnresponsive: (worker: Worker, silentMs: number) => void) {
-    this.#timeoutMs = timeoutMs
-    this.#intervalMs = Math.min(MOST_CHECK_INTERVAL_MS, timeoutMs / 4)
+    const intervalMs = Math.min(MOST_CHECK_INTERVAL_MS, timeoutMs / 4)
+    this.#silences = new Silences(timeoutMs, intervalMs)
     this.#onUnresponsive = onUnresponsive
     cluster.on('message', (worker, message) => {
-      if (isLivenessCheck(message) && this.#lastAnswer.has(worker)) {
-        this.#lastAnswer.set(worker, performance.now())
-      }
+      if (isLivenessCheck(message)) this.#silences.answered(worker, performance.now())
     })
-    this.#timer = setInterval(() => this.#check(), this.#intervalMs).unref()
+    this.#timer = setInterval(() => this.#check(), intervalMs).unref()
   }
 
   /** Watches `worker` from now on (once it listens) until it exits. */
   watch(worker: Worker): void {
-    this.#lastAnswer.set(worker, performance.now())
-    worker.once('exit', () => this.#lastAnswer.delete(worker))
+    this.#silences.watch(worker, performance.now())
+    worker.once('exit', () => this.#silences.forget(worker))
   }
 
   /** Watches no worker any more (the service is stopping: the drain has its own bound). */
   stop(): void {
     clearInterval(this.#timer)
-    this.#lastAnswer.clear()
+    for (const worker of [...this.#silences.watched()]) this.#silences.forget(worker)
   }
 
   #check(): void {
-    const now = performance.now()
-    // A supervisor that did not run for a while (stopped, starved of CPU, its host suspended) has not read
-    // the answers meanwhile: it cannot tell its workers' silence from its own, which counts from now.
-    const away = now - this.#lastCheck > 2 * this.#intervalMs
-    this.#lastCheck = now
-    for (const [worker, answered] of this.#lastAnswer) {
-      if (away) {
-        this.#lastAnswer.set(worker, now)
-      } else if (now - answered >= this.#timeoutMs) {
-        this.#lastAnswer.delete(worker)
-        this.#onUnresponsive(worker, Math.round(now - answered))
-        continue
-      }
-      worker.send(CHECK, undefined, () => {})
+    for (const { worker, silentMs } of this.#silences.count(performance.now())) {
+      this.#onUnresponsive(worker, silentMs)
     }
+    for (const worker of this.#silences.watched()) worker.send(CHECK, undefined, () => {})
   }
 }
