@@ -131,6 +131,8 @@ describe('all cores', () => {
     assert.ok(replacements.includes(replacement))
     for (const pid of servedBy)
       assert.ok(replacements.includes(pid as number), `served by ${pid}, not a replacement`)
+    // Counted as each replacement starts: the second's, after its longer pause, too.
+    await servingWorkers(server, 4)
     const samples = await scrapeSupervisor(server)
     assert.equal(samples.get('petstore_worker_restarts_total{cause="died"}'), 2)
     assert.equal(samples.get('petstore_worker_restarts_total{cause="stopped"}'), 0)
