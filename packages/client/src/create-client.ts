@@ -7,11 +7,17 @@ import { type CallOptions, type Fetch, send, type Transport } from './send.ts'
 
 export type { CallOptions, Fetch }
 
+/**
+ * `T` with each optional property also taking `undefined`, which is left out when sent: a caller compiling
+ * with `exactOptionalPropertyTypes` may pass on a value that may be missing.
+ */
+type MayBeUndefined<T> = { [K in keyof T]: Partial<Pick<T, K>> extends Pick<T, K> ? T[K] | undefined : T[K] }
+
 export type Pet = components['schemas']['Pet']
-export type NewPet = components['schemas']['NewPet']
+export type NewPet = MayBeUndefined<components['schemas']['NewPet']>
 export type PetStatus = components['schemas']['PetStatus']
 /** `limit` (1–100, default 20), `status`, and the opaque `cursor` of a next page. */
-export type ListPetsQuery = NonNullable<operations['listPets']['parameters']['query']>
+export type ListPetsQuery = MayBeUndefined<NonNullable<operations['listPets']['parameters']['query']>>
 
 export interface PetPage {
   /** At most `limit` pets, in ascending id order. */
@@ -62,7 +68,10 @@ export interface PetStoreClient {
    * 24 hours) returns the pet the first call created instead of creating another. A `Pet` (with its
    * `id`) is refused by the type: the service would refuse it with 400.
    */
-  createPet(pet: NewPet & { id?: never }, options?: CallOptions & { idempotencyKey?: string }): Promise<Pet>
+  createPet(
+    pet: NewPet & { id?: never },
+    options?: CallOptions & { idempotencyKey?: string | undefined },
+  ): Promise<Pet>
   /**
    * One pet by id.
    * @deprecated Removed on 5 December 2030 (`Sunset: Thu, 05 Dec 2030 00:00:00 GMT`): use
@@ -144,6 +153,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
       }
     },
     async createPet(pet, { idempotencyKey, ...call } = {}) {
+      refuseNumber('categoryId', (pet as { categoryId?: unknown } | null)?.categoryId)
       // Checked here, without echoing it: fetch's own refusal is a TypeError about a ByteString. The API's
       // other rules (its length, quoting) are the service's to say, as 400 invalid_idempotency_key.
       if (idempotencyKey !== undefined && !/^[\x20-\x7e]*$/.test(idempotencyKey)) {
@@ -157,6 +167,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
       ).body as Pet
     },
     async getPet(id, call = {}) {
+      refuseNumber('id', id)
       return (
         await send(transport, call, { name: 'getPet', answers: 'pet' }, 'get', '/pets/{petId}', {
           path: { petId: id },
@@ -164,6 +175,18 @@ export function createClient(options: ClientOptions): PetStoreClient {
       ).body as Pet
     },
   }
+}
+
+/**
+ * A plain JavaScript caller's number where an int64 goes: refused before anything is sent, as it may
+ * already have been rounded (the literal 9007199254740993 is the number 9007199254740992), which would
+ * create a pet in another category or read another pet, without a word.
+ */
+function refuseNumber(name: string, value: unknown): void {
+  if (typeof value !== 'number') return
+  throw new TypeError(
+    `${name} must be a bigint (e.g. 9007199254740993n, or BigInt of its text): a number above 2^53 is already rounded, so none is taken`,
+  )
 }
 
 function repeatedPage(response: Response): PetStoreError {

@@ -13,4 +13,4 @@ export {
   type PetStoreClient,
 } from './create-client.ts'
 export type { DeprecationListener, DeprecationNotice } from './deprecation-notice.ts'
-export { type ErrorBody, type ErrorCode, PetStoreError } from './pet-store-error.ts'
+export { type ErrorBody, type ErrorCode, type KnownErrorCode, PetStoreError } from './pet-store-error.ts'

@@ -7,7 +7,13 @@ export type ErrorBody = components['schemas']['Error']
  * A stable error code from the document, or one added to the service after this client was generated
  * (codes are only ever added), or `unexpected_response` when the answer was not an Error body at all.
  */
-export type ErrorCode = ErrorBody['code'] | 'unexpected_response' | (string & Record<never, never>)
+export type ErrorCode = KnownErrorCode | (string & Record<never, never>)
+
+/**
+ * The codes this client knows: the document's and `unexpected_response`. For a `switch` the compiler checks
+ * (`error.code as KnownErrorCode`), with a default branch for a code added to the service later.
+ */
+export type KnownErrorCode = ErrorBody['code'] | 'unexpected_response'
 
 /** A call that did not succeed: the service's Error body, and the response it came in. */
 export class PetStoreError extends Error {

@@ -30,7 +30,7 @@ export interface Transport {
 /** What every call may be given. */
 export interface CallOptions {
   /** Cancels the call (its answer is then never read); with the client's timeout, whichever comes first. */
-  signal?: AbortSignal
+  signal?: AbortSignal | undefined
 }
 
 /** An operation's name (as a deprecation listener is told it) and what its success answers hold. */
