@@ -46,9 +46,10 @@ export interface SupervisorSettings {
  * The supervisor of `workers` processes sharing one port (node:cluster). It runs `prepare` once (the
  * store's migrations and first key) before any worker starts, serves the workers' metrics summed,
  * replaces a worker that dies (but until one has listened, a worker that exits stops the service, exit 1)
- * or that stops answering (killed first), and on SIGTERM, SIGINT or SIGHUP asks every worker to drain, waits for them (killing any still running
- * SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS plus a margin later), and exits: 0 if every worker stopped
- * cleanly, else 1. A fatal failure of its own stops the workers the same way and exits 1.
+ * or that stops answering (killed first), and on SIGTERM, SIGINT or SIGHUP asks every worker to drain,
+ * waits for them (killing any still running SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS plus a margin later),
+ * and exits: 0 if every worker stopped cleanly, else 1. A fatal failure of its own stops the workers the
+ * same way and exits 1.
  */
 export async function superviseWorkers(
   workers: number,
@@ -178,9 +179,9 @@ export async function superviseWorkers(
 }
 
 /**
- * Asks every running worker (but those `killed` already) to drain (SIGTERM) and waits for them, killing any still running
- * `workerStopMs` (SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS) plus a margin later; resolves with whether
- * all stopped cleanly.
+ * Asks every running worker (but those `killed` already) to drain (SIGTERM) and waits for them, killing
+ * any still running `workerStopMs` (SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS) plus a margin later;
+ * resolves with whether all stopped cleanly.
  */
 async function drainWorkers(
   workerStopMs: number,
