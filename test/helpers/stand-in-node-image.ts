@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { podmanQuietly, run } from './podman.ts'
-import { debootstrapRootfs, imageUnderName, importRootfs, STAND_IN_LABEL } from './stand-in-images.ts'
+import {
+  debootstrapRootfs,
+  imageUnderName,
+  importRootfs,
+  oneBuildAtATime,
+  STAND_IN_LABEL,
+} from './stand-in-images.ts'
 
 // No image registry is reachable from CI, so the official Node.js image the Containerfile starts FROM is
 // stood in for by one assembled here, under its exact name, with what the build and the service use from
@@ -44,7 +50,14 @@ function fingerprint(nodeVersion: string, suite: string): string {
  * stand-in made by this helper is reused while its fingerprint matches; otherwise one is assembled (about
  * a minute: debootstrap fetches some 90 packages). Reports what it did through `note`.
  */
-export async function ensureStandInNodeImage(
+export function ensureStandInNodeImage(
+  base: { name: string; nodeVersion: string; suite: string },
+  note: (message: string) => void,
+): Promise<void> {
+  return oneBuildAtATime(() => ensureNodeImage(base, note))
+}
+
+async function ensureNodeImage(
   base: { name: string; nodeVersion: string; suite: string },
   note: (message: string) => void,
 ): Promise<void> {

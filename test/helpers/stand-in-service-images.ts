@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { podman, podmanQuietly } from './podman.ts'
-import { debootstrapRootfs, imageUnderName, importRootfs, STAND_IN_LABEL } from './stand-in-images.ts'
+import {
+  debootstrapRootfs,
+  imageUnderName,
+  importRootfs,
+  oneBuildAtATime,
+  STAND_IN_LABEL,
+} from './stand-in-images.ts'
 
 // The PostgreSQL and Redis images deploy/compose.yaml names cannot be pulled in CI: stand-ins are built
 // under those exact names from Debian 12's packages (stand-ins/*.Containerfile), on a debootstrap base; so
@@ -34,10 +40,11 @@ function madeFrom(service: string): string {
  * stand-in is reused while what it was made from is unchanged, otherwise one is built (the Debian base
  * about a minute, once; each stand-in a minute of apt). Reports what it did through `note`.
  */
-export async function ensureStandInServiceImages(
-  images: string[],
-  note: (message: string) => void,
-): Promise<void> {
+export function ensureStandInServiceImages(images: string[], note: (message: string) => void): Promise<void> {
+  return oneBuildAtATime(() => ensureEach(images, note))
+}
+
+async function ensureEach(images: string[], note: (message: string) => void): Promise<void> {
   for (const name of images) {
     const service = SERVICES[name as keyof typeof SERVICES]
     if (service === undefined) throw new Error(`no stand-in for ${name}: add one to test/helpers/stand-ins`)
