@@ -213,7 +213,11 @@ describe('deploy/petstore.service, run by systemd', {
       { timeoutMs: MINUTE, everyMs: 200 },
     )
     await ready('the restart')
-    assert.equal(await show('NRestarts'), '1')
+    const restarts = await show('NRestarts')
+    if (restarts !== '1') {
+      const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager', '-n', '60']).catch(String)
+      assert.fail(`${restarts} restarts, not 1:\n${journal}`)
+    }
   })
 
   test('when systemctl stops it, then it drains and exits 0 before TimeoutStopSec: inactive, not failed', async () => {
