@@ -437,6 +437,44 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(petCountOf(database), 5)
   })
 
+  test('when the file to restore has writes in a write-ahead log beside it (the data of a killed server), then restore refuses, naming the log and what to do, and the database is unchanged; its backup restores every write', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+    mkdirSync(join(cwd, 'crashed'))
+    const crashed = join(cwd, 'crashed', 'petstore.db')
+    assert.equal(runCli(['seed', '--count', '10'], { DATABASE_URL: `sqlite:${crashed}` }, cwd).status, 0)
+    // A process that commits 20 pets into the log, then is killed before any checkpoint.
+    const writer = spawnSync(process.execPath, [
+      '-e',
+      `const { DatabaseSync } = require('node:sqlite')
+       const db = new DatabaseSync(${JSON.stringify(crashed)})
+       db.exec('PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0')
+       const insert = db.prepare("INSERT INTO pets (name, category_id) VALUES ('logged', 1)")
+       for (let i = 0; i < 20; i++) insert.run()
+       process.kill(process.pid, 'SIGKILL')`,
+    ])
+    assert.equal(writer.signal, 'SIGKILL')
+    const log = `${crashed}-wal`
+    assert.ok(statSync(log).size > 0, 'the writes are in the log')
+
+    const restore = runCli(['restore', '--from', crashed], {}, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stdout, restore.stderr],
+      [
+        1,
+        '',
+        `petstore restore: ${crashed} has writes in a write-ahead log beside it (${log}), which a copy of the file alone would lose: make a backup of it first (DATABASE_URL=sqlite:${crashed} petstore backup --to FILE), then restore that\n`,
+      ],
+    )
+    assert.equal(petCountOf(join(cwd, 'data/petstore.db')), 5, 'the database is unchanged')
+
+    // The way the message gives: every logged write restored.
+    const backup = runCli(['backup', '--to', 'rescued.db'], { DATABASE_URL: `sqlite:${crashed}` }, cwd)
+    assert.equal(backup.status, 0, backup.stderr)
+    assert.equal(runCli(['restore', '--from', 'rescued.db'], {}, cwd).status, 0)
+    assert.equal(petCountOf(join(cwd, 'data/petstore.db')), 30)
+  })
+
   test("when a backup is restored, then the database keeps the owner and mode of the file it replaces, not the backup's", (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `cli:${generateApiKey()}` }

@@ -17,6 +17,7 @@ import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import {
   assertCanGiveOwner,
   isDatabaseFile,
+  refuseUnsettled,
   replaceKeepingAside,
   settleLeftovers,
   statOrNothing,
@@ -252,6 +253,7 @@ function release(path: string, held: DatabaseSync | undefined): void {
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
   if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
+  refuseUnsettled(from)
   if (!existsSync(dirname(named))) {
     throw new Error(`${resolve(dirname(named))} does not exist${WHERE_THE_SERVICE_RUNS}`)
   }

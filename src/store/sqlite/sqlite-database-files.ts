@@ -15,8 +15,9 @@ import {
 import { basename, dirname, join, resolve } from 'node:path'
 import { COMPANION_SUFFIXES } from './sqlite-durable-files.ts'
 
-// The database's files as a backup and a restore handle them: which files are its, who the restored
-// file must belong to, and how a restore puts it in place keeping the one it replaces (sqlite-backup.ts).
+// The database's files as a backup and a restore handle them: which files are its, whether a file to
+// restore is whole alone, who the restored file must belong to, and how a restore puts it in place keeping
+// the one it replaces (sqlite-backup.ts).
 
 // A second name for a file refused: the volume has no hard links (vfat, some network mounts).
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK'])
@@ -144,5 +145,23 @@ export function takeOwnership(path: string, copy: string): void {
     fchmodSync(fd, mode)
   } finally {
     closeSync(fd)
+  }
+}
+
+/**
+ * Refuses a file to restore that is not whole alone: a database a process wrote and did not close (a
+ * killed server's), whose log beside it holds committed writes, or whose journal an unfinished
+ * transaction. A backup of it (through SQLite, which reads both) is.
+ */
+export function refuseUnsettled(from: string): void {
+  const unsettled: Array<[file: string, what: string, loss: string]> = [
+    [`${from}-wal`, 'writes in a write-ahead log beside it', 'would lose'],
+    [`${from}-journal`, "an unfinished transaction's journal beside it", 'would take half done'],
+  ]
+  for (const [file, what, loss] of unsettled) {
+    if ((statOrNothing(file)?.size ?? 0) === 0) continue
+    throw new Error(
+      `${from} has ${what} (${file}), which a copy of the file alone ${loss}: make a backup of it first (DATABASE_URL=sqlite:${from} petstore backup --to FILE), then restore that`,
+    )
   }
 }
