@@ -46,6 +46,20 @@ function integrityOf(path: string): unknown {
   return readOnly(path, (db) => db.prepare('PRAGMA integrity_check').get()?.integrity_check)
 }
 
+/** A process that commits `pets` pets into the database's write-ahead log, then is killed before any checkpoint. */
+function commitIntoLogThenDie(database: string, pets: number): void {
+  const writer = spawnSync(process.execPath, [
+    '-e',
+    `const { DatabaseSync } = require('node:sqlite')
+     const db = new DatabaseSync(${JSON.stringify(database)})
+     db.exec('PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0')
+     const insert = db.prepare("INSERT INTO pets (name, category_id) VALUES ('logged', 1)")
+     db.exec('BEGIN'); for (let i = 0; i < ${pets}; i++) insert.run(); db.exec('COMMIT')
+     process.kill(process.pid, 'SIGKILL')`,
+  ])
+  assert.equal(writer.signal, 'SIGKILL')
+}
+
 function petCountOf(path: string): unknown {
   return readOnly(path, (db) => db.prepare('SELECT count(*) AS n FROM pets').get()?.n)
 }
@@ -443,17 +457,7 @@ describe('backup and restore (SQLite)', () => {
     mkdirSync(join(cwd, 'crashed'))
     const crashed = join(cwd, 'crashed', 'petstore.db')
     assert.equal(runCli(['seed', '--count', '10'], { DATABASE_URL: `sqlite:${crashed}` }, cwd).status, 0)
-    // A process that commits 20 pets into the log, then is killed before any checkpoint.
-    const writer = spawnSync(process.execPath, [
-      '-e',
-      `const { DatabaseSync } = require('node:sqlite')
-       const db = new DatabaseSync(${JSON.stringify(crashed)})
-       db.exec('PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0')
-       const insert = db.prepare("INSERT INTO pets (name, category_id) VALUES ('logged', 1)")
-       for (let i = 0; i < 20; i++) insert.run()
-       process.kill(process.pid, 'SIGKILL')`,
-    ])
-    assert.equal(writer.signal, 'SIGKILL')
+    commitIntoLogThenDie(crashed, 20)
     const log = `${crashed}-wal`
     assert.ok(statSync(log).size > 0, 'the writes are in the log')
 
@@ -635,17 +639,7 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     const database = join(volume, 'petstore.db')
     const env = { DATABASE_URL: `sqlite:${database}` }
     assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
-    // A process that commits 20,000 pets into the log without checkpointing, then is killed.
-    const writer = spawnSync(process.execPath, [
-      '-e',
-      `const { DatabaseSync } = require('node:sqlite')
-       const db = new DatabaseSync(${JSON.stringify(database)})
-       db.exec('PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0')
-       const insert = db.prepare("INSERT INTO pets (name, category_id) VALUES ('logged', 1)")
-       db.exec('BEGIN'); for (let i = 0; i < 20000; i++) insert.run(); db.exec('COMMIT')
-       process.kill(process.pid, 'SIGKILL')`,
-    ])
-    assert.equal(writer.signal, 'SIGKILL')
+    commitIntoLogThenDie(database, 20_000)
     assert.ok(statSync(`${database}-wal`).size > 0, 'the writes are in the log')
     // Room for the copy of the backup, not for the log's pages folded into the database.
     const filler = fillFileSystem(volume)
