@@ -115,4 +115,33 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
       'keys, revocations, counts',
     )
   })
+
+  test('when a copy stopped partway is served (before the run that finishes it), then a create gets an id above every source pet, never a 500 on an id a copied pet holds', {
+    timeout: 120_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const sqlite = `sqlite:${join(cwd, 'source.db')}`
+    const oldKey = generateApiKey()
+    await seedStore(new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 }), 2500, {
+      oldKey,
+      revokedKey: generateApiKey(),
+    })
+    const url = await (await sharedPostgres()).createDatabase()
+    const stopped = runCli(
+      ['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000', '--max-chunks', '1'],
+      {},
+      cwd,
+    )
+    assert.equal(stopped.status, 3, stopped.stderr)
+
+    const partial = await serve(t, { DATABASE_URL: url }, cwd)
+    const created = await call(partial, oldKey, '/v1/pets', {
+      method: 'POST',
+      body: '{"name":"on a partial copy","categoryId":1}',
+    })
+    const body = await created.text()
+    assert.equal(created.status, 201, body)
+    assert.ok(JSON.parse(body).id > 2500, `id ${JSON.parse(body).id}, one a source pet holds`)
+    await stop(partial)
+  })
 })

@@ -204,6 +204,10 @@ export async function copyStore(
   }
   const keys = options.withoutKeys ? [] : await source.keys()
   const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
+  const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
+  // Past the source's ids before any pet is copied: a target served before a stopped copy is finished
+  // gives new pets ids no source pet holds (PostgreSQL's sequences do not follow copied ids).
+  await target.raiseSequences(await source.highestPetId(), highestKeyId)
 
   const total = await source.petCount()
   let afterId = INT64_MIN
@@ -234,7 +238,7 @@ export async function copyStore(
     afterRecord = chunk.at(-1)
   }
 
-  const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
+  // Again: the source may have taken pets while it was copied.
   const highestPetId = await target.raiseSequences(await source.highestPetId(), highestKeyId)
   return { ...keysReport, complete: true, pets, idempotencyRecords: records, highestPetId }
 }
