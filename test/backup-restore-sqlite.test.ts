@@ -479,6 +479,27 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(petCountOf(join(cwd, 'data/petstore.db')), 30)
   })
 
+  test('when a backup or a restore killed mid-way left its hidden copy, then the next one removes it, and keeps one whose process still runs', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+    // Above any pid the kernel gives: a process that is gone.
+    const gone = 2_147_483_647
+    const leftovers = [
+      join(cwd, `.b.db.backup-${gone}.tmp`),
+      join(cwd, `.b.db.backup-${gone}.tmp-journal`),
+      join(cwd, 'data', `.petstore.db.restore-${gone}.tmp`),
+    ]
+    const running = `.b.db.backup-${process.pid}.tmp`
+    for (const file of [...leftovers, join(cwd, running)]) writeFileSync(file, Buffer.alloc(64 * 1024))
+
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    const beside = (directory: string, part: string) =>
+      readdirSync(directory).filter((name) => name.includes(part))
+    assert.deepEqual(beside(cwd, '.b.db.backup-'), [running], "a running process's copy is left to it")
+    assert.equal(runCli(['restore', '--from', 'b.db'], {}, cwd).status, 0)
+    assert.deepEqual(beside(join(cwd, 'data'), '.restore-'), [])
+  })
+
   test("when a backup is restored, then the database keeps the owner and mode of the file it replaces, not the backup's", (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `cli:${generateApiKey()}` }

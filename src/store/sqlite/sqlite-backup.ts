@@ -26,6 +26,7 @@ import {
 import {
   COMPANION_SUFFIXES,
   fsyncPath,
+  removeAbandoned,
   removeWithCompanions,
   renameDurably,
   temporaryBeside,
@@ -126,6 +127,7 @@ export async function backupDatabase(
   }
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
   if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
+  removeAbandoned(to, 'backup')
   const temporary = temporaryBeside(to, 'backup')
   removeWithCompanions(temporary)
   const source = open(path)
@@ -267,6 +269,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   // First, before the copy takes the room the checkpoint may need; held until the rename.
   const held = writing(path, what, () => quiesce(path))
   writing(path, what, () => settleLeftovers(path))
+  removeAbandoned(path, 'restore')
   const temporary = temporaryBeside(path, 'restore')
   try {
     removeWithCompanions(temporary)

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 
 /** Flushes a file (or a directory's entries) to the disk. */
@@ -14,6 +14,39 @@ export function fsyncPath(path: string): void {
 /** A temporary name beside `path` (same directory, so the final rename is atomic on one file system). */
 export function temporaryBeside(path: string, purpose: string): string {
   return join(dirname(path), `.${basename(path)}.${purpose}-${process.pid}.tmp`)
+}
+
+/**
+ * Removes what a killed command left beside `path`: `temporaryBeside(path, purpose)` files (and their
+ * SQLite companions) of processes that are gone. A backup or restore killed mid-way (a cron timeout, a
+ * Ctrl-C) left a hidden copy as large as the database, which filled the volume over time.
+ */
+export function removeAbandoned(path: string, purpose: string): void {
+  const name = new RegExp(`^\\.${escaped(basename(path))}\\.${purpose}-(\\d+)\\.tmp(-journal|-wal|-shm)?$`)
+  let entries: string[]
+  try {
+    entries = readdirSync(dirname(path))
+  } catch {
+    return
+  }
+  for (const entry of entries) {
+    const pid = Number(name.exec(entry)?.[1])
+    if (pid > 0 && pid !== process.pid && !running(pid)) rmSync(join(dirname(path), entry), { force: true })
+  }
+}
+
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/** Whether a process of that id exists (one of another user's counts: a signal to it is refused, EPERM). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 /**
