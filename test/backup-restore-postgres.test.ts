@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import pg from 'pg'
@@ -70,7 +71,11 @@ describe(
       await stop(before)
 
       const dump = join(cwd, 'petstore.dump')
-      runbook('pg_dump', ['-Fc', '-f', dump, original])
+      // As the README runs it, in a shell with umask 077: the dump holds key hashes and the cursor secret.
+      const pgDump = ['-c', 'umask 077 && "$0" -Fc -f "$1" "$2"', postgresProgram('pg_dump'), dump, original]
+      const dumped = spawnSync('sh', pgDump, { encoding: 'utf8', timeout: 120_000 })
+      assert.equal(dumped.status, 0, dumped.stderr)
+      assert.equal(statSync(dump).mode & 0o777, 0o600, "the dump is its owner's alone")
       // createdb as the README has it, as the throwaway server's superuser, the service's role its owner.
       const restored = `petstore_restored_${randomBytes(4).toString('hex')}`
       runbook(
