@@ -76,8 +76,11 @@ function verified(path: string, name: string): bigint {
       .prepare('PRAGMA integrity_check')
       .all()
       .map((row) => String(Object.values(row)[0]))
-    if (problems.join() !== 'ok')
-      throw new Error(`fails the integrity check: ${problems.slice(0, 3).join('; ')}`)
+    if (problems.join() !== 'ok') {
+      // One line: a row of SQLite's report may hold many of its own.
+      const first = problems.slice(0, 3).map((problem) => problem.replace(/\s+/g, ' ').slice(0, 200))
+      throw new Error(`fails the integrity check: ${first.join('; ')}`)
+    }
     const table = db.prepare(
       "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'",
     )
