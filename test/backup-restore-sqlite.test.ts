@@ -530,6 +530,43 @@ describe('backup and restore (SQLite)', () => {
     if (asRoot) assert.deepEqual([made.uid, made.gid], [65534, 65534])
   })
 
+  test("when a user the database's directory is closed to runs backup, restore or keys list, then each says the directory is not open to that user, not that there is no database", {
+    ...suiteNeeding(
+      'the commands as another user',
+      process.getuid?.() === 0 ? undefined : { missing: 'not root', remedy: 'run the tests as root' },
+    ),
+  }, (t) => {
+    const cwd = temporaryDirectory(t)
+    chmodSync(cwd, 0o777)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    chmodSync(join(cwd, 'b.db'), 0o644)
+    const data = join(cwd, 'data')
+    assert.equal(statSync(data).mode & 0o777, 0o700, "the service's directory, root's alone here")
+    const asAnother = (args: string[]) =>
+      spawnSync(process.execPath, [CLI, ...args], {
+        cwd,
+        env: cliEnvironment({}),
+        uid: 1000,
+        gid: 1000,
+        encoding: 'utf8',
+      })
+    for (const args of [
+      ['backup', '--to', 'mine.db'],
+      ['restore', '--from', 'b.db'],
+      ['keys', 'list'],
+    ]) {
+      const result = asAnother(args)
+      assert.equal(result.status, 1, result.stderr)
+      assert.doesNotMatch(result.stderr, /no database|EACCES/, args.join(' '))
+      assert.match(
+        result.stderr,
+        new RegExp(`^petstore ${args[0]}: .*data is not open to this user`),
+        args.join(' '),
+      )
+    }
+  })
+
   test('when a user that could not give the restored file its owner restores, then it is refused first, naming the owner, and nothing changes', {
     ...suiteNeeding(
       'the restore as another user',

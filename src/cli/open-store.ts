@@ -5,6 +5,7 @@ import { ConfigError, type DatabaseSettings } from '../config.ts'
 import { isPostgresUrl } from '../config-schema.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
+import { databaseFileAt } from '../store/sqlite/sqlite-database-files.ts'
 import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
@@ -72,7 +73,8 @@ export async function openCommandStore(
 /** The SQLite file `database` names, as an absolute path, when there is none yet. */
 export function missingDatabaseFile(database: DatabaseSettings): string | undefined {
   const file = database.engine === 'sqlite' && database.path !== ':memory:'
-  return file && !existsSync(database.path) ? resolve(database.path) : undefined
+  // One this user may not reach is not missing: opening it says whose it is.
+  return file && databaseFileAt(database.path) === 'absent' ? resolve(database.path) : undefined
 }
 
 /** Tells on stderr that command `name` made a new database at `path`: run elsewhere, it would go unseen. */

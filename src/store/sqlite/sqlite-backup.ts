@@ -16,7 +16,9 @@ import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts
 import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import {
   assertCanGiveOwner,
+  databaseFileAt,
   isDatabaseFile,
+  notOpenToThisUser,
   refuseUnsettled,
   replaceKeepingAside,
   settleLeftovers,
@@ -120,7 +122,9 @@ export async function backupDatabase(
   to: string,
   { force = false } = {},
 ): Promise<BackupSummary> {
-  if (!existsSync(path)) throw new Error(`there is no database at ${resolve(path)}${WHERE_THE_SERVICE_RUNS}`)
+  const found = databaseFileAt(path)
+  if (found === 'unreachable') throw notOpenToThisUser(path)
+  if (found === 'absent') throw new Error(`there is no database at ${resolve(path)}${WHERE_THE_SERVICE_RUNS}`)
   // Renamed over the live file, a backup would leave the server writing to a deleted one.
   if (isDatabaseFile(path, to)) {
     throw new Error(`${to} is the database being backed up (or one of its files): name another file`)
@@ -259,6 +263,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
   if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
   refuseUnsettled(from)
+  if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
     throw new Error(`${resolve(dirname(named))} does not exist${WHERE_THE_SERVICE_RUNS}`)
   }

@@ -43,6 +43,27 @@ export function isDatabaseFile(path: string, to: string): boolean {
   return files.some(same) || files.includes(resolved(to))
 }
 
+/**
+ * Whether the database file at `path` is there: `unreachable` when this user may not look (a directory
+ * closed to it, the service's own), which a command must not take for a missing database.
+ */
+export function databaseFileAt(path: string): 'present' | 'absent' | 'unreachable' {
+  try {
+    return statSync(path, { throwIfNoEntry: false }) === undefined ? 'absent' : 'present'
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return code === 'EACCES' || code === 'EPERM' ? 'unreachable' : 'absent'
+  }
+}
+
+/** The refusal of a command run by a user the database's directory is closed to (without sudo, say). */
+export function notOpenToThisUser(path: string): Error {
+  const user = `this user (uid ${process.geteuid?.() ?? '?'})`
+  return new Error(
+    `${resolve(dirname(path))} is not open to ${user}: run the command as the user the service runs as, or as root`,
+  )
+}
+
 /** `file`'s stats, or undefined when nothing is there (a path through a file, `db/` for one, included). */
 export function statOrNothing(file: string) {
   try {
