@@ -46,6 +46,21 @@ function integrityOf(path: string): unknown {
   return readOnly(path, (db) => db.prepare('PRAGMA integrity_check').get()?.integrity_check)
 }
 
+/** Root is needed to run a command as another user. */
+function rootLack() {
+  return process.getuid?.() === 0 ? undefined : { missing: 'not root', remedy: 'run the tests as root' }
+}
+
+/** A directory (of `mode`) with a database of 3 pets and its backup `b.db`, which any user may read. */
+function backedUpForAnotherUser(t: TestContext, mode: number): string {
+  const cwd = temporaryDirectory(t)
+  chmodSync(cwd, mode)
+  assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+  assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+  chmodSync(join(cwd, 'b.db'), 0o644)
+  return cwd
+}
+
 /** A process that commits `pets` pets into the database's write-ahead log, then is killed before any checkpoint. */
 function commitIntoLogThenDie(database: string, pets: number): void {
   const writer = spawnSync(process.execPath, [
@@ -531,16 +546,9 @@ describe('backup and restore (SQLite)', () => {
   })
 
   test("when a user the database's directory is closed to runs backup, restore or keys list, then each says the directory is not open to that user, not that there is no database", {
-    ...suiteNeeding(
-      'the commands as another user',
-      process.getuid?.() === 0 ? undefined : { missing: 'not root', remedy: 'run the tests as root' },
-    ),
+    ...suiteNeeding('the commands as another user', rootLack()),
   }, (t) => {
-    const cwd = temporaryDirectory(t)
-    chmodSync(cwd, 0o777)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
-    chmodSync(join(cwd, 'b.db'), 0o644)
+    const cwd = backedUpForAnotherUser(t, 0o777)
     const data = join(cwd, 'data')
     assert.equal(statSync(data).mode & 0o777, 0o700, "the service's directory, root's alone here")
     const asAnother = (args: string[]) =>
@@ -568,16 +576,9 @@ describe('backup and restore (SQLite)', () => {
   })
 
   test('when a user that could not give the restored file its owner restores, then it is refused first, naming the owner, and nothing changes', {
-    ...suiteNeeding(
-      'the restore as another user',
-      process.getuid?.() === 0 ? undefined : { missing: 'not root', remedy: 'run the tests as root' },
-    ),
+    ...suiteNeeding('the restore as another user', rootLack()),
   }, (t) => {
-    const cwd = temporaryDirectory(t)
-    chmodSync(cwd, 0o755)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
-    chmodSync(join(cwd, 'b.db'), 0o644)
+    const cwd = backedUpForAnotherUser(t, 0o755)
     const database = join(cwd, 'data', 'petstore.db')
     chownSync(database, 65534, 65534)
     chmodSync(join(cwd, 'data'), 0o777)
