@@ -11,7 +11,9 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   truncateSync,
+  utimesSync,
   writeFileSync,
   writeSync,
 } from 'node:fs'
@@ -483,8 +485,16 @@ describe('backup and restore (SQLite)', () => {
       [
         1,
         '',
-        `petstore restore: ${crashed} has writes in a write-ahead log beside it (${log}), which a copy of the file alone would lose: make a backup of it first (DATABASE_URL=sqlite:${crashed} petstore backup --to FILE), then restore that\n`,
+        `petstore restore: ${crashed} has a write-ahead log beside it that may hold writes (${log}), which a copy of the file alone would lose: make a backup of it first (DATABASE_URL=sqlite:${crashed} petstore backup --to FILE), then restore that\n`,
       ],
+    )
+    // Through a link, SQLite reads the log beside the link's target.
+    symlinkSync(crashed, join(cwd, 'latest.db'))
+    const linked = runCli(['restore', '--from', 'latest.db'], {}, cwd)
+    assert.equal(linked.status, 1, linked.stdout)
+    assert.match(
+      linked.stderr,
+      /^petstore restore: latest\.db has a write-ahead log beside it that may hold writes \(/,
     )
     assert.equal(petCountOf(join(cwd, 'data/petstore.db')), 5, 'the database is unchanged')
 
@@ -493,6 +503,11 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(backup.status, 0, backup.stderr)
     assert.equal(runCli(['restore', '--from', 'rescued.db'], {}, cwd).status, 0)
     assert.equal(petCountOf(join(cwd, 'data/petstore.db')), 30)
+
+    // A journal SQLite keeps between transactions (journal_mode=PERSIST) has its header zeroed: no
+    // transaction is in it, and the file is whole.
+    writeFileSync(join(cwd, 'rescued.db-journal'), Buffer.alloc(8720))
+    assert.equal(runCli(['restore', '--from', 'rescued.db'], {}, cwd).status, 0)
   })
 
   test('when a backup or a restore killed mid-way left its hidden copy, then the next one removes it, and keeps one whose process still runs', (t) => {
@@ -506,12 +521,20 @@ describe('backup and restore (SQLite)', () => {
       join(cwd, 'data', `.petstore.db.restore-${gone}.tmp`),
     ]
     const running = `.b.db.backup-${process.pid}.tmp`
-    for (const file of [...leftovers, join(cwd, running)]) writeFileSync(file, Buffer.alloc(64 * 1024))
+    // Another name's (a dated backup's): a day old, it is removed whatever its process id says (one in
+    // another container's numbering); younger, it is left.
+    const dayOld = join(cwd, `.petstore-2026-05-01.db.backup-${process.pid}.tmp`)
+    const recent = `.petstore-2026-05-02.db.backup-${gone}.tmp`
+    for (const file of [...leftovers, dayOld, join(cwd, running), join(cwd, recent)])
+      writeFileSync(file, Buffer.alloc(64 * 1024))
+    const yesterday = new Date(Date.now() - 25 * 60 * 60 * 1000)
+    utimesSync(dayOld, yesterday, yesterday)
 
     assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
     const beside = (directory: string, part: string) =>
       readdirSync(directory).filter((name) => name.includes(part))
     assert.deepEqual(beside(cwd, '.b.db.backup-'), [running], "a running process's copy is left to it")
+    assert.deepEqual(beside(cwd, '.petstore-2026-'), [recent])
     assert.equal(runCli(['restore', '--from', 'b.db'], {}, cwd).status, 0)
     assert.deepEqual(beside(join(cwd, 'data'), '.restore-'), [])
   })

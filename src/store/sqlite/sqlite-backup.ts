@@ -22,7 +22,6 @@ import {
   refuseUnsettled,
   replaceKeepingAside,
   settleLeftovers,
-  statOrNothing,
   takeOwnership,
 } from './sqlite-database-files.ts'
 import {
@@ -31,6 +30,7 @@ import {
   removeAbandoned,
   removeWithCompanions,
   renameDurably,
+  statOrNothing,
   temporaryBeside,
 } from './sqlite-durable-files.ts'
 import { isBusy, volumeFaultOf } from './sqlite-errors.ts'
@@ -80,7 +80,8 @@ function verified(path: string, name: string): bigint {
       .map((row) => String(Object.values(row)[0]))
     if (problems.join() !== 'ok') {
       // One line: a row of SQLite's report may hold many of its own.
-      const first = problems.slice(0, 3).map((problem) => problem.replace(/\s+/g, ' ').slice(0, 200))
+      const cut = (row: string) => (row.length > 200 ? `${row.slice(0, 199)}…` : row)
+      const first = problems.slice(0, 3).map((row) => cut(row.replace(/\s+/g, ' ')))
       throw new Error(`fails the integrity check: ${first.join('; ')}`)
     }
     const table = db.prepare(
@@ -262,7 +263,6 @@ function release(path: string, held: DatabaseSync | undefined): void {
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
   if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
-  refuseUnsettled(from)
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
     throw new Error(`${resolve(dirname(named))} does not exist${WHERE_THE_SERVICE_RUNS}`)
@@ -270,14 +270,16 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (existsSync(named) && isDatabaseFile(named, from)) {
     throw new Error(`${from} is the database being restored (or one of its files): name a backup`)
   }
+  refuseUnsettled(from)
   // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
   const path = existsSync(named) ? realpathSync(named) : named
+  // First: a killed restore's copy may hold the room the checkpoint below needs.
+  removeAbandoned(path, 'restore')
   const what = 'the restored database'
   assertCanGiveOwner(path)
   // First, before the copy takes the room the checkpoint may need; held until the rename.
   const held = writing(path, what, () => quiesce(path))
   writing(path, what, () => settleLeftovers(path))
-  removeAbandoned(path, 'restore')
   const temporary = temporaryBeside(path, 'restore')
   try {
     removeWithCompanions(temporary)

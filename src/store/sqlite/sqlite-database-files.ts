@@ -7,13 +7,14 @@ import {
   linkSync,
   openSync,
   readdirSync,
+  readSync,
   realpathSync,
   renameSync,
   rmSync,
   statSync,
 } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { COMPANION_SUFFIXES } from './sqlite-durable-files.ts'
+import { COMPANION_SUFFIXES, statOrNothing } from './sqlite-durable-files.ts'
 
 // The database's files as a backup and a restore handle them: which files are its, whether a file to
 // restore is whole alone, who the restored file must belong to, and how a restore puts it in place keeping
@@ -62,15 +63,6 @@ export function notOpenToThisUser(path: string): Error {
   return new Error(
     `${resolve(dirname(path))} is not open to ${user}: run the command as the user the service runs as, or as root`,
   )
-}
-
-/** `file`'s stats, or undefined when nothing is there (a path through a file, `db/` for one, included). */
-export function statOrNothing(file: string) {
-  try {
-    return statSync(file, { throwIfNoEntry: false })
-  } catch {
-    return undefined
-  }
 }
 
 /**
@@ -171,18 +163,37 @@ export function takeOwnership(path: string, copy: string): void {
 
 /**
  * Refuses a file to restore that is not whole alone: a database a process wrote and did not close (a
- * killed server's), whose log beside it holds committed writes, or whose journal an unfinished
- * transaction. A backup of it (through SQLite, which reads both) is.
+ * killed server's), whose log beside it may hold committed writes, or whose journal is hot (an unfinished
+ * transaction: a journal SQLite keeps between transactions has its header zeroed). A backup of it
+ * (through SQLite, which reads both) is. Through a link, SQLite's companions are beside the link's target.
  */
 export function refuseUnsettled(from: string): void {
-  const unsettled: Array<[file: string, what: string, loss: string]> = [
-    [`${from}-wal`, 'writes in a write-ahead log beside it', 'would lose'],
-    [`${from}-journal`, "an unfinished transaction's journal beside it", 'would take half done'],
-  ]
-  for (const [file, what, loss] of unsettled) {
-    if ((statOrNothing(file)?.size ?? 0) === 0) continue
-    throw new Error(
-      `${from} has ${what} (${file}), which a copy of the file alone ${loss}: make a backup of it first (DATABASE_URL=sqlite:${from} petstore backup --to FILE), then restore that`,
-    )
+  const real = realpathSync(from)
+  if ((statOrNothing(`${real}-wal`)?.size ?? 0) > 0) {
+    refuse(from, `a write-ahead log beside it that may hold writes (${real}-wal)`, 'would lose')
+  }
+  if (hotJournal(`${real}-journal`)) {
+    refuse(from, `an unfinished transaction's journal beside it (${real}-journal)`, 'would take half done')
+  }
+}
+
+function refuse(from: string, what: string, loss: string): never {
+  throw new Error(
+    `${from} has ${what}, which a copy of the file alone ${loss}: make a backup of it first (DATABASE_URL=sqlite:${from} petstore backup --to FILE), then restore that`,
+  )
+}
+
+// The first bytes of a rollback journal that holds a transaction (SQLite's file format, "journal header").
+const JOURNAL_MAGIC = Buffer.from([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7])
+
+function hotJournal(journal: string): boolean {
+  if ((statOrNothing(journal)?.size ?? 0) < JOURNAL_MAGIC.length) return false
+  const fd = openSync(journal, 'r')
+  try {
+    const head = Buffer.alloc(JOURNAL_MAGIC.length)
+    readSync(fd, head, 0, head.length, 0)
+    return head.equals(JOURNAL_MAGIC)
+  } finally {
+    closeSync(fd)
   }
 }

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 
 /** Flushes a file (or a directory's entries) to the disk. */
@@ -17,12 +17,15 @@ export function temporaryBeside(path: string, purpose: string): string {
 }
 
 /**
- * Removes what a killed command left beside `path`: `temporaryBeside(path, purpose)` files (and their
- * SQLite companions) of processes that are gone. A backup or restore killed mid-way (a cron timeout, a
- * Ctrl-C) left a hidden copy as large as the database, which filled the volume over time.
+ * Removes what a killed command left beside `path`: hidden copies (`temporaryBeside(…, purpose)`, with
+ * their SQLite companions) of `path` whose process is gone, and of any file there once a day old (a
+ * backup to a dated name leaves them under another name; a process id says nothing across containers).
+ * A backup or restore killed mid-way left a copy as large as the database, which filled the volume over
+ * time. Best effort: one that cannot be removed (another user's) is left.
  */
 export function removeAbandoned(path: string, purpose: string): void {
-  const name = new RegExp(`^\\.${escaped(basename(path))}\\.${purpose}-(\\d+)\\.tmp(-journal|-wal|-shm)?$`)
+  const ours = `.${basename(path)}.`
+  const name = new RegExp(`^\\..+\\.${purpose}-(\\d+)\\.tmp(-journal|-wal|-shm)?$`)
   let entries: string[]
   try {
     entries = readdirSync(dirname(path))
@@ -31,12 +34,27 @@ export function removeAbandoned(path: string, purpose: string): void {
   }
   for (const entry of entries) {
     const pid = Number(name.exec(entry)?.[1])
-    if (pid > 0 && pid !== process.pid && !running(pid)) rmSync(join(dirname(path), entry), { force: true })
+    if (!(pid > 0)) continue
+    const file = join(dirname(path), entry)
+    const gone = entry.startsWith(ours) && pid !== process.pid && !running(pid)
+    const dayOld = Date.now() - (statOrNothing(file)?.mtimeMs ?? Date.now()) > ABANDONED_AFTER_MS
+    if (!gone && !dayOld) continue
+    try {
+      rmSync(file, { force: true })
+    } catch {}
   }
 }
 
-function escaped(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+// Longer than any backup or restore leaves its copy unwritten (its integrity check, on a large database).
+const ABANDONED_AFTER_MS = 24 * 60 * 60 * 1000
+
+/** `file`'s stats, or undefined when nothing is there (a path through a file, `db/` for one, included). */
+export function statOrNothing(file: string) {
+  try {
+    return statSync(file, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
 }
 
 /** Whether a process of that id exists (one of another user's counts: a signal to it is refused, EPERM). */
