@@ -103,14 +103,31 @@ describe('provisioning keys at start', () => {
     }
   })
 
-  test('when every key has been revoked, then a start does not mint a new one', async (t) => {
+  test('when every key has been revoked (or a restore brought back only revoked ones), then a start does not mint a new one, and says at warn that every call will get 401', async (t) => {
     const { store } = await sqliteEngine.open(t)
     await store.createApiKey(storedFormOf('only', generateApiKey()))
     await store.revokeApiKey('only')
     const screen = terminal(true)
-    await provisionKeys({ store, config: testConfig(), log, dataDirectory: undefined, terminal: screen })
+    const lines: Array<{ level: number; msg: string }> = []
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    await provisionKeys({
+      store,
+      config: testConfig(),
+      log: captured,
+      dataDirectory: undefined,
+      terminal: screen,
+    })
     assert.equal(screen.output(), '')
     assert.equal((await store.listApiKeys()).length, 1)
+    assert.deepEqual(
+      lines.map(({ level, msg }) => ({ level, msg })),
+      [
+        {
+          level: 40,
+          msg: 'every API key is revoked: every call will get 401; create one with "petstore keys create --name <name>" or set API_KEYS',
+        },
+      ],
+    )
   })
 
   test('when API_KEYS reuses the name of another active key, then start fails with a ConfigError naming API_KEYS', async (t) => {

@@ -39,7 +39,14 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
       )
     })
   }
-  if ((await store.listApiKeys()).length > 0) {
+  const keys = await store.listApiKeys()
+  if (keys.length > 0) {
+    // Revoked, every one (or a restore brought back only revoked ones): ready, and every call a 401.
+    if (keys.every((key) => key.revokedAt !== undefined)) {
+      log.warn(
+        'every API key is revoked: every call will get 401; create one with "petstore keys create --name <name>" or set API_KEYS',
+      )
+    }
     // The handover's file, left in place: a key in plain text beside the database, for as long as it stays.
     const left = dataDirectory === undefined ? undefined : join(dataDirectory, INITIAL_KEY_FILE)
     if (left !== undefined && existsSync(left)) {
