@@ -36,8 +36,11 @@ async function passwordProtectedDatabase(): Promise<{
   return { admin, withoutPassword, withPassword: url.href }
 }
 
+const NO_PASSWORD =
+  /the PostgreSQL server asks for a password, and its URL has none \(DATABASE_URL, or copy's --from or --to: put it in the URL, or set PGPASSWORD\)/
+
 describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
-  test('when the server asks for a password and DATABASE_URL gives none, then migrate and serve exit 1 at once, with one line saying so', async (t) => {
+  test('when the server asks for a password and the URL gives none, then migrate, serve and copy exit 1 at once, with one line saying so', async (t) => {
     const { withoutPassword, withPassword } = await passwordProtectedDatabase()
     const cwd = temporaryDirectory(t)
     const env = { DATABASE_URL: withoutPassword, PG_CONNECT_TIMEOUT_MS: '2000', PORT: '0' }
@@ -48,9 +51,17 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
       const seconds = (performance.now() - started) / 1000
       assert.equal(result.status, 1, result.stderr)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
-      assert.match(result.stderr, /the PostgreSQL server asks for a password, and DATABASE_URL has none/)
+      assert.match(result.stderr, NO_PASSWORD)
       assert.ok(seconds < 10, `${command} ended after ${seconds.toFixed(1)} s`)
     }
+    // copy names its target with --to, not DATABASE_URL: the line says which URLs it means.
+    const source = await runCliAsync(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd)
+    assert.equal(source.status, 0, source.stderr)
+    const copy = await runCliAsync(['copy', '--from', 'sqlite:s.db', '--to', withoutPassword], {}, cwd, {
+      timeoutMs: 20_000,
+    })
+    assert.equal(copy.status, 1, copy.stderr)
+    assert.match(copy.stderr, NO_PASSWORD)
     const withIt = await runCliAsync(['migrate'], { ...env, DATABASE_URL: withPassword }, cwd)
     assert.equal(withIt.status, 0, `the role logs in with its password: ${withIt.stderr}`)
   })
