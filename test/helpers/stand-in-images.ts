@@ -1,8 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { podman, run } from './podman.ts'
+import { podman, podmanQuietly, run } from './podman.ts'
 
 /** The label every stand-in image carries: what it was made from. An image without it is a real one. */
 export const STAND_IN_LABEL = 'petstore.test.stand-in'
@@ -17,7 +18,7 @@ export type ImageUnderName =
  * What holds `name` locally: nothing, a real image (never to be replaced), the stand-in made from `wanted`
  * (to reuse), or a stand-in made otherwise (to rebuild, then remove by `id`).
  */
-export async function imageUnderName(name: string, wanted: string): Promise<ImageUnderName> {
+async function imageUnderName(name: string, wanted: string): Promise<ImageUnderName> {
   const format = `{{.Id}} {{index .Labels "${STAND_IN_LABEL}"}}`
   const existing = await podman(['image', 'inspect', '--format', format, name]).then(
     (out) => out.trim(),
@@ -67,11 +68,16 @@ function lockLeft(): boolean {
   }
 }
 
+// Set while this process holds the lock: a stand-in built on another (a service's on the Debian base) takes
+// it once.
+const holding = new AsyncLocalStorage<true>()
+
 /**
  * Runs `build` while no other test process on this machine builds stand-ins (a directory made as the lock:
  * its creation is atomic); a lock whose process is gone is taken over.
  */
-export async function oneBuildAtATime<T>(build: () => Promise<T>): Promise<T> {
+async function oneBuildAtATime<T>(build: () => Promise<T>): Promise<T> {
+  if (holding.getStore()) return build()
   const deadline = Date.now() + BUILD_LOCK_WAIT_MS
   for (;;) {
     try {
@@ -86,8 +92,30 @@ export async function oneBuildAtATime<T>(build: () => Promise<T>): Promise<T> {
     }
   }
   try {
-    return await build()
+    return await holding.run(true, build)
   } finally {
     rmSync(BUILD_LOCK, { recursive: true, force: true })
   }
+}
+
+/**
+ * Makes sure the image `name` exists: a real one (no stand-in label) is used as it is, the stand-in made
+ * from `wanted` is reused, otherwise `build` makes it (labelled `wanted`) and the stale one is removed; one
+ * test process at a time on this machine. Reports what it did through `note`.
+ */
+export function ensureStandIn(
+  name: string,
+  wanted: string,
+  build: () => Promise<void>,
+  note: (message: string) => void,
+): Promise<void> {
+  return oneBuildAtATime(async () => {
+    const existing = await imageUnderName(name, wanted)
+    if (existing.kind === 'real') return note(`${name}: a real image, used as it is`)
+    if (existing.kind === 'current') return note(`${name}: the stand-in built earlier (${wanted})`)
+    const started = Date.now()
+    await build()
+    if (existing.kind === 'stale') await podmanQuietly(['rmi', existing.id])
+    note(`${name}: stand-in built in ${((Date.now() - started) / 1000).toFixed(0)} s (${wanted})`)
+  })
 }

@@ -4,14 +4,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { podmanQuietly, run } from './podman.ts'
-import {
-  debootstrapRootfs,
-  imageUnderName,
-  importRootfs,
-  oneBuildAtATime,
-  STAND_IN_LABEL,
-} from './stand-in-images.ts'
+import { run } from './podman.ts'
+import { debootstrapRootfs, ensureStandIn, importRootfs, STAND_IN_LABEL } from './stand-in-images.ts'
 
 // No image registry is reachable from CI, so the official Node.js image the Containerfile starts FROM is
 // stood in for by one assembled here, under its exact name, with what the build and the service use from
@@ -54,21 +48,8 @@ export function ensureStandInNodeImage(
   base: { name: string; nodeVersion: string; suite: string },
   note: (message: string) => void,
 ): Promise<void> {
-  return oneBuildAtATime(() => ensureNodeImage(base, note))
-}
-
-async function ensureNodeImage(
-  base: { name: string; nodeVersion: string; suite: string },
-  note: (message: string) => void,
-): Promise<void> {
   const wanted = fingerprint(base.nodeVersion, base.suite)
-  const existing = await imageUnderName(base.name, wanted)
-  if (existing.kind === 'real') return note(`${base.name}: a real image, used as it is`)
-  if (existing.kind === 'current') return note(`${base.name}: the stand-in built earlier (${wanted})`)
-  const started = Date.now()
-  await assemble(base, wanted)
-  if (existing.kind === 'stale') await podmanQuietly(['rmi', existing.id])
-  note(`${base.name}: stand-in assembled in ${((Date.now() - started) / 1000).toFixed(0)} s (${wanted})`)
+  return ensureStandIn(base.name, wanted, () => assemble(base, wanted), note)
 }
 
 async function assemble(

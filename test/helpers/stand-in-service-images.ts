@@ -3,14 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { podman, podmanQuietly } from './podman.ts'
-import {
-  debootstrapRootfs,
-  imageUnderName,
-  importRootfs,
-  oneBuildAtATime,
-  STAND_IN_LABEL,
-} from './stand-in-images.ts'
+import { podman } from './podman.ts'
+import { debootstrapRootfs, ensureStandIn, importRootfs, STAND_IN_LABEL } from './stand-in-images.ts'
 
 // The PostgreSQL and Redis images deploy/compose.yaml names cannot be pulled in CI: stand-ins are built
 // under those exact names from Debian 12's packages (stand-ins/*.Containerfile), on a debootstrap base; so
@@ -40,46 +34,38 @@ function madeFrom(service: string): string {
  * stand-in is reused while what it was made from is unchanged, otherwise one is built (the Debian base
  * about a minute, once; each stand-in a minute of apt). Reports what it did through `note`.
  */
-export function ensureStandInServiceImages(images: string[], note: (message: string) => void): Promise<void> {
-  return oneBuildAtATime(() => ensureEach(images, note))
-}
-
-async function ensureEach(images: string[], note: (message: string) => void): Promise<void> {
+export async function ensureStandInServiceImages(
+  images: string[],
+  note: (message: string) => void,
+): Promise<void> {
   for (const name of images) {
     const service = SERVICES[name as keyof typeof SERVICES]
     if (service === undefined) throw new Error(`no stand-in for ${name}: add one to test/helpers/stand-ins`)
     const wanted = madeFrom(service)
-    const existing = await imageUnderName(name, wanted)
-    if (existing.kind === 'real') note(`${name}: a real image, used as it is`)
-    if (existing.kind === 'current') note(`${name}: the stand-in built earlier (${wanted})`)
-    if (existing.kind === 'real' || existing.kind === 'current') continue
-    const started = Date.now()
-    await ensureBase(note)
-    await podman(
-      [
-        'build',
-        '--pull=never',
-        '--runtime',
-        'runc',
-        '--label',
-        `${STAND_IN_LABEL}=${wanted}`,
-        '--tag',
-        name,
-        '--file',
-        join(STAND_INS, `${service}.Containerfile`),
-        STAND_INS,
-      ],
-      15 * 60_000,
-    )
-    if (existing.kind === 'stale') await podmanQuietly(['rmi', existing.id])
-    note(`${name}: stand-in built in ${((Date.now() - started) / 1000).toFixed(0)} s (${wanted})`)
+    const build = async () => {
+      await ensureStandIn(BASE, BASE_MADE_FROM, assembleBase, note)
+      await podman(
+        [
+          'build',
+          '--pull=never',
+          '--runtime',
+          'runc',
+          '--label',
+          `${STAND_IN_LABEL}=${wanted}`,
+          '--tag',
+          name,
+          '--file',
+          join(STAND_INS, `${service}.Containerfile`),
+          STAND_INS,
+        ],
+        15 * 60_000,
+      )
+    }
+    await ensureStandIn(name, wanted, build, note)
   }
 }
 
-async function ensureBase(note: (message: string) => void): Promise<void> {
-  const existing = await imageUnderName(BASE, BASE_MADE_FROM)
-  if (existing.kind === 'current' || existing.kind === 'real') return
-  const started = Date.now()
+async function assembleBase(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'petstore-stand-in-'))
   try {
     const rootfs = join(work, 'rootfs')
@@ -93,6 +79,4 @@ async function ensureBase(note: (message: string) => void): Promise<void> {
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
-  if (existing.kind === 'stale') await podmanQuietly(['rmi', existing.id])
-  note(`${BASE}: assembled in ${((Date.now() - started) / 1000).toFixed(0)} s`)
 }
