@@ -70,6 +70,11 @@ export class Silences<W> {
     return unresponsive
   }
 
+  /** Watches none any more. */
+  clear(): void {
+    this.#silent.clear()
+  }
+
   /** The workers still watched. */
   watched(): IterableIterator<W> {
     return this.#silent.keys()
@@ -106,7 +111,7 @@ export class LivenessWatch {
   /** Watches no worker any more (the service is stopping: the drain has its own bound). */
   stop(): void {
     clearInterval(this.#timer)
-    for (const worker of [...this.#silences.watched()]) this.#silences.forget(worker)
+    this.#silences.clear()
   }
 
   #check(): void {
