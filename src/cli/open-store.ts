@@ -34,7 +34,10 @@ export async function openStore(
   })
 }
 
-/** The configured store with its migrations applied (so a command works on a fresh database). */
+/**
+ * The configured store with its migrations applied (so a command works on a fresh database), and its
+ * cursor secret, as a first start makes it: a copy of a seeded store recognises its own earlier run.
+ */
 async function openMigratedStore(
   database: DatabaseSettings,
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
@@ -42,6 +45,7 @@ async function openMigratedStore(
   const store = await openStore(database, log)
   try {
     await store.migrate()
+    await store.serviceSecret()
     return store
   } catch (error) {
     await store.close()

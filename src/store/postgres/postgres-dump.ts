@@ -4,7 +4,7 @@ import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
 import { schemaStatus } from './postgres-migrator.ts'
 import { highestPetIdGiven } from './postgres-pet-queries.ts'
-import { serviceSecret } from './postgres-settings-queries.ts'
+import { storedSecret } from './postgres-settings-queries.ts'
 
 /**
  * `column` as UTC ISO text, to the microsecond PostgreSQL keeps: with milliseconds alone, a copy changed
@@ -30,8 +30,8 @@ export class PostgresDump implements CopySource {
     if (refused !== undefined) throw new Error(refused)
   }
 
-  secret(): Promise<string> {
-    return serviceSecret(this.#pool)
+  secret(): Promise<string | undefined> {
+    return storedSecret(this.#pool)
   }
 
   keys(): Promise<CopiedKey[]> {

@@ -6,13 +6,19 @@ const STORED_SECRET = {
   text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
 }
 
+/** The database's signing secret if an instance has made it; only read (a `copy` source). */
+export async function storedSecret(pool: PostgresPool): Promise<string | undefined> {
+  const [found] = await pool.query<{ value: string }>(STORED_SECRET)
+  return found?.value
+}
+
 /**
  * The database's signing secret: created by whichever instance asks first, then the same for all. Read
- * first, so a database that has it is never written (a `copy` source on a standby or a read-only role).
+ * first, so a database that has it is never written.
  */
 export async function serviceSecret(pool: PostgresPool): Promise<string> {
-  const [found] = await pool.query<{ value: string }>(STORED_SECRET)
-  if (found !== undefined) return found.value
+  const found = await storedSecret(pool)
+  if (found !== undefined) return found
   await pool.query({
     name: 'settings.secret-init',
     text: "INSERT INTO service_settings VALUES ('service_secret', $1) ON CONFLICT (name) DO NOTHING",

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { setImmediate } from 'node:timers/promises'
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { IdempotencyRecordRow, KeyRow, PetRow } from './rows.ts'
@@ -17,10 +18,10 @@ export interface CopySource {
   /** Refuses a database whose schema is not the latest (the rows would not match). */
   prepare(): Promise<void>
   /**
-   * The cursor secret, made now only if no server has made it yet (as a first start does): the target gets
+   * The cursor secret, or undefined if no server has made it (the source is only read): the target gets
    * it, and holding it marks the target as a copy of this source, so an interrupted copy can be run again.
    */
-  secret(): Promise<string>
+  secret(): Promise<string | undefined>
   keys(): Promise<CopiedKey[]>
   petCount(): Promise<number>
   /** At most `limit` pets with ids above `afterId`, ascending. */
@@ -81,11 +82,13 @@ export interface CopyTarget {
 }
 
 export class TargetNotEmptyError extends Error {
-  constructor({ pets, keys }: TargetContents) {
+  constructor({ pets, keys }: TargetContents, sourceHasSecret: boolean) {
+    const holds = `the target already holds ${pets} pet${pets === 1 ? '' : 's'} and ${keys} API key${keys === 1 ? '' : 's'}`
     super(
-      `the target already holds ${pets} pet${pets === 1 ? '' : 's'} and ${keys} API key${keys === 1 ? '' : 's'}, ` +
-        'and is not an earlier copy of this source ' +
-        '(give --into-non-empty to copy into it anyway)',
+      sourceHasSecret
+        ? `${holds}, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)`
+        : `${holds}; the source holds no cursor secret (no server has opened it), so an earlier copy of it ` +
+            'cannot be recognised: give --into-non-empty to copy what is missing (a row that differs stops it)',
     )
     this.name = 'TargetNotEmptyError'
   }
@@ -192,10 +195,12 @@ export async function copyStore(
 ): Promise<CopyReport> {
   await source.prepare()
   const held = await target.prepare()
-  const secret = await source.secret()
-  const resuming = held.secret === secret
+  const sourceSecret = await source.secret()
+  const resuming = sourceSecret !== undefined && held.secret === sourceSecret
   if (!resuming && !options.intoNonEmpty && (held.pets > 0 || held.keys > 0))
-    throw new TargetNotEmptyError(held)
+    throw new TargetNotEmptyError(held, sourceSecret !== undefined)
+  // A source no server has opened signed no cursor: the target keeps its own secret, or gets a new one.
+  const secret = sourceSecret ?? held.secret ?? randomBytes(32).toString('base64url')
   // Into pets of the target's own, every pet is checked before anything is written: a refused merge
   // leaves the target as it was. (Resuming, a conflict can only come from writes since: checked per chunk.)
   if (!resuming && held.pets > 0) {

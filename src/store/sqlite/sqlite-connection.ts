@@ -6,6 +6,7 @@ import {
   lstatSync,
   openSync,
   readlinkSync,
+  readSync,
   realpathSync,
   statSync,
 } from 'node:fs'
@@ -27,6 +28,8 @@ export interface SqliteConnectionOptions {
   path: string
   /** How long an operation keeps retrying while another process holds the write lock. */
   busyTimeoutMs: number
+  /** Only reads (a copy's source): the file's journal mode is kept and nothing is created. */
+  readOnly?: boolean
 }
 
 /**
@@ -97,6 +100,55 @@ function openDurable(path: string): DatabaseSync {
   }
 }
 
+/** Opens `path` to read it alone: a backup file stays as it is, byte for byte, even on a read-only mount. */
+function openReadOnly(path: string): DatabaseSync {
+  let db: DatabaseSync | undefined
+  try {
+    db = new DatabaseSync(path, { readOnly: true })
+    db.exec('PRAGMA busy_timeout = 0')
+    db.prepare('SELECT count(*) FROM sqlite_schema').get()
+    return db
+  } catch (error) {
+    db?.close()
+    const why = isBusy(error) ? HELD : whyNotReadable(path)
+    throw new Error(`cannot read the database ${path}: ${(error as Error).message}${why}`, { cause: error })
+  }
+}
+
+/** Whether the file's header says WAL mode: read and write versions 2 (SQLite's format, offsets 18, 19). */
+function inWalMode(path: string): boolean {
+  const header = Buffer.alloc(20)
+  try {
+    const fd = openSync(path, 'r')
+    try {
+      readSync(fd, header, 0, 20, 0)
+    } finally {
+      closeSync(fd)
+    }
+  } catch {
+    return false
+  }
+  return header[18] === 2 && header[19] === 2
+}
+
+/** SQLite says only that it cannot open a file in WAL mode whose -shm it cannot make (a read-only mount). */
+function whyNotReadable(path: string): string {
+  if (!inWalMode(path)) return ''
+  const directory = dirname(path)
+  try {
+    accessSync(directory, constants.W_OK)
+    return ''
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== 'EROFS' && code !== 'EACCES') return ''
+    const where = code === 'EROFS' ? 'is on a read-only file system' : 'is not writable by this user'
+    return (
+      ` (it is in WAL mode, which needs to write its -shm file beside it, and ${directory} ${where}: ` +
+      'copy from a backup, which is not in WAL mode, or from the file put on a writable disk)'
+    )
+  }
+}
+
 // Busy at open, before any write: a connection holds the file exclusively, as restore does to the end.
 const HELD = ' (another process holds it exclusively, as a restore does until it ends): start again then'
 
@@ -144,7 +196,7 @@ export class SqliteConnection {
     if (options.path !== ':memory:') refuseOrphanedLog(options.path)
     this.#busyTimeoutMs = options.busyTimeoutMs
     this.#onFault = onFault
-    this.#db = openDurable(options.path)
+    this.#db = options.readOnly === true ? openReadOnly(options.path) : openDurable(options.path)
   }
 
   /** Reads (or sets and reads back) a pragma of this connection. */

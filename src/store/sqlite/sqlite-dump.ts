@@ -4,16 +4,19 @@ import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
 import { highestPetId } from './sqlite-pet-queries.ts'
-import { serviceSecret } from './sqlite-settings-queries.ts'
+import { storedSecret } from './sqlite-settings-queries.ts'
 
 const KEY_COLUMNS = 'id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
 
-/** Reads a SQLite store for `petstore copy`, in id order; servers may keep using the file meanwhile. */
+/**
+ * Reads a SQLite store for `petstore copy`, in id order, over a read-only connection: a backup file keeps
+ * its bytes (and may sit on a read-only mount); servers may keep using a live file meanwhile.
+ */
 export class SqliteDump implements CopySource {
   readonly #db: SqliteConnection
 
   constructor(path: string) {
-    this.#db = new SqliteConnection({ path, busyTimeoutMs: COMMAND_BUSY_TIMEOUT_MS })
+    this.#db = new SqliteConnection({ path, busyTimeoutMs: COMMAND_BUSY_TIMEOUT_MS, readOnly: true })
   }
 
   async prepare(): Promise<void> {
@@ -21,8 +24,8 @@ export class SqliteDump implements CopySource {
     if (refused !== undefined) throw new Error(refused)
   }
 
-  secret(): Promise<string> {
-    return serviceSecret(this.#db)
+  secret(): Promise<string | undefined> {
+    return storedSecret(this.#db)
   }
 
   keys(): Promise<CopiedKey[]> {

@@ -1,13 +1,20 @@
 import { randomBytes } from 'node:crypto'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
+const STORED_SECRET = "SELECT value FROM service_settings WHERE name = 'service_secret'"
+
+/** The database's signing secret if a process has made it; only read (a `copy` source). */
+export function storedSecret(db: SqliteConnection): Promise<string | undefined> {
+  return db.run(() => (db.statement(STORED_SECRET).get() as { value: string } | undefined)?.value)
+}
+
 /**
  * The database's signing secret: created by whichever process asks first, then the same for all. Read
- * first, so a database that has it is never written (a `copy` source).
+ * first, so a database that has it is never written.
  */
 export function serviceSecret(db: SqliteConnection): Promise<string> {
   return db.run(() => {
-    const stored = db.statement("SELECT value FROM service_settings WHERE name = 'service_secret'")
+    const stored = db.statement(STORED_SECRET)
     const found = stored.get() as { value: string } | undefined
     if (found !== undefined) return found.value
     db.statement(
