@@ -367,7 +367,11 @@ describe('petstore CLI', () => {
         ['backup', '--to', 'b.db'],
         `petstore backup: there is no database at ${join(cwd, 'data', 'petstore.db')} ${hint}`,
       ],
-      [['restore', '--from', 'b.db'], `petstore restore: ${join(cwd, 'data')} does not exist ${hint}`],
+      [
+        ['restore', '--from', 'b.db'],
+        `petstore restore: ${join(cwd, 'data')} does not exist (DATABASE_URL): for a first restore, create it ` +
+          `(mkdir -m 700 ${join(cwd, 'data')}); else run the command where the service runs, or set DATABASE_URL\n`,
+      ],
     ] as const) {
       writeFileSync(join(cwd, 'b.db'), '')
       const result = runCli([...args], {}, cwd)

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -7,6 +8,31 @@ import { runCliAsync } from './helpers/cli-async.ts'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
+
+/** The pets a SQLite file holds; 0 while it is not there or not readable yet. */
+function petsIn(path: string): number {
+  if (!existsSync(path)) return 0
+  try {
+    const db = new DatabaseSync(path, { readOnly: true })
+    try {
+      return Number(db.prepare('SELECT count(*) AS n FROM pets').get()?.n ?? 0)
+    } finally {
+      db.close()
+    }
+  } catch {
+    return 0
+  }
+}
+
+/** Sends `signal` to a copy once its target holds a pet: stopped part way. */
+function killOnceCopying(child: ChildProcess, target: string, signal: NodeJS.Signals): void {
+  const poll = setInterval(() => {
+    if (petsIn(target) === 0) return
+    clearInterval(poll)
+    child.kill(signal)
+  }, 5)
+  child.once('exit', () => clearInterval(poll))
+}
 
 // `petstore copy` between two SQLite files, as an operator runs it: its refusals, a failed or stopped
 // copy and what it leaves, a staging copy; the engines' copies have files of their own (copy-*.test.ts).
@@ -79,36 +105,33 @@ describe('petstore copy, SQLite to SQLite', () => {
   test('when a copy into a new SQLite file is stopped by SIGTERM after its first chunks, then the file is kept with them, and a re-run finishes it', async (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
-    const pets = () => {
-      if (!existsSync(join(cwd, 'target.db'))) return 0
-      try {
-        const db = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
-        try {
-          return Number(db.prepare('SELECT count(*) AS n FROM pets').get()?.n ?? 0)
-        } finally {
-          db.close()
-        }
-      } catch {
-        return 0
-      }
-    }
+    const pets = () => petsIn(join(cwd, 'target.db'))
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db']
     // A pet per transaction: seconds for the whole, so it is stopped part way.
     const stopped = await runCliAsync([...args, '--chunk-size', '1'], {}, cwd, {
-      started: (child) => {
-        const poll = setInterval(() => {
-          if (pets() === 0) return
-          clearInterval(poll)
-          child.kill('SIGTERM')
-        }, 5)
-        child.once('exit', () => clearInterval(poll))
-      },
+      started: (child) => killOnceCopying(child, join(cwd, 'target.db'), 'SIGTERM'),
     })
     assert.equal(stopped.status, 143, stopped.stderr)
     assert.ok(pets() > 0 && pets() < 20000, `${pets()} pets kept`)
     const again = runCli(args, {}, cwd)
     assert.equal(again.status, 0, again.stderr)
     assert.equal(pets(), 20000)
+  })
+
+  test('when the terminal a copy runs in goes away (SIGHUP, an ssh session dropped), then it stops as for SIGTERM: one line saying to run it again, exit 129', async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
+    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '1']
+    const stopped = await runCliAsync(args, {}, cwd, {
+      started: (child) => killOnceCopying(child, join(cwd, 'target.db'), 'SIGHUP'),
+    })
+    assert.deepEqual(
+      [stopped.status, stopped.stderr.split('\n').at(-2)],
+      [
+        129,
+        'petstore copy: stopped by SIGHUP before the end; the target holds whole chunks: run the same command again to finish',
+      ],
+    )
   })
 
   test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {

@@ -40,11 +40,11 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
     // The shell's code for a command ended by the signal; the transaction under way is rolled back.
     process.exit(128 + (constants.signals[signal] ?? 0))
   }
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
+  // SIGHUP: the terminal went away (an ssh session dropped), as a server takes it (server.ts).
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+  for (const signal of signals) process.once(signal, stop)
   return () => {
-    process.off('SIGINT', stop)
-    process.off('SIGTERM', stop)
+    for (const signal of signals) process.off(signal, stop)
   }
 }
 /** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */

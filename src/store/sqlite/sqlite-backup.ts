@@ -265,7 +265,12 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
-    throw new Error(`${resolve(dirname(named))} does not exist${WHERE_THE_SERVICE_RUNS}`)
+    // Not made here: run from the wrong directory, a restore would go where no service reads.
+    const directory = resolve(dirname(named))
+    throw new Error(
+      `${directory} does not exist (DATABASE_URL): for a first restore, create it (mkdir -m 700 ${directory}); ` +
+        'else run the command where the service runs, or set DATABASE_URL',
+    )
   }
   if (existsSync(named) && isDatabaseFile(named, from)) {
     throw new Error(`${from} is the database being restored (or one of its files): name a backup`)
