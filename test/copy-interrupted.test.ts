@@ -32,7 +32,20 @@ async function petsIn(t: TestContext, url: string) {
         )
       ).rows[0].n,
     ) === 0
-  return { count, othersGone }
+  // The target database exists before the copy migrates it: counted once its pets table is there.
+  const firstChunk = () =>
+    waitUntil(
+      () =>
+        count().then(
+          (n) => n > 0,
+          () => false,
+        ),
+      'the copy wrote its first chunk of pets',
+      {
+        timeoutMs: 120_000,
+      },
+    )
+  return { count, othersGone, firstChunk }
 }
 
 /** A SQLite source with `pets` pets, two keys (one revoked) and three Idempotency-Key records. */
@@ -51,6 +64,14 @@ async function sourceStore(t: TestContext, cwd: string, pets: number) {
     assert.equal(response.status, 201)
   }
   return { sqlite, server, ...keys }
+}
+
+/** A stopped SQLite source of `pets` pets, an empty PostgreSQL database, and the copy between them. */
+async function copyToMake(t: TestContext, cwd: string, pets: number) {
+  const { sqlite, server, oldKey } = await sourceStore(t, cwd, pets)
+  await stop(server)
+  const url = await (await sharedPostgres()).createDatabase()
+  return { sqlite, oldKey, url, copy: ['copy', '--from', sqlite, '--to', url, '--chunk-size', String(CHUNK)] }
 }
 
 /** The target holds exactly the source, and its next create gets an id above the highest copied. */
@@ -80,10 +101,7 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
     }, async (t) => {
       const PETS = 50_000
       const cwd = temporaryDirectory(t)
-      const { sqlite, server, oldKey } = await sourceStore(t, cwd, PETS)
-      await stop(server)
-      const url = await (await sharedPostgres()).createDatabase()
-      const copy = ['copy', '--from', sqlite, '--to', url, '--chunk-size', String(CHUNK)]
+      const { sqlite, oldKey, url, copy } = await copyToMake(t, cwd, PETS)
 
       const child = spawn(process.execPath, [CLI, ...copy], {
         cwd,
@@ -98,20 +116,11 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
         child.on('close', (code, signal) => resolve(code ?? signal)),
       )
       t.after(() => child.kill('SIGKILL'))
-      const { count, othersGone } = await petsIn(t, url).catch(async (error) => {
+      const { count, othersGone, firstChunk } = await petsIn(t, url).catch(async (error) => {
         child.kill('SIGKILL')
         throw error
       })
-      // The target database exists before the copy migrates it: count once its pets table is there.
-      await waitUntil(
-        () =>
-          count().then(
-            (n) => n > 0,
-            () => false,
-          ),
-        'the copy wrote its first chunk of pets',
-        { timeoutMs: 120_000 },
-      )
+      await firstChunk()
       child.kill(signal)
       const ended = await within(exited, 10_000, `the copy did not exit after ${signal}`)
       if (signal === 'SIGKILL') assert.equal(ended, 'SIGKILL', 'the copy was still running when killed')
@@ -140,6 +149,40 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
       await assertCopied(t, cwd, sqlite, url, oldKey)
     })
   }
+
+  test("when the target drops the copy's connection mid-way (PostgreSQL restarted, a network cut), then the copy exits 1 with one line naming --to and saying to run it again, and a re-run finishes it", {
+    timeout: 300_000,
+  }, async (t) => {
+    const PETS = 20_000
+    const cwd = temporaryDirectory(t)
+    const { sqlite, oldKey, url, copy } = await copyToMake(t, cwd, PETS)
+    const { count, firstChunk } = await petsIn(t, url)
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    t.after(() => admin.end())
+    // The copy's sessions ended by the server, as a restart or a network cut ends them.
+    const cut = async () => {
+      await firstChunk()
+      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'petstore'`)
+    }
+    let cutting: Promise<void> = Promise.resolve()
+    const lost = await runCliAsync(copy, {}, cwd, {
+      started: () => {
+        cutting = cut()
+      },
+    })
+    await cutting
+    assert.equal(lost.status, 1, lost.stderr)
+    assert.match(
+      lost.stderr.trimEnd().split('\n').at(-1) ?? '',
+      /^petstore copy: --to \(the target\): the database .+; the target holds whole chunks: run the same command again once it answers$/,
+    )
+    assert.ok((await count()) < PETS, 'cut mid-way')
+    const resumed = runCli(copy, {}, cwd)
+    assert.equal(resumed.status, 0, resumed.stderr)
+    await assertCopied(t, cwd, sqlite, url, oldKey)
+  })
 
   test('when a copy runs while the SQLite service takes creates, and runs again after the service stopped, then the target holds every pet the service acknowledged, and later revocations', {
     timeout: 300_000,

@@ -1,6 +1,13 @@
 import { existsSync } from 'node:fs'
 import { constants } from 'node:os'
-import { CopyConflictError, copyStore, TargetNotEmptyError } from '../store/shared/store-copy.ts'
+import { StoreUnavailableError } from '../errors.ts'
+import {
+  CopyConflictError,
+  type CopySource,
+  type CopyTarget,
+  copyStore,
+  TargetNotEmptyError,
+} from '../store/shared/store-copy.ts'
 import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
 import {
   type Command,
@@ -47,6 +54,30 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
     for (const signal of signals) process.off(signal, stop)
   }
 }
+type Side = '--from (the source)' | '--to (the target)'
+
+/** A store the copy lost (unreachable, busy), said of its side, for the line that says to run it again. */
+class CopyStoreLost extends Error {
+  constructor(side: Side, error: StoreUnavailableError) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
+    super(`${side}: ${error.message}${cause}`)
+  }
+}
+
+/** `store`, each of its calls failing with StoreUnavailableError said of `side`. */
+function onSide<T extends CopySource | CopyTarget>(store: T, side: Side): T {
+  return new Proxy(store, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) =>
+        (value.apply(target, args) as Promise<unknown>).catch((error: unknown) => {
+          throw error instanceof StoreUnavailableError ? new CopyStoreLost(side, error) : error
+        })
+    },
+  })
+}
+
 /** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */
 function sameFile(path: string, other: string | undefined): boolean {
   const identity = identityOf(path)
@@ -112,19 +143,25 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     const started = performance.now()
     let reported = started
     const allowSignals = stopOnSignal(stderr, discardIfMade)
+    let walkedAny = false
     try {
-      const report = await copyStore(source, target, {
-        chunkSize,
-        intoNonEmpty: values['into-non-empty'] ?? false,
-        withoutKeys: values['without-keys'] ?? false,
-        ...(maxChunks === undefined ? {} : { maxChunks }),
-        onProgress(walked, total) {
-          const now = performance.now()
-          if (now - reported < PROGRESS_EVERY_MS) return
-          reported = now
-          stderr.write(progressLine(walked, total, Math.round(walked / ((now - started) / 1000))))
+      const report = await copyStore(
+        onSide(source, '--from (the source)'),
+        onSide(target, '--to (the target)'),
+        {
+          chunkSize,
+          intoNonEmpty: values['into-non-empty'] ?? false,
+          withoutKeys: values['without-keys'] ?? false,
+          ...(maxChunks === undefined ? {} : { maxChunks }),
+          onProgress(walked, total) {
+            walkedAny = true
+            const now = performance.now()
+            if (now - reported < PROGRESS_EVERY_MS) return
+            reported = now
+            stderr.write(progressLine(walked, total, Math.round(walked / ((now - started) / 1000))))
+          },
         },
-      })
+      )
       const seconds = ((performance.now() - started) / 1000).toFixed(1)
       const kept = report.sourceKeys - report.keys
       const keys = values['without-keys']
@@ -146,6 +183,10 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     } catch (error) {
       if (error instanceof TargetNotEmptyError || error instanceof CopyConflictError)
         throw new CommandError(error.message)
+      if (error instanceof CopyStoreLost)
+        throw new CommandError(
+          `${error.message}; ${walkedAny ? 'the target holds whole chunks: ' : ''}run the same command again once it answers`,
+        )
       throw error
     } finally {
       allowSignals()
