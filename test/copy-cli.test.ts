@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { runCliAsync } from './helpers/cli-async.ts'
-import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { logLines, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -139,6 +139,33 @@ describe('petstore copy, SQLite to SQLite', () => {
         'petstore copy: stopped by SIGHUP before the end; the target holds whole chunks: run the same command again to finish',
       ],
     )
+  })
+
+  test('when the service starts on a copy stopped part way, then it says so at warn, with what to run; once a re-run finishes the copy, it says nothing of it', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const source = { DATABASE_URL: 'sqlite:source.db' }
+    assert.equal(runCli(['seed', '--count', '50'], source, cwd).status, 0)
+    assert.equal(runCli(['keys', 'create', '--name', 'ops'], source, cwd).status, 0)
+    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
+    assert.equal(runCli([...args, '--max-chunks', '2'], {}, cwd).status, 3)
+    const warningsOf = async () => {
+      const server = await startServeProcess({ DATABASE_URL: 'sqlite:target.db' }, cwd)
+      t.after(() => server.child.kill('SIGKILL'))
+      await stop(server)
+      return logLines(server)
+        .filter((line) => line.level === 40)
+        .map(({ msg, copyStartedAt }) => ({ msg, copyStartedAt: typeof copyStartedAt }))
+    }
+    assert.deepEqual(await warningsOf(), [
+      {
+        msg:
+          'this store is an unfinished copy: it lacks what the copy has not reached yet (pets, keys, ' +
+          'Idempotency-Key records); run the same petstore copy again to finish it',
+        copyStartedAt: 'string',
+      },
+    ])
+    assert.equal(runCli(args, {}, cwd).status, 0)
+    assert.deepEqual(await warningsOf(), [])
   })
 
   test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {

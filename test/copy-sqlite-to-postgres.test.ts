@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
-import { runCli, stop } from './helpers/cli-process.ts'
+import { logLines, runCli, type ServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
 import { call, seedStore, serve, walk } from './helpers/store-copy-fixtures.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
@@ -116,7 +116,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     )
   })
 
-  test('when a copy stopped partway is served (before the run that finishes it), then a create gets an id above every source pet, never a 500 on an id a copied pet holds', {
+  test('when a copy stopped partway is served (before the run that finishes it), then its start warns of the unfinished copy and a create gets an id above every source pet, never a 500 on an id a copied pet holds; once finished, no warning', {
     timeout: 120_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
@@ -143,5 +143,13 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     assert.equal(created.status, 201, body)
     assert.ok(JSON.parse(body).id > 2500, `id ${JSON.parse(body).id}, one a source pet holds`)
     await stop(partial)
+    const unfinished = (server: ServeProcess) =>
+      logLines(server).some((line) => line.level === 40 && /unfinished copy/.test(String(line.msg)))
+    assert.ok(unfinished(partial), `the start warned of the unfinished copy:\n${partial.output()}`)
+    const finished = runCli(['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000'], {}, cwd)
+    assert.equal(finished.status, 0, finished.stderr)
+    const whole = await serve(t, { DATABASE_URL: url }, cwd)
+    await stop(whole)
+    assert.equal(unfinished(whole), false, whole.output())
   })
 })

@@ -40,6 +40,15 @@ async function prepareStore(store: Store, config: Config, log: Logger, terminal:
   }
   const dataDirectory = config.database.engine === 'sqlite' ? config.database.dataDirectory : undefined
   await provisionKeys({ store, config, log, dataDirectory, terminal })
+  // Served as it is (a staging copy may be wanted so), but not without a word: its lists lack pets.
+  const copyStartedAt = await store.unfinishedCopy()
+  if (copyStartedAt !== undefined) {
+    log.warn(
+      { copyStartedAt },
+      'this store is an unfinished copy: it lacks what the copy has not reached yet (pets, keys, ' +
+        'Idempotency-Key records); run the same petstore copy again to finish it',
+    )
+  }
 }
 
 /**

@@ -128,6 +128,8 @@ export interface Store {
   purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number>
   /** A random secret created once per database and shared by every instance (signs paging cursors). */
   serviceSecret(): Promise<string>
+  /** When a copy into this store started (ISO 8601), while it has not finished; else undefined. */
+  unfinishedCopy(): Promise<string | undefined>
   /** Rejects with `DuplicateKeyNameError` when an active key has the name. */
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord>
   /**

@@ -53,6 +53,8 @@ export async function seedStore(
 ): Promise<void> {
   try {
     await store.migrate()
+    // As every start and command that opens a store makes it (a copy recognises its earlier run by it).
+    await store.serviceSecret()
     const old = await store.createApiKey(storedFormOf('old', oldKey))
     await store.createApiKey(storedFormOf('gone', revokedKey))
     await store.revokeApiKey('gone')

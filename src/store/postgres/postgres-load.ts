@@ -152,6 +152,22 @@ export class PostgresLoad implements CopyTarget {
     return highestPetIdGiven(this.#pool)
   }
 
+  async markUnfinished(since: string | undefined): Promise<void> {
+    await this.#pool.query(
+      since === undefined
+        ? {
+            name: 'copy.finished',
+            text: 'DELETE FROM service_settings WHERE name = $1',
+            values: [copy.UNFINISHED_MARK],
+          }
+        : {
+            name: 'copy.unfinished',
+            text: 'INSERT INTO service_settings VALUES ($1, $2) ON CONFLICT (name) DO NOTHING',
+            values: [copy.UNFINISHED_MARK, since],
+          },
+    )
+  }
+
   close(): Promise<void> {
     return this.#pool.close()
   }

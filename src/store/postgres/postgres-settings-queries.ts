@@ -1,9 +1,20 @@
 import { randomBytes } from 'node:crypto'
+import { UNFINISHED_MARK } from '../shared/store-copy.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 
 const STORED_SECRET = {
   name: 'settings.secret',
   text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
+}
+
+/** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
+export async function unfinishedCopy(pool: PostgresPool): Promise<string | undefined> {
+  const [found] = await pool.query<{ value: string }>({
+    name: 'settings.copy-unfinished',
+    text: 'SELECT value FROM service_settings WHERE name = $1',
+    values: [UNFINISHED_MARK],
+  })
+  return found?.value
 }
 
 /** The database's signing secret if an instance has made it; only read (a `copy` source). */

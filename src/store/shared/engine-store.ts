@@ -26,6 +26,7 @@ export interface EngineQueries<Connection> {
   listPets(db: Connection, query: PetQuery): Promise<Pet[]>
   purgeExpiredIdempotencyRecords(db: Connection, nowMs: number, signal?: AbortSignal): Promise<number>
   serviceSecret(db: Connection): Promise<string>
+  unfinishedCopy(db: Connection): Promise<string | undefined>
   createApiKey(db: Connection, key: NewApiKey): Promise<ApiKeyRecord>
   ensureApiKey(db: Connection, key: NewApiKey): Promise<void>
   findActiveApiKey(db: Connection, hash: string): Promise<KeyIdentity | undefined>
@@ -101,6 +102,10 @@ export abstract class EngineStore<Connection> implements Store {
 
   serviceSecret(): Promise<string> {
     return this.#queries.serviceSecret(this.#db)
+  }
+
+  unfinishedCopy(): Promise<string | undefined> {
+    return this.#queries.unfinishedCopy(this.#db)
   }
 
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord> {

@@ -40,6 +40,9 @@ export interface TargetContents {
   secret: string | undefined
 }
 
+/** The mark of a copy under way, in both engines' `service_settings` (`markUnfinished`). */
+export const UNFINISHED_MARK = 'copy_unfinished'
+
 /** What the target holds, in one statement both engines run (`contentsOf` reads its row). */
 export const TARGET_CONTENTS_SQL = `SELECT (SELECT count(*) FROM pets) AS pets, (SELECT count(*) FROM api_keys) AS keys,
   (SELECT value FROM service_settings WHERE name = 'service_secret') AS secret`
@@ -78,6 +81,11 @@ export interface CopyTarget {
    * the pet id the next create is drawn above, which ids given out on the target before may put higher.
    */
   raiseSequences(petId: bigint, keyId: bigint): Promise<bigint>
+  /**
+   * Marks the target as a copy under way since `since` (an earlier run's mark is kept), or, given
+   * undefined, as finished: a service started on it meanwhile warns that it lacks what is not copied yet.
+   */
+  markUnfinished(since: string | undefined): Promise<void>
   close(): Promise<void>
 }
 
@@ -207,6 +215,7 @@ export async function copyStore(
     const conflicts = await petConflicts(source, target, options.chunkSize)
     if (conflicts !== undefined) throw conflicts
   }
+  await target.markUnfinished(new Date().toISOString())
   const keys = options.withoutKeys ? [] : await source.keys()
   const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
@@ -245,5 +254,6 @@ export async function copyStore(
 
   // Again: the source may have taken pets while it was copied.
   const highestPetId = await target.raiseSequences(await source.highestPetId(), highestKeyId)
+  await target.markUnfinished(undefined)
   return { ...keysReport, complete: true, pets, idempotencyRecords: records, highestPetId }
 }

@@ -9,6 +9,7 @@ import {
   TARGET_CONTENTS_SQL,
   type TargetContents,
   type TargetContentsRow,
+  UNFINISHED_MARK,
 } from '../shared/store-copy.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { removeWithCompanions } from './sqlite-durable-files.ts'
@@ -142,6 +143,17 @@ export class SqliteLoad implements CopyTarget {
         return highestIdGiven(prepare, 'pets')
       }),
     )
+  }
+
+  markUnfinished(since: string | undefined): Promise<void> {
+    return this.#db.run(() => {
+      if (since === undefined)
+        this.#db.statement('DELETE FROM service_settings WHERE name = ?').run(UNFINISHED_MARK)
+      else
+        this.#db
+          .statement('INSERT INTO service_settings VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
+          .run(UNFINISHED_MARK, since)
+    })
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { UNFINISHED_MARK } from '../shared/store-copy.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
 const STORED_SECRET = "SELECT value FROM service_settings WHERE name = 'service_secret'"
@@ -6,6 +7,18 @@ const STORED_SECRET = "SELECT value FROM service_settings WHERE name = 'service_
 /** The database's signing secret if a process has made it; only read (a `copy` source). */
 export function storedSecret(db: SqliteConnection): Promise<string | undefined> {
   return db.run(() => (db.statement(STORED_SECRET).get() as { value: string } | undefined)?.value)
+}
+
+/** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
+export function unfinishedCopy(db: SqliteConnection): Promise<string | undefined> {
+  return db.run(
+    () =>
+      (
+        db.statement('SELECT value FROM service_settings WHERE name = ?').get(UNFINISHED_MARK) as
+          | { value: string }
+          | undefined
+      )?.value,
+  )
 }
 
 /**
