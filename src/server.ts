@@ -69,6 +69,8 @@ export async function startServer(
   app: FastifyInstance,
   { host, port, shutdownTimeoutMs, shutdownDelayMs }: ListenSettings,
   closeAfter: (appClosing: Promise<void>, doneBy: number) => Promise<void>,
+  /** Another way a stop is asked for than this process's signals (a cluster worker's supervisor). */
+  stopAsked?: (ask: (signal: NodeJS.Signals) => void) => void,
 ): Promise<RunningServer> {
   await app.listen({ host, port })
   const address = app.server.address()
@@ -89,10 +91,15 @@ export async function startServer(
   }
 
   let delayed: NodeJS.Timeout | undefined
-  const onSignal = (signal: NodeJS.Signals) => {
+  // Stops asked for, by where they came from: a terminal's Ctrl-C reaches a worker and its supervisor, which
+  // asks too, and the same stop asked both ways is one.
+  const asked = { signal: 0, supervisor: 0 }
+  const onStop = (from: keyof typeof asked, signal: NodeJS.Signals) => {
     if (closing) return
-    // A second signal during the delay stops waiting for the balancer.
+    asked[from]++
+    // A second ask during the delay stops waiting for the balancer.
     if (delayed !== undefined) {
+      if (asked[from] < 2) return
       clearTimeout(delayed)
       delayed = undefined
     } else if (shutdownDelayMs > 0) {
@@ -134,12 +141,14 @@ export async function startServer(
       },
     )
   }
-  // `on`, not `once`: a second signal (Ctrl-C twice, or a cluster primary relaying it) must not fall back
-  // to Node's default, which would kill the process mid-drain.
+  const onSignal = (signal: NodeJS.Signals) => onStop('signal', signal)
+  // `on`, not `once`: a second signal (Ctrl-C twice, or the process group's and then the supervisor's)
+  // must not fall back to Node's default, which would kill the process mid-drain.
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
   // A terminal's hang-up (closed, or its session ended) stops it the same way: nothing here reloads.
   process.on('SIGHUP', onSignal)
+  stopAsked?.((signal) => onStop('supervisor', signal))
 
   return { url, shutdown }
 }

@@ -79,6 +79,8 @@ describe('a worker that stops answering', () => {
     assert.equal(killed.level, 50, 'said at error')
     const replacement = (await servingWorkers(server, 3))[2] as number
     assert.ok(![stuck, other].includes(replacement), 'a new process')
+    const exited = logLines(server).find((line) => line.worker === stuck && line.cause === 'unresponsive')
+    assert.equal(exited?.msg, 'a worker killed for not answering exited; replacing it', server.output())
 
     // Every connection now reaches a worker that answers.
     const statuses = await Promise.all(

@@ -22,6 +22,7 @@ import { superviseWorkers } from './supervisor/supervisor.ts'
 import { answerLivenessChecks } from './supervisor/worker-liveness.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
 import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
+import { onStopAsked } from './supervisor/worker-stop.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
@@ -84,17 +85,22 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     // at once rather than at exit, so the next start finds it even if this process is killed. Before the
     // port opens: on a cold cache the write holds the loop for up to a second, which no client may see.
     flushCompileCache()
-    const listening = startServer(app, config.server, async (appClosing, doneBy) => {
-      metricsServer?.close()
-      redis?.disconnect()
-      try {
-        await store.close(appClosing, doneBy)
-      } finally {
-        // Once the app has closed, nothing counts any more: the supervisor keeps a worker's counts once it
-        // has gone, whatever stopped it (a stop signal to it alone, a fatal failure).
-        await shared?.reportFinal()
-      }
-    })
+    const listening = startServer(
+      app,
+      config.server,
+      async (appClosing, doneBy) => {
+        metricsServer?.close()
+        redis?.disconnect()
+        try {
+          await store.close(appClosing, doneBy)
+        } finally {
+          // Once the app has closed, nothing counts any more: the supervisor keeps a worker's counts once it
+          // has gone, whatever stopped it (a stop signal to it alone, a fatal failure).
+          await shared?.reportFinal()
+        }
+      },
+      alone ? undefined : onStopAsked,
+    )
     const server = await namingListener(listening, 'HOST:PORT', config.server)
     fatal.stopWith(async () => {
       // A connection whose request ends during the drain is kept alive, and holds the exit for its

@@ -16,6 +16,7 @@ import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
 import { LivenessWatch } from './worker-liveness.ts'
 import { WORKER_ENV, WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
+import { WorkerStops } from './worker-stop.ts'
 
 // Workers cut their own in-flight requests at SHUTDOWN_TIMEOUT_MS, then flush their last counts and close
 // the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
@@ -85,6 +86,7 @@ export async function superviseWorkers(
   const backoff = new RestartBackoff()
   // Killed by the liveness watch: their exit is said and counted as that, not as a crash.
   const unresponsive = new WeakSet<Worker>()
+  const stops = new WorkerStops()
   const liveness = new LivenessWatch(settings.workerLivenessTimeoutMs, (worker, silentMs) => {
     if (worker.isDead()) return
     log.error(
@@ -105,7 +107,10 @@ export async function superviseWorkers(
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
-    worker.once('listening', () => liveness.watch(worker))
+    worker.once('listening', () => {
+      liveness.watch(worker)
+      stops.listened(worker)
+    })
   }
   // Until a worker has listened, what stopped one (the port taken, a setting only a worker checks) stops
   // its replacements too: the service fails as one process that cannot start does, for systemd to see.
@@ -133,6 +138,8 @@ export async function superviseWorkers(
         : 'died'
     const fields = { worker: worker.process.pid, code, signal, cause, restartInMs: delay }
     if (cause === 'stopped') log.warn(fields, 'a worker stopped; replacing it')
+    else if (cause === 'unresponsive')
+      log.error(fields, 'a worker killed for not answering exited; replacing it')
     else log.error(fields, 'a worker died; replacing it')
     await sleep(delay)
     if (stopping) return
@@ -145,13 +152,17 @@ export async function superviseWorkers(
     'supervising workers',
   )
 
+  // A worker killed for its silence is on its way out: its exit is no failed drain.
+  const stoppable = () =>
+    Object.values(cluster.workers ?? {}).filter(
+      (worker): worker is Worker => worker !== undefined && !worker.isDead() && !unresponsive.has(worker),
+    )
   /** Drains every worker (once); resolves with whether all stopped cleanly. */
   let draining: Promise<boolean> | undefined
-  const stopWorkers = (): Promise<boolean> => {
+  const stopWorkers = (signal: NodeJS.Signals = 'SIGTERM'): Promise<boolean> => {
     stopping = true
     liveness.stop()
-    // A worker killed for its silence is on its way out: its exit is no failed drain.
-    draining ??= drainWorkers(workerStopMs, log, (worker) => unresponsive.has(worker))
+    draining ??= drainWorkers(stoppable(), workerStopMs, log, (worker) => stops.ask(worker, signal))
       .then(async (clean) => {
         // Read to the end, then written: a write still under way at exit would count what follows as dropped.
         // Its own log too, in the same second: the line saying why it stops must not be behind a write.
@@ -168,9 +179,13 @@ export async function superviseWorkers(
     await stopWorkers()
   })
   const stop = async (signal: NodeJS.Signals) => {
-    if (stopping) return
+    if (stopping) {
+      // A second signal: each worker asked again ends its delay, as a second signal ends a lone process's.
+      for (const worker of stoppable()) stops.ask(worker, signal)
+      return
+    }
     log.info({ signal }, 'stopping workers')
-    const clean = await stopWorkers()
+    const clean = await stopWorkers(signal)
     // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
     process.exit(clean ? 0 : 1)
   }
@@ -179,20 +194,18 @@ export async function superviseWorkers(
 }
 
 /**
- * Asks every running worker (but those `killed` already) to drain (SIGTERM) and waits for them, killing
- * any still running `workerStopMs` (SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS) plus a margin later;
- * resolves with whether all stopped cleanly.
+ * Asks every worker `running` to drain (`ask`) and waits for them, killing any still running
+ * `workerStopMs` (SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS) plus a margin later; resolves with whether all
+ * stopped cleanly.
  */
 async function drainWorkers(
+  running: Worker[],
   workerStopMs: number,
   log: Logger,
-  killed: (worker: Worker) => boolean,
+  ask: (worker: Worker) => void,
 ): Promise<boolean> {
-  const running = Object.values(cluster.workers ?? {}).filter(
-    (worker): worker is Worker => worker !== undefined && !worker.isDead() && !killed(worker),
-  )
   const exits = running.map((worker) => stopped(worker, log))
-  for (const worker of running) worker.process.kill('SIGTERM')
+  for (const worker of running) ask(worker)
   const deadline = setTimeout(() => {
     for (const worker of running) {
       if (worker.isDead()) continue
