@@ -112,6 +112,22 @@ describe('errors raised before any handler', () => {
     assert.equal(response.headers.get('cache-control'), 'no-store')
   })
 
+  for (const path of ['/v1/pets?%zz=1', '/v1/pets?status=%E0%A4', '/v1/pets?limit=5%', '/v1/pets/1?x=%G1']) {
+    test(`when the query string has a malformed percent-encoding (${path}), then 400 bad_request as for the path, with a key or without`, async () => {
+      for (const key of [undefined, false] as const) {
+        const response = await call(server, 'GET', path, { key })
+        assert.equal(response.status, 400, `key ${key}`)
+        assertErrorBody(response.text, 400, 'bad_request')
+        assert.equal(response.json.message, 'the URL has a malformed percent-encoding')
+      }
+    })
+  }
+
+  test('when the query string holds percent-encoded text, then it is read decoded', async () => {
+    const response = await call(server, 'GET', '/v1/pets?st%61tus=%61vailable&limit=%32')
+    assert.equal(response.status, 200, response.text)
+  })
+
   test('when Content-Length is not a number, then 400 in the Error body', async () => {
     const response = await checkedRawHttp(
       server.origin,

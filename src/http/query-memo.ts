@@ -20,6 +20,8 @@ export const QUERY_MEMO = {
 // The parsed forms this memo hands out, which every request with the same query string shares.
 const shared = new WeakSet<object>()
 const EMPTY = share(Object.create(null))
+/** A query string with a malformed percent-encoding: refused as a malformed URL (request-lifecycle.ts). */
+export const MALFORMED_QUERY: Record<string, unknown> = share(Object.create(null))
 const memo = new LRUCache<string, Record<string, unknown>>({ max: QUERY_MEMO.maxEntries })
 
 function share(query: Record<string, unknown>): Record<string, unknown> {
@@ -34,14 +36,28 @@ function share(query: Record<string, unknown>): Record<string, unknown> {
  */
 export function parseQuery(query: string): Record<string, unknown> {
   if (query.length === 0) return EMPTY
-  if (query.length > QUERY_MEMO.maxLength) return parse(query)
+  if (query.length > QUERY_MEMO.maxLength) return parsedOrMalformed(query)
   let parsed = memo.get(query)
   if (parsed === undefined) {
-    parsed = parse(query)
+    parsed = parsedOrMalformed(query)
+    if (parsed === MALFORMED_QUERY) return parsed
     if (!worthKeeping(parsed)) return parsed
     memo.set(query, share(parsed))
   }
   return parsed
+}
+
+// fast-querystring keeps an escape it cannot decode as it is (`%zz`, `%E0%A4`): the router refuses one
+// in the path, and so is one here, before any key is looked at.
+function parsedOrMalformed(query: string): Record<string, unknown> {
+  if (query.includes('%')) {
+    try {
+      decodeURIComponent(query)
+    } catch {
+      return MALFORMED_QUERY
+    }
+  }
+  return parse(query)
 }
 
 function worthKeeping(parsed: Record<string, unknown>): boolean {

@@ -3,8 +3,10 @@ import { ApiError } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { lingerOnClose } from './connection-close.ts'
+import { BAD_URL } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
+import { MALFORMED_QUERY } from './query-memo.ts'
 import {
   HEADERS_OF_EVERY_ANSWER,
   handleConnect,
@@ -85,7 +87,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       lingerOnClose(request.raw.socket)
       return done(SHUTTING_DOWN())
     }
-    done(headRefusal(request.raw))
+    done(headRefusal(request.raw) ?? (request.query === MALFORMED_QUERY ? BAD_URL() : undefined))
   })
 
   // Decided once per level: below it the line is not even built (building it is most of its cost).
