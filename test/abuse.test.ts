@@ -166,6 +166,20 @@ describe('API4:2023 unrestricted resource consumption', () => {
     assert.match(answered.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
   })
 
+  for (const [what, body, status] of [
+    ['over the 4 KiB limit (5 KiB, under 64 KiB)', `{"name":"${'x'.repeat(5000)}","categoryId":1}`, 413],
+    ['not valid JSON', '{"name":"Rex",', 400],
+  ] as const) {
+    test(`when a POST with a small body ${what} is refused with a valid key, then its connection is kept: a request sent after it on the same connection is answered`, async () => {
+      const refused = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+      const answered = await rawHttp(server.origin, refused + next)
+      assert.equal(answered.status, status)
+      assert.notEqual(answered.headers.connection, 'close')
+      assert.match(answered.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
+    })
+  }
+
   test('when small bodies are built to be expensive (deep nesting, many keys, escapes, long numbers), then each is refused fast', async () => {
     for (const body of expensiveBodies) {
       assert.ok(body.length <= 4096, 'under the body limit: refused for what it is, not for its size')

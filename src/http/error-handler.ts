@@ -90,6 +90,11 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   if (!request.raw.complete && largeBodyAnnounced(request.raw)) {
     reply.header('connection', 'close')
     lingerOnClose(request.raw.socket)
+  } else if (reply.getHeader('connection') === 'close' && !reply.raw.hasHeader('connection')) {
+    // Fastify closes the connection after any body it could not parse (malformed, over the limit): one
+    // read whole, or small enough for Node to read past, leaves the next request where it belongs. (Node
+    // then keeps the connection without saying so: HTTP/1.1's default.)
+    reply.removeHeader('connection')
   }
   reply
     .code(apiError.statusCode)
