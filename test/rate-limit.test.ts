@@ -119,6 +119,12 @@ describe('rate limit in memory', () => {
     assert.equal(counter.increment('b', WINDOW_MS).count, 1, 'b was dropped and starts again')
   })
 
+  test('when a window starts at a clock reading whose sum with the window rounds up, then its reset is still the whole window, never a second more', () => {
+    // 62481.50220224624 + 60000 − 62481.50220224624 is 60000.00000000001 in floating point: RateLimit-Reset 61.
+    const counter = new MemoryWindowCounter(10, () => 62481.50220224624)
+    assert.equal(counter.increment('key:1', 60_000).resetInMs, 60_000)
+  })
+
   test('when the wall clock steps back ten minutes, then a window still ends when its time has passed', async (t) => {
     t.mock.timers.enable({ apis: ['Date'], now: Date.now() })
     const counter = new MemoryWindowCounter(10)

@@ -31,6 +31,8 @@ export class MemoryWindowCounter implements WindowCounter {
       window.startedAt = now
     }
     window.count++
-    return { count: window.count, resetInMs: window.startedAt + windowMs - now }
+    // What is left of the window, from the time elapsed: never more than the window, as `startedAt +
+    // windowMs - now` can be by a rounding (60000.00000000001 ms, a reset of 61 s).
+    return { count: window.count, resetInMs: windowMs - (now - window.startedAt) }
   }
 }
