@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { AggregatorRegistry, Histogram, Registry } from 'prom-client'
+import { ConfigSchema } from '../src/config-schema.ts'
 import { DurationHistogram } from '../src/metrics/duration-histogram.ts'
 import { createMetrics } from '../src/metrics/metrics.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
@@ -64,6 +65,23 @@ describe('metrics', () => {
       /request_seconds_count\{[^}]*\} [1-9]/,
       'reset starts again from zero',
     )
+  })
+
+  test('when an answer takes as long as the default bounds allow (a PostgreSQL call: connect + statement + 1 s), then the duration histograms still place it below +Inf', async (t) => {
+    const { PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS } = ConfigSchema.properties
+    const defaultOf = (setting: object) => (setting as { default: number }).default
+    const longestSeconds =
+      (defaultOf(PG_CONNECT_TIMEOUT_MS) + defaultOf(PG_STATEMENT_TIMEOUT_MS) + 1000) / 1000
+    const metrics = createMetrics()
+    const server = await startTestServer(t, { app: { metrics } })
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    const text = await metrics.registry.metrics()
+    for (const name of ['petstore_http_request_duration_seconds', 'petstore_store_duration_seconds']) {
+      const bounds = [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([\\d.]+)"`, 'gm'))].map((match) =>
+        Number(match[1]),
+      )
+      assert.ok(Math.max(...bounds) >= longestSeconds, `${name}: buckets end at ${Math.max(...bounds)} s`)
+    }
   })
 
   test('when store calls succeed and fail, then each is timed under its operation and outcome', async (t) => {

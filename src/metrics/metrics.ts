@@ -25,7 +25,8 @@ export function createMetrics(poolStats?: () => PoolStats) {
       name: 'petstore_http_request_duration_seconds',
       help: 'Time to answer a request, by operation and status.',
       labelNames: ['operation', 'status'] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      // Up to 10 s: an answer waits on the store up to its bounds (PostgreSQL's, 8 s by default).
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
     petsCreated: new Counter({
@@ -60,7 +61,7 @@ export function createMetrics(poolStats?: () => PoolStats) {
       name: 'petstore_store_duration_seconds',
       help: 'Time the store took, by store operation and outcome.',
       labelNames: ['operation', 'outcome'] as const,
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
   }
