@@ -6,6 +6,16 @@ import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
 import { incompatibility, type SchemaStatus, type Store, type StoreHealth } from '../store/store.ts'
 
+// Under the 1 s a probe waits by default (Kubernetes' timeoutSeconds): a store that does not answer (a
+// frozen database: up to its own 8 s bound) is a 503 saying so, not a probe that times out saying nothing.
+const STORE_CHECK_BOUND_MS = 900
+const STORE_SILENT = () =>
+  new ApiError(
+    'service_unavailable',
+    `not ready: the store did not answer within ${STORE_CHECK_BOUND_MS / 1000} s`,
+    { 'retry-after': '1' },
+  )
+
 const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String() }) } }
 
 /** The probes' paths, which are their operations in the request log (written at debug: see app.ts). */
@@ -34,9 +44,17 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     }
     let schema: SchemaStatus
     let health: StoreHealth
+    let bound: NodeJS.Timeout | undefined
+    const unanswered = new Promise<never>((_, reject) => {
+      bound = setTimeout(() => reject(STORE_SILENT()), STORE_CHECK_BOUND_MS)
+    })
     try {
-      ;[schema, health] = await Promise.all([store.schemaStatus(), store.health()])
+      ;[schema, health] = await Promise.race([
+        Promise.all([store.schemaStatus(), store.health()]),
+        unanswered,
+      ])
     } catch (error) {
+      if (error instanceof ApiError) throw error
       // Probes come every few seconds for as long as an outage lasts: the error handler logs the store's
       // error once per condition (condition-log.ts), not once per probe.
       throw new ApiError(
@@ -45,6 +63,8 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
         { 'retry-after': '1' },
         { cause: error },
       )
+    } finally {
+      clearTimeout(bound)
     }
     // The store logged the fault once; this says which, without detail, to whoever asks.
     if (!health.writable) {
