@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import { admittedKeyName, decorateAdmittedKey } from './admission/admission.ts'
 import { registerCors } from './http/cors.ts'
-import { handleError, handleRouteNotFound } from './http/error-handler.ts'
+import { decorateErrorCode, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
@@ -112,6 +112,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // First: every answer, the lifecycle's own refusals included (the drain's 503), carries its CORS headers.
   await registerCors(app, { corsOrigins: http.corsOrigins })
   decorateAdmittedKey(app)
+  decorateErrorCode(app)
   addRequestLifecycle(app, {
     metrics,
     // Probes come every few seconds from each balancer: at info they would outnumber the requests served.

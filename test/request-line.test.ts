@@ -29,6 +29,7 @@ const requestLine: fc.Arbitrary<RequestLine> = fc.record({
   url: anyText,
   operation: fc.constantFrom('listPets', 'getPet', 'createPet', '/healthz'),
   status: fc.constantFrom(200, 201, 401, 404, 503),
+  code: fc.option(fc.constantFrom('unauthorized', 'invalid_query', 'rate_limited'), { nil: undefined }),
   // Any double, and durations in whole hundredths as clocks give them (1.5, 0.07, 12).
   durationMs: fc.oneof(
     fc.double({ min: 0, max: 1e7, noNaN: true }),
@@ -50,6 +51,7 @@ const A_LISTING: RequestLine = {
   url: '/v1/pets',
   operation: 'listPets',
   status: 200,
+  code: undefined,
   durationMs: 1,
   key: undefined,
   remoteAddress: undefined,
@@ -88,6 +90,7 @@ describe('the request line', () => {
             operation: line.operation,
             status: line.status,
             durationMs: rounded,
+            ...(line.code === undefined ? {} : { code: line.code }),
             ...(line.key === undefined ? {} : { key: line.key }),
             ...(line.remoteAddress === undefined ? {} : { remoteAddress: line.remoteAddress }),
             ...(line.userAgent === undefined ? {} : { userAgent: line.userAgent }),
@@ -248,7 +251,7 @@ describe('the request line against pino', () => {
             : (child as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]
         lines.length = 0
         write({ ...line, reqId, bindings })
-        const { method, url, operation, status, key, remoteAddress, userAgent } = line
+        const { method, url, operation, status, code, key, remoteAddress, userAgent } = line
         child.info(
           {
             method,
@@ -256,6 +259,7 @@ describe('the request line against pino', () => {
             operation,
             status,
             durationMs: Math.round(line.durationMs * 100) / 100,
+            ...(code === undefined ? {} : { code }),
             ...(key === undefined ? {} : { key }),
             ...(remoteAddress === undefined ? {} : { remoteAddress }),
             ...(userAgent === undefined ? {} : { userAgent }),

@@ -142,6 +142,19 @@ describe('the client in the request log', () => {
     assert.match(String(created.headers.location), /^\/v1\/pets\/\d+$/)
   })
 
+  test("when a request is refused, then its line names the Error body's code (a bad key apart from a bad query); an answered one has none", async (t) => {
+    const server = await serve(t, {})
+    const codeOf = async (headers: Record<string, string>, path = '/v1/pets') => {
+      const requestId = randomUUID()
+      await send(server, '127.0.0.1', { 'x-request-id': requestId, ...headers }, 'GET', undefined, path)
+      return (await accessLine(server, requestId)).code
+    }
+    assert.equal(await codeOf({ authorization: `Bearer ${generateApiKey()}` }), 'unauthorized')
+    assert.equal(await codeOf({}, '/v1/pets?limit=0'), 'invalid_query')
+    assert.equal(await codeOf({}, '/v1/pets/99999'), 'pet_not_found')
+    assert.equal(await codeOf({}), undefined)
+  })
+
   test('when the user agent is very long, then the line keeps its first 256 characters', async (t) => {
     const server = await serve(t, {})
     const requestId = randomUUID()

@@ -1,5 +1,5 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
 import { maskApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
@@ -7,6 +7,18 @@ import { lingerOnClose } from './connection-close.ts'
 import { contentTypeRepeated } from './raw-headers.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The Error body's code this request was answered with, for its access line; null until then. */
+    errorCode: string | null
+  }
+}
+
+/** Gives every request its `errorCode`, null unless refused: on the root app, so all share one shape. */
+export function decorateErrorCode(app: FastifyInstance): void {
+  app.decorateRequest('errorCode', null)
+}
 
 export const BAD_URL = () => new ApiError('bad_request', 'the URL has a malformed percent-encoding')
 
@@ -80,6 +92,7 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
 /** The one error handler: every error, ours or the framework's, leaves as `{code, message, status}`. */
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request)
+  request.errorCode = apiError.code
   // Both last while requests keep meeting them: logged once per condition, not once per request.
   if (apiError.statusCode === 503 || apiError.statusCode === 507) logCondition(error, apiError, request)
   else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')

@@ -122,6 +122,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       operation,
       status,
       durationMs: elapsedMs,
+      code: request.errorCode ?? undefined,
       key: keyNameOf(request),
       remoteAddress: clientAddressOf(request),
       userAgent: request.headers['user-agent'],

@@ -89,6 +89,8 @@ export class FixedPieces {
   readonly method = new Made((method: string) => flat(',"method":', asciiQuoted.of(method), ',"url":"'))
   /** `","method":"GET","url":"`, after the request id's text. */
   readonly afterId = new Made((method: string) => flat('","method":', asciiQuoted.of(method), ',"url":"'))
+  /** `,"code":"unauthorized"`: the Error body's code of a refused request. */
+  readonly code = new Made((code: string) => flat(',"code":', asciiQuoted.of(code)))
   /** `,"key":"ops"`, the name masked. */
   readonly key = new Made((key: string) => flat(',"key":', asciiQuoted.of(maskApiKeys(key))))
   readonly #outcomes = new Made((_operation: string): string[] => [])

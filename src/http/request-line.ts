@@ -16,6 +16,8 @@ export interface RequestLine {
   status: number
   /** How long the answer took; the line shows it to the hundredth. */
   durationMs: number
+  /** The Error body's code, when the answer is one (a 401 for a bad key apart from one for no key…). */
+  code: string | undefined
   /** The name of the API key that authenticated the request, if one did. */
   key: string | undefined
   /** The socket's peer, or the client a trusted proxy names (TRUSTED_PROXIES). */
@@ -135,6 +137,7 @@ export function requestLineWriter(
       (urlPlain ? url : escaped(url)) +
       pieces.outcome(line.operation, line.status) +
       hundredths(line.durationMs) +
+      (line.code === undefined ? '' : pieces.code.of(line.code)) +
       keyField +
       end.text
     if (hook !== undefined) stream.write(hook(text))
