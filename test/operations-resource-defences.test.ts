@@ -182,6 +182,19 @@ describe('resource defences', () => {
     // Once for the condition, at warn, not per request; each request's own line names it.
     const condition = 'the service is overloaded'
     assert.equal(lines.filter((line) => line.condition === condition && line.level === 40).length, 1)
+    // Which limit, with what was measured: once, as the service becomes overloaded.
+    const tripped = lines.filter((line) => String(line.msg).startsWith('overloaded:'))
+    assert.deepEqual(
+      tripped.map(({ level, msg, maxHeapUsedBytes }) => ({ level, msg, maxHeapUsedBytes })),
+      [
+        {
+          level: 40,
+          msg: 'overloaded: the heap in use is over MAX_HEAP_USED_BYTES',
+          maxHeapUsedBytes: 1024 * 1024,
+        },
+      ],
+    )
+    assert.ok(Number(tripped[0]?.heapUsedBytes) > 1024 * 1024, JSON.stringify(tripped[0]))
     const shedLines = lines.filter((line) => line.msg === 'request' && line.status === 503)
     assert.equal(shedLines.length, 2)
     assert.ok(shedLines.every((line) => line.condition === condition))

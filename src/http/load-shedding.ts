@@ -56,8 +56,23 @@ export function watchLoad(
     delays.reset()
     const delayed = maxDelayMs > 0 && delayMs > maxDelayMs
     judging ||= !delayed || now - readyAt >= START_GRACE_MS
-    watch.overloaded =
-      judging && (delayed || (maxHeapBytes > 0 && process.memoryUsage().heapUsed > maxHeapBytes))
+    const heapUsedBytes = !delayed && maxHeapBytes > 0 ? process.memoryUsage().heapUsed : 0
+    const overloaded = judging && (delayed || heapUsedBytes > maxHeapBytes)
+    // The shed requests' condition says only that it is overloaded: this says which limit, and by how much.
+    if (overloaded && !watch.overloaded) {
+      if (delayed) {
+        app.log.warn(
+          { eventLoopDelayMs: Math.round(delayMs), maxEventLoopDelayMs: maxDelayMs },
+          'overloaded: the event loop is behind by more than MAX_EVENT_LOOP_DELAY_MS',
+        )
+      } else {
+        app.log.warn(
+          { heapUsedBytes, maxHeapUsedBytes: maxHeapBytes },
+          'overloaded: the heap in use is over MAX_HEAP_USED_BYTES',
+        )
+      }
+    }
+    watch.overloaded = overloaded
   }
   let timer: NodeJS.Timeout | undefined
   app.addHook('onReady', async () => {
