@@ -151,7 +151,7 @@ describe('readiness during an upgrade', () => {
       lines.find((line) => line.condition === "this instance's release is older than the database schema"),
     )
     assert.equal(said.level, 40)
-    assert.match(String(said.msg), /requests are answered 503 until it passes$/)
+    assert.match(String(said.msg), /requests that meet it are answered 503 until it passes$/)
   })
 
   test('when a newer release migrates the schema beyond what this release can run on and no probe comes, then within seconds a running instance refuses creates with 503 all the same', async (t) => {

@@ -39,7 +39,9 @@ describe('condition log', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
     // Quiet long enough that a loaded machine's late timer cannot end the condition before the test's 150 ms.
     const conditions = new ConditionLog(logger, { quietMs: 2000, repeatMs: 100 })
-    const failure = new Error('connection refused')
+    const failure = new Error('the database is unreachable', {
+      cause: new Error('connect ECONNREFUSED 127.0.0.1:5432'),
+    })
     conditions.met('the store is unavailable', 'error', { err: failure }, 'r-0')
     for (let i = 1; i <= 4; i++)
       conditions.met('the store is unavailable', 'error', { err: failure }, `r-${i}`)
@@ -53,13 +55,22 @@ describe('condition log', () => {
     assert.equal(still.msg, 'the store is unavailable: still failing requests')
     assert.equal(still.failedRequests, 5, 'the requests since the last line')
     assert.equal(hasStack(still), false)
-    assert.equal(still.error, 'connection refused', 'the latest error, in one line')
+    assert.equal(
+      still.error,
+      'the database is unreachable: connect ECONNREFUSED 127.0.0.1:5432',
+      'the latest error, in one line, with its cause',
+    )
     const passed = await waitFor(
       () => lines.find((line) => String(line.msg).includes('passed')),
       () => `not logged: ${JSON.stringify(lines)}`,
     )
     assert.equal(passed.failedRequests, 6)
     assert.equal(passed.level, 40)
+    // Seen from the requests alone: none came for a while, which is not the store seen back.
+    assert.equal(
+      passed.msg,
+      'the store is unavailable: passed, as far as requests tell: none met it for 2000 ms',
+    )
     assert.equal(lines.length, 3)
     conditions.met('the store is unavailable', 'error', { err: failure }, 'r-6')
     assert.equal(lines.length, 4, 'met again after it passed: a new start, with the error')
@@ -162,6 +173,11 @@ describe('readiness logs during a PostgreSQL outage', throwawayPostgresSuiteOpti
     assert.equal(started.length, 1, `one line for 13 probes:\n${JSON.stringify(started, null, 1)}`)
     assert.equal(started[0]?.level, 40)
     assert.equal(started[0]?.condition, 'not ready: the store cannot be reached')
+    // Probes, not requests, meet it: requests may well be served meanwhile.
+    assert.equal(
+      started[0]?.msg,
+      'not ready: the store cannot be reached: /readyz answers 503 until it passes',
+    )
     assert.ok(hasStack(started[0] as LogLine), "the store's error, with its stack, once")
 
     postgres.start()

@@ -24,6 +24,12 @@ interface Condition {
 /** What a request that met a condition adds to its first line: the error (with its stack), a code, or both. */
 export type ConditionDetail = { err: unknown; code?: string } | { code: string }
 
+/** An error's message and its cause's ("the database is unreachable: connect ECONNREFUSED …"). */
+function oneLine(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message
+}
+
 // Readiness conditions are named "not ready: …" (routes/health.ts); probes, not traffic, meet them.
 const isReadiness = (condition: string) => condition.startsWith('not ready:')
 
@@ -75,9 +81,14 @@ export class ConditionLog {
         metSinceLogged: 0,
       }
       this.#conditions.set(condition, started)
+      // A readiness condition is met by probes; the others, by the requests they fail (a full disk, by
+      // creates alone): each line says which, so that one read during a served drain is not an outage.
+      const answered = isReadiness(condition)
+        ? `/readyz answers ${status}`
+        : `requests that meet it are answered ${status}`
       this.#log[level](
         { condition, reqId, ...detail },
-        `${condition}: requests are answered ${status} ${forGood ? 'from now on' : 'until it passes'}`,
+        `${condition}: ${answered} ${forGood ? 'from now on' : 'until it passes'}`,
       )
       if (!untilReady && !forGood) this.#watch(condition, started, this.#quietMs)
       return
@@ -88,7 +99,7 @@ export class ConditionLog {
     if (now - known.lastLogged < this.#repeatMs) return
     // The latest error's message, without its stack: the cause may have changed while the condition lasted.
     const { err, ...rest } = detail as { err?: unknown; code?: string }
-    const latest = 'err' in detail ? { ...rest, error: (err as Error | undefined)?.message } : rest
+    const latest = 'err' in detail ? { ...rest, error: oneLine(err) } : rest
     this.#log.warn(
       {
         condition,
@@ -108,19 +119,19 @@ export class ConditionLog {
     for (const [name, condition] of this.#conditions) {
       if (!condition.untilReady) continue
       this.#conditions.delete(name)
-      this.#logPassed(name, condition, performance.now(), why)
+      this.#logPassed(name, condition, performance.now(), `passed (${why})`)
     }
   }
 
   /** `endedAt`: the probe that found it passed, or, after a quiet period, the last request it failed. */
-  #logPassed(name: string, condition: Condition, endedAt: number, why: string): void {
+  #logPassed(name: string, condition: Condition, endedAt: number, said: string): void {
     this.#log.warn(
       {
         condition: name,
         failedRequests: condition.met,
         durationMs: Math.round(endedAt - condition.since),
       },
-      `${name}: passed (${why})`,
+      `${name}: ${said}`,
     )
   }
 
@@ -133,7 +144,12 @@ export class ConditionLog {
         return
       }
       this.#conditions.delete(name)
-      this.#logPassed(name, condition, condition.lastMet, `no request met it for ${this.#quietMs} ms`)
+      this.#logPassed(
+        name,
+        condition,
+        condition.lastMet,
+        `passed, as far as requests tell: none met it for ${this.#quietMs} ms`,
+      )
     }, afterMs)
     // Never what keeps a process alive: a condition still open at exit ends with the process.
     timer.unref()
