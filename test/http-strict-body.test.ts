@@ -115,6 +115,20 @@ for (const engine of storeEngines) {
       assert.equal(response.headers.get('accept-encoding'), 'identity')
     })
 
+    test('when createPet has a body but no Content-Type header, then 415 saying a body needs application/json', async () => {
+      const body = '{"name":"Rex","categoryId":1}'
+      const response = await checkedRawHttp(
+        server.origin,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      )
+      assert.equal(response.status, 415)
+      assert.deepEqual(JSON.parse(response.body), {
+        code: 'unsupported_media_type',
+        message: 'a request body needs Content-Type: application/json, and none was sent',
+        status: 415,
+      })
+    })
+
     test('when createPet has no body and no content type, then 400 invalid_body saying the body must be a JSON object', async () => {
       const response = await call(server, 'POST', '/v1/pets')
       assert.equal(response.status, 400)

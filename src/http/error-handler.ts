@@ -26,10 +26,15 @@ export const BAD_URL = () => new ApiError('bad_request', 'the URL has a malforme
 const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyRequest) => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, request) =>
     contentTypeRepeated(request.raw.rawHeaders) ??
-    new ApiError(
-      'unsupported_media_type',
-      `Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported: send application/json`,
-    ),
+    (request.headers['content-type'] === undefined
+      ? new ApiError(
+          'unsupported_media_type',
+          'a request body needs Content-Type: application/json, and none was sent',
+        )
+      : new ApiError(
+          'unsupported_media_type',
+          `Content-Type ${JSON.stringify(request.headers['content-type'])} is not supported: send application/json`,
+        )),
   FST_ERR_CTP_INVALID_TYPE: () => new ApiError('unsupported_media_type', 'Content-Type header is not valid'),
   FST_ERR_CTP_EMPTY_TYPE: () => new ApiError('unsupported_media_type', 'Content-Type header is empty'),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) =>
