@@ -7,7 +7,7 @@ import { decorateErrorCode, handleError, handleRouteNotFound } from './http/erro
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
-import { knowEveryMethod } from './http/method-guard.ts'
+import { allowedAt, knowEveryMethod } from './http/method-guard.ts'
 import { parseQuery } from './http/query-memo.ts'
 import { handleClientError } from './http/raw-answers.ts'
 import { rawRefusalRecorder } from './http/raw-refusals.ts'
@@ -74,6 +74,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     publicBaseUrl: baseUrls.publicBaseUrl,
     afterSunset: options.api.getPetAfterSunset,
   })
+  // The server the app makes, once made: a method the parser refuses is answered with its paths' Allow.
+  let listening: object | undefined
   const app = Fastify({
     // Its children, one per request, are made lazily (lazy-logger.ts).
     loggerInstance: lazyLogger(logger),
@@ -95,9 +97,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, querystringParser: parseQuery },
     // Answered by our own onRequest guard, in the Error body.
     return503OnClosing: false,
-    clientErrorHandler: (error, socket) => handleClientError(error, socket, recordRefusal),
+    clientErrorHandler: (error, socket) =>
+      handleClientError(error, socket, recordRefusal, (path) =>
+        listening === undefined ? undefined : allowedAt(listening, path),
+      ),
     frameworkErrors: getPetRouterErrors(getPet),
   })
+  listening = app.server
   app.server.maxConnections = http.maxConnections
   knowEveryMethod(app)
 

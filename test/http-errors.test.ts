@@ -70,6 +70,30 @@ describe('errors raised before any handler', () => {
     })
   }
 
+  test("when a method Node's parser does not know (an extension, a lowercase get) is sent, then 405 with the path's Allow, or 404 where no operation is, as for a method it knows", async () => {
+    const answers: string[] = []
+    for (const [method, path] of [
+      ['FOO', '/v1/pets'],
+      ['get', '/v1/pets'],
+      ['PURGE', '/v1/pets/1'],
+      ['FOO', '/nowhere'],
+    ] as const) {
+      const response = await rawHttp(
+        server.origin,
+        `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      )
+      answers.push(
+        `${method} ${path} ${response.status} ${response.headers.allow} ${JSON.parse(response.body).code}`,
+      )
+    }
+    assert.deepEqual(answers, [
+      'FOO /v1/pets 405 GET, HEAD, POST method_not_allowed',
+      'get /v1/pets 405 GET, HEAD, POST method_not_allowed',
+      'PURGE /v1/pets/1 405 GET, HEAD method_not_allowed',
+      'FOO /nowhere 404 undefined route_not_found',
+    ])
+  })
+
   test('when a method with content (QUERY) names no operation and no Content-Type, then 404 route_not_found', async () => {
     for (const path of ['/nope', '/v1/nope']) {
       const response = await checkedRawHttp(
@@ -139,8 +163,8 @@ describe('errors raised before any handler', () => {
     assertHeadersOfEveryAnswer(response.headers)
   })
 
-  test('when the method is not HTTP at all, then 400 in the Error body', async () => {
-    const request = 'FOO /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n'
+  test('when the method is not HTTP at all (no token: a character a method cannot hold), then 400 in the Error body', async () => {
+    const request = 'G@T /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n'
     const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 400)
     assertErrorBody(response.body, 400, 'bad_request')

@@ -70,6 +70,7 @@ export function handleClientError(
   error: Error & { code?: string; rawPacket?: unknown },
   socket: Socket,
   record?: RecordRawRefusal,
+  allowAt?: (path: string) => string | undefined,
 ): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
     socket.destroy()
@@ -91,11 +92,11 @@ export function handleClientError(
     socket.destroy()
     return
   }
-  const apiError = (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)()
+  const apiError = unknownMethodRefusal(error, allowAt) ?? (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)()
   // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
   const request = inFlight?.req
   const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
-  closeConnection(socket, rawResponse(apiError, { 'X-Request-Id': reqId }))
+  closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
   record?.(
     request === undefined
       ? { error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) }
@@ -123,9 +124,12 @@ export function handleUnmetExpectation(
   record?.(refusalOf(apiError, reqId, request))
 }
 
-/** CONNECT's answer at `url`: its path read as the router reads another method's (decodeURI's rule). */
-function connectRefusal(url: string, allowAt: (path: string) => string | undefined): ApiError {
-  if (!url.startsWith('/')) return methodNotAllowed('CONNECT', '')
+/**
+ * The answer to `method` at `url`, a method no route serves (CONNECT, or one Node's parser does not know):
+ * its path read as the router reads another method's (decodeURI's rule), 405 with what it serves, or 404.
+ */
+function methodRefusal(method: string, url: string, allowAt: (path: string) => string | undefined): ApiError {
+  if (!url.startsWith('/')) return methodNotAllowed(method, '')
   let path: string
   try {
     path = decodeURI(url.split(/[?#]/, 1)[0] as string)
@@ -133,7 +137,17 @@ function connectRefusal(url: string, allowAt: (path: string) => string | undefin
     return BAD_URL()
   }
   const allow = allowAt(path)
-  return allow === undefined ? routeNotFound('CONNECT', url) : methodNotAllowed('CONNECT', allow)
+  return allow === undefined ? routeNotFound(method, url) : methodNotAllowed(method, allow)
+}
+
+/** A method Node's parser refused (an extension, a lowercase `get`) answered as the router answers one. */
+function unknownMethodRefusal(
+  error: Error & { code?: string; rawPacket?: unknown },
+  allowAt: ((path: string) => string | undefined) | undefined,
+): ApiError | undefined {
+  if (error.code !== 'HPE_INVALID_METHOD' || allowAt === undefined) return undefined
+  const { method, url } = requestLineOf(error.rawPacket)
+  return method === undefined || url === undefined ? undefined : methodRefusal(method, url, allowAt)
 }
 
 /** What the line of a request answered below the framework says, its head read. */
@@ -161,7 +175,7 @@ export function handleConnect(
   // Node takes its own error listener off a socket it hands to 'connect': a client's reset would be thrown.
   socket.on('error', () => socket.destroy())
   const url = request.url ?? ''
-  const apiError = connectRefusal(url, allowAt)
+  const apiError = methodRefusal('CONNECT', url, allowAt)
   const reqId = requestIdOf(request)
   closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
   record?.(refusalOf(apiError, reqId, request))

@@ -16,7 +16,8 @@ export interface RawRefusal {
 export type RecordRawRefusal = (refusal: RawRefusal) => void
 
 // A whole request line at the start of what the parser held (which may be a later part of the head).
-const REQUEST_LINE = /^([A-Z]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
+// A method is any token (RFC 9110 §9.1): Node's parser refuses those it does not know, lowercase ones too.
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
 // The longest line that pattern matches: a 20-letter method, an 8192-byte target, the version and CRLF.
 const REQUEST_LINE_MAX_BYTES = 20 + 1 + 8192 + 1 + 8 + 2
 

@@ -36,7 +36,7 @@ export function createMetrics(poolStats?: () => PoolStats) {
     }),
     refusedByHttp: new Counter({
       name: 'petstore_http_refused_total',
-      help: 'Requests answered before reaching an operation (not valid HTTP/1.1, too slow, too large a head, CONNECT, an unsupported Expect), by status.',
+      help: 'Requests answered before reaching an operation (not valid HTTP/1.1, too slow, too large a head, CONNECT or a method the parser does not know, an unsupported Expect), by status.',
       labelNames: ['status'] as const,
       registers: [registry],
     }),
