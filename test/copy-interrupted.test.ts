@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
@@ -160,16 +161,20 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
     const admin = new pg.Client({ connectionString: url })
     await admin.connect()
     t.after(() => admin.end())
-    // The copy's sessions ended by the server, as a restart or a network cut ends them.
-    const cut = async () => {
+    // The copy's sessions ended by the server, as a restart or a network cut ends them; again until the
+    // copy has met it (one ended while idle between chunks is replaced unseen).
+    const cut = async (child: ChildProcess) => {
       await firstChunk()
-      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE datname = current_database() AND application_name = 'petstore'`)
+      while (child.exitCode === null && child.signalCode === null) {
+        await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND application_name = 'petstore'`)
+        await sleep(50)
+      }
     }
     let cutting: Promise<void> = Promise.resolve()
     const lost = await runCliAsync(copy, {}, cwd, {
-      started: () => {
-        cutting = cut()
+      started: (child) => {
+        cutting = cut(child)
       },
     })
     await cutting

@@ -168,6 +168,12 @@ function fuzzSuite(engine: StoreEngine, runs: number) {
       })
       const what = `?${raw} → ${reply.status} ${reply.text.slice(0, 200)}`
       count('queries', reply.status)
+      // A malformed percent-encoding is a malformed URL, refused before the query is read.
+      if (!decodes(raw)) {
+        assert.equal(reply.status, 400, what)
+        if (method === 'GET') assert.equal(JSON.parse(reply.text).code, 'bad_request', what)
+        return
+      }
       const query = listQueryOf(parts, cursors)
       if (query === undefined) {
         assert.equal(reply.status, 400, what)
@@ -267,6 +273,16 @@ function fuzzSuite(engine: StoreEngine, runs: number) {
 // A whole suite takes about 2 ms per request here; the bound scales with FUZZ_RUNS, so `npm run fuzz`
 // (which has no per-test default) is bounded too.
 const timeout = 60_000 + RUNS * 20
+/** Whether `text` holds only well-formed percent-encodings. */
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
 describe('fuzzing the three operations (sqlite)', { timeout }, () => fuzzSuite(sqliteEngine, RUNS))
 // PostgreSQL stores what SQLite stores, through another driver and type parser: a quarter of the runs.
 describe('fuzzing the three operations (postgres)', { ...engineSuiteOptions(postgresEngine), timeout }, () =>

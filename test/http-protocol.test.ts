@@ -291,6 +291,23 @@ describe('Expect: 100-continue', () => {
     assert.match(received, /^HTTP\/1\.1 415 /)
   })
 
+  test('when the key is good but the announced body is over the limit, then 413 without an invitation, and the connection says it closes (the body it was never invited to send is not there to read)', async () => {
+    const socket = await openSocket(server.origin)
+    cleanup.after(() => socket.destroy())
+    let received = ''
+    socket.on('data', (chunk) => {
+      received += chunk
+    })
+    const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+    socket.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n',
+    )
+    await within(ended, 5000, () => `the connection was kept; received: ${JSON.stringify(received)}`)
+    assert.match(received, /^HTTP\/1\.1 413 /)
+    assert.match(received, /\r\nconnection: close\r\n/i)
+  })
+
   test('when the key is good, then 100 Continue, and after the body 201', async () => {
     const received = await expectContinue(server.key)
     assert.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)

@@ -22,7 +22,8 @@ async function notReady(server: ServeProcess): Promise<void> {
 describe('WORKERS: a stop announced first', () => {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     test(`when ${signal} reaches the supervisor and every worker at once (a terminal's Ctrl-C, a kill of the whole group), then the delay is kept: not ready, still served, then the drain and exit 0`, async (t) => {
-      const delayMs = 2500
+      // Long enough for the checks below on a loaded machine: each must land inside the delay.
+      const delayMs = 6000
       const env = { API_KEYS: `ops:${key}`, WORKERS: '2', SHUTDOWN_DELAY_MS: String(delayMs) }
       const server = await startServeProcess(env, temporaryDirectory(t))
       t.after(() => server.child.kill('SIGKILL'))

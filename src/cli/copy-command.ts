@@ -58,22 +58,38 @@ type Side = '--from (the source)' | '--to (the target)'
 
 /** A store the copy lost (unreachable, busy), said of its side, for the line that says to run it again. */
 class CopyStoreLost extends Error {
-  constructor(side: Side, error: StoreUnavailableError) {
+  /**
+   * The store had answered the copy's first call, so it went away (a restart, a network cut) and a re-run
+   * may well find it again; at the first call it may never have been reachable as named (a wrong password,
+   * a refused certificate), which no re-run mends.
+   */
+  readonly midway: boolean
+
+  constructor(side: Side, error: StoreUnavailableError, midway: boolean) {
     const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
-    super(`${side}: ${error.message}${cause}`)
+    super(`${side}: ${error.message}${cause}`, { cause: error })
+    this.name = 'CopyStoreLost'
+    this.midway = midway
   }
 }
 
 /** `store`, each of its calls failing with StoreUnavailableError said of `side`. */
 function onSide<T extends CopySource | CopyTarget>(store: T, side: Side): T {
+  let answered = false
   return new Proxy(store, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property)
       if (typeof value !== 'function') return value
       return (...args: unknown[]) =>
-        (value.apply(target, args) as Promise<unknown>).catch((error: unknown) => {
-          throw error instanceof StoreUnavailableError ? new CopyStoreLost(side, error) : error
-        })
+        (value.apply(target, args) as Promise<unknown>).then(
+          (result) => {
+            answered = true
+            return result
+          },
+          (error: unknown) => {
+            throw error instanceof StoreUnavailableError ? new CopyStoreLost(side, error, answered) : error
+          },
+        )
     },
   })
 }
@@ -183,6 +199,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     } catch (error) {
       if (error instanceof TargetNotEmptyError || error instanceof CopyConflictError)
         throw new CommandError(error.message)
+      if (error instanceof CopyStoreLost && !error.midway) throw new CommandError(error.message)
       if (error instanceof CopyStoreLost)
         throw new CommandError(
           `${error.message}; ${walkedAny ? 'the target holds whole chunks: ' : ''}run the same command again once it answers`,

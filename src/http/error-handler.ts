@@ -108,10 +108,15 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   if (!request.raw.complete && largeBodyAnnounced(request.raw)) {
     reply.header('connection', 'close')
     lingerOnClose(request.raw.socket)
-  } else if (reply.getHeader('connection') === 'close' && !reply.raw.hasHeader('connection')) {
+  } else if (
+    reply.getHeader('connection') === 'close' &&
+    !reply.raw.hasHeader('connection') &&
+    (request.raw.complete || !awaitsInvitation(request.raw))
+  ) {
     // Fastify closes the connection after any body it could not parse (malformed, over the limit): one
     // read whole, or small enough for Node to read past, leaves the next request where it belongs. (Node
-    // then keeps the connection without saying so: HTTP/1.1's default.)
+    // then keeps the connection without saying so: HTTP/1.1's default.) A body never invited (Expect:
+    // 100-continue) is not on its way: that connection closes, and says so.
     reply.removeHeader('connection')
   }
   reply
@@ -123,6 +128,11 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
 
 // Up to this much of a refused body is read (and the connection kept), as Node does by itself.
 const UNREAD_BODY_READ_BYTES = 64 * 1024
+
+/** Whether the client waits for `100 Continue` before it sends the body (RFC 9110 §10.1.1). */
+function awaitsInvitation({ httpVersion, headers }: IncomingMessage): boolean {
+  return httpVersion === '1.1' && /(?:^|\W)100-continue(?:$|\W)/i.test(headers.expect ?? '')
+}
 
 /** Whether the request announces a body over that (a chunked one may be any size). */
 function largeBodyAnnounced({ headers }: IncomingMessage): boolean {

@@ -20,6 +20,8 @@ const RESOLUTION_MS = 10
 const CHECK_EVERY_MS = 100
 // A start whose loop never keeps time (an instance brought up into a flood) is judged from then on anyway.
 const START_GRACE_MS = 10_000
+// The limit an overload met is said at most this often.
+const SAID_EVERY_MS = 60_000
 
 const NEVER_OVERLOADED: LoadWatch = Object.freeze({ overloaded: false })
 
@@ -47,6 +49,7 @@ export function watchLoad(
   let judging = false
   let readyAt = 0
   let lastCheck = 0
+  let saidAt = Number.NEGATIVE_INFINITY
   function check(): void {
     const now = performance.now()
     const lateMs = now - lastCheck - CHECK_EVERY_MS
@@ -58,8 +61,10 @@ export function watchLoad(
     judging ||= !delayed || now - readyAt >= START_GRACE_MS
     const heapUsedBytes = !delayed && maxHeapBytes > 0 ? process.memoryUsage().heapUsed : 0
     const overloaded = judging && (delayed || heapUsedBytes > maxHeapBytes)
-    // The shed requests' condition says only that it is overloaded: this says which limit, and by how much.
-    if (overloaded && !watch.overloaded) {
+    // The shed requests' condition says only that it is overloaded: this says which limit, and by how much,
+    // once a minute at most (a heap about its limit, or bursts of stalls, go in and out many times).
+    if (overloaded && !watch.overloaded && now - saidAt >= SAID_EVERY_MS) {
+      saidAt = now
       if (delayed) {
         app.log.warn(
           { eventLoopDelayMs: Math.round(delayMs), maxEventLoopDelayMs: maxDelayMs },

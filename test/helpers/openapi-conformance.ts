@@ -54,6 +54,8 @@ export class OpenApiConformance {
   }
 
   operation(method: string, path: string) {
+    // Methods are case-sensitive (RFC 9110 §9.1): a lowercase `get` is no GET, and no operation.
+    if (method !== method.toUpperCase()) return undefined
     const template = this.#templates.find(({ pattern }) => pattern.test(path))?.template
     const operation =
       template === undefined ? undefined : this.#document.paths[template]?.[method.toLowerCase()]

@@ -178,10 +178,14 @@ export async function superviseWorkers(
   fatal.stopWith(async () => {
     await stopWorkers()
   })
+  let signalled = false
   const stop = async (signal: NodeJS.Signals) => {
+    const again = signalled
+    signalled = true
     if (stopping) {
       // A second signal: each worker asked again ends its delay, as a second signal ends a lone process's.
-      for (const worker of stoppable()) stops.ask(worker, signal)
+      // (The first, to a supervisor stopping of itself, asks nothing more: its stop is under way.)
+      if (again) for (const worker of stoppable()) stops.ask(worker, signal)
       return
     }
     log.info({ signal }, 'stopping workers')

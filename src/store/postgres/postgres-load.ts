@@ -1,3 +1,4 @@
+import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopyTarget, TargetContents } from '../shared/store-copy.ts'
 import * as copy from '../shared/store-copy.ts'
@@ -158,12 +159,12 @@ export class PostgresLoad implements CopyTarget {
         ? {
             name: 'copy.finished',
             text: 'DELETE FROM service_settings WHERE name = $1',
-            values: [copy.UNFINISHED_MARK],
+            values: [UNFINISHED_MARK],
           }
         : {
             name: 'copy.unfinished',
             text: 'INSERT INTO service_settings VALUES ($1, $2) ON CONFLICT (name) DO NOTHING',
-            values: [copy.UNFINISHED_MARK, since],
+            values: [UNFINISHED_MARK, since],
           },
     )
   }

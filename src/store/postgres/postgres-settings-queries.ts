@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { UNFINISHED_MARK } from '../shared/store-copy.ts'
+import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 
 const STORED_SECRET = {

@@ -40,9 +40,6 @@ export interface TargetContents {
   secret: string | undefined
 }
 
-/** The mark of a copy under way, in both engines' `service_settings` (`markUnfinished`). */
-export const UNFINISHED_MARK = 'copy_unfinished'
-
 /** What the target holds, in one statement both engines run (`contentsOf` reads its row). */
 export const TARGET_CONTENTS_SQL = `SELECT (SELECT count(*) FROM pets) AS pets, (SELECT count(*) FROM api_keys) AS keys,
   (SELECT value FROM service_settings WHERE name = 'service_secret') AS secret`

@@ -28,7 +28,10 @@ export interface SqliteConnectionOptions {
   path: string
   /** How long an operation keeps retrying while another process holds the write lock. */
   busyTimeoutMs: number
-  /** Only reads (a copy's source): the file's journal mode is kept and nothing is created. */
+  /**
+   * Only reads (a copy's source): the file's journal mode is kept, and a file in rollback mode (a backup)
+   * is left byte for byte; one in WAL mode gets the `-wal` and `-shm` every reader of it makes.
+   */
   readOnly?: boolean
 }
 

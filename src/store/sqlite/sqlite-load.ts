@@ -1,4 +1,5 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
+import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import {
   type CopiedKey,
@@ -9,7 +10,6 @@ import {
   TARGET_CONTENTS_SQL,
   type TargetContents,
   type TargetContentsRow,
-  UNFINISHED_MARK,
 } from '../shared/store-copy.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { removeWithCompanions } from './sqlite-durable-files.ts'

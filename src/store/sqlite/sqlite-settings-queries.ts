@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { UNFINISHED_MARK } from '../shared/store-copy.ts'
+import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
 const STORED_SECRET = "SELECT value FROM service_settings WHERE name = 'service_secret'"

@@ -1,0 +1,5 @@
+/**
+ * The mark of a copy under way, in both engines' `service_settings`: `petstore copy` sets it on its target
+ * until a run finishes (`CopyTarget.markUnfinished`), and a start reads it to warn that lists lack pets.
+ */
+export const UNFINISHED_MARK = 'copy_unfinished'
