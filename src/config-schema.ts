@@ -26,7 +26,20 @@ const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
  * `?host=/run/postgresql` (`postgres://user@/db`), which the client reads with a stand-in host.
  */
 export function isPostgresUrl(url: string): boolean {
-  return URL.canParse(url) || URL.canParse(url.replace('@/', '@h/'))
+  return postgresUrlOf(url) !== undefined
+}
+
+/**
+ * `url` parsed as the PostgreSQL client reads it, with `socket` the Unix socket's directory when it names
+ * no host (`?host=…`); undefined if it is no URL. Every reader of a DATABASE_URL parses it here: `new URL`
+ * alone throws on `postgres://user@/db`.
+ */
+export function postgresUrlOf(url: string): { url: URL; socket: string | undefined } | undefined {
+  const direct = URL.canParse(url)
+  if (!direct && !URL.canParse(url.replace('@/', '@h/'))) return undefined
+  const parsed = new URL(direct ? url : url.replace('@/', '@h/'))
+  const socket = !direct || parsed.host === '' ? (parsed.searchParams.get('host') ?? '') : undefined
+  return { url: parsed, socket }
 }
 
 const TRUSTED_PROXIES_FORM =

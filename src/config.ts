@@ -5,7 +5,13 @@ import { dirname } from 'node:path'
 import { parseEnv } from 'node:util'
 import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
-import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings, trustedProxiesOf } from './config-schema.ts'
+import {
+  ConfigSchema,
+  DEFAULT_DATABASE_URL,
+  postgresUrlOf,
+  type Settings,
+  trustedProxiesOf,
+} from './config-schema.ts'
 import type { LogSettings } from './log/logger.ts'
 import type { MetricsListener } from './metrics/metrics-server.ts'
 import type { BaseUrls } from './routes/openapi/openapi.ts'
@@ -97,9 +103,9 @@ export function settingsEnvironment(env: Record<string, string | undefined>): Re
 function holdsSecret(name: string, value: string): boolean {
   if (name === 'API_KEYS') return value !== ''
   if (!SECRET_SETTINGS.has(name)) return false
-  if (!URL.canParse(value)) return false
-  const url = new URL(value)
-  return url.password !== '' || url.searchParams.has('password')
+  // A socket URL (`postgres://user:pw@/db?host=…`) is no WHATWG URL: read as the client reads it.
+  const url = URL.canParse(value) ? new URL(value) : postgresUrlOf(value)?.url
+  return url !== undefined && (url.password !== '' || url.searchParams.has('password'))
 }
 
 /**

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
-import { writeFileSync } from 'node:fs'
+import { chmodSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { ConfigError, loadConfig, readEnvironment } from '../src/config.ts'
+import { ConfigError, environmentFileWarnings, loadConfig, readEnvironment } from '../src/config.ts'
 import { ConfigSchema } from '../src/config-schema.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -114,6 +114,23 @@ describe('configuration', () => {
           error.message.includes('URL') &&
           !error.message.includes('hunter2'),
         `${name}=${value}`,
+      )
+    }
+  })
+
+  test('when .env, readable by other users, holds a password in a DATABASE_URL of any form, a Unix socket one too, then it is said', (t) => {
+    for (const url of [
+      'postgres://app:secret@db.internal:5432/pets',
+      'postgres://app:secret@/pets?host=/run/postgresql',
+      'postgres://app@/pets?host=/run/postgresql&password=secret',
+    ]) {
+      const path = join(temporaryDirectory(t), '.env')
+      writeFileSync(path, `DATABASE_URL=${url}\n`, { mode: 0o644 })
+      chmodSync(path, 0o644)
+      assert.deepEqual(
+        environmentFileWarnings(path),
+        ['.env holds DATABASE_URL, and other users can read it (mode 0644): chmod 600 .env'],
+        url,
       )
     }
   })

@@ -66,6 +66,30 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
     assert.equal(withIt.status, 0, `the role logs in with its password: ${withIt.stderr}`)
   })
 
+  test('when DATABASE_URL reaches PostgreSQL by its Unix socket (no host before the path), then the service starts, serves, and its start line names the socket', async (t) => {
+    const server = await startThrowawayPostgres()
+    const tcp = new URL(await server.createDatabase())
+    const url = `postgres://postgres@${tcp.pathname}?host=${server.socketDirectory}&port=${tcp.port}`
+    const key = generateApiKey()
+    const serving = await startServeProcess(
+      { DATABASE_URL: url, API_KEYS: `ops:${key}` },
+      temporaryDirectory(t),
+    )
+    t.after(() => serving.child.kill('SIGKILL'))
+    const created = await requesterFor(key)(serving, '/v1/pets', {
+      method: 'POST',
+      body: '{"name":"Rex","categoryId":1}',
+    })
+    assert.equal(created.status, 201, serving.output())
+    const line = logLines(serving).find((entry) => String(entry.msg).startsWith('serving '))
+    assert.ok(
+      String(line?.msg).endsWith(
+        `; store: postgres://postgres@${tcp.pathname} (socket ${server.socketDirectory}))`,
+      ),
+      String(line?.msg),
+    )
+  })
+
   test("when the role's password changes under a running service, then its requests are 503 with Retry-After (not 500), the log says so once, and it serves again once the password is back", async (t) => {
     const { admin, withPassword } = await passwordProtectedDatabase()
     const key = generateApiKey()

@@ -7,6 +7,7 @@ import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
 import type { Config, DatabaseSettings } from '../config.ts'
+import { postgresUrlOf } from '../config-schema.ts'
 import { startMetricsServer } from '../metrics/metrics-server.ts'
 import { startServer } from '../server.ts'
 import type { Store } from '../store/store.ts'
@@ -187,6 +188,11 @@ uncaught failure (see README, "Operating").`,
 function storeNamed(database: DatabaseSettings): string {
   if (database.engine === 'sqlite')
     return `sqlite:${database.path === ':memory:' ? database.path : resolve(database.path)}`
-  const { protocol, username, host, pathname } = new URL(database.url)
-  return `${protocol}//${username === '' ? '' : `${username}@`}${host}${pathname}`
+  // The settings took it: it parses.
+  const { url, socket } = postgresUrlOf(database.url) as NonNullable<ReturnType<typeof postgresUrlOf>>
+  const { protocol, username, host, pathname } = url
+  const user = username === '' ? '' : `${username}@`
+  return socket === undefined
+    ? `${protocol}//${user}${host}${pathname}`
+    : `${protocol}//${user}${pathname} (socket ${socket})`
 }

@@ -37,6 +37,8 @@ export interface PostgresServer {
   thaw(): void
   /** Whether stop/start are possible (not for a server named by URL). */
   readonly controllable: boolean
+  /** The directory of its Unix socket, for a server of the tests' own (undefined for one named by URL). */
+  readonly socketDirectory?: string
 }
 
 const NO_SERVER_BINARIES = 'no PostgreSQL server binaries (initdb, pg_ctl) on this machine'
@@ -234,6 +236,7 @@ export async function startThrowawayPostgres({
   })
   return {
     createDatabase: await databaseFactory(`postgres://postgres@127.0.0.1:${port}/postgres`),
+    socketDirectory: directory,
     stop(mode) {
       if (!running) return
       thaw()
