@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -57,6 +57,26 @@ describe('petstore copy, SQLite to SQLite', () => {
         [2, '', 'petstore copy: --from and --to name the same store (see "petstore copy --help")\n'],
         to,
       )
+    }
+  })
+
+  test('when --to names a symbolic link, or its log or journal is one (planted in a shared directory), then exit 1 naming it, and nothing is written where it points', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], { DATABASE_URL: 'sqlite:s.db' }, cwd).status, 0)
+    mkdirSync(join(cwd, 'shared'))
+    for (const [link, named] of [
+      ['shared/copy.db', 'shared/copy.db'],
+      ['shared/other.db-wal', 'shared/other.db'],
+      ['shared/third.db-journal', 'shared/third.db'],
+    ] as const) {
+      symlinkSync(join(cwd, 'planted'), join(cwd, link))
+      const result = runCli(['copy', '--from', 'sqlite:s.db', '--to', `sqlite:${named}`], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [1, `petstore copy: ${link} (--to) is a symbolic link: name a file of its own\n`],
+        link,
+      )
+      assert.equal(existsSync(join(cwd, 'planted')), false, `${link}: written through`)
     }
   })
 

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, lstatSync } from 'node:fs'
 import { constants } from 'node:os'
 import { StoreUnavailableError } from '../errors.ts'
 import {
@@ -94,6 +94,18 @@ function onSide<T extends CopySource | CopyTarget>(store: T, side: Side): T {
   })
 }
 
+/**
+ * A copy writes its SQLite target as whoever runs it (root, often): through a link planted beside it in a
+ * shared directory, the target or its log would be written wherever the link points. (A link made between
+ * this check and SQLite's open still would be: name a target in a directory of your own.)
+ */
+function refuseLinkedTarget(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+    if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink())
+      throw new CommandError(`${file} (--to) is a symbolic link: name a file of its own`)
+  }
+}
+
 /** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */
 function sameFile(path: string, other: string | undefined): boolean {
   const identity = identityOf(path)
@@ -146,6 +158,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       values['max-chunks'] === undefined
         ? undefined
         : integerOption('max-chunks', values['max-chunks'], 1, 1e9)
+    if (toPath !== undefined) refuseLinkedTarget(toPath)
     const source = await openCopySource(values.from)
     // A SQLite file this copy makes and fails to put a row in is removed: a start would serve it as a store.
     const madeFile = toPath !== undefined && !existsSync(toPath)
