@@ -42,6 +42,27 @@ export function postgresUrlOf(url: string): { url: URL; socket: string | undefin
   return { url: parsed, socket }
 }
 
+const CORS_ORIGINS_FORM =
+  "origins (https://app.example.com, http://localhost:3000: a scheme, a host, a port if not the scheme's own, no path), separated by commas"
+
+/**
+ * An origin exactly as a browser sends it in `Origin`, which is compared as text: a wildcard or `null`
+ * would let any page (a sandboxed one, a local file) call with a key, and a trailing slash never matches.
+ */
+function isOrigin(entry: string): boolean {
+  if (!URL.canParse(entry)) return false
+  const { protocol, origin } = new URL(entry)
+  return (protocol === 'https:' || protocol === 'http:') && origin === entry
+}
+
+/** `CORS_ORIGINS` as its list of origins (the schema has checked each entry). */
+export function corsOriginsOf(setting: string): string[] {
+  return setting
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter(Boolean)
+}
+
 const TRUSTED_PROXIES_FORM =
   'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
 // The named ranges Fastify's trustProxy (proxy-addr) knows.
@@ -247,11 +268,16 @@ export const ConfigSchema = Type.Object({
     (value) => trustedProxiesOf(value).every(isTrustedProxy),
     () => `must be ${TRUSTED_PROXIES_FORM}`,
   ),
-  CORS_ORIGINS: Type.String({
-    default: '',
-    description:
-      'Browser origins allowed to call the API (comma-separated, e.g. `https://app.example.com`); empty: CORS off.',
-  }),
+  CORS_ORIGINS: Type.Refine(
+    Type.String({
+      default: '',
+      allowedForm: CORS_ORIGINS_FORM,
+      description:
+        'Browser origins allowed to call the API (comma-separated, e.g. `https://app.example.com`); empty: CORS off.',
+    }),
+    (value) => corsOriginsOf(value).every(isOrigin),
+    () => `must be ${CORS_ORIGINS_FORM}`,
+  ),
   WORKERS: Type.String({
     default: '1',
     pattern: '^(auto|[1-9][0-9]{0,2})$',

@@ -7,6 +7,7 @@ import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
 import {
   ConfigSchema,
+  corsOriginsOf,
   DEFAULT_DATABASE_URL,
   postgresUrlOf,
   type Settings,
@@ -218,9 +219,7 @@ function decode(s: Settings): Config {
       headersTimeoutMs: s.HEADERS_TIMEOUT_MS,
       keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: s.MAX_CONNECTIONS,
-      corsOrigins: s.CORS_ORIGINS.split(',')
-        .map((origin) => origin.trim())
-        .filter(Boolean),
+      corsOrigins: corsOriginsOf(s.CORS_ORIGINS),
       trustedProxies: trustedProxiesOf(s.TRUSTED_PROXIES),
     },
     baseUrls: {

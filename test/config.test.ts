@@ -55,6 +55,14 @@ describe('configuration', () => {
     [{ TRUSTED_PROXIES: '10.0.0.1/8/8' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
     [{ TRUSTED_PROXIES: '::1/129' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
     [{ WORKERS: '1000' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "1000"\)$/],
+    // A wildcard or `null` lets any page (a sandboxed one, a file) call with a key; a path matches nothing.
+    ...['*', 'null', 'https://app.example.com/', 'app.example.com', 'https://a.example,ftp://b.example'].map(
+      (value) =>
+        [
+          { CORS_ORIGINS: value },
+          /^CORS_ORIGINS must be origins \(https:\/\/app\.example\.com, http:\/\/localhost:3000: a scheme, a host, a port if not the scheme's own, no path\), separated by commas/,
+        ] as [Record<string, string>, RegExp],
+    ),
   ]
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)}, then loading fails naming the variable and the rule`, () => {
