@@ -121,10 +121,11 @@ export const copyCommand: Command = {
   help: `Usage: petstore copy --from STORE --to STORE [--into-non-empty] [--without-keys]
                     [--chunk-size N] [--max-chunks N]
 
-Copies a whole store, e.g. --from sqlite:data/petstore.db --to postgres://user:password@host:5432/db
-(either engine either way): pets with their ids, API keys (hashes, names, revocations, deprecated-call
-counts), Idempotency-Key records, and the cursor-signing secret (cursors issued before stay valid); then
-sets the target's id sequences past the highest id. The target's schema is migrated first.
+Copies a whole store, e.g. --from sqlite:data/petstore.db --to postgres://user@host:5432/db (either
+engine either way; the password in PGPASSWORD: in the URL, every local user sees it in ps): pets with
+their ids, API keys (hashes, names, revocations, deprecated-call counts), Idempotency-Key records, and
+the cursor-signing secret (cursors issued before stay valid); then sets the target's id sequences past
+the highest id. The target's schema is migrated first.
 Stop the service on the source first, or run the copy again after stopping it: each run copies what is
 missing. A copy that was interrupted (or stopped by --max-chunks, exit ${INCOMPLETE_EXIT}) is completed by a re-run.
 Ids are kept: a source pet or key whose id the target gives to another one is a conflict, and the copy

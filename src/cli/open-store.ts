@@ -167,5 +167,7 @@ export function sqlitePathOf(url: string): string | undefined {
     // Not echoed: the URL may hold a password.
     throw new UsageError('a postgres:// store is not a valid URL (its host or port?)')
   }
-  throw new UsageError('a store is named sqlite:PATH or postgres://user:password@host:5432/db')
+  throw new UsageError(
+    'a store is named sqlite:PATH or postgres://user@host:5432/db (password in PGPASSWORD)',
+  )
 }
