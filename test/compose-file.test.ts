@@ -69,6 +69,12 @@ describe('deploy/compose.yaml', suiteNeeding('the compose file check', lack), ()
       assert.ok(instance, `petstore-${number} planned`)
       assert.equal(instance.image, 'localhost/petstore:latest')
       assert.ok(instance.flags.includes('--read-only'), 'read-only root')
+      // It binds a port above 1024 and writes nothing outside its volume: no capability, no setuid gain.
+      assert.ok(instance.flags.join(' ').includes('--cap-drop ALL'), 'every capability dropped')
+      assert.ok(
+        instance.flags.join(' ').includes('--security-opt no-new-privileges'),
+        'no privileges gained through setuid files',
+      )
       assert.ok(instance.flags.join(' ').includes('--tmpfs /tmp'), "a tmpfs for SQLite's temporary files")
       assert.ok(instance.flags.includes(`127.0.0.1:808${number}:8080`), 'published on loopback')
       const unknown = Object.keys(instance.env).filter((name) => !(name in ConfigSchema.properties))

@@ -93,6 +93,11 @@ describe('deploy/compose.yaml, run', {
     t.diagnostic(`both ready ${((performance.now() - started) / 1000).toFixed(1)} s after up`)
     // The health check the instances wait on (docker compose) passes on the running database.
     await podman(['healthcheck', 'run', stack.container('postgres')])
+    // The service runs with no capability at all, and may gain none (compose's cap_drop, security_opt).
+    const status = await podman(['exec', stack.container('petstore-1'), 'cat', '/proc/1/status'])
+    assert.match(status, /^CapEff:\s+0{16}$/m, status)
+    assert.match(status, /^CapBnd:\s+0{16}$/m, status)
+    assert.match(status, /^NoNewPrivs:\s+1$/m, status)
   })
 
   test('when a key is created in instance 1, then it works on both, and a pet created on 1 reads byte for byte on 2', {
