@@ -23,7 +23,7 @@ import { superviseWorkers } from './supervisor/supervisor.ts'
 import { answerLivenessChecks } from './supervisor/worker-liveness.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
 import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
-import { onStopAsked } from './supervisor/worker-stop.ts'
+import { takeStopRequests } from './supervisor/worker-stop.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
@@ -61,6 +61,8 @@ async function prepareStore(store: Store, config: Config, log: Logger, terminal:
 async function serveInProcess(config: Config, logger: Logger, terminal: Output): Promise<number> {
   const fatal = exitOnFatalFailure(logger, Math.min(config.server.shutdownTimeoutMs, FATAL_GRACE_MS))
   const alone = !cluster.isWorker
+  // First thing: a stop the supervisor asks for during the start ends it rather than going unheard.
+  const stopRequests = alone ? undefined : takeStopRequests()
   const { redisUrl } = config.rateLimit
   // First: credentials Redis refuses stop the start before a store is opened (or a database made).
   const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
@@ -100,7 +102,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
           await shared?.reportFinal()
         }
       },
-      alone ? undefined : onStopAsked,
+      stopRequests && ((ask) => stopRequests.serving(ask)),
     )
     const server = await namingListener(listening, 'HOST:PORT', config.server)
     fatal.stopWith(async () => {

@@ -107,10 +107,8 @@ export async function superviseWorkers(
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
-    worker.once('listening', () => {
-      liveness.watch(worker)
-      stops.listened(worker)
-    })
+    stops.follow(worker)
+    worker.once('listening', () => liveness.watch(worker))
   }
   // Until a worker has listened, what stopped one (the port taken, a setting only a worker checks) stops
   // its replacements too: the service fails as one process that cannot start does, for systemd to see.

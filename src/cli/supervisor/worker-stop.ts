@@ -6,30 +6,34 @@ interface StopRequest {
   signal: NodeJS.Signals
 }
 
+/** A worker's word that it takes stop requests by message from now on. */
+const TAKES_REQUESTS = { type: 'petstore:takes-stop-requests' } as const
+
 function isStopRequest(message: unknown): message is StopRequest {
   return (message as StopRequest | null)?.type === 'petstore:stop'
 }
 
 /**
- * How the supervisor asks its workers to stop. A listening worker is asked by message, which it tells
- * apart from a stop signal of its own: a terminal's Ctrl-C, or a kill of the whole group, reaches it and
- * its supervisor, and the same stop asked both ways must not count as the second ask that ends the delay
- * (`SHUTDOWN_DELAY_MS`). A worker still starting handles no message yet: it gets SIGTERM. Each worker is
- * asked again the way it was asked first.
+ * How the supervisor asks its workers to stop. A worker that has said it takes requests is asked by
+ * message, which it tells apart from a stop signal of its own: a terminal's Ctrl-C, or a kill of the whole
+ * group, reaches it and its supervisor, and the same stop asked both ways must not count as the second
+ * ask that ends the delay (`SHUTDOWN_DELAY_MS`). It says so as it starts, long before it serves; until
+ * then (its modules loading) it gets SIGTERM, which ends it as it ends any process.
  */
 export class WorkerStops {
-  readonly #listening = new WeakSet<Worker>()
-  readonly #way = new WeakMap<Worker, 'message' | 'signal'>()
+  readonly #takingRequests = new WeakSet<Worker>()
 
-  listened(worker: Worker): void {
-    this.#listening.add(worker)
+  /** Follows `worker`'s word that it takes requests by message. */
+  follow(worker: Worker): void {
+    worker.on('message', (message) => {
+      if ((message as typeof TAKES_REQUESTS | null)?.type === TAKES_REQUESTS.type) {
+        this.#takingRequests.add(worker)
+      }
+    })
   }
 
   ask(worker: Worker, signal: NodeJS.Signals): void {
-    const way =
-      this.#way.get(worker) ?? (this.#listening.has(worker) && worker.isConnected() ? 'message' : 'signal')
-    this.#way.set(worker, way)
-    if (way === 'signal') {
+    if (!this.#takingRequests.has(worker) || !worker.isConnected()) {
       worker.process.kill('SIGTERM')
       return
     }
@@ -41,9 +45,23 @@ export class WorkerStops {
   }
 }
 
-/** In a worker: calls `stop` each time the supervisor asks it to stop, with the supervisor's signal. */
-export function onStopAsked(stop: (signal: NodeJS.Signals) => void): void {
+/**
+ * In a worker, as it starts: takes the supervisor's stop requests from now on, and says so. Each goes to
+ * the handler `serving` is given once the worker serves; one that comes before ends the worker at once
+ * (exit 0), as SIGTERM would: it has no request to drain.
+ */
+export function takeStopRequests(): { serving(stop: (signal: NodeJS.Signals) => void): void } {
+  let stop: ((signal: NodeJS.Signals) => void) | undefined
   process.on('message', (message) => {
-    if (isStopRequest(message)) stop(message.signal)
+    if (!isStopRequest(message)) return
+    if (stop === undefined) process.exit(0)
+    stop(message.signal)
   })
+  // With a callback, a channel closing meanwhile is no error event.
+  if (process.connected) process.send?.(TAKES_REQUESTS, undefined, {}, () => {})
+  return {
+    serving(handler) {
+      stop = handler
+    },
+  }
 }
