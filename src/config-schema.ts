@@ -55,14 +55,6 @@ function isOrigin(entry: string): boolean {
   return (protocol === 'https:' || protocol === 'http:') && origin === entry
 }
 
-/** `CORS_ORIGINS` as its list of origins (the schema has checked each entry). */
-export function corsOriginsOf(setting: string): string[] {
-  return setting
-    .split(',')
-    .map((origin) => origin.trim())
-    .filter(Boolean)
-}
-
 const TRUSTED_PROXIES_FORM =
   'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
 // The named ranges Fastify's trustProxy (proxy-addr) knows.
@@ -76,12 +68,24 @@ function isTrustedProxy(entry: string): boolean {
   return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
 }
 
-/** `TRUSTED_PROXIES` as the list Fastify's `trustProxy` takes (the schema has checked each entry). */
-export function trustedProxiesOf(setting: string): string[] {
+/**
+ * The entries of a comma-separated list setting (`TRUSTED_PROXIES`, `CORS_ORIGINS`), spaces and empty
+ * entries dropped: what Fastify's `trustProxy` and the CORS check take (the schema has checked each).
+ */
+export function entriesOf(setting: string): string[] {
   return setting
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean)
+}
+
+/** A comma-separated list setting, empty by default, each of whose entries must pass `isEntry`. */
+function listSetting(form: string, description: string, isEntry: (entry: string) => boolean) {
+  return Type.Refine(
+    Type.String({ default: '', allowedForm: form, description }),
+    (value) => entriesOf(value).every(isEntry),
+    () => `must be ${form}`,
+  )
 }
 
 function isApiKeyList(value: string): boolean {
@@ -258,25 +262,15 @@ export const ConfigSchema = Type.Object({
     description:
       'Serve the interactive API reference at /docs (assets served locally, no key needed to read it).',
   }),
-  TRUSTED_PROXIES: Type.Refine(
-    Type.String({
-      default: '',
-      allowedForm: TRUSTED_PROXIES_FORM,
-      description:
-        'Load balancers and proxies whose `X-Forwarded-For` is believed: the request log then shows the client they name. Empty: the socket address is the client, and the header is ignored.',
-    }),
-    (value) => trustedProxiesOf(value).every(isTrustedProxy),
-    () => `must be ${TRUSTED_PROXIES_FORM}`,
+  TRUSTED_PROXIES: listSetting(
+    TRUSTED_PROXIES_FORM,
+    'Load balancers and proxies whose `X-Forwarded-For` is believed: the request log then shows the client they name. Empty: the socket address is the client, and the header is ignored.',
+    isTrustedProxy,
   ),
-  CORS_ORIGINS: Type.Refine(
-    Type.String({
-      default: '',
-      allowedForm: CORS_ORIGINS_FORM,
-      description:
-        'Browser origins allowed to call the API (comma-separated, e.g. `https://app.example.com`); empty: CORS off.',
-    }),
-    (value) => corsOriginsOf(value).every(isOrigin),
-    () => `must be ${CORS_ORIGINS_FORM}`,
+  CORS_ORIGINS: listSetting(
+    CORS_ORIGINS_FORM,
+    'Browser origins allowed to call the API (comma-separated, e.g. `https://app.example.com`); empty: CORS off.',
+    isOrigin,
   ),
   WORKERS: Type.String({
     default: '1',

@@ -7,11 +7,10 @@ import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
 import {
   ConfigSchema,
-  corsOriginsOf,
   DEFAULT_DATABASE_URL,
+  entriesOf,
   postgresUrlOf,
   type Settings,
-  trustedProxiesOf,
 } from './config-schema.ts'
 import type { LogSettings } from './log/logger.ts'
 import type { MetricsListener } from './metrics/metrics-server.ts'
@@ -219,8 +218,8 @@ function decode(s: Settings): Config {
       headersTimeoutMs: s.HEADERS_TIMEOUT_MS,
       keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: s.MAX_CONNECTIONS,
-      corsOrigins: corsOriginsOf(s.CORS_ORIGINS),
-      trustedProxies: trustedProxiesOf(s.TRUSTED_PROXIES),
+      corsOrigins: entriesOf(s.CORS_ORIGINS),
+      trustedProxies: entriesOf(s.TRUSTED_PROXIES),
     },
     baseUrls: {
       // Unset, the base is the root-relative `/v1`: `Location`, `Link` and the OpenAPI `servers` all allow a
