@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { awaitsInvitation } from '../http/request-head.ts'
 import type { DeprecatedCallCounter } from '../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
 import type { KeyIdentity } from '../store/store.ts'
@@ -31,16 +32,13 @@ export interface AdmissionOptions {
   deprecation?: { policy: DeprecationPolicy; now: () => number; calls: DeprecatedCallCounter }
 }
 
-// Node's own reading of the header (RFC 9110 §10.1.1), which it answers only on HTTP/1.1.
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
-
 /**
  * `Expect: 100-continue` asks whether the body should be sent. Node would say yes to everyone at once; an
  * admitted request is told so when its body is about to be read (after the size and type checks), and
  * one refused before that never is: the refusal is sent and the connection closed instead.
  */
 function inviteBodyWhenRead(request: FastifyRequest, reply: FastifyReply): void {
-  if (request.raw.httpVersion !== '1.1' || !CONTINUE.test(request.headers.expect as string)) return
+  if (!awaitsInvitation(request.raw)) return
   request.raw.once('resume', () => {
     if (!reply.raw.headersSent) reply.raw.writeContinue()
   })

@@ -5,6 +5,7 @@ import { maskApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 import { contentTypeRepeated } from './raw-headers.ts'
+import { awaitsInvitation } from './request-head.ts'
 
 type FrameworkError = FastifyError & { validationContext?: string }
 
@@ -128,11 +129,6 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
 
 // Up to this much of a refused body is read (and the connection kept), as Node does by itself.
 const UNREAD_BODY_READ_BYTES = 64 * 1024
-
-/** Whether the client waits for `100 Continue` before it sends the body (RFC 9110 §10.1.1). */
-function awaitsInvitation({ httpVersion, headers }: IncomingMessage): boolean {
-  return httpVersion === '1.1' && /(?:^|\W)100-continue(?:$|\W)/i.test(headers.expect ?? '')
-}
 
 /** Whether the request announces a body over that (a chunked one may be any size). */
 function largeBodyAnnounced({ headers }: IncomingMessage): boolean {

@@ -52,3 +52,11 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   }
   return undefined
 }
+
+// Node's own reading of the header (RFC 9110 §10.1.1), which it answers only on HTTP/1.1.
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+
+/** Whether the client waits for `100 Continue` before it sends the body (RFC 9110 §10.1.1). */
+export function awaitsInvitation({ httpVersion, headers }: IncomingMessage): boolean {
+  return httpVersion === '1.1' && CONTINUE.test(headers.expect ?? '')
+}
