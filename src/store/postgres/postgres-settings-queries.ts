@@ -2,25 +2,24 @@ import { randomBytes } from 'node:crypto'
 import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 
-const STORED_SECRET = {
-  name: 'settings.secret',
-  text: "SELECT value FROM service_settings WHERE name = 'service_secret'",
-}
-
-/** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
-export async function unfinishedCopy(pool: PostgresPool): Promise<string | undefined> {
+/** The value of the setting `name`, if the database holds it; only read. */
+async function storedSetting(pool: PostgresPool, name: string): Promise<string | undefined> {
   const [found] = await pool.query<{ value: string }>({
-    name: 'settings.copy-unfinished',
+    name: 'settings.value',
     text: 'SELECT value FROM service_settings WHERE name = $1',
-    values: [UNFINISHED_MARK],
+    values: [name],
   })
   return found?.value
 }
 
+/** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
+export function unfinishedCopy(pool: PostgresPool): Promise<string | undefined> {
+  return storedSetting(pool, UNFINISHED_MARK)
+}
+
 /** The database's signing secret if an instance has made it; only read (a `copy` source). */
-export async function storedSecret(pool: PostgresPool): Promise<string | undefined> {
-  const [found] = await pool.query<{ value: string }>(STORED_SECRET)
-  return found?.value
+export function storedSecret(pool: PostgresPool): Promise<string | undefined> {
+  return storedSetting(pool, 'service_secret')
 }
 
 /**
@@ -35,6 +34,5 @@ export async function serviceSecret(pool: PostgresPool): Promise<string> {
     text: "INSERT INTO service_settings VALUES ('service_secret', $1) ON CONFLICT (name) DO NOTHING",
     values: [randomBytes(32).toString('base64url')],
   })
-  const [row] = await pool.query<{ value: string }>(STORED_SECRET)
-  return (row as { value: string }).value
+  return (await storedSecret(pool)) as string
 }

@@ -2,23 +2,20 @@ import { randomBytes } from 'node:crypto'
 import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
-const STORED_SECRET = "SELECT value FROM service_settings WHERE name = 'service_secret'"
+/** The value of the setting `name`, if the database holds it (inside a `run`); only read. */
+function settingIn(db: SqliteConnection, name: string): string | undefined {
+  const row = db.statement('SELECT value FROM service_settings WHERE name = ?').get(name)
+  return (row as { value: string } | undefined)?.value
+}
 
 /** The database's signing secret if a process has made it; only read (a `copy` source). */
 export function storedSecret(db: SqliteConnection): Promise<string | undefined> {
-  return db.run(() => (db.statement(STORED_SECRET).get() as { value: string } | undefined)?.value)
+  return db.run(() => settingIn(db, 'service_secret'))
 }
 
 /** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
 export function unfinishedCopy(db: SqliteConnection): Promise<string | undefined> {
-  return db.run(
-    () =>
-      (
-        db.statement('SELECT value FROM service_settings WHERE name = ?').get(UNFINISHED_MARK) as
-          | { value: string }
-          | undefined
-      )?.value,
-  )
+  return db.run(() => settingIn(db, UNFINISHED_MARK))
 }
 
 /**
@@ -27,13 +24,12 @@ export function unfinishedCopy(db: SqliteConnection): Promise<string | undefined
  */
 export function serviceSecret(db: SqliteConnection): Promise<string> {
   return db.run(() => {
-    const stored = db.statement(STORED_SECRET)
-    const found = stored.get() as { value: string } | undefined
-    if (found !== undefined) return found.value
+    const found = settingIn(db, 'service_secret')
+    if (found !== undefined) return found
     db.statement(
       "INSERT INTO service_settings VALUES ('service_secret', ?) ON CONFLICT (name) DO NOTHING",
     ).run(randomBytes(32).toString('base64url'))
-    return (stored.get() as { value: string }).value
+    return settingIn(db, 'service_secret') as string
   })
 }
 
