@@ -122,6 +122,11 @@ export function codeForStatus(status: number): ErrorCode | undefined {
   return (Object.keys(ERROR_CODES) as ErrorCode[]).find((code) => ERROR_CODES[code].status === status)
 }
 
+/** An error's message and its cause's, in one line ("the database is unreachable: connect ECONNREFUSED …"). */
+export function messageWithCause(error: Error): string {
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message
+}
+
 /** Thrown by a store when the database cannot be reached or refuses work for now; answered with 503. */
 export class StoreUnavailableError extends Error {
   constructor(message: string, options?: ErrorOptions) {

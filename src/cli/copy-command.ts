@@ -1,6 +1,6 @@
 import { existsSync, lstatSync } from 'node:fs'
 import { constants } from 'node:os'
-import { StoreUnavailableError } from '../errors.ts'
+import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import {
   CopyConflictError,
   type CopySource,
@@ -66,8 +66,7 @@ class CopyStoreLost extends Error {
   readonly midway: boolean
 
   constructor(side: Side, error: StoreUnavailableError, midway: boolean) {
-    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
-    super(`${side}: ${error.message}${cause}`, { cause: error })
+    super(`${side}: ${messageWithCause(error)}`, { cause: error })
     this.name = 'CopyStoreLost'
     this.midway = midway
   }

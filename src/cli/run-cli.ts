@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '../config.ts'
-import { StoreUnavailableError } from '../errors.ts'
+import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { backupCommand } from './backup-command.ts'
 import { type Command, type CommandIo, UsageError } from './command.ts'
 import { copyCommand } from './copy-command.ts'
@@ -80,8 +80,7 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
       return 1
     }
     if (error instanceof StoreUnavailableError) {
-      const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
-      io.stderr.write(`petstore ${name}: ${error.message}${cause}\n`)
+      io.stderr.write(`petstore ${name}: ${messageWithCause(error)}\n`)
       return 1
     }
     // Anything else (port in use, unreadable database file…) is still one line; the stack helps nobody here.

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import { type ApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
+import { type ApiError, messageWithCause, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
 
 export interface ConditionLogOptions {
   /** A condition no request met for this long has passed, and its end is logged. */
@@ -23,12 +23,6 @@ interface Condition {
 
 /** What a request that met a condition adds to its first line: the error (with its stack), a code, or both. */
 export type ConditionDetail = { err: unknown; code?: string } | { code: string }
-
-/** An error's message and its cause's ("the database is unreachable: connect ECONNREFUSED …"). */
-function oneLine(error: unknown): string | undefined {
-  if (!(error instanceof Error)) return undefined
-  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message
-}
 
 // Readiness conditions are named "not ready: …" (routes/health.ts); probes, not traffic, meet them.
 const isReadiness = (condition: string) => condition.startsWith('not ready:')
@@ -99,7 +93,8 @@ export class ConditionLog {
     if (now - known.lastLogged < this.#repeatMs) return
     // The latest error's message, without its stack: the cause may have changed while the condition lasted.
     const { err, ...rest } = detail as { err?: unknown; code?: string }
-    const latest = 'err' in detail ? { ...rest, error: oneLine(err) } : rest
+    const latest =
+      'err' in detail ? { ...rest, error: err instanceof Error ? messageWithCause(err) : undefined } : rest
     this.#log.warn(
       {
         condition,
