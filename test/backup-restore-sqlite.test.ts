@@ -33,6 +33,7 @@ import {
 } from './helpers/cli-process.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
+import { readOnly, rowCount } from './helpers/sqlite-file.ts'
 import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -77,17 +78,8 @@ function commitIntoLogThenDie(database: string, pets: number): void {
   assert.equal(writer.signal, 'SIGKILL')
 }
 
-function petCountOf(path: string): unknown {
-  return readOnly(path, (db) => db.prepare('SELECT count(*) AS n FROM pets').get()?.n)
-}
-
-function readOnly<T>(path: string, read: (db: DatabaseSync) => T): T {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return read(db)
-  } finally {
-    db.close()
-  }
+function petCountOf(path: string): number {
+  return rowCount(path, 'pets')
 }
 
 /** Whether process `pid` waits in an open() of a FIFO for its other end (Linux's /proc). */

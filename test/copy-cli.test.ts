@@ -7,18 +7,14 @@ import { describe, test } from 'node:test'
 import { runCliAsync } from './helpers/cli-async.ts'
 import { logLines, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { rowCount } from './helpers/sqlite-file.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 /** The pets a SQLite file holds; 0 while it is not there or not readable yet. */
 function petsIn(path: string): number {
   if (!existsSync(path)) return 0
   try {
-    const db = new DatabaseSync(path, { readOnly: true })
-    try {
-      return Number(db.prepare('SELECT count(*) AS n FROM pets').get()?.n ?? 0)
-    } finally {
-      db.close()
-    }
+    return rowCount(path, 'pets')
   } catch {
     return 0
   }

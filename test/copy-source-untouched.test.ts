@@ -6,20 +6,12 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { runCli } from './helpers/cli-process.ts'
+import { rowCount } from './helpers/sqlite-file.ts'
 import { mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 // A copy only reads its SQLite source: a backup kept as evidence, or on a read-only mount, stays as it was.
 const digestOf = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex')
-
-function countOf(path: string, table: string): unknown {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return db.prepare(`SELECT count(*) AS n FROM ${table}`).get()?.n
-  } finally {
-    db.close()
-  }
-}
 
 describe('petstore copy reads its SQLite source and never writes it', () => {
   test('when copy reads a backup file, then the file is left byte for byte as it was, in its rollback-journal mode, with nothing made beside it', (t) => {
@@ -31,7 +23,7 @@ describe('petstore copy reads its SQLite source and never writes it', () => {
     const before = digestOf(join(cwd, 'saved', 'b.db'))
     const copy = runCli(['copy', '--from', 'sqlite:saved/b.db', '--to', 'sqlite:target.db'], {}, cwd)
     assert.equal(copy.status, 0, copy.stderr)
-    assert.equal(countOf(join(cwd, 'target.db'), 'pets'), 40)
+    assert.equal(rowCount(join(cwd, 'target.db'), 'pets'), 40)
     assert.equal(digestOf(join(cwd, 'saved', 'b.db')), before)
     assert.deepEqual(readdirSync(join(cwd, 'saved')), ['b.db'])
   })
@@ -61,7 +53,7 @@ describe('petstore copy reads its SQLite source and never writes it', () => {
     const rerun = runCli([...args, '--into-non-empty'], {}, cwd)
     assert.equal(rerun.status, 0, rerun.stderr)
     assert.deepEqual(
-      [countOf(join(cwd, 'target.db'), 'pets'), countOf(join(cwd, 'target.db'), 'api_keys')],
+      [rowCount(join(cwd, 'target.db'), 'pets'), rowCount(join(cwd, 'target.db'), 'api_keys')],
       [50, 1],
     )
     assert.equal(digestOf(join(cwd, 'source.db')), before, 'no secret, nor anything else, written')
@@ -82,7 +74,7 @@ describe('petstore copy from a read-only file system', mountingSuiteOptions(), (
       cwd,
     )
     assert.equal(copy.status, 0, copy.stderr)
-    assert.equal(countOf(join(cwd, 'target.db'), 'pets'), 30)
+    assert.equal(rowCount(join(cwd, 'target.db'), 'pets'), 30)
   })
 
   test('when the file on a read-only file system is a database in WAL mode (not a backup), then copy says it cannot be read there and how to go on, in one line', (t) => {
