@@ -23,7 +23,10 @@ export function decorateErrorCode(app: FastifyInstance): void {
 
 export const BAD_URL = () => new ApiError('bad_request', 'the URL has a malformed percent-encoding')
 
-/** Fastify's own errors, raised before any handler runs, in our words. */
+/**
+ * Fastify's own errors that a request can meet, raised before any handler runs, in our words (the JSON
+ * body's are json-body-parser.ts's own; a path parameter is never too long: app.ts, MAX_PARAM_LENGTH).
+ */
 const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyRequest) => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, request) =>
     contentTypeRepeated(request.raw.rawHeaders) ??
@@ -36,8 +39,6 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
           'unsupported_media_type',
           `Content-Type ${JSON.stringify(request.headers['content-type'])} is not supported: send application/json`,
         )),
-  FST_ERR_CTP_INVALID_TYPE: () => new ApiError('unsupported_media_type', 'Content-Type header is not valid'),
-  FST_ERR_CTP_EMPTY_TYPE: () => new ApiError('unsupported_media_type', 'Content-Type header is empty'),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) =>
     new ApiError(
       'body_too_large',
@@ -45,11 +46,7 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
     ),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     new ApiError('bad_request', 'Content-Length does not match the request body'),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
-    new ApiError('malformed_json', 'request body is empty; a JSON object is required'),
-  FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('malformed_json', 'request body is not valid JSON'),
   FST_ERR_BAD_URL: () => BAD_URL(),
-  FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('invalid_path_parameter', 'a path parameter is too long'),
   // QUERY without a Content-Type (RFC 10008): checked even where no operation is; that is said first.
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (_e, request) =>
     request.is404

@@ -87,8 +87,8 @@ export async function petMethodGuards(app: FastifyInstance) {
 const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
 
 /**
- * Errors the router raises before any route (or its hooks) runs: an over-long or badly encoded petId is
- * still a getPet call, so its answer carries getPet's deprecation headers like every other.
+ * Errors the router raises before any route (or its hooks) runs: a badly encoded petId is still a
+ * getPet call, so its answer carries getPet's deprecation headers like every other.
  */
 export function getPetRouterErrors(policy: DeprecationPolicy) {
   const getPetHeaders = deprecationHeaders(policy)
