@@ -80,7 +80,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Its children, one per request, are made lazily (lazy-logger.ts).
     loggerInstance: lazyLogger(logger),
     genReqId: requestIdOf,
-    // One line per request, written by our own onResponse hook (request-logging.ts).
+    // One line per request, written by our own onResponse hook (request-lifecycle.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: http.bodyLimitBytes,
     trustProxy: http.trustedProxies.length > 0 ? [...http.trustedProxies] : false,

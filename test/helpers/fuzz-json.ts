@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 
 // JSON texts for createPet, generated from parts whose validity is known, so every body carries the verdict
-// the service must reach (README "strictness rules"): a valid NewPet is created exactly as sent, anything
+// the service must reach (README, "The API in short": "Input is strict"): a valid NewPet is created exactly as sent, anything
 // else is refused.
 
 export const INT64_MIN = -(2n ** 63n)
