@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '../test/helpers/free-port.ts'
 import { peakRssKiB } from './process-stats.ts'
 import { exited, SERVER_CORE, spawnTracked, stopChild } from './processes.ts'
 import { captureOutput, type LogSink, openLogFile } from './service-output.ts'
@@ -83,19 +83,6 @@ export const BENCH_DEFAULTS: Readonly<Record<string, string>> = {
 
 function serviceEnvironment(settings: Record<string, string>): Record<string, string> {
   return { PATH: process.env.PATH ?? '', ...startCommand().env, ...BENCH_DEFAULTS, ...settings }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      )
-    })
-  })
 }
 
 /** `petstore seed --count N` on the store the service will then serve. */

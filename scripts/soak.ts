@@ -12,7 +12,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { spawnTracked, stopChild } from '../bench/processes.ts'
-import { freePort, startCommand, startCommandArgs, waitUntilListening } from '../bench/service-process.ts'
+import { startCommand, startCommandArgs, waitUntilListening } from '../bench/service-process.ts'
+import { freePort } from '../test/helpers/free-port.ts'
 import { growthOf, MiB, type SoakGrowth, type SoakSample, sampleProcess } from './soak-samples.ts'
 
 export interface SoakOptions {

@@ -10,10 +10,10 @@ import {
   readFileSync,
   rmSync,
 } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
+import { freePort } from './free-port.ts'
 import { childrenOf } from './process-children.ts'
 import { type Lack, suiteNeeding } from './suite-requirements.ts'
 import type { TestCertificates } from './test-certificates.ts'
@@ -93,18 +93,6 @@ function binDirectory(): string | undefined {
     if (existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl'))) return bin
   }
   return undefined
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      )
-    })
-  })
 }
 
 // runuser lives in sbin, which is not on every PATH (CI runs with a minimal one).

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import { within } from './bounded-wait.ts'
+import { freePort } from './free-port.ts'
 import { suiteNeeding } from './suite-requirements.ts'
 import type { TestCertificates } from './test-certificates.ts'
 
@@ -16,16 +16,6 @@ export function redisSuiteOptions(): { skip?: string } {
       ? undefined
       : { missing: 'no redis-server on this machine', remedy: 'apt-get install redis-server' },
   )
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer()
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 export interface RedisServer {
