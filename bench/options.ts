@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { integerOption, UsageError } from '../src/cli/command.ts'
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.ts'
 import { LOG_SINKS, type LogSink } from './service-output.ts'
 
@@ -47,16 +48,6 @@ export const USAGE = `Usage: npm run bench -- [options]
   --service-stdout FILE          also copy the service's standard output (log lines, --trace-gc) to FILE
   --output PATH                  where the report goes (default docs/benchmarks.md)
   --help                         this text`
-
-export class UsageError extends Error {}
-
-function positive(name: string, raw: string | undefined, fallback: number, max: number): number {
-  if (raw === undefined) return fallback
-  if (!/^[1-9][0-9]*$/.test(raw) || Number(raw) > max) {
-    throw new UsageError(`--${name} must be an integer from 1 to ${max} (got "${raw}")`)
-  }
-  return Number(raw)
-}
 
 function engines(raw: string | undefined): EngineName[] {
   if (raw === undefined || raw === 'all') return ['sqlite', 'postgres']
@@ -119,18 +110,18 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
   try {
     values = parse(args).values
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0])
+    throw new UsageError((error as Error).message.split('\n')[0] ?? '')
   }
   if (values.help) return undefined
   const quick = values.quick === true
   return {
     engines: engines(values.engine),
-    pets: positive('pets', values.pets, 10_000, 10_000_000),
-    connections: positive('connections', values.connections, 32, 10_000),
+    pets: integerOption('pets', values.pets, 10_000, 10_000_000),
+    connections: integerOption('connections', values.connections, 32, 10_000),
     // --quick only changes the defaults: explicit values still win, so a quick run can be tuned.
-    warmupS: positive('warmup', values.warmup, quick ? 1 : 2, 600),
-    durationS: positive('duration', values.duration, quick ? 2 : 5, 3600),
-    rounds: positive('rounds', values.rounds, quick ? 1 : 3, 100),
+    warmupS: integerOption('warmup', values.warmup, quick ? 1 : 2, 600),
+    durationS: integerOption('duration', values.duration, quick ? 2 : 5, 3600),
+    rounds: integerOption('rounds', values.rounds, quick ? 1 : 3, 100),
     scenarios: scenarios(values.scenarios),
     quick,
     serviceEnv: serviceEnv(values['service-env']),
