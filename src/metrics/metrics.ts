@@ -1,13 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client'
 import { droppedLogLines, type LogStream } from '../log/standard-streams.ts'
+import type { PoolStats } from '../store/store.ts'
 import { DurationHistogram } from './duration-histogram.ts'
-
-/** What the store reports about its connections, for engines that pool them. */
-export interface PoolStats {
-  total: number
-  idle: number
-  waiting: number
-}
 
 /**
  * The service's Prometheus metrics, in a registry of its own (so tests and workers never share one).

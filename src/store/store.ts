@@ -97,6 +97,13 @@ export interface MigrationReport extends SchemaStatus {
   applied: number[]
 }
 
+/** What an engine that pools connections reports about them. */
+export interface PoolStats {
+  total: number
+  idle: number
+  waiting: number
+}
+
 /**
  * The storage port. Routes and commands speak only to this; one engine implements it per folder of
  * `store/`, chosen once at start from `DATABASE_URL`. Engines throw `StoreUnavailableError` when the
@@ -113,7 +120,7 @@ export interface Store {
    */
   health(): Promise<StoreHealth>
   /** Connection counts, for engines that pool connections. */
-  poolStats?(): { total: number; idle: number; waiting: number }
+  poolStats?(): PoolStats
   /**
    * Resolves only once the pet (and its idempotency record, in the same transaction) is durably
    * committed. Rejects with `IdempotencyKeyReusedError` when the key was used for a different pet.
