@@ -54,6 +54,31 @@ describe(
         assert.notEqual(revoked?.revoked_at ?? null, null, 'the key revoked on the target stays revoked')
         assert.deepEqual(after, before, 'nothing of the keys went back to the source')
       })
+
+      test(`when a key was rotated on the source under its own name after a copy into ${engine}, then a re-run carries the revocation and the new key`, {
+        timeout: 120_000,
+      }, async (t) => {
+        const cwd = temporaryDirectory(t)
+        const source = `sqlite:${join(cwd, 'source.db')}`
+        const store = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
+        await seedStore(store, 10, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
+        const target =
+          engine === 'sqlite'
+            ? `sqlite:${join(cwd, 'target.db')}`
+            : await (await sharedPostgres()).createDatabase()
+        const copy = () => runCli(['copy', '--from', source, '--to', target], {}, cwd)
+        const first = copy()
+        assert.equal(first.status, 0, first.stderr)
+
+        // The README's rotation, done with the old name kept: revoke, then create under the same name.
+        const onSource = (...args: string[]) => runCli(['keys', ...args], { DATABASE_URL: source }, cwd)
+        assert.equal(onSource('revoke', '--name', 'old').status, 0)
+        assert.equal(onSource('create', '--name', 'old').status, 0)
+
+        const again = copy()
+        assert.equal(again.status, 0, again.stderr)
+        assert.deepEqual((await storeContents(target)).keys, (await storeContents(source)).keys)
+      })
     }
   },
 )

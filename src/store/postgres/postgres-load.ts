@@ -55,17 +55,18 @@ export class PostgresLoad implements CopyTarget {
     const rows = `unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
       $7::bigint[], $8::timestamptz[]) AS k(id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_call)`
     return this.#pool.transaction(async (client) => {
-      const { rowCount } = await client.query(
-        `INSERT INTO api_keys (id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at)
-         OVERRIDING SYSTEM VALUE SELECT * FROM ${rows} ON CONFLICT DO NOTHING`,
-        columns,
-      )
       await client.query(
-        // Never undoes a revocation nor lowers a count (sqlite-load.ts says why).
+        // Never undoes a revocation nor lowers a count (sqlite-load.ts says why). Before the inserts: a key
+        // revoked since the last run frees its name for the key that replaced it under that name.
         `UPDATE api_keys SET revoked_at = coalesce(api_keys.revoked_at, k.revoked_at),
            deprecated_calls = greatest(api_keys.deprecated_calls, k.deprecated_calls),
            last_deprecated_call_at = greatest(api_keys.last_deprecated_call_at, k.last_call)
          FROM ${rows} WHERE api_keys.id = k.id AND api_keys.hash = k.hash`,
+        columns,
+      )
+      const { rowCount } = await client.query(
+        `INSERT INTO api_keys (id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at)
+         OVERRIDING SYSTEM VALUE SELECT * FROM ${rows} ON CONFLICT DO NOTHING`,
         columns,
       )
       // Checked after inserting: a key left out because its name or hash was taken is missing too.
