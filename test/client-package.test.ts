@@ -60,7 +60,8 @@ for await (const each of client.listAllPets({ status: 'sold' })) console.log(eac
 try { await client.getPet(id) } catch (error) { if (error instanceof PetStoreError) console.log(error.code, error.status) }
 console.log(page.pets.length)
 // Values that may be missing, passed on as they are (exactOptionalPropertyTypes): left out when sent.
-declare const maybe: { status: 'sold' | undefined; limit: number | undefined; text: string | undefined; signal: AbortSignal | undefined }
+declare const maybe: { status: 'sold' | undefined; limit: number | undefined; text: string | undefined; signal: AbortSignal | undefined; fetch: typeof fetch | undefined; listener: (() => void) | undefined }
+createClient({ baseUrl: 'http://localhost:8080/v1', apiKey: 'psk_x', timeoutMs: maybe.limit, fetch: maybe.fetch, onDeprecation: maybe.listener })
 await client.createPet({ name: 'Opt', categoryId: 1n, status: maybe.status }, { idempotencyKey: maybe.text, signal: maybe.signal })
 await client.listPets({ limit: maybe.limit, status: maybe.status, cursor: maybe.text }, { signal: maybe.signal })
 `

@@ -178,6 +178,46 @@ describe('typed client', () => {
     )
   })
 
+  test('when a library has given bigints a toJSON (to a string or a number), then int64 values are still sent exact', async (t) => {
+    const { client } = await clientOnServer(t)
+    const prototype = BigInt.prototype as { toJSON?: () => unknown }
+    t.after(() => {
+      delete prototype.toJSON
+    })
+    for (const toJSON of [
+      function (this: bigint) {
+        return this.toString()
+      },
+      function (this: bigint) {
+        return Number(this)
+      },
+    ]) {
+      prototype.toJSON = toJSON
+      const created = await client.createPet({ name: 'Shimmed', categoryId: ABOVE_DOUBLES })
+      delete prototype.toJSON
+      assert.equal((await client.getPet(created.id)).categoryId, ABOVE_DOUBLES)
+    }
+  })
+
+  test('when an idempotency key begins or ends with a space, which a header drops, then createPet refuses it, sending nothing', async () => {
+    let sent = 0
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: 'psk_unused',
+      fetch: async () => {
+        sent++
+        return new Response('{}', { status: 201 })
+      },
+    })
+    for (const idempotencyKey of ['order-1 ', ' order-1']) {
+      await assert.rejects(
+        client.createPet({ name: 'Rex', categoryId: 1n }, { idempotencyKey }),
+        /^TypeError: idempotencyKey must not begin or end with a space/,
+      )
+    }
+    assert.equal(sent, 0)
+  })
+
   test('when an idempotency key holds a character a header cannot carry, then createPet refuses it, sending nothing', async () => {
     let sent = 0
     const client = createClient({
@@ -304,5 +344,8 @@ describe('typed client', () => {
       { id: later.id, name: later.name, categoryId: later.categoryId },
       { id: 1n, name: 'x', categoryId: 2n },
     )
+    // One holding an object with an `id` of its own, not an int64: kept as sent.
+    const nested = await clientAnswering('{"id":1,"name":"x","categoryId":2,"owner":{"id":1.5}}').getPet(1n)
+    assert.deepEqual((nested as unknown as { owner: unknown }).owner, { id: 1.5 })
   })
 })

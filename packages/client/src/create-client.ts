@@ -35,15 +35,15 @@ export interface ClientOptions {
    * Used instead of the global fetch (for a proxy agent, retries or tests): called as `fetch(url, init)`,
    * so a wrapper may call it again with the same arguments to retry.
    */
-  fetch?: Fetch
+  fetch?: Fetch | undefined
   /** How long a call may take, answer included, before it is aborted (a `TimeoutError`); 0: no limit. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /**
    * Called when an answer announces that its operation is deprecated (getPet's do, errors included),
    * before the call returns or throws: to log it, count it, or alert well before the `sunset`. An async
    * listener is awaited; what it throws or rejects with, the call throws.
    */
-  onDeprecation?: DeprecationListener
+  onDeprecation?: DeprecationListener | undefined
 }
 
 /** A call's time limit unless `timeoutMs` says otherwise: far above any answer of a healthy service. */
@@ -159,6 +159,12 @@ export function createClient(options: ClientOptions): PetStoreClient {
       if (idempotencyKey !== undefined && !/^[\x20-\x7e]*$/.test(idempotencyKey)) {
         throw new TypeError(
           'idempotencyKey must be printable ASCII (1 to 255 characters): it holds a character a header cannot carry',
+        )
+      }
+      // fetch trims a header's value: " k" would reach the service as "k", another request's key.
+      if (idempotencyKey !== undefined && /^ | $/.test(idempotencyKey)) {
+        throw new TypeError(
+          'idempotencyKey must not begin or end with a space: a header drops it, and the key would be another',
         )
       }
       const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }

@@ -45,8 +45,9 @@ export function parseExactJson(text: string): unknown {
     if (typeof value !== 'number' || !Object.hasOwn(INT64_KEYS, key)) return value
     const source = context?.source
     if (source === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
-    // Past int64 (a hostile answer's million digits), left a number: no pet then, and no long parse.
-    if (source.length > INT64_MAX_DIGITS) return value
+    // Past int64 (a hostile answer's million digits), left a number: no pet then, and no long parse. Not
+    // an integer (`1.5`, `1e3`): left a number too, no pet if it is a pet's, kept in a field not known.
+    if (source.length > INT64_MAX_DIGITS || !INTEGER.test(source)) return value
     const exact = BigInt(source)
     return exact >= INT64_MIN && exact <= INT64_MAX ? exact : value
   })
@@ -56,10 +57,18 @@ const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n
 // "-9223372036854775808": the longest literal an int64 can be.
 const INT64_MAX_DIGITS = 20
+const INTEGER = /^-?[0-9]+$/
 
-/** Writes a request body with each bigint as a plain JSON integer, digit for digit. */
+/**
+ * Writes a request body with each bigint as a plain JSON integer, digit for digit. The value is read from
+ * its holder, not as given: a `BigInt.prototype.toJSON` some library installed has already turned it into
+ * a string or a rounded number there.
+ */
 export function stringifyExactJson(body: unknown): string {
   const rawJson = json.rawJSON
   if (rawJson === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
-  return JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? rawJson(String(value)) : value))
+  return JSON.stringify(body, function (this: Record<string, unknown>, key: string, value: unknown) {
+    const original = this[key]
+    return typeof original === 'bigint' ? rawJson(String(original)) : value
+  })
 }
