@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -70,6 +70,46 @@ describe(
         ],
       )
       assert.deepEqual(readdirSync(backups), [])
+    })
+
+    test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      const { uid, gid } = userIds(OTHER_USER)
+      const data = join(cwd, 'data')
+      mkdirSync(data, { mode: 0o700 })
+      chownSync(data, uid, gid)
+      const env = { DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` }
+      // As the README's "Back to SQLite" and `keys create` are run with sudo.
+      const made = runCli(['keys', 'create', '--name', 'web'], env, cwd)
+      assert.equal(made.status, 0, made.stderr)
+      for (const name of readdirSync(data)) {
+        const stats = statSync(join(data, name))
+        assert.deepEqual([name, stats.uid, stats.gid], [name, uid, gid])
+      }
+      const listed = runAsOtherUser(['keys', 'list'], env, cwd)
+      assert.equal(listed.status, 0, listed.stderr)
+      assert.match(listed.stdout, /\bweb\b/)
+    })
+
+    test('when the database file belongs to another user, then one line naming its owner, not a bare "unable to open"', (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      const { uid, gid } = userIds(OTHER_USER)
+      const data = join(cwd, 'data')
+      mkdirSync(data, { mode: 0o700 })
+      chownSync(data, uid, gid)
+      const database = join(data, 'petstore.db')
+      writeFileSync(database, '', { mode: 0o600 })
+      const result = runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
+      assert.equal(result.status, 1, result.stderr)
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `\\(${database} belongs to 0:0, and this user \\(uid ${uid}\\) cannot write it: chown it to`,
+        ),
+      )
     })
   },
 )

@@ -3,6 +3,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  fchownSync,
   lstatSync,
   openSync,
   readlinkSync,
@@ -52,8 +53,13 @@ function refuseOrphanedLog(path: string): void {
 
 /** A file's size; undefined when it is not there or cannot be seen (the open then says why). */
 function sizeOf(file: string): number | undefined {
+  return statOrNothing(file)?.size
+}
+
+/** A file's stats; undefined when it is not there or cannot be seen. */
+function statOrNothing(path: string) {
   try {
-    return statSync(file, { throwIfNoEntry: false })?.size
+    return statSync(path, { throwIfNoEntry: false })
   } catch {
     return undefined
   }
@@ -77,7 +83,17 @@ function createPrivately(path: string): void {
     for (let hops = 0; hops < 8 && lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink(); hops++) {
       target = resolve(realpathSync(dirname(target)), readlinkSync(target))
     }
-    closeSync(openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
+    const fd = openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600)
+    try {
+      // Made by root (a command run with sudo), it is given its directory's owner, the service's user, as
+      // a restore's file is; SQLite, as root, gives its -wal and -shm the database's owner.
+      if (process.geteuid?.() === 0) {
+        const { uid, gid } = statSync(dirname(target))
+        fchownSync(fd, uid, gid)
+      }
+    } finally {
+      closeSync(fd)
+    }
   } catch {
     // There already (kept as it is), or not creatable: SQLite's own open then says what is wrong.
   }
@@ -161,6 +177,8 @@ const ROOM_ERRORS = new Set([10, 13, 14])
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
 function whyNotWritable(path: string, error: unknown): string {
   const directory = dirname(path)
+  const owner = ownerKeepingOut(path)
+  if (owner !== undefined) return owner
   try {
     accessSync(directory, constants.W_OK)
     // SQLite says only "disk I/O error" (or that it cannot open the file) when it cannot make its log or
@@ -175,6 +193,20 @@ function whyNotWritable(path: string, error: unknown): string {
     if (code === 'EROFS') return ` (${directory} is on a read-only file system)`
     // Its mode or owner keeps this user out: run as the user that owns it, or give it that user.
     return code === 'EACCES' ? ` (${directory} is not open to this user)` : ` (${directory} is not writable)`
+  }
+}
+
+/** Why the database file itself keeps this user out (another user's, mode 0600), if it does. */
+function ownerKeepingOut(path: string): string | undefined {
+  try {
+    accessSync(path, constants.R_OK | constants.W_OK)
+    return undefined
+  } catch (error) {
+    // Its directory's fault (not open to this user): said by the directory's check.
+    const stats = (error as NodeJS.ErrnoException).code === 'EACCES' && statOrNothing(path)
+    if (!stats) return undefined
+    const { uid, gid } = stats
+    return ` (${path} belongs to ${uid}:${gid}, and this user (uid ${process.geteuid?.()}) cannot write it: chown it to the user that runs the service)`
   }
 }
 
