@@ -179,6 +179,46 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
   })
 })
 
+describe('rate limits when Redis refuses to count', redisSuiteOptions(), () => {
+  test('when Redis refuses the count (out of memory, a read-only replica), then requests are served uncounted, one line says why, and one when it counts again', async (t) => {
+    const { lines, logger, redis } = await redisLoggingTo(t)
+    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
+    const redisLines = () =>
+      lines.filter((line) => /Redis/.test(String(line.msg))).map((line) => [line.level, line.msg])
+    const remaining = async () => {
+      const response = await call(server, 'GET', '/v1/pets')
+      assert.equal(response.status, 200, 'served whatever Redis says')
+      return response.headers.get('ratelimit-remaining')
+    }
+    assert.equal(await remaining(), '99')
+    const refusals: Array<[string, () => Promise<unknown>, () => Promise<unknown>]> = [
+      ['OOM', () => redis.config('SET', 'maxmemory', '1'), () => redis.config('SET', 'maxmemory', '0')],
+      // A failover that left the service on a replica: a master that is not there, so it stays one.
+      [
+        'READONLY',
+        () => redis.call('REPLICAOF', '127.0.0.1', '1'),
+        () => redis.call('REPLICAOF', 'NO', 'ONE'),
+      ],
+    ]
+    for (const [reply, refuse, mend] of refusals) {
+      await refuse()
+      for (let i = 0; i < 5; i++) assert.equal(await remaining(), null, `${reply}: no count claimed`)
+      await mend()
+      assert.match(String(await remaining()), /^\d+$/, `${reply}: counted again`)
+      const refused = lines.filter(
+        (line) => line.msg === 'Redis refuses to count: rate limits are not counted until it does',
+      )
+      assert.match(String((refused.at(-1)?.err as { message?: string })?.message), new RegExp(`^${reply}`))
+    }
+    assert.deepEqual(redisLines(), [
+      [40, 'Redis refuses to count: rate limits are not counted until it does'],
+      [30, 'Redis counts again: rate limits are counted'],
+      [40, 'Redis refuses to count: rate limits are not counted until it does'],
+      [30, 'Redis counts again: rate limits are counted'],
+    ])
+  })
+})
+
 describe('Redis credentials at start', redisSuiteOptions(), () => {
   test('when Redis refuses the credentials REDIS_URL gives (none, or a wrong password), then the start stops with one line saying so; with the right one it serves', async (t) => {
     const redis = await startRedis({ password: 'sekret' })

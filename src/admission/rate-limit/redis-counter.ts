@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import { type Redis, ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
@@ -33,12 +33,14 @@ type WithIncrement = Redis &
  * refuses connections fails each command at once (the connection's settings); one that accepts them and
  * never answers (a hung host) would cost every request the command timeout, so after two timeouts in a
  * row it is passed by, said once in the log, and asked again by one request a second until it answers.
+ * One that answers with an error (out of memory, read-only) is said once too, and once it counts again.
  */
 export class RedisWindowCounter implements WindowCounter {
   readonly #redis: WithIncrement
   readonly #prefix: string
   readonly #log: Pick<Logger, 'warn' | 'info'>
   #silentSince: number | undefined
+  #refusingSince: number | undefined
   #askAgainAt = 0
   #timeoutsInARow = 0
 
@@ -61,9 +63,17 @@ export class RedisWindowCounter implements WindowCounter {
       answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
     } catch (error) {
       if ((error as Error).message === 'Command timed out') this.#timedOut(error)
+      else if (error instanceof ReplyError) this.#refused(error)
       throw error
     }
     this.#timeoutsInARow = 0
+    if (this.#refusingSince !== undefined) {
+      this.#log.info(
+        { refusedMs: Math.round(performance.now() - this.#refusingSince) },
+        'Redis counts again: rate limits are counted',
+      )
+      this.#refusingSince = undefined
+    }
     if (this.#silentSince !== undefined) {
       this.#log.info(
         { silentMs: Math.round(performance.now() - this.#silentSince) },
@@ -73,6 +83,14 @@ export class RedisWindowCounter implements WindowCounter {
     }
     const [count, resetInMs] = answer
     return { count, resetInMs }
+  }
+
+  // Reachable but refusing the script's writes (`OOM` at maxmemory, `READONLY` on a replica): no outage
+  // the connection sees, so said here, once, with Redis's reply.
+  #refused(error: unknown): void {
+    if (this.#refusingSince !== undefined) return
+    this.#refusingSince = performance.now()
+    this.#log.warn({ err: error }, 'Redis refuses to count: rate limits are not counted until it does')
   }
 
   #timedOut(error: unknown): void {
