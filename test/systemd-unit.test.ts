@@ -75,7 +75,12 @@ describe('deploy/petstore.service, as text', () => {
     const install = /^sudo npm install --prefix (\S+) .*\bnode-linux-x64@(\S+)/m.exec(readme)
     assert.ok(install, 'the README installs a Node.js for the unit')
     const [, prefix, version] = install
-    assert.equal(directive('ExecStart')[0]?.split(' ')[0], `${prefix}/node_modules/.bin/node`)
+    // The unit runs the release /opt/petstore links to: the steps install into $RELEASE, then link it.
+    assert.match(readme, /^sudo ln -sfn \$RELEASE \/opt\/petstore\s/m)
+    assert.equal(
+      directive('ExecStart')[0]?.split(' ')[0],
+      `${prefix?.replace('$RELEASE', '/opt/petstore')}/node_modules/.bin/node`,
+    )
     const { devDependencies } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
     assert.equal(version, devDependencies.node)
   })
