@@ -135,6 +135,20 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * A write whose commit the database never confirmed: its connection was lost, or given up on, once the
+ * commit was sent, so it may have been made (a frozen server commits it when it resumes). Answered 503.
+ */
+export class WriteInDoubtError extends StoreUnavailableError {
+  constructor(options?: ErrorOptions) {
+    super(
+      'the database did not confirm a write before its connection was lost: it may have been made',
+      options,
+    )
+    this.name = 'WriteInDoubtError'
+  }
+}
+
 /** The database's schema needs a newer release than this one: writes are refused until one replaces it. */
 export class NewerSchemaError extends StoreUnavailableError {
   constructor(message: string) {

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
 import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
+import { waitFor } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, logLines, startServeProcess } from './helpers/cli-process.ts'
 import {
@@ -75,6 +76,49 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     const recovered = await awaitRecovery(service.origin, key)
     const stored = await assertAllStored(databaseUrl, [...answers, recovered])
     assert.ok(stored > 1, 'creates were acknowledged before the freeze')
+  })
+
+  test('when PostgreSQL freezes after a create was sent, then its 503 says the pet may have been made, and it was: a retry with its Idempotency-Key answers with that pet, no second one', async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    const databaseUrl = await postgres.createDatabase()
+    // One connection, left open and idle by the first read: the create is sent on it, to a frozen server.
+    const { service, key } = await startService(t, databaseUrl, {
+      PG_CONNECT_TIMEOUT_MS: '500',
+      PG_STATEMENT_TIMEOUT_MS: '1000',
+      PG_POOL_SIZE: '1',
+    })
+    const create = () =>
+      fetch(`${service.origin}/v1/pets`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'in-doubt-1',
+        },
+        body: '{"name":"InDoubt","categoryId":1}',
+      })
+    postgres.freeze()
+    const unconfirmed = await create()
+    const body = (await unconfirmed.json()) as { code: string; message: string }
+    assert.deepEqual([unconfirmed.status, body.code], [503, 'service_unavailable'])
+    assert.match(body.message, /may have been made: retry with the same Idempotency-Key/)
+    assert.equal(unconfirmed.headers.get('retry-after'), '1')
+    postgres.thaw()
+
+    const retried = await waitFor(
+      async () => {
+        const response = await create()
+        return response.status === 201 ? response : undefined
+      },
+      'no 201 after the thaw',
+      { timeoutMs: 10_000, everyMs: 200 },
+    )
+    assert.equal(retried.headers.get('idempotent-replayed'), 'true', 'the first create was committed')
+    const admin = await adminOn(t, databaseUrl)
+    const { rows } = await admin.query("SELECT count(*)::int AS n FROM pets WHERE name = 'InDoubt'")
+    assert.equal(rows[0]?.n, 1)
   })
 
   test('when the database address accepts connections but never answers, then creates and reads are answered 503 within PG_CONNECT_TIMEOUT_MS, not twice it', async (t) => {

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreUnavailableError } from '../../errors.ts'
+import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import { connectionLost, storeErrorOf } from './postgres-errors.ts'
 import { ServerFullHold } from './postgres-server-full.ts'
 import { bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
@@ -36,6 +36,8 @@ export interface TransactionOptions {
   since?: number
   /** Key of a transaction-scoped advisory lock to hold before the work starts. */
   lock?: bigint
+  /** It writes: lost once its commit is sent, it fails with WriteInDoubtError, not as unavailable. */
+  writes?: boolean
 }
 
 /** BEGIN, and the advisory lock if there is one, as one simple query: one round trip. */
@@ -130,13 +132,15 @@ export class PostgresPool {
    */
   async query<Row extends pg.QueryResultRow>(
     statement: Statement,
-    { since }: Pick<TransactionOptions, 'since'> = {},
+    { since, writes }: Pick<TransactionOptions, 'since' | 'writes'> = {},
   ): Promise<Row[]> {
     this.ensureOpen()
     if (since !== undefined) {
+      // Its one statement is also given up on one statement bound after it is sent, as query_timeout would;
+      // its commit is sent with it.
+      const bounds = { since, rollsBack: false, runBoundMs: this.#statementBoundMs, commitSent: () => true }
       return this.#unlessGivenUp(
-        // Its one statement is also given up on one statement bound after it is sent, as query_timeout would.
-        this.#onConnection({ since, rollsBack: false, runBoundMs: this.#statementBoundMs }, (client) =>
+        this.#onConnection(writes ? bounds : { ...bounds, commitSent: undefined }, (client) =>
           rowsOf<Row>(client, statement),
         ),
       )
@@ -185,14 +189,17 @@ export class PostgresPool {
     options: TransactionOptions = {},
   ): Promise<T> {
     this.ensureOpen()
+    let committing = false
+    const commitSent = options.writes ? () => committing : undefined
     return this.#unlessGivenUp(
-      this.#onConnection({ since: options.since, rollsBack: true }, async (connection) => {
+      this.#onConnection({ since: options.since, rollsBack: true, commitSent }, async (connection) => {
         const ms = this.#statementBoundMs
         const client: Queryable = {
           query: (statement, values) => connection.query(bounded(statement, ms, values)),
         }
         await client.query(beginStatement(options))
         const result = await work(client)
+        committing = true
         await client.query('COMMIT')
         return result
       }),
@@ -202,10 +209,15 @@ export class PostgresPool {
   /**
    * One connection for `run`, bounded by `since` (and, with `runBoundMs`, `run` by that much once
    * connected), given back (or destroyed) whatever happens; if `run` fails and `rollsBack`, its
-   * transaction is rolled back first.
+   * transaction is rolled back first. Lost once `commitSent` says so, `run` fails with WriteInDoubtError.
    */
   async #onConnection<T>(
-    { since, rollsBack, runBoundMs }: { since: number | undefined; rollsBack: boolean; runBoundMs?: number },
+    {
+      since,
+      rollsBack,
+      runBoundMs,
+      commitSent,
+    }: { since: number | undefined; rollsBack: boolean; runBoundMs?: number; commitSent?: () => boolean },
     run: (client: pg.PoolClient) => Promise<T>,
   ): Promise<T> {
     const deadline = since === undefined ? undefined : since + this.callBoundMs
@@ -230,8 +242,10 @@ export class PostgresPool {
       // other error, the server's or `work`'s own, a transaction is rolled back (bounded by query_timeout
       // and the deadline) and the connection kept: cut mid-transaction, a healthy connection would be lost
       // for nothing. A lone statement's own transaction has already ended with its error.
-      if (connectionLost(error)) broken = asError(error)
-      else if (rollsBack) {
+      if (connectionLost(error)) {
+        broken = asError(error)
+        if (commitSent?.()) throw new WriteInDoubtError({ cause: error })
+      } else if (rollsBack) {
         broken = await client.query(bounded('ROLLBACK', this.#statementBoundMs)).then(
           () => undefined,
           (rollbackError: unknown) => asError(rollbackError),

@@ -45,7 +45,7 @@ export async function createPetBatch(
   const firstTry = planCreates(requests, new Map())
   try {
     const { pets, records } = insertsOf(requests, firstTry)
-    const rows = await pool.query<PetRow>(insertStatement(pets, records, 'new'), { since })
+    const rows = await pool.query<PetRow>(insertStatement(pets, records, 'new'), { since, writes: true })
     return createOutcomes(firstTry, petsInDealtOrder(rows, pets.length), new Map())
   } catch (error) {
     const keyed = requests.some((request) => request.idempotency)
@@ -70,7 +70,7 @@ export async function createPetBatch(
         const replayIds = plans.flatMap((plan) => (plan.kind === 'replay' ? [plan.petId] : []))
         return createOutcomes(plans, inserted, await petsById(client, replayIds))
       },
-      { since, lock: INSERT_LOCK },
+      { since, lock: INSERT_LOCK, writes: true },
     )
     .catch((error: unknown) => {
       // Its keys seen first by the first try (already stored), the second may meet the refusal itself.
