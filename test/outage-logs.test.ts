@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { ConditionLog } from '../src/http/condition-log.ts'
@@ -129,7 +130,7 @@ describe('logs during a PostgreSQL outage', throwawayPostgresSuiteOptions(), () 
     })
     // The pool's warning for each idle connection the database dropped is not about requests.
     const stacks = logLines(service).filter(
-      (line) => hasStack(line) && line.msg !== 'an idle database connection failed; it will be replaced',
+      (line) => hasStack(line) && line.msg !== 'idle database connections failed; they will be replaced',
     )
     assert.equal(stacks.length, 1, `one stack:\n${stacks.map((line) => line.msg).join('\n')}`)
     assert.equal(stacks[0]?.level, 50)
@@ -145,6 +146,52 @@ describe('logs during a PostgreSQL outage', throwawayPostgresSuiteOptions(), () 
     await answersOk(service, '/v1/pets', 'the service recovers once the database is back')
     const passed = await passedLine(service, 'the store is unavailable')
     assert.ok(Number(passed.failedRequests) >= failed, `counted: ${passed.failedRequests}`)
+  })
+})
+
+describe('idle connections dropped together', throwawayPostgresSuiteOptions(), () => {
+  test("when the database drops every idle connection at once (a restart, an operator's terminate), then one line says so, not one per connection, and the next drop is said again", async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    const databaseUrl = await postgres.createDatabase()
+    const env = {
+      DATABASE_URL: databaseUrl,
+      API_KEYS: `idle:${key}`,
+      API_KEY_CACHE_TTL_MS: '0',
+      READ_CACHE_BYTES: '0',
+    }
+    const service = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => service.child.kill('SIGKILL'))
+    const admin = new pg.Client({ connectionString: databaseUrl })
+    await admin.connect()
+    t.after(() => admin.end())
+    const sessions = async () =>
+      Number(
+        (
+          await admin.query(
+            'SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+          )
+        ).rows[0]?.count,
+      )
+    const dropped = () =>
+      logLines(service).filter(
+        (line) => line.msg === 'idle database connections failed; they will be replaced',
+      )
+    for (const round of [1, 2]) {
+      // Several connections opened by reads at once, then left idle in the pool.
+      await Promise.all(Array.from({ length: 8 }, () => request(service, '/v1/pets')))
+      const open = await sessions()
+      assert.ok(open >= 3, `${open} connections open`)
+      await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      )
+      await waitFor(async () => ((await sessions()) === 0 ? true : undefined), 'sessions still there')
+      const lines = await waitForLog(service, () => (dropped().length === round ? dropped() : undefined))
+      assert.match(String(lines.at(-1)?.error), /terminat/)
+      assert.equal(lines.at(-1)?.connections, open, 'every dropped connection counted in the one line')
+    }
+    await sleep(500)
+    assert.equal(dropped().length, 2, 'one line per drop')
   })
 })
 
@@ -167,7 +214,7 @@ describe('readiness logs during a PostgreSQL outage', throwawayPostgresSuiteOpti
     const warnings = () =>
       logLines(service).filter(
         (line) =>
-          Number(line.level) >= 40 && line.msg !== 'an idle database connection failed; it will be replaced',
+          Number(line.level) >= 40 && line.msg !== 'idle database connections failed; they will be replaced',
       )
     const started = warnings()
     assert.equal(started.length, 1, `one line for 13 probes:\n${JSON.stringify(started, null, 1)}`)

@@ -26,12 +26,30 @@ export async function openStore(
     return new SqliteStore({ ...database, log })
   }
   const { PostgresStore } = await import('../store/postgres/postgres-store.ts')
-  return new PostgresStore({
-    ...database,
-    onIdleError: (error) =>
-      // Without the stack: when the server goes down, every pooled connection reports the same thing.
-      log.warn({ error: error.message }, 'an idle database connection failed; it will be replaced'),
-  })
+  return new PostgresStore({ ...database, onIdleError: idleFailuresLog(log) })
+}
+
+// Failures this close to the first are one event (a restart, a terminate, a network cut drops them all).
+const IDLE_FAILURES_GATHERED_MS = 1000
+
+/**
+ * Says that idle pooled connections failed: one line for those failing together, with how many and the
+ * first one's error (without the stack: every connection reports the same thing), not one per connection.
+ */
+function idleFailuresLog(log: Pick<Logger, 'warn'>): (error: Error) => void {
+  let gathered: { error: string; connections: number } | undefined
+  return (error) => {
+    if (gathered !== undefined) {
+      gathered.connections++
+      return
+    }
+    const event = { error: error.message, connections: 1 }
+    gathered = event
+    setTimeout(() => {
+      gathered = undefined
+      log.warn(event, 'idle database connections failed; they will be replaced')
+    }, IDLE_FAILURES_GATHERED_MS).unref()
+  }
 }
 
 /**
