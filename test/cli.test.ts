@@ -380,6 +380,27 @@ describe('petstore CLI', () => {
     }
   })
 
+  test('when `keys` or `seed` runs on sqlite::memory:, then it refuses in one line, as what it made would be gone at its exit', (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const args of [
+      ['keys', 'create', '--name', 'x'],
+      ['keys', 'list'],
+      ['seed', '--count', '3'],
+    ]) {
+      const result = runCli(args, { DATABASE_URL: 'sqlite::memory:' }, cwd)
+      const name = args[0]
+      assert.deepEqual(
+        [result.status, result.stdout, result.stderr],
+        [
+          1,
+          '',
+          `petstore ${name}: DATABASE_URL is sqlite::memory:, a store no other process can open, gone when this command exits: run it on the service's database${name === 'keys' ? '; give a service on sqlite::memory: its keys in API_KEYS' : ''}\n`,
+        ],
+        args.join(' '),
+      )
+    }
+  })
+
   test('when `keys create`, `seed` or `migrate` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', (t) => {
     const cwd = temporaryDirectory(t)
     const notice = `petstore keys: no database was at ${join(cwd, 'data', 'petstore.db')}; created a new one\n`

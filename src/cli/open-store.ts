@@ -81,6 +81,12 @@ export async function openCommandStore(
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
   { name, creates, stderr }: { name: string; creates: boolean; stderr: Output },
 ): Promise<Store> {
+  if (database.engine === 'sqlite' && database.path === ':memory:') {
+    const keys = name === 'keys' ? '; give a service on sqlite::memory: its keys in API_KEYS' : ''
+    throw new CommandError(
+      `DATABASE_URL is sqlite::memory:, a store no other process can open, gone when this command exits: run it on the service's database${keys}`,
+    )
+  }
   const missing = missingDatabaseFile(database)
   if (missing !== undefined && !creates) {
     throw new CommandError(
