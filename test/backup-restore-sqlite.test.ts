@@ -502,6 +502,24 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(runCli(['restore', '--from', 'rescued.db'], {}, cwd).status, 0)
   })
 
+  test('when the database is missing but its write-ahead log is there (deleted under a server), then restore refuses as a start does, saying what to do, and changes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    const database = join(cwd, 'data', 'petstore.db')
+    commitIntoLogThenDie(database, 5)
+    rmSync(database)
+    const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [
+        1,
+        `petstore restore: ${database} is missing but its write-ahead log ${database}-wal is there: the database file was deleted or moved while in use. Put it back (the log holds its latest writes), or remove ${database}-wal and ${database}-shm to restore in its place\n`,
+      ],
+    )
+    assert.deepEqual(readdirSync(join(cwd, 'data')).sort(), ['petstore.db-shm', 'petstore.db-wal'])
+  })
+
   test('when a backup or a restore killed mid-way left its hidden copy, then the next one removes it, and keeps one whose process still runs', (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)

@@ -13,7 +13,7 @@ import {
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
-import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
+import { COMMAND_BUSY_TIMEOUT_MS, refuseOrphanedLog } from './sqlite-connection.ts'
 import {
   assertCanGiveOwner,
   databaseFileAt,
@@ -278,6 +278,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   refuseUnsettled(from)
   // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
   const path = existsSync(named) ? realpathSync(named) : named
+  refuseOrphanedLog(resolve(path), 'restore in its place')
   // First: a killed restore's copy may hold the room the checkpoint below needs.
   removeAbandoned(path, 'restore')
   const what = 'the restored database'

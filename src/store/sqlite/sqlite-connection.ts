@@ -39,15 +39,15 @@ export interface SqliteConnectionOptions {
 /**
  * A database file that is gone while its write-ahead log is still there was deleted or moved under a
  * running server: SQLite would start an empty database and discard that log, which may hold the latest
- * writes. Refuse, and say what to do.
+ * writes. Refuse, and say what to do (`instead`: what removing the log allows).
  */
-function refuseOrphanedLog(path: string): void {
+export function refuseOrphanedLog(path: string, instead = 'start on an empty database'): void {
   const wal = `${path}-wal`
   if (existsSync(path) || (sizeOf(wal) ?? 0) === 0) return
   throw new Error(
     `${path} is missing but its write-ahead log ${wal} is there: the database file was deleted or moved ` +
       `while in use. Put it back (the log holds its latest writes), or remove ${wal} and ${path}-shm to ` +
-      'start on an empty database',
+      instead,
   )
 }
 
