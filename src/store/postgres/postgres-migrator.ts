@@ -2,6 +2,7 @@ import { appliedMigrationsOf, pendingMigrations, schemaStatusOf } from '../share
 import type { MigrationReport, SchemaStatus } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
+import type { Queryable } from './postgres-statements.ts'
 
 // Arbitrary, fixed key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK = 0x7065_7473_0001n
@@ -18,39 +19,77 @@ const APPLIED =
  */
 export function migrate(pool: PostgresPool): Promise<MigrationReport> {
   return pool.transaction(async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
-    // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
-    // the table is there, and an instance started on one with a current schema serves its reads.
-    // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
-    // elsewhere on the search path is not ours.
-    const bookkept = await client.query(
-      `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()
-        AND table_name = 'schema_migrations'`,
-    )
-    if (bookkept.rowCount === 0)
-      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
-        compatible_from integer)`)
-    // Bookkeeping made before floors were recorded gains their column; its rows keep no floor. Looked up
-    // first: ALTER TABLE would lock the table against running instances' readiness probes even to do nothing.
-    const floors = await client.query(
-      `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
-        AND table_name = 'schema_migrations' AND column_name = 'compatible_from'`,
-    )
-    if (floors.rowCount === 0)
-      await client.query('ALTER TABLE schema_migrations ADD COLUMN compatible_from integer')
-    const before = appliedMigrationsOf((await client.query(APPLIED)).rows)
-    const pending = pendingMigrations(postgresMigrations, before)
-    for (const migration of pending) {
-      await client.query(migration.sql)
-      await client.query(
-        'INSERT INTO schema_migrations (version, name, compatible_from) VALUES ($1, $2, $3)',
-        [migration.version, migration.name, migration.compatibleFrom],
+    const [where] = (
+      await client.query<Where>(
+        'SELECT pg_advisory_xact_lock($1), current_user AS role, current_database() AS database, current_schema() AS schema',
+        [MIGRATION_LOCK],
       )
+    ).rows
+    try {
+      return await applyPending(client)
+    } catch (error) {
+      throw where === undefined ? error : mayNotCreate(error, where)
     }
-    const applied = pending.map((migration) => migration.version)
-    return { applied, ...schemaStatusOf(postgresMigrations, [...before, ...pending]) }
   })
+}
+
+interface Where {
+  role: string
+  database: string
+  schema: string | null
+}
+
+// SQLSTATE insufficient_privilege.
+const INSUFFICIENT_PRIVILEGE = '42501'
+
+/**
+ * A role refused CREATE says how to mend it: since PostgreSQL 15 only a database's owner may create in
+ * its `public` schema, and a role given an existing database usually is not its owner.
+ */
+function mayNotCreate(error: unknown, { role, database, schema }: Where): unknown {
+  if ((error as { code?: string }).code !== INSUFFICIENT_PRIVILEGE) return error
+  const name = schema ?? 'public'
+  return new Error(
+    `the database role ${role} may not create tables in schema ${name} (${(error as Error).message}): ` +
+      `make it the database's owner (ALTER DATABASE ${database} OWNER TO ${role}), or GRANT CREATE ON SCHEMA ${name} TO ${role}`,
+    { cause: error },
+  )
+}
+
+/** What `migrate` does once it holds the lock. */
+async function applyPending(client: Queryable): Promise<MigrationReport> {
+  // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
+  // the table is there, and an instance started on one with a current schema serves its reads.
+  // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
+  // elsewhere on the search path is not ours.
+  const bookkept = await client.query(
+    `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()
+      AND table_name = 'schema_migrations'`,
+  )
+  if (bookkept.rowCount === 0)
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
+      compatible_from integer)`)
+  // Bookkeeping made before floors were recorded gains their column; its rows keep no floor. Looked up
+  // first: ALTER TABLE would lock the table against running instances' readiness probes even to do nothing.
+  const floors = await client.query(
+    `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+      AND table_name = 'schema_migrations' AND column_name = 'compatible_from'`,
+  )
+  if (floors.rowCount === 0)
+    await client.query('ALTER TABLE schema_migrations ADD COLUMN compatible_from integer')
+  const before = appliedMigrationsOf((await client.query(APPLIED)).rows)
+  const pending = pendingMigrations(postgresMigrations, before)
+  for (const migration of pending) {
+    await client.query(migration.sql)
+    await client.query('INSERT INTO schema_migrations (version, name, compatible_from) VALUES ($1, $2, $3)', [
+      migration.version,
+      migration.name,
+      migration.compatibleFrom,
+    ])
+  }
+  const applied = pending.map((migration) => migration.version)
+  return { applied, ...schemaStatusOf(postgresMigrations, [...before, ...pending]) }
 }
 
 /** Where the database's schema stands for this release. */
