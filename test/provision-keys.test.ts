@@ -130,6 +130,34 @@ describe('provisioning keys at start', () => {
     )
   })
 
+  test('when API_KEYS gives a key that was revoked, then it stays revoked and the start says at warn which entry, and that its calls get 401', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const [revoked, kept] = [generateApiKey(), generateApiKey()]
+    await store.createApiKey(storedFormOf('old', revoked))
+    await store.revokeApiKey('old')
+    const lines: Array<{ level: number; msg: string; entry?: string }> = []
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    await provisionKeys({
+      store,
+      config: testConfig({ API_KEYS: `renamed:${revoked},kept:${kept}` }),
+      log: captured,
+      dataDirectory: undefined,
+      terminal: terminal(false),
+    })
+    assert.equal(await store.findActiveApiKey(hashApiKey(revoked)), undefined, 'still revoked')
+    assert.deepEqual(
+      lines.map(({ level, msg, entry }) => ({ level, msg, entry })),
+      [
+        {
+          level: 40,
+          msg: 'API_KEYS gives a key that was revoked: its calls get 401 (a revoked key is never revived); remove the entry, or give a new key',
+          entry: 'renamed',
+        },
+      ],
+    )
+    assert.doesNotMatch(JSON.stringify(lines), /psk_/, 'never the key')
+  })
+
   test('when API_KEYS reuses the name of another active key, then start fails with a ConfigError naming API_KEYS', async (t) => {
     const { store } = await sqliteEngine.open(t)
     await store.createApiKey(storedFormOf('ci', generateApiKey()))

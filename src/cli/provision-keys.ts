@@ -32,12 +32,20 @@ export interface ProvisionOptions {
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
   for (const { name, key } of config.apiKeys) {
-    await store.ensureApiKey(storedFormOf(name, key)).catch((error: unknown) => {
+    const stored = storedFormOf(name, key)
+    await store.ensureApiKey(stored).catch((error: unknown) => {
       if (!(error instanceof DuplicateKeyNameError)) throw error
       throw new ConfigError(
         `API_KEYS names "${name}", which another active key already has: revoke that key first, or use a new name`,
       )
     })
+    // Added or known, only a key revoked before is not active now: it would look given, and get 401.
+    if ((await store.findActiveApiKey(stored.hash)) === undefined) {
+      log.warn(
+        { entry: name },
+        'API_KEYS gives a key that was revoked: its calls get 401 (a revoked key is never revived); remove the entry, or give a new key',
+      )
+    }
   }
   const keys = await store.listApiKeys()
   if (keys.length > 0) {
