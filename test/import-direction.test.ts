@@ -114,6 +114,20 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
   ['src/schemas/planted.ts', '../log/key-masking.ts', 'schemas/ may import only schemas/'],
   ['src/periodic-job.ts', './log/logger.ts', 'periodic-job.ts is a timer'],
   ['src/errors.ts', './log/logger.ts', 'errors.ts is the bottom of the house'],
+  // A subfolder is below its room's own files, which compose it.
+  ['src/routes/pets/planted.ts', '../v1-api.ts', "routes/' subfolders are below its own files"],
+  [
+    'src/admission/rate-limit/planted.ts',
+    '../admission.ts',
+    "admission/'s subfolders are below its own files",
+  ],
+  // A driver stays in its engine (or the rate limit's folder) and the composition root.
+  ['src/pets/planted.ts', 'node:sqlite', "node:sqlite is SQLite's driver"],
+  ['src/routes/planted.ts', 'pg', "pg is PostgreSQL's driver"],
+  ['src/http/planted.ts', 'pg', "pg is PostgreSQL's driver"],
+  ['src/store/sqlite/planted.ts', 'ioredis', "ioredis is Redis's client"],
+  ['src/admission/rate-limit/planted.ts', 'pg', "pg is PostgreSQL's driver"],
+  ['src/newroom/planted.ts', 'ioredis', "ioredis is Redis's client"],
   // New files: a file at store/'s top is the port's; anywhere without a rule of its own, the catch-all.
   ['src/store/planted.ts', '../pets/pet-reader.ts', 'store/ at its top is the port'],
   ['src/planted.ts', './pets/pet-reader.ts', 'this file is in none'],
@@ -149,6 +163,10 @@ const downward: Array<[file: string, specifier: string]> = [
   ['src/store/postgres/planted.ts', './postgres-connection.ts'],
   ['src/store/postgres/planted.ts', '../../errors.ts'],
   ['src/newroom/planted.ts', '../schemas/pet.ts'],
+  ['src/store/postgres/planted.ts', 'pg'],
+  ['src/store/sqlite/planted.ts', 'node:sqlite'],
+  ['src/admission/rate-limit/planted.ts', 'ioredis'],
+  ['src/cli/planted.ts', 'ioredis'],
 ]
 
 /** Every TypeScript file under src/, as a path from the root (src/…). */
