@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { ConfigError, type DatabaseSettings } from '../config.ts'
 import { isPostgresUrl } from '../config-schema.ts'
+import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
 import { databaseFileAt } from '../store/sqlite/sqlite-database-files.ts'
@@ -137,9 +138,7 @@ function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSetti
  * The engine's backup role for the configured database (`<engine>-backup.ts`), and the database it works on.
  * PostgreSQL's refuses, pointing to pg_dump.
  */
-export async function backupRole(
-  database: DatabaseSettings,
-): Promise<{ path: string; role: typeof sqliteBackup }> {
+export async function backupRole(database: DatabaseSettings): Promise<{ path: string; role: BackupRole }> {
   if (database.engine === 'postgres') {
     return { path: '', role: await import('../store/postgres/postgres-backup.ts') }
   }

@@ -1,4 +1,4 @@
-import type { RestoreSummary } from '../store/sqlite/sqlite-backup.ts'
+import type { RestoreSummary } from '../store/shared/backup-role.ts'
 import { type Command, counted, parseCommandArgs, UsageError } from './command.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'

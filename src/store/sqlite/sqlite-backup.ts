@@ -12,6 +12,7 @@ import {
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
+import type { BackupSummary, RestoreSummary } from '../shared/backup-role.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, refuseOrphanedLog } from './sqlite-connection.ts'
 import {
@@ -35,26 +36,12 @@ import {
 } from './sqlite-durable-files.ts'
 import { isBusy, volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
-import { type CarriedForward, carryForward } from './sqlite-restore-carry.ts'
+import { carryForward } from './sqlite-restore-carry.ts'
 
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
 // API), which under steady writes might never end.
 const ALL_PAGES = 2 ** 31 - 1
-
-/** What a backup or a restore put in place. */
-export interface BackupSummary {
-  pets: bigint
-  bytes: number
-}
-
-/** What a restore put in place, and what it did with the database it replaced (none on a first one). */
-export interface RestoreSummary extends BackupSummary {
-  replaced?: CarriedForward & {
-    /** Where it is kept, or why it could not be (a volume that takes no second name for a file). */
-    keptAt: { path: string } | { notKept: string }
-  }
-}
 
 // Where a command finds no database, it is most often run from another directory than the service's.
 const WHERE_THE_SERVICE_RUNS = ' (DATABASE_URL): run the command where the service runs, or set DATABASE_URL'

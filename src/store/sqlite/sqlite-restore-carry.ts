@@ -1,19 +1,6 @@
 import { DatabaseSync } from 'node:sqlite'
+import type { CarriedForward } from '../shared/backup-role.ts'
 import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
-
-/** What a restore kept of the database it replaces, part by part: a damaged one may give only some. */
-export interface CarriedForward {
-  /** Its pets, if they could be counted. */
-  replacedPets: bigint | undefined
-  /** Keys revoked there that the backup holds active, revoked again; undefined if they could not be read. */
-  revocations: number | undefined
-  /** Whether the id sequences were raised past every id given out there. */
-  idsKept: boolean
-  /** Active keys there that the backup does not hold (made since it was taken): gone with the restore. */
-  keysNotInBackup: number | undefined
-  /** The first read of the replaced database that failed (it is damaged), if one did. */
-  unreadable: string | undefined
-}
 
 /**
  * Keeps in the restored `copy` what must outlive a restore, read from the database it replaces (`old`,

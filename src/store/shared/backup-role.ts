@@ -1,0 +1,38 @@
+/**
+ * The backup role an engine may have (`<engine>-backup.ts`): `petstore backup` and `restore` speak to it
+ * alone. SQLite's copies and replaces its file; PostgreSQL's refuses, pointing to pg_dump and pg_restore.
+ */
+export interface BackupRole {
+  /** Copies the live database at `path` to the file `to`, replacing one there only with `force`. */
+  backupDatabase(path: string, to: string, options?: { force?: boolean }): Promise<BackupSummary>
+  /** Puts the backup `from` in place of the database at `path`. */
+  restoreDatabase(from: string, path: string): RestoreSummary
+}
+
+/** What a backup or a restore put in place. */
+export interface BackupSummary {
+  pets: bigint
+  bytes: number
+}
+
+/** What a restore put in place, and what it did with the database it replaced (none on a first one). */
+export interface RestoreSummary extends BackupSummary {
+  replaced?: CarriedForward & {
+    /** Where it is kept, or why it could not be (a volume that takes no second name for a file). */
+    keptAt: { path: string } | { notKept: string }
+  }
+}
+
+/** What a restore kept of the database it replaces, part by part: a damaged one may give only some. */
+export interface CarriedForward {
+  /** Its pets, if they could be counted. */
+  replacedPets: bigint | undefined
+  /** Keys revoked there that the backup holds active, revoked again; undefined if they could not be read. */
+  revocations: number | undefined
+  /** Whether the id sequences were raised past every id given out there. */
+  idsKept: boolean
+  /** Active keys there that the backup does not hold (made since it was taken): gone with the restore. */
+  keysNotInBackup: number | undefined
+  /** The first read of the replaced database that failed (it is damaged), if one did. */
+  unreadable: string | undefined
+}
