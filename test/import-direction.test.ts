@@ -114,6 +114,8 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
   ['src/schemas/planted.ts', '../log/key-masking.ts', 'schemas/ may import only schemas/'],
   ['src/periodic-job.ts', './log/logger.ts', 'periodic-job.ts is a timer'],
   ['src/errors.ts', './log/logger.ts', 'errors.ts is the bottom of the house'],
+  ['src/certificate-refusal.ts', './errors.ts', 'certificate-refusal.ts reads TLS refusal codes'],
+  ['src/pets/planted.ts', '../certificate-refusal.ts', 'pets/ is the domain'],
   // A subfolder is below its room's own files, which compose it.
   ['src/routes/pets/planted.ts', '../v1-api.ts', "routes/' subfolders are below its own files"],
   [
@@ -167,6 +169,8 @@ const downward: Array<[file: string, specifier: string]> = [
   ['src/store/sqlite/planted.ts', 'node:sqlite'],
   ['src/admission/rate-limit/planted.ts', 'ioredis'],
   ['src/cli/planted.ts', 'ioredis'],
+  ['src/store/postgres/planted.ts', '../../certificate-refusal.ts'],
+  ['src/admission/rate-limit/planted.ts', '../../certificate-refusal.ts'],
 ]
 
 /** Every TypeScript file under src/, as a path from the root (src/…). */

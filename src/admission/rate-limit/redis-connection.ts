@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
-import { refusedCertificate } from '../../errors.ts'
+import { refusedCertificate } from '../../certificate-refusal.ts'
 
 /**
  * A Redis client for shared rate-limit counters, set to fail fast: no offline queue and one attempt per

@@ -1,5 +1,6 @@
 import pg from 'pg'
-import { type CertificateRefusal, refusedCertificate, StoreUnavailableError } from '../../errors.ts'
+import { type CertificateRefusal, refusedCertificate } from '../../certificate-refusal.ts'
+import { StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
 
 // SQLSTATE 25006, read_only_sql_transaction: a failover onto a standby, or a read-only default. Every
