@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import { connectionLost, storeErrorOf } from './postgres-errors.ts'
+import { poolConfig } from './postgres-pool-config.ts'
 import { ServerFullHold } from './postgres-server-full.ts'
 import { bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
 
@@ -17,19 +18,6 @@ export interface PostgresStoreOptions {
 
 /** How long closing waits for work still running before it destroys the connections (docs/decisions.md). */
 export const CLOSE_GRACE_MS = 1000
-
-// int8 arrives as text; it becomes a bigint here, so no id or category is ever rounded.
-const INT8_OID = 20
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-}
-
-// An acknowledged write must outlive a crash of the database's machine: a session that would commit
-// asynchronously (synchronous_commit=off for the server, database or role) waits for the WAL's flush
-// again; `local` and the replication settings, which all flush, are kept (docs/decisions.md, "Durability").
-const DURABLE_COMMITS =
-  "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'"
 
 export interface TransactionOptions {
   /** When the caller started waiting (`performance.now()`): the transaction ends within one bound of it. */
@@ -88,25 +76,7 @@ export class PostgresPool {
     const workMs = options.statementTimeoutMs + 1000
     this.callBoundMs = options.connectTimeoutMs + workMs
     this.#statementBoundMs = workMs
-    this.#pool = new pg.Pool({
-      connectionString: options.url,
-      max: options.poolSize,
-      connectionTimeoutMillis: options.connectTimeoutMs,
-      statement_timeout: options.statementTimeoutMs,
-      // No query_timeout for the whole pool: a lone statement with a deadline (a batch of creates) is cut
-      // by its connection's expiry instead, so that its objects die young (see `rowsOf`); every other
-      // statement is given its own (`bounded`).
-      // A transaction whose client vanished (destroyed here, or cut off by the network) would hold its
-      // locks, the insert lock included, for every instance; the server ends it instead.
-      idle_in_transaction_session_timeout: options.statementTimeoutMs,
-      // A quiet instance gives its connections back to the server after 30 s (pg's 10 s would reopen them
-      // between the spells of traffic a balancer's probes and a quiet store send).
-      idleTimeoutMillis: 30_000,
-      application_name: 'petstore',
-      types,
-      // Awaited before the pool hands the new connection out; a failure ends it and fails that call.
-      onConnect: (client) => client.query(bounded(DURABLE_COMMITS, workMs)),
-    })
+    this.#pool = new pg.Pool(poolConfig(options, workMs))
     this.#pool.on('error', options.onIdleError)
     // A connection given back broken (query_timeout, a dropped socket) is destroyed here, whatever pg's
     // own end would do: a polite goodbye waits on a hung server. Given back with any other error, pg's
