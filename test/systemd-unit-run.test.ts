@@ -186,6 +186,12 @@ describe('deploy/petstore.service, run by systemd', {
     assert.ok(Number(filters) > Number(systemds), `${filters} system-call filters, systemd ${systemds}`)
     const uid = Number(field('Uid'))
     assert.ok(uid >= 61184 && uid <= 65519, `a dynamic user's uid, not ${uid}`)
+    // Run from the release, which it cannot write; its own user namespace; a /proc of processes only.
+    assert.equal((await inVm(['readlink', `/proc/${pid}/cwd`])).trim(), RELEASES[0])
+    const userNamespace = (of: string) => inVm(['readlink', `/proc/${of}/ns/user`])
+    assert.notEqual(await userNamespace(pid), await userNamespace('1'), 'a user namespace of its own')
+    const mounts = await inVm(['cat', `/proc/${pid}/mountinfo`])
+    assert.match(mounts, / \/proc .* proc proc \S*subset=pid/, 'its /proc shows processes only')
     const database = await inVm(['stat', '-c', '%u %a', '/var/lib/private/petstore/petstore.db'])
     assert.equal(database.trim(), `${uid} 600`, "the unit's database, the service's alone")
     // Scored as it runs, not only as written: the same threshold as the offline check.
