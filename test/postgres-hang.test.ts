@@ -99,12 +99,25 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
         },
         body: '{"name":"InDoubt","categoryId":1}',
       })
+    const keyless = () =>
+      fetch(`${service.origin}/v1/pets`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: '{"name":"Queued","categoryId":1}',
+      })
+    const messageOf = async (response: Response) => {
+      const body = (await response.json()) as { code: string; message: string }
+      assert.deepEqual([response.status, body.code], [503, 'service_unavailable'])
+      assert.equal(response.headers.get('retry-after'), '1')
+      return body.message
+    }
     postgres.freeze()
-    const unconfirmed = await create()
-    const body = (await unconfirmed.json()) as { code: string; message: string }
-    assert.deepEqual([unconfirmed.status, body.code], [503, 'service_unavailable'])
-    assert.match(body.message, /may have been made: retry with the same Idempotency-Key/)
-    assert.equal(unconfirmed.headers.get('retry-after'), '1')
+    const sent = create()
+    // Queued behind it, never sent: not in doubt.
+    await sleep(200)
+    const queued = keyless()
+    assert.match(await messageOf(await sent), /may have been made: retry with the same Idempotency-Key/)
+    assert.equal(await messageOf(await queued), 'the store is unavailable; retry shortly')
     postgres.thaw()
 
     const retried = await waitFor(
@@ -119,6 +132,12 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     const admin = await adminOn(t, databaseUrl)
     const { rows } = await admin.query("SELECT count(*)::int AS n FROM pets WHERE name = 'InDoubt'")
     assert.equal(rows[0]?.n, 1)
+
+    // Without a key, nothing to retry with: the answer says to look for the pet first.
+    postgres.freeze()
+    const unkeyed = keyless()
+    assert.match(await messageOf(await unkeyed), /may have been made: look for it before creating it again/)
+    postgres.thaw()
   })
 
   test('when the database address accepts connections but never answers, then creates and reads are answered 503 within PG_CONNECT_TIMEOUT_MS, not twice it', async (t) => {

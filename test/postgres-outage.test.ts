@@ -3,7 +3,7 @@ import { type AddressInfo, createServer } from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { StoreUnavailableError } from '../src/errors.ts'
+import { StoreUnavailableError, WriteInDoubtError } from '../src/errors.ts'
 import { CLOSE_GRACE_MS } from '../src/store/postgres/postgres-connection.ts'
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
@@ -162,7 +162,7 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
     }
   })
 
-  test('when the database is frozen with creates and reads in flight, then closing the store takes at most its grace and those calls fail as unavailable', async (t) => {
+  test('when the database is frozen with creates and reads in flight, then closing the store takes at most its grace and those calls fail as unavailable, the creates sent as in doubt', async (t) => {
     const { postgres, store } = await storeOnOwnServer(t, {
       poolSize: 4,
       statementTimeoutMs: 5000,
@@ -170,25 +170,33 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
     })
     await Promise.all([store.createPet({ pet: { name: 'before', categoryId: 1n } }), store.getPet(1n)])
     postgres.freeze()
-    const inFlight = [
-      store.createPet({ pet: { name: 'a', categoryId: 1n } }),
-      store.createPet({ pet: { name: 'b', categoryId: 1n } }),
-      store.getPet(1n),
-      store.listPets({ limit: 5 }),
-    ].map((call) =>
+    const settled = (call: Promise<unknown>) =>
       call.then(
         () => 'answered',
         (error: unknown) => error,
-      ),
-    )
+      )
+    // The creates' batch is sent on a connection left open; the reads, later, wait for new ones.
+    const creates = [
+      store.createPet({ pet: { name: 'a', categoryId: 1n } }),
+      store.createPet({ pet: { name: 'b', categoryId: 1n } }),
+    ].map(settled)
+    await sleep(100)
+    const inFlight = [...creates, ...[store.getPet(1n), store.listPets({ limit: 5 })].map(settled)]
     await sleep(300)
 
     const started = performance.now()
     await store.close()
     const closedMs = performance.now() - started
     assert.ok(closedMs < CLOSE_GRACE_MS + 1000, `closed in ${Math.round(closedMs)} ms`)
-    for (const outcome of await Promise.all(inFlight))
-      assert.ok(outcome instanceof StoreUnavailableError, `${outcome}`)
+    const outcomes = await Promise.all(inFlight)
+    for (const outcome of outcomes) assert.ok(outcome instanceof StoreUnavailableError, `${outcome}`)
+    // The creates' statement was sent to the frozen server, which may commit it when it resumes; the
+    // reads waited for a connection.
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome instanceof WriteInDoubtError),
+      [true, true, false, false],
+      'the creates in doubt, the reads not',
+    )
     assert.ok(
       performance.now() - started < CLOSE_GRACE_MS + 1000,
       'the calls in flight failed with the close',

@@ -142,9 +142,10 @@ describe('group commit (WriteBatcher)', () => {
     )
   })
 
-  test('when a write committed alone after a split fails with an error said to fail the queue, then the rest of the split and the queue fail with it at once', async () => {
+  test('when a write committed alone after a split fails with an error said to fail the queue, then the rest of the split and the queue, never sent, fail at once with the failure given for them', async () => {
     const tooMany = new Error('no room for that many')
     const down = new Error('database unreachable')
+    const behind = new Error('never sent: the write ahead failed')
     const batches: number[][] = []
     let release: () => void = () => {}
     const held = new Promise<void>((resolve) => {
@@ -162,7 +163,11 @@ describe('group commit (WriteBatcher)', () => {
         throw down
       },
       3,
-      { splitsOn: (error) => error === tooMany, failsQueued: (error) => error === down },
+      {
+        splitsOn: (error) => error === tooMany,
+        failsQueued: (error) => error === down,
+        queuedFailure: (error) => (error === down ? behind : error),
+      },
     )
     const first = [1, 2, 3].map((item) => batcher.submit(item))
     await new Promise((resolve) => setImmediate(resolve))
@@ -173,7 +178,7 @@ describe('group commit (WriteBatcher)', () => {
     assert.deepEqual(batches, [[1, 2, 3], [1], [2]])
     assert.deepEqual(
       results.map((result) => (result.status === 'fulfilled' ? result.value : result.reason)),
-      [1, down, down, down, down],
+      [1, down, behind, behind, behind],
     )
   })
 

@@ -83,9 +83,13 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
   // Made or not, only the database knows: a retry with the create's key says which, one without may
   // make a second pet.
   if (error instanceof WriteInDoubtError) {
+    const retry =
+      request.headers['idempotency-key'] === undefined
+        ? 'look for it before creating it again (a create sent with an Idempotency-Key can be retried safely)'
+        : 'retry with the same Idempotency-Key, which answers with that pet if it was'
     return new ApiError(
       'service_unavailable',
-      'the database did not confirm the create before its connection was lost, so it may have been made: retry with the same Idempotency-Key, which answers with that pet if it was',
+      `the database did not confirm the create before its connection was lost, so it may have been made: ${retry}`,
       { 'retry-after': '1' },
     )
   }

@@ -108,11 +108,15 @@ export class PostgresPool {
     if (since !== undefined) {
       // Its one statement is also given up on one statement bound after it is sent, as query_timeout would;
       // its commit is sent with it.
-      const bounds = { since, rollsBack: false, runBoundMs: this.#statementBoundMs, commitSent: () => true }
+      let sent = false
+      const commitSent = writes ? () => sent : undefined
+      const bounds = { since, rollsBack: false, runBoundMs: this.#statementBoundMs, commitSent }
       return this.#unlessGivenUp(
-        this.#onConnection(writes ? bounds : { ...bounds, commitSent: undefined }, (client) =>
-          rowsOf<Row>(client, statement),
-        ),
+        this.#onConnection(bounds, (client) => {
+          sent = true
+          return rowsOf<Row>(client, statement)
+        }),
+        commitSent,
       )
     }
     const started = performance.now()
@@ -130,17 +134,22 @@ export class PostgresPool {
     }
   }
 
-  /** What `call` settles with, or `StoreUnavailableError` as soon as a close past its grace gives up. */
-  #unlessGivenUp<T>(call: Promise<T>): Promise<T> {
+  /**
+   * What `call` settles with, or `StoreUnavailableError` as soon as a close past its grace gives up: a
+   * `WriteInDoubtError` once `commitSent` says its commit was sent.
+   */
+  #unlessGivenUp<T>(call: Promise<T>, commitSent?: () => boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#waiting.add(reject)
+      const giveUp = (error: Error) =>
+        reject(commitSent?.() ? new WriteInDoubtError({ cause: error }) : error)
+      this.#waiting.add(giveUp)
       call.then(
         (value) => {
-          this.#waiting.delete(reject)
+          this.#waiting.delete(giveUp)
           resolve(value)
         },
         (error: unknown) => {
-          this.#waiting.delete(reject)
+          this.#waiting.delete(giveUp)
           reject(error)
         },
       )
@@ -173,6 +182,7 @@ export class PostgresPool {
         await client.query('COMMIT')
         return result
       }),
+      commitSent,
     )
   }
 

@@ -1,4 +1,4 @@
-import type { StoreUnavailableError } from '../../errors.ts'
+import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import type { NewPet, Pet } from '../../schemas/pet.ts'
 import {
   type CreateOutcome,
@@ -52,6 +52,7 @@ export async function createPetBatch(
     if (keyed && refusedWrites(error)) return replaysOnly(pool, requests, since, error)
     if (!keyed || !secondTryMayDo(error)) throw exhaustedOr(error)
   }
+  let inserts = false
   return pool
     .transaction(
       async (client) => {
@@ -60,6 +61,7 @@ export async function createPetBatch(
           await storedIdempotencyRecords(client, idempotencyRecordsOf(requests)),
         )
         const { pets, records } = insertsOf(requests, plans)
+        inserts = pets.length > 0
         const inserted =
           pets.length === 0
             ? []
@@ -73,6 +75,10 @@ export async function createPetBatch(
       { since, lock: INSERT_LOCK, writes: true },
     )
     .catch((error: unknown) => {
+      // Every create a replay: a commit lost then changed nothing.
+      if (error instanceof WriteInDoubtError && !inserts) {
+        throw new StoreUnavailableError('the database was lost while replaying', { cause: error })
+      }
       // Its keys seen first by the first try (already stored), the second may meet the refusal itself.
       if (refusedWrites(error)) return replaysOnly(pool, requests, since, error)
       throw exhaustedOr(error)

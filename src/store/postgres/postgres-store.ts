@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '../../errors.ts'
+import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import { EngineStore } from '../shared/engine-store.ts'
 import { WriteBatcher } from '../shared/write-batcher.ts'
 import {
@@ -47,6 +47,11 @@ export class PostgresStore extends EngineStore<PostgresPool> {
         // A database that refuses writes (read-only, disk full) answers at once: the writes queued behind
         // are still tried, as their retries may be answered from what is stored.
         failsQueued: (error) => error instanceof StoreUnavailableError && !refusedWrites(error),
+        // Those were never sent: whatever became of the batch ahead, they were not made.
+        queuedFailure: (error) =>
+          error instanceof WriteInDoubtError
+            ? new StoreUnavailableError('the database was lost during the batch ahead', { cause: error })
+            : error,
         // The ids left may do for some of the batch's creates, or none: each then gets its own answer.
         splitsOn: (error) => error instanceof PetIdsExhaustedError,
       },

@@ -18,6 +18,8 @@ export interface WriteBatcherOptions {
    * timeout. Those writes were never started, so failing them is always safe to retry.
    */
   failsQueued?: (error: unknown) => boolean
+  /** What the writes failed with the batch ahead (never started) fail with; by default its own error. */
+  queuedFailure?: (error: unknown) => unknown
   /**
    * Whether a batch's failure may be the batch's own and not each write's (more pet ids asked for than are
    * left): its writes are then committed one at a time, in order, each answered by its own.
@@ -46,6 +48,7 @@ export class WriteBatcher<In, Out> {
   readonly #maxGatherMs: number
   readonly #failsQueued: (error: unknown) => boolean
   readonly #splitsOn: (error: unknown) => boolean
+  readonly #queuedFailure: (error: unknown) => unknown
   #queue: Array<Pending<In, Out>> = []
   #draining: Promise<void> | undefined
 
@@ -63,6 +66,7 @@ export class WriteBatcher<In, Out> {
     this.#maxGatherMs = options.maxGatherMs ?? DEFAULT_MAX_GATHER_MS
     this.#failsQueued = options.failsQueued ?? (() => false)
     this.#splitsOn = options.splitsOn ?? (() => false)
+    this.#queuedFailure = options.queuedFailure ?? ((error) => error)
   }
 
   submit(item: In): Promise<Out> {
@@ -103,8 +107,8 @@ export class WriteBatcher<In, Out> {
             await this.#oneByOne(batch)
             continue
           }
-          const failed = this.#failsQueued(error) ? [...batch, ...this.#queue.splice(0)] : batch
-          for (const pending of failed) pending.reject(error)
+          for (const pending of batch) pending.reject(error)
+          if (this.#failsQueued(error)) this.#failQueued(this.#queue.splice(0), error)
         }
       }
     } finally {
@@ -123,10 +127,17 @@ export class WriteBatcher<In, Out> {
           continue
         }
         // The store cannot work now: the rest of the batch, and the queue, fail with it at once.
-        for (const failed of [...batch.slice(index), ...this.#queue.splice(0)]) failed.reject(error)
+        pending.reject(error)
+        this.#failQueued([...batch.slice(index + 1), ...this.#queue.splice(0)], error)
         return
       }
     }
+  }
+
+  /** Fails writes never started, after the one ahead of them failed with `error`. */
+  #failQueued(writes: Array<Pending<In, Out>>, error: unknown): void {
+    const failure = this.#queuedFailure(error)
+    for (const pending of writes) pending.reject(failure)
   }
 
   /** Resolves once every write submitted so far has been committed or has failed. */
