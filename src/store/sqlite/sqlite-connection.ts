@@ -15,6 +15,7 @@ import { dirname, resolve } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.ts'
+import { statOrNothing } from './sqlite-durable-files.ts'
 import { asStorageError, isBusy, StorageFaultError } from './sqlite-errors.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
@@ -56,15 +57,6 @@ function sizeOf(file: string): number | undefined {
   return statOrNothing(file)?.size
 }
 
-/** A file's stats; undefined when it is not there or cannot be seen. */
-function statOrNothing(path: string) {
-  try {
-    return statSync(path, { throwIfNoEntry: false })
-  } catch {
-    return undefined
-  }
-}
-
 function pragmaOf(db: DatabaseSync, pragma: string): unknown {
   const row = db.prepare(`PRAGMA ${pragma}`).get()
   return row === undefined ? undefined : Object.values(row)[0]
@@ -78,24 +70,38 @@ function createPrivately(path: string): void {
   // Settings refuse a `file:` URI (config-schema.ts), which SQLite would read and create itself.
   if (path === ':memory:') return
   try {
+    if (process.geteuid?.() === 0) {
+      createForDirectoryOwner(path)
+      return
+    }
     // Through links to where the file will be: O_EXCL does not follow one, even to nothing.
     let target = path
     for (let hops = 0; hops < 8 && lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink(); hops++) {
       target = resolve(realpathSync(dirname(target)), readlinkSync(target))
     }
-    const fd = openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600)
-    try {
-      // Made by root (a command run with sudo), it is given its directory's owner, the service's user, as
-      // a restore's file is; SQLite, as root, gives its -wal and -shm the database's owner.
-      if (process.geteuid?.() === 0) {
-        const { uid, gid } = statSync(dirname(target))
-        fchownSync(fd, uid, gid)
-      }
-    } finally {
-      closeSync(fd)
-    }
+    closeSync(openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
   } catch {
     // There already (kept as it is), or not creatable: SQLite's own open then says what is wrong.
+  }
+}
+
+/**
+ * As root (a command run with sudo), the file is made at `path` itself, never through a link there (the
+ * service's user, which owns the directory, could aim one anywhere), and given the directory's owner, as a
+ * restore's file is; SQLite, as root, gives its -wal and -shm the database's owner. The owner is read
+ * before the file is made: a directory swapped above the data's (one the same user owns) is not caught.
+ */
+function createForDirectoryOwner(path: string): void {
+  const { uid, gid } = statSync(dirname(path))
+  const fd = openSync(
+    path,
+    constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW,
+    0o600,
+  )
+  try {
+    fchownSync(fd, uid, gid)
+  } finally {
+    closeSync(fd)
   }
 }
 
