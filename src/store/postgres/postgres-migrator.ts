@@ -21,7 +21,8 @@ export function migrate(pool: PostgresPool): Promise<MigrationReport> {
   return pool.transaction(async (client) => {
     const [where] = (
       await client.query<Where>(
-        'SELECT pg_advisory_xact_lock($1), current_user AS role, current_database() AS database, current_schema() AS schema',
+        `SELECT pg_advisory_xact_lock($1), quote_ident(current_user) AS role,
+           quote_ident(current_database()) AS database, quote_ident(current_schema()) AS schema`,
         [MIGRATION_LOCK],
       )
     ).rows
@@ -39,18 +40,20 @@ interface Where {
   schema: string | null
 }
 
-// SQLSTATE insufficient_privilege.
+// SQLSTATE insufficient_privilege, as CREATE in a schema meets it (not a table another role owns).
 const INSUFFICIENT_PRIVILEGE = '42501'
+const NO_CREATE = /^permission denied for schema /
 
 /**
  * A role refused CREATE says how to mend it: since PostgreSQL 15 only a database's owner may create in
  * its `public` schema, and a role given an existing database usually is not its owner.
  */
 function mayNotCreate(error: unknown, { role, database, schema }: Where): unknown {
-  if ((error as { code?: string }).code !== INSUFFICIENT_PRIVILEGE) return error
+  const { code, message } = error as { code?: string; message?: string }
+  if (code !== INSUFFICIENT_PRIVILEGE || !NO_CREATE.test(message ?? '')) return error
   const name = schema ?? 'public'
   return new Error(
-    `the database role ${role} may not create tables in schema ${name} (${(error as Error).message}): ` +
+    `the database role ${role} may not create tables in schema ${name} (${message}): ` +
       `make it the database's owner (ALTER DATABASE ${database} OWNER TO ${role}), or GRANT CREATE ON SCHEMA ${name} TO ${role}`,
     { cause: error },
   )
