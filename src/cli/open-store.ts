@@ -34,21 +34,26 @@ export async function openStore(
 const IDLE_FAILURES_GATHERED_MS = 1000
 
 /**
- * Says that idle pooled connections failed: one line for those failing together, with how many and the
- * first one's error (without the stack: every connection reports the same thing), not one per connection.
+ * Says that idle pooled connections failed: the first at once, with its error (without the stack: every
+ * connection reports the same thing), then one line with how many more failed with it, not one each.
  */
 function idleFailuresLog(log: Pick<Logger, 'warn'>): (error: Error) => void {
-  let gathered: { error: string; connections: number } | undefined
+  let more: number | undefined
   return (error) => {
-    if (gathered !== undefined) {
-      gathered.connections++
+    if (more !== undefined) {
+      more++
       return
     }
-    const event = { error: error.message, connections: 1 }
-    gathered = event
+    more = 0
+    log.warn({ error: error.message }, 'an idle database connection failed; it will be replaced')
     setTimeout(() => {
-      gathered = undefined
-      log.warn(event, 'idle database connections failed; they will be replaced')
+      if (more !== undefined && more > 0) {
+        log.warn(
+          { connections: more },
+          'more idle database connections failed with it; they will be replaced',
+        )
+      }
+      more = undefined
     }, IDLE_FAILURES_GATHERED_MS).unref()
   }
 }
