@@ -130,6 +130,10 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
   ['src/store/sqlite/planted.ts', 'ioredis', "ioredis is Redis's client"],
   ['src/admission/rate-limit/planted.ts', 'pg', "pg is PostgreSQL's driver"],
   ['src/newroom/planted.ts', 'ioredis', "ioredis is Redis's client"],
+  ['src/store/sqlite/planted.ts', 'pg', "pg is PostgreSQL's driver"],
+  ['src/store/postgres/planted.ts', 'node:sqlite', "node:sqlite is SQLite's driver"],
+  ['src/admission/rate-limit/planted.ts', 'pg/lib/index.js', "pg is PostgreSQL's driver"],
+  ['src/pets/planted.ts', 'ioredis/built/index.js', "ioredis is Redis's client"],
   // New files: a file at store/'s top is the port's; anywhere without a rule of its own, the catch-all.
   ['src/store/planted.ts', '../pets/pet-reader.ts', 'store/ at its top is the port'],
   ['src/planted.ts', './pets/pet-reader.ts', 'this file is in none'],
