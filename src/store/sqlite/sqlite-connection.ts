@@ -70,38 +70,28 @@ function createPrivately(path: string): void {
   // Settings refuse a `file:` URI (config-schema.ts), which SQLite would read and create itself.
   if (path === ':memory:') return
   try {
-    if (process.geteuid?.() === 0) {
-      createForDirectoryOwner(path)
-      return
-    }
     // Through links to where the file will be: O_EXCL does not follow one, even to nothing.
     let target = path
     for (let hops = 0; hops < 8 && lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink(); hops++) {
       target = resolve(realpathSync(dirname(target)), readlinkSync(target))
     }
-    closeSync(openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600))
+    // Made by root (a command run with sudo) at its path itself, it is given its directory's owner, the
+    // service's user, as a restore's file is (SQLite, as root, gives -wal and -shm the database's owner).
+    // Never through a link: one the service's user planted could aim anywhere and be handed root's file.
+    // Its owner is read first; a directory swapped above the data's (one that user owns) is not caught.
+    const owner = target === path && process.geteuid?.() === 0 ? statSync(dirname(path)) : undefined
+    const fd = openSync(
+      target,
+      constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW,
+      0o600,
+    )
+    try {
+      if (owner !== undefined) fchownSync(fd, owner.uid, owner.gid)
+    } finally {
+      closeSync(fd)
+    }
   } catch {
     // There already (kept as it is), or not creatable: SQLite's own open then says what is wrong.
-  }
-}
-
-/**
- * As root (a command run with sudo), the file is made at `path` itself, never through a link there (the
- * service's user, which owns the directory, could aim one anywhere), and given the directory's owner, as a
- * restore's file is; SQLite, as root, gives its -wal and -shm the database's owner. The owner is read
- * before the file is made: a directory swapped above the data's (one the same user owns) is not caught.
- */
-function createForDirectoryOwner(path: string): void {
-  const { uid, gid } = statSync(dirname(path))
-  const fd = openSync(
-    path,
-    constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW,
-    0o600,
-  )
-  try {
-    fchownSync(fd, uid, gid)
-  } finally {
-    closeSync(fd)
   }
 }
 
