@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { chmodSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { TestContext } from 'node:test'
+import { runCli, type ServeProcess, startServeProcess } from './cli-process.ts'
+import { readOnly, rowCount } from './sqlite-file.ts'
+import { temporaryDirectory } from './test-server.ts'
+
+/** A serve process, killed after the test if it is still running. */
+export async function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
+  const server = await startServeProcess(env, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  return server
+}
+
+export function integrityOf(path: string): unknown {
+  return readOnly(path, (db) => db.prepare('PRAGMA integrity_check').get()?.integrity_check)
+}
+
+/** Root is needed to run a command as another user. */
+export function rootLack() {
+  return process.getuid?.() === 0 ? undefined : { missing: 'not root', remedy: 'run the tests as root' }
+}
+
+/** A directory (of `mode`) with a database of 3 pets and its backup `b.db`, which any user may read. */
+export function backedUpForAnotherUser(t: TestContext, mode: number): string {
+  const cwd = temporaryDirectory(t)
+  chmodSync(cwd, mode)
+  assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+  assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+  chmodSync(join(cwd, 'b.db'), 0o644)
+  return cwd
+}
+
+/** A process that commits `pets` pets into the database's write-ahead log, then is killed before any checkpoint. */
+export function commitIntoLogThenDie(database: string, pets: number): void {
+  const writer = spawnSync(process.execPath, [
+    '-e',
+    `const { DatabaseSync } = require('node:sqlite')
+     const db = new DatabaseSync(${JSON.stringify(database)})
+     db.exec('PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0')
+     const insert = db.prepare("INSERT INTO pets (name, category_id) VALUES ('logged', 1)")
+     db.exec('BEGIN'); for (let i = 0; i < ${pets}; i++) insert.run(); db.exec('COMMIT')
+     process.kill(process.pid, 'SIGKILL')`,
+  ])
+  assert.equal(writer.signal, 'SIGKILL')
+}
+
+export function petCountOf(path: string): number {
+  return rowCount(path, 'pets')
+}
+
+/** Whether process `pid` waits in an open() of a FIFO for its other end (Linux's /proc). */
+export function waitsOnFifo(pid: number): boolean {
+  const read = (what: string) => readFileSync(`/proc/${pid}/${what}`, 'utf8').trim()
+  try {
+    // The kernel's wait for a FIFO's partner; where wait channels are hidden, a blocked openat (x86-64, arm64).
+    return read('wchan') === 'wait_for_partner' || /^(257|56) /.test(read('syscall'))
+  } catch {
+    return false
+  }
+}
