@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
 
 // How the command line reads its arguments: what it refuses, and how it says so (exit 2, one line).
 describe('petstore CLI usage', () => {
@@ -76,4 +76,80 @@ describe('petstore CLI usage', () => {
     }
     assert.equal(existsSync(join(cwd, 'data')), false, 'no command ran')
   })
+
+  test('when asked for help, then every command answers with its usage and exit 0', (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const args of [
+      ['--help'],
+      ['serve', '--help'],
+      ['migrate', '--help'],
+      ['keys', '--help'],
+      ['seed', '--help'],
+      ['openapi', '--help'],
+      ['keys', 'create', '--help'],
+    ]) {
+      const result = runCli(args, {}, cwd)
+      assert.equal(result.status, 0, args.join(' '))
+      assert.match(result.stdout, /Usage/)
+    }
+  })
+
+  test('when asked for its version, then it prints "petstore" and the package version, exit 0', (t) => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+    for (const flag of ['--version', '-v']) {
+      const result = runCli([flag], {}, temporaryDirectory(t))
+      assert.equal(result.status, 0, flag)
+      assert.equal(result.stdout, `petstore ${version}\n`, flag)
+    }
+  })
+
+  test('when a key name breaks the rule, then the one line says the rule, and points to the help once', (t) => {
+    const result = runCli(['keys', 'create', '--name', ''], {}, temporaryDirectory(t))
+    assert.deepEqual(
+      [result.status, result.stderr],
+      [
+        2,
+        'petstore keys: invalid key name "": 1 to 64 letters, digits, ".", "_" or "-" starting with a letter or digit (see "petstore keys --help")\n',
+      ],
+    )
+  })
+
+  test('when a key action lacks its name, then the reason quotes the usage that action expects', (t) => {
+    const cwd = temporaryDirectory(t)
+    const revoke = runCli(['keys', 'revoke'], {}, cwd)
+    assert.equal(revoke.status, 2)
+    assert.match(revoke.stderr, /^petstore keys: .*petstore keys revoke <name>/)
+    const create = runCli(['keys', 'create'], {}, cwd)
+    assert.equal(create.status, 2)
+    assert.match(create.stderr, /^petstore keys: .*petstore keys create --name <name>/)
+  })
+
+  const wrongUsage = [
+    ['frobnicate'],
+    ['keys'],
+    ['keys', 'rotate'],
+    ['keys', 'create'],
+    ['keys', 'create', '--name', 'bad name!'],
+    ['seed', '--count', 'ten'],
+    ['seed', '--count', '0'],
+    ['migrate', '--force'],
+    ['keys', 'revoke', 'a', 'b'],
+    ['copy', '--from', 'foo', '--to', 'sqlite:x.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'mysql://db/x'],
+    ['copy', '--from', 'postgres://x:y@[bad/petstore', '--to', 'sqlite:x.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'postgresql://db:99999/petstore'],
+    ['copy', '--from', 'sqlite:file:x.db?mode=rwc', '--to', 'sqlite:y.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'sqlite:file:y.db'],
+  ]
+  for (const args of wrongUsage) {
+    test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, (t) => {
+      const cwd = temporaryDirectory(t)
+      const result = runCli(args, {}, cwd)
+      assert.deepEqual(readdirSync(cwd), [], 'no file made')
+      assert.equal(result.status, 2)
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+      assert.match(result.stderr, new RegExp(`^petstore ${args[0]}: `))
+      assert.doesNotMatch(result.stderr, /Invalid URL/)
+    })
+  }
 })

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict'
+import { chmodSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+describe('petstore CLI: settings and what stops a start', () => {
+  test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {
+    const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
+    assert.equal(result.status, 1)
+    assert.equal(
+      result.stderr,
+      'petstore: invalid configuration: SQLITE_BUSY_TIMEOUT_MS must be an integer from 0 to 3600000 (got "-5")\n',
+    )
+  })
+
+  for (const args of [['serve'], ['migrate'], ['keys', 'create', '--name', 'ops']]) {
+    test(`when DATABASE_URL names a file in a directory that does not exist, then "${args.join(' ')}" refuses with one line and creates nothing`, (t) => {
+      const cwd = temporaryDirectory(t)
+      const result = runCli(args, { DATABASE_URL: 'sqlite:dta/pets/petstore.db' }, cwd)
+      assert.equal(result.status, 1)
+      assert.equal(
+        result.stderr,
+        `petstore: invalid configuration: DATABASE_URL names a file in ${join(cwd, 'dta', 'pets')}, a directory that does not exist (create it first, or correct the path)\n`,
+      )
+      assert.equal(result.stdout, '')
+      assert.deepEqual(readdirSync(cwd), [], 'no directory, database or initial key was created')
+    })
+  }
+
+  test('when .env sets what is no setting, or other users can read the key it holds, then each command says so at warn, and runs', (t) => {
+    const directory = temporaryDirectory(t)
+    const path = join(directory, '.env')
+    const key = `psk_${'a'.repeat(43)}`
+    writeFileSync(
+      path,
+      `API_KEYS=ops:${key}\nPGPASSWORD=secret\nNODE_EXTRA_CA_CERTS=/etc/ca.pem\nPROT=9090\n`,
+    )
+    chmodSync(path, 0o644)
+    const warned = (stderr: string) =>
+      stderr
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((line) => line.level === 40)
+        .map((line) => line.msg)
+    const first = runCli(['migrate'], {}, directory)
+    assert.equal(first.status, 0, first.stderr)
+    const said = warned(first.stderr)
+    for (const name of ['PGPASSWORD', 'NODE_EXTRA_CA_CERTS', 'PROT']) {
+      assert.ok(
+        said.some((msg) => msg.startsWith(`.env sets ${name}, which is no setting of this service`)),
+        `${name}: ${said.join(' | ')}`,
+      )
+    }
+    assert.ok(
+      said.some((msg) =>
+        /^\.env holds API_KEYS, and other users can read it \(mode 0644\): chmod 600/.test(msg),
+      ),
+    )
+    assert.equal(first.stderr.includes(key.slice(4)), false, 'the key itself is never said')
+
+    writeFileSync(path, `API_KEYS=ops:${key}\n`)
+    chmodSync(path, 0o600)
+    const second = runCli(['migrate'], {}, directory)
+    assert.equal(second.status, 0, second.stderr)
+    assert.deepEqual(warned(second.stderr), [])
+  })
+
+  test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
+    const result = runCli(
+      ['serve'],
+      { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/pets' },
+      temporaryDirectory(t),
+    )
+    assert.equal(result.status, 1)
+    assert.match(result.stderr, /^petstore serve: the database is unreachable: .*ECONNREFUSED.*\n$/)
+    assert.equal(result.stderr.includes('s3cret'), false)
+  })
+
+  test("when a listener's port is taken or its host does not resolve, then serve exits 1 with one line naming its settings", async (t) => {
+    const cwd = temporaryDirectory(t)
+    const first = await startServeProcess({}, cwd)
+    t.after(() => first.child.kill('SIGKILL'))
+    const port = new URL(first.origin).port
+    const taken = runCli(['serve'], { PORT: port, API_KEYS: '' }, cwd)
+    assert.deepEqual(
+      [taken.status, taken.stderr],
+      [
+        1,
+        `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+      ],
+    )
+    const metricsTaken = runCli(['serve'], { PORT: '0', METRICS_PORT: port, API_KEYS: '' }, cwd)
+    assert.deepEqual(
+      [metricsTaken.status, metricsTaken.stderr],
+      [
+        1,
+        `petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+      ],
+    )
+    const unknownHost = runCli(['serve'], { PORT: '0', METRICS_HOST: 'no-such-host.invalid' }, cwd)
+    assert.equal(unknownHost.status, 1)
+    assert.match(
+      unknownHost.stderr,
+      /^petstore serve: cannot listen on METRICS_HOST:METRICS_PORT \(no-such-host\.invalid:\d+\): the host name (does not resolve \(ENOTFOUND\)|could not be resolved now \(EAI_AGAIN\))\n$/,
+    )
+  })
+})
