@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { CLI, cliEnvironment, runCli } from './helpers/cli-process.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
@@ -73,12 +73,7 @@ describe(
     })
 
     test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", (t) => {
-      const cwd = temporaryDirectory(t)
-      chmodSync(cwd, 0o755)
-      const { uid, gid } = userIds(OTHER_USER)
-      const data = join(cwd, 'data')
-      mkdirSync(data, { mode: 0o700 })
-      chownSync(data, uid, gid)
+      const { cwd, data, uid, gid } = dataOfOtherUser(t)
       const env = { DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` }
       // As the README's "Back to SQLite" and `keys create` are run with sudo.
       const made = runCli(['keys', 'create', '--name', 'web'], env, cwd)
@@ -93,12 +88,7 @@ describe(
     })
 
     test('when the database file belongs to another user, then one line naming its owner, not a bare "unable to open"', (t) => {
-      const cwd = temporaryDirectory(t)
-      chmodSync(cwd, 0o755)
-      const { uid, gid } = userIds(OTHER_USER)
-      const data = join(cwd, 'data')
-      mkdirSync(data, { mode: 0o700 })
-      chownSync(data, uid, gid)
+      const { cwd, data, uid } = dataOfOtherUser(t)
       const database = join(data, 'petstore.db')
       writeFileSync(database, '', { mode: 0o600 })
       const result = runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
@@ -117,4 +107,15 @@ describe(
 function userIds(name: string): { uid: number; gid: number } {
   const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim())
   return { uid: id('-u'), gid: id('-g') }
+}
+
+/** A directory any user may enter, holding `data/` (mode 0700), OTHER_USER's, as a service's state directory is. */
+function dataOfOtherUser(t: TestContext) {
+  const cwd = temporaryDirectory(t)
+  chmodSync(cwd, 0o755)
+  const { uid, gid } = userIds(OTHER_USER)
+  const data = join(cwd, 'data')
+  mkdirSync(data, { mode: 0o700 })
+  chownSync(data, uid, gid)
+  return { cwd, data, uid, gid }
 }

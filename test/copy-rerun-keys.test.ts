@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { runCli } from './helpers/cli-process.ts'
@@ -9,6 +9,26 @@ import { storeOn } from './helpers/postgres-store-fixtures.ts'
 import { seedStore, storeContents } from './helpers/store-copy-fixtures.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
+
+/**
+ * A seeded SQLite source (its keys `old` and a revoked one, its cursor secret made as on a first serve)
+ * copied once into a new target of `engine`; `copy` runs the same copy again.
+ */
+async function copiedOnce(t: TestContext, engine: 'sqlite' | 'postgres', pets: number) {
+  const cwd = temporaryDirectory(t)
+  const source = `sqlite:${join(cwd, 'source.db')}`
+  const store = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
+  await seedStore(store, pets, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
+  const served = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
+  await served.serviceSecret()
+  await served.close()
+  const target =
+    engine === 'sqlite' ? `sqlite:${join(cwd, 'target.db')}` : await (await sharedPostgres()).createDatabase()
+  const copy = () => runCli(['copy', '--from', source, '--to', target], {}, cwd)
+  const first = copy()
+  assert.equal(first.status, 0, first.stderr)
+  return { cwd, source, target, copy }
+}
 
 // After the switch the target is the live store: a copy run again from the old source (to catch up on
 // pets created meanwhile) must not undo what happened on the target since.
@@ -20,20 +40,7 @@ describe(
       test(`when a key was revoked and deprecated calls counted on the ${engine} target after a copy, then a re-run keeps the revocation and never lowers the count`, {
         timeout: 120_000,
       }, async (t) => {
-        const cwd = temporaryDirectory(t)
-        const source = `sqlite:${join(cwd, 'source.db')}`
-        const store = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
-        await seedStore(store, 30, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
-        const served = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
-        await served.serviceSecret() // made on first serve, as a served store has it
-        await served.close()
-        const target =
-          engine === 'sqlite'
-            ? `sqlite:${join(cwd, 'target.db')}`
-            : await (await sharedPostgres()).createDatabase()
-        const copy = () => runCli(['copy', '--from', source, '--to', target], {}, cwd)
-        const first = copy()
-        assert.equal(first.status, 0, first.stderr)
+        const { cwd, target, copy } = await copiedOnce(t, engine, 30)
 
         assert.equal(runCli(['keys', 'revoke', '--name', 'old'], { DATABASE_URL: target }, cwd).status, 0)
         const targetStore =
@@ -58,17 +65,7 @@ describe(
       test(`when a key was rotated on the source under its own name after a copy into ${engine}, then a re-run carries the revocation and the new key`, {
         timeout: 120_000,
       }, async (t) => {
-        const cwd = temporaryDirectory(t)
-        const source = `sqlite:${join(cwd, 'source.db')}`
-        const store = new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 })
-        await seedStore(store, 10, { oldKey: generateApiKey(), revokedKey: generateApiKey() })
-        const target =
-          engine === 'sqlite'
-            ? `sqlite:${join(cwd, 'target.db')}`
-            : await (await sharedPostgres()).createDatabase()
-        const copy = () => runCli(['copy', '--from', source, '--to', target], {}, cwd)
-        const first = copy()
-        assert.equal(first.status, 0, first.stderr)
+        const { cwd, source, target, copy } = await copiedOnce(t, engine, 10)
 
         // The README's rotation, done with the old name kept: revoke, then create under the same name.
         const onSource = (...args: string[]) => runCli(['keys', ...args], { DATABASE_URL: source }, cwd)
