@@ -167,6 +167,24 @@ describe('restore over a database (SQLite)', () => {
     assert.deepEqual(readdirSync(join(cwd, 'data')).sort(), ['petstore.db-shm', 'petstore.db-wal'])
   })
 
+  test('when DATABASE_URL names a link to nothing (a volume not mounted), then restore refuses, naming it, and makes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    mkdirSync(join(cwd, 'linked'))
+    const link = join(cwd, 'linked', 'petstore.db')
+    symlinkSync('/mnt/not-mounted/petstore.db', link)
+    const restore = runCli(['restore', '--from', 'b.db'], { DATABASE_URL: `sqlite:${link}` }, cwd)
+    assert.deepEqual(
+      [restore.status, restore.stderr],
+      [
+        1,
+        `petstore restore: ${link} is a link to nothing (/mnt/not-mounted/petstore.db): make what it names, or remove it, then restore\n`,
+      ],
+    )
+    assert.deepEqual(readdirSync(join(cwd, 'linked')), ['petstore.db'])
+  })
+
   test('when a backup or a restore killed mid-way left its hidden copy, then the next one removes it, and keeps one whose process still runs', (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)

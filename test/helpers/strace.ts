@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { CLI } from './cli-process.ts'
+import { CLI, cliEnvironment } from './cli-process.ts'
 import { type Lack, suiteNeeding } from './suite-requirements.ts'
 
 /** What keeps system calls from being traced here (no strace, or ptrace refused), or undefined. */
@@ -104,6 +104,68 @@ export async function startTracedServe(env: Record<string, string>, cwd: string)
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
       await exited
       clearTimeout(timer)
+    },
+  }
+}
+
+export interface HeldAtRename {
+  /** Resolves with the command's exit status and what it wrote, once it has ended. */
+  ended: Promise<{ status: number | null; output: string }>
+  /** Whether the command now waits in its first rename, held there by strace. */
+  atRename(): boolean
+}
+
+// x86-64's rename, renameat and renameat2; arm64 has only renameat (38) and renameat2 (276).
+const RENAME_CALLS = new Set([82, 264, 316, 38, 276])
+
+/**
+ * `petstore <args>` under `strace -f`, its first rename (whichever of the three calls makes it) held for
+ * `seconds` before it runs: what another process meets in that moment is then there to be tried.
+ */
+export function runWithFirstRenameHeld(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  seconds: number,
+): HeldAtRename {
+  const calls = 'rename,renameat,renameat2'
+  const child = spawn(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-o',
+      '/dev/null',
+      '-e',
+      `trace=${calls}`,
+      '-e',
+      `inject=${calls}:delay_enter=${seconds}s:when=1`,
+      process.execPath,
+      CLI,
+      ...args,
+    ],
+    { env: cliEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let output = ''
+  child.stdout?.on('data', (chunk) => {
+    output += chunk
+  })
+  child.stderr?.on('data', (chunk) => {
+    output += chunk
+  })
+  const ended = new Promise<{ status: number | null; output: string }>((resolve) =>
+    child.once('exit', (status) => resolve({ status, output })),
+  )
+  return {
+    ended,
+    atRename() {
+      try {
+        const traced = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
+        const number = readFileSync(`/proc/${traced}/syscall`, 'utf8').split(' ')[0]
+        return traced !== '' && RENAME_CALLS.has(Number(number))
+      } catch {
+        return false
+      }
     },
   }
 }

@@ -34,9 +34,10 @@ import {
   statOrNothing,
   temporaryBeside,
 } from './sqlite-durable-files.ts'
-import { isBusy, volumeFaultOf } from './sqlite-errors.ts'
+import { volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
 import { carryForward } from './sqlite-restore-carry.ts'
+import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
@@ -196,54 +197,11 @@ function leaveNothing(temporary: string): void {
 }
 
 /**
- * Refuses when any connection has the database open (a server, a worker, a command): every connection
- * to a WAL database holds a shared lock on it as long as it is open, so an exclusive lock is taken only
- * when none is left. Holding it, folds the write-ahead log into the file and empties it, checked: a
- * checkpoint that found no room fails silently at close, and the log removed then would leave the file
- * damaged. Returns the connection, still holding the lock (`locking_mode = EXCLUSIVE`): no server can
- * open the database until the caller closes it, just before the rename.
- */
-function quiesce(path: string): DatabaseSync | undefined {
-  if (!existsSync(path)) return undefined
-  const db = new DatabaseSync(path)
-  try {
-    db.exec('PRAGMA busy_timeout = 0')
-    db.exec('PRAGMA locking_mode = EXCLUSIVE')
-    db.exec('BEGIN EXCLUSIVE')
-    db.exec('COMMIT')
-    const folded = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as Record<string, number>
-    if (folded.busy !== 0 || folded.log !== folded.checkpointed) {
-      throw new Error(`the write-ahead log of ${path} could not be folded into it: nothing was changed`)
-    }
-    return db
-  } catch (error) {
-    db.close()
-    if (isBusy(error)) {
-      throw new Error(`${path} is in use (a server or another command has it open): stop it, then restore`)
-    }
-    // Damaged beyond opening: nothing of it can be kept or carried, and the operator decides what to keep.
-    if (/file is not a database/.test((error as Error).message)) {
-      throw new Error(
-        `${path} is not a SQLite database (damaged past its header): move it away, then restore`,
-      )
-    }
-    throw error
-  }
-}
-
-/** Closes the held database (its last connection deletes the emptied log) and checks the log is gone. */
-function release(path: string, held: DatabaseSync | undefined): void {
-  if (held?.isOpen) held.close()
-  if ((statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
-    throw new Error(`the write-ahead log of ${path} still holds writes: nothing was changed`)
-  }
-}
-
-/**
  * Puts the backup `from` in place of the database at `path`, once no process has it open and its
- * write-ahead log is folded into it (`quiesce`): copied beside it, checked, synced, then renamed over it,
- * the old log and shared-memory files removed just before, so nothing of the old database is ever applied
- * to the restored one. Until the rename, a failure leaves the database as it was. The database replaced
+ * write-ahead log is folded into it, held from then on past the rename (`holdForRestore`): copied beside
+ * it, checked, synced, then renamed over it, the old log and shared-memory files removed just before, so
+ * nothing of the old database is ever applied to the restored one. Until the rename, a failure leaves the
+ * database as it was (at the rename itself, in a rollback journal's mode, which a start sets back). The database replaced
  * is kept beside it (a second name for its file, made just before the rename), and what must outlive a
  * restore is carried from it into the copy first (`carryForward`).
  */
@@ -270,11 +228,13 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   removeAbandoned(path, 'restore')
   const what = 'the restored database'
   assertCanGiveOwner(path)
-  // First, before the copy takes the room the checkpoint may need; held until the rename.
-  const held = writing(path, what, () => quiesce(path))
-  writing(path, what, () => settleLeftovers(path))
+  // First, before the copy takes the room the checkpoint may need; held past the rename.
+  const hold = writing(path, what, () => holdForRestore(path))
+  const held = hold.replacing ? hold.db : undefined
+  let renamed = false
   const temporary = temporaryBeside(path, 'restore')
   try {
+    writing(path, what, () => settleLeftovers(path))
     removeWithCompanions(temporary)
     // A new file only: one planted under its name makes the copy fail rather than be written through.
     writing(path, what, () => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
@@ -286,12 +246,14 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     let keptAt: { path: string } | { notKept: string } | undefined
     writing(path, what, () => {
       fsyncPath(temporary)
-      release(path, held)
+      if (held) leaveLogBehind(path, hold)
       // The log was emptied: nothing of the old database is applied to the restored one.
       for (const suffix of COMPANION_SUFFIXES) rmSync(`${path}${suffix}`, { force: true })
       keptAt = held && replaceKeepingAside(path, temporary, stamp)
       if (!held) renameSync(temporary, path)
+      renamed = true
     })
+    endHold(path, hold, renamed)
     try {
       fsyncPath(dirname(path))
     } catch (error) {
@@ -302,7 +264,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     const replaced = carried && keptAt && { ...carried, keptAt }
     return { pets, bytes: statSync(path).size, ...(replaced ? { replaced } : {}) }
   } finally {
-    if (held?.isOpen) held.close()
+    endHold(path, hold, renamed)
     leaveNothing(temporary)
   }
 }

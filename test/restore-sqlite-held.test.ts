@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, type TestContext, test } from 'node:test'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
+import { requesterFor, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
+import { integrityOf, petCountOf } from './helpers/sqlite-backup-fixtures.ts'
+import { runWithFirstRenameHeld, straceSuiteOptions } from './helpers/strace.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+// Long enough for a server to start on a busy machine while the restore waits at its rename.
+const HELD_SECONDS = 10
+
+/** Starts a server in `cwd`: what it says when it stops before listening, or that it listened (then stopped). */
+async function serveAttempt(cwd: string): Promise<string> {
+  return startServeProcess({}, cwd).then(
+    async (server) => {
+      await stop(server)
+      return `listened at ${server.origin}`
+    },
+    (error: Error) => error.message,
+  )
+}
+
+/** Runs `restore --from b.db` in `cwd`, starts a server while it waits at its rename, and lets it end. */
+async function serveDuringRestore(t: TestContext, cwd: string): Promise<string> {
+  const restore = runWithFirstRenameHeld(['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
+  t.after(() => within(restore.ended, 60_000, 'the traced restore did not end'))
+  await waitUntil(restore.atRename, 'the restore never reached its rename', { timeoutMs: 30_000 })
+  const attempt = await serveAttempt(cwd)
+  assert.ok(restore.atRename(), 'the server was tried while the restore waited at its rename')
+  const ended = await within(restore.ended, 30_000, 'the restore did not end')
+  assert.equal(ended.status, 0, ended.output)
+  assert.match(ended.output, /^restored 3 pets from b\.db into /m)
+  return attempt
+}
+
+/** After the restore: a key made and a server started list the backup's pets, and nothing else is left. */
+async function servesTheBackup(cwd: string): Promise<void> {
+  const key = runCli(['keys', 'create', '--name', 'after'], {}, cwd)
+  assert.equal(key.status, 0, key.stderr)
+  const server = await startServeProcess({}, cwd)
+  try {
+    const listed = await requesterFor(key.stdout.trim())(server, '/v1/pets?limit=100')
+    assert.equal(listed.status, 200)
+    assert.equal(((await listed.json()) as unknown[]).length, 3)
+  } finally {
+    await stop(server)
+  }
+}
+
+const HELD = /serve exited before listening:[\s\S]*holds it exclusively, as a restore does until it ends/
+
+describe(
+  'a restore holds the database to its end (SQLite, its rename held by strace)',
+  straceSuiteOptions(),
+  () => {
+    test('when a server starts while a restore puts the backup in place of the database, then it is refused as held, and started after the restore it serves the backup; the database replaced is kept whole', async (t) => {
+      const cwd = temporaryDirectory(t)
+      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+      assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+
+      assert.match(await serveDuringRestore(t, cwd), HELD)
+
+      const data = join(cwd, 'data')
+      const kept = readdirSync(data).filter((name) => name.startsWith('petstore.db.replaced-'))
+      assert.equal(kept.length, 1, readdirSync(data).join(', '))
+      const aside = join(data, kept[0] as string)
+      assert.equal(petCountOf(aside), 8, 'the replaced database, whole')
+      assert.equal(integrityOf(aside), 'ok')
+      assert.equal(petCountOf(join(data, 'petstore.db')), 3)
+      await servesTheBackup(cwd)
+    })
+
+    test('when a server starts while a first restore puts the backup where there was no database, then it is refused as held, not left serving a database of its own the restore then replaces', async (t) => {
+      const source = temporaryDirectory(t)
+      assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
+      const cwd = temporaryDirectory(t)
+      assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
+      mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+
+      assert.match(await serveDuringRestore(t, cwd), HELD)
+
+      assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'])
+      await servesTheBackup(cwd)
+    })
+  },
+)
