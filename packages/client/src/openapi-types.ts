@@ -178,6 +178,8 @@ export interface operations {
                     "Cache-Control": "private, no-cache";
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -203,6 +205,8 @@ export interface operations {
                     "Cache-Control": "private, no-cache";
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -220,6 +224,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -228,6 +234,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -239,8 +247,12 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description The bearer challenge (RFC 6750). */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -272,6 +284,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
                     /** @description Requests left in the current window. */
@@ -280,6 +294,8 @@ export interface operations {
                     "RateLimit-Reset": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds until the limit resets. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -302,6 +318,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -310,6 +328,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -321,6 +341,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -329,6 +351,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -364,6 +388,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -372,6 +398,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -383,6 +411,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -391,6 +421,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -402,8 +434,12 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description The bearer challenge (RFC 6750). */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -426,6 +462,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -434,6 +472,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying: the first request with this Idempotency-Key is still running. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -447,6 +487,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -455,6 +497,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -466,6 +510,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -474,6 +520,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -494,6 +542,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -502,6 +552,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -513,6 +565,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
                     /** @description Requests left in the current window. */
@@ -521,6 +575,8 @@ export interface operations {
                     "RateLimit-Reset": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds until the limit resets. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -543,6 +599,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -551,6 +609,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -562,6 +622,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -570,6 +632,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -583,6 +647,8 @@ export interface operations {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -591,6 +657,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -626,6 +694,8 @@ export interface operations {
                     "Cache-Control": "private, no-cache";
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -655,6 +725,8 @@ export interface operations {
                     "Cache-Control": "private, no-cache";
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -678,6 +750,8 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -686,6 +760,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -703,8 +779,12 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description The bearer challenge (RFC 6750). */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -724,6 +804,8 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -732,6 +814,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -758,8 +842,12 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -786,6 +874,8 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit": string;
                     /** @description Requests left in the current window. */
@@ -794,6 +884,8 @@ export interface operations {
                     "RateLimit-Reset": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds until the limit resets. */
                     "Retry-After": string;
                     [name: string]: unknown;
@@ -822,6 +914,8 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -830,6 +924,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -847,6 +943,8 @@ export interface operations {
                     Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description Requests allowed to this API key per 60-second window (`RATE_LIMIT_PER_MINUTE`). */
                     "RateLimit-Limit"?: string;
                     /** @description Requests left in the current window. */
@@ -855,6 +953,8 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
                     [name: string]: unknown;

@@ -7,8 +7,20 @@ type Headers = Record<string, object>
 /** The key under which an error response's schema carries its examples, for the document only (openapi.ts). */
 export const ERROR_EXAMPLES = Symbol('error examples')
 
-// Every answer (those made on the raw socket too, see RAW_SOCKET).
-const EVERY_ANSWER: Headers = { 'X-Request-Id': REQUEST_ID_HEADER }
+// Every answer (those made on the raw socket too, see RAW_SOCKET; raw-answers.ts, HEADERS_OF_EVERY_ANSWER).
+const EVERY_ANSWER: Headers = {
+  'X-Request-Id': REQUEST_ID_HEADER,
+  'X-Content-Type-Options': responseHeader('Browsers take the answer as its `Content-Type` says.', {
+    enum: ['nosniff'],
+  }),
+}
+
+/** On every answer but a read's 200 and 304, which say their own (`private, no-cache`, pet-route-schemas.ts). */
+export const NOT_STORED: Headers = {
+  'Cache-Control': responseHeader('No cache keeps the answer: it holds per-key data or a passing state.', {
+    enum: ['no-store'],
+  }),
+}
 
 /** Sent by the CORS plugin on every answer Fastify gives (the raw socket's are not Fastify's). */
 const CORS_HEADERS: Headers = {
@@ -69,7 +81,7 @@ const HEADERS: Record<number, Headers> = {
 function headersOf(status: number, operationHeaders: Headers): Headers | undefined {
   if (RAW_SOCKET.has(status)) return undefined
   const counted = UNCOUNTED.has(status) ? { ...EVERY_ANSWER, ...CORS_HEADERS } : COUNTED_HEADERS
-  return { ...operationHeaders, ...counted, ...HEADERS[status] }
+  return { ...operationHeaders, ...counted, ...NOT_STORED, ...HEADERS[status] }
 }
 
 /** One example per code: the body as the service writes it, its message the code's summary. */

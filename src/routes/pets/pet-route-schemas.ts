@@ -1,7 +1,7 @@
 import Type from 'typebox'
 import { GET_PET_SUNSET_AT_MS, GET_PET_SUNSET_DAY, httpDate } from '../../pets/get-pet-deprecation.ts'
 import { ListPetsQuerySchema, NoQuerySchema, PetIdParamsSchema } from '../../schemas/pet.ts'
-import { COMMON_ERRORS, COUNTED_HEADERS, errorResponses } from '../openapi/error-responses.ts'
+import { COMMON_ERRORS, COUNTED_HEADERS, errorResponses, NOT_STORED } from '../openapi/error-responses.ts'
 import { linkHeader, responseHeader, URL_REFERENCE } from '../openapi/response-headers.ts'
 import { IdempotencyKeySchema } from './idempotency-key-header.ts'
 
@@ -71,6 +71,7 @@ export const createPetSchema = {
           { required: false },
         ),
         ...COUNTED_HEADERS,
+        ...NOT_STORED,
       },
     }),
     ...errorResponses([
