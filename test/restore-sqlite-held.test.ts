@@ -8,7 +8,8 @@ import { integrityOf, petCountOf } from './helpers/sqlite-backup-fixtures.ts'
 import { runWithFirstRenameHeld, straceSuiteOptions } from './helpers/strace.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
-// Long enough for a server to start on a busy machine while the restore waits at its rename.
+// Long enough for a server to start on a busy machine while the restore waits at its rename; each test
+// takes it and two starts more, past the suites' 30 s default on a loaded machine.
 const HELD_SECONDS = 10
 
 /** Starts a server in `cwd`: what it says when it stops before listening, or that it listened (then stopped). */
@@ -55,7 +56,9 @@ describe(
   'a restore holds the database to its end (SQLite, its rename held by strace)',
   straceSuiteOptions(),
   () => {
-    test('when a server starts while a restore puts the backup in place of the database, then it is refused as held, and started after the restore it serves the backup; the database replaced is kept whole', async (t) => {
+    test('when a server starts while a restore puts the backup in place of the database, then it is refused as held, and started after the restore it serves the backup; the database replaced is kept whole', {
+      timeout: 90_000,
+    }, async (t) => {
       const cwd = temporaryDirectory(t)
       assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
       assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
@@ -73,7 +76,9 @@ describe(
       await servesTheBackup(cwd)
     })
 
-    test('when a server starts while a first restore puts the backup where there was no database, then it is refused as held, not left serving a database of its own the restore then replaces', async (t) => {
+    test('when a server starts while a first restore puts the backup where there was no database, then it is refused as held, not left serving a database of its own the restore then replaces', {
+      timeout: 90_000,
+    }, async (t) => {
       const source = temporaryDirectory(t)
       assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
       const cwd = temporaryDirectory(t)
