@@ -4,6 +4,7 @@ import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import { BENCH_DEFAULTS, startScript } from './service-process.ts'
 import { type EngineRun, pairedRatio, summarize, TARGETS, type TargetSummary } from './summary.ts'
+import { targetsSection } from './targets.ts'
 
 export interface ReportInput {
   environment: Environment
@@ -301,6 +302,7 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 
 ${resultsTable(input.engineRuns)}
 ${loadPacingNote(input.engineRuns)}${logSinkTable(input.engineRuns)}
+${targetsSection(input.engineRuns)}
 ## Service log
 
 ${serviceLogs(input.engineRuns)}

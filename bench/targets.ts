@@ -1,0 +1,135 @@
+import { ENGINE_LABELS } from './engines.ts'
+import type { LoadResult } from './load.ts'
+import type { EngineName } from './options.ts'
+import type { ScenarioName } from './scenarios.ts'
+import { type EngineRun, median, TARGETS } from './summary.ts'
+
+// The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
+// round's two runs are seconds apart, so each round is one paired measurement of the same question.
+
+const READS: ScenarioName[] = ['list20', 'list100', 'list-status', 'get', 'unauthorized']
+
+/** The least share of the bare server's req/s the service keeps, per scenario; creates are durable. */
+function shareOfBare(engine: EngineName, scenario: ScenarioName): number | undefined {
+  if (scenario === 'create') return engine === 'postgres' ? 0.3 : 0.45
+  return { list20: 0.8, list100: 0.7, 'list-status': 0.8, get: 0.85, unauthorized: 0.9 }[scenario as string]
+}
+
+interface Check {
+  engine: EngineName
+  scenario: ScenarioName
+  what: string
+  /** The measure in each round, and whether that round holds the target. */
+  rounds: Array<{ value: number; held: boolean }>
+}
+
+const perRound = (
+  a: LoadResult[],
+  b: LoadResult[],
+  value: (a: LoadResult, b: LoadResult) => number,
+  holds: (value: number) => boolean,
+) =>
+  a.flatMap((run, round) => {
+    const other = b[round]
+    if (other === undefined) return []
+    const measured = value(run, other)
+    return [{ value: measured, held: holds(measured) }]
+  })
+
+function checksOf(engineRun: EngineRun): Check[] {
+  const { engine } = engineRun
+  return engineRun.scenarios.flatMap(({ scenario, runs }) => {
+    const checks: Check[] = []
+    const add = (what: string, rounds: Check['rounds']) => {
+      if (rounds.length > 0) checks.push({ engine, scenario, what, rounds })
+    }
+    const share = shareOfBare(engine, scenario)
+    const rps = (a: LoadResult, b: LoadResult) => a.requestsPerSecond / b.requestsPerSecond
+    if (share !== undefined) {
+      add(
+        `≥ ${share.toFixed(2)} of bare`,
+        perRound(runs.service, runs.baseline, rps, (v) => v >= share),
+      )
+    }
+    if (READS.includes(scenario)) {
+      add(
+        '≥ 1.00 of Fastify',
+        perRound(runs.service, runs.fastify, rps, (v) => v >= 1),
+      )
+      const p99 = (a: LoadResult, b: LoadResult) => a.latencyMs.p99 / b.latencyMs.p99
+      add(
+        'p99 ≤ 2 × bare',
+        perRound(runs.service, runs.baseline, p99, (v) => v <= 2),
+      )
+    }
+    add(
+      'logs on/off ≥ 0.95',
+      perRound(runs.service, runs['logs-off'], rps, (v) => v >= 0.95),
+    )
+    return checks
+  })
+}
+
+type Verdict = { kind: 'held' | 'missed' | 'noise'; text: string }
+
+function verdict(rounds: Check['rounds']): Verdict {
+  const held = rounds.filter((round) => round.held).length
+  const all = rounds.length === 1 ? ' (one round)' : ' in every round'
+  if (held === rounds.length) return { kind: 'held', text: `held${all}` }
+  if (held === 0) return { kind: 'missed', text: `missed${all}` }
+  return { kind: 'noise', text: `held in ${held} of ${rounds.length}: within this run's noise` }
+}
+
+/** How far the bare server's req/s moved between the rounds of one scenario: the host's own noise. */
+function bareSpread(engineRuns: EngineRun[]): string {
+  const spreads = engineRuns.flatMap((run) =>
+    run.scenarios.map(({ runs }) => {
+      const rates = runs.baseline.map((result) => result.requestsPerSecond)
+      return rates.length < 2 ? Number.NaN : Math.max(...rates) / Math.min(...rates) - 1
+    }),
+  )
+  const finite = spreads.filter(Number.isFinite)
+  if (finite.length === 0) return ''
+  const percent = (value: number) => `${Math.round(value * 100)} %`
+  return (
+    `\nOn this host the bare server's req/s moved between the rounds of one scenario by ${percent(median(finite))}` +
+    ` (median over the scenarios; at most ${percent(Math.max(...finite))}).`
+  )
+}
+
+function errorLine(engineRuns: EngineRun[]): string {
+  const runs = engineRuns.flatMap((run) =>
+    run.scenarios.flatMap((scenario) => TARGETS.flatMap((target) => scenario.runs[target])),
+  )
+  const errors = runs.reduce((sum, run) => sum + run.unexpectedStatus + run.socketErrors, 0)
+  return errors === 0
+    ? `Errors: none in ${runs.length} runs (every target, every round).`
+    : `Errors: ${errors} over ${runs.length} runs (every target, every round): the target of zero is missed.`
+}
+
+/** The "Targets" section: each target, its value round by round, its median, and whether it held. */
+export function targetsSection(engineRuns: EngineRun[]): string {
+  const checks = engineRuns.flatMap(checksOf)
+  const lines = [
+    '| Engine | Scenario | Target | Round by round | Median | Verdict |',
+    '| --- | --- | --- | ---: | ---: | --- |',
+    ...checks.map(
+      (check) =>
+        `| ${ENGINE_LABELS[check.engine]} | ${check.scenario} | ${check.what} | ` +
+        `${check.rounds.map((round) => round.value.toFixed(2)).join(' / ')} | ` +
+        `${median(check.rounds.map((round) => round.value)).toFixed(2)} | ${verdict(check.rounds).text} |`,
+    ),
+  ]
+  const verdicts = checks.map((check) => verdict(check.rounds))
+  const count = (kind: Verdict['kind']) => verdicts.filter((said) => said.kind === kind).length
+  return `## Targets
+
+Each target measured in every round, on that round's own runs (seconds apart): a target held in every
+round holds on this host, one missed in every round is missed, and one held in some rounds only is
+closer to its line than this host's run-to-run noise can tell.${bareSpread(engineRuns)}
+
+${lines.join('\n')}
+
+Held: ${count('held')} of ${checks.length}; missed: ${count('missed')}; within the noise: ${count('noise')}. ${errorLine(engineRuns)}
+`
+}

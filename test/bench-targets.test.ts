@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import type { LoadResult } from '../bench/load.ts'
+import type { EngineRun, ScenarioRuns } from '../bench/summary.ts'
+import { targetsSection } from '../bench/targets.ts'
+
+// The bench's verdicts on the targets, from runs as the load generator reports them.
+
+function run(requestsPerSecond: number, p99 = 1, unexpectedStatus = 0): LoadResult {
+  return {
+    requests: requestsPerSecond * 5,
+    totalRequests: requestsPerSecond * 7,
+    durationS: 5,
+    requestsPerSecond,
+    latencyMs: { p50: p99 / 2, p99, p999: p99 * 2, max: p99 * 3 },
+    statusCounts: { 200: requestsPerSecond * 5 },
+    unexpectedStatus,
+    socketErrors: 0,
+    serverCpuUsPerRequest: 20,
+    busy: { server: 1, load: 0.5 },
+    loadCoreIdle: 0.4,
+  }
+}
+
+function engineRun(scenarios: ScenarioRuns[]): EngineRun {
+  return {
+    engine: 'sqlite',
+    engineVersion: 'SQLite 3',
+    scenarios,
+    servicePeakRssKiB: 1,
+    serviceLogSink: 'file',
+    serviceLogBytesPerResponse: 280,
+    serviceLog: '',
+  }
+}
+
+const rowOf = (section: string, scenario: string, target: string) =>
+  section.split('\n').find((line) => line.startsWith(`| SQLite | ${scenario} | ${target} |`))
+
+describe('the bench, on its targets', () => {
+  test('when get keeps 0.90, 0.80 and 0.86 of bare in its three rounds, then its share is held in 2 of 3, within the noise, and each round is shown', () => {
+    const section = targetsSection([
+      engineRun([
+        {
+          scenario: 'get',
+          runs: {
+            service: [run(90), run(80), run(86)],
+            'pipe-log': [],
+            'logs-off': [],
+            fastify: [run(80), run(80), run(80)],
+            baseline: [run(100), run(100), run(100)],
+          },
+        },
+      ]),
+    ])
+    assert.equal(
+      rowOf(section, 'get', '≥ 0.85 of bare'),
+      "| SQLite | get | ≥ 0.85 of bare | 0.90 / 0.80 / 0.86 | 0.86 | held in 2 of 3: within this run's noise |",
+    )
+    assert.match(
+      rowOf(section, 'get', '≥ 1.00 of Fastify') ?? '',
+      /\| 1\.13 \/ 1\.00 \/ 1\.07 \| 1\.07 \| held in every round \|$/,
+    )
+    assert.match(section, /Errors: none in 9 runs/)
+  })
+
+  test('when a durable create keeps 0.40 of bare in every round, its p99 is three times bare and a run had errors, then each is missed, and no logs-off row is made without logs-off runs', () => {
+    const section = targetsSection([
+      engineRun([
+        {
+          scenario: 'create',
+          runs: {
+            service: [run(40, 3, 2), run(40, 3)],
+            'pipe-log': [],
+            'logs-off': [],
+            fastify: [run(90), run(90)],
+            baseline: [run(100), run(100)],
+          },
+        },
+        {
+          scenario: 'list20',
+          runs: {
+            service: [run(90, 3), run(90, 3)],
+            'pipe-log': [],
+            'logs-off': [run(100), run(92)],
+            fastify: [run(80), run(80)],
+            baseline: [run(100), run(100)],
+          },
+        },
+      ]),
+    ])
+    assert.match(
+      rowOf(section, 'create', '≥ 0.45 of bare') ?? '',
+      /\| 0\.40 \/ 0\.40 \| 0\.40 \| missed in every round \|$/,
+    )
+    assert.match(
+      rowOf(section, 'list20', 'p99 ≤ 2 × bare') ?? '',
+      /\| 3\.00 \/ 3\.00 \| 3\.00 \| missed in every round \|$/,
+    )
+    assert.match(
+      rowOf(section, 'list20', 'logs on/off ≥ 0.95') ?? '',
+      /\| 0\.90 \/ 0\.98 \| 0\.94 \| held in 1 of 2/,
+    )
+    assert.equal(rowOf(section, 'create', 'logs on/off ≥ 0.95'), undefined)
+    assert.match(section, /Errors: 2 over 14 runs .*: the target of zero is missed\./)
+  })
+})
