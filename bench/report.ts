@@ -266,7 +266,9 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 - Both baselines run with \`--no-memory-reducer\`: idle while the other targets run, after a few such
   waits V8's memory reducer left them about a quarter slower per request for the rest of the run, which
   made the service's share look higher in every round after the first. The service's cost does not
-  change with it (docs/benchmarks/tuning.md, "Idle baselines").
+  change with it (docs/benchmarks/tuning.md, "Idle baselines"). Both run the service's own HTTP server
+  option, \`optimizeEmptyRequests\` (a request without a body starts ended): it is Node's, and a baseline
+  without it would count it as the service's gain (docs/decisions.md, "Per-request cost").
 - Profiles of the service under this load, the request log's cost and the young-generation curve behind
   \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
