@@ -3,6 +3,7 @@ import { describe, test } from 'node:test'
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { StoreUnavailableError } from '../src/errors.ts'
+import { createMetrics, type Metrics } from '../src/metrics/metrics.ts'
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts'
 import { call } from './helpers/api-client.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
@@ -14,15 +15,23 @@ import {
 import { engineSuiteOptions, postgresEngine, postgresStoreAt } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
+/** The pool's gauges as /metrics serves them: connections by state, then the calls waiting for one. */
+async function poolGauges(metrics: Metrics): Promise<string> {
+  const text = await metrics.registry.metrics()
+  const gauges = text.matchAll(/^petstore_store_(?:connections\{state="(\w+)"\}|(waiting)_calls) (\d+)$/gm)
+  return [...gauges].map(([, state, waiting, value]) => `${state ?? waiting} ${value}`).join(', ')
+}
+
 describe(
   'a PostgreSQL pool whose every connection waits on a lock',
   engineSuiteOptions(postgresEngine),
   () => {
-    test('when every connection waits behind a lock, then the instance stays ready, a call that finds no connection says the pool is busy, and the waiting reads are served once the lock goes', async (t) => {
+    test('when every connection waits behind a lock, then the instance stays ready, the gauges show both connections busy and a third call waiting, that call says the pool is busy, and the waiting reads are served once the lock goes', async (t) => {
       const url = await (await sharedPostgres()).createDatabase()
       // Two connections (the store's connect timeout is 2 s): two reads behind the lock take them both.
       const store = postgresStoreAt(url, 2)
-      const server = await startTestServer(t, { store, env: { READ_CACHE_BYTES: '0' } })
+      const metrics = createMetrics(store.poolStats.bind(store))
+      const server = await startTestServer(t, { store, env: { READ_CACHE_BYTES: '0' }, app: { metrics } })
       assert.equal(
         (await call(server, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 } })).status,
         201,
@@ -47,15 +56,22 @@ describe(
       assert.equal(ready.status, 200, ready.text)
       assert.ok(performance.now() - started < 1000, 'answered without waiting for a connection')
 
-      await assert.rejects(store.getPet(1n), (error: unknown) => {
+      const refused = assert.rejects(store.getPet(1n), (error: unknown) => {
         assert.ok(error instanceof StoreUnavailableError)
         assert.match(error.message, /every connection .* is busy/)
         return true
       })
+      await waitFor(
+        () => (store.poolStats().waiting === 1 ? true : undefined),
+        'a third call waiting for a connection',
+      )
+      assert.equal(await poolGauges(metrics), 'busy 2, idle 0, waiting 1')
+      await refused
 
       await locker.query('ROLLBACK')
       for (const response of await Promise.all(waiting)) assert.equal(response.status, 200, response.text)
       assert.equal((await call(server, 'GET', '/readyz', { key: false })).status, 200)
+      assert.equal(await poolGauges(metrics), 'busy 0, idle 2, waiting 0')
     })
   },
 )

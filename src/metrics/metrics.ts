@@ -69,24 +69,37 @@ export function createMetrics(poolStats?: () => PoolStats) {
     byKey.set(key, (byKey.get(key) ?? 0) + 1)
   }
   countDroppedLogLines(registry)
-  if (poolStats) {
-    new Gauge({
-      name: 'petstore_store_connections',
-      help: 'Database connections of this instance, by state (open, idle, waiting callers).',
-      labelNames: ['state'] as const,
-      registers: [registry],
-      collect() {
-        const stats = poolStats()
-        this.set({ state: 'open' }, stats.total)
-        this.set({ state: 'idle' }, stats.idle)
-        this.set({ state: 'waiting' }, stats.waiting)
-      },
-    })
-  }
+  if (poolStats) countPoolConnections(registry, poolStats)
   return { ...metrics, countDeprecatedCall }
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+/**
+ * The pool's connections by state, which add up to those open (a sum over `state` is meaningful), and
+ * apart from them the calls waiting for one: a pool at its size with calls waiting is the one to watch.
+ */
+function countPoolConnections(registry: Registry, poolStats: () => PoolStats): void {
+  new Gauge({
+    name: 'petstore_store_connections',
+    help: 'Database connections this instance holds open, by state: busy (running a call) or idle.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const { total, idle } = poolStats()
+      this.set({ state: 'busy' }, total - idle)
+      this.set({ state: 'idle' }, idle)
+    },
+  })
+  new Gauge({
+    name: 'petstore_store_waiting_calls',
+    help: 'Store calls of this instance waiting for a database connection (every one is busy).',
+    registers: [registry],
+    collect() {
+      this.set(poolStats().waiting)
+    },
+  })
+}
 
 /** The log lines (standard output) this process dropped, in `registry` (a supervisor adds its workers'). */
 export function countDroppedLogLines(registry: Registry): void {
