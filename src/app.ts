@@ -94,7 +94,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       connectionsCheckingInterval: 1000,
       requireHostHeader: false,
       // A request without a body (every GET) starts ended: no stream to end and drain after its answer,
-      // about 9 % of a get's instructions (docs/decisions.md, "Per-request cost").
+      // about 9 % of a get's instructions (docs/decisions.md, "Per-request cost"); see empty-body.ts.
       optimizeEmptyRequests: true,
     },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, querystringParser: parseQuery },

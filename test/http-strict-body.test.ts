@@ -136,6 +136,18 @@ for (const engine of storeEngines) {
       assert.equal(response.json.message, 'request body must be a JSON object')
     })
 
+    test('when createPet says its body is JSON but sends none (neither Content-Length nor Transfer-Encoding, as `curl -X POST -H "Content-Type: application/json"` does), then 400 malformed_json at once, with Expect: 100-continue too, and no 100 Continue', async () => {
+      for (const expect of ['', 'Expect: 100-continue\r\n']) {
+        const response = await checkedRawHttp(
+          server.origin,
+          `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\n${expect}Connection: close\r\n\r\n`,
+        )
+        // A 100 Continue sent first would be the status read here.
+        assert.equal(response.status, 400, expect)
+        assert.equal(JSON.parse(response.body).code, 'malformed_json', expect)
+      }
+    })
+
     test('when the content type has a UTF-8 charset or another case, then JSON is still accepted', async () => {
       for (const contentType of [
         'application/json; charset=utf-8',
