@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, readdirSync } from 'node:fs'
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { requesterFor, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
 import { integrityOf, petCountOf } from './helpers/sqlite-backup-fixtures.ts'
-import { runWithFirstRenameHeld, straceSuiteOptions } from './helpers/strace.ts'
+import { runWithFirstCallHeld, straceSuiteOptions } from './helpers/strace.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 // Long enough for a server to start on a busy machine while the restore waits at its rename; each test
 // takes it and two starts more, past the suites' 30 s default on a loaded machine.
 const HELD_SECONDS = 10
 
-/** Starts a server in `cwd`: what it says when it stops before listening, or that it listened (then stopped). */
+/** Starts a server in `cwd`: what it says if it stops before listening, or that it listened (then stopped). */
 async function serveAttempt(cwd: string): Promise<string> {
   return startServeProcess({}, cwd).then(
     async (server) => {
@@ -25,11 +25,21 @@ async function serveAttempt(cwd: string): Promise<string> {
 
 /** Runs `restore --from b.db` in `cwd`, starts a server while it waits at its rename, and lets it end. */
 async function serveDuringRestore(t: TestContext, cwd: string): Promise<string> {
-  const restore = runWithFirstRenameHeld(['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
-  t.after(() => within(restore.ended, 60_000, 'the traced restore did not end'))
-  await waitUntil(restore.atRename, 'the restore never reached its rename', { timeoutMs: 30_000 })
+  const restore = runWithFirstCallHeld('rename', ['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
+  t.after(async () => {
+    if (restore.atHeldCall()) restore.kill()
+    await within(restore.ended, 60_000, 'the traced restore did not end')
+  })
+  const endedFirst = restore.ended.then(({ output }) => {
+    throw new Error(`the restore ended before its rename:\n${output}`)
+  })
+  await Promise.race([
+    waitUntil(restore.atHeldCall, 'the restore never reached its rename', { timeoutMs: 30_000 }),
+    endedFirst,
+  ])
+  endedFirst.catch(() => {})
   const attempt = await serveAttempt(cwd)
-  assert.ok(restore.atRename(), 'the server was tried while the restore waited at its rename')
+  assert.ok(restore.atHeldCall(), 'the server was tried while the restore waited at its rename')
   const ended = await within(restore.ended, 30_000, 'the restore did not end')
   assert.equal(ended.status, 0, ended.output)
   assert.match(ended.output, /^restored 3 pets from b\.db into /m)
@@ -90,5 +100,65 @@ describe(
       assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'])
       await servesTheBackup(cwd)
     })
+
+    test('when a server makes the database while a first restore is about to take its place, then the restore refuses, saying so, and the server keeps its database', {
+      timeout: 90_000,
+    }, async (t) => {
+      const source = temporaryDirectory(t)
+      assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
+      const cwd = temporaryDirectory(t)
+      assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
+      mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+      // Held where the restore links its locked empty file at the database's name.
+      const restore = runWithFirstCallHeld('link', ['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
+      t.after(async () => {
+        if (restore.atHeldCall()) restore.kill()
+        await within(restore.ended, 60_000, 'the traced restore did not end')
+      })
+      await waitUntil(restore.atHeldCall, 'the restore never reached its link', { timeoutMs: 30_000 })
+      const server = await startServeProcess({}, cwd)
+      try {
+        const ended = await within(restore.ended, 30_000, 'the restore did not end')
+        assert.equal(ended.status, 1, ended.output)
+        assert.match(
+          ended.output,
+          /petstore restore: .*petstore\.db was made while the restore began \(a server starting\?\): stop it, then restore/,
+        )
+        assert.equal((await fetch(`${server.origin}/readyz`)).status, 200, 'the server serves on')
+      } finally {
+        await stop(server)
+      }
+      assert.equal(petCountOf(join(cwd, 'data', 'petstore.db')), 0, "the server's own database, whole")
+      assert.equal(integrityOf(join(cwd, 'data', 'petstore.db')), 'ok')
+    })
   },
 )
+
+describe('a first restore that fails (SQLite)', () => {
+  test('when a first restore is given a file that is not a Pet Store database, then it is refused and nothing is left in the data directory, the place it held included', (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+    writeFileSync(join(cwd, 'b.db'), 'not a database')
+    const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    assert.equal(restore.status, 1)
+    assert.match(restore.stderr, /^petstore restore: b\.db is not a SQLite database/)
+    assert.deepEqual(readdirSync(join(cwd, 'data')), [])
+    assert.deepEqual(
+      readdirSync(cwd).filter((name) => name !== 'b.db' && name !== 'data'),
+      [],
+    )
+  })
+  test('when an empty file is where the database would be (the place a killed first restore held), then a restore puts the backup there and keeps nothing of it aside', (t) => {
+    const source = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
+    mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+    writeFileSync(join(cwd, 'data', 'petstore.db'), '', { mode: 0o600 })
+    const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    assert.equal(restore.status, 0, restore.stderr)
+    assert.match(restore.stdout, /^restored 3 pets from b\.db into [^;]+\n$/)
+    assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'])
+    assert.equal(petCountOf(join(cwd, 'data', 'petstore.db')), 3)
+  })
+})

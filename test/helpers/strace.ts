@@ -108,27 +108,34 @@ export async function startTracedServe(env: Record<string, string>, cwd: string)
   }
 }
 
-export interface HeldAtRename {
+export interface HeldAtCall {
   /** Resolves with the command's exit status and what it wrote, once it has ended. */
   ended: Promise<{ status: number | null; output: string }>
-  /** Whether the command now waits in its first rename, held there by strace. */
-  atRename(): boolean
+  /** Whether the command now waits in the call held, held there by strace. */
+  atHeldCall(): boolean
+  /** Kills strace and the command, so a failed test leaves neither running. */
+  kill(): void
 }
 
-// x86-64's rename, renameat and renameat2; arm64 has only renameat (38) and renameat2 (276).
-const RENAME_CALLS = new Set([82, 264, 316, 38, 276])
+// Each call and its system call numbers: x86-64's, then arm64's (which has only the `…at` forms).
+const CALLS = {
+  rename: { names: 'rename,renameat,renameat2', numbers: new Set([82, 264, 316, 38, 276]) },
+  link: { names: 'link,linkat', numbers: new Set([86, 265, 37]) },
+}
 
 /**
- * `petstore <args>` under `strace -f`, its first rename (whichever of the three calls makes it) held for
- * `seconds` before it runs: what another process meets in that moment is then there to be tried.
+ * `petstore <args>` under `strace -f`, its first `call` (the first of each of its system calls: strace
+ * counts per call and thread) held for `seconds` before it runs: what another process meets then can be
+ * tried.
  */
-export function runWithFirstRenameHeld(
+export function runWithFirstCallHeld(
+  call: keyof typeof CALLS,
   args: string[],
   env: Record<string, string>,
   cwd: string,
   seconds: number,
-): HeldAtRename {
-  const calls = 'rename,renameat,renameat2'
+): HeldAtCall {
+  const { names: calls, numbers } = CALLS[call]
   const child = spawn(
     'strace',
     [
@@ -158,11 +165,17 @@ export function runWithFirstRenameHeld(
   )
   return {
     ended,
-    atRename() {
+    kill() {
+      // The command first: strace killed alone would let it go on, past its rename.
+      const traced = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
+      if (traced !== '') process.kill(Number(traced), 'SIGKILL')
+      child.kill('SIGKILL')
+    },
+    atHeldCall() {
       try {
         const traced = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
         const number = readFileSync(`/proc/${traced}/syscall`, 'utf8').split(' ')[0]
-        return traced !== '' && RENAME_CALLS.has(Number(number))
+        return traced !== '' && numbers.has(Number(number))
       } catch {
         return false
       }

@@ -201,9 +201,9 @@ function leaveNothing(temporary: string): void {
  * write-ahead log is folded into it, held from then on past the rename (`holdForRestore`): copied beside
  * it, checked, synced, then renamed over it, the old log and shared-memory files removed just before, so
  * nothing of the old database is ever applied to the restored one. Until the rename, a failure leaves the
- * database as it was (at the rename itself, in a rollback journal's mode, which a start sets back). The database replaced
- * is kept beside it (a second name for its file, made just before the rename), and what must outlive a
- * restore is carried from it into the copy first (`carryForward`).
+ * database as it was (at the rename itself, in a rollback journal's mode, which a start sets back). The
+ * database replaced is kept beside it (a second name for its file, made just before the rename), and what
+ * must outlive a restore is carried from it into the copy first (`carryForward`).
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
@@ -226,6 +226,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   refuseOrphanedLog(resolve(path), 'restore in its place')
   // First: a killed restore's copy may hold the room the checkpoint below needs.
   removeAbandoned(path, 'restore')
+  removeAbandoned(path, 'hold')
   const what = 'the restored database'
   assertCanGiveOwner(path)
   // First, before the copy takes the room the checkpoint may need; held past the rename.

@@ -2,7 +2,9 @@ import {
   closeSync,
   constants,
   existsSync,
+  fchmodSync,
   fchownSync,
+  linkSync,
   lstatSync,
   openSync,
   readlinkSync,
@@ -11,6 +13,7 @@ import {
 } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
+import { statOrNothing, temporaryBeside } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
 
 // How a restore holds the database's path from its first step to the rename (sqlite-backup.ts): no server
@@ -22,6 +25,8 @@ export interface Hold {
   db: DatabaseSync
   /** The database that was at `path` (false: the restore's own empty file, made there to hold the place). */
   replacing: boolean
+  /** The restore's own file's identity, removed only if it is still the one at `path`. */
+  place?: { dev: number; ino: number }
 }
 
 /**
@@ -32,13 +37,18 @@ export interface Hold {
  * damaged. Where there is no database, an empty file for the directory's owner alone is made and held.
  */
 export function holdForRestore(path: string): Hold {
-  if (!existsSync(path)) return { db: holdPlace(path), replacing: false }
+  if (!existsSync(path)) return holdPlace(path)
   const db = new DatabaseSync(path)
   try {
     lockExclusively(db)
     const folded = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as Record<string, number>
     if (folded.busy !== 0 || folded.log !== folded.checkpointed) {
       throw new Error(`the write-ahead log of ${path} could not be folded into it: nothing was changed`)
+    }
+    // No table at all (the place a killed first restore held, an empty file): nothing to keep or carry.
+    if (db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() === undefined) {
+      leaveLogBehind(path, { db, replacing: false })
+      return { db, replacing: false }
     }
     return { db, replacing: true }
   } catch (error) {
@@ -64,8 +74,12 @@ function lockExclusively(db: DatabaseSync): void {
   db.exec('COMMIT')
 }
 
-/** The owner and mode a first restore's file gets (sqlite-database-files.ts, `takeOwnership`), held. */
-function holdPlace(path: string): DatabaseSync {
+/**
+ * A first restore's place held: an empty database, the owner and mode the restored file gets
+ * (sqlite-database-files.ts, `takeOwnership`), locked under a hidden name, then linked at `path`, which
+ * fails if anything was made there meanwhile: a server never opens it before it is locked.
+ */
+function holdPlace(path: string): Hold {
   // A link to nothing (a volume not mounted?): which file the service means is for the operator to say.
   if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) {
     throw new Error(
@@ -73,26 +87,35 @@ function holdPlace(path: string): DatabaseSync {
     )
   }
   const owner = statSync(dirname(path))
-  const fd = openSync(
-    path,
-    constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW,
-    0o600,
-  )
+  const hidden = temporaryBeside(path, 'hold')
+  let db: DatabaseSync | undefined
   try {
-    if (process.geteuid?.() === 0) fchownSync(fd, owner.uid, owner.gid)
-  } finally {
-    closeSync(fd)
-  }
-  const db = new DatabaseSync(path)
-  try {
+    rmSync(hidden, { force: true })
+    const fd = openSync(
+      hidden,
+      constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW,
+    )
+    try {
+      fchmodSync(fd, 0o600)
+      if (process.geteuid !== undefined) fchownSync(fd, owner.uid, owner.gid)
+    } finally {
+      closeSync(fd)
+    }
+    db = new DatabaseSync(hidden)
     // No journal file, not even for the empty transaction: its close deletes nothing by name.
     db.exec('PRAGMA journal_mode = MEMORY')
     lockExclusively(db)
-    return db
+    linkSync(hidden, path)
+    const { dev, ino } = statSync(path)
+    return { db, replacing: false, place: { dev, ino } }
   } catch (error) {
-    db.close()
-    rmSync(path, { force: true })
+    db?.close()
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new Error(`${path} was made while the restore began (a server starting?): stop it, then restore`)
+    }
     throw error
+  } finally {
+    rmSync(hidden, { force: true })
   }
 }
 
@@ -109,11 +132,12 @@ export function leaveLogBehind(path: string, hold: Hold): void {
   }
 }
 
-/** Ends the hold; a first restore that did not reach its rename removes the file it made to hold the place. */
+/** Ends the hold; a first restore short of its rename removes the file it made, if it is still there. */
 export function endHold(path: string, hold: Hold, renamed: boolean): void {
   if (!hold.db.isOpen) return
   try {
-    if (!hold.replacing && !renamed) rmSync(path, { force: true })
+    const there = statOrNothing(path)
+    if (hold.place && !renamed && there?.dev === hold.place.dev && there.ino === hold.place.ino) rmSync(path)
   } finally {
     hold.db.close()
   }
