@@ -59,7 +59,19 @@ export function median(values: number[]): number {
  * the ratio of two medians taken from different rounds.
  */
 export function pairedRatio(a: LoadResult[], b: LoadResult[]): number {
-  return median(a.map((run, round) => run.requestsPerSecond / (b[round]?.requestsPerSecond ?? Number.NaN)))
+  return median(roundRatios(a, b))
+}
+
+/** Each round's `measure` of `a`'s run against `b`'s (req/s over req/s by default); rounds `b` lacks left out. */
+export function roundRatios(
+  a: LoadResult[],
+  b: LoadResult[],
+  measure = (x: LoadResult, y: LoadResult) => x.requestsPerSecond / y.requestsPerSecond,
+): number[] {
+  return a.flatMap((run, round) => {
+    const other = b[round]
+    return other === undefined ? [] : [measure(run, other)]
+  })
 }
 
 export function summarize(runs: LoadResult[]): TargetSummary {

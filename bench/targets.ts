@@ -2,7 +2,7 @@ import { ENGINE_LABELS } from './engines.ts'
 import type { LoadResult } from './load.ts'
 import type { EngineName } from './options.ts'
 import type { ScenarioName } from './scenarios.ts'
-import { type EngineRun, median, TARGETS } from './summary.ts'
+import { type EngineRun, median, roundRatios, TARGETS } from './summary.ts'
 
 // The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
 // round's two runs are seconds apart, so each round is one paired measurement of the same question.
@@ -26,15 +26,9 @@ interface Check {
 const perRound = (
   a: LoadResult[],
   b: LoadResult[],
-  value: (a: LoadResult, b: LoadResult) => number,
+  measure: (a: LoadResult, b: LoadResult) => number,
   holds: (value: number) => boolean,
-) =>
-  a.flatMap((run, round) => {
-    const other = b[round]
-    if (other === undefined) return []
-    const measured = value(run, other)
-    return [{ value: measured, held: holds(measured) }]
-  })
+) => roundRatios(a, b, measure).map((value) => ({ value, held: holds(value) }))
 
 function checksOf(engineRun: EngineRun): Check[] {
   const { engine } = engineRun

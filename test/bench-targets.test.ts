@@ -64,7 +64,7 @@ describe('the bench, on its targets', () => {
     assert.match(section, /Errors: none in 9 runs/)
   })
 
-  test('when a durable create keeps 0.40 of bare in every round, its p99 is three times bare and a run had errors, then each is missed, and no logs-off row is made without logs-off runs', () => {
+  test('when a durable create keeps 0.40 of bare in every round, the p99 of a list is three times that of bare and a run had errors, then each is missed, and no logs-off row is made without logs-off runs', () => {
     const section = targetsSection([
       engineRun([
         {

@@ -82,7 +82,7 @@ export type Metrics = ReturnType<typeof createMetrics>
 function countPoolConnections(registry: Registry, poolStats: () => PoolStats): void {
   new Gauge({
     name: 'petstore_store_connections',
-    help: 'Database connections this instance holds open, by state: busy (running a call) or idle.',
+    help: 'Database connections this instance holds open, by state: busy (running a call, or being opened) or idle.',
     labelNames: ['state'] as const,
     registers: [registry],
     collect() {

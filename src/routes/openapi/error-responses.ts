@@ -15,7 +15,7 @@ const EVERY_ANSWER: Headers = {
   }),
 }
 
-/** On every answer but a read's 200 and 304, which say their own (`private, no-cache`, pet-route-schemas.ts). */
+/** On every answer but a read's 200 and 304, which say their own (pet-route-schemas.ts). */
 export const NOT_STORED: Headers = {
   'Cache-Control': responseHeader('No cache keeps the answer: it holds per-key data or a passing state.', {
     enum: ['no-store'],
