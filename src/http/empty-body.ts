@@ -1,11 +1,13 @@
-import { Readable } from 'node:stream'
-import type { preParsingHookHandler } from 'fastify'
+import type { IncomingMessage } from 'node:http'
 
 /**
- * The `preParsing` hook of an operation that reads a body. A request with neither `Content-Length` nor
- * `Transfer-Encoding` has none (RFC 9112 §6.3), and Node makes it already ended (`optimizeEmptyRequests`,
- * app.ts), so it never emits the `end` Fastify's body reader waits for: it is given an empty body instead.
+ * A request with neither `Content-Length` nor `Transfer-Encoding` has no body (RFC 9112 §6.3), and Node
+ * makes it already ended (`optimizeEmptyRequests`, app.ts), so it never emits the `end` Fastify's body
+ * reader waits for when a `Content-Type` says a body is there: that Content-Type, describing nothing, is
+ * dropped, and no body is read (createPet then answers that its body must be a JSON object).
  */
-export const emptyBodyWhenEnded: preParsingHookHandler = (request, _reply, payload, done) => {
-  done(null, request.raw.readableEnded ? Readable.from([]) : payload)
+export function dropContentTypeWithoutBody(request: IncomingMessage): void {
+  if (request.readableEnded && request.headers['content-type'] !== undefined) {
+    delete request.headers['content-type']
+  }
 }

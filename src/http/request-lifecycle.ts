@@ -3,6 +3,7 @@ import { ApiError } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { lingerOnClose } from './connection-close.ts'
+import { dropContentTypeWithoutBody } from './empty-body.ts'
 import { BAD_URL } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
@@ -83,6 +84,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
 
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     setCommonHeaders(request, reply)
+    dropContentTypeWithoutBody(request.raw)
     if (closing) {
       lingerOnClose(request.raw.socket)
       return done(SHUTTING_DOWN())
