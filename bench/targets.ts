@@ -104,17 +104,17 @@ function errorLine(engineRuns: EngineRun[]): string {
 /** The "Targets" section: each target, its value round by round, its median, and whether it held. */
 export function targetsSection(engineRuns: EngineRun[]): string {
   const checks = engineRuns.flatMap(checksOf)
+  const verdicts = checks.map((check) => verdict(check.rounds))
   const lines = [
     '| Engine | Scenario | Target | Round by round | Median | Verdict |',
     '| --- | --- | --- | ---: | ---: | --- |',
     ...checks.map(
-      (check) =>
+      (check, at) =>
         `| ${ENGINE_LABELS[check.engine]} | ${check.scenario} | ${check.what} | ` +
         `${check.rounds.map((round) => round.value.toFixed(2)).join(' / ')} | ` +
-        `${median(check.rounds.map((round) => round.value)).toFixed(2)} | ${verdict(check.rounds).text} |`,
+        `${median(check.rounds.map((round) => round.value)).toFixed(2)} | ${verdicts[at]?.text} |`,
     ),
   ]
-  const verdicts = checks.map((check) => verdict(check.rounds))
   const count = (kind: Verdict['kind']) => verdicts.filter((said) => said.kind === kind).length
   return `## Targets
 

@@ -5,7 +5,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { requesterFor, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
 import { integrityOf, petCountOf } from './helpers/sqlite-backup-fixtures.ts'
-import { runWithFirstCallHeld, straceSuiteOptions } from './helpers/strace.ts'
+import { type HeldAtCall, runWithFirstCallHeld, straceSuiteOptions } from './helpers/strace.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 // Long enough for a server to start on a busy machine while the restore waits at its rename; each test
@@ -23,21 +23,37 @@ async function serveAttempt(cwd: string): Promise<string> {
   )
 }
 
-/** Runs `restore --from b.db` in `cwd`, starts a server while it waits at its rename, and lets it end. */
-async function serveDuringRestore(t: TestContext, cwd: string): Promise<string> {
-  const restore = runWithFirstCallHeld('rename', ['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
+/** A directory with a backup of 3 pets, `b.db`, and an empty data directory: a first restore's. */
+function backupWithNoDatabase(t: TestContext): string {
+  const source = temporaryDirectory(t)
+  assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
+  const cwd = temporaryDirectory(t)
+  assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
+  mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+  return cwd
+}
+
+/** `restore --from b.db` in `cwd`, once it waits at its first `call`, held there by strace. */
+async function restoreHeldAt(t: TestContext, call: 'rename' | 'link', cwd: string): Promise<HeldAtCall> {
+  const restore = runWithFirstCallHeld(call, ['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
   t.after(async () => {
     if (restore.atHeldCall()) restore.kill()
     await within(restore.ended, 60_000, 'the traced restore did not end')
   })
   const endedFirst = restore.ended.then(({ output }) => {
-    throw new Error(`the restore ended before its rename:\n${output}`)
+    throw new Error(`the restore ended before its ${call}:\n${output}`)
   })
   await Promise.race([
-    waitUntil(restore.atHeldCall, 'the restore never reached its rename', { timeoutMs: 30_000 }),
+    waitUntil(restore.atHeldCall, `the restore never reached its ${call}`, { timeoutMs: 30_000 }),
     endedFirst,
   ])
   endedFirst.catch(() => {})
+  return restore
+}
+
+/** Runs `restore --from b.db` in `cwd`, starts a server while it waits at its rename, and lets it end. */
+async function serveDuringRestore(t: TestContext, cwd: string): Promise<string> {
+  const restore = await restoreHeldAt(t, 'rename', cwd)
   const attempt = await serveAttempt(cwd)
   assert.ok(restore.atHeldCall(), 'the server was tried while the restore waited at its rename')
   const ended = await within(restore.ended, 30_000, 'the restore did not end')
@@ -89,11 +105,7 @@ describe(
     test('when a server starts while a first restore puts the backup where there was no database, then it is refused as held, not left serving a database of its own the restore then replaces', {
       timeout: 90_000,
     }, async (t) => {
-      const source = temporaryDirectory(t)
-      assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
-      const cwd = temporaryDirectory(t)
-      assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
-      mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+      const cwd = backupWithNoDatabase(t)
 
       assert.match(await serveDuringRestore(t, cwd), HELD)
 
@@ -104,18 +116,9 @@ describe(
     test('when a server makes the database while a first restore is about to take its place, then the restore refuses, saying so, and the server keeps its database', {
       timeout: 90_000,
     }, async (t) => {
-      const source = temporaryDirectory(t)
-      assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
-      const cwd = temporaryDirectory(t)
-      assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
-      mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+      const cwd = backupWithNoDatabase(t)
       // Held where the restore links its locked empty file at the database's name.
-      const restore = runWithFirstCallHeld('link', ['restore', '--from', 'b.db'], {}, cwd, HELD_SECONDS)
-      t.after(async () => {
-        if (restore.atHeldCall()) restore.kill()
-        await within(restore.ended, 60_000, 'the traced restore did not end')
-      })
-      await waitUntil(restore.atHeldCall, 'the restore never reached its link', { timeoutMs: 30_000 })
+      const restore = await restoreHeldAt(t, 'link', cwd)
       const server = await startServeProcess({}, cwd)
       try {
         const ended = await within(restore.ended, 30_000, 'the restore did not end')
@@ -149,11 +152,7 @@ describe('a first restore that fails (SQLite)', () => {
     )
   })
   test('when an empty file is where the database would be (the place a killed first restore held), then a restore puts the backup there and keeps nothing of it aside', (t) => {
-    const source = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
-    const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
-    mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+    const cwd = backupWithNoDatabase(t)
     writeFileSync(join(cwd, 'data', 'petstore.db'), '', { mode: 0o600 })
     const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
     assert.equal(restore.status, 0, restore.stderr)
