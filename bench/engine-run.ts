@@ -92,22 +92,23 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
       runs: { service: [], 'pipe-log': [], 'logs-off': [], fastify: [], baseline: [] },
     }))
     let responses = 0
+    const measuredServers = measured.map((target) => servers[target] as NonNullable<(typeof servers)[Target]>)
     for (let round = 1; round <= options.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
-        // A B C per scenario and round: slow drift of the machine (heat, neighbours) hits all alike.
-        for (const target of measured) {
-          const server = servers[target] as NonNullable<(typeof servers)[Target]>
-          const result = await runLoad({
-            origin: server.origin,
-            serverPid: server.pid,
-            requests: scenario.requests,
-            expectedStatuses: scenario.expectedStatuses,
-            connections: options.connections,
-            warmupS: options.warmupS,
-            durationS: options.durationS,
-          })
-          // A file sink is read only now, between runs, so no reader competes with a measured server.
-          server.collectLog?.()
+        // Every target in short turns within one load process: the host's noise hits all alike.
+        const roundResults = await runLoad({
+          targets: measuredServers.map((server) => ({ origin: server.origin, serverPid: server.pid })),
+          requests: scenario.requests,
+          expectedStatuses: scenario.expectedStatuses,
+          connections: options.connections,
+          warmupS: options.warmupS,
+          durationS: options.durationS,
+          sliceS: options.sliceS,
+        })
+        for (const [at, target] of measured.entries()) {
+          const result = roundResults[at] as LoadResult
+          // A file sink is read only now, between rounds, so no reader competes with a measured server.
+          measuredServers[at]?.collectLog?.()
           if (target === 'service') responses += result.totalRequests
           results[index]?.runs[target].push(result)
           progress(

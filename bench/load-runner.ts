@@ -4,8 +4,11 @@ import { LOAD_CORE, spawnTracked } from './processes.ts'
 
 const LOAD_SCRIPT = fileURLToPath(new URL('./load.ts', import.meta.url))
 
-/** Runs one warm-up plus measured run in a fresh load-generator process on the load core. */
-export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+/**
+ * Warms up each target, then measures them in turns of one slice each, in a fresh load-generator process on
+ * the load core; one result per target, in the spec's order.
+ */
+export async function runLoad(spec: LoadSpec): Promise<LoadResult[]> {
   const child = spawnTracked(LOAD_CORE, process.execPath, [LOAD_SCRIPT, JSON.stringify(spec)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -24,7 +27,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   }
   const line = stdout.trim().split('\n').at(-1) ?? ''
   try {
-    return JSON.parse(line) as LoadResult
+    return JSON.parse(line) as LoadResult[]
   } catch {
     throw new Error(`load generator printed no result:\n${stdout}\n${stderr}`)
   }

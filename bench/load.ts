@@ -1,29 +1,38 @@
 import { readFileSync } from 'node:fs'
-import { createHistogram } from 'node:perf_hooks'
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
 import { cpuTimeUs } from './process-stats.ts'
 import type { LoadRequest } from './scenarios.ts'
 
 /**
  * The load generator, run as its own process (pinned to its own core) so it never competes with the
- * server for CPU inside one event loop. Input: one JSON `LoadSpec` argument. Output: one JSON `LoadResult`
- * line on stdout.
+ * server for CPU inside one event loop. Input: one JSON `LoadSpec` argument. Output: one JSON line on
+ * stdout, a `LoadResult` per target, in the spec's order.
  */
-export interface LoadSpec {
+export interface LoadTarget {
   origin: string
-  /** The server's process: its CPU time (and its descendants') is read around the measured run. */
+  /** The server's process: its CPU time (and its descendants') is read around each measured slice. */
   serverPid: number
+}
+
+export interface LoadSpec {
+  /** Every server one round measures on one scenario, loaded in turn, a slice at a time. */
+  targets: LoadTarget[]
   requests: LoadRequest[]
   expectedStatuses: number[]
   connections: number
   warmupS: number
+  /** Measured seconds per target, over all its slices. */
   durationS: number
+  /** Seconds of one slice: the targets take turns this long each until each has had `durationS`. */
+  sliceS: number
 }
 
 export interface LoadResult {
   /** Every response, whatever its status. */
   requests: number
-  /** Every response of the warm-up and the measured run together (each one a request log line). */
+  /** Every response of the warm-up and the measured slices together (each one a request log line). */
   totalRequests: number
   durationS: number
   /** Responses with an expected status only: a fast 429 or 503 must not pass for throughput. */
@@ -34,25 +43,36 @@ export interface LoadResult {
   unexpectedStatus: number
   /** Connection errors and timeouts: requests that got no response at all. */
   socketErrors: number
-  /** The server's CPU time over the measured run, per response. */
+  /** The server's CPU time over the measured slices, per response. */
   serverCpuUsPerRequest: number
   /**
-   * CPU time over wall time in the measured run, the server's and the load generator's own: a load
+   * CPU time over wall time in the measured slices, the server's and the load generator's own: a load
    * generator near 1 may have set the pace instead of the server.
    */
   busy: { server: number; load: number }
   /**
-   * The idle share of the load generator's core in the measured run, when it is pinned to one: the kernel's
-   * work for its packets runs there too, so the core can be full while the process is not.
+   * The idle share of the load generator's core in the measured slices, when it is pinned to one: the
+   * kernel's work for its packets runs there too, so the core can be full while the process is not.
    */
   loadCoreIdle: number | undefined
 }
 
-interface Measured {
-  result: autocannon.Result
-  latenciesUs: ReturnType<typeof createHistogram>
+/** What one target's slices add up to. */
+interface Tally {
+  latenciesUs: RecordableHistogram
   statusCounts: Map<number, number>
+  warmupResponses: number
+  socketErrors: number
+  wallUs: number
+  serverCpuUs: number
+  ownCpuUs: number
+  coreIdle: number
+  coreTotal: number
 }
+
+// A pause before each slice, measured by no one: what the server loaded before it still does after its
+// last answer (a log batch's write, a collection) is not counted in the next one's time.
+const SETTLE_MS = 100
 
 // Unique over every run of a bench: the time this process started, its pid and a count.
 const KEY_PREFIX = `${Date.now().toString(36)}-${process.pid}-`
@@ -70,30 +90,37 @@ function withFreshKeys({ freshIdempotencyKey, ...request }: LoadRequest): autoca
   }
 }
 
-function run(spec: LoadSpec, durationS: number): Promise<Measured> {
-  // Our own histogram and status counts: autocannon keeps latencies in whole milliseconds and only for 2xx,
-  // which hides sub-millisecond differences and the whole `unauthorized` scenario.
-  const latenciesUs = createHistogram()
-  const statusCounts = new Map<number, number>()
+/** Loads one origin for `durationS`, recording each response; resolves with the errors and the wall time. */
+function run(
+  spec: LoadSpec,
+  origin: string,
+  durationS: number,
+  record: (statusCode: number, responseTimeMs: number) => void,
+): Promise<{ socketErrors: number; wallUs: number }> {
+  const startedMs = performance.now()
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
-        url: spec.origin,
+        url: origin,
         connections: spec.connections,
         duration: durationS,
         requests: spec.requests.map(withFreshKeys),
         timeout: 10,
+        // autocannon notices its end only on a sample's tick: a short one ends a short slice on time.
+        sampleInt: 50,
       },
-      (error, result) => (error ? reject(error) : resolve({ result, latenciesUs, statusCounts })),
+      (error, result) =>
+        error
+          ? reject(error)
+          : resolve({ socketErrors: result.errors, wallUs: (performance.now() - startedMs) * 1000 }),
     )
-    instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
-      latenciesUs.record(Math.max(1, Math.round(responseTimeMs * 1000)))
-      statusCounts.set(statusCode, (statusCounts.get(statusCode) ?? 0) + 1)
-    })
+    // Our own histogram and status counts: autocannon keeps latencies in whole milliseconds and only for
+    // 2xx, which hides sub-millisecond differences and the whole `unauthorized` scenario.
+    instance.on('response', (_client, statusCode, _bytes, responseTimeMs) =>
+      record(statusCode, responseTimeMs),
+    )
   })
 }
-
-const toMs = (us: number) => Math.round(us) / 1000
 
 /** The one core this process may run on (the bench pins it with taskset), if it is one. */
 function pinnedCore(): number | undefined {
@@ -101,57 +128,111 @@ function pinnedCore(): number | undefined {
   return allowed ? Number(allowed[1]) : undefined
 }
 
+const LOAD_CORE = pinnedCore()
+
 /** A core's idle ticks (idle and waiting for I/O) and all its ticks so far, from /proc/stat. */
-function coreTicks(core: number): { idle: number; total: number } {
-  const line = new RegExp(`^cpu${core} (.*)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
+function coreTicks(): { idle: number; total: number } {
+  if (LOAD_CORE === undefined) return { idle: 0, total: 0 }
+  const line = new RegExp(`^cpu${LOAD_CORE} (.*)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
   const ticks = (line?.[1] ?? '').trim().split(/\s+/).map(Number)
   // user nice system idle iowait irq softirq steal (guest time is already counted in user).
   const total = ticks.slice(0, 8).reduce((sum, value) => sum + value, 0)
   return { idle: (ticks[3] ?? 0) + (ticks[4] ?? 0), total }
 }
 
-async function main(): Promise<void> {
-  const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec
-  // A separate warm-up run: JIT, connection pools and caches settle on both sides before anything counts.
-  const warmup = await run(spec, spec.warmupS)
-  const cpuBefore = cpuTimeUs(spec.serverPid)
-  const ownBefore = process.cpuUsage()
-  const core = pinnedCore()
-  const idleBefore = core === undefined ? undefined : coreTicks(core)
-  const startedMs = performance.now()
-  const { result, latenciesUs, statusCounts } = await run(spec, spec.durationS)
-  const wallUs = (performance.now() - startedMs) * 1000
-  const serverCpuUs = cpuTimeUs(spec.serverPid) - cpuBefore
-  const own = process.cpuUsage(ownBefore)
-  const idleAfter = core === undefined ? undefined : coreTicks(core)
+const ownCpuUs = () => {
+  const { user, system } = process.cpuUsage()
+  return user + system
+}
+
+async function warmUp(spec: LoadSpec, target: LoadTarget, tally: Tally): Promise<void> {
+  // JIT, connection pools and caches settle on both sides before anything counts.
+  await run(spec, target.origin, spec.warmupS, () => {
+    tally.warmupResponses++
+  })
+}
+
+async function measureSlice(
+  spec: LoadSpec,
+  target: LoadTarget,
+  tally: Tally,
+  seconds: number,
+): Promise<void> {
+  await sleep(SETTLE_MS)
+  const serverBefore = cpuTimeUs(target.serverPid)
+  const ownBefore = ownCpuUs()
+  const coreBefore = coreTicks()
+  const { socketErrors, wallUs } = await run(spec, target.origin, seconds, (statusCode, responseTimeMs) => {
+    tally.latenciesUs.record(Math.max(1, Math.round(responseTimeMs * 1000)))
+    tally.statusCounts.set(statusCode, (tally.statusCounts.get(statusCode) ?? 0) + 1)
+  })
+  const coreAfter = coreTicks()
+  tally.serverCpuUs += cpuTimeUs(target.serverPid) - serverBefore
+  tally.ownCpuUs += ownCpuUs() - ownBefore
+  tally.coreIdle += coreAfter.idle - coreBefore.idle
+  tally.coreTotal += coreAfter.total - coreBefore.total
+  tally.socketErrors += socketErrors
+  tally.wallUs += wallUs
+}
+
+const toMs = (us: number) => Math.round(us) / 1000
+
+function result(spec: LoadSpec, tally: Tally): LoadResult {
   let requests = 0
   let unexpectedStatus = 0
-  for (const [status, count] of statusCounts) {
+  for (const [status, count] of tally.statusCounts) {
     requests += count
     if (!spec.expectedStatuses.includes(status)) unexpectedStatus += count
   }
-  const output: LoadResult = {
+  const durationS = tally.wallUs / 1e6
+  const { latenciesUs } = tally
+  return {
     requests,
-    totalRequests: requests + [...warmup.statusCounts.values()].reduce((sum, count) => sum + count, 0),
-    durationS: result.duration,
-    requestsPerSecond: (requests - unexpectedStatus) / result.duration,
+    totalRequests: requests + tally.warmupResponses,
+    durationS,
+    requestsPerSecond: (requests - unexpectedStatus) / durationS,
     latencyMs: {
       p50: toMs(latenciesUs.percentile(50)),
       p99: toMs(latenciesUs.percentile(99)),
       p999: toMs(latenciesUs.percentile(99.9)),
       max: toMs(latenciesUs.max),
     },
-    statusCounts: Object.fromEntries([...statusCounts].map(([status, count]) => [String(status), count])),
+    statusCounts: Object.fromEntries(
+      [...tally.statusCounts].map(([status, count]) => [String(status), count]),
+    ),
     unexpectedStatus,
-    socketErrors: result.errors,
-    serverCpuUsPerRequest: serverCpuUs / requests,
-    busy: { server: serverCpuUs / wallUs, load: (own.user + own.system) / wallUs },
-    loadCoreIdle:
-      idleBefore === undefined || idleAfter === undefined
-        ? undefined
-        : (idleAfter.idle - idleBefore.idle) / (idleAfter.total - idleBefore.total),
+    socketErrors: tally.socketErrors,
+    serverCpuUsPerRequest: tally.serverCpuUs / requests,
+    busy: { server: tally.serverCpuUs / tally.wallUs, load: tally.ownCpuUs / tally.wallUs },
+    loadCoreIdle: LOAD_CORE !== undefined ? tally.coreIdle / tally.coreTotal : undefined,
   }
-  process.stdout.write(`${JSON.stringify(output)}\n`)
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec
+  const tallies: Tally[] = spec.targets.map(() => ({
+    latenciesUs: createHistogram(),
+    statusCounts: new Map(),
+    warmupResponses: 0,
+    socketErrors: 0,
+    wallUs: 0,
+    serverCpuUs: 0,
+    ownCpuUs: 0,
+    coreIdle: 0,
+    coreTotal: 0,
+  }))
+  for (const [at, target] of spec.targets.entries()) await warmUp(spec, target, tallies[at] as Tally)
+  // Short turns, in an order reversed every other slice (A B C, C B A, …): the host's noise, which moves
+  // over seconds here, lands on every target alike, and a steady drift gives each the same mean position.
+  const slices = Math.max(1, Math.round(spec.durationS / spec.sliceS))
+  const seconds = spec.durationS / slices
+  const order = spec.targets.map((_, at) => at)
+  for (let slice = 0; slice < slices; slice++) {
+    for (const at of slice % 2 === 0 ? order : order.toReversed()) {
+      await measureSlice(spec, spec.targets[at] as LoadTarget, tallies[at] as Tally, seconds)
+    }
+  }
+  process.stdout.write(`${JSON.stringify(tallies.map((tally) => result(spec, tally)))}\n`)
 }
 
 await main()

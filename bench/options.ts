@@ -11,6 +11,8 @@ export interface BenchOptions {
   connections: number
   warmupS: number
   durationS: number
+  /** Seconds of one turn of a target within a round's measured time (`--slice`). */
+  sliceS: number
   rounds: number
   scenarios: ScenarioName[]
   quick: boolean
@@ -33,8 +35,10 @@ export const USAGE = `Usage: npm run bench -- [options]
   --engine sqlite|postgres|all   storage engines to measure (default all; postgres is skipped if unavailable)
   --pets N                       pets seeded before the service starts (default 10000)
   --connections N                concurrent connections of the load generator (default 32)
-  --warmup S                     warm-up seconds before each measured run (default 2)
-  --duration S                   measured seconds per run (default 5)
+  --warmup S                     warm-up seconds per target before a round's measured turns (default 2)
+  --duration S                   measured seconds per target and round (default 5)
+  --slice S                      the targets of a round take turns this long each, A B C then C B A, until
+                                 each has had its --duration (default 1)
   --rounds N                     service/baseline pairs per scenario; the median is reported (default 3)
   --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
@@ -121,6 +125,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     // --quick only changes the defaults: explicit values still win, so a quick run can be tuned.
     warmupS: integerOption('warmup', values.warmup, quick ? 1 : 2, 600),
     durationS: integerOption('duration', values.duration, quick ? 2 : 5, 3600),
+    sliceS: integerOption('slice', values.slice, 1, 3600),
     rounds: integerOption('rounds', values.rounds, quick ? 1 : 3, 100),
     scenarios: scenarios(values.scenarios),
     quick,
@@ -143,6 +148,7 @@ function parse(args: string[]) {
       connections: { type: 'string' },
       warmup: { type: 'string' },
       duration: { type: 'string' },
+      slice: { type: 'string' },
       rounds: { type: 'string' },
       scenarios: { type: 'string' },
       quick: { type: 'boolean' },

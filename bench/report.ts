@@ -240,7 +240,7 @@ ${options.quick ? '\n**This is a --quick smoke run (1 round, short runs): do not
 - Node.js: ${env.node}
 - Commit: ${env.commit}
 - Machine: ${env.cores} cores, ${env.cpuModel}, ${env.memoryGiB} GiB memory; load average ${env.loadAverage.toFixed(2)} before the run
-- Load: autocannon, ${options.connections} connections, 1 worker; ${options.warmupS} s warm-up then ${options.durationS} s measured per run; ${options.rounds} round(s), service and baselines interleaved (A B C A B C …); ${options.pets.toLocaleString('en-US')} seeded pets
+- Load: autocannon, ${options.connections} connections, 1 worker; each round warms up every target (${options.warmupS} s), then measures them in turns of ${options.sliceS} s (A B C, C B A, …) until each has had ${options.durationS} s; ${options.rounds} round(s); ${options.pets.toLocaleString('en-US')} seeded pets
 ${input.notes.map((note) => `- ${note}`).join('\n')}
 
 ## What is measured
@@ -261,8 +261,11 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 - **Bare**: \`bench/baseline-server.ts\`, bare \`node:http\` replaying the service's own recorded
   response bytes and headers from memory, with a constant-time API-key check and an in-memory create.
   **Service/bare** is the service's req/s over the bare server's: the share of the machine's bare HTTP
-  throughput the service keeps. Each round runs every target in turn on the same scenario (service, logs
-  off, Fastify, bare), so slow drift of a shared machine hits all of them alike.
+  throughput the service keeps. Each round measures every target on the same scenario (service, logs
+  off, Fastify, bare) in turns of one slice each, by one load generator, its order reversed every other
+  turn: a shared host's noise, which moves over seconds, hits all of them alike, and a steady drift gives
+  each the same mean place. A short pause before each turn, measured by no one, leaves what the last
+  server still does after its last answer out of the next one's time.
 - Both baselines run with \`--no-memory-reducer\`: idle while the other targets run, after a few such
   waits V8's memory reducer left them about a quarter slower per request for the rest of the run, which
   made the service's share look higher in every round after the first. The service's cost does not
@@ -273,18 +276,18 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
 - **Service/bare, /Fastify, round by round**: the median over the rounds of each round's own ratio, the
-  service's req/s over the bare server's (then over the Fastify app's) in that round. Its two runs are
-  seconds apart, so a host that speeds up or slows down between rounds moves both; the ratio of two
+  service's req/s over the bare server's (then over the Fastify app's) in that round. Their turns
+  alternate a second or so apart, so a host that speeds up or slows down moves both; the ratio of two
   medians can pair one side's fast round with the other's slow one.
 - **Share of bare, best rounds**: the service's fastest round over the bare server's fastest. Other work on a shared
   host only ever slows a run down, so each side's fastest round is the closest to what it does
   undisturbed. On a quiet host it agrees with the median share; on a noisy one the median share swings
   with whichever side the noise happened to hit.
 - **CPU µs per request**: each server process's CPU time (all its threads and, under WORKERS, its
-  workers; not a PostgreSQL server's) over the measured run, divided by the responses; median over the
+  workers; not a PostgreSQL server's) over its measured turns, divided by the responses; median over the
   rounds. It is the cost of a request, not a noise-free measure: contention on the host (shared caches,
   a busy sibling hyperthread) makes the same work take more CPU time.
-- **Busy** (under "Every run"): over the measured run, the server's CPU time over the wall time, the
+- **Busy** (under "Every run"): over the measured turns, the server's CPU time over the wall time, the
   load generator's own, and in parentheses the idle share of the load generator's core when it has one.
   A server near 1 set the pace; a load generator's core with little idle time may have set it instead.
 - Scenarios: \`list20\` GET /v1/pets; \`list100\` ?limit=100; \`list-status\` ?status=available&limit=20;

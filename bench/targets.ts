@@ -5,7 +5,7 @@ import type { ScenarioName } from './scenarios.ts'
 import { type EngineRun, median, roundRatios, TARGETS } from './summary.ts'
 
 // The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
-// round's two runs are seconds apart, so each round is one paired measurement of the same question.
+// round's targets take turns a second or so apart, so each round is one paired measurement.
 
 const READS: ScenarioName[] = ['list20', 'list100', 'list-status', 'get', 'unauthorized']
 
@@ -118,7 +118,7 @@ export function targetsSection(engineRuns: EngineRun[]): string {
   const count = (kind: Verdict['kind']) => verdicts.filter((said) => said.kind === kind).length
   return `## Targets
 
-Each target measured in every round, on that round's own runs (seconds apart): a target held in every
+Each target measured in every round, on that round's own turns (alternating): a target held in every
 round holds on this host, one missed in every round is missed, and one held in some rounds only is
 closer to its line than this host's run-to-run noise can tell.${bareSpread(engineRuns)}
 

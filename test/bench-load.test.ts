@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, test } from 'node:test'
+import type { LoadResult, LoadSpec } from '../bench/load.ts'
+import { runLoad } from '../bench/load-runner.ts'
+
+// The bench's load generator, against two real servers: each round's targets take turns of one slice.
+
+interface Arrival {
+  server: 'a' | 'b'
+  atMs: number
+}
+
+async function listening(name: Arrival['server'], status: number, arrivals: Arrival[]): Promise<Server> {
+  const server = createServer((_request, response) => {
+    arrivals.push({ server: name, atMs: performance.now() })
+    response.writeHead(status, { 'content-type': 'application/json' }).end('{}')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return server
+}
+
+const origin = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+/** Arrivals in runs at one server, in the order they came, with the longest pause within each run. */
+function runs(
+  arrivals: Arrival[],
+): Array<{ server: Arrival['server']; requests: number; longestPauseMs: number }> {
+  const found: Array<{
+    server: Arrival['server']
+    requests: number
+    longestPauseMs: number
+    lastMs: number
+  }> = []
+  for (const arrival of arrivals) {
+    const last = found.at(-1)
+    if (last?.server === arrival.server) {
+      last.requests++
+      last.longestPauseMs = Math.max(last.longestPauseMs, arrival.atMs - last.lastMs)
+      last.lastMs = arrival.atMs
+    } else {
+      found.push({ server: arrival.server, requests: 1, longestPauseMs: 0, lastMs: arrival.atMs })
+    }
+  }
+  return found
+}
+
+describe('the bench load generator, on a round of two targets', () => {
+  test('when each has 2 s in slices of 1 s, then both warm up, take turns A B then B A, and each is measured on its own turns', {
+    timeout: 60_000,
+  }, async () => {
+    const arrivals: Arrival[] = []
+    const a = await listening('a', 200, arrivals)
+    const b = await listening('b', 401, arrivals)
+    try {
+      const spec: LoadSpec = {
+        targets: [
+          { origin: origin(a), serverPid: process.pid },
+          { origin: origin(b), serverPid: process.pid },
+        ],
+        requests: [{ method: 'GET', path: '/v1/pets', headers: {} }],
+        expectedStatuses: [200],
+        connections: 2,
+        warmupS: 1,
+        durationS: 2,
+        sliceS: 1,
+      }
+      const [first, second] = (await runLoad(spec)) as [LoadResult, LoadResult]
+
+      // Warm-ups a then b, then A B and B A: b's two turns back to back, the pause before a turn between.
+      const seen = runs(arrivals)
+      assert.deepEqual(
+        seen.map((run) => run.server),
+        ['a', 'b', 'a', 'b', 'a'],
+      )
+      assert.ok(
+        (seen[3]?.longestPauseMs ?? 0) >= 90,
+        `b's two turns, a pause apart: ${seen[3]?.longestPauseMs} ms`,
+      )
+      const measured = { a: (seen[2]?.requests ?? 0) + (seen[4]?.requests ?? 0), b: seen[3]?.requests ?? 0 }
+      for (const [result, server] of [
+        [first, 'a'],
+        [second, 'b'],
+      ] as const) {
+        assert.ok(
+          result.durationS >= 1.9 && result.durationS < 3,
+          `two turns of about 1 s: ${result.durationS}`,
+        )
+        // A request in flight when a turn ends reaches the server and is never answered to the generator.
+        assert.ok(
+          Math.abs(result.requests - measured[server]) <= 2 * spec.connections,
+          `${result.requests} answered against ${measured[server]} served`,
+        )
+        assert.ok(result.totalRequests > result.requests, 'the warm-up counted in the total')
+      }
+      assert.equal(first.unexpectedStatus, 0)
+      assert.ok(first.requestsPerSecond > 0)
+      assert.equal(second.unexpectedStatus, second.requests, 'a 401 is not what the scenario expects')
+      assert.equal(second.requestsPerSecond, 0, 'unexpected answers are no throughput')
+    } finally {
+      a.close()
+      b.close()
+      a.closeAllConnections()
+      b.closeAllConnections()
+    }
+  })
+})
