@@ -130,7 +130,7 @@ export async function openThrowawayStore(log: Pick<Logger, 'warn' | 'error' | 'i
 function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSettings & { engine: 'sqlite' }) {
   if (dataDirectory === undefined || existsSync(dataDirectory)) return
   if (createsDataDirectory) {
-    // Its owner's alone, as the database in it (sqlite-connection.ts).
+    // Its owner's alone, as the database in it (sqlite-open.ts).
     mkdirSync(dataDirectory, { mode: 0o700 })
     return
   }

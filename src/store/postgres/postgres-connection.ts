@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
+import { connectBy, destroy } from './postgres-checkout.ts'
 import { connectionLost, storeErrorOf } from './postgres-errors.ts'
 import { poolConfig } from './postgres-pool-config.ts'
 import { ServerFullHold } from './postgres-server-full.ts'
@@ -32,11 +33,6 @@ export interface TransactionOptions {
 function beginStatement({ lock }: TransactionOptions): string {
   // A bigint prints as digits only: nothing to quote.
   return lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${lock})`
-}
-
-/** Cuts a connection at once, whatever it is waiting for (as the pool itself does on a connect timeout). */
-function destroy(client: pg.ClientBase): void {
-  ;(client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
 }
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))
@@ -201,7 +197,7 @@ export class PostgresPool {
     run: (client: pg.PoolClient) => Promise<T>,
   ): Promise<T> {
     const deadline = since === undefined ? undefined : since + this.callBoundMs
-    const client = await this.#connectBy(deadline)
+    const client = await connectBy(this.#pool, this.#serverFull, deadline, () => this.#closed)
     const leftMs =
       deadline === undefined ? undefined : Math.min(deadline - performance.now(), runBoundMs ?? Infinity)
     const expiry = leftMs === undefined ? undefined : setTimeout(() => destroy(client), leftMs)
@@ -236,45 +232,6 @@ export class PostgresPool {
       clearTimeout(expiry)
       client.removeListener('error', ignoreLost)
       client.release(broken)
-    }
-  }
-
-  /** A connection from the pool; `StoreUnavailableError` after the connect timeout, or at `deadline`. */
-  async #connectBy(deadline: number | undefined): Promise<pg.PoolClient> {
-    if (deadline !== undefined && performance.now() >= deadline) {
-      throw new StoreUnavailableError('no database connection in time')
-    }
-    // pg makes each new connection's settings from the URL as it connects, and throws if a file it names
-    // (sslrootcert) cannot be read: a rejection like any other, mapped below.
-    const connecting = Promise.try(() => this.#pool.connect()).catch((error: unknown) => {
-      // Held at its own connections (the server full): asked again once, unless closed or out of time.
-      const left = deadline === undefined || performance.now() < deadline
-      if (!this.#serverFull.heldOn(error) || this.#closed || !left) throw error
-      return this.#pool.connect().catch((again: unknown) => {
-        // Refused again (a probe as the hold ended): the pool is held again, and the call fails.
-        this.#serverFull.heldOn(again)
-        throw again
-      })
-    })
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_, reject) => {
-      if (deadline === undefined) return
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError('no database connection in time')),
-        deadline - performance.now(),
-      )
-    })
-    try {
-      return await Promise.race([connecting, late])
-    } catch (error) {
-      // One that comes after all goes back to the pool unused.
-      connecting.then(
-        (client) => client.release(),
-        () => {},
-      )
-      throw storeErrorOf(error)
-    } finally {
-      clearTimeout(timer)
     }
   }
 

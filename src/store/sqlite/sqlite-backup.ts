@@ -14,7 +14,7 @@ import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import type { BackupSummary, RestoreSummary } from '../shared/backup-role.ts'
 import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
-import { COMMAND_BUSY_TIMEOUT_MS, refuseOrphanedLog } from './sqlite-connection.ts'
+import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import {
   assertCanGiveOwner,
   databaseFileAt,
@@ -36,6 +36,7 @@ import {
 } from './sqlite-durable-files.ts'
 import { volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
+import { refuseOrphanedLog } from './sqlite-open.ts'
 import { carryForward } from './sqlite-restore-carry.ts'
 import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
