@@ -105,9 +105,12 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
           durationS: options.durationS,
           sliceS: options.sliceS,
         })
+        if (roundResults.length !== measured.length) {
+          throw new Error(`load generator gave ${roundResults.length} results for ${measured.length} targets`)
+        }
         for (const [at, target] of measured.entries()) {
           const result = roundResults[at] as LoadResult
-          // A file sink is read only now, between rounds, so no reader competes with a measured server.
+          // A file sink is read only now, after the round's load, so no reader competes with a measured server.
           measuredServers[at]?.collectLog?.()
           if (target === 'service') responses += result.totalRequests
           results[index]?.runs[target].push(result)

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
 import { cpuTimeUs } from './process-stats.ts'
 import type { LoadRequest } from './scenarios.ts'
+import { turnsOf } from './turns.ts'
 
 /**
  * The load generator, run as its own process (pinned to its own core) so it never competes with the
@@ -25,7 +26,7 @@ export interface LoadSpec {
   warmupS: number
   /** Measured seconds per target, over all its slices. */
   durationS: number
-  /** Seconds of one slice: the targets take turns this long each until each has had `durationS`. */
+  /** About how long one turn is: the targets take turns (turns.ts) until each has had `durationS`. */
   sliceS: number
 }
 
@@ -70,8 +71,8 @@ interface Tally {
   coreTotal: number
 }
 
-// A pause before each slice, measured by no one: what the server loaded before it still does after its
-// last answer (a log batch's write, a collection) is not counted in the next one's time.
+// A pause before each turn and after it, in no one's time: what a server still does after its last answer
+// (a log batch's write, its closed connections) is counted in its own CPU time, not in the next one's.
 const SETTLE_MS = 100
 
 // Unique over every run of a bench: the time this process started, its pid and a count.
@@ -167,12 +168,13 @@ async function measureSlice(
     tally.statusCounts.set(statusCode, (tally.statusCounts.get(statusCode) ?? 0) + 1)
   })
   const coreAfter = coreTicks()
-  tally.serverCpuUs += cpuTimeUs(target.serverPid) - serverBefore
   tally.ownCpuUs += ownCpuUs() - ownBefore
   tally.coreIdle += coreAfter.idle - coreBefore.idle
   tally.coreTotal += coreAfter.total - coreBefore.total
   tally.socketErrors += socketErrors
   tally.wallUs += wallUs
+  await sleep(SETTLE_MS)
+  tally.serverCpuUs += cpuTimeUs(target.serverPid) - serverBefore
 }
 
 const toMs = (us: number) => Math.round(us) / 1000
@@ -202,7 +204,8 @@ function result(spec: LoadSpec, tally: Tally): LoadResult {
     ),
     unexpectedStatus,
     socketErrors: tally.socketErrors,
-    serverCpuUsPerRequest: tally.serverCpuUs / requests,
+    // A target that answered nothing has no cost per answer; its errors say why.
+    serverCpuUsPerRequest: requests > 0 ? tally.serverCpuUs / requests : 0,
     busy: { server: tally.serverCpuUs / tally.wallUs, load: tally.ownCpuUs / tally.wallUs },
     loadCoreIdle: LOAD_CORE !== undefined ? tally.coreIdle / tally.coreTotal : undefined,
   }
@@ -222,12 +225,11 @@ async function main(): Promise<void> {
     coreTotal: 0,
   }))
   for (const [at, target] of spec.targets.entries()) await warmUp(spec, target, tallies[at] as Tally)
-  // Short turns, in an order reversed every other slice (A B C, C B A, …): the host's noise, which moves
-  // over seconds here, lands on every target alike, and a steady drift gives each the same mean position.
-  const slices = Math.max(1, Math.round(spec.durationS / spec.sliceS))
-  const seconds = spec.durationS / slices
+  // Short turns, in an order reversed every other turn (A B C, C B A, …): the host's noise, which moves
+  // over seconds here, lands on every target alike, and a steady drift gives each the same mean place.
+  const { count, seconds } = turnsOf(spec.durationS, spec.sliceS)
   const order = spec.targets.map((_, at) => at)
-  for (let slice = 0; slice < slices; slice++) {
+  for (let slice = 0; slice < count; slice++) {
     for (const at of slice % 2 === 0 ? order : order.toReversed()) {
       await measureSlice(spec, spec.targets[at] as LoadTarget, tallies[at] as Tally, seconds)
     }

@@ -37,8 +37,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --connections N                concurrent connections of the load generator (default 32)
   --warmup S                     warm-up seconds per target before a round's measured turns (default 2)
   --duration S                   measured seconds per target and round (default 5)
-  --slice S                      the targets of a round take turns this long each, A B C then C B A, until
-                                 each has had its --duration (default 1)
+  --slice S                      the targets of a round take turns about this long each, A B C then C B A,
+                                 an even number of turns, until each has had its --duration (default 1)
   --rounds N                     service/baseline pairs per scenario; the median is reported (default 3)
   --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured

@@ -20,7 +20,7 @@ const READ_CHUNK = 1024 * 1024
 export interface ServiceOutput {
   output(): string
   stdoutBytes(): number
-  /** Reads what the file sink has gained since the last call (between runs, never while one is measured). */
+  /** Reads what the file sink has gained since the last call (after a round's load, never during it). */
   collect(): void
   close(): void
 }

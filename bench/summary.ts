@@ -4,7 +4,7 @@ import type { ScenarioName } from './scenarios.ts'
 import type { LogSink } from './service-output.ts'
 
 /**
- * What one run measures, in the order each round runs them: the service as `npm start` runs it, the same
+ * What a round measures, in the order of its first turn: the service as `npm start` runs it, the same
  * service logging to a pipe the bench drains (with --log-sink both), the same service with request logs
  * off (only with --logs-off), the minimal Fastify app, the bare node:http server.
  */
@@ -54,9 +54,9 @@ export function median(values: number[]): number {
 }
 
 /**
- * The median over the rounds of each round's ratio of `a`'s req/s to `b`'s: two runs seconds apart in the
- * same round, which a host that speeds up or slows down between rounds does not pull apart, as it can
- * the ratio of two medians taken from different rounds.
+ * The median over the rounds of each round's ratio of `a`'s req/s to `b`'s: turns a second or so apart in
+ * the same round, which a host that speeds up or slows down does not pull apart, as it can the ratio of
+ * two medians taken from different rounds.
  */
 export function pairedRatio(a: LoadResult[], b: LoadResult[]): number {
   return median(roundRatios(a, b))

@@ -47,7 +47,7 @@ function runs(
 }
 
 describe('the bench load generator, on a round of two targets', () => {
-  test('when each has 2 s in slices of 1 s, then both warm up, take turns A B then B A, and each is measured on its own turns', {
+  test('when each has 2 s in turns of about 1 s, then both warm up, take turns A B then B A, and each is measured on its own turns', {
     timeout: 60_000,
   }, async () => {
     const arrivals: Arrival[] = []
@@ -74,9 +74,10 @@ describe('the bench load generator, on a round of two targets', () => {
         seen.map((run) => run.server),
         ['a', 'b', 'a', 'b', 'a'],
       )
+      // A pause after one turn and one before the next, 200 ms: 90 even if a stall here delayed arrivals.
       assert.ok(
         (seen[3]?.longestPauseMs ?? 0) >= 90,
-        `b's two turns, a pause apart: ${seen[3]?.longestPauseMs} ms`,
+        `b's two turns, pauses apart: ${seen[3]?.longestPauseMs} ms`,
       )
       const measured = { a: (seen[2]?.requests ?? 0) + (seen[4]?.requests ?? 0), b: seen[3]?.requests ?? 0 }
       for (const [result, server] of [
@@ -93,6 +94,11 @@ describe('the bench load generator, on a round of two targets', () => {
           `${result.requests} answered against ${measured[server]} served`,
         )
         assert.ok(result.totalRequests > result.requests, 'the warm-up counted in the total')
+        // Both servers are this process: its CPU time in each one's turns, over that one's answers.
+        assert.ok(result.serverCpuUsPerRequest > 0 && Number.isFinite(result.serverCpuUsPerRequest))
+        assert.ok(result.busy.server > 0 && result.busy.server < 4, `server busy ${result.busy.server}`)
+        assert.ok(result.busy.load > 0 && result.busy.load < 4, `load busy ${result.busy.load}`)
+        if (result.loadCoreIdle !== undefined) assert.ok(result.loadCoreIdle >= 0 && result.loadCoreIdle <= 1)
       }
       assert.equal(first.unexpectedStatus, 0)
       assert.ok(first.requestsPerSecond > 0)
