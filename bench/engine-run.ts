@@ -13,6 +13,7 @@ import { onExit } from './processes.ts'
 import { buildScenario, type ScenarioContext, spreadPetIds } from './scenarios.ts'
 import { type ServiceProcess, seedPets, startService } from './service-process.ts'
 import { type EngineRun, type ScenarioRuns, TARGETS, type Target } from './summary.ts'
+import { TURN_PAUSE_MS } from './turns.ts'
 
 const newApiKey = () => `psk_${randomBytes(32).toString('base64url')}`
 
@@ -104,6 +105,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
           warmupS: options.warmupS,
           durationS: options.durationS,
           sliceS: options.sliceS,
+          pauseMs: TURN_PAUSE_MS,
         })
         if (roundResults.length !== measured.length) {
           throw new Error(`load generator gave ${roundResults.length} results for ${measured.length} targets`)

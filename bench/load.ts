@@ -13,27 +13,33 @@ import { turnsOf } from './turns.ts'
  */
 export interface LoadTarget {
   origin: string
-  /** The server's process: its CPU time (and its descendants') is read around each measured slice. */
+  /** The server's process: its CPU time (and its descendants') is read around each measured turn. */
   serverPid: number
 }
 
 export interface LoadSpec {
-  /** Every server one round measures on one scenario, loaded in turn, a slice at a time. */
+  /** Every server one round measures on one scenario, loaded in turns. */
   targets: LoadTarget[]
   requests: LoadRequest[]
   expectedStatuses: number[]
   connections: number
   warmupS: number
-  /** Measured seconds per target, over all its slices. */
+  /** Measured seconds per target, over all its turns. */
   durationS: number
   /** About how long one turn is: the targets take turns (turns.ts) until each has had `durationS`. */
   sliceS: number
+  /**
+   * The pause before each turn and after it, in no one's wall time: what a server still does after its
+   * last answer (a log batch's write, its closed connections) is counted in its own CPU time, not in the
+   * next one's.
+   */
+  pauseMs: number
 }
 
 export interface LoadResult {
   /** Every response, whatever its status. */
   requests: number
-  /** Every response of the warm-up and the measured slices together (each one a request log line). */
+  /** Every response of the warm-up and the measured turns together (each one a request log line). */
   totalRequests: number
   durationS: number
   /** Responses with an expected status only: a fast 429 or 503 must not pass for throughput. */
@@ -44,36 +50,35 @@ export interface LoadResult {
   unexpectedStatus: number
   /** Connection errors and timeouts: requests that got no response at all. */
   socketErrors: number
-  /** The server's CPU time over the measured slices, per response. */
+  /** The server's CPU time over its measured turns and the pause after each, per response. */
   serverCpuUsPerRequest: number
   /**
-   * CPU time over wall time in the measured slices, the server's and the load generator's own: a load
+   * CPU time over wall time in the measured turns, the server's and the load generator's own: a load
    * generator near 1 may have set the pace instead of the server.
    */
   busy: { server: number; load: number }
   /**
-   * The idle share of the load generator's core in the measured slices, when it is pinned to one: the
+   * The idle share of the load generator's core in the measured turns, when it is pinned to one: the
    * kernel's work for its packets runs there too, so the core can be full while the process is not.
    */
   loadCoreIdle: number | undefined
 }
 
-/** What one target's slices add up to. */
+/** What one target's turns add up to. */
 interface Tally {
   latenciesUs: RecordableHistogram
   statusCounts: Map<number, number>
   warmupResponses: number
   socketErrors: number
   wallUs: number
+  /** The server's CPU time in its turns: over the turns' wall time, how busy it was. */
+  serverBusyCpuUs: number
+  /** The same and its CPU time in the pause after each turn: what its answers cost. */
   serverCpuUs: number
   ownCpuUs: number
   coreIdle: number
   coreTotal: number
 }
-
-// A pause before each turn and after it, in no one's time: what a server still does after its last answer
-// (a log batch's write, its closed connections) is counted in its own CPU time, not in the next one's.
-const SETTLE_MS = 100
 
 // Unique over every run of a bench: the time this process started, its pid and a count.
 const KEY_PREFIX = `${Date.now().toString(36)}-${process.pid}-`
@@ -107,7 +112,7 @@ function run(
         duration: durationS,
         requests: spec.requests.map(withFreshKeys),
         timeout: 10,
-        // autocannon notices its end only on a sample's tick: a short one ends a short slice on time.
+        // autocannon notices its end only on a sample's tick: a short one ends a short turn on time.
         sampleInt: 50,
       },
       (error, result) =>
@@ -129,12 +134,12 @@ function pinnedCore(): number | undefined {
   return allowed ? Number(allowed[1]) : undefined
 }
 
-const LOAD_CORE = pinnedCore()
+const PINNED_CORE = pinnedCore()
 
 /** A core's idle ticks (idle and waiting for I/O) and all its ticks so far, from /proc/stat. */
 function coreTicks(): { idle: number; total: number } {
-  if (LOAD_CORE === undefined) return { idle: 0, total: 0 }
-  const line = new RegExp(`^cpu${LOAD_CORE} (.*)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
+  if (PINNED_CORE === undefined) return { idle: 0, total: 0 }
+  const line = new RegExp(`^cpu${PINNED_CORE} (.*)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
   const ticks = (line?.[1] ?? '').trim().split(/\s+/).map(Number)
   // user nice system idle iowait irq softirq steal (guest time is already counted in user).
   const total = ticks.slice(0, 8).reduce((sum, value) => sum + value, 0)
@@ -153,13 +158,8 @@ async function warmUp(spec: LoadSpec, target: LoadTarget, tally: Tally): Promise
   })
 }
 
-async function measureSlice(
-  spec: LoadSpec,
-  target: LoadTarget,
-  tally: Tally,
-  seconds: number,
-): Promise<void> {
-  await sleep(SETTLE_MS)
+async function measureTurn(spec: LoadSpec, target: LoadTarget, tally: Tally, seconds: number): Promise<void> {
+  await sleep(spec.pauseMs)
   const serverBefore = cpuTimeUs(target.serverPid)
   const ownBefore = ownCpuUs()
   const coreBefore = coreTicks()
@@ -168,12 +168,14 @@ async function measureSlice(
     tally.statusCounts.set(statusCode, (tally.statusCounts.get(statusCode) ?? 0) + 1)
   })
   const coreAfter = coreTicks()
+  const serverAtEnd = cpuTimeUs(target.serverPid)
   tally.ownCpuUs += ownCpuUs() - ownBefore
   tally.coreIdle += coreAfter.idle - coreBefore.idle
   tally.coreTotal += coreAfter.total - coreBefore.total
   tally.socketErrors += socketErrors
   tally.wallUs += wallUs
-  await sleep(SETTLE_MS)
+  await sleep(spec.pauseMs)
+  tally.serverBusyCpuUs += serverAtEnd - serverBefore
   tally.serverCpuUs += cpuTimeUs(target.serverPid) - serverBefore
 }
 
@@ -206,8 +208,8 @@ function result(spec: LoadSpec, tally: Tally): LoadResult {
     socketErrors: tally.socketErrors,
     // A target that answered nothing has no cost per answer; its errors say why.
     serverCpuUsPerRequest: requests > 0 ? tally.serverCpuUs / requests : 0,
-    busy: { server: tally.serverCpuUs / tally.wallUs, load: tally.ownCpuUs / tally.wallUs },
-    loadCoreIdle: LOAD_CORE !== undefined ? tally.coreIdle / tally.coreTotal : undefined,
+    busy: { server: tally.serverBusyCpuUs / tally.wallUs, load: tally.ownCpuUs / tally.wallUs },
+    loadCoreIdle: PINNED_CORE !== undefined ? tally.coreIdle / tally.coreTotal : undefined,
   }
 }
 
@@ -219,19 +221,24 @@ async function main(): Promise<void> {
     warmupResponses: 0,
     socketErrors: 0,
     wallUs: 0,
+    serverBusyCpuUs: 0,
     serverCpuUs: 0,
     ownCpuUs: 0,
     coreIdle: 0,
     coreTotal: 0,
   }))
-  for (const [at, target] of spec.targets.entries()) await warmUp(spec, target, tallies[at] as Tally)
+  const order = spec.targets.map((_, at) => at)
+  // Warmed up in the reverse order of the first turn (C B A, then A B C), as every turn follows one in the
+  // reverse order: the first measured turn's targets have been idle as long as in any later turn.
+  for (const at of order.toReversed()) {
+    await warmUp(spec, spec.targets[at] as LoadTarget, tallies[at] as Tally)
+  }
   // Short turns, in an order reversed every other turn (A B C, C B A, …): the host's noise, which moves
   // over seconds here, lands on every target alike, and a steady drift gives each the same mean place.
   const { count, seconds } = turnsOf(spec.durationS, spec.sliceS)
-  const order = spec.targets.map((_, at) => at)
-  for (let slice = 0; slice < count; slice++) {
-    for (const at of slice % 2 === 0 ? order : order.toReversed()) {
-      await measureSlice(spec, spec.targets[at] as LoadTarget, tallies[at] as Tally, seconds)
+  for (let turn = 0; turn < count; turn++) {
+    for (const at of turn % 2 === 0 ? order : order.toReversed()) {
+      await measureTurn(spec, spec.targets[at] as LoadTarget, tallies[at] as Tally, seconds)
     }
   }
   process.stdout.write(`${JSON.stringify(tallies.map((tally) => result(spec, tally)))}\n`)

@@ -264,10 +264,11 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   response bytes and headers from memory, with a constant-time API-key check and an in-memory create.
   **Service/bare** is the service's req/s over the bare server's: the share of the machine's bare HTTP
   throughput the service keeps. Each round measures every target on the same scenario (service, logs
-  off, Fastify, bare) in turns of one slice each, by one load generator, its order reversed every other
-  turn, an even number of turns: a shared host's noise, which moves over seconds, hits all of them alike,
-  and a steady drift gives each the same mean place. A short pause around each turn, in no one's time,
-  counts what a server still does after its last answer in its own CPU time, not in the next one's.
+  off, Fastify, bare) in turns, by one load generator, its order reversed every other turn, an even
+  number of turns, after warm-ups in the reverse order of the first: a shared host's noise, which moves
+  over seconds, hits all of them alike, and a steady drift gives each the same mean place. A short pause
+  before and after each turn, in no one's wall time, counts what a server still does after its last
+  answer in its own CPU time, not in the next one's.
 - Both baselines run with \`--no-memory-reducer\`: idle while the other targets run, after a few such
   waits V8's memory reducer left them about a quarter slower per request for the rest of the run, which
   made the service's share look higher in every round after the first. The service's cost does not
@@ -287,8 +288,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   with whichever side the noise happened to hit.
 - **CPU µs per request**: each server process's CPU time (all its threads and, under WORKERS, its
   workers; not a PostgreSQL server's) over its measured turns and the pause after each, divided by the
-  responses; median over the rounds. It is the cost of a request, not a noise-free measure: contention on the host (shared caches,
-  a busy sibling hyperthread) makes the same work take more CPU time.
+  responses; median over the rounds. It is the cost of a request, not a noise-free measure: contention
+  on the host (shared caches, a busy sibling hyperthread) makes the same work take more CPU time.
 - **Busy** (under "Every run"): over the measured turns, the server's CPU time over the wall time, the
   load generator's own, and in parentheses the idle share of the load generator's core when it has one.
   A server near 1 set the pace; a load generator's core with little idle time may have set it instead.

@@ -7,3 +7,6 @@ export function turnsOf(durationS: number, sliceS: number): { count: number; sec
   const count = 2 * Math.max(1, Math.round(durationS / sliceS / 2))
   return { count, seconds: durationS / count }
 }
+
+/** The bench's pause before and after each turn (`LoadSpec.pauseMs`): long enough for a log batch's write. */
+export const TURN_PAUSE_MS = 100
