@@ -87,18 +87,22 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
       baseline,
       ...(logsOff ? { 'logs-off': logsOff } : {}),
     }
-    const measured = TARGETS.filter((target) => servers[target] !== undefined)
+    // Each target measured, in the order of a round's first turn, with its server.
+    const measured = TARGETS.flatMap((target) => {
+      const server = servers[target]
+      return server === undefined ? [] : [{ target, server }]
+    })
+    const loadTargets = measured.map(({ server }) => ({ origin: server.origin, serverPid: server.pid }))
     const results: ScenarioRuns[] = scenarios.map((scenario) => ({
       scenario: scenario.name,
       runs: { service: [], 'pipe-log': [], 'logs-off': [], fastify: [], baseline: [] },
     }))
     let responses = 0
-    const measuredServers = measured.map((target) => servers[target] as NonNullable<(typeof servers)[Target]>)
     for (let round = 1; round <= options.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
         // Every target in short turns within one load process: the host's noise hits all alike.
         const roundResults = await runLoad({
-          targets: measuredServers.map((server) => ({ origin: server.origin, serverPid: server.pid })),
+          targets: loadTargets,
           requests: scenario.requests,
           expectedStatuses: scenario.expectedStatuses,
           connections: options.connections,
@@ -110,10 +114,10 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
         if (roundResults.length !== measured.length) {
           throw new Error(`load generator gave ${roundResults.length} results for ${measured.length} targets`)
         }
-        for (const [at, target] of measured.entries()) {
+        for (const [at, { target, server }] of measured.entries()) {
           const result = roundResults[at] as LoadResult
           // A file sink is read only now, after the round's load, so no reader competes with a measured server.
-          measuredServers[at]?.collectLog?.()
+          server.collectLog?.()
           if (target === 'service') responses += result.totalRequests
           results[index]?.runs[target].push(result)
           progress(
