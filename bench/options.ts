@@ -38,7 +38,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --warmup S                     warm-up seconds per target before a round's measured turns (default 2)
   --duration S                   measured seconds per target and round (default 5)
   --slice S                      the targets of a round take turns about this long each, A B C then C B A,
-                                 an even number of turns, until each has had its --duration (default 1)
+                                 an even number of turns, until each has had its --duration (default 1;
+                                 0.25 to 3600, to the hundredth: 0.5 for half a second)
   --rounds N                     service/baseline pairs per scenario; the median is reported (default 3)
   --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
@@ -57,6 +58,21 @@ function engines(raw: string | undefined): EngineName[] {
   if (raw === undefined || raw === 'all') return ['sqlite', 'postgres']
   if (raw === 'sqlite' || raw === 'postgres') return [raw]
   throw new UsageError(`--engine must be sqlite, postgres or all (got "${raw}")`)
+}
+
+// Shorter turns would be mostly the pauses around them (turns.ts, TURN_PAUSE_MS) and the connections' start.
+const SHORTEST_SLICE_S = 0.25
+
+/** `--slice`: seconds, whole or to the hundredth, from SHORTEST_SLICE_S to an hour. */
+function sliceSeconds(raw: string | undefined): number {
+  if (raw === undefined) return 1
+  const seconds = /^(0|[1-9][0-9]*)(\.[0-9]{1,2})?$/.test(raw) ? Number(raw) : Number.NaN
+  if (!(seconds >= SHORTEST_SLICE_S && seconds <= 3600)) {
+    throw new UsageError(
+      `--slice must be seconds from ${SHORTEST_SLICE_S} to 3600, to the hundredth (got "${raw}")`,
+    )
+  }
+  return seconds
 }
 
 function scenarios(raw: string | undefined): ScenarioName[] {
@@ -125,7 +141,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     // --quick only changes the defaults: explicit values still win, so a quick run can be tuned.
     warmupS: integerOption('warmup', values.warmup, quick ? 1 : 2, 600),
     durationS: integerOption('duration', values.duration, quick ? 2 : 5, 3600),
-    sliceS: integerOption('slice', values.slice, 1, 3600),
+    sliceS: sliceSeconds(values.slice),
     rounds: integerOption('rounds', values.rounds, quick ? 1 : 3, 100),
     scenarios: scenarios(values.scenarios),
     quick,

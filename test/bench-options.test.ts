@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { parseOptions } from '../bench/options.ts'
+import { turnsOf } from '../bench/turns.ts'
+import { UsageError } from '../src/cli/command.ts'
+
+// The bench's command line: how long a target's turn is (`--slice`).
+
+const sliceOf = (args: string[]) => parseOptions(args)?.sliceS
+
+describe('the bench’s --slice', () => {
+  test('when it is not given, then the targets take turns of about a second', () => {
+    assert.equal(sliceOf([]), 1)
+    assert.deepEqual(turnsOf(5, 1), { count: 6, seconds: 5 / 6 })
+  })
+
+  test('when it is a fraction of a second, then the turns are that long', () => {
+    assert.equal(sliceOf(['--slice', '0.5']), 0.5)
+    assert.equal(sliceOf(['--slice', '0.25']), 0.25)
+    assert.deepEqual(turnsOf(5, 0.5), { count: 10, seconds: 0.5 })
+    assert.deepEqual(turnsOf(5, 0.25), { count: 20, seconds: 0.25 })
+  })
+
+  test('when it is whole seconds, then they are taken as before', () => {
+    assert.equal(sliceOf(['--slice', '5']), 5)
+    assert.equal(sliceOf(['--slice', '2.5']), 2.5)
+  })
+
+  for (const raw of ['0', '0.2', '0.05', '3600.01', '1e3', '.5', '1.', '1.234', '-1', 'one', '']) {
+    test(`when it is "${raw}", then a usage error names what it takes`, () => {
+      assert.throws(
+        () => parseOptions([`--slice=${raw}`]),
+        (error: unknown) =>
+          error instanceof UsageError &&
+          error.message === `--slice must be seconds from 0.25 to 3600, to the hundredth (got "${raw}")`,
+      )
+    })
+  }
+})
