@@ -7,7 +7,8 @@ import { ENGINE_LABELS, engineUnavailableReason } from './engines.ts'
 import { commandLine, describeEnvironment } from './machine.ts'
 import { parseOptions, USAGE } from './options.ts'
 import { canPin, installCleanup, LOAD_CORE, pinSelfToServerCore, SERVER_CORE } from './processes.ts'
-import { markdownReport, resultsTable } from './report.ts'
+import { markdownReport } from './report.ts'
+import { resultsTable } from './report-tables.ts'
 import type { EngineRun } from './summary.ts'
 
 function pinningNote(serviceEnv: Record<string, string>): string {
