@@ -2,7 +2,8 @@ import { ENGINE_LABELS } from './engines.ts'
 import type { LoadResult } from './load.ts'
 import { type EngineRun, pairedRatio, summarize, TARGETS, type TargetSummary } from './summary.ts'
 
-// The report's tables: the medians beside both baselines, the log on a pipe, and every run (report.ts).
+// The report's tables and the note on the load generator's pace: the medians beside both baselines (also
+// printed by run-bench.ts), the log on a pipe, and every run (report.ts puts them together).
 
 const integer = (value: number) => Math.round(value).toLocaleString('en-US')
 const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1))

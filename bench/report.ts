@@ -95,8 +95,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
 - **Service/bare, /Fastify, round by round**: the median over the rounds of each round's own ratio, the
   service's req/s over the bare server's (then over the Fastify app's) in that round. Their turns
-  alternate a second or so apart, so a host that speeds up or slows down moves both; the ratio of two
-  medians can pair one side's fast round with the other's slow one.
+  alternate ${turns.seconds.toFixed(2)} s apart, so a host that speeds up or slows down moves both; the
+  ratio of two medians can pair one side's fast round with the other's slow one.
 - **Share of bare, best rounds**: the service's fastest round over the bare server's fastest. Other work on a shared
   host only ever slows a run down, so each side's fastest round is the closest to what it does
   undisturbed. On a quiet host it agrees with the median share; on a noisy one the median share swings

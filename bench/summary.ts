@@ -54,9 +54,9 @@ export function median(values: number[]): number {
 }
 
 /**
- * The median over the rounds of each round's ratio of `a`'s req/s to `b`'s: turns a second or so apart in
- * the same round, which a host that speeds up or slows down does not pull apart, as it can the ratio of
- * two medians taken from different rounds.
+ * The median over the rounds of each round's ratio of `a`'s req/s to `b`'s: turns a slice apart (about a
+ * second unless `--slice` says otherwise) in the same round, which a host that speeds up or slows down
+ * does not pull apart, as it can the ratio of two medians taken from different rounds.
  */
 export function pairedRatio(a: LoadResult[], b: LoadResult[]): number {
   return median(roundRatios(a, b))

@@ -5,7 +5,7 @@ import type { ScenarioName } from './scenarios.ts'
 import { type EngineRun, median, roundRatios, TARGETS } from './summary.ts'
 
 // The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
-// round's targets take turns a second or so apart, so each round is one paired measurement.
+// round's targets take turns a slice apart (`--slice`), so each round is one paired measurement.
 
 const READS: ScenarioName[] = ['list20', 'list100', 'list-status', 'get', 'unauthorized']
 

@@ -14,16 +14,24 @@ describe('the bench’s --slice', () => {
     assert.deepEqual(turnsOf(5, 1), { count: 6, seconds: 5 / 6 })
   })
 
-  test('when it is a fraction of a second, then the turns are that long', () => {
+  test('when it is a fraction of a second, then the turns are about that long', () => {
     assert.equal(sliceOf(['--slice', '0.5']), 0.5)
     assert.equal(sliceOf(['--slice', '0.25']), 0.25)
     assert.deepEqual(turnsOf(5, 0.5), { count: 10, seconds: 0.5 })
     assert.deepEqual(turnsOf(5, 0.25), { count: 20, seconds: 0.25 })
+    // An even number of turns that adds up to the duration: 16 of 0.3125 s, not 0.3.
+    assert.equal(sliceOf(['--slice', '0.3']), 0.3)
+    assert.deepEqual(turnsOf(5, 0.3), { count: 16, seconds: 0.3125 })
   })
 
-  test('when it is whole seconds, then they are taken as before', () => {
-    assert.equal(sliceOf(['--slice', '5']), 5)
+  test('when it is seconds and hundredths, then it is taken as written', () => {
     assert.equal(sliceOf(['--slice', '2.5']), 2.5)
+    assert.equal(sliceOf(['--slice', '1.75']), 1.75)
+  })
+
+  test('when it is whole seconds up to an hour, then they are taken', () => {
+    assert.equal(sliceOf(['--slice', '5']), 5)
+    assert.equal(sliceOf(['--slice', '3600']), 3600)
   })
 
   for (const raw of ['0', '0.2', '0.05', '3600.01', '1e3', '.5', '1.', '1.234', '-1', 'one', '']) {
