@@ -12,6 +12,18 @@ describe('query memo', () => {
     assert.equal(parseQuery(''), parseQuery(''))
   })
 
+  test('when query strings made afresh come in a row and between others, then each gets its one parsed form', () => {
+    const made = (status: string) => ['limit=7', `status=${status}`].join('&')
+    const sold = parseQuery(made('sold'))
+    assert.equal(parseQuery(made('sold')), sold)
+    const pending = parseQuery(made('pending'))
+    assert.deepEqual({ ...pending }, { limit: '7', status: 'pending' })
+    assert.equal(parseQuery(made('sold')), sold)
+    assert.equal(parseQuery(made('pending')), pending)
+    assert.equal(parseQuery('limit=%zz'), parseQuery('limit=%zz'))
+    assert.equal(parseQuery(made('sold')), sold)
+  })
+
   test('when a parameter is given twice, then it still parses to both values', () => {
     assert.deepEqual({ ...parseQuery('limit=1&limit=2') }, { limit: ['1', '2'] })
   })

@@ -23,6 +23,9 @@ const EMPTY = share(Object.create(null))
 /** A query string with a malformed percent-encoding: refused as a malformed URL (request-lifecycle.ts). */
 export const MALFORMED_QUERY: Record<string, unknown> = share(Object.create(null))
 const memo = new LRUCache<string, Record<string, unknown>>({ max: QUERY_MEMO.maxEntries })
+// The query string last found or kept in the memo, and its parsed form.
+let lastQuery: string | undefined
+let lastParsed: Record<string, unknown> = EMPTY
 
 function share(query: Record<string, unknown>): Record<string, unknown> {
   shared.add(Object.freeze(query))
@@ -36,6 +39,9 @@ function share(query: Record<string, unknown>): Record<string, unknown> {
  */
 export function parseQuery(query: string): Record<string, unknown> {
   if (query.length === 0) return EMPTY
+  // The last query string kept is compared first: a fresh string is hashed for the memo's lookup, which
+  // costs more than comparing it (docs/decisions.md, "Query strings are memoized").
+  if (query === lastQuery) return lastParsed
   if (query.length > QUERY_MEMO.maxLength) return parsedOrMalformed(query)
   let parsed = memo.get(query)
   if (parsed === undefined) {
@@ -44,6 +50,8 @@ export function parseQuery(query: string): Record<string, unknown> {
     if (!worthKeeping(parsed)) return parsed
     memo.set(query, share(parsed))
   }
+  lastQuery = query
+  lastParsed = parsed
   return parsed
 }
 
