@@ -128,6 +128,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     quietOperations: PROBE_PATHS,
     keyNameOf: admittedKeyName,
     recordRefusal,
+    trustsProxy: http.trustedProxies.length > 0,
   })
 
   await app.register(openApi, { baseUrls })

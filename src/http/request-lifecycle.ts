@@ -51,6 +51,8 @@ export interface RequestLifecycleOptions {
   keyNameOf: (request: FastifyRequest) => string | undefined
   /** Writes the line of, and counts, an answer made below the framework (CONNECT, an unmet Expect). */
   recordRefusal?: RecordRawRefusal
+  /** Whether the app trusts a proxy's X-Forwarded-For (`trustProxy`): if not, `request.ip` is the peer. */
+  trustsProxy: boolean
 }
 
 /**
@@ -67,7 +69,7 @@ export interface RequestLifecycleOptions {
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
 export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecycleOptions): void {
-  const { metrics, quietOperations = new Set(), keyNameOf, recordRefusal } = options
+  const { metrics, quietOperations = new Set(), keyNameOf, recordRefusal, trustsProxy } = options
   let closing = false
   // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
   app.decorate('refuseRequests', () => {
@@ -126,7 +128,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       durationMs: elapsedMs,
       code: request.errorCode ?? undefined,
       key: keyNameOf(request),
-      remoteAddress: clientAddressOf(request),
+      remoteAddress: clientAddressOf(request, trustsProxy),
       userAgent: request.headers['user-agent'],
     })
     done()

@@ -10,13 +10,19 @@ const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([\da-fA-F:.]+)\]):([1-9]\d{0
  * the socket's, the proxy's own, rather than text a client may have written. An address with the port
  * some balancers append is taken without it only as the header's first entry: the walk through trusted
  * proxies stops at any entry with a port, so one further right may be a trusted proxy, not the client.
+ * With no proxy trusted (`trustsProxy` false), `ip` is the socket's address itself, taken as it is.
  */
-export function clientAddressOf(request: {
-  ip: string
-  socket: { remoteAddress?: string | undefined }
-  headers: IncomingHttpHeaders
-}): string | undefined {
+export function clientAddressOf(
+  request: {
+    ip: string
+    socket: { remoteAddress?: string | undefined }
+    headers: IncomingHttpHeaders
+  },
+  trustsProxy = true,
+): string | undefined {
   const { ip } = request
+  // Nothing a client wrote: the socket's address is read once, not again to compare (docs/decisions.md).
+  if (!trustsProxy) return ip
   const peer = request.socket.remoteAddress
   if (ip === peer || isIP(ip) !== 0) return ip
   const [, v4, v6, port] = WITH_PORT.exec(ip) ?? []
