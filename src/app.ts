@@ -74,6 +74,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     publicBaseUrl: baseUrls.publicBaseUrl,
     afterSunset: options.api.getPetAfterSunset,
   })
+  const trustProxy = http.trustedProxies.length > 0 ? [...http.trustedProxies] : false
   // The server the app makes, once made: a method the parser refuses is answered with its paths' Allow.
   let listening: object | undefined
   const app = Fastify({
@@ -83,7 +84,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // One line per request, written by our own onResponse hook (request-lifecycle.ts).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: http.bodyLimitBytes,
-    trustProxy: http.trustedProxies.length > 0 ? [...http.trustedProxies] : false,
+    trustProxy,
     // Slow clients must not hold sockets forever: Node checks these every connectionsCheckingInterval.
     requestTimeout: http.requestTimeoutMs,
     keepAliveTimeout: http.keepAliveTimeoutMs,
@@ -128,7 +129,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     quietOperations: PROBE_PATHS,
     keyNameOf: admittedKeyName,
     recordRefusal,
-    trustsProxy: http.trustedProxies.length > 0,
+    trustsProxy: trustProxy !== false,
   })
 
   await app.register(openApi, { baseUrls })

@@ -21,7 +21,7 @@ export function clientAddressOf(
   trustsProxy = true,
 ): string | undefined {
   const { ip } = request
-  // Nothing a client wrote: the socket's address is read once, not again to compare (docs/decisions.md).
+  // Nothing a client wrote: the socket's address is read once, not again to compare (docs/decisions.md, "The client on the access line").
   if (!trustsProxy) return ip
   const peer = request.socket.remoteAddress
   if (ip === peer || isIP(ip) !== 0) return ip
