@@ -3,7 +3,9 @@ import { ApiError } from '../errors.ts'
 import { type DeprecationPolicy, httpDate } from '../pets/get-pet-deprecation.ts'
 
 /** `Deprecation` (RFC 9745, a structured date), `Sunset` (RFC 8594, an HTTP date) and the successor `Link`. */
-export function deprecationHeaders(policy: DeprecationPolicy): Readonly<Record<string, string>> {
+export function deprecationHeaders(
+  policy: DeprecationPolicy,
+): Readonly<{ deprecation: string; sunset: string; link: string }> {
   return {
     deprecation: `@${Math.floor(policy.deprecatedAtMs / 1000)}`,
     sunset: httpDate(policy.sunsetAtMs),
@@ -20,7 +22,11 @@ export function deprecationHeaders(policy: DeprecationPolicy): Readonly<Record<s
 export function announceDeprecation(policy: DeprecationPolicy, now: () => number) {
   const headers = deprecationHeaders(policy)
   return function markDeprecated(reply: FastifyReply): ApiError | undefined {
-    reply.headers(headers)
+    // One by one, not as an object (docs/decisions.md, "Headers set one by one").
+    reply
+      .header('deprecation', headers.deprecation)
+      .header('sunset', headers.sunset)
+      .header('link', headers.link)
     if (policy.afterSunset === 'gone' && now() >= policy.sunsetAtMs) {
       return new ApiError('gone', policy.goneMessage)
     }

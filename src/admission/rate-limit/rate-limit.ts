@@ -33,11 +33,11 @@ export function rateLimitPerKey({ counter, max, windowMs }: RateLimitOptions): R
     // Whole seconds, rounded up and never 0: a client told to retry in 0 s would retry at once.
     const reset = String(Math.max(1, Math.ceil(window.resetInMs / 1000)))
     if (window.count <= max) {
-      reply.headers({
-        'ratelimit-limit': limit,
-        'ratelimit-remaining': String(max - window.count),
-        'ratelimit-reset': reset,
-      })
+      // One by one, not as an object (docs/decisions.md, "Headers set one by one").
+      reply
+        .header('ratelimit-limit', limit)
+        .header('ratelimit-remaining', String(max - window.count))
+        .header('ratelimit-reset', reset)
       done()
       return
     }
