@@ -3,6 +3,7 @@ import { METHODS } from 'node:http'
 import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
+import { HEADERS_OF_EVERY_ANSWER } from '../src/http/raw-answers.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
@@ -123,6 +124,24 @@ describe('errors raised before any handler', () => {
       if (method !== 'HEAD') assertErrorBody(response.text, 404, 'route_not_found')
       assert.equal(response.headers.get('deprecation'), null, `${method} ${path}: not a getPet call`)
       assert.equal(response.headers.get('allow'), null, `${method} ${path}`)
+    }
+  })
+
+  test("when the framework makes an answer, then it carries each of the raw answers' common headers", async () => {
+    // The lifecycle sets them one by one by name: a header added to the list must reach both.
+    const answers = [
+      await call(server, 'GET', '/nope'),
+      await call(server, 'GET', '/v1/pets?limit=0'),
+      await call(server, 'GET', '/v1/pets', { key: false }),
+    ]
+    assert.deepEqual(
+      answers.map((response) => response.status),
+      [404, 400, 401],
+    )
+    for (const response of answers) {
+      for (const [name, value] of Object.entries(HEADERS_OF_EVERY_ANSWER)) {
+        assert.equal(response.headers.get(name), value, `${response.status}: ${name}`)
+      }
     }
   })
 

@@ -22,7 +22,8 @@ export function deprecationHeaders(
 export function announceDeprecation(policy: DeprecationPolicy, now: () => number) {
   const headers = deprecationHeaders(policy)
   return function markDeprecated(reply: FastifyReply): ApiError | undefined {
-    // One by one, not as an object (docs/decisions.md, "Headers set one by one").
+    // One by one: `reply.headers(object)` reads each value by a megamorphic keyed load (docs/decisions.md,
+    // "Headers set one by one").
     reply
       .header('deprecation', headers.deprecation)
       .header('sunset', headers.sunset)

@@ -33,7 +33,8 @@ export function rateLimitPerKey({ counter, max, windowMs }: RateLimitOptions): R
     // Whole seconds, rounded up and never 0: a client told to retry in 0 s would retry at once.
     const reset = String(Math.max(1, Math.ceil(window.resetInMs / 1000)))
     if (window.count <= max) {
-      // One by one, not as an object (docs/decisions.md, "Headers set one by one").
+      // One by one: `reply.headers(object)` reads each value by a megamorphic keyed load (docs/decisions.md,
+      // "Headers set one by one").
       reply
         .header('ratelimit-limit', limit)
         .header('ratelimit-remaining', String(max - window.count))
