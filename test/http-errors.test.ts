@@ -128,7 +128,7 @@ describe('errors raised before any handler', () => {
   })
 
   test("when the framework makes an answer, then it carries each of the raw answers' common headers", async () => {
-    // The lifecycle sets them one by one by name: a header added to the list must reach both.
+    // The lifecycle sets them one by one, not through the framework's headers(): each must still arrive.
     const answers = [
       await call(server, 'GET', '/nope'),
       await call(server, 'GET', '/v1/pets?limit=0'),

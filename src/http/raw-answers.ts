@@ -11,8 +11,7 @@ import { requestIdOf } from './request-logging.ts'
 // Answers made below the framework, on the raw socket: a request the parser refused, an unmet `Expect`,
 // CONNECT. Each carries what every answer does and the Error body, and closes its connection.
 
-// What every answer carries, Fastify's (request-lifecycle.ts, which sets each by name: add a new one there
-// too) and those made below it; frozen, made once.
+// What every answer carries, Fastify's (request-lifecycle.ts) and those made below it; frozen, made once.
 export const HEADERS_OF_EVERY_ANSWER = Object.freeze({
   'x-content-type-options': 'nosniff',
   'cache-control': 'no-store',
