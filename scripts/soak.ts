@@ -23,6 +23,8 @@ export interface SoakOptions {
   /** Seconds at the start not judged (JIT, caches and pools fill). */
   warmupS: number
   sampleEveryS: number
+  /** Stops the service (SIGSTOP) for `forS` s, `everyS` s after the load or the last stop: a stalled machine. */
+  pause?: { everyS: number; forS: number }
 }
 
 export interface SoakResult {
@@ -30,6 +32,10 @@ export interface SoakResult {
   requests: number
   /** Responses with a status the request did not expect, and requests that got no answer. */
   errors: number
+  /** The errors by request and what it got (`GET /v1/pets/{id} → 500`, `POST /v1/pets → TimeoutError`). */
+  failures: Record<string, number>
+  /** Answers 503 with Retry-After (the service shedding load), each sent again after it. */
+  shed: number
   statuses: Record<string, number>
   samples: SoakSample[]
   /** Heap in use right after each full (mark-compact) collection: the live heap, garbage excluded. */
@@ -39,6 +45,14 @@ export interface SoakResult {
    * files and WAL; and of the live heap after full collections, when at least two happened after warm-up.
    */
   growth: SoakGrowth
+}
+
+// How many times one request is sent again after being shed, and the share of requests that may be shed.
+const SHED_RETRIES = 3
+export const SHED_BOUND = 0.01
+
+function isShed(response: Response): boolean {
+  return response.status === 503 && response.headers.has('retry-after')
 }
 
 export async function runSoak(
@@ -87,6 +101,12 @@ export async function runSoak(
     const statuses: Record<string, number> = {}
     let requests = 0
     let errors = 0
+    let shed = 0
+    const failures: Record<string, number> = {}
+    const failed = (what: string) => {
+      errors++
+      failures[what] = (failures[what] ?? 0) + 1
+    }
     const ids: string[] = []
     let cursor: string | undefined
     const headers = { authorization: `Bearer ${key}` }
@@ -97,23 +117,42 @@ export async function runSoak(
       let url = `${origin}/v1/pets?limit=20`
       let init: RequestInit = { headers }
       let expected = 200
-      if (kind === 1) url = `${origin}/v1/pets?limit=50&status=sold${cursor ? `&cursor=${cursor}` : ''}`
-      if (kind === 2 && ids.length > 0) url = `${origin}/v1/pets/${ids[n % ids.length]}`
+      let request = 'GET /v1/pets?limit=20'
+      if (kind === 1) {
+        url = `${origin}/v1/pets?limit=50&status=sold${cursor ? `&cursor=${cursor}` : ''}`
+        request = 'GET /v1/pets?limit=50&status=sold&cursor'
+      }
+      if (kind === 2 && ids.length > 0) {
+        url = `${origin}/v1/pets/${ids[n % ids.length]}`
+        request = 'GET /v1/pets/{id}'
+      }
       if (kind === 3) {
         url = `${origin}/v1/pets`
+        request = 'POST /v1/pets'
         expected = 201
         const body = JSON.stringify({ name: `Soak ${n}`, categoryId: n, status: n % 2 ? 'sold' : 'pending' })
         init = { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body }
       }
       try {
-        const response = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) })
+        const send = () => fetch(url, { ...init, signal: AbortSignal.timeout(5000) })
+        let response = await send()
+        // A shed request (503 with Retry-After, refused before any work is done) is sent again when the
+        // header says, as a client should: a stall of a busy machine is not the service losing a request.
+        for (let retry = 1; retry <= SHED_RETRIES && isShed(response); retry++) {
+          statuses[503] = (statuses[503] ?? 0) + 1
+          shed++
+          await response.arrayBuffer()
+          await sleep(Number(response.headers.get('retry-after')) * 1000)
+          response = await send()
+        }
         const text = await response.text()
         statuses[response.status] = (statuses[response.status] ?? 0) + 1
-        if (response.status !== expected) errors++
+        if (response.status !== expected) failed(`${request} → ${response.status}`)
         if (expected === 201 && ids.length < 10_000) ids.push(/"id":(\d+)/.exec(text)?.[1] ?? '1')
         if (kind === 1) cursor = /[?&]cursor=([^&>]+)/.exec(response.headers.get('link') ?? '')?.[1]
-      } catch {
-        errors++
+      } catch (error) {
+        const { name, cause } = error as Error & { cause?: { code?: string } }
+        failed(`${request} → ${name}${cause?.code ? ` ${cause.code}` : ''}`)
       }
       requests++
     }
@@ -136,13 +175,22 @@ export async function runSoak(
     // A fixed rate, in ticks of 50 ms: steady load, not as much as the machine can take.
     const perTick = Math.max(1, Math.round(options.rate / 20))
     let n = 0
+    const { pause } = options
+    const paused = (async () => {
+      while (pause && elapsedS() - loadStarted + pause.everyS < options.durationS) {
+        await sleep(pause.everyS * 1000)
+        child.kill('SIGSTOP')
+        await sleep(pause.forS * 1000)
+        child.kill('SIGCONT')
+      }
+    })()
     while (elapsedS() - loadStarted < options.durationS) {
       const tick = sleep(50)
       await Promise.all(Array.from({ length: perTick }, () => one(n++)))
       await tick
     }
     sampling = false
-    await sampler
+    await Promise.all([sampler, paused])
 
     const judged = samples.filter((sample) => sample.atS >= loadStarted + options.warmupS)
     const judgedGcs = majorGcs.filter((gc) => gc.atS >= loadStarted + options.warmupS)
@@ -150,7 +198,7 @@ export async function runSoak(
     const [firstGc, lastGc] = [judgedGcs[0], judgedGcs.at(-1)]
     if (judgedGcs.length >= 2 && firstGc && lastGc)
       growth.liveHeapMiB = lastGc.heapAfterMiB - firstGc.heapAfterMiB
-    return { options, requests, errors, statuses, samples, majorGcs, growth }
+    return { options, requests, errors, failures, shed, statuses, samples, majorGcs, growth }
   } finally {
     await stopChild(child)
     rmSync(directory, { recursive: true, force: true })
@@ -166,7 +214,12 @@ export const SOAK_BOUNDS = { liveHeapMiB: 8, heapFloorMiB: 32, rssMiB: 48, openF
 
 export function soakViolations(result: SoakResult): string[] {
   const violations: string[] = []
-  if (result.errors > 0) violations.push(`${result.errors} errors`)
+  if (result.errors > 0) {
+    const what = Object.entries(result.failures).map(([failure, count]) => `${count} × ${failure}`)
+    violations.push(`${result.errors} errors: ${what.join(', ')}`)
+  }
+  if (result.shed > result.requests * SHED_BOUND)
+    violations.push(`${result.shed} of ${result.requests} requests shed (bound ${SHED_BOUND * 100} %)`)
   for (const [name, bound] of Object.entries(SOAK_BOUNDS) as Array<[keyof typeof SOAK_BOUNDS, number]>) {
     const grown = result.growth[name]
     if (grown !== undefined && grown > bound)
@@ -190,7 +243,8 @@ Generated by \`${command}\` (scripts/soak.ts) on ${new Date().toISOString()}; ru
 
 - ${options.durationS} s at ${options.rate} requests/s (40 % list, 20 % cursor walk by status, 20 % get, 20 % create),
   SQLite, the service as \`npm start\` runs it; samples every ${options.sampleEveryS} s; the first ${options.warmupS} s are warm-up.
-- Requests: ${result.requests.toLocaleString('en-US')}; statuses ${JSON.stringify(result.statuses)}; errors ${result.errors}.
+- Requests: ${result.requests.toLocaleString('en-US')}; statuses ${JSON.stringify(result.statuses)}; shed and sent again
+  after Retry-After ${result.shed}; errors ${result.errors}${result.errors > 0 ? ` (${JSON.stringify(result.failures)})` : ''}.
 - Growth after warm-up (last third against first third): heap floor ${growth.heapFloorMiB.toFixed(2)} MiB,
   RSS peak ${growth.rssMiB.toFixed(1)} MiB, open files other than sockets ${growth.openFiles}, WAL ${growth.walMiB.toFixed(2)} MiB;
   live heap after full collections ${growth.liveHeapMiB === undefined ? 'not measured (fewer than two full collections after warm-up)' : `${growth.liveHeapMiB.toFixed(2)} MiB over ${result.majorGcs.length} full collections`}.
@@ -198,7 +252,7 @@ Generated by \`${command}\` (scripts/soak.ts) on ${new Date().toISOString()}; ru
     .map(([name, bound]) => `${name} ≤ ${bound}`)
     .join(
       ', ',
-    )}, zero errors — ${violations.length === 0 ? '**held**' : `**broken**: ${violations.join('; ')}`}.
+    )}, zero errors, at most ${SHED_BOUND * 100} % of requests shed — ${violations.length === 0 ? '**held**' : `**broken**: ${violations.join('; ')}`}.
 
 | s | RSS MiB | heap used MiB | open files (no sockets) | sockets | WAL MiB |
 | ---: | ---: | ---: | ---: | ---: | ---: |
