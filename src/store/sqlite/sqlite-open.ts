@@ -78,18 +78,24 @@ function createPrivately(path: string): void {
   }
 }
 
+// At open, before anything is served, a lock another process holds for a moment (a read by an operator's
+// sqlite3 while WAL is turned on) is waited out; one held longer, as a restore holds the file, refuses.
+const OPEN_BUSY_WAIT_MS = 2000
+
 /** Opens `path` in WAL mode with every commit synced; a failure says which file, and why if it can. */
 export function openDurable(path: string): DatabaseSync {
   let db: DatabaseSync | undefined
   try {
     createPrivately(path)
     db = new DatabaseSync(path)
-    db.exec('PRAGMA busy_timeout = 0')
+    db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
     const mode = pragmaOf(db, 'journal_mode = WAL')
     if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${mode})`)
     db.exec('PRAGMA synchronous = FULL')
     // A first read opens the write-ahead log, so the files this connection uses exist from here on.
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
+    // From here a busy database is retried asynchronously (SqliteConnection): SQLite's wait would block.
+    db.exec('PRAGMA busy_timeout = 0')
     return db
   } catch (error) {
     db?.close()
@@ -103,8 +109,9 @@ export function openReadOnly(path: string): DatabaseSync {
   let db: DatabaseSync | undefined
   try {
     db = new DatabaseSync(path, { readOnly: true })
-    db.exec('PRAGMA busy_timeout = 0')
+    db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
+    db.exec('PRAGMA busy_timeout = 0')
     return db
   } catch (error) {
     db?.close()
