@@ -67,6 +67,39 @@ for (const engine of storeEngines) {
       assert.equal(exact.headers.get('link'), null, 'no next link when the page holds the rest exactly')
     })
 
+    // A long answer is kept as bytes, a short one as a string (representation.ts): both must leave alike.
+    test('when a full page is long (over 2 KiB, names beyond ASCII) and read again from the cache, then the same bytes, length and ETag are answered, and HEAD gives the same length', async (t) => {
+      const server = await startTestServer(t, { engine })
+      const names = ['Zoë', 'ß\u00a0名前', '🐈 Felix', 'Ünïcødé "q"']
+      for (let i = 0; i < 60; i++) {
+        const pet = {
+          name: `${names[i % names.length]} — pet ${i}`,
+          categoryId: BigInt(i),
+          status: 'sold' as const,
+        }
+        await server.store.createPet({ pet })
+      }
+      const path = '/v1/pets?limit=50'
+      const [first, cached, head] = [
+        await call(server, 'GET', path),
+        await call(server, 'GET', path),
+        await call(server, 'HEAD', path),
+      ]
+      assert.equal(first.status, 200)
+      const bytes = Buffer.byteLength(first.text)
+      const characters = first.text.length
+      assert.ok(characters > 2048 && bytes > characters, `${bytes} bytes for ${characters} characters`)
+      assert.equal(first.json.length, 50)
+      assert.equal(first.json[2].name, '🐈 Felix — pet 2')
+      for (const answer of [first, cached, head]) {
+        assert.equal(answer.headers.get('content-length'), String(bytes))
+        assert.equal(answer.headers.get('content-type'), 'application/json; charset=utf-8')
+        assert.equal(answer.headers.get('etag'), first.headers.get('etag'))
+      }
+      assert.equal(cached.text, first.text)
+      assert.equal(head.text, '')
+    })
+
     test('when 1,000 pets are walked in pages while others are added, then no pet is repeated or missed', async (t) => {
       const server = await startTestServer(t, { engine })
       await seed(server, 1000)
