@@ -1,100 +1,23 @@
-import { isIP } from 'node:net'
 import Type, { type Static } from 'typebox'
 import { GET_PET_SUNSET_DAY } from './pets/get-pet-deprecation.ts'
-import { isWellFormedApiKey, KEY_NAME_PATTERN, KEY_NAME_RULE } from './schemas/api-key.ts'
+import {
+  API_KEYS_FORM,
+  BASE_URL,
+  CORS_ORIGINS_FORM,
+  DATABASE_URL_FORM,
+  isApiKeyList,
+  isOrigin,
+  isPostgresUrl,
+  isTrustedProxy,
+  listSetting,
+  REDIS_URL_FORM,
+  TRUSTED_PROXIES_FORM,
+} from './setting-forms.ts'
 
-// Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
-const BASE_URL = {
-  pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$',
-  allowedForm: 'an http:// or https:// URL ending in /v1, without query or fragment',
-}
-const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters`
 /** The embedded store a first start creates, in `data/` (the one directory a start creates). */
 export const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 const DURATION = (fallback: number, description: string, minimum = 0) =>
   Type.Integer({ minimum, maximum: 3_600_000, default: fallback, description })
-
-// A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
-// Not a `file:` URI: SQLite would read its options (`mode=ro`, `nolock=1`) and make the file as the umask
-// says, and the service checks, backs up and restores the database by its path (docs/decisions.md).
-const DATABASE_URL_FORM =
-  'sqlite: followed by a file path (not a file: URI; ./file:… for a file so named; sqlite::memory: for a throwaway store), or a valid postgres:// or postgresql:// URL'
-const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
-
-/**
- * Whether `url` is one the PostgreSQL client reads: a URL, or one naming no host before a Unix socket's
- * `?host=/run/postgresql` (`postgres://user@/db`), which the client reads with a stand-in host.
- */
-export function isPostgresUrl(url: string): boolean {
-  return postgresUrlOf(url) !== undefined
-}
-
-/**
- * `url` parsed as the PostgreSQL client reads it, with `socket` the Unix socket's directory when it names
- * no host (`?host=…`); undefined if it is no URL. Every reader of a DATABASE_URL parses it here: `new URL`
- * alone throws on `postgres://user@/db`.
- */
-export function postgresUrlOf(url: string): { url: URL; socket: string | undefined } | undefined {
-  const direct = URL.canParse(url)
-  if (!direct && !URL.canParse(url.replace('@/', '@h/'))) return undefined
-  const parsed = new URL(direct ? url : url.replace('@/', '@h/'))
-  const socket = !direct || parsed.host === '' ? (parsed.searchParams.get('host') ?? '') : undefined
-  return { url: parsed, socket }
-}
-
-const CORS_ORIGINS_FORM =
-  "origins (https://app.example.com, http://localhost:3000: a scheme, a host, a port if not the scheme's own, no path), separated by commas"
-
-/**
- * An origin exactly as a browser sends it in `Origin`, which is compared as text: a wildcard or `null`
- * would let any page (a sandboxed one, a local file) call with a key, and a trailing slash never matches.
- */
-function isOrigin(entry: string): boolean {
-  if (!URL.canParse(entry)) return false
-  const { protocol, origin } = new URL(entry)
-  return (protocol === 'https:' || protocol === 'http:') && origin === entry
-}
-
-const TRUSTED_PROXIES_FORM =
-  'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
-// The named ranges Fastify's trustProxy (proxy-addr) knows.
-const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
-
-function isTrustedProxy(entry: string): boolean {
-  if (NAMED_RANGES.has(entry)) return true
-  const [address = '', prefix, ...rest] = entry.split('/')
-  const family = isIP(address)
-  if (family === 0 || rest.length > 0) return false
-  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
-}
-
-/**
- * The entries of a comma-separated list setting (`TRUSTED_PROXIES`, `CORS_ORIGINS`), spaces and empty
- * entries dropped: what Fastify's `trustProxy` and the CORS check take (the schema has checked each).
- */
-export function entriesOf(setting: string): string[] {
-  return setting
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean)
-}
-
-/** A comma-separated list setting, empty by default, each of whose entries must pass `isEntry`. */
-function listSetting(form: string, description: string, isEntry: (entry: string) => boolean) {
-  return Type.Refine(
-    Type.String({ default: '', allowedForm: form, description }),
-    (value) => entriesOf(value).every(isEntry),
-    () => `must be ${form}`,
-  )
-}
-
-function isApiKeyList(value: string): boolean {
-  if (value === '') return true
-  return value.split(',').every((entry) => {
-    const [name, key, ...rest] = entry.split(':')
-    return rest.length === 0 && KEY_NAME_PATTERN.test(name ?? '') && isWellFormedApiKey(key ?? '')
-  })
-}
 
 /**
  * Every setting, by the name of its environment variable: this schema validates the environment (config.ts

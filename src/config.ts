@@ -5,13 +5,7 @@ import { dirname } from 'node:path'
 import { parseEnv } from 'node:util'
 import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
-import {
-  ConfigSchema,
-  DEFAULT_DATABASE_URL,
-  entriesOf,
-  postgresUrlOf,
-  type Settings,
-} from './config-schema.ts'
+import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings } from './config-schema.ts'
 import type { LogSettings } from './log/logger.ts'
 import type { MetricsListener } from './metrics/metrics-server.ts'
 import type { BaseUrls } from './routes/openapi/openapi.ts'
@@ -19,6 +13,7 @@ import type { V1ApiSettings } from './routes/v1-api.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 import type { ListenSettings } from './server.ts'
+import { entriesOf, postgresUrlOf } from './setting-forms.ts'
 
 /** Where pets and keys live: the engine `DATABASE_URL` names, with that engine's settings. */
 export type DatabaseSettings =

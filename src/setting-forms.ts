@@ -1,0 +1,96 @@
+/**
+ * The forms a setting's value may take, beyond its type: URLs, lists, key pairs. Each check comes with
+ * its form in words, for the error a bad value gets and for the README's table (config-schema.ts).
+ */
+import { isIP } from 'node:net'
+import Type from 'typebox'
+import { isWellFormedApiKey, KEY_NAME_PATTERN, KEY_NAME_RULE } from './schemas/api-key.ts'
+
+// Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
+export const BASE_URL = {
+  pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$',
+  allowedForm: 'an http:// or https:// URL ending in /v1, without query or fragment',
+}
+export const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters`
+
+// A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
+// Not a `file:` URI: SQLite would read its options (`mode=ro`, `nolock=1`) and make the file as the umask
+// says, and the service checks, backs up and restores the database by its path (docs/decisions.md).
+export const DATABASE_URL_FORM =
+  'sqlite: followed by a file path (not a file: URI; ./file:… for a file so named; sqlite::memory: for a throwaway store), or a valid postgres:// or postgresql:// URL'
+export const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
+
+/**
+ * Whether `url` is one the PostgreSQL client reads: a URL, or one naming no host before a Unix socket's
+ * `?host=/run/postgresql` (`postgres://user@/db`), which the client reads with a stand-in host.
+ */
+export function isPostgresUrl(url: string): boolean {
+  return postgresUrlOf(url) !== undefined
+}
+
+/**
+ * `url` parsed as the PostgreSQL client reads it, with `socket` the Unix socket's directory when it names
+ * no host (`?host=…`); undefined if it is no URL. Every reader of a DATABASE_URL parses it here: `new URL`
+ * alone throws on `postgres://user@/db`.
+ */
+export function postgresUrlOf(url: string): { url: URL; socket: string | undefined } | undefined {
+  const direct = URL.canParse(url)
+  if (!direct && !URL.canParse(url.replace('@/', '@h/'))) return undefined
+  const parsed = new URL(direct ? url : url.replace('@/', '@h/'))
+  const socket = !direct || parsed.host === '' ? (parsed.searchParams.get('host') ?? '') : undefined
+  return { url: parsed, socket }
+}
+
+export const CORS_ORIGINS_FORM =
+  "origins (https://app.example.com, http://localhost:3000: a scheme, a host, a port if not the scheme's own, no path), separated by commas"
+
+/**
+ * An origin exactly as a browser sends it in `Origin`, which is compared as text: a wildcard or `null`
+ * would let any page (a sandboxed one, a local file) call with a key, and a trailing slash never matches.
+ */
+export function isOrigin(entry: string): boolean {
+  if (!URL.canParse(entry)) return false
+  const { protocol, origin } = new URL(entry)
+  return (protocol === 'https:' || protocol === 'http:') && origin === entry
+}
+
+export const TRUSTED_PROXIES_FORM =
+  'IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or the names loopback, linklocal, uniquelocal, separated by commas'
+// The named ranges Fastify's trustProxy (proxy-addr) knows.
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+export function isTrustedProxy(entry: string): boolean {
+  if (NAMED_RANGES.has(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+}
+
+/**
+ * The entries of a comma-separated list setting (`TRUSTED_PROXIES`, `CORS_ORIGINS`), spaces and empty
+ * entries dropped: what Fastify's `trustProxy` and the CORS check take (the schema has checked each).
+ */
+export function entriesOf(setting: string): string[] {
+  return setting
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+}
+
+/** A comma-separated list setting, empty by default, each of whose entries must pass `isEntry`. */
+export function listSetting(form: string, description: string, isEntry: (entry: string) => boolean) {
+  return Type.Refine(
+    Type.String({ default: '', allowedForm: form, description }),
+    (value) => entriesOf(value).every(isEntry),
+    () => `must be ${form}`,
+  )
+}
+
+export function isApiKeyList(value: string): boolean {
+  if (value === '') return true
+  return value.split(',').every((entry) => {
+    const [name, key, ...rest] = entry.split(':')
+    return rest.length === 0 && KEY_NAME_PATTERN.test(name ?? '') && isWellFormedApiKey(key ?? '')
+  })
+}
