@@ -7,7 +7,6 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  readlinkSync,
   statSync,
   writeFileSync,
 } from 'node:fs'
@@ -20,6 +19,7 @@ import { waitUntil } from './helpers/bounded-wait.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
 import { runCli, stop } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
+import { openElsewhere } from './helpers/open-files.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
 import { integrityOf, petCountOf, serve, waitsOnFifo } from './helpers/sqlite-backup-fixtures.ts'
@@ -371,22 +371,3 @@ describe('backup and restore (SQLite)', () => {
     }
   })
 })
-
-/** Whether a process other than this one has `path` open. */
-function openElsewhere(path: string): boolean {
-  return readdirSync('/proc')
-    .filter((pid) => /^\d+$/.test(pid) && Number(pid) !== process.pid)
-    .some((pid) => {
-      try {
-        return readdirSync(`/proc/${pid}/fd`).some((fd) => {
-          try {
-            return readlinkSync(`/proc/${pid}/fd/${fd}`) === path
-          } catch {
-            return false // closed since the directory was read
-          }
-        })
-      } catch {
-        return false // gone, or not ours to read
-      }
-    })
-}

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -9,6 +9,7 @@ import { progressLine } from '../src/cli/copy-command.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
+import { holdsOpen } from './helpers/open-files.ts'
 import { seedStore } from './helpers/store-copy-fixtures.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -21,22 +22,6 @@ const HELD_MS = 2500
 const PROGRESS = /^petstore copy: (\d+) of (\d+) pets \((\d+)%, (\d+)\/s\)$/
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-
-/** Whether process `pid` has `path` open (Linux: its /proc/PID/fd links). */
-function holdsOpen(pid: number | undefined, path: string): boolean {
-  if (pid === undefined) return false
-  try {
-    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
-      try {
-        return readlinkSync(`/proc/${pid}/fd/${fd}`) === path
-      } catch {
-        return false // closed since the listing
-      }
-    })
-  } catch {
-    return false // not started yet, or gone
-  }
-}
 
 describe('copy progress', () => {
   test("when a copy runs longer than 2 s, then stderr carries its progress lines in the README's form, no more often than every 2 s, and stdout only its summary", {
