@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox'
 import { GET_PET_SUNSET_DAY } from './pets/get-pet-deprecation.ts'
 import {
   API_KEYS_FORM,
-  BASE_URL,
+  baseUrlSetting,
   CORS_ORIGINS_FORM,
   DATABASE_URL_FORM,
   isApiKeyList,
@@ -11,6 +11,7 @@ import {
   isTrustedProxy,
   listSetting,
   REDIS_URL_FORM,
+  repeatedInApiKeys,
   TRUSTED_PROXIES_FORM,
 } from './setting-forms.ts'
 
@@ -62,25 +63,19 @@ export const ConfigSchema = Type.Object({
       'PostgreSQL: longest wait for a connection (503 after it). Every call to the database, a create with the batch it queues behind included, is answered within this + PG_STATEMENT_TIMEOUT_MS + 1 s.',
   }),
   PUBLIC_BASE_URL: Type.Optional(
-    Type.String({
-      ...BASE_URL,
-      description:
-        'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
-    }),
+    baseUrlSetting(
+      'Base URL clients use for this deployment, ending in `/v1`; used in `Location` headers and listed first in the OpenAPI `servers`. Default `/v1`: relative, resolved against the address each client used.',
+    ),
   ),
   PRODUCTION_BASE_URL: Type.Optional(
-    Type.String({
-      ...BASE_URL,
-      description:
-        "Production's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
-    }),
+    baseUrlSetting(
+      "Production's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
+    ),
   ),
   STAGING_BASE_URL: Type.Optional(
-    Type.String({
-      ...BASE_URL,
-      description:
-        "Staging's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
-    }),
+    baseUrlSetting(
+      "Staging's base URL, listed in the OpenAPI `servers` (and reachable from the docs page) when set; unset, not listed.",
+    ),
   ),
   LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
     type: 'string',
@@ -99,8 +94,8 @@ export const ConfigSchema = Type.Object({
       description:
         'Keys given to this deployment, `name:key` pairs separated by commas. Stored hashed at start (never revived once revoked).',
     }),
-    isApiKeyList,
-    () => `must be ${API_KEYS_FORM}`,
+    (value) => isApiKeyList(value) && repeatedInApiKeys(value) === undefined,
+    (value) => (isApiKeyList(value) && repeatedInApiKeys(value)) || `must be ${API_KEYS_FORM}`,
   ),
   API_KEY_CACHE_TTL_MS: DURATION(
     5000,

@@ -94,9 +94,16 @@ export function settingsEnvironment(env: Record<string, string | undefined>): Re
   return Object.fromEntries(Object.keys(properties).map((name) => [name, env[name] ?? '']))
 }
 
-/** Whether `value` of setting `name` is a secret: keys, or a URL with a password. */
+/** Whether an error may echo `value` of setting `name`: not a setting that holds secrets, nor a URL with a user. */
+function mayHoldSecret(name: string, value: string): boolean {
+  return SECRET_SETTINGS.has(name) || /^[a-z]+:\/\/[^/?#]*@/i.test(value)
+}
+
+/** Whether `value` of setting `name` is a secret: keys, a URL with a password, or PostgreSQL's password. */
 function holdsSecret(name: string, value: string): boolean {
   if (name === 'API_KEYS') return value !== ''
+  // No setting (libpq reads it only from the environment), yet a password all the same.
+  if (name === 'PGPASSWORD') return value !== ''
   if (!SECRET_SETTINGS.has(name)) return false
   // A socket URL (`postgres://user:pw@/db?host=…`) is no WHATWG URL: read as the client reads it.
   const url = URL.canParse(value) ? new URL(value) : postgresUrlOf(value)?.url
@@ -145,7 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   if (error !== undefined) {
     const name = error.instancePath.split('/')[1] ?? ''
     const rule = brokenRule(error, properties[name])
-    const got = SECRET_SETTINGS.has(name) ? '' : ` (got ${JSON.stringify(env[name])})`
+    const got = mayHoldSecret(name, env[name] ?? '') ? '' : ` (got ${JSON.stringify(env[name])})`
     throw new ConfigError(`${name} ${rule}${got}`)
   }
   const settings = values as Settings

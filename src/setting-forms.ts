@@ -7,11 +7,24 @@ import Type from 'typebox'
 import { isWellFormedApiKey, KEY_NAME_PATTERN, KEY_NAME_RULE } from './schemas/api-key.ts'
 
 // Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
-export const BASE_URL = {
-  pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?/v1$',
-  allowedForm: 'an http:// or https:// URL ending in /v1, without query or fragment',
+const BASE_URL_FORM = 'an http:// or https:// URL ending in /v1, without credentials, query or fragment'
+
+/**
+ * A base URL setting (`PUBLIC_BASE_URL`…): one that parses, too (a port out of range failed the start as a
+ * bare "Invalid URL"), with no user or password, which `Location` and the OpenAPI `servers` would publish.
+ */
+export function baseUrlSetting(description: string) {
+  return Type.Refine(
+    Type.String({
+      pattern: '^https?://[^\\s/?#@]+(/[^\\s?#]*)?/v1$',
+      allowedForm: BASE_URL_FORM,
+      description,
+    }),
+    (value) => URL.canParse(value),
+    () => `must be ${BASE_URL_FORM}`,
+  )
 }
-export const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters`
+export const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters; no name or key given twice`
 
 // A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
 // Not a `file:` URI: SQLite would read its options (`mode=ro`, `nolock=1`) and make the file as the umask
@@ -85,6 +98,24 @@ export function listSetting(form: string, description: string, isEntry: (entry: 
     (value) => entriesOf(value).every(isEntry),
     () => `must be ${form}`,
   )
+}
+
+/**
+ * What `API_KEYS` repeats, in words (the names only, never a key), or undefined. A name given twice stored
+ * the first key and then refused the start; a key given twice was stored under its first name only.
+ */
+export function repeatedInApiKeys(value: string): string | undefined {
+  const nameOfKey = new Map<string, string>()
+  const names = new Set<string>()
+  for (const entry of value.split(',')) {
+    const [name = '', key = ''] = entry.split(':')
+    if (names.has(name)) return `must give each name once: "${name}" is given twice`
+    const first = nameOfKey.get(key)
+    if (first !== undefined) return `must give each key once: "${first}" and "${name}" give the same key`
+    names.add(name)
+    nameOfKey.set(key, name)
+  }
+  return undefined
 }
 
 export function isApiKeyList(value: string): boolean {

@@ -15,6 +15,18 @@ describe('petstore CLI: settings and what stops a start', () => {
     )
   })
 
+  test('when API_KEYS gives a name twice, then serve exits 1 with one line naming it, and stores nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    const [first, second] = [`psk_${'a'.repeat(43)}`, `psk_${'b'.repeat(43)}`]
+    const result = runCli(['serve'], { API_KEYS: `dup:${first},dup:${second}`, PORT: '0' }, cwd)
+    assert.equal(result.status, 1)
+    assert.equal(
+      result.stderr,
+      'petstore: invalid configuration: API_KEYS must give each name once: "dup" is given twice\n',
+    )
+    assert.deepEqual(readdirSync(cwd), [], 'no database was made, no key stored')
+  })
+
   for (const args of [['serve'], ['migrate'], ['keys', 'create', '--name', 'ops']]) {
     test(`when DATABASE_URL names a file in a directory that does not exist, then "${args.join(' ')}" refuses with one line and creates nothing`, (t) => {
       const cwd = temporaryDirectory(t)
@@ -56,7 +68,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     }
     assert.ok(
       said.some((msg) =>
-        /^\.env holds API_KEYS, and other users can read it \(mode 0644\): chmod 600/.test(msg),
+        /^\.env holds API_KEYS, PGPASSWORD, and other users can read it \(mode 0644\): chmod 600/.test(msg),
       ),
     )
     assert.equal(first.stderr.includes(key.slice(4)), false, 'the key itself is never said')

@@ -28,7 +28,7 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of: fatal, error, warn, info, debug, trace, silent/],
     [
       { PUBLIC_BASE_URL: 'https://api.example.com' },
-      /^PUBLIC_BASE_URL must be an http:\/\/ or https:\/\/ URL ending in \/v1, without query or fragment \(got "https:\/\/api.example.com"\)$/,
+      /^PUBLIC_BASE_URL must be an http:\/\/ or https:\/\/ URL ending in \/v1, without credentials, query or fragment \(got "https:\/\/api.example.com"\)$/,
     ],
     [
       { STAGING_BASE_URL: 'ftp://x/v1' },
@@ -95,6 +95,23 @@ describe('configuration', () => {
       assert.ok(worded.includes(name), name)
   })
 
+  test('when API_KEYS gives a name twice, or one key under two names, then loading fails naming the entries, never the key', () => {
+    const key = generateApiKey()
+    for (const [setting, message] of [
+      [`dup:${generateApiKey()},ok:${generateApiKey()},dup:${key}`, '"dup" is given twice'],
+      [`a:${key},b:${generateApiKey()},c:${key}`, 'each key once: "a" and "c" give the same key'],
+    ]) {
+      assert.throws(
+        () => loadConfig({ API_KEYS: setting }),
+        (error: Error) =>
+          error instanceof ConfigError &&
+          error.message.startsWith('API_KEYS must give each ') &&
+          error.message.endsWith(message) &&
+          !error.message.includes(key),
+      )
+    }
+  })
+
   test('when API_KEYS or DATABASE_URL is wrong, then the error does not echo its value', () => {
     const key = generateApiKey()
     assert.throws(
@@ -107,8 +124,12 @@ describe('configuration', () => {
     )
   })
 
-  test('when DATABASE_URL or REDIS_URL is not a URL that parses (a bad host, a port out of range), then the error names the setting, not "Invalid URL"', () => {
+  test('when DATABASE_URL, REDIS_URL or a base URL is not a URL that parses (a bad host, a port out of range), or a base URL holds credentials, then the error names the setting, not "Invalid URL", and never the password', () => {
     for (const [name, value] of [
+      ['PUBLIC_BASE_URL', 'https://x:99999/v1'],
+      ['PRODUCTION_BASE_URL', 'http://[::1/v1'],
+      ['STAGING_BASE_URL', 'https://deploy:hunter2@staging.example.com/v1'],
+      ['PUBLIC_BASE_URL', 'https://deploy@api.example.com/v1'],
       ['DATABASE_URL', 'postgres://u:hunter2@[bad/petstore'],
       ['DATABASE_URL', 'postgresql://u:hunter2@db:99999/petstore'],
       ['REDIS_URL', 'redis://:hunter2@[bad'],
@@ -141,6 +162,20 @@ describe('configuration', () => {
         url,
       )
     }
+  })
+
+  test('when .env, readable by other users, holds PGPASSWORD, then the password is said to be readable as well as of no effect', (t) => {
+    const path = join(temporaryDirectory(t), '.env')
+    writeFileSync(path, 'PGPASSWORD=secret\n', { mode: 0o644 })
+    chmodSync(path, 0o644)
+    const warnings = environmentFileWarnings(path)
+    assert.equal(warnings.length, 2, warnings.join(' | '))
+    assert.match(warnings[0] ?? '', /^\.env sets PGPASSWORD, which is no setting of this service/)
+    assert.equal(
+      warnings[1],
+      '.env holds PGPASSWORD, and other users can read it (mode 0644): chmod 600 .env',
+    )
+    assert.equal(warnings.join('').includes('secret'), false, 'never the password')
   })
 
   test('when DATABASE_URL names a Unix socket with no host (postgres://user@/db?host=/run/postgresql), then it is taken, as the PostgreSQL client reads it', () => {

@@ -167,4 +167,48 @@ describe('provisioning keys at start', () => {
       (error: Error) => error instanceof ConfigError && /API_KEYS names "ci"/.test(error.message),
     )
   })
+
+  test('when API_KEYS gives a new key and then a name another active key has, then the start fails and stores neither', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    await store.createApiKey(storedFormOf('ci', generateApiKey()))
+    const fresh = generateApiKey()
+    const config = testConfig({ API_KEYS: `deploy:${fresh},ci:${generateApiKey()}` })
+    await assert.rejects(
+      provisionKeys({ store, config, log, dataDirectory: undefined, terminal: terminal(false) }),
+      (error: Error) => error instanceof ConfigError && /API_KEYS names "ci"/.test(error.message),
+    )
+    assert.equal(await store.findActiveApiKey(hashApiKey(fresh)), undefined, 'the first entry was not stored')
+    assert.deepEqual(
+      (await store.listApiKeys()).map(({ name }) => name),
+      ['ci'],
+    )
+  })
+
+  test('when API_KEYS gives under a new name a key stored under another, then the start says at warn that it keeps its name', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const key = generateApiKey()
+    await store.createApiKey(storedFormOf('ci', key))
+    const lines: Array<{ level: number; msg: string; entry?: string; storedAs?: string }> = []
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    await provisionKeys({
+      store,
+      config: testConfig({ API_KEYS: `deploy:${key}` }),
+      log: captured,
+      dataDirectory: undefined,
+      terminal: terminal(false),
+    })
+    assert.deepEqual(await store.findActiveApiKey(hashApiKey(key)), { id: 1n, name: 'ci' })
+    assert.deepEqual(
+      lines.map(({ level, msg, entry, storedAs }) => ({ level, msg, entry, storedAs })),
+      [
+        {
+          level: 40,
+          msg: 'API_KEYS gives a key stored under another name: it keeps that name ("keys revoke" knows it by it); give the entry that name, or a new key',
+          entry: 'deploy',
+          storedAs: 'ci',
+        },
+      ],
+    )
+    assert.doesNotMatch(JSON.stringify(lines), /psk_/, 'never the key')
+  })
 })

@@ -8,6 +8,11 @@ import { DuplicateKeyNameError, type Store } from '../store/store.ts'
 const INITIAL_KEY_NAME = 'initial'
 export const INITIAL_KEY_FILE = 'initial-api-key'
 
+const nameTaken = (name: string) =>
+  new ConfigError(
+    `API_KEYS names "${name}", which another active key already has: revoke that key first, or use a new name`,
+  )
+
 /** Where a newcomer on this machine reaches the API (a relative base is completed with the local port). */
 function tryItBase({ baseUrls, server }: Config): string {
   const base = baseUrls.publicBaseUrl
@@ -31,19 +36,31 @@ export interface ProvisionOptions {
  * never goes to the log. Once keys exist, none is ever minted here: revoking every key stays in force.
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
-  for (const { name, key } of config.apiKeys) {
-    const stored = storedFormOf(name, key)
+  const entries = config.apiKeys.map(({ name, key }) => storedFormOf(name, key))
+  // Every entry checked before any is stored: a refused start changes nothing.
+  const activeNames = new Set(
+    (await store.listApiKeys()).filter((key) => key.revokedAt === undefined).map((key) => key.name),
+  )
+  for (const { name, hash } of entries) {
+    if (activeNames.has(name) && (await store.findActiveApiKey(hash))?.name !== name) throw nameTaken(name)
+  }
+  for (const stored of entries) {
+    const { name } = stored
     await store.ensureApiKey(stored).catch((error: unknown) => {
-      if (!(error instanceof DuplicateKeyNameError)) throw error
-      throw new ConfigError(
-        `API_KEYS names "${name}", which another active key already has: revoke that key first, or use a new name`,
-      )
+      // Another process took the name since the check above.
+      throw error instanceof DuplicateKeyNameError ? nameTaken(name) : error
     })
     // Added or known, only a key revoked before is not active now: it would look given, and get 401.
-    if ((await store.findActiveApiKey(stored.hash)) === undefined) {
+    const active = await store.findActiveApiKey(stored.hash)
+    if (active === undefined) {
       log.warn(
         { entry: name },
         'API_KEYS gives a key that was revoked: its calls get 401 (a revoked key is never revived); remove the entry, or give a new key',
+      )
+    } else if (active.name !== name) {
+      log.warn(
+        { entry: name, storedAs: active.name },
+        'API_KEYS gives a key stored under another name: it keeps that name ("keys revoke" knows it by it); give the entry that name, or a new key',
       )
     }
   }
