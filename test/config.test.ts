@@ -100,7 +100,7 @@ describe('configuration', () => {
     for (const [setting, message] of [
       [`dup:${generateApiKey()},ok:${generateApiKey()},dup:${key}`, '"dup" is given twice'],
       [`a:${key},b:${generateApiKey()},c:${key}`, 'each key once: "a" and "c" give the same key'],
-    ]) {
+    ] as const) {
       assert.throws(
         () => loadConfig({ API_KEYS: setting }),
         (error: Error) =>
