@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -99,6 +108,45 @@ describe(
         new RegExp(
           `\\(${database} belongs to 0:0, and this user \\(uid ${uid}\\) cannot write it: chown it to`,
         ),
+      )
+    })
+
+    for (const args of [['serve'], ['keys', 'create', '--name', 'web']]) {
+      test(`when the database file belongs to another user who lets others read it, then "${args.join(' ')}" refuses with one line naming its owner, not a read-only disk, and leaves no files beside it`, (t) => {
+        const { cwd, data, uid } = dataOfOtherUser(t)
+        const database = join(data, 'petstore.db')
+        assert.equal(runCli(['migrate'], { DATABASE_URL: `sqlite:${database}` }, cwd).status, 0)
+        for (const name of readdirSync(data)) if (name !== 'petstore.db') rmSync(join(data, name))
+        chownSync(database, 0, 0)
+        chmodSync(database, 0o644)
+        const result = runAsOtherUser([...args], { PORT: '0', DATABASE_URL: `sqlite:${database}` }, cwd)
+        assert.equal(result.status, 1, result.stderr)
+        assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+        assert.doesNotMatch(result.stderr, /read-only/)
+        assert.match(
+          result.stderr,
+          new RegExp(
+            `\\(${database} belongs to 0:0, and this user \\(uid ${uid}\\) cannot write it: chown it to`,
+          ),
+        )
+        assert.deepEqual(readdirSync(data), ['petstore.db'], 'no -wal or -shm of the other user beside it')
+      })
+    }
+
+    test("when the database file is the user's own but its mode keeps it from writing, then serve refuses with one line saying so, not a read-only disk", (t) => {
+      const { cwd, data, uid, gid } = dataOfOtherUser(t)
+      const database = join(data, 'petstore.db')
+      assert.equal(runCli(['migrate'], { DATABASE_URL: `sqlite:${database}` }, cwd).status, 0)
+      for (const name of readdirSync(data)) if (name !== 'petstore.db') rmSync(join(data, name))
+      chownSync(database, uid, gid)
+      chmodSync(database, 0o444)
+      const result = runAsOtherUser(['serve'], { PORT: '0', DATABASE_URL: `sqlite:${database}` }, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [
+          1,
+          `petstore serve: cannot open the database ${database}: permission denied (${database} is this user's, and its mode 0444 keeps this user from writing it: chmod u+rw it)\n`,
+        ],
       )
     })
   },

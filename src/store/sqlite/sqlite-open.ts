@@ -84,6 +84,10 @@ const OPEN_BUSY_WAIT_MS = 2000
 
 /** Opens `path` in WAL mode with every commit synced; a failure says which file, and why if it can. */
 export function openDurable(path: string): DatabaseSync {
+  // SQLite opens a file it may read but not write read-only, without a word: its first write then looked
+  // like a read-only disk, and its -wal and -shm were made this user's, beside another's database.
+  const keptOut = path === ':memory:' ? undefined : ownerKeepingOut(path)
+  if (keptOut !== undefined) throw new Error(`cannot open the database ${path}: permission denied${keptOut}`)
   let db: DatabaseSync | undefined
   try {
     createPrivately(path)
@@ -191,7 +195,11 @@ function ownerKeepingOut(path: string): string | undefined {
     // Its directory's fault (not open to this user): said by the directory's check.
     const stats = (error as NodeJS.ErrnoException).code === 'EACCES' && statOrNothing(path)
     if (!stats) return undefined
-    const { uid, gid } = stats
+    const { uid, gid, mode } = stats
+    if (uid === process.geteuid?.()) {
+      const octal = (mode & 0o777).toString(8).padStart(4, '0')
+      return ` (${path} is this user's, and its mode ${octal} keeps this user from writing it: chmod u+rw it)`
+    }
     return ` (${path} belongs to ${uid}:${gid}, and this user (uid ${process.geteuid?.()}) cannot write it: chown it to the user that runs the service)`
   }
 }
