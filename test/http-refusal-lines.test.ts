@@ -8,14 +8,22 @@ import { rawHttp } from './helpers/raw-http.ts'
 
 const REFUSED = 'request refused before it reached an operation'
 
-/** Sends the start of a request and never the rest; resolves with what the server answered. */
+/**
+ * Sends the start of a request and never the rest; resolves with what the server answered. `then`: what
+ * the client does 300 ms later (once its bytes were read), as one that gives up mid-body does: end its side
+ * and read on, or close the connection and go.
+ */
 function sendHalfARequest(
   origin: string,
   start = 'GET /v1/pets?slow HTTP/1.1\r\nHost: x\r\n',
+  then?: 'end' | 'destroy',
 ): Promise<string> {
   const { hostname, port } = new URL(origin)
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(start))
+    const socket = connect({ host: hostname, port: Number(port) }, () => {
+      socket.write(start)
+      if (then !== undefined) setTimeout(() => socket[then](), 300)
+    })
     let answer = ''
     socket.setEncoding('latin1')
     socket.on('data', (chunk) => {
@@ -83,6 +91,29 @@ describe('requests the HTTP layer refuses', () => {
       [431, 1],
     ]) {
       assert.match(metrics, new RegExp(`^petstore_http_refused_total\\{status="${status}"\\} ${count}$`, 'm'))
+    }
+  })
+
+  test('when a client ends its connection in the middle of a body, then it is answered that the body was cut short, and the line keeps the request id and the client address, read on or gone', async (t) => {
+    const key = generateApiKey()
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const cutShort = (id: string) =>
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${id}\r\nContent-Type: application/json\r\nContent-Length: 30\r\n\r\n{"na`
+    const answer = await sendHalfARequest(server.origin, cutShort('cut-1'), 'end')
+    assert.match(answer, /^HTTP\/1\.1 400 [\s\S]*\r\nX-Request-Id: cut-1\r\n/i)
+    assert.match(
+      answer,
+      /\{"code":"bad_request","message":"the connection ended before the request body was complete","status":400\}$/,
+    )
+    await sendHalfARequest(server.origin, cutShort('cut-2'), 'destroy')
+    for (const id of ['cut-1', 'cut-2']) {
+      const line = await waitForLog(server, (all) => all.find((entry) => entry.reqId === id))
+      assert.deepEqual(
+        [line.msg, line.status, line.code, line.method, line.url, line.remoteAddress],
+        [REFUSED, 400, 'bad_request', 'POST', '/v1/pets', '127.0.0.1'],
+        id,
+      )
     }
   })
 })

@@ -46,6 +46,11 @@ const PARSER_REFUSALS = new Map<string | undefined, () => ApiError>([
     'HPE_HEADER_OVERFLOW',
     () => new ApiError('headers_too_large', 'the request line and headers are too large'),
   ],
+  // The client ended its side mid-body: gone, or half-closed and still reading, which this tells why.
+  [
+    'HPE_INVALID_EOF_STATE',
+    () => new ApiError('bad_request', 'the connection ended before the request body was complete'),
+  ],
   [
     'HPE_CHUNK_EXTENSIONS_OVERFLOW',
     () => new ApiError('body_too_large', 'the chunk extensions of the request body are too large'),
@@ -96,12 +101,13 @@ export function handleClientError(
   // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
   const request = inFlight?.req
   const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
-  closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
-  record?.(
+  // Read before the close: a socket its client already ended is destroyed by it, and forgets its peer.
+  const refusal =
     request === undefined
       ? { error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) }
-      : refusalOf(apiError, reqId, request),
-  )
+      : refusalOf(apiError, reqId, request)
+  closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
+  record?.(refusal)
 }
 
 /** `Expect` values other than 100-continue (Node would answer a bare 417). */
