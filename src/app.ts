@@ -13,6 +13,7 @@ import { handleClientError } from './http/raw-answers.ts'
 import { rawRefusalRecorder } from './http/raw-refusals.ts'
 import { addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
+import { closeStalledSends } from './http/stalled-sends.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
 import type { Metrics } from './metrics/metrics.ts'
@@ -32,6 +33,8 @@ export interface HttpSettings {
   requestTimeoutMs: number
   headersTimeoutMs: number
   keepAliveTimeoutMs: number
+  /** How long answer bytes may wait untaken (a client that stopped reading) before the connection closes. */
+  sendTimeoutMs: number
   maxConnections: number
   /** Empty: CORS off. */
   corsOrigins: readonly string[]
@@ -109,6 +112,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
   listening = app.server
   app.server.maxConnections = http.maxConnections
+  closeStalledSends(app, http.sendTimeoutMs, logger)
   knowEveryMethod(app)
 
   const sharedSchemas = [...petSchemas, ErrorSchema]

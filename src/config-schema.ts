@@ -211,6 +211,10 @@ export const ConfigSchema = Type.Object({
     5000,
     'Time allowed to receive the request headers; 0: no limit, which lets slow clients hold connections.',
   ),
+  SEND_TIMEOUT_MS: DURATION(
+    10_000,
+    'Time an answer may wait with none of its bytes taken (a client that stopped reading) before its connection is closed; 0: no limit, which lets such clients hold connections.',
+  ),
   // At least 1: Fastify would take 0 for its own default, 72 s.
   KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.', 1),
   SHUTDOWN_TIMEOUT_MS: DURATION(

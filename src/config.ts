@@ -219,6 +219,7 @@ function decode(s: Settings): Config {
       requestTimeoutMs: s.REQUEST_TIMEOUT_MS,
       headersTimeoutMs: s.HEADERS_TIMEOUT_MS,
       keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
+      sendTimeoutMs: s.SEND_TIMEOUT_MS,
       maxConnections: s.MAX_CONNECTIONS,
       corsOrigins: entriesOf(s.CORS_ORIGINS),
       trustedProxies: entriesOf(s.TRUSTED_PROXIES),

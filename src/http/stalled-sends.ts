@@ -1,0 +1,54 @@
+import type { Server } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+
+// As often as Node checks its own request timeouts (connectionsCheckingInterval, app.ts).
+const CHECK_EVERY_MS = 1000
+
+/** What a connection had sent at the last check, and since when it has sent nothing more. */
+interface Progress {
+  sent: number
+  since: number
+}
+
+/**
+ * Closes connections whose client stopped taking their answers: bytes wait to be sent, and none has left
+ * for `timeoutMs`. Node's timeouts bound receiving a request, not sending its answer: a client that
+ * pipelined requests and never read held its connection, its MAX_CONNECTIONS slot and the answers' memory
+ * for good. Checked once a second over the open connections, so no request pays for it; a connection
+ * idle or waiting for its answer has nothing waiting, and is never closed by this.
+ */
+export function closeStalledSends(app: FastifyInstance, timeoutMs: number, log: Pick<Logger, 'info'>): void {
+  if (timeoutMs === 0) return
+  const server: Server = app.server
+  const watched = new Map<Socket, Progress>()
+  server.on('connection', (socket: Socket) => {
+    watched.set(socket, { sent: 0, since: 0 })
+    socket.once('close', () => watched.delete(socket))
+  })
+  const check = setInterval(() => {
+    const now = performance.now()
+    for (const [socket, progress] of watched) {
+      const waiting = socket.writableLength
+      if (waiting === 0 || socket.destroyed) {
+        progress.since = 0
+        continue
+      }
+      // Bytes handed to the kernel: `bytesWritten` counts those still queued too.
+      const sent = socket.bytesWritten - waiting
+      if (progress.since === 0 || sent !== progress.sent) {
+        progress.sent = sent
+        progress.since = now
+      } else if (now - progress.since >= timeoutMs) {
+        log.info(
+          { remoteAddress: socket.remoteAddress, unsentBytes: waiting },
+          'connection closed: its client took no answer bytes for SEND_TIMEOUT_MS',
+        )
+        socket.destroy()
+      }
+    }
+  }, CHECK_EVERY_MS)
+  check.unref()
+  app.addHook('onClose', async () => clearInterval(check))
+}

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { pino } from 'pino'
+import { waitUntil } from './helpers/bounded-wait.ts'
+import { exchange, openSocket } from './helpers/raw-http.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+// 20 MB of answers (66 KB each): more than both ends' socket buffers on loopback hold, so bytes wait unsent.
+const PIPELINED = 'GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(300)
+
+describe('a client that stops reading its answers', () => {
+  test('when a client pipelines requests and never reads the answers, then its connection is closed once no byte has left for SEND_TIMEOUT_MS, freeing its MAX_CONNECTIONS slot, and the close is logged', {
+    timeout: 30_000,
+  }, async (t) => {
+    const lines: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const server = await startTestServer(t, {
+      // Kept-alive connections stay: only the deaf one may close.
+      env: { SEND_TIMEOUT_MS: '1000', KEEP_ALIVE_TIMEOUT_MS: '60000' },
+      app: { logger },
+    })
+    const connections = () =>
+      new Promise<number>((resolve, reject) =>
+        server.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      )
+    const deaf = await openSocket(server.origin)
+    t.after(() => deaf.destroy())
+    deaf.on('error', () => {})
+    // Never read: what the server sends piles up in the kernel's buffers, then in its own.
+    deaf.pause()
+    deaf.write(PIPELINED)
+    const reader = await openSocket(server.origin)
+    t.after(() => reader.destroy())
+    assert.match(await exchange(reader, PROBE), /^HTTP\/1\.1 200 /, 'a reading client is served meanwhile')
+    const started = Date.now()
+    // What MAX_CONNECTIONS counts: the deaf connection's going frees its slot.
+    const open = await connections()
+    await waitUntil(
+      async () => (await connections()) === open - 1,
+      'the connection reading nothing stayed open',
+      {
+        timeoutMs: 15_000,
+      },
+    )
+    assert.ok(Date.now() - started >= 1000, 'not before SEND_TIMEOUT_MS')
+    assert.match(await exchange(reader, PROBE), /^HTTP\/1\.1 200 /, 'the reading client still is')
+    const closed = lines.filter(
+      (line) => line.msg === 'connection closed: its client took no answer bytes for SEND_TIMEOUT_MS',
+    )
+    assert.equal(closed.length, 1, JSON.stringify(lines.filter((line) => line.msg !== 'request')))
+    assert.equal(closed[0]?.level, 30)
+    assert.equal(closed[0]?.remoteAddress, '127.0.0.1')
+    assert.ok(Number(closed[0]?.unsentBytes) > 0, JSON.stringify(closed[0]))
+  })
+
+  test('when a connection is idle between requests for longer than SEND_TIMEOUT_MS, then it stays open: nothing waits to be sent', async (t) => {
+    const server = await startTestServer(t, { env: { SEND_TIMEOUT_MS: '300' } })
+    const socket = await openSocket(server.origin)
+    t.after(() => socket.destroy())
+    assert.match(await exchange(socket, PROBE), /^HTTP\/1\.1 200 /)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    assert.match(await exchange(socket, PROBE), /^HTTP\/1\.1 200 /)
+  })
+})
