@@ -242,7 +242,7 @@ export const ConfigSchema = Type.Object({
   }),
   SQLITE_BUSY_TIMEOUT_MS: DURATION(
     5000,
-    'How long a write waits for another process holding the SQLite lock.',
+    'How long a write waits for another process holding the SQLite lock, counted from its arrival (time queued behind other writes included).',
   ),
 })
 

@@ -77,6 +77,29 @@ describe('SQLite engine', () => {
     await assert.rejects(store.createPet({ pet: { name: 'late', categoryId: 1n } }), StoreUnavailableError)
   })
 
+  for (const writeThread of [false, true]) {
+    test(`when a create queues behind a batch waiting out a held lock${writeThread ? ' (write thread on)' : ''}, then it fails within busyTimeoutMs of its own arrival, not after the batch ahead's wait and a whole one of its own`, async (t) => {
+      const path = join(temporaryDirectory(t), 'pets.db')
+      const store = await openStore(t, path, 1000, { writeThread })
+      const other = otherConnection(t, path)
+      other.exec('BEGIN IMMEDIATE')
+      const ahead = assert.rejects(
+        store.createPet({ pet: { name: 'ahead', categoryId: 1n } }),
+        StoreUnavailableError,
+      )
+      await sleep(500)
+      const arrived = performance.now()
+      await assert.rejects(
+        store.createPet({ pet: { name: 'queued', categoryId: 1n } }),
+        StoreUnavailableError,
+      )
+      const waited = performance.now() - arrived
+      await ahead
+      // Its own bound, 1,000 ms, where it waited 1,500 (the 500 ms left of the batch ahead's, then 1,000).
+      assert.ok(waited >= 900 && waited < 1300, `waited ${Math.round(waited)} ms`)
+    })
+  }
+
   test('when batches are being synced on the write thread, then the event loop keeps serving between them', async (t) => {
     const path = join(temporaryDirectory(t), 'pets.db')
     const store = await openStore(t, path, 2000, { writeThread: true })

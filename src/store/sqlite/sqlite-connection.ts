@@ -76,13 +76,14 @@ export class SqliteConnection {
   }
 
   /**
-   * Runs `work`, retrying it while another connection holds the lock, for up to `busyTimeoutMs`. A fault
-   * of the storage (full, read-only, I/O error…) rejects with StorageFaultError, answered 503.
+   * Runs `work`, retrying it while another connection holds the lock, for up to `waitMs` (`busyTimeoutMs`
+   * unless the caller already waited part of it: tried once when none is left). A fault of the storage
+   * (full, read-only, I/O error…) rejects with StorageFaultError, answered 503.
    */
-  async run<T>(work: () => T): Promise<T> {
+  async run<T>(work: () => T, waitMs = this.#busyTimeoutMs): Promise<T> {
     this.ensureOpen()
     // On the monotonic clock: a wall clock stepped back would stretch the wait past its bound.
-    const deadline = performance.now() + this.#busyTimeoutMs
+    const deadline = performance.now() + waitMs
     for (let attempt = 0; ; attempt++) {
       try {
         return work()

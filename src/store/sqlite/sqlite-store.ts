@@ -53,11 +53,13 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     const onThread = options.path !== ':memory:' && (options.writeThread ?? false)
     const writeThread = onThread ? new SqliteWriteThread(options, options.writeThreadEntry) : undefined
     this.#writeThread = writeThread
+    // A create's wait for the lock counts from its arrival: queued behind a batch that waited, it has less.
+    const waitLeft = (since: number) => options.busyTimeoutMs - (performance.now() - since)
     const commit = writeThread
-      ? (batch: CreatePetRequest[]) => writeThread.commit(batch)
-      : (batch: CreatePetRequest[]) => db.run(() => createPetBatch(db, batch))
+      ? (batch: CreatePetRequest[], since: number) => writeThread.commit(batch, waitLeft(since))
+      : (batch: CreatePetRequest[], since: number) => db.run(() => createPetBatch(db, batch), waitLeft(since))
     this.#creates = new WriteBatcher(
-      async (batch) => (await this.write(() => commit(batch), verdictOfBatch)).outcomes,
+      async (batch, since) => (await this.write(() => commit(batch, since), verdictOfBatch)).outcomes,
       options.maxBatch ?? 500,
       // The ids left may do for some of the batch's creates, or none: each then gets its own answer.
       { splitsOn: (error) => error instanceof PetIdsExhaustedError },

@@ -21,7 +21,7 @@ port.on('message', async (message: WriteThreadMessage) => {
   }
   let reply: WriteThreadReply
   try {
-    reply = batchToWire(await db.run(() => createPetBatch(db, message.requests)))
+    reply = batchToWire(await db.run(() => createPetBatch(db, message.requests), message.waitMs))
   } catch (error) {
     reply = { failure: failureToWire(error) }
   }

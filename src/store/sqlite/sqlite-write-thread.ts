@@ -31,7 +31,8 @@ export interface WireFailure {
 }
 
 export type WriteThreadReply = { outcomes: WireOutcome[]; refused?: WireFailure } | { failure: WireFailure }
-export type WriteThreadMessage = { requests: CreatePetRequest[] } | { close: true }
+/** A batch, and how long it may wait for the lock (what is left of its oldest create's bound). */
+export type WriteThreadMessage = { requests: CreatePetRequest[]; waitMs: number } | { close: true }
 
 export function batchToWire({ outcomes, refusedBy }: SqliteBatch): WriteThreadReply {
   return {
@@ -110,12 +111,12 @@ export class SqliteWriteThread {
     this.#entry = entry
   }
 
-  commit(requests: CreatePetRequest[]): Promise<SqliteBatch> {
+  commit(requests: CreatePetRequest[], waitMs: number): Promise<SqliteBatch> {
     if (this.#pending !== undefined) throw new Error('a batch is already being committed')
     const worker = this.#worker ?? this.#start()
     return new Promise((resolve, reject) => {
       this.#pending = { resolve, reject }
-      worker.postMessage({ requests } satisfies WriteThreadMessage)
+      worker.postMessage({ requests, waitMs } satisfies WriteThreadMessage)
     })
   }
 
