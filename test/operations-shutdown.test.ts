@@ -10,7 +10,7 @@ import { generateApiKey } from '../src/auth/api-key.ts'
 import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { exitWithin, logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { keepAliveClient, unansweredWithoutNotice } from './helpers/keep-alive-client.ts'
 import { exchange, openSocket } from './helpers/raw-http.ts'
 
@@ -159,6 +159,14 @@ describe('shutdown with idle kept-alive connections', () => {
     assert.match(answer, /^HTTP\/1\.1 503 /)
     assert.match(answer, /\r\nconnection: close\r\n/i)
     assert.equal(await exitWithin(server, 20_000), 0)
+    // A condition that lasts until the process ends: never said to pass, however quiet the drain.
+    const said = logLines(server).filter(
+      (line) => line.condition === 'the service is shutting down' && line.msg !== 'request',
+    )
+    assert.deepEqual(
+      said.map((line) => [line.level, line.msg]),
+      [[40, 'the service is shutting down: requests that meet it are answered 503 from now on']],
+    )
   })
 
   test('when a kept-alive connection stays idle through the shutdown, then it is closed at its keep-alive timeout and the process exits 0', {

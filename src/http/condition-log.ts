@@ -24,6 +24,9 @@ interface Condition {
 /** What a request that met a condition adds to its first line: the error (with its stack), a code, or both. */
 export type ConditionDetail = { err: unknown; code?: string } | { code: string }
 
+// Ends with the process: a drain quiet for a while has not passed (request-lifecycle.ts answers it).
+export const SHUTTING_DOWN_CONDITION = 'the service is shutting down'
+
 // Readiness conditions are named "not ready: …" (routes/health.ts); probes, not traffic, meet them.
 const isReadiness = (condition: string) => condition.startsWith('not ready:')
 
@@ -185,8 +188,8 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
   const level = fault || apiError.statusCode === 507 ? 'error' : 'warn'
   conditionLogOf(request).met(condition, level, detail, request.id, {
     untilReady: isReadiness(condition) || newerSchema,
-    // Ids given out never come back: no quiet spell means it has passed.
-    forGood: apiError.statusCode === 507,
+    // Ids given out never come back, nor does a process shutting down: no quiet spell means it has passed.
+    forGood: apiError.statusCode === 507 || condition === SHUTTING_DOWN_CONDITION,
     status: apiError.statusCode,
   })
   ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { ApiError } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import { SHUTTING_DOWN_CONDITION } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 import { dropContentTypeWithoutBody } from './empty-body.ts'
 import { BAD_URL } from './error-handler.ts'
@@ -30,7 +31,7 @@ declare module 'fastify' {
 }
 
 const SHUTTING_DOWN = () =>
-  new ApiError('service_unavailable', 'the service is shutting down; retry on another instance', {
+  new ApiError('service_unavailable', `${SHUTTING_DOWN_CONDITION}; retry on another instance`, {
     connection: 'close',
     'retry-after': '1',
   })
