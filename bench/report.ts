@@ -1,3 +1,5 @@
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
@@ -6,6 +8,9 @@ import { BENCH_DEFAULTS, startScript } from './service-process.ts'
 import type { EngineRun } from './summary.ts'
 import { targetsSection } from './targets.ts'
 import { turnsOf } from './turns.ts'
+
+const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
+const TUNING_NOTES = 'docs/benchmarks/tuning.md'
 
 export interface ReportInput {
   environment: Environment
@@ -47,6 +52,8 @@ function sinkDescription(engineRuns: EngineRun[]): string {
 
 export function markdownReport(input: ReportInput): string {
   const { environment: env, options } = input
+  // Linked from where the report is written: archived copies (docs/benchmarks/*.md) sit beside the notes.
+  const tuningNotes = relative(dirname(resolve(REPOSITORY, options.output)), join(REPOSITORY, TUNING_NOTES))
   const turns = turnsOf(options.durationS, options.sliceS)
   return `# Benchmarks
 
@@ -91,7 +98,7 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   option, \`optimizeEmptyRequests\` (a request without a body starts ended): it is Node's, and a baseline
   without it would count it as the service's gain (docs/decisions.md, "Per-request cost").
 - Profiles of the service under this load, the request log's cost and the young-generation curve behind
-  \`--max-semi-space-size\`: [benchmarks/tuning.md](benchmarks/tuning.md) (\`--node-flags\`,
+  \`--max-semi-space-size\`: [${tuningNotes}](${tuningNotes}) (\`--node-flags\`,
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
 - **Service/bare, /Fastify, round by round**: the median over the rounds of each round's own ratio, the
   service's req/s over the bare server's (then over the Fastify app's) in that round. Their turns

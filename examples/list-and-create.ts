@@ -3,6 +3,8 @@
 // In a project with @petstore/client installed (see the README, "From TypeScript, and the examples"):
 //
 //   PETSTORE_URL=http://localhost:8080/v1 PETSTORE_API_KEY=psk_… node list-and-create.ts
+//
+// with Node.js 24, which runs TypeScript as it is.
 import { randomUUID } from 'node:crypto'
 import { createClient, PetStoreError } from '@petstore/client'
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { configTable, errorCodeTable } from '../scripts/readme-tables.ts'
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
@@ -54,6 +56,23 @@ describe('README', () => {
     const files = new Set(readdirSync(SRC, { recursive: true, withFileTypes: false }) as string[])
     const missing = mapped.filter((path) => !(path.endsWith('/') ? tree.includes(path) : files.has(path)))
     assert.deepEqual(missing, [], 'in the map but not in src/')
+  })
+
+  test('when the README or a page under docs/ links to a file of the repository, then the file is there', () => {
+    const root = fileURLToPath(new URL('..', import.meta.url))
+    const docs = (readdirSync(join(root, 'docs'), { recursive: true }) as string[])
+      .filter((path) => path.endsWith('.md'))
+      .map((path) => join('docs', path))
+    const broken: string[] = []
+    for (const page of ['README.md', 'CHANGELOG.md', 'packages/client/README.md', ...docs]) {
+      const text = readFileSync(join(root, page), 'utf8')
+      for (const [, target = ''] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const path = target.split('#')[0] ?? ''
+        if (path === '' || /^[a-z]+:/.test(path)) continue
+        if (!existsSync(join(root, dirname(page), path))) broken.push(`${page}: ${target}`)
+      }
+    }
+    assert.deepEqual(broken, [])
   })
 
   test("when CI runs, then it runs the README's test command, literally", () => {
