@@ -24,6 +24,8 @@ const encodedForms = {
   'encoded twice': hex(key).replaceAll('%', '%25'),
   'prefix encoded': `${hex('psk_')}${secret}`,
   'mixed, twice': `p%2573k%255F${secret.slice(0, 20)}${hex(secret.slice(20))}`,
+  'prefix in capitals': `PSK_${secret}`,
+  'prefix in mixed case': `Psk_${secret}`,
 }
 
 /** Calls the service with a valid key somewhere else than where keys belong (or also there). */
@@ -82,6 +84,17 @@ describe('keys never reach the log', () => {
     assert.equal(maskApiKeys(`a ${key} b`), 'a psk_[redacted] b')
     assert.equal(maskApiKeys(`a ${key.replace('_', '%5F')} b`), 'a psk_[redacted] b')
     assert.equal(maskApiKeys(`a ${key.replace('_', '%25255f')} b`), 'a psk_[redacted] b')
+  })
+
+  test('when a text is crafted to make the key pattern try every way of reading it (16 KB, %2525 runs after a prefix), then masking it stays quick: no request can hold the event loop with it', () => {
+    // Each %2525 reads as one character or three; 14 of them in a row made the pattern try thousands of
+    // splits at every prefix: 0.1 to 0.2 s a text, for a request needing no key. Now a few milliseconds.
+    const unit = `%70sk_${'%2525'.repeat(14)}22!`
+    const crafted = unit.repeat(Math.ceil(16_384 / unit.length)).slice(0, 16_384)
+    const started = performance.now()
+    assert.equal(maskApiKeys(crafted), crafted, 'nothing in it is a key')
+    const tookMs = performance.now() - started
+    assert.ok(tookMs < 30, `masking took ${Math.round(tookMs)} ms`)
   })
 
   test('when a valid key is sent in the URL (plain or percent-encoded), as the request id, in other headers and in bodies, then the JSON log at info never holds it, and each request still has its line', async (t) => {
