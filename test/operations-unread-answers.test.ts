@@ -29,11 +29,11 @@ describe('a client that stops reading its answers', () => {
     deaf.on('error', () => {})
     // Never read: what the server sends piles up in the kernel's buffers, then in its own.
     deaf.pause()
+    const started = Date.now()
     deaf.write(PIPELINED)
     const reader = await openSocket(server.origin)
     t.after(() => reader.destroy())
     assert.match(await exchange(reader, PROBE), /^HTTP\/1\.1 200 /, 'a reading client is served meanwhile')
-    const started = Date.now()
     // What MAX_CONNECTIONS counts: the deaf connection's going frees its slot.
     const open = await connections()
     await waitUntil(

@@ -46,7 +46,7 @@ const PARSER_REFUSALS = new Map<string | undefined, () => ApiError>([
     'HPE_HEADER_OVERFLOW',
     () => new ApiError('headers_too_large', 'the request line and headers are too large'),
   ],
-  // The client ended its side mid-body: gone, or half-closed and still reading, which this tells why.
+  // The client ended its side mid-body: it may be gone, or half-closed and reading on, and is told why.
   [
     'HPE_INVALID_EOF_STATE',
     () => new ApiError('bad_request', 'the connection ended before the request body was complete'),
