@@ -112,7 +112,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
   listening = app.server
   app.server.maxConnections = http.maxConnections
-  closeStalledSends(app, http.sendTimeoutMs, logger)
+  const stopCheckingSends = closeStalledSends(app.server, http.sendTimeoutMs, logger)
+  app.addHook('onClose', async () => stopCheckingSends())
   knowEveryMethod(app)
 
   const sharedSchemas = [...petSchemas, ErrorSchema]

@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { pino } from 'pino'
+import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { exchange, openSocket } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
 // 20 MB of answers (66 KB each): more than both ends' socket buffers on loopback hold, so bytes wait unsent.
 const PIPELINED = 'GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(300)
+const CLOSED = 'connection closed: its client took no answer bytes for SEND_TIMEOUT_MS'
 
 describe('a client that stops reading its answers', () => {
   test('when a client pipelines requests and never reads the answers, then its connection is closed once no byte has left for SEND_TIMEOUT_MS, freeing its MAX_CONNECTIONS slot, and the close is logged', {
@@ -45,9 +49,7 @@ describe('a client that stops reading its answers', () => {
     )
     assert.ok(Date.now() - started >= 1000, 'not before SEND_TIMEOUT_MS')
     assert.match(await exchange(reader, PROBE), /^HTTP\/1\.1 200 /, 'the reading client still is')
-    const closed = lines.filter(
-      (line) => line.msg === 'connection closed: its client took no answer bytes for SEND_TIMEOUT_MS',
-    )
+    const closed = lines.filter((line) => line.msg === CLOSED)
     assert.equal(closed.length, 1, JSON.stringify(lines.filter((line) => line.msg !== 'request')))
     assert.equal(closed[0]?.level, 30)
     assert.equal(closed[0]?.remoteAddress, '127.0.0.1')
@@ -61,5 +63,22 @@ describe('a client that stops reading its answers', () => {
     assert.match(await exchange(socket, PROBE), /^HTTP\/1\.1 200 /)
     await new Promise((resolve) => setTimeout(resolve, 1500))
     assert.match(await exchange(socket, PROBE), /^HTTP\/1\.1 200 /)
+  })
+
+  test('when a scraper pipelines requests to the metrics listener and never reads, then it too is let go, 10 s after its bytes stop', {
+    timeout: 60_000,
+  }, async (t) => {
+    const server = await startServeProcess({ API_KEYS: `ops:${generateApiKey()}` }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const metricsPort = Number(/metrics on port (\d+)/.exec(server.output())?.[1])
+    assert.ok(metricsPort > 0, server.output())
+    const deaf = await openSocket(`http://127.0.0.1:${metricsPort}`)
+    t.after(() => deaf.destroy())
+    deaf.on('error', () => {})
+    deaf.pause()
+    // Scrapes of several KB each: more than both ends' socket buffers hold.
+    deaf.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(3000))
+    const line = await waitForLog(server, (lines) => lines.find((entry) => entry.msg === CLOSED), 40_000)
+    assert.equal(line.remoteAddress, '127.0.0.1')
   })
 })

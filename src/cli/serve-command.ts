@@ -7,7 +7,8 @@ import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
 import type { Config, DatabaseSettings } from '../config.ts'
-import { startMetricsServer } from '../metrics/metrics-server.ts'
+import { closeStalledSends } from '../http/stalled-sends.ts'
+import { METRICS_LISTENER_LIMITS, startMetricsServer } from '../metrics/metrics-server.ts'
 import { startServer } from '../server.ts'
 import { postgresUrlOf } from '../setting-forms.ts'
 import type { Store } from '../store/store.ts'
@@ -79,7 +80,9 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     metricsServer =
       alone && config.metrics
         ? await namingListener(
-            startMetricsServer(metrics.registry, config.metrics),
+            startMetricsServer(metrics.registry, config.metrics, (server) =>
+              closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, logger),
+            ),
             'METRICS_HOST:METRICS_PORT',
             config.metrics,
           )

@@ -1,6 +1,5 @@
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 
 // As often as Node checks its own request timeouts (connectionsCheckingInterval, app.ts).
@@ -17,11 +16,11 @@ interface Progress {
  * for `timeoutMs`. Node's timeouts bound receiving a request, not sending its answer: a client that
  * pipelined requests and never read held its connection, its MAX_CONNECTIONS slot and the answers' memory
  * for good. Checked once a second over the open connections, so no request pays for it; a connection
- * idle or waiting for its answer has nothing waiting, and is never closed by this.
+ * idle or waiting for its answer has nothing waiting, and is never closed by this. Stops when the server
+ * closes, or when the function it returns is called.
  */
-export function closeStalledSends(app: FastifyInstance, timeoutMs: number, log: Pick<Logger, 'info'>): void {
-  if (timeoutMs === 0) return
-  const server: Server = app.server
+export function closeStalledSends(server: Server, timeoutMs: number, log: Pick<Logger, 'info'>): () => void {
+  if (timeoutMs === 0) return () => {}
   const watched = new Map<Socket, Progress>()
   server.on('connection', (socket: Socket) => {
     watched.set(socket, { sent: 0, since: 0 })
@@ -50,5 +49,7 @@ export function closeStalledSends(app: FastifyInstance, timeoutMs: number, log: 
     }
   }, CHECK_EVERY_MS)
   check.unref()
-  app.addHook('onClose', async () => clearInterval(check))
+  const stop = () => clearInterval(check)
+  server.once('close', stop)
+  return stop
 }

@@ -23,6 +23,8 @@ export const METRICS_LISTENER_LIMITS = {
   headersTimeoutMs: 5000,
   requestTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5000,
+  /** A scraper that stops reading its answers is let go after this (SEND_TIMEOUT_MS's rule, its default). */
+  sendTimeoutMs: 10_000,
 } as const
 
 /**
@@ -32,6 +34,8 @@ export const METRICS_LISTENER_LIMITS = {
 export async function startMetricsServer(
   source: MetricsSource,
   { host, port }: MetricsListener,
+  /** What else watches its connections, given by the caller (the API's stalled-send check, http/). */
+  guardConnections: (server: Server) => unknown = () => {},
 ): Promise<Server> {
   const limits = METRICS_LISTENER_LIMITS
   const server = createServer(
@@ -53,6 +57,7 @@ export async function startMetricsServer(
     },
   )
   server.maxConnections = limits.maxConnections
+  guardConnections(server)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(port, host, () => resolve())

@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
+import { closeStalledSends } from '../../http/stalled-sends.ts'
 import { BufferedLogOutput } from '../../log/log-output.ts'
 import {
   countDroppedLogLines,
@@ -9,7 +10,11 @@ import {
   countWorkerRestarts,
   type WorkerRestartCause,
 } from '../../metrics/metrics.ts'
-import { type MetricsListener, startMetricsServer } from '../../metrics/metrics-server.ts'
+import {
+  METRICS_LISTENER_LIMITS,
+  type MetricsListener,
+  startMetricsServer,
+} from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { namingListener } from '../listener-failure.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
@@ -76,7 +81,9 @@ export async function superviseWorkers(
   const restarts = countWorkerRestarts(own)
   const metricsServer = settings.metrics
     ? await namingListener(
-        startMetricsServer(new ClusterMetrics(own), settings.metrics),
+        startMetricsServer(new ClusterMetrics(own), settings.metrics, (server) =>
+          closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, log),
+        ),
         'METRICS_HOST:METRICS_PORT',
         settings.metrics,
       )
