@@ -167,8 +167,7 @@ const ROOM_ERRORS = new Set([10, 13, 14])
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
 function whyNotWritable(path: string, error: unknown): string {
   const directory = dirname(path)
-  const owner = ownerKeepingOut(path)
-  if (owner !== undefined) return owner
+  // The file itself keeping this user out was refused before the open (openDurable).
   try {
     accessSync(directory, constants.W_OK)
     // SQLite says only "disk I/O error" (or that it cannot open the file) when it cannot make its log or
