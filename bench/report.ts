@@ -1,4 +1,4 @@
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
@@ -9,13 +9,14 @@ import type { EngineRun } from './summary.ts'
 import { targetsSection } from './targets.ts'
 import { turnsOf } from './turns.ts'
 
-const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
-const TUNING_NOTES = 'docs/benchmarks/tuning.md'
+const TUNING_NOTES = fileURLToPath(new URL('../docs/benchmarks/tuning.md', import.meta.url))
 
 export interface ReportInput {
   environment: Environment
   command: string
   options: BenchOptions
+  /** Where the report is written (absolute): its links are relative to it. */
+  reportPath: string
   engineRuns: EngineRun[]
   /** Setup facts worth a line each: pinning, skipped engines, PostgreSQL version… */
   notes: string[]
@@ -53,7 +54,7 @@ function sinkDescription(engineRuns: EngineRun[]): string {
 export function markdownReport(input: ReportInput): string {
   const { environment: env, options } = input
   // Linked from where the report is written: archived copies (docs/benchmarks/*.md) sit beside the notes.
-  const tuningNotes = relative(dirname(resolve(REPOSITORY, options.output)), join(REPOSITORY, TUNING_NOTES))
+  const tuningNotes = relative(dirname(input.reportPath), TUNING_NOTES)
   const turns = turnsOf(options.durationS, options.sliceS)
   return `# Benchmarks
 

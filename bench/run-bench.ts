@@ -69,15 +69,16 @@ async function main(args: string[]): Promise<number> {
     return 1
   }
 
+  // Relative to the repository (npm runs the script there), or absolute as given.
+  const reportPath = resolve(fileURLToPath(new URL('..', import.meta.url)), options.output)
   const report = markdownReport({
     environment,
     command: commandLine(args),
     options,
+    reportPath,
     engineRuns,
     notes,
   })
-  // Relative to the repository (npm runs the script there), or absolute as given.
-  const reportPath = resolve(fileURLToPath(new URL('..', import.meta.url)), options.output)
   mkdirSync(dirname(reportPath), { recursive: true })
   writeFileSync(reportPath, report)
   process.stdout.write(`\n${resultsTable(engineRuns)}\n\n${notes.join('\n')}\nWritten to ${options.output}\n`)
