@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   },
   gone: { status: 410, summary: 'The operation was removed after its sunset date.' },
   body_too_large: { status: 413, summary: 'The request body is over the size limit.' },
+  uri_too_long: { status: 414, summary: 'The request target (path and query) is over 8 KiB.' },
   unsupported_media_type: {
     status: 415,
     summary: 'The body is not UTF-8 application/json, or is content-encoded.',

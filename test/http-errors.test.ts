@@ -200,6 +200,36 @@ describe('errors raised before any handler', () => {
     assertHeadersOfEveryAnswer(response.headers)
   })
 
+  test('when the request target is longer than 8 KiB, then 414 uri_too_long, before the key is read', async () => {
+    const response = await checkedRawHttp(
+      server.origin,
+      `GET /v1/pets/${'1'.repeat(8192)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    )
+    assert.equal(response.status, 414)
+    assertErrorBody(response.body, 414, 'uri_too_long')
+    assertHeadersOfEveryAnswer(response.headers)
+  })
+
+  test('when the request target is 8 KiB exactly, then it is routed as any other', async () => {
+    const target = `/nope/${'a'.repeat(8192 - '/nope/'.length)}`
+    const response = await checkedRawHttp(
+      server.origin,
+      `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    )
+    assert.equal(response.status, 404)
+    assertErrorBody(response.body, 404, 'route_not_found')
+  })
+
+  test('when the request line alone is over the 16 KiB a head may take, then 414 too, not 431', async () => {
+    const response = await rawHttp(
+      server.origin,
+      `GET /v1/pets?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    )
+    assert.equal(response.status, 414)
+    assertErrorBody(response.body, 414, 'uri_too_long')
+    assertHeadersOfEveryAnswer(response.headers)
+  })
+
   test('when the declared body is over the limit, then 413 without reading it', async () => {
     const response = await checkedRawHttp(
       server.origin,

@@ -35,7 +35,7 @@ function sendHalfARequest(
 }
 
 describe('requests the HTTP layer refuses', () => {
-  test('when a request is not valid HTTP, too slow, has too large a head or is a CONNECT, then it has its line at info and is counted by status', async (t) => {
+  test('when a request is not valid HTTP, too slow, has too long a line or too large a head, or is a CONNECT, then it has its line at info and is counted by status', async (t) => {
     const key = generateApiKey()
     const server = await startServeProcess(
       { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000', API_KEYS: `slow:${key}` },
@@ -49,6 +49,8 @@ describe('requests the HTTP layer refuses', () => {
     assert.equal(garbage.status, 400)
     const large = `GET /v1/pets?large HTTP/1.1\r\nHost: x\r\nX-Large: ${'a'.repeat(20_000)}\r\n\r\n`
     assert.equal((await rawHttp(server.origin, large)).status, 431)
+    const overlong = `GET /v1/pets?${'b'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`
+    assert.equal((await rawHttp(server.origin, overlong)).status, 414)
     assert.match(await sendHalfARequest(server.origin), /^HTTP\/1\.1 408 /)
     // Its head read and admitted, its body too slow: the line is that request's, under its own id.
     const slowBody = await sendHalfARequest(
@@ -64,12 +66,12 @@ describe('requests the HTTP layer refuses', () => {
 
     const lines = await waitForLog(server, (all) => {
       const refused = all.filter((line) => line.msg === REFUSED)
-      return refused.length >= 5 ? refused : undefined
+      return refused.length >= 6 ? refused : undefined
     })
     const slowLine = lines.find((line) => line.reqId === 'slow-1')
     assert.deepEqual([slowLine?.status, slowLine?.method, slowLine?.url], [408, 'POST', '/v1/pets'])
     const byStatus = new Map(lines.filter((line) => line !== slowLine).map((line) => [line.status, line]))
-    assert.deepEqual([...byStatus.keys()].sort(), [400, 405, 408, 431])
+    assert.deepEqual([...byStatus.keys()].sort(), [400, 405, 408, 414, 431])
     for (const line of lines) {
       assert.equal(line.level, 30)
       assert.equal(line.remoteAddress, '127.0.0.1')
@@ -77,6 +79,9 @@ describe('requests the HTTP layer refuses', () => {
       assert.equal(typeof line.code, 'string')
     }
     assert.equal(byStatus.get(431)?.code, 'headers_too_large')
+    // A line too long to read is still logged by its method and the start of its target.
+    assert.deepEqual([byStatus.get(414)?.code, byStatus.get(414)?.method], ['uri_too_long', 'GET'])
+    assert.match(String(byStatus.get(414)?.url), /^\/v1\/pets\?b{2000}/)
     // Read from the bytes the parser held, which may be a later part of the head: only a whole line counts.
     assert.deepEqual([byStatus.get(400)?.method, byStatus.get(400)?.url], [undefined, undefined])
     assert.equal(byStatus.get(408)?.code, 'request_timeout')
@@ -88,6 +93,7 @@ describe('requests the HTTP layer refuses', () => {
       [400, 1],
       [405, 1],
       [408, 2],
+      [414, 1],
       [431, 1],
     ]) {
       assert.match(metrics, new RegExp(`^petstore_http_refused_total\\{status="${status}"\\} ${count}$`, 'm'))

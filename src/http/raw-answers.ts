@@ -4,7 +4,8 @@ import type { Duplex } from 'node:stream'
 import { ApiError } from '../errors.ts'
 import { closeConnection } from './connection-close.ts'
 import { answerBody, BAD_URL, methodNotAllowed, routeNotFound } from './error-handler.ts'
-import { type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
+import { overlongRequestLine, type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
+import { targetTooLong } from './request-head.ts'
 import { randomRequestId } from './request-id.ts'
 import { requestIdOf } from './request-logging.ts'
 
@@ -97,14 +98,24 @@ export function handleClientError(
     socket.destroy()
     return
   }
-  const apiError = unknownMethodRefusal(error, allowAt) ?? (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)()
+  // The head's limit counts the request line too: a line that alone is over it is a target too long.
+  const overlong = error.code === 'HPE_HEADER_OVERFLOW' ? overlongRequestLine(error.rawPacket) : undefined
+  const apiError =
+    overlong !== undefined
+      ? targetTooLong()
+      : (unknownMethodRefusal(error, allowAt) ?? (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)())
   // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
   const request = inFlight?.req
   const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
   // Read before the close: a socket its client already ended is destroyed by it, and forgets its peer.
   const refusal =
     request === undefined
-      ? { error: apiError, reqId, remoteAddress: socket.remoteAddress, ...requestLineOf(error.rawPacket) }
+      ? {
+          error: apiError,
+          reqId,
+          remoteAddress: socket.remoteAddress,
+          ...(overlong ?? requestLineOf(error.rawPacket)),
+        }
       : refusalOf(apiError, reqId, request)
   closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
   record?.(refusal)

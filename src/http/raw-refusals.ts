@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import { TARGET_MAX_BYTES } from './request-head.ts'
 import { logged, URL_LOGGED } from './request-line.ts'
 
 /** An answer made below the framework, which no hook sees: the parser's refusals, CONNECT, an unmet Expect. */
@@ -15,11 +16,14 @@ export interface RawRefusal {
 
 export type RecordRawRefusal = (refusal: RawRefusal) => void
 
-// A whole request line at the start of what the parser held (which may be a later part of the head).
 // A method is any token (RFC 9110 §9.1): Node's parser refuses those it does not know, lowercase ones too.
-const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) (\S{1,8192}) HTTP\/\d\.\d\r?\n/
-// The longest line that pattern matches: a 20-letter method, an 8192-byte target, the version and CRLF.
-const REQUEST_LINE_MAX_BYTES = 20 + 1 + 8192 + 1 + 8 + 2
+const METHOD = "([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20})"
+// A whole request line at the start of what the parser held (which may be a later part of the head).
+const REQUEST_LINE = new RegExp(`^${METHOD} (\\S{1,${TARGET_MAX_BYTES}}) HTTP\\/\\d\\.\\d\\r?\\n`)
+// The longest line that pattern matches: a 20-letter method, the longest target read, the version and CRLF.
+const REQUEST_LINE_MAX_BYTES = 20 + 1 + TARGET_MAX_BYTES + 1 + 8 + 2
+// The start of a request line, its target cut where a log line cuts a URL.
+const REQUEST_LINE_START = new RegExp(`^${METHOD} (\\S{1,${URL_LOGGED}})`)
 
 /**
  * Writes the line of a request answered below the framework and counts it by status, so that slow
@@ -49,4 +53,16 @@ export function requestLineOf(packet: unknown): { method?: string; url?: string 
   if (!Buffer.isBuffer(packet)) return {}
   const line = REQUEST_LINE.exec(packet.subarray(0, REQUEST_LINE_MAX_BYTES).toString('latin1'))
   return line === null ? {} : { method: line[1], url: line[2] }
+}
+
+/**
+ * The method and the start of the target of a request line too long to be read (no line end within
+ * REQUEST_LINE_MAX_BYTES of the start of the bytes the parser held), or undefined where it cannot be told.
+ */
+export function overlongRequestLine(packet: unknown): { method: string; url: string } | undefined {
+  if (!Buffer.isBuffer(packet) || packet.length < REQUEST_LINE_MAX_BYTES) return undefined
+  const start = packet.subarray(0, REQUEST_LINE_MAX_BYTES)
+  if (start.includes(0x0a)) return undefined
+  const line = REQUEST_LINE_START.exec(start.toString('latin1'))
+  return line === null ? undefined : { method: line[1] as string, url: line[2] as string }
 }

@@ -12,13 +12,23 @@ const HOST = /^(?:\[[\w.:~!$&'()*+,;=-]+\]|(?:[\w.~!$&'()*+,;=-]|%[\dA-Fa-f]{2})
 // instructions a request, docs/decisions.md "Per-request cost").
 const isValidHost = rememberingLastPass((host) => HOST.test(host))
 
+/** The longest request target read, in bytes (as nginx's default buffer): a longer one is answered 414. */
+export const TARGET_MAX_BYTES = 8192
+
+/** RFC 9112 §3: a target longer than the server reads is answered 414. */
+export const targetTooLong = () =>
+  new ApiError(
+    'uri_too_long',
+    `the request target is over the ${TARGET_MAX_BYTES} bytes read here (RFC 9112 §3)`,
+  )
+
 // The request's body is not read, and its framing is not trusted for a next request: the connection ends.
 const refused = (message: string) => new ApiError('bad_request', message, { connection: 'close' })
 
 /**
  * What RFC 9112 asks a server to refuse in a request's head before reading anything else, or undefined:
- * a version other than HTTP/1.1 and 1.0, a fragment in the target, an HTTP/1.1 request without exactly
- * one valid Host (§3.2), and a transfer coding other than `chunked`
+ * a version other than HTTP/1.1 and 1.0, a target over TARGET_MAX_BYTES (§3) or holding a fragment, an
+ * HTTP/1.1 request without exactly one valid Host (§3.2), and a transfer coding other than `chunked`
  * alone (§6.1: Node would read `gzip, chunked` as plain chunked and hand on a body still coded).
  */
 export function headRefusal(raw: IncomingMessage): ApiError | undefined {
@@ -27,8 +37,10 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   if (version !== '1.1' && version !== '1.0') {
     return refused(`HTTP/${version} is not served here: send HTTP/1.1 (RFC 9112 §2.3)`)
   }
+  const url = raw.url ?? ''
+  if (url.length > TARGET_MAX_BYTES) return targetTooLong()
   // The router would read what follows a `#` as the query string.
-  if (raw.url?.includes('#')) {
+  if (url.includes('#')) {
     return refused('the request target holds "#": a fragment is never sent in a request (RFC 9112 §3.2)')
   }
   const host = raw.headers.host

@@ -119,6 +119,7 @@ export interface components {
          *     | 409 | `idempotency_key_in_flight` | A request with the same Idempotency-Key is still being processed; retry later. |
          *     | 410 | `gone` | The operation was removed after its sunset date. |
          *     | 413 | `body_too_large` | The request body is over the size limit. |
+         *     | 414 | `uri_too_long` | The request target (path and query) is over 8 KiB. |
          *     | 415 | `unsupported_media_type` | The body is not UTF-8 application/json, or is content-encoded. |
          *     | 417 | `expectation_failed` | The Expect header asks for something other than 100-continue. |
          *     | 422 | `idempotency_key_reused` | The Idempotency-Key was already used with a different request body. |
@@ -133,7 +134,7 @@ export interface components {
              * @description Machine-readable, stable error code (see the table in the Error schema).
              * @enum {string}
              */
-            code: "bad_request" | "malformed_json" | "invalid_body" | "invalid_query" | "invalid_path_parameter" | "invalid_idempotency_key" | "unauthorized" | "route_not_found" | "pet_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_flight" | "gone" | "body_too_large" | "unsupported_media_type" | "expectation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable" | "pet_ids_exhausted";
+            code: "bad_request" | "malformed_json" | "invalid_body" | "invalid_query" | "invalid_path_parameter" | "invalid_idempotency_key" | "unauthorized" | "route_not_found" | "pet_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_flight" | "gone" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "expectation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable" | "pet_ids_exhausted";
             /** @description Human-readable description naming the offending field and rule. */
             message: string;
             /**
@@ -264,6 +265,23 @@ export interface operations {
             /** @description `request_timeout`: The request was not received in time. */
             408: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: The request target (path and query) is over 8 KiB. */
+            414: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -495,6 +513,23 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the current window ends. */
                     "RateLimit-Reset"?: string;
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: The request target (path and query) is over 8 KiB. */
+            414: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
@@ -833,6 +868,29 @@ export interface operations {
             };
             /** @description `gone`: The operation was removed after its sunset date. */
             410: {
+                headers: {
+                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
+                    Deprecation?: string;
+                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
+                    Sunset?: string;
+                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
+                    Link?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
+                    "X-Request-Id": string;
+                    /** @description Browsers take the answer as its `Content-Type` says. */
+                    "X-Content-Type-Options": "nosniff";
+                    /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description No cache keeps the answer: it holds per-key data or a passing state. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: The request target (path and query) is over 8 KiB. */
+            414: {
                 headers: {
                     /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
                     Deprecation?: string;

@@ -53,8 +53,9 @@ export const COUNTED_HEADERS: Headers = { ...EVERY_ANSWER, ...rateLimitHeaders()
 // Answered on the raw socket by the HTTP layer, before any hook runs: none of the headers above. They carry
 // X-Request-Id too, left out here: a response with headers but no CORS one fails OWASP's rule (api8).
 const RAW_SOCKET = new Set([408, 417, 431])
-// Answered before the request is counted: no key yet (401), or the operation is gone (410).
-const UNCOUNTED = new Set([401, 410])
+// Answered before the request is counted: no key yet (401), the operation gone (410), or a target too long
+// to read (414; made on the raw socket too, when the line alone is over the head's limit).
+const UNCOUNTED = new Set([401, 410, 414])
 
 const HEADERS: Record<number, Headers> = {
   // RFC 6750 §3: every 401 carries the bearer challenge.
@@ -124,6 +125,7 @@ export const COMMON_ERRORS: ErrorCode[] = [
   'request_timeout',
   'expectation_failed',
   'headers_too_large',
+  'uri_too_long',
   'unauthorized',
   'rate_limited',
   'internal_error',
