@@ -8,6 +8,7 @@ import { dropContentTypeWithoutBody } from './empty-body.ts'
 import { BAD_URL } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
+import { admitPipelined, answeredPipelined, TOO_MANY_PIPELINED } from './pipelined-requests.ts'
 import { MALFORMED_QUERY } from './query-memo.ts'
 import {
   HEADERS_OF_EVERY_ANSWER,
@@ -64,7 +65,8 @@ export interface RequestLifecycleOptions {
 /**
  * What every request goes through, in one hook at each end (each hook costs a turn of the request
  * pipeline, so they are not split by concern):
- * - on arrival: refused with 503 while shutting down; a request without exactly one valid Host, or with a
+ * - on arrival: refused with 503 while shutting down, or when too many of its connection's requests wait
+ *   for their answers (pipelined-requests.ts); a request without exactly one valid Host, or with a
  *   transfer coding other than chunked, is refused (RFC 9112 §3.2, §6.1; Node's own Host check would
  *   answer without our Error body); the request id is echoed in
  *   `X-Request-Id`; `X-Content-Type-Options: nosniff` and, unless a route sets its own caching policy,
@@ -93,9 +95,15 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     setCommonHeaders(request, reply)
     dropContentTypeWithoutBody(request.raw)
+    const socket = request.raw.socket
     if (closing) {
-      lingerOnClose(request.raw.socket)
+      lingerOnClose(socket)
       return done(SHUTTING_DOWN())
+    }
+    if (!admitPipelined(socket, reply.raw)) {
+      // The client is still sending: its bytes would draw a reset that loses the 503 unread.
+      lingerOnClose(socket)
+      return done(TOO_MANY_PIPELINED())
     }
     done(headRefusal(request.raw) ?? (request.query === MALFORMED_QUERY ? BAD_URL() : undefined))
   })
@@ -107,6 +115,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    answeredPipelined(request.raw.socket)
     const operation = operationOf(request)
     const status = reply.statusCode
     // Read once: each read of elapsedTime reads the clock.

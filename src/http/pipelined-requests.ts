@@ -1,0 +1,55 @@
+import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import { ApiError } from '../errors.ts'
+
+/**
+ * The most requests of one connection that wait for their answers at once. Node reads every request a
+ * client pipelines and runs them all, their answers held in memory until the ones before are sent: 3,000
+ * pipelined for the docs page's script held 390 MB (docs/decisions.md, "Pipelined requests").
+ */
+export const PIPELINED_MAX = 32
+
+// Connections that have had an answer queued behind another, until they close: how many of their requests
+// wait for their answers. Nearly every request is alone on its connection, and then nothing is counted.
+const waiting = new Map<Socket, number>()
+
+export const TOO_MANY_PIPELINED = () =>
+  new ApiError(
+    'service_unavailable',
+    `over ${PIPELINED_MAX} requests of this connection wait for their answers; read them, or send fewer at ` +
+      'once, and retry on a new connection',
+    { connection: 'close', 'retry-after': '1' },
+  )
+
+/**
+ * Counts a request in as waiting on its connection, and says whether it may be served: not once more than
+ * PIPELINED_MAX wait, nor ever after on that connection, which ends with the refusal (RFC 9112 §9.6: nothing
+ * after a `close` is processed, so a request sent behind it cannot change data unanswered).
+ */
+export function admitPipelined(socket: Socket, response: ServerResponse): boolean {
+  // Node gives a response its socket at once unless another answer is still being sent on it.
+  const queued = response.socket === null
+  if (waiting.size === 0 && !queued) return true
+  const known = waiting.get(socket)
+  if (known === undefined) {
+    if (!queued) return true
+    // The first answer queued: the one being sent waits too.
+    waiting.set(socket, 2)
+    socket.once('close', () => waiting.delete(socket))
+    return true
+  }
+  // Refused for good: a count no answer brings back under the limit.
+  if (known >= PIPELINED_MAX) {
+    waiting.set(socket, Number.POSITIVE_INFINITY)
+    return false
+  }
+  waiting.set(socket, known + 1)
+  return true
+}
+
+/** A request of this connection has its answer sent (or given up). */
+export function answeredPipelined(socket: Socket): void {
+  if (waiting.size === 0) return
+  const known = waiting.get(socket)
+  if (known !== undefined && known > 0) waiting.set(socket, known - 1)
+}

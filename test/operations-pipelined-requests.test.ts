@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { call } from './helpers/api-client.ts'
+import { assertErrorBody } from './helpers/conformance-fetch.ts'
+import { openSocket } from './helpers/raw-http.ts'
+import { startTestServer } from './helpers/test-server.ts'
+
+const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+const MB = 1024 * 1024
+
+/** What the process holds now, in its heap and in buffers outside it. */
+function heldBytes(): number {
+  const { heapUsed, arrayBuffers } = process.memoryUsage()
+  return heapUsed + arrayBuffers
+}
+
+describe('requests pipelined on one connection', () => {
+  test('when a client pipelines more requests than wait for their answers at once, then the first 32 are answered in order, the next is 503 with Retry-After and Connection: close, and nothing after it is processed', async (t) => {
+    const server = await startTestServer(t)
+    const before = (await call(server, 'GET', '/v1/pets?limit=100')).json as unknown[]
+    const pet = '{"name":"Rex","categoryId":1}'
+    const create =
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${pet.length}\r\n\r\n${pet}`
+    const text = await readUntilClosed(server.origin, `${PROBE.repeat(34)}${create}${PROBE.repeat(5)}`)
+    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
+    assert.deepEqual(statuses, [...Array(32).fill(200), 503], 'then the connection closed')
+    const refusal = text.slice(text.indexOf('HTTP/1.1 503 '))
+    assert.match(refusal, /\r\nretry-after: 1\r\n/i)
+    assert.match(refusal, /\r\nconnection: close\r\n/i)
+    assertErrorBody(refusal.slice(refusal.indexOf('\r\n\r\n') + 4), 503, 'service_unavailable')
+    const after = (await call(server, 'GET', '/v1/pets?limit=100')).json as unknown[]
+    assert.equal(after.length, before.length, 'the create pipelined behind the 503 was not processed')
+  })
+
+  for (const path of ['/docs/static/swagger-ui-bundle.js', '/docs/json']) {
+    test(`when a client pipelines 3,000 requests for ${path} and reads nothing, then the answers waiting hold megabytes, not hundreds`, {
+      timeout: 30_000,
+    }, async (t) => {
+      // A paused connection does not see its client go: the send check lets it go, and the server close.
+      const server = await startTestServer(t, { env: { SEND_TIMEOUT_MS: '1000' } })
+      const deaf = await openSocket(server.origin)
+      t.after(() => deaf.destroy())
+      deaf.on('error', () => {})
+      deaf.pause()
+      const held = heldBytes()
+      deaf.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(3000))
+      let most = 0
+      for (let check = 0; check < 10; check++) {
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        most = Math.max(most, heldBytes() - held)
+      }
+      assert.ok(most < 64 * MB, `${(most / MB).toFixed(0)} MB held for one connection`)
+    })
+  }
+})
+
+/** What a connection that sends `bytes` reads until the server closes it. */
+async function readUntilClosed(origin: string, bytes: string): Promise<string> {
+  const socket = await openSocket(origin)
+  let text = ''
+  socket.on('data', (chunk: Buffer) => {
+    text += chunk.toString('latin1')
+  })
+  socket.write(bytes)
+  await new Promise((resolve) => socket.once('close', resolve))
+  return text
+}
