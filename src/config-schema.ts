@@ -219,7 +219,7 @@ export const ConfigSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.', 1),
   SHUTDOWN_TIMEOUT_MS: DURATION(
     10_000,
-    'On SIGTERM/SIGINT/SIGHUP, time allowed for in-flight requests before exit.',
+    'On SIGTERM/SIGINT/SIGHUP, time allowed for in-flight requests before exit; 0: none, connections are cut at once.',
   ),
   SHUTDOWN_DELAY_MS: Type.Integer({
     minimum: 0,

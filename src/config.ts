@@ -13,7 +13,7 @@ import type { V1ApiSettings } from './routes/v1-api.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 import type { ListenSettings } from './server.ts'
-import { entriesOf, postgresUrlOf } from './setting-forms.ts'
+import { entriesOf, linesSettingNothing, postgresUrlOf } from './setting-forms.ts'
 
 /** Where pets and keys live: the engine `DATABASE_URL` names, with that engine's settings. */
 export type DatabaseSettings =
@@ -113,17 +113,20 @@ function holdsSecret(name: string, value: string): boolean {
 /**
  * What is wrong with `.env` without stopping the start, said at warn once the log exists: a name that is
  * no setting (a typo, or a variable Node or libpq read only from the environment, which this file never
- * reaches), and secrets in a file other users can read. Names only: never a value.
+ * reaches), a line that sets nothing, and secrets in a file other users can read. Never a value.
  */
 export function environmentFileWarnings(path = '.env'): string[] {
   if (!existsSync(path)) return []
-  const fromFile = parseEnv(readFileSync(path, 'utf8'))
+  const text = readFileSync(path, 'utf8')
+  const fromFile = parseEnv(text)
   const warnings = Object.keys(fromFile)
     .filter((name) => !Object.hasOwn(properties, name))
     .map(
       (name) =>
         `.env sets ${name}, which is no setting of this service: it has no effect (a variable Node.js or PostgreSQL's client reads, such as NODE_EXTRA_CA_CERTS or PGPASSWORD, belongs in the environment; settings: .env.example)`,
     )
+  // Never the line's text: it may hold a key.
+  for (const line of linesSettingNothing(text)) warnings.push(`.env line ${line} has no "=": it sets nothing`)
   const secrets = Object.entries(fromFile)
     .filter(([name, value]) => holdsSecret(name, value ?? ''))
     .map(([name]) => name)
@@ -276,8 +279,7 @@ function databaseOf(s: Settings): DatabaseSettings {
 
 /** `API_KEYS` as name/key pairs (the schema has checked their form). */
 function apiKeysOf(setting: string): Array<{ name: string; key: string }> {
-  if (setting === '') return []
-  return setting.split(',').map((entry) => {
+  return entriesOf(setting).map((entry) => {
     const [name, key] = entry.split(':') as [string, string]
     return { name, key }
   })

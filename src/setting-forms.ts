@@ -81,8 +81,8 @@ export function isTrustedProxy(entry: string): boolean {
 }
 
 /**
- * The entries of a comma-separated list setting (`TRUSTED_PROXIES`, `CORS_ORIGINS`), spaces and empty
- * entries dropped: what Fastify's `trustProxy` and the CORS check take (the schema has checked each).
+ * The entries of a comma-separated list setting (`TRUSTED_PROXIES`, `CORS_ORIGINS`, `API_KEYS`), spaces and
+ * empty entries dropped: what Fastify's `trustProxy` and the CORS check take (the schema has checked each).
  */
 export function entriesOf(setting: string): string[] {
   return setting
@@ -107,7 +107,7 @@ export function listSetting(form: string, description: string, isEntry: (entry: 
 export function repeatedInApiKeys(value: string): string | undefined {
   const nameOfKey = new Map<string, string>()
   const names = new Set<string>()
-  for (const entry of value.split(',')) {
+  for (const entry of entriesOf(value)) {
     const [name = '', key = ''] = entry.split(':')
     if (names.has(name)) return `must give each name once: "${name}" is given twice`
     const first = nameOfKey.get(key)
@@ -119,9 +119,35 @@ export function repeatedInApiKeys(value: string): string | undefined {
 }
 
 export function isApiKeyList(value: string): boolean {
-  if (value === '') return true
-  return value.split(',').every((entry) => {
+  return entriesOf(value).every((entry) => {
     const [name, key, ...rest] = entry.split(':')
     return rest.length === 0 && KEY_NAME_PATTERN.test(name ?? '') && isWellFormedApiKey(key ?? '')
   })
+}
+
+const QUOTES = new Set(['"', "'", '`'])
+
+/**
+ * The numbers of the lines of a `.env` text that Node's `parseEnv` drops without a word: not blank, not a
+ * comment, with no `=` (a space or a colon typed for it), and not inside a quoted value that runs over
+ * lines (one whose closing quote comes on a later line; an unclosed one ends with its line, as there).
+ */
+export function linesSettingNothing(text: string): number[] {
+  const lines = text.split(/\r?\n/)
+  const found: number[] = []
+  for (let index = 0; index < lines.length; index++) {
+    const line = (lines[index] as string).trim()
+    if (line === '' || line.startsWith('#')) continue
+    const equals = line.indexOf('=')
+    if (equals === -1) {
+      found.push(index + 1)
+      continue
+    }
+    const value = line.slice(equals + 1).trim()
+    const quote = value[0] ?? ''
+    if (!QUOTES.has(quote) || value.indexOf(quote, 1) !== -1) continue
+    const closing = lines.findIndex((later, at) => at > index && later.includes(quote))
+    if (closing !== -1) index = closing
+  }
+  return found
 }

@@ -188,6 +188,36 @@ describe('configuration', () => {
     }
   })
 
+  test('when API_KEYS has spaces around its commas, or a comma at its end, then each pair is read, as in the other list settings', () => {
+    const [a, b] = [generateApiKey(), generateApiKey()]
+    assert.deepEqual(loadConfig({ API_KEYS: ` ci:${a}, deploy.prod:${b} ,` }).apiKeys, [
+      { name: 'ci', key: a },
+      { name: 'deploy.prod', key: b },
+    ])
+  })
+
+  test('when a line of .env has no "=" (a space or a colon where "=" belongs), then it is said to set nothing, by its number, never its text', (t) => {
+    const path = join(temporaryDirectory(t), '.env')
+    const text = [
+      'PORT 18945',
+      '# a comment',
+      '',
+      'RATE_LIMIT_PER_MINUTE: 5',
+      'export LOG_LEVEL=info',
+      'BANNER="first line',
+      'second line, with no equals sign"',
+      `API_KEYS ops:${generateApiKey()}`,
+    ].join('\n')
+    writeFileSync(path, text, { mode: 0o600 })
+    const warnings = environmentFileWarnings(path)
+    assert.deepEqual(warnings.slice(1), [
+      '.env line 1 has no "=": it sets nothing',
+      '.env line 4 has no "=": it sets nothing',
+      '.env line 8 has no "=": it sets nothing',
+    ])
+    assert.match(warnings[0] ?? '', /^\.env sets BANNER, which is no setting of this service/)
+  })
+
   test('when API_KEYS holds several pairs, then each is read', () => {
     const [a, b] = [generateApiKey(), generateApiKey()]
     assert.deepEqual(loadConfig({ API_KEYS: `ci:${a},deploy.prod:${b}` }).apiKeys, [
