@@ -230,6 +230,15 @@ describe('errors raised before any handler', () => {
     assertHeadersOfEveryAnswer(response.headers)
   })
 
+  test('when HEAD asks for a path with no operation, then its Content-Length is the one GET would have (RFC 9110 §8.6)', async () => {
+    const ask = (method: string) =>
+      rawHttp(server.origin, `${method} /no/such/path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+    const [head, get] = [await ask('HEAD'), await ask('GET')]
+    assert.deepEqual([head.status, get.status], [404, 404])
+    assert.equal(head.headers['content-length'], get.headers['content-length'])
+    assert.equal(head.body, '')
+  })
+
   test('when the declared body is over the limit, then 413 without reading it', async () => {
     const response = await checkedRawHttp(
       server.origin,

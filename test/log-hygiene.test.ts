@@ -114,6 +114,25 @@ describe('keys never reach the log', () => {
     assert.ok(logLines(server).length > 0)
   })
 
+  test('when a request target in absolute form carries a user and password, then it is refused with 400, and the password reaches neither the answer nor the log', async (t) => {
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const password = 'hunter2-in-a-url'
+    const response = await rawHttp(
+      server.origin,
+      `GET http://app:${password}@petstore/v1/pets HTTP/1.1\r\nHost: petstore\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
+    )
+    assert.equal(response.status, 400)
+    assert.match(response.body, /"code":"bad_request"/)
+    assert.equal(response.body.includes(password), false, response.body)
+    const [line] = await waitForLog(server, (lines) => {
+      const found = lines.filter((line) => line.msg === 'request' && line.status === 400)
+      return found.length > 0 ? found : undefined
+    })
+    assert.equal(line?.url, 'http://[redacted]@petstore/v1/pets')
+    assert.equal(server.output().includes(password), false, 'the password is written somewhere')
+  })
+
   test("when the log is pretty, then a client's terminal controls reach it as visible escapes", async (t) => {
     const server = await startServeProcess(
       { API_KEYS: `ops:${key}`, LOG_FORMAT: 'pretty' },

@@ -9,6 +9,7 @@ const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
 const INVALID_REQUEST = `${CHALLENGE}, error="invalid_request"`
 const BEARER = /^bearer +(\S+) *$/i
+const BEARER_SCHEME = /^bearer(?: |$)/i
 
 // The refusals never vary, so each is built once: 401s are what a service receives by the thousand when it is
 // probed or attacked (docs/decisions.md, "Per-request cost").
@@ -18,6 +19,8 @@ const refusal = (message: string, challenge: string) =>
 const MISSING_KEY = refusal('missing API key: send "Authorization: Bearer <key>"', CHALLENGE)
 const REPEATED_HEADER = refusal('more than one Authorization header', INVALID_REQUEST)
 const MALFORMED_HEADER = refusal('malformed Authorization header: expected "Bearer <key>"', INVALID_REQUEST)
+// RFC 6750 §3.1: a request with another scheme (Basic, or a key alone) has no bearer error to be told.
+const OTHER_SCHEME = refusal('the Authorization header is not "Bearer <key>"', CHALLENGE)
 const UNKNOWN_KEY = refusal('invalid or revoked API key', INVALID_TOKEN)
 
 export type BearerCheck = (
@@ -36,7 +39,7 @@ export function bearerAuth(authenticate: Authenticate): BearerCheck {
     // Node keeps only the first of repeated Authorization headers; an ambiguous request is refused instead.
     if (countHeader(request.raw.rawHeaders, 'authorization') > 1) return REPEATED_HEADER
     const token = BEARER.exec(header)?.[1]
-    if (token === undefined) return MALFORMED_HEADER
+    if (token === undefined) return BEARER_SCHEME.test(header) ? MALFORMED_HEADER : OTHER_SCHEME
     const identity = authenticate(token)
     return identity instanceof Promise ? identity.then(identityOrRefusal) : identityOrRefusal(identity)
   }

@@ -159,8 +159,10 @@ function largeBodyAnnounced({ headers }: IncomingMessage): boolean {
 /** 404: no operation at that method and URL. */
 export function routeNotFound(method: string, url: string): ApiError {
   const path = url.split('?')[0] ?? ''
+  // HEAD's answer is GET's without the body, its Content-Length too (RFC 9110 §8.6): the message says GET.
+  const asked = method === 'HEAD' ? 'GET' : method
   // Masked before it is cut: a key cut in two would no longer look like one.
-  return new ApiError('route_not_found', `no operation at ${method} ${maskApiKeys(path).slice(0, 200)}`)
+  return new ApiError('route_not_found', `no operation at ${asked} ${maskApiKeys(path).slice(0, 200)}`)
 }
 
 // What is left of a key a message's bound cut (its end marked `…`, errors.ts): the mask takes whole keys.

@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { TARGET_MAX_BYTES } from './request-head.ts'
-import { logged, URL_LOGGED } from './request-line.ts'
+import { loggedUrl, URL_LOGGED } from './request-line.ts'
 
 /** An answer made below the framework, which no hook sees: the parser's refusals, CONNECT, an unmet Expect. */
 export interface RawRefusal {
@@ -37,7 +37,7 @@ export function rawRefusalRecorder(logger: Pick<Logger, 'info'>, metrics: Metric
         reqId,
         method,
         // Masked, then cut, as the request line's URL is.
-        url: url === undefined ? undefined : logged(url, URL_LOGGED),
+        url: url === undefined ? undefined : loggedUrl(url),
         status: error.statusCode,
         code: error.code,
         remoteAddress,

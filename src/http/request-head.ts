@@ -12,6 +12,9 @@ const HOST = /^(?:\[[\w.:~!$&'()*+,;=-]+\]|(?:[\w.~!$&'()*+,;=-]|%[\dA-Fa-f]{2})
 // instructions a request, docs/decisions.md "Per-request cost").
 const isValidHost = rememberingLastPass((host) => HOST.test(host))
 
+/** An absolute-form target's user and password (`http://user:pw@host/…`), up to its `@`. */
+export const TARGET_USERINFO = /^([a-z][a-z\d+.-]*:\/\/)[^/?#@]*@/i
+
 /** The longest request target read, in bytes (as nginx's default buffer): a longer one is answered 414. */
 export const TARGET_MAX_BYTES = 8192
 
@@ -39,6 +42,12 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   }
   const url = raw.url ?? ''
   if (url.length > TARGET_MAX_BYTES) return targetTooLong()
+  // RFC 9110 §4.2.4: userinfo in a target is an error (and a password the log must not keep).
+  if (url.charCodeAt(0) !== 0x2f && TARGET_USERINFO.test(url)) {
+    return refused(
+      'the request target holds a user or password (user:password@): never sent in a request (RFC 9110 §4.2.4)',
+    )
+  }
   // The router would read what follows a `#` as the query string.
   if (url.includes('#')) {
     return refused('the request target holds "#": a fragment is never sent in a request (RFC 9112 §3.2)')

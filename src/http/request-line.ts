@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino'
 import { maskApiKeys } from '../log/key-masking.ts'
 import type { BufferedLogOutput } from '../log/log-output.ts'
+import { TARGET_USERINFO } from './request-head.ts'
 import { escaped, FixedPieces, flat, hundredths, isPlain, LineStart } from './request-line-parts.ts'
 
 /** What the line of one answered request says. */
@@ -50,6 +51,12 @@ export const URL_LOGGED = 2048
 export function logged(text: string, max: number): string {
   const masked = maskApiKeys(text)
   return masked.length > max ? `${masked.slice(0, max)}…` : masked
+}
+
+/** A request's target as logged: `logged`, and an absolute form's user and password (refused) masked. */
+export function loggedUrl(url: string): string {
+  const plain = url.charCodeAt(0) === 0x2f ? url : url.replace(TARGET_USERINFO, '$1[redacted]@')
+  return logged(plain, URL_LOGGED)
 }
 
 /** The line's end: `,"remoteAddress":…,"userAgent":…,"msg":"request"}` and a newline, either field absent. */
@@ -123,7 +130,7 @@ export function requestLineWriter(
   const make = ({ line, time, base }: TakenLine): void => {
     start.update(time, base)
     const { bindings: own } = line
-    const url = logged(line.url, URL_LOGGED)
+    const url = loggedUrl(line.url)
     const head =
       own === undefined
         ? start.beforeId + line.reqId + pieces.afterId.of(line.method)
