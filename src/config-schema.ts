@@ -5,6 +5,7 @@ import {
   baseUrlSetting,
   CORS_ORIGINS_FORM,
   DATABASE_URL_FORM,
+  hostSetting,
   isApiKeyList,
   isOrigin,
   isPostgresUrl,
@@ -25,10 +26,7 @@ const DURATION = (fallback: number, description: string, minimum = 0) =>
  * then decodes it) and is the source of the README's configuration table (`npm run readme:tables`).
  */
 export const ConfigSchema = Type.Object({
-  HOST: Type.String({
-    default: '127.0.0.1',
-    description: 'Interface to listen on; `0.0.0.0` in containers.',
-  }),
+  HOST: hostSetting('127.0.0.1', 'Interface to listen on; `0.0.0.0` in containers.'),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port of the API.' }),
   DATABASE_URL: Type.Refine(
     Type.String({
@@ -147,10 +145,10 @@ export const ConfigSchema = Type.Object({
     default: 'on',
     description: 'Serve Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT, path /metrics).',
   }),
-  METRICS_HOST: Type.String({
-    default: '127.0.0.1',
-    description: 'Interface of the metrics listener; loopback so metrics are never exposed with the API.',
-  }),
+  METRICS_HOST: hostSetting(
+    '127.0.0.1',
+    'Interface of the metrics listener; loopback so metrics are never exposed with the API.',
+  ),
   METRICS_PORT: Type.Integer({
     minimum: 0,
     maximum: 65535,

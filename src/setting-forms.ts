@@ -24,6 +24,20 @@ export function baseUrlSetting(description: string) {
     () => `must be ${BASE_URL_FORM}`,
   )
 }
+const HOST_FORM = 'an IP address (IPv6 without brackets) or a host name'
+// RFC 1123 labels; the last not all digits (RFC 3696 §2), so that 999.1.1.1 is no name.
+const HOST_NAME =
+  /^(?=.{1,253}$)(?:[a-z\d](?:[a-z\d-]{0,61}[a-z\d])?\.)*(?!\d+$)[a-z\d](?:[a-z\d-]{0,61}[a-z\d])?$/i
+
+/** A listener's host (`HOST`, `METRICS_HOST`): checked with the other settings, not first at listen. */
+export function hostSetting(defaultHost: string, description: string) {
+  return Type.Refine(
+    Type.String({ default: defaultHost, allowedForm: HOST_FORM, description }),
+    (value) => isIP(value) !== 0 || HOST_NAME.test(value),
+    () => `must be ${HOST_FORM}`,
+  )
+}
+
 export const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters; no name or key given twice`
 
 // A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".

@@ -27,6 +27,42 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.deepEqual(readdirSync(cwd), [], 'no database was made, no key stored')
   })
 
+  for (const [name, value] of [
+    ['HOST', '[::1]'],
+    ['HOST', ' '],
+    ['HOST', '999.1.1.1'],
+    ['METRICS_HOST', 'local host'],
+  ]) {
+    test(`when ${name} is "${value}", neither an address nor a host name, then serve exits 1 with one line naming it, and makes nothing`, (t) => {
+      const cwd = temporaryDirectory(t)
+      const result = runCli(
+        ['serve'],
+        { [name as string]: value as string, PORT: '0', METRICS_PORT: '0' },
+        cwd,
+      )
+      assert.equal(result.status, 1)
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `^petstore: invalid configuration: ${name} must be an IP address \\(IPv6 without brackets\\) or a host name`,
+        ),
+      )
+      assert.equal(result.stderr.split('\n').length, 2, result.stderr)
+      assert.deepEqual(readdirSync(cwd), [], 'no database was made, no key stored')
+    })
+  }
+
+  test('when HOST is a host name that does not resolve, then serve exits 1 saying so, before a database or key is made', (t) => {
+    const cwd = temporaryDirectory(t)
+    const result = runCli(['serve'], { HOST: 'no-such-host.invalid', PORT: '0', METRICS_PORT: '0' }, cwd)
+    assert.equal(result.status, 1)
+    assert.match(
+      result.stderr,
+      /cannot listen on HOST:PORT \(no-such-host\.invalid:0\): the host name does not resolve/,
+    )
+    assert.deepEqual(readdirSync(cwd), [], 'no database was made, no key stored')
+  })
+
   for (const args of [['serve'], ['migrate'], ['keys', 'create', '--name', 'ops']]) {
     test(`when DATABASE_URL names a file in a directory that does not exist, then "${args.join(' ')}" refuses with one line and creates nothing`, (t) => {
       const cwd = temporaryDirectory(t)

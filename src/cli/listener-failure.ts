@@ -1,3 +1,6 @@
+import { lookup } from 'node:dns/promises'
+import { isIP } from 'node:net'
+
 /** What a failed listen means to whoever set the address, by its error code. */
 const WHY: Record<string, string> = {
   EADDRINUSE: 'the port is in use',
@@ -23,5 +26,18 @@ export async function namingListener<T>(
     const why =
       code === undefined ? (error as Error).message : `${WHY[code] ?? (error as Error).message} (${code})`
     throw new Error(`cannot listen on ${settings} (${host}:${port}): ${why}`, { cause: error })
+  }
+}
+
+/**
+ * The listeners' host names looked up before the start makes a database or key: one that does not resolve
+ * stops it there, in `namingListener`'s words, rather than at listen, after the store was prepared.
+ */
+export async function resolveListenerHosts(
+  listeners: Array<{ settings: string; address: { host: string; port: number } | undefined }>,
+): Promise<void> {
+  for (const { settings, address } of listeners) {
+    if (address === undefined || isIP(address.host) !== 0) continue
+    await namingListener(lookup(address.host), settings, address)
   }
 }

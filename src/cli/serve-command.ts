@@ -15,7 +15,7 @@ import type { Store } from '../store/store.ts'
 import { type Command, CommandError, type Output, parseCommandArgs } from './command.ts'
 import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
-import { namingListener } from './listener-failure.ts'
+import { namingListener, resolveListenerHosts } from './listener-failure.ts'
 import { warnOfOpenFileLimit } from './open-file-limit.ts'
 import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
@@ -157,6 +157,12 @@ uncaught failure (see README, "Operating").`,
     const { config, log, settings } = cluster.isWorker
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true, logFd: 1 })
+    if (!cluster.isWorker) {
+      await resolveListenerHosts([
+        { settings: 'HOST:PORT', address: config.server },
+        { settings: 'METRICS_HOST:METRICS_PORT', address: config.metrics },
+      ])
+    }
     if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
     // Up to 999 are taken (every limit explicit), but past the CPUs they only take turns on them, each
     // with its own memory and pool.
