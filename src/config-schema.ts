@@ -214,7 +214,11 @@ export const ConfigSchema = Type.Object({
     'Time an answer may wait with none of its bytes taken (a client that stopped reading) before its connection is closed; 0: no limit, which lets such clients hold connections.',
   ),
   // At least 1: Fastify would take 0 for its own default, 72 s.
-  KEEP_ALIVE_TIMEOUT_MS: DURATION(5000, 'Idle time before a kept-alive connection is closed.', 1),
+  KEEP_ALIVE_TIMEOUT_MS: DURATION(
+    5000,
+    'Idle time before a kept-alive connection is closed; announced in whole seconds (`Keep-Alive: timeout=5`), so under 1000 as `timeout=0`.',
+    1,
+  ),
   SHUTDOWN_TIMEOUT_MS: DURATION(
     10_000,
     'On SIGTERM/SIGINT/SIGHUP, time allowed for in-flight requests before exit; 0: none, connections are cut at once.',
