@@ -190,6 +190,27 @@ describe('errors raised before any handler', () => {
     assertHeadersOfEveryAnswer(response.headers)
   })
 
+  for (const [rule, head, said] of [
+    ['two Content-Length headers', 'Content-Length: 2\r\nContent-Length: 3', /Duplicate Content-Length/],
+    [
+      'Content-Length with Transfer-Encoding',
+      'Content-Length: 3\r\nTransfer-Encoding: chunked',
+      /Transfer-Encoding can't be present with Content-Length/,
+    ],
+    ['a Content-Length with a sign', 'Content-Length: +2', /Invalid character in Content-Length/],
+    ['a header folded over two lines', 'X-Note: a\r\n b', /Unexpected whitespace after header value/],
+    ['a NUL in a header value', 'X-Note: a\0b', /Invalid header value char/],
+  ] as const) {
+    test(`when a request has ${rule}, then 400 in the Error body, naming what the parser refused`, async () => {
+      const response = await rawHttp(server.origin, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${head}\r\n\r\n{}`)
+      assert.equal(response.status, 400)
+      assertErrorBody(response.body, 400, 'bad_request')
+      const { message } = JSON.parse(response.body) as { message: string }
+      assert.match(message, /^the request is not valid HTTP\/1\.1: /)
+      assert.match(message, said)
+    })
+  }
+
   test('when the headers are larger than Node accepts, then 431 in the Error body', async () => {
     const response = await rawHttp(
       server.origin,

@@ -57,7 +57,15 @@ const PARSER_REFUSALS = new Map<string | undefined, () => ApiError>([
     () => new ApiError('body_too_large', 'the chunk extensions of the request body are too large'),
   ],
 ])
-const NOT_HTTP = () => new ApiError('bad_request', 'the request is not valid HTTP/1.1')
+// The parser's reason is one of its own fixed phrases ("Duplicate Content-Length"), never the client's bytes.
+const PARSER_REASON = /^[\w .,'`/-]{1,100}$/
+const NOT_HTTP = (reason?: string) =>
+  new ApiError(
+    'bad_request',
+    reason !== undefined && PARSER_REASON.test(reason)
+      ? `the request is not valid HTTP/1.1: ${reason}`
+      : 'the request is not valid HTTP/1.1',
+  )
 
 /** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */
 export function trackLatestRequests(server: {
@@ -73,7 +81,7 @@ export function trackLatestRequests(server: {
  * hide the answer to a request that may have changed data, so that answer is let finish first.
  */
 export function handleClientError(
-  error: Error & { code?: string; rawPacket?: unknown },
+  error: Error & { code?: string; reason?: string; rawPacket?: unknown },
   socket: Socket,
   record?: RecordRawRefusal,
   allowAt?: (path: string) => string | undefined,
@@ -103,7 +111,9 @@ export function handleClientError(
   const apiError =
     overlong !== undefined
       ? targetTooLong()
-      : (unknownMethodRefusal(error, allowAt) ?? (PARSER_REFUSALS.get(error.code) ?? NOT_HTTP)())
+      : (unknownMethodRefusal(error, allowAt) ??
+        PARSER_REFUSALS.get(error.code)?.() ??
+        NOT_HTTP(error.reason))
   // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
   const request = inFlight?.req
   const reqId = request === undefined ? randomRequestId() : requestIdOf(request)
