@@ -260,6 +260,20 @@ describe('errors raised before any handler', () => {
     assert.equal(head.body, '')
   })
 
+  test('when the request target is "*", then OPTIONS is 405 as anywhere else here (Allow: none: "*" names no resource), and any other method 400 (RFC 9112 §3.2.4)', async () => {
+    const ask = (method: string) =>
+      checkedRawHttp(server.origin, `${method} * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+    const options = await ask('OPTIONS')
+    assert.equal(options.status, 405)
+    assertErrorBody(options.body, 405, 'method_not_allowed')
+    assert.equal(options.headers.allow, '')
+    for (const method of ['GET', 'HEAD', 'POST']) {
+      const response = await ask(method)
+      assert.equal(response.status, 400, method)
+      if (method !== 'HEAD') assertErrorBody(response.body, 400, 'bad_request')
+    }
+  })
+
   test('when the declared body is over the limit, then 413 without reading it', async () => {
     const response = await checkedRawHttp(
       server.origin,

@@ -182,6 +182,17 @@ export function methodNotAllowed(method: string, allow: string): ApiError {
   })
 }
 
+/**
+ * No route: 404, but for the asterisk form (RFC 9112 §3.2.4), which names the server, not a resource: only
+ * OPTIONS may ask for it, refused as any OPTIONS that is no preflight (405, nothing allowed); others, 400.
+ */
 export function handleRouteNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  handleError(routeNotFound(request.method, request.url), request, reply)
+  const { method, url } = request
+  const refusal =
+    url !== '*'
+      ? routeNotFound(method, url)
+      : method === 'OPTIONS'
+        ? methodNotAllowed(method, '')
+        : new ApiError('bad_request', 'the request target "*" is only for OPTIONS (RFC 9112 §3.2.4)')
+  handleError(refusal, request, reply)
 }
