@@ -25,9 +25,9 @@ export function baseUrlSetting(description: string) {
   )
 }
 const HOST_FORM = 'an IP address (IPv6 without brackets) or a host name'
-// RFC 1123 labels; the last not all digits (RFC 3696 §2), so that 999.1.1.1 is no name.
-const HOST_NAME =
-  /^(?=.{1,253}$)(?:[a-z\d](?:[a-z\d-]{0,61}[a-z\d])?\.)*(?!\d+$)[a-z\d](?:[a-z\d-]{0,61}[a-z\d])?$/i
+// Labels of letters, digits, `-` and `_` (a compose service's name), a final dot allowed: what the
+// resolver may find. Whether it does is asked before the store opens (cli/listener-failure.ts).
+const HOST_NAME = /^(?=.{1,254}$)(?:\w(?:[\w-]{0,61}\w)?\.)*\w(?:[\w-]{0,61}\w)?\.?$/
 
 /** A listener's host (`HOST`, `METRICS_HOST`): checked with the other settings, not first at listen. */
 export function hostSetting(defaultHost: string, description: string) {
@@ -38,7 +38,7 @@ export function hostSetting(defaultHost: string, description: string) {
   )
 }
 
-export const API_KEYS_FORM = `name:key pairs separated by commas, each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters; no name or key given twice`
+export const API_KEYS_FORM = `name:key pairs separated by commas (spaces around them ignored), each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters; no name or key given twice`
 
 // A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
 // Not a `file:` URI: SQLite would read its options (`mode=ro`, `nolock=1`) and make the file as the umask

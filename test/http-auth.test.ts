@@ -52,6 +52,11 @@ for (const engine of storeEngines) {
         challenge: /error="invalid_token"/,
       },
       { name: 'two tokens', header: 'Bearer a b', challenge: /error="invalid_request"/ },
+      {
+        name: 'a tab after the scheme',
+        header: `Bearer\t${generateApiKey()}`,
+        challenge: /error="invalid_request"/,
+      },
     ]
 
     for (const operation of operations) {

@@ -10,7 +10,7 @@ import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { within } from './helpers/bounded-wait.ts'
 import { assertErrorBody, checkedRawHttp, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
-import { rawHttp } from './helpers/raw-http.ts'
+import { openSocket, rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 describe('errors raised before any handler', () => {
@@ -272,6 +272,19 @@ describe('errors raised before any handler', () => {
       assert.equal(response.status, 400, method)
       if (method !== 'HEAD') assertErrorBody(response.body, 400, 'bad_request')
     }
+  })
+
+  test('when a long header arrives in pieces and the piece that overflows the head starts like a request line, then 431, not 414', async () => {
+    const socket = await openSocket(server.origin)
+    let text = ''
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk
+    })
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Data: ${'a'.repeat(9000)}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    socket.write(`foo ${'b'.repeat(9000)}\r\n\r\n`)
+    await new Promise((resolve) => socket.once('close', resolve))
+    assert.match(text, /^HTTP\/1\.1 431 /)
   })
 
   test('when the declared body is over the limit, then 413 without reading it', async () => {

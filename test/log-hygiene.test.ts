@@ -117,7 +117,8 @@ describe('keys never reach the log', () => {
   test('when a request target in absolute form carries a user and password, then it is refused with 400, and the password reaches neither the answer nor the log', async (t) => {
     const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
-    const password = 'hunter2-in-a-url'
+    // An `@` of its own, unencoded as careless clients leave it.
+    const password = 'hunter2@in-a-url'
     const response = await rawHttp(
       server.origin,
       `GET http://app:${password}@petstore/v1/pets HTTP/1.1\r\nHost: petstore\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
@@ -130,7 +131,9 @@ describe('keys never reach the log', () => {
       return found.length > 0 ? found : undefined
     })
     assert.equal(line?.url, 'http://[redacted]@petstore/v1/pets')
-    assert.equal(server.output().includes(password), false, 'the password is written somewhere')
+    for (const part of password.split('@')) {
+      assert.equal(server.output().includes(part), false, `the password's "${part}" is written somewhere`)
+    }
   })
 
   test("when the log is pretty, then a client's terminal controls reach it as visible escapes", async (t) => {

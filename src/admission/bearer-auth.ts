@@ -9,7 +9,7 @@ const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
 const INVALID_REQUEST = `${CHALLENGE}, error="invalid_request"`
 const BEARER = /^bearer +(\S+) *$/i
-const BEARER_SCHEME = /^bearer(?: |$)/i
+const BEARER_SCHEME = /^bearer(?:[ \t]|$)/i
 
 // The refusals never vary, so each is built once: 401s are what a service receives by the thousand when it is
 // probed or attacked (docs/decisions.md, "Per-request cost").

@@ -22,8 +22,13 @@ const METHOD = "([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20})"
 const REQUEST_LINE = new RegExp(`^${METHOD} (\\S{1,${TARGET_MAX_BYTES}}) HTTP\\/\\d\\.\\d\\r?\\n`)
 // The longest line that pattern matches: a 20-letter method, the longest target read, the version and CRLF.
 const REQUEST_LINE_MAX_BYTES = 20 + 1 + TARGET_MAX_BYTES + 1 + 8 + 2
-// The start of a request line, its target cut where a log line cuts a URL.
-const REQUEST_LINE_START = new RegExp(`^${METHOD} (\\S{1,${URL_LOGGED}})`)
+// The start of a request line, its target cut where a log line cuts a URL: a method the parser knows (it
+// refused the others before the head could overflow), and a target in one of its forms, so that a piece
+// of a long header is not taken for one.
+const REQUEST_LINE_START = new RegExp(
+  `^([A-Z]{3,20}) ((?:/|\\*|[a-z][a-z\\d+.-]*://)\\S{0,${URL_LOGGED - 1}})`,
+  'i',
+)
 
 /**
  * Writes the line of a request answered below the framework and counts it by status, so that slow

@@ -12,8 +12,8 @@ const HOST = /^(?:\[[\w.:~!$&'()*+,;=-]+\]|(?:[\w.~!$&'()*+,;=-]|%[\dA-Fa-f]{2})
 // instructions a request, docs/decisions.md "Per-request cost").
 const isValidHost = rememberingLastPass((host) => HOST.test(host))
 
-/** An absolute-form target's user and password (`http://user:pw@host/…`), up to its `@`. */
-export const TARGET_USERINFO = /^([a-z][a-z\d+.-]*:\/\/)[^/?#@]*@/i
+/** An absolute-form target's user and password (`http://user:pw@host/…`), up to its last `@`. */
+export const TARGET_USERINFO = /^([a-z][a-z\d+.-]*:\/\/)[^/?#]*@/i
 
 /** The longest request target read, in bytes (as nginx's default buffer): a longer one is answered 414. */
 export const TARGET_MAX_BYTES = 8192
