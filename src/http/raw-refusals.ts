@@ -26,8 +26,7 @@ const REQUEST_LINE_MAX_BYTES = 20 + 1 + TARGET_MAX_BYTES + 1 + 8 + 2
 // refused the others before the head could overflow), and a target in one of its forms, so that a piece
 // of a long header is not taken for one.
 const REQUEST_LINE_START = new RegExp(
-  `^([A-Z]{3,20}) ((?:/|\\*|[a-z][a-z\\d+.-]*://)\\S{0,${URL_LOGGED - 1}})`,
-  'i',
+  `^([A-Z]{3,20}) ((?:/|\\*|[A-Za-z][A-Za-z\\d+.-]*://)\\S{0,${URL_LOGGED - 1}})`,
 )
 
 /**
