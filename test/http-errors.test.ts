@@ -287,6 +287,16 @@ describe('errors raised before any handler', () => {
     assert.match(text, /^HTTP\/1\.1 431 /)
   })
 
+  test('when an absolute-form target does not parse as a URL (a port out of range), then 400 says so, not a percent-encoding', async () => {
+    const response = await rawHttp(
+      server.origin,
+      'GET http://x:99999/v1/pets/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    )
+    assert.equal(response.status, 400)
+    assertErrorBody(response.body, 400, 'bad_request')
+    assert.match(response.body, /not a valid absolute URL/)
+  })
+
   test('when the declared body is over the limit, then 413 without reading it', async () => {
     const response = await checkedRawHttp(
       server.origin,

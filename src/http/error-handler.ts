@@ -53,7 +53,11 @@ const FRAMEWORK_ERRORS: Record<string, (error: FrameworkError, request: FastifyR
     ),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     new ApiError('bad_request', 'Content-Length does not match the request body'),
-  FST_ERR_BAD_URL: () => BAD_URL(),
+  // An absolute-form target the router could not read as a URL (a port out of range, a bad host).
+  FST_ERR_BAD_URL: (_e, request) =>
+    request.url.charCodeAt(0) === 0x2f
+      ? BAD_URL()
+      : new ApiError('bad_request', 'the request target is not a valid absolute URL (RFC 9112 §3.2.2)'),
   // QUERY without a Content-Type (RFC 10008): checked even where no operation is; that is said first.
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (_e, request) =>
     request.is404
