@@ -18,7 +18,8 @@ import {
   streamOversizedBody,
 } from './helpers/abuse-cases.ts'
 import { call, conformanceOf } from './helpers/api-client.ts'
-import { rawHttp } from './helpers/raw-http.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
+import { openSocket, rawHttp } from './helpers/raw-http.ts'
 import { assertRoutesAreDocumented, recordRoutes } from './helpers/route-inventory.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 import { sendWire } from './helpers/wire-client.ts'
@@ -304,6 +305,23 @@ describe('API8:2023 security misconfiguration: what the service exposes', () => 
       )
       assert.equal(raw.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, `${JSON.stringify(framing)}: ${raw}`)
     }
+  })
+
+  test('when a request is answered before its body is read, its answer is sent, and the client then ends the connection mid-body, then it gets no second answer', async () => {
+    const socket = await openSocket(server.origin)
+    let text = ''
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk
+    })
+    // No key: answered 401 at once, while the body is still on its way.
+    socket.write(
+      'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na',
+    )
+    await waitUntil(async () => text.includes('\r\n\r\n{'), 'the 401 never came')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    socket.end()
+    await new Promise((resolve) => socket.once('close', resolve))
+    assert.deepEqual(text.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 401 '], text)
   })
 
   test('when Expect asks for the unknown or the headers are too large on an operation, then that status is declared for it', async () => {

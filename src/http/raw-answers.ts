@@ -38,7 +38,16 @@ function rawResponse(apiError: ApiError, headers: Record<string, string> = {}): 
   )
 }
 
-const latestRequests = new WeakMap<Socket | Duplex, IncomingMessage>()
+/**
+ * The latest request the connection's parser read (Node keeps it as `parser.incoming` until the next one's
+ * head), so that a parser error can tell whose bytes it was reading; no listener per request needed.
+ */
+function latestRequestOf(socket: Socket): IncomingMessage | undefined {
+  return (
+    (socket as Socket & { parser?: { incoming?: IncomingMessage | null } | null }).parser?.incoming ??
+    undefined
+  )
+}
 
 /** The parser's errors by code, in our words (Node's own answers: 408, 431, 413, else 400). */
 const PARSER_REFUSALS = new Map<string | undefined, () => ApiError>([
@@ -67,13 +76,6 @@ const NOT_HTTP = (reason?: string) =>
       : 'the request is not valid HTTP/1.1',
   )
 
-/** Remembers each connection's latest request, so a parser error can tell whose bytes it was reading. */
-export function trackLatestRequests(server: {
-  on(event: 'request', listener: (request: IncomingMessage) => void): unknown
-}) {
-  server.on('request', (request: IncomingMessage) => latestRequests.set(request.socket, request))
-}
-
 /**
  * Errors Node's HTTP parser raises before Fastify sees a request (bad framing, oversized headers, slow
  * clients): answered on the raw socket, in the same Error body, then the connection is closed — unless the
@@ -101,7 +103,7 @@ export function handleClientError(
     inFlight.once('finish', () => closeConnection(socket))
     return
   }
-  const latest = latestRequests.get(socket)
+  const latest = latestRequestOf(socket)
   if (!inFlight && latest !== undefined && !latest.complete) {
     socket.destroy()
     return

@@ -10,12 +10,7 @@ import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
 import { admitPipelined, answeredPipelined, TOO_MANY_PIPELINED } from './pipelined-requests.ts'
 import { MALFORMED_QUERY } from './query-memo.ts'
-import {
-  HEADERS_OF_EVERY_ANSWER,
-  handleConnect,
-  handleUnmetExpectation,
-  trackLatestRequests,
-} from './raw-answers.ts'
+import { HEADERS_OF_EVERY_ANSWER, handleConnect, handleUnmetExpectation } from './raw-answers.ts'
 import type { RecordRawRefusal } from './raw-refusals.ts'
 import { headRefusal } from './request-head.ts'
 import { requestLineWriter } from './request-line.ts'
@@ -153,7 +148,6 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
     handleUnmetExpectation(request, response, recordRefusal),
   )
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
-  trackLatestRequests(app.server)
   app.server.on('connect', (request, socket) =>
     handleConnect(request, socket, (path) => allowedAt(app.server, path), recordRefusal),
   )
