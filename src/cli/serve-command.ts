@@ -7,8 +7,6 @@ import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
 import type { Config, DatabaseSettings } from '../config.ts'
-import { closeStalledSends } from '../http/stalled-sends.ts'
-import { METRICS_LISTENER_LIMITS, startMetricsServer } from '../metrics/metrics-server.ts'
 import { startServer } from '../server.ts'
 import { postgresUrlOf } from '../setting-forms.ts'
 import type { Store } from '../store/store.ts'
@@ -16,6 +14,7 @@ import { type Command, CommandError, type Output, parseCommandArgs } from './com
 import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
 import { namingListener, resolveListenerHosts } from './listener-failure.ts'
+import { openMetricsListener } from './metrics-listener.ts'
 import { warnOfOpenFileLimit } from './open-file-limit.ts'
 import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
@@ -79,13 +78,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     if (!alone) answerLivenessChecks()
     metricsServer =
       alone && config.metrics
-        ? await namingListener(
-            startMetricsServer(metrics.registry, config.metrics, (server) =>
-              closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, logger),
-            ),
-            'METRICS_HOST:METRICS_PORT',
-            config.metrics,
-          )
+        ? await openMetricsListener(metrics.registry, config.metrics, logger)
         : undefined
     // Every module serving needs is loaded by now: write the compile cache (when bin/petstore.js enabled it)
     // at once rather than at exit, so the next start finds it even if this process is killed. Before the

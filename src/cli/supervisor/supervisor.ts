@@ -2,7 +2,6 @@ import cluster, { type Worker } from 'node:cluster'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
-import { closeStalledSends } from '../../http/stalled-sends.ts'
 import { BufferedLogOutput } from '../../log/log-output.ts'
 import {
   countDroppedLogLines,
@@ -10,13 +9,9 @@ import {
   countWorkerRestarts,
   type WorkerRestartCause,
 } from '../../metrics/metrics.ts'
-import {
-  METRICS_LISTENER_LIMITS,
-  type MetricsListener,
-  startMetricsServer,
-} from '../../metrics/metrics-server.ts'
+import type { MetricsListener } from '../../metrics/metrics-server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
-import { namingListener } from '../listener-failure.ts'
+import { openMetricsListener } from '../metrics-listener.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
 import { LivenessWatch } from './worker-liveness.ts'
@@ -80,13 +75,7 @@ export async function superviseWorkers(
   countDroppedWorkerOutput(own)
   const restarts = countWorkerRestarts(own)
   const metricsServer = settings.metrics
-    ? await namingListener(
-        startMetricsServer(new ClusterMetrics(own), settings.metrics, (server) =>
-          closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, log),
-        ),
-        'METRICS_HOST:METRICS_PORT',
-        settings.metrics,
-      )
+    ? await openMetricsListener(new ClusterMetrics(own), settings.metrics, log)
     : undefined
 
   let stopping = false

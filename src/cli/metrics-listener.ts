@@ -1,0 +1,26 @@
+import type { Server } from 'node:http'
+import type { Logger } from 'pino'
+import { closeStalledSends } from '../http/stalled-sends.ts'
+import {
+  METRICS_LISTENER_LIMITS,
+  type MetricsListener,
+  type MetricsSource,
+  startMetricsServer,
+} from '../metrics/metrics-server.ts'
+import { namingListener } from './listener-failure.ts'
+
+/**
+ * The metrics listener as both starts open it (serve alone, the WORKERS supervisor): a failure named by
+ * its settings, and a scraper that stops reading let go as the API's clients are (http/'s check, which
+ * metrics/ may not import).
+ */
+export function openMetricsListener(
+  source: MetricsSource,
+  listener: MetricsListener,
+  log: Pick<Logger, 'info'>,
+): Promise<Server> {
+  const scraping = startMetricsServer(source, listener, (server) =>
+    closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, log),
+  )
+  return namingListener(scraping, 'METRICS_HOST:METRICS_PORT', listener)
+}
