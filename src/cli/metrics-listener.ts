@@ -1,5 +1,6 @@
 import type { Server } from 'node:http'
 import type { Logger } from 'pino'
+import { admitPipelinedRaw } from '../http/pipelined-requests.ts'
 import { closeStalledSends } from '../http/stalled-sends.ts'
 import {
   METRICS_LISTENER_LIMITS,
@@ -11,16 +12,17 @@ import { namingListener } from './listener-failure.ts'
 
 /**
  * The metrics listener as both starts open it (serve alone, the WORKERS supervisor): a failure named by
- * its settings, and a scraper that stops reading let go as the API's clients are (http/'s check, which
- * metrics/ may not import).
+ * its settings; a scraper that stops reading let go, and one pipelining too many requests refused, as the
+ * API's clients are (http/'s checks, which metrics/ may not import).
  */
 export function openMetricsListener(
   source: MetricsSource,
   listener: MetricsListener,
   log: Pick<Logger, 'info'>,
 ): Promise<Server> {
-  const scraping = startMetricsServer(source, listener, (server) =>
-    closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, log),
-  )
+  const scraping = startMetricsServer(source, listener, {
+    connections: (server) => closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, log),
+    admits: admitPipelinedRaw,
+  })
   return namingListener(scraping, 'METRICS_HOST:METRICS_PORT', listener)
 }

@@ -1,6 +1,7 @@
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { ApiError } from '../errors.ts'
+import { lingerOnClose } from './connection-close.ts'
 
 /**
  * The most requests of one connection that wait for their answers at once. Node reads every request a
@@ -52,4 +53,18 @@ export function answeredPipelined(socket: Socket): void {
   if (waiting.size === 0) return
   const known = waiting.get(socket)
   if (known !== undefined && known > 0) waiting.set(socket, known - 1)
+}
+
+/**
+ * The same count for a listener without the framework's hooks (metrics): whether `request` may be served,
+ * its answer counting it out once sent or given up. A refused one's connection lingers as the API's does.
+ */
+export function admitPipelinedRaw(request: IncomingMessage, response: ServerResponse): boolean {
+  const socket = request.socket
+  if (!admitPipelined(socket, response)) {
+    lingerOnClose(socket)
+    return false
+  }
+  response.once('close', () => answeredPipelined(socket))
+  return true
 }

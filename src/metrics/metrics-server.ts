@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 
 /** What can answer a scrape: a registry, or the cluster aggregator in a primary process. */
 export interface MetricsSource {
@@ -27,6 +27,14 @@ export const METRICS_LISTENER_LIMITS = {
   sendTimeoutMs: 10_000,
 } as const
 
+/** What else bounds the listener, given by its caller (http/'s checks, which metrics/ may not import). */
+export interface MetricsGuards {
+  /** Watches its connections (the API's stalled-send check). */
+  connections?: (server: Server) => unknown
+  /** Whether a request may be served: not when too many of its connection's wait for their answers. */
+  admits?: (request: IncomingMessage, response: ServerResponse) => boolean
+}
+
 /**
  * A listener of its own for `GET /metrics`, on METRICS_HOST (loopback by default): metrics are never
  * served on the API's port, so publishing the API cannot expose them by accident.
@@ -34,8 +42,7 @@ export const METRICS_LISTENER_LIMITS = {
 export async function startMetricsServer(
   source: MetricsSource,
   { host, port }: MetricsListener,
-  /** What else watches its connections, given by the caller (the API's stalled-send check, http/). */
-  guardConnections: (server: Server) => unknown = () => {},
+  { connections, admits }: MetricsGuards = {},
 ): Promise<Server> {
   const limits = METRICS_LISTENER_LIMITS
   const server = createServer(
@@ -46,6 +53,12 @@ export async function startMetricsServer(
       connectionsCheckingInterval: 1000,
     },
     (request, response) => {
+      // A scraper sends one request at a time: one pipelining thousands would have each computed and held.
+      if (admits && !admits(request, response)) {
+        const headers = { 'content-type': 'text/plain', connection: 'close', 'retry-after': '1' }
+        response.writeHead(503, headers).end('too many requests of this connection wait for their answers\n')
+        return
+      }
       if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
         response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: scrape /metrics\n')
         return
@@ -57,7 +70,7 @@ export async function startMetricsServer(
     },
   )
   server.maxConnections = limits.maxConnections
-  guardConnections(server)
+  connections?.(server)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(port, host, () => resolve())
