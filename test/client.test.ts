@@ -192,6 +192,19 @@ describe('typed client', () => {
     )
   })
 
+  test('when baseUrl holds a user name or password, then createClient refuses it without echoing them', () => {
+    for (const baseUrl of ['http://user:SECRET@127.0.0.1:9/v1', 'https://SECRET@api.example.com/v1']) {
+      assert.throws(
+        () => createClient({ baseUrl, apiKey: 'psk_unused' }),
+        (error: Error) =>
+          error instanceof TypeError &&
+          /^baseUrl must not hold a user name or password/.test(error.message) &&
+          !error.message.includes('SECRET'),
+        baseUrl,
+      )
+    }
+  })
+
   test('when a library has given bigints a toJSON (to a string or a number), then int64 values are still sent exact', async (t) => {
     const { client } = await clientOnServer(t)
     const prototype = BigInt.prototype as { toJSON?: () => unknown }
@@ -345,5 +358,11 @@ describe('typed client', () => {
     // One holding an object with an `id` of its own, not an int64: kept as sent.
     const nested = await clientAnswering('{"id":1,"name":"x","categoryId":2,"owner":{"id":1.5}}').getPet(1n)
     assert.deepEqual((nested as unknown as { owner: unknown }).owner, { id: 1.5 })
+    // An integer a number cannot hold, in a field not known: kept exact, a bigint; a smaller one a number.
+    const wide = await clientAnswering(
+      '{"id":1,"name":"x","categoryId":2,"ownerId":9007199254740993,"age":3,"weight":2.5}',
+    ).getPet(1n)
+    const { ownerId, age, weight } = wide as unknown as Record<string, unknown>
+    assert.deepEqual({ ownerId, age, weight }, { ownerId: 9007199254740993n, age: 3, weight: 2.5 })
   })
 })

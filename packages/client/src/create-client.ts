@@ -101,11 +101,15 @@ export function createClient(options: ClientOptions): PetStoreClient {
   // Checked here: a URL without its scheme, or with a query, failed only at the first call, as a network
   // error or a 404 for a path nobody asked for.
   const baseUrl = String(options.baseUrl)
-  const scheme = URL.canParse(baseUrl) ? new URL(baseUrl).protocol : undefined
-  if ((scheme !== 'http:' && scheme !== 'https:') || /[?#]/.test(baseUrl)) {
+  const parsed = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined
+  if ((parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') || /[?#]/.test(baseUrl)) {
     throw new TypeError(
       'baseUrl must be an http:// or https:// URL with no query or fragment, the paths following it, e.g. http://localhost:8080/v1',
     )
+  }
+  // Refused here, without echoing them: fetch refuses every such URL, quoting it, password and all.
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw new TypeError('baseUrl must not hold a user name or password: the API key is the credential')
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)

@@ -39,10 +39,15 @@ export function hasExactJson(): boolean {
 /**
  * Parses a response body with every int64 property as an exact bigint. JSON.parse alone would round ids
  * above 2^53; its reviver receives the literal's source text (`context.source`), which BigInt reads exactly.
+ * A field this version does not know (a later minor version's) is kept exactly too: a number, or a bigint
+ * when it is an integer a number cannot hold (past 2^53, within int64).
  */
 export function parseExactJson(text: string): unknown {
   return json.parse(text, (key, value, context) => {
-    if (typeof value !== 'number' || !Object.hasOwn(INT64_KEYS, key)) return value
+    if (typeof value !== 'number') return value
+    if (!Object.hasOwn(INT64_KEYS, key) && (Number.isSafeInteger(value) || !Number.isInteger(value))) {
+      return value
+    }
     const source = context?.source
     if (source === undefined) throw new TypeError(UNSUPPORTED_ENGINE)
     // Past int64 (a hostile answer's million digits), left a number: no pet then, and no long parse. Not
