@@ -27,12 +27,14 @@ if (major < needMajor || (major === needMajor && minor < needMinor)) {
   process.exit(1)
 }
 
-// A reader that stops early (`petstore openapi | head`) closes the pipe: that ends the command quietly, as it
-// does any Unix tool, rather than with an unhandled EPIPE and its stack.
+// A reader that stops early (`petstore openapi | head`) closes the pipe: the output ends there quietly, as
+// any Unix tool's does, rather than with an unhandled EPIPE and its stack. Any other failure (a full disk)
+// is one line below, and exit 1. The command runs on to its end either way: one whose output is the only
+// copy (`keys create`'s key) learns of the failure from its own write, and acts on it.
+/** @type {NodeJS.ErrnoException | undefined} */
+let stdoutFailure
 process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
-  if (error.code !== 'EPIPE') throw error
-  // With the exit code a command already set (a failure's 1), else 0.
-  process.exit()
+  stdoutFailure ??= error
 })
 
 // Stderr is where a process tells what nothing else can: once its reader is gone, nobody is left to tell,
@@ -53,6 +55,13 @@ if (process.pid === 1) {
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
+// Its 'error' event may come only after the command has returned: the stream's own record then says it.
+const failure = stdoutFailure ?? /** @type {NodeJS.ErrnoException | null} */ (process.stdout.errored)
+if (failure && failure.code !== 'EPIPE' && process.exitCode === 0) {
+  const why = failure.code ?? failure.message
+  process.stderr.write(`petstore: standard output could not be written (${why}): the output is incomplete\n`)
+  process.exitCode = 1
+}
 // A command that failed has nothing left to do, and ends: whatever it left open would keep the process
 // alive, serving nothing — an IPC channel (a WORKERS worker that could not start, another manager's fork
 // mode), or a database login the server keeps half-done until its own timeout (a minute). Once stderr has

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import {
   closeSync,
@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Migration } from '../src/store/shared/migration-plan.ts'
 import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { within } from './helpers/bounded-wait.ts'
-import { CLI, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
+import { CLI, cliEnvironment, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -31,6 +31,34 @@ async function get(origin: string, path: string, key?: string) {
     headers: key ? { authorization: `Bearer ${key}` } : {},
   })
   return { status: response.status, text: await response.text() }
+}
+
+/** Runs a command to its end with its stdout on the open file `fd` (`/dev/full`: every write fails). */
+function writingTo(fd: number, args: string[], cwd: string) {
+  return spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
+    env: cliEnvironment({}),
+    stdio: ['ignore', fd, 'pipe'],
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+}
+
+/** Runs a command whose stdout's reader is gone before it writes, like `| head -c 0`; its exit and stderr. */
+async function withReaderGone(t: { after(fn: () => unknown): void }, args: string[], cwd: string) {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd,
+    env: cliEnvironment({}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.after(() => child.kill('SIGKILL'))
+  let stderr = ''
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk
+  })
+  child.stdout.destroy()
+  const [code] = await within(once(child, 'exit'), 20_000, 'the command did not end')
+  return { code, stderr }
 }
 
 describe('petstore CLI: commands on a database', () => {
@@ -316,16 +344,49 @@ describe('petstore CLI: commands on a database', () => {
     assert.equal((await get(second.origin, `/v1/pets/${id}`, key)).text, created)
   })
 
+  test('when standard output cannot take the new key (a full disk, a reader gone), then keys create revokes it, says so in one line and exits 1', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const full = openSync('/dev/full', 'w')
+    t.after(() => closeSync(full))
+    const onFullDisk = writingTo(full, ['keys', 'create', '--name', 'lost'], cwd)
+    assert.equal(onFullDisk.status, 1, onFullDisk.stderr)
+    assert.match(
+      onFullDisk.stderr,
+      /^petstore keys: standard output did not take the key \(ENOSPC\): it was revoked/m,
+    )
+    assert.doesNotMatch(onFullDisk.stderr, /only time it is shown|\n\s+at /)
+
+    const { code, stderr } = await withReaderGone(t, ['keys', 'create', '--name', 'gone'], cwd)
+    assert.equal(code, 1, stderr)
+    assert.match(stderr, /standard output did not take the key \(EPIPE\): it was revoked/)
+
+    const keys = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout) as Array<
+      Record<string, unknown>
+    >
+    const active = keys.filter((key) => key.revokedAt === null).map((key) => key.name)
+    assert.deepEqual(active, [], 'no active key is one nobody was shown')
+    assert.equal(runCli(['keys', 'create', '--name', 'lost'], {}, cwd).status, 0, 'and the name is free')
+  })
+
+  test('when standard output is on a full disk, then a command says so in one line, without a stack, and exits 1', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['keys', 'create', '--name', 'ops'], {}, cwd).status, 0)
+    const full = openSync('/dev/full', 'w')
+    t.after(() => closeSync(full))
+    for (const args of [['openapi'], ['keys', 'list']]) {
+      const result = writingTo(full, args, cwd)
+      assert.equal(result.status, 1, result.stderr)
+      assert.match(
+        result.stderr,
+        /^petstore: standard output could not be written \(ENOSPC\)/m,
+        args.join(' '),
+      )
+      assert.doesNotMatch(result.stderr, /\n\s+at /)
+    }
+  })
+
   test('when the reader of its output stops early, then the command ends quietly, without a stack', async (t) => {
-    const child = spawn(process.execPath, [CLI, 'openapi'], { stdio: ['ignore', 'pipe', 'pipe'] })
-    t.after(() => child.kill('SIGKILL'))
-    let stderr = ''
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    // Like `| head -c 0`: the reader has closed the pipe before the command writes.
-    child.stdout.destroy()
-    const [code] = await within(once(child, 'exit'), 10_000, 'the command did not end')
+    const { code, stderr } = await withReaderGone(t, ['openapi'], temporaryDirectory(t))
     assert.equal(stderr, '')
     assert.equal(code, 0)
   })

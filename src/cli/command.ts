@@ -2,7 +2,12 @@ import { type ParseArgsConfig, parseArgs } from 'node:util'
 
 export interface Output {
   isTTY?: boolean
-  write(text: string): unknown
+  write(text: string, done?: (error?: Error | null) => void): unknown
+}
+
+/** Writes `text`; resolves once the output has taken it, or with the error that stopped it (a full disk). */
+export function written(output: Output, text: string): Promise<Error | undefined> {
+  return new Promise((resolve) => output.write(text, (error) => resolve(error ?? undefined)))
 }
 
 export interface CommandIo {

@@ -1,8 +1,8 @@
 import type { ParseArgsOptionsConfig } from 'node:util'
 import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
 import { KEY_NAME_PATTERN, KEY_NAME_RULE } from '../schemas/api-key.ts'
-import { DuplicateKeyNameError } from '../store/store.ts'
-import { type Command, CommandError, parseCommandArgs, UsageError } from './command.ts'
+import { DuplicateKeyNameError, type Store } from '../store/store.ts'
+import { type Command, CommandError, parseCommandArgs, UsageError, written } from './command.ts'
 import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
@@ -33,6 +33,28 @@ function checkName(action: string, name: string | undefined): string {
   if (!KEY_NAME_PATTERN.test(name))
     throw new UsageError(`invalid key name ${JSON.stringify(name)}: ${KEY_NAME_RULE}`)
   return name
+}
+
+/**
+ * A key its output did not take (a full disk, a reader gone) is shown nowhere: revoked at once, so no
+ * active key is one nobody holds, and its name is free for the command run again.
+ */
+async function revokeUnshown(
+  store: Pick<Store, 'revokeApiKey'>,
+  name: string,
+  failure: Error,
+): Promise<never> {
+  const why = `standard output did not take the key (${(failure as NodeJS.ErrnoException).code ?? failure.message})`
+  const revoked = await store.revokeApiKey(name).then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
+  )
+  if (revoked !== undefined) {
+    throw new CommandError(
+      `${why}, and it could not be revoked (${revoked}): run petstore keys revoke ${name}`,
+    )
+  }
+  throw new CommandError(`${why}: it was revoked at once, and "${name}" is free; run the command again`)
 }
 
 export const keysCommand: Command = {
@@ -69,7 +91,8 @@ export const keysCommand: Command = {
           if (error instanceof DuplicateKeyNameError) throw new CommandError(error.message)
           throw error
         }
-        stdout.write(`${key}\n`)
+        const failed = await written(stdout, `${key}\n`)
+        if (failed) await revokeUnshown(store, name as string, failed)
         stderr.write(`Created API key "${name}". This is the only time it is shown: store it now.\n`)
         return 0
       }
