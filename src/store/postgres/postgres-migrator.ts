@@ -1,4 +1,9 @@
-import { appliedMigrationsOf, pendingMigrations, schemaStatusOf } from '../shared/migration-plan.ts'
+import {
+  appliedMigrationsOf,
+  foreignDatabaseRefusal,
+  pendingMigrations,
+  schemaStatusOf,
+} from '../shared/migration-plan.ts'
 import type { MigrationReport, SchemaStatus } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
@@ -27,7 +32,7 @@ export function migrate(pool: PostgresPool): Promise<MigrationReport> {
       )
     ).rows
     try {
-      return await applyPending(client)
+      return await applyPending(client, where)
     } catch (error) {
       throw where === undefined ? error : mayNotCreate(error, where)
     }
@@ -60,16 +65,21 @@ function mayNotCreate(error: unknown, { role, database, schema }: Where): unknow
 }
 
 /** What `migrate` does once it holds the lock. */
-async function applyPending(client: Queryable): Promise<MigrationReport> {
+async function applyPending(client: Queryable, where: Where | undefined): Promise<MigrationReport> {
   // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
   // the table is there, and an instance started on one with a current schema serves its reads.
   // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
   // elsewhere on the search path is not ours.
-  const bookkept = await client.query(
-    `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()
-      AND table_name = 'schema_migrations'`,
+  const tables = await client.query<{ table_name: string }>(
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()
+      ORDER BY table_name`,
   )
-  if (bookkept.rowCount === 0)
+  const names = tables.rows.map((row) => row.table_name)
+  const foreign = foreignDatabaseRefusal(names)
+  if (foreign !== undefined) {
+    throw new Error(`database ${where?.database}, schema ${where?.schema ?? 'public'}: ${foreign}`)
+  }
+  if (!names.includes('schema_migrations'))
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
       compatible_from integer)`)

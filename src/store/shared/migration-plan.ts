@@ -80,3 +80,16 @@ export function copySourceRefusal({ current, latest }: SchemaStatus): string | u
   }
   return undefined
 }
+
+/**
+ * Why a database holding `tables` and no `schema_migrations` is not migrated: it is another
+ * application's (a `DATABASE_URL` pointing at the wrong one), which creating ours in would change.
+ */
+export function foreignDatabaseRefusal(tables: readonly string[]): string | undefined {
+  if (tables.length === 0 || tables.includes('schema_migrations')) return undefined
+  const named = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', …' : '')
+  return (
+    `it is not a Pet Store database: it holds other tables (${named}) and no schema_migrations, and is ` +
+    'left as it is; point DATABASE_URL at a Pet Store database or at a new one'
+  )
+}

@@ -13,6 +13,7 @@ import {
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
+import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
@@ -93,6 +94,12 @@ export function openDurable(path: string): DatabaseSync {
     createPrivately(path)
     db = new DatabaseSync(path)
     db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
+    // Before WAL mode, the first change made to a file: another application's is left byte for byte.
+    const tables = db.prepare(
+      "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    const foreign = foreignDatabaseRefusal(tables.all().map((row) => String(row.name)))
+    if (foreign !== undefined) throw new Error(foreign)
     const mode = pragmaOf(db, 'journal_mode = WAL')
     if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${mode})`)
     db.exec('PRAGMA synchronous = FULL')

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { describe, test } from 'node:test'
+import { runCli } from './helpers/cli-process.ts'
+import { sharedPostgres } from './helpers/postgres-server.ts'
+import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
+
+// Every command that opens the store, serve among them (PORT 0: it would listen, were it let through).
+const COMMANDS = [['migrate'], ['keys', 'list'], ['keys', 'create', '--name', 'web'], ['serve']]
+const REFUSAL =
+  /it is not a Pet Store database: it holds other tables \(orders, users\) and no schema_migrations/
+
+function refusedEverywhere(env: Record<string, string>, cwd: string): void {
+  for (const args of COMMANDS) {
+    const result = runCli(args, { PORT: '0', ...env }, cwd)
+    assert.equal(result.status, 1, `${args.join(' ')}: ${result.stderr}`)
+    assert.match(result.stderr, REFUSAL, args.join(' '))
+  }
+}
+
+describe("a DATABASE_URL that points at another application's database", () => {
+  test('when a SQLite file holds other tables and no schema_migrations, then every command refuses it and leaves it byte for byte', (t) => {
+    const cwd = temporaryDirectory(t)
+    const path = join(cwd, 'other-app.db')
+    const db = new DatabaseSync(path)
+    db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE orders (id INTEGER)')
+    db.close()
+    const digest = () => createHash('sha256').update(readFileSync(path)).digest('hex')
+    const before = digest()
+    refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd)
+    assert.equal(digest(), before, 'no table added, no WAL mode')
+  })
+
+  describe('on PostgreSQL', engineSuiteOptions(postgresEngine), () => {
+    test('when the schema holds other tables and no schema_migrations, then every command refuses it and adds nothing', async (t) => {
+      const url = await (await sharedPostgres()).createDatabase()
+      await postgresSql(
+        url,
+        'CREATE TABLE users (id int PRIMARY KEY, name text); CREATE TABLE orders (id int)',
+      )
+      refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t))
+      const tables = await postgresSql(
+        url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+      )
+      assert.deepEqual(
+        tables.map((row) => row.table_name),
+        ['orders', 'users'],
+      )
+    })
+  })
+})
