@@ -8,6 +8,7 @@ import { type CopiedPet, CopyConflictError } from '../src/store/shared/store-cop
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
+import { startTcpProxy } from './helpers/tcp-proxy.ts'
 
 const pet = (id: bigint, name: string): CopiedPet => ({
   id,
@@ -45,6 +46,29 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     )
     assert.equal(await load.writePets([pet(2n, 'Fido')]), 1, 'pet 2 was rolled back with the conflict')
     assert.deepEqual(await backends(), [{ pid: connection.pid, state: 'idle' }], 'the next chunk reused it')
+  })
+
+  test('when the server ends a connection and says so in the same read as an answer that hands it to a call waiting for it, then that call fails or is served, the process goes on, and so does the pool', async (t) => {
+    const url = await emptyDatabase()
+    const proxy = await startTcpProxy(t, url, { batchMs: 300 })
+    const pool = new PostgresPool(storeOptions(proxy.url, { poolSize: 1 }))
+    t.after(() => pool.close())
+    const admin = await adminOn(t, url)
+    const [backend] = await pool.query<{ pid: number }>({
+      name: 'pid',
+      text: 'SELECT pg_backend_pid() AS pid',
+    })
+    // A lone statement the pool runs itself, and a call waiting behind it for the one connection.
+    const first = pool.query({ name: 'nap', text: 'SELECT pg_sleep(0.1)' })
+    const waiting = pool.query({ name: 'one', text: 'SELECT 1 AS one' }, { since: performance.now() })
+    // Ended after the nap is answered, before the proxy passes that answer on: the two come in one read.
+    await sleep(160)
+    await admin.query('SELECT pg_terminate_backend($1)', [backend?.pid])
+    for (const settled of await Promise.allSettled([first, waiting])) {
+      if (settled.status === 'rejected')
+        assert.ok(settled.reason instanceof StoreUnavailableError, settled.reason)
+    }
+    assert.deepEqual(await pool.query({ name: 'one', text: 'SELECT 1 AS one' }), [{ one: 1 }])
   })
 
   test('when the server has no slot left for a new connection but the pool holds some, then calls wait for those, with and without a deadline, rather than fail', async (t) => {

@@ -13,8 +13,16 @@ export interface TcpProxy {
   restore(): void
 }
 
-/** A TCP proxy in front of the server at `targetUrl` (closed after the test). */
-export async function startTcpProxy(t: Cleanup, targetUrl: string): Promise<TcpProxy> {
+/**
+ * A TCP proxy in front of the server at `targetUrl` (closed after the test). With `batchMs`, what the
+ * server sends is held and passed on every `batchMs`, as a busy network delivers it: several of its
+ * messages in one read of the client's.
+ */
+export async function startTcpProxy(
+  t: Cleanup,
+  targetUrl: string,
+  { batchMs }: { batchMs?: number } = {},
+): Promise<TcpProxy> {
   const target = new URL(targetUrl)
   const sockets = new Set<Socket>()
   let silent = false
@@ -28,13 +36,11 @@ export async function startTcpProxy(t: Cleanup, targetUrl: string): Promise<TcpP
     if (silent) return
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
     track(upstream)
-    client.pipe(upstream).pipe(client)
-    const cut = () => {
-      client.destroy()
-      upstream.destroy()
-    }
-    client.on('close', cut)
-    upstream.on('close', cut)
+    client.pipe(upstream)
+    client.on('close', () => upstream.destroy())
+    if (batchMs !== undefined) return passInBatches(upstream, client, batchMs)
+    upstream.pipe(client)
+    upstream.on('close', () => client.destroy())
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.after(
@@ -57,4 +63,22 @@ export async function startTcpProxy(t: Cleanup, targetUrl: string): Promise<TcpP
       silent = false
     },
   }
+}
+
+/** Passes what `from` sends on to `to` every `batchMs`, in one write; its end once the last batch is out. */
+function passInBatches(from: Socket, to: Socket, batchMs: number): void {
+  let held: Buffer[] = []
+  const pass = () => {
+    if (held.length > 0 && !to.destroyed) to.write(Buffer.concat(held))
+    held = []
+  }
+  const timer = setInterval(pass, batchMs)
+  from.on('data', (chunk: Buffer) => held.push(chunk))
+  from.on('close', () => {
+    clearInterval(timer)
+    setTimeout(() => {
+      pass()
+      to.end()
+    }, batchMs)
+  })
 }

@@ -35,6 +35,8 @@ function beginStatement({ lock }: TransactionOptions): string {
   return lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${lock})`
 }
 
+const ignoreLost = (): void => {}
+
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))
 
 /** Resolves once `settled` (which never rejects) has, or at `deadline` (`performance.now()`) if sooner. */
@@ -81,7 +83,13 @@ export class PostgresPool {
       if (error && connectionLost(error)) destroy(client)
     })
     this.#serverFull = new ServerFullHold(this.#pool, () => this.#clients.size)
-    this.#pool.on('connect', (client) => this.#clients.add(client))
+    this.#pool.on('connect', (client) => {
+      this.#clients.add(client)
+      // Whenever the pool's own listener is off it, checked out or being handed to a waiting call, a server
+      // that drops it (its FATAL read with the answer that released it) would crash the process with its
+      // 'error'. The calls on it fail anyway (503), and the pool drops it once given back or idle.
+      client.on('error', ignoreLost)
+    })
     this.#pool.on('remove', (client) => this.#clients.delete(client))
   }
 
@@ -201,10 +209,6 @@ export class PostgresPool {
     const leftMs =
       deadline === undefined ? undefined : Math.min(deadline - performance.now(), runBoundMs ?? Infinity)
     const expiry = leftMs === undefined ? undefined : setTimeout(() => destroy(client), leftMs)
-    // Checked out, a connection has no pool listener: if the server drops it, the 'error' it emits would
-    // crash the process. Its queries fail anyway (and are answered 503), so the event itself is dropped.
-    const ignoreLost = () => {}
-    client.on('error', ignoreLost)
     // What the connection is given back with: an error makes the pool drop it (see the release listener).
     let broken: Error | undefined
     try {
@@ -230,7 +234,6 @@ export class PostgresPool {
       throw storeErrorOf(error)
     } finally {
       clearTimeout(expiry)
-      client.removeListener('error', ignoreLost)
       client.release(broken)
     }
   }
