@@ -62,7 +62,7 @@ const badBodies: BadBody[] = [
   { name: 'a string', body: '"pet"', status: 400, code: 'invalid_body', message: /^request body must be a JSON object$/ },
   { name: 'malformed JSON', body: '{"name":"a",', status: 400, code: 'malformed_json', message: /not valid JSON/ },
   { name: 'trailing garbage', body: '{"name":"a","categoryId":1} x', status: 400, code: 'malformed_json', message: /not valid JSON/ },
-  { name: 'an empty body', body: '', status: 400, code: 'malformed_json', message: /empty/ },
+  { name: 'an empty body', body: '', status: 400, code: 'invalid_body', message: /^request body must be a JSON object$/ },
   { name: 'bytes that are not UTF-8', body: Buffer.from([...Buffer.from('{"name":"'), 0xff, 0xfe, ...Buffer.from('","categoryId":1}')]), status: 400, code: 'malformed_json', message: /not valid UTF-8/ },
   { name: 'text/plain', body: pet(''), headers: { 'content-type': 'text/plain' }, status: 415, code: 'unsupported_media_type', message: /application\/json/ },
   { name: 'form encoding', body: 'name=a&categoryId=1', headers: { 'content-type': 'application/x-www-form-urlencoded' }, status: 415, code: 'unsupported_media_type', message: /application\/json/ },
@@ -113,6 +113,10 @@ for (const engine of storeEngines) {
       })
       assert.equal(response.status, 415)
       assert.equal(response.headers.get('accept-encoding'), 'identity')
+      // And the document declares it there, for clients generated from it.
+      const document = (await call(server, 'GET', '/v1/openapi.json')).json
+      const declared = document.paths['/pets'].post.responses['415'].headers
+      assert.deepEqual(declared['Accept-Encoding']?.schema, { type: 'string', enum: ['identity'] })
     })
 
     test('when createPet has a body but no Content-Type header, then 415 saying a body needs application/json', async () => {
@@ -159,6 +163,23 @@ for (const engine of storeEngines) {
         ['PATCH', '/v1/nowhere', 404],
       ] as const) {
         assert.equal((await send(method, path)).status, status, `${method} ${path}`)
+      }
+    })
+
+    test('when a JSON body is empty, then createPet answers the same whatever its framing (none, Content-Length: 0, an empty chunked body): 400 invalid_body', async () => {
+      for (const framing of ['', 'Content-Length: 0\r\n', 'Transfer-Encoding: chunked\r\n']) {
+        const body = framing.startsWith('Transfer') ? '0\r\n\r\n' : ''
+        const response = await checkedRawHttp(
+          server.origin,
+          `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+            `Content-Type: application/json\r\n${framing}Connection: close\r\n\r\n${body}`,
+        )
+        assert.equal(response.status, 400, framing)
+        assert.deepEqual(
+          JSON.parse(response.body),
+          { code: 'invalid_body', message: 'request body must be a JSON object', status: 400 },
+          framing,
+        )
       }
     })
 

@@ -39,8 +39,8 @@ function checkEnvelope(request: FastifyRequest): void {
 
 function parse(request: FastifyRequest, body: Buffer): unknown {
   checkEnvelope(request)
-  if (body.length === 0)
-    throw new ApiError('malformed_json', 'request body is empty; a JSON object is required')
+  // No content, as a request with no framing has (RFC 9112 §6.3): answered as that one is.
+  if (body.length === 0) throw new ApiError('invalid_body', 'request body must be a JSON object')
   let text: string
   try {
     text = utf8.decode(body)

@@ -557,6 +557,8 @@ export interface operations {
                     "Access-Control-Allow-Origin"?: string;
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
+                    /** @description Present when the body was refused for its Content-Encoding: only `identity` is accepted. */
+                    "Accept-Encoding"?: "identity";
                     [name: string]: unknown;
                 };
                 content: {

@@ -76,6 +76,14 @@ const HEADERS: Record<number, Headers> = {
     'Retry-After': responseHeader('Seconds until the limit resets.', SECONDS),
     ...rateLimitHeaders(true),
   },
+  // RFC 9110 §15.5.16: a body refused for its Content-Encoding is told the encodings accepted.
+  415: {
+    'Accept-Encoding': responseHeader(
+      'Present when the body was refused for its Content-Encoding: only `identity` is accepted.',
+      { enum: ['identity'] },
+      { required: false },
+    ),
+  },
   503: { 'Retry-After': responseHeader('Seconds to wait before retrying.', SECONDS) },
 }
 
