@@ -2,13 +2,14 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import { MIGRATION_LOCK } from '../src/store/postgres/postgres-migrator.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { assertOneCreatedRestReplayedOrInFlight } from './helpers/idempotent-answers.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
-import { adminOn } from './helpers/postgres-store-fixtures.ts'
+import { adminOn, emptyDatabase, storeOn } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
 
 const TTL_MS = 500
@@ -123,6 +124,20 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       [...ascending, ...lateIds],
       "A's cached pages and its following pages show B's new pets, in id order",
     )
+  })
+
+  test('when an instance starts while another holds the migrations for longer than a statement may run, then it waits for it and starts, rather than fail at the statement timeout', async (t) => {
+    const url = await emptyDatabase()
+    const admin = await adminOn(t, url)
+    // Another instance migrating: it holds the lock for three times the waiting store's statement timeout.
+    await admin.query('BEGIN')
+    await admin.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+    const store = storeOn(t, url, { statementTimeoutMs: 1000 })
+    const migrating = store.migrate()
+    await sleep(3000)
+    await admin.query('COMMIT')
+    const { current, latest } = await within(migrating, 10_000, 'the migration never ended')
+    assert.equal(current, latest)
   })
 
   test('when a key is revoked through the CLI, then every instance refuses it within the cache TTL', async (t) => {

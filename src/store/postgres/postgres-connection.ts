@@ -27,13 +27,20 @@ export interface TransactionOptions {
   lock?: bigint
   /** It writes: lost once its commit is sent, it fails with WriteInDoubtError, not as unavailable. */
   writes?: boolean
+  /** Its statements' own timeout, in place of PG_STATEMENT_TIMEOUT_MS (migrations: waits and schema changes). */
+  statementTimeoutMs?: number
 }
 
-/** BEGIN, and the advisory lock if there is one, as one simple query: one round trip. */
-function beginStatement({ lock }: TransactionOptions): string {
-  // A bigint prints as digits only: nothing to quote.
-  return lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${lock})`
+/** BEGIN, its own statement timeout and the advisory lock if given, as one simple query: one round trip. */
+function beginStatement({ lock, statementTimeoutMs }: TransactionOptions): string {
+  // Numbers and bigints print as digits only: nothing to quote.
+  const timeout =
+    statementTimeoutMs === undefined ? '' : `; SET LOCAL statement_timeout = ${statementTimeoutMs}`
+  return `BEGIN${timeout}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
 }
+
+// How long past the server's statement timeout the client waits for its answer before it gives up.
+const STATEMENT_GRACE_MS = 1000
 
 const ignoreLost = (): void => {}
 
@@ -71,7 +78,7 @@ export class PostgresPool {
   #answeredAt = Number.NEGATIVE_INFINITY
 
   constructor(options: PostgresStoreOptions) {
-    const workMs = options.statementTimeoutMs + 1000
+    const workMs = options.statementTimeoutMs + STATEMENT_GRACE_MS
     this.callBoundMs = options.connectTimeoutMs + workMs
     this.#statementBoundMs = workMs
     this.#pool = new pg.Pool(poolConfig(options, workMs))
@@ -176,7 +183,8 @@ export class PostgresPool {
     const commitSent = options.writes ? () => committing : undefined
     return this.#unlessGivenUp(
       this.#onConnection({ since: options.since, rollsBack: true, commitSent }, async (connection) => {
-        const ms = this.#statementBoundMs
+        const own = options.statementTimeoutMs
+        const ms = own === undefined ? this.#statementBoundMs : own + STATEMENT_GRACE_MS
         const client: Queryable = {
           query: (statement, values) => connection.query(bounded(statement, ms, values)),
         }

@@ -10,7 +10,11 @@ import { postgresMigrations } from './postgres-migrations.ts'
 import type { Queryable } from './postgres-statements.ts'
 
 // Arbitrary, fixed key of the advisory lock that serializes migrations across instances.
-const MIGRATION_LOCK = 0x7065_7473_0001n
+export const MIGRATION_LOCK = 0x7065_7473_0001n
+
+// An instance waits this long for another's migrations, and a migration may run this long, whatever
+// PG_STATEMENT_TIMEOUT_MS bounds requests' statements to (docs/decisions.md, "Migrations").
+export const MIGRATION_TIMEOUT_MS = 10 * 60 * 1000
 
 // The floor read through the row as JSON: null where no release recording floors has migrated yet (the
 // column is absent), and the same result type whatever columns a later release adds.
@@ -23,20 +27,23 @@ const APPLIED =
  * compatibility floor; a database whose newer migrations this release cannot run on is refused.
  */
 export function migrate(pool: PostgresPool): Promise<MigrationReport> {
-  return pool.transaction(async (client) => {
-    const [where] = (
-      await client.query<Where>(
-        `SELECT pg_advisory_xact_lock($1), quote_ident(current_user) AS role,
+  return pool.transaction(
+    async (client) => {
+      const [where] = (
+        await client.query<Where>(
+          `SELECT pg_advisory_xact_lock($1), quote_ident(current_user) AS role,
            quote_ident(current_database()) AS database, quote_ident(current_schema()) AS schema`,
-        [MIGRATION_LOCK],
-      )
-    ).rows
-    try {
-      return await applyPending(client, where)
-    } catch (error) {
-      throw where === undefined ? error : mayNotCreate(error, where)
-    }
-  })
+          [MIGRATION_LOCK],
+        )
+      ).rows
+      try {
+        return await applyPending(client, where)
+      } catch (error) {
+        throw where === undefined ? error : mayNotCreate(error, where)
+      }
+    },
+    { statementTimeoutMs: MIGRATION_TIMEOUT_MS },
+  )
 }
 
 interface Where {
