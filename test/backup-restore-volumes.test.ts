@@ -29,6 +29,33 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     )
   })
 
+  test("when the database's own volume is full, or read-only, then backup says which directory and why in one line, exit 1", (t) => {
+    const cwd = temporaryDirectory(t)
+    const volume = mountTmpfs(t, 8 * 1024 * 1024)
+    const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
+    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    // The service stopped: reading a WAL database makes its -shm beside it first.
+    const filler = fillFileSystem(volume)
+    const full = runCli(['backup', '--to', join(cwd, 'b.db')], env, cwd)
+    assert.equal(full.status, 1, full.stderr)
+    assert.match(
+      full.stderr,
+      new RegExp(`^petstore backup: cannot read the database .*\\(the disk holding ${volume} is full\\)\n$`),
+    )
+    rmSync(filler)
+    for (const leftover of readdirSync(volume).filter((name) => name.endsWith('-shm')))
+      rmSync(join(volume, leftover))
+    execFileSync('mount', ['-o', 'remount,ro', volume])
+    const readOnly = runCli(['backup', '--to', join(cwd, 'b.db')], env, cwd)
+    assert.equal(readOnly.status, 1, readOnly.stderr)
+    assert.match(
+      readOnly.stderr,
+      new RegExp(
+        `^petstore backup: cannot read the database .*${volume} is on a read-only file system: back up the file put on a writable disk\\)\n$`,
+      ),
+    )
+  })
+
   test("when the database's volume is full, then restore names it in one line, exit 1, and the database is as it was", (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '20000'], {}, cwd).status, 0)

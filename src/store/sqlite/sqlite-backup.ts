@@ -36,7 +36,7 @@ import {
 } from './sqlite-durable-files.ts'
 import { volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
-import { refuseOrphanedLog } from './sqlite-open.ts'
+import { refuseOrphanedLog, whyNotRead } from './sqlite-open.ts'
 import { carryForward } from './sqlite-restore-carry.ts'
 import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
@@ -52,6 +52,20 @@ function open(path: string): DatabaseSync {
   const db = new DatabaseSync(path)
   db.exec(`PRAGMA busy_timeout = ${COMMAND_BUSY_TIMEOUT_MS}`)
   return db
+}
+
+/** The live database, read once: a volume that keeps it from being read (full, read-only) is named. */
+function openSource(path: string): DatabaseSync {
+  let db: DatabaseSync | undefined
+  try {
+    db = open(path)
+    db.prepare('SELECT count(*) FROM sqlite_schema').get()
+    return db
+  } catch (error) {
+    db?.close()
+    const why = whyNotRead(path, error, 'back up the file put on a writable disk')
+    throw new Error(`cannot read the database ${path}: ${(error as Error).message}${why}`, { cause: error })
+  }
 }
 
 /**
@@ -127,7 +141,7 @@ export async function backupDatabase(
   removeAbandoned(to, 'backup')
   const temporary = temporaryBeside(to, 'backup')
   removeWithCompanions(temporary)
-  const source = open(path)
+  const source = openSource(path)
   try {
     const elsewhere = 'back up into another directory'
     await writing(

@@ -115,6 +115,14 @@ export function openDurable(path: string): DatabaseSync {
   }
 }
 
+/**
+ * Why a database's first read failed when SQLite says only "disk I/O error" or that it cannot open the
+ * file: in WAL mode on a read-only volume, or with no room for its -shm beside it.
+ */
+export function whyNotRead(path: string, error: unknown, instead: string): string {
+  return whyNotReadable(path, instead) || whyNotWritable(path, error)
+}
+
 /** Opens `path` to read it alone: a backup file stays as it is, byte for byte, even on a read-only mount. */
 export function openReadOnly(path: string): DatabaseSync {
   let db: DatabaseSync | undefined
@@ -147,8 +155,11 @@ function inWalMode(path: string): boolean {
   return header[18] === 2 && header[19] === 2
 }
 
+// What a command reading a database on a read-only volume can do instead (`copy`'s source, openReadOnly).
+const COPY_INSTEAD = 'copy from a backup, which is not in WAL mode, or from the file put on a writable disk'
+
 /** SQLite says only that it cannot open a file in WAL mode whose -shm it cannot make (a read-only mount). */
-function whyNotReadable(path: string): string {
+function whyNotReadable(path: string, instead = COPY_INSTEAD): string {
   if (!inWalMode(path)) return ''
   const directory = dirname(path)
   try {
@@ -160,7 +171,7 @@ function whyNotReadable(path: string): string {
     const where = code === 'EROFS' ? 'is on a read-only file system' : 'is not writable by this user'
     return (
       ` (it is in WAL mode, which needs to write its -shm file beside it, and ${directory} ${where}: ` +
-      'copy from a backup, which is not in WAL mode, or from the file put on a writable disk)'
+      `${instead})`
     )
   }
 }
