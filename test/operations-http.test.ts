@@ -258,6 +258,16 @@ describe('HTTP hygiene', () => {
     const allowed = await call(server, 'GET', '/v1/pets', { headers: { origin: 'https://app.example' } })
     assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example')
     assert.match(allowed.headers.get('access-control-expose-headers') ?? '', /link/)
+    // Each CORS header it carries is one the document declares for the operation, for generated clients.
+    const document = (await call(server, 'GET', '/v1/openapi.json')).json
+    const declared = Object.keys(document.paths['/pets'].get.responses['200'].headers).map((name) =>
+      name.toLowerCase(),
+    )
+    const cors = [...allowed.headers.keys()].filter((name) => /^(access-control-|vary$)/.test(name))
+    assert.deepEqual(
+      cors.filter((name) => !declared.includes(name)),
+      [],
+    )
     // Whole origins only: one that starts like the listed one (another host, another port) is not it.
     for (const origin of [
       'https://evil.example',

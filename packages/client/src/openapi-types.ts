@@ -189,6 +189,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     [name: string]: unknown;
                 };
                 content: {
@@ -216,6 +220,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -235,6 +243,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -252,6 +264,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description The bearer challenge (RFC 6750). */
@@ -280,6 +296,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -312,6 +332,10 @@ export interface operations {
                     "RateLimit-Reset": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds until the limit resets. */
@@ -346,6 +370,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -369,6 +397,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying. */
@@ -416,6 +448,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -439,6 +475,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -456,6 +496,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description The bearer challenge (RFC 6750). */
@@ -490,6 +534,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying: the first request with this Idempotency-Key is still running. */
@@ -515,6 +563,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -532,6 +584,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -555,6 +611,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Present when the body was refused for its Content-Encoding: only `identity` is accepted. */
@@ -589,6 +649,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -612,6 +676,10 @@ export interface operations {
                     "RateLimit-Reset": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds until the limit resets. */
@@ -646,6 +714,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -669,6 +741,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying. */
@@ -694,6 +770,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -741,6 +821,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     [name: string]: unknown;
                 };
                 content: {
@@ -772,6 +856,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -797,6 +885,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -820,6 +912,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description The bearer challenge (RFC 6750). */
@@ -851,6 +947,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -883,6 +983,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -906,6 +1010,10 @@ export interface operations {
                     "X-Content-Type-Options": "nosniff";
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -944,6 +1052,10 @@ export interface operations {
                     "RateLimit-Reset": string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds until the limit resets. */
@@ -984,6 +1096,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     [name: string]: unknown;
@@ -1013,6 +1129,10 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The request's `Origin`, when it is one of `CORS_ORIGINS` (CORS is off by default). */
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description The headers a script of that origin may read, with `Access-Control-Allow-Origin`. */
+                    "Access-Control-Expose-Headers"?: string;
+                    /** @description `Origin` when CORS is on: the answer depends on the request's origin. */
+                    Vary?: "Origin";
                     /** @description No cache keeps the answer: it holds per-key data or a passing state. */
                     "Cache-Control": "no-store";
                     /** @description Seconds to wait before retrying. */

@@ -29,6 +29,18 @@ const CORS_HEADERS: Headers = {
     { maxLength: URL_MAX_LENGTH, pattern: '^[a-z][a-z0-9+.-]*://[^/\\s]+$' },
     { required: false },
   ),
+  'Access-Control-Expose-Headers': responseHeader(
+    'The headers a script of that origin may read, with `Access-Control-Allow-Origin`.',
+    { maxLength: 300, pattern: '^[a-z-]+(, [a-z-]+)*$' },
+    { required: false },
+  ),
+  Vary: responseHeader(
+    "`Origin` when CORS is on: the answer depends on the request's origin.",
+    {
+      enum: ['Origin'],
+    },
+    { required: false },
+  ),
 }
 
 /**
