@@ -13,6 +13,7 @@ import {
   listSetting,
   REDIS_URL_FORM,
   repeatedInApiKeys,
+  sslmodeRefusal,
   TRUSTED_PROXIES_FORM,
 } from './setting-forms.ts'
 
@@ -36,8 +37,10 @@ export const ConfigSchema = Type.Object({
       description:
         'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
     }),
-    (value) => (value.startsWith('sqlite:') && !value.startsWith('sqlite:file:')) || isPostgresUrl(value),
-    () => `must be ${DATABASE_URL_FORM}`,
+    (value) =>
+      (value.startsWith('sqlite:') && !value.startsWith('sqlite:file:')) ||
+      (isPostgresUrl(value) && sslmodeRefusal(value) === undefined),
+    (value) => (isPostgresUrl(value) && sslmodeRefusal(value)) || `must be ${DATABASE_URL_FORM}`,
   ),
   PG_POOL_SIZE: Type.Integer({
     minimum: 1,

@@ -68,6 +68,17 @@ export function postgresUrlOf(url: string): { url: URL; socket: string | undefin
   return { url: parsed, socket }
 }
 
+// The sslmode values the PostgreSQL client reads. Any other it takes as TLS with the certificate checked,
+// where libpq refuses it: a mistyped one (`verify_full`) is said at start, not guessed at.
+const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']
+
+/** Why a PostgreSQL URL's `sslmode` is refused, if it is: its value, cut short, never the rest of the URL. */
+export function sslmodeRefusal(url: string): string | undefined {
+  const mode = postgresUrlOf(url)?.url.searchParams.get('sslmode')
+  if (mode === null || mode === undefined || SSL_MODES.includes(mode)) return undefined
+  return `has sslmode ${JSON.stringify(mode.slice(0, 40))}, which is none of ${SSL_MODES.join(', ')}`
+}
+
 export const CORS_ORIGINS_FORM =
   "origins (https://app.example.com, http://localhost:3000: a scheme, a host, a port if not the scheme's own, no path), separated by commas"
 

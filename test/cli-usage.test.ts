@@ -140,6 +140,7 @@ describe('petstore CLI usage', () => {
     ['copy', '--from', 'sqlite:x.db', '--to', 'postgresql://db:99999/petstore'],
     ['copy', '--from', 'sqlite:file:x.db?mode=rwc', '--to', 'sqlite:y.db'],
     ['copy', '--from', 'sqlite:x.db', '--to', 'sqlite:file:y.db'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'postgres://db/petstore?sslmode=verify_full'],
   ]
   for (const args of wrongUsage) {
     test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, (t) => {

@@ -44,6 +44,11 @@ describe('configuration', () => {
       { DATABASE_URL: 'sqlite:file:data/petstore.db?mode=rwc' },
       /^DATABASE_URL must be sqlite: followed by a file path \(not a file: URI; \.\/file:… for a file so named; sqlite::memory: for a throwaway store\), or a valid postgres:\/\/ or postgresql:\/\/ URL$/,
     ],
+    // The client would take an sslmode it does not know as TLS with the certificate checked; libpq refuses it.
+    [
+      { DATABASE_URL: 'postgres://app:secret@db/pets?sslmode=verify_full' },
+      /^DATABASE_URL has sslmode "verify_full", which is none of disable, prefer, require, verify-ca, verify-full, no-verify$/,
+    ],
     [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a valid redis:\/\/ or rediss:\/\/ URL$/],
     [{ WORKERS: 'all' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "all"\)$/],
     [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs separated by commas/],

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { ConfigError, type DatabaseSettings } from '../config.ts'
-import { isPostgresUrl } from '../setting-forms.ts'
+import { isPostgresUrl, sslmodeRefusal } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
@@ -191,6 +191,8 @@ export function sqlitePathOf(url: string): string | undefined {
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)
   if (/^postgres(ql)?:\/\//.test(url)) {
+    const refusal = isPostgresUrl(url) ? sslmodeRefusal(url) : undefined
+    if (refusal !== undefined) throw new UsageError(`a postgres:// store ${refusal}`)
     if (isPostgresUrl(url)) return undefined
     // Not echoed: the URL may hold a password.
     throw new UsageError('a postgres:// store is not a valid URL (its host or port?)')
