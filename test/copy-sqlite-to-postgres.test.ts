@@ -6,12 +6,29 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { logLines, runCli, type ServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
 import { call, seedStore, serve, walk } from './helpers/store-copy-fixtures.ts'
+import { postgresSql } from './helpers/store-engines.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 const PETS = 10_000
 
 describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgresLack()), () => {
+  test('when the PostgreSQL target answers but takes no writes (read-only), then copy says it refuses them, not that it went away', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const source = `sqlite:${join(cwd, 'source.db')}`
+    assert.equal(runCli(['seed', '--count', '5'], { DATABASE_URL: source }, cwd).status, 0)
+    const target = await (await sharedPostgres()).createDatabase()
+    assert.equal(runCli(['migrate'], { DATABASE_URL: target }, cwd).status, 0)
+    const database = new URL(target).pathname.slice(1)
+    await postgresSql(target, `ALTER DATABASE "${database}" SET default_transaction_read_only = on`)
+    const copied = runCli(['copy', '--from', source, '--to', target], {}, cwd)
+    assert.equal(copied.status, 1, copied.stderr)
+    assert.match(
+      copied.stderr,
+      /^petstore copy: --to \(the target\): the database is read-only .*; run the same command again once it takes writes\n$/,
+    )
+  })
+
   test(`when ${PETS} pets, keys and idempotency records are copied (interrupted once), then PostgreSQL serves them byte for byte, keys, cursors and Idempotency-Keys carry over, and new ids come after`, {
     timeout: 300_000,
   }, async (t) => {

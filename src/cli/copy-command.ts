@@ -213,10 +213,15 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       if (error instanceof TargetNotEmptyError || error instanceof CopyConflictError)
         throw new CommandError(error.message)
       if (error instanceof CopyStoreLost && !error.midway) throw new CommandError(error.message)
-      if (error instanceof CopyStoreLost)
+      if (error instanceof CopyStoreLost) {
+        // A store that refuses writes (read-only, its disk full) answered: it did not go away. Loaded here
+        // only: pg stays out of every other command's start, as open-store.ts keeps it.
+        const { refusedWrites } = await import('../store/postgres/postgres-errors.ts')
+        const until = refusedWrites(error.cause) ? 'it takes writes' : 'it answers'
         throw new CommandError(
-          `${error.message}; ${walkedAny ? 'the target holds whole chunks: ' : ''}run the same command again once it answers`,
+          `${error.message}; ${walkedAny ? 'the target holds whole chunks: ' : ''}run the same command again once ${until}`,
         )
+      }
       throw error
     } finally {
       allowSignals()
