@@ -15,7 +15,7 @@ export const ERROR_CODES = {
   },
   invalid_body: {
     status: 400,
-    summary: 'The JSON body breaks the NewPet schema; the message names the field.',
+    summary: 'The body is missing or empty, or breaks the NewPet schema; the message names the field.',
   },
   invalid_query: { status: 400, summary: 'A query parameter is unknown, repeated or out of range.' },
   invalid_path_parameter: { status: 400, summary: 'A path parameter is not valid (petId must be an int64).' },

@@ -107,7 +107,7 @@ export interface components {
          *     | --- | --- | --- |
          *     | 400 | `bad_request` | The request could not be read (malformed URL, bad header, bad framing). |
          *     | 400 | `malformed_json` | The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). |
-         *     | 400 | `invalid_body` | The JSON body breaks the NewPet schema; the message names the field. |
+         *     | 400 | `invalid_body` | The body is missing or empty, or breaks the NewPet schema; the message names the field. |
          *     | 400 | `invalid_query` | A query parameter is unknown, repeated or out of range. |
          *     | 400 | `invalid_path_parameter` | A path parameter is not valid (petId must be an int64). |
          *     | 400 | `invalid_idempotency_key` | The Idempotency-Key header is malformed or repeated. |
@@ -460,7 +460,7 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). `invalid_body`: The JSON body breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
+            /** @description `bad_request`: The request could not be read (malformed URL, bad header, bad framing). `malformed_json`: The request body is not valid JSON (or not UTF-8, or nested more than 64 levels). `invalid_body`: The body is missing or empty, or breaks the NewPet schema; the message names the field. `invalid_idempotency_key`: The Idempotency-Key header is malformed or repeated. `invalid_query`: A query parameter is unknown, repeated or out of range. */
             400: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
