@@ -55,6 +55,13 @@ if (process.pid === 1) {
 nodeModule.enableCompileCache(fileURLToPath(new URL('node_modules/.cache/petstore', root)))
 const { runCli } = await import('../src/cli/run-cli.ts')
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
+// A write still queued on a pipe fails only once tried: its end is waited for, a second at most.
+if (process.exitCode === 0) {
+  await new Promise((resolve) => {
+    setTimeout(resolve, 1000).unref()
+    process.stdout.write('', resolve)
+  })
+}
 // Its 'error' event may come only after the command has returned: the stream's own record then says it.
 const failure = stdoutFailure ?? /** @type {NodeJS.ErrnoException | null} */ (process.stdout.errored)
 if (failure && failure.code !== 'EPIPE' && process.exitCode === 0) {

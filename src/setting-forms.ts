@@ -68,15 +68,19 @@ export function postgresUrlOf(url: string): { url: URL; socket: string | undefin
   return { url: parsed, socket }
 }
 
-// The sslmode values the PostgreSQL client reads. Any other it takes as TLS with the certificate checked,
-// where libpq refuses it: a mistyped one (`verify_full`) is said at start, not guessed at.
+// The sslmode values the PostgreSQL client reads. Any other (libpq's `allow` too) it takes as TLS with the
+// certificate checked: a mistyped one (`verify_full`) is said at start, not guessed at.
 const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']
 
-/** Why a PostgreSQL URL's `sslmode` is refused, if it is: its value, cut short, never the rest of the URL. */
+/**
+ * Why a PostgreSQL URL's `sslmode` is refused, if it is: its value, cut short, never the rest of the URL.
+ * Every one given is checked (the client takes the last).
+ */
 export function sslmodeRefusal(url: string): string | undefined {
-  const mode = postgresUrlOf(url)?.url.searchParams.get('sslmode')
-  if (mode === null || mode === undefined || SSL_MODES.includes(mode)) return undefined
-  return `has sslmode ${JSON.stringify(mode.slice(0, 40))}, which is none of ${SSL_MODES.join(', ')}`
+  const modes = postgresUrlOf(url)?.url.searchParams.getAll('sslmode') ?? []
+  const unknown = modes.find((mode) => !SSL_MODES.includes(mode))
+  if (unknown === undefined) return undefined
+  return `has sslmode ${JSON.stringify(unknown.slice(0, 40))}, which is none of ${SSL_MODES.join(', ')}`
 }
 
 export const CORS_ORIGINS_FORM =

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import {
   closeSync,
@@ -31,17 +31,6 @@ async function get(origin: string, path: string, key?: string) {
     headers: key ? { authorization: `Bearer ${key}` } : {},
   })
   return { status: response.status, text: await response.text() }
-}
-
-/** Runs a command to its end with its stdout on the open file `fd` (`/dev/full`: every write fails). */
-function writingTo(fd: number, args: string[], cwd: string) {
-  return spawnSync(process.execPath, [CLI, ...args], {
-    cwd,
-    env: cliEnvironment({}),
-    stdio: ['ignore', fd, 'pipe'],
-    encoding: 'utf8',
-    timeout: 60_000,
-  })
 }
 
 /** Runs a command whose stdout's reader is gone before it writes, like `| head -c 0`; its exit and stderr. */
@@ -348,7 +337,7 @@ describe('petstore CLI: commands on a database', () => {
     const cwd = temporaryDirectory(t)
     const full = openSync('/dev/full', 'w')
     t.after(() => closeSync(full))
-    const onFullDisk = writingTo(full, ['keys', 'create', '--name', 'lost'], cwd)
+    const onFullDisk = runCli(['keys', 'create', '--name', 'lost'], {}, cwd, full)
     assert.equal(onFullDisk.status, 1, onFullDisk.stderr)
     assert.match(
       onFullDisk.stderr,
@@ -374,7 +363,7 @@ describe('petstore CLI: commands on a database', () => {
     const full = openSync('/dev/full', 'w')
     t.after(() => closeSync(full))
     for (const args of [['openapi'], ['keys', 'list']]) {
-      const result = writingTo(full, args, cwd)
+      const result = runCli(args, {}, cwd, full)
       assert.equal(result.status, 1, result.stderr)
       assert.match(
         result.stderr,

@@ -46,7 +46,7 @@ describe('configuration', () => {
     ],
     // The client would take an sslmode it does not know as TLS with the certificate checked; libpq refuses it.
     [
-      { DATABASE_URL: 'postgres://app:secret@db/pets?sslmode=verify_full' },
+      { DATABASE_URL: 'postgres://app:secret@db/pets?sslmode=verify-full&sslmode=verify_full' },
       /^DATABASE_URL has sslmode "verify_full", which is none of disable, prefer, require, verify-ca, verify-full, no-verify$/,
     ],
     [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a valid redis:\/\/ or rediss:\/\/ URL$/],

@@ -50,7 +50,7 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
 
   test('when the server ends a connection and says so in the same read as an answer that hands it to a call waiting for it, then that call fails or is served, the process goes on, and so does the pool', async (t) => {
     const url = await emptyDatabase()
-    const proxy = await startTcpProxy(t, url, { batchMs: 300 })
+    const proxy = await startTcpProxy(t, url, { batchMs: 1000 })
     const pool = new PostgresPool(storeOptions(proxy.url, { poolSize: 1 }))
     t.after(() => pool.close())
     const admin = await adminOn(t, url)
@@ -62,7 +62,9 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     const first = pool.query({ name: 'nap', text: 'SELECT pg_sleep(0.1)' })
     const waiting = pool.query({ name: 'one', text: 'SELECT 1 AS one' }, { since: performance.now() })
     // Ended after the nap is answered, before the proxy passes that answer on: the two come in one read.
-    await sleep(160)
+    // The pid's answer was just passed, so the next batch is a second away: 0.1 s to the nap's answer,
+    // 0.4 s to the end, 0.5 s to spare on a busy machine.
+    await sleep(400)
     await admin.query('SELECT pg_terminate_backend($1)', [backend?.pid])
     for (const settled of await Promise.allSettled([first, waiting])) {
       if (settled.status === 'rejected')

@@ -52,5 +52,16 @@ describe("a DATABASE_URL that points at another application's database", () => {
         ['orders', 'users'],
       )
     })
+
+    test("when the schema holds only views and an extension's objects, then it is no other application's: migrate makes the service's tables", async (t) => {
+      const url = await (await sharedPostgres()).createDatabase()
+      // pg_trgm's functions and types, and a view as pg_stat_statements makes: in many a new database.
+      await postgresSql(
+        url,
+        'CREATE EXTENSION IF NOT EXISTS pg_trgm; CREATE VIEW pg_stat_statements AS SELECT 1 AS x',
+      )
+      const migrated = runCli(['migrate'], { DATABASE_URL: url }, temporaryDirectory(t))
+      assert.equal(migrated.status, 0, migrated.stderr)
+    })
   })
 })

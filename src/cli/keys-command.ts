@@ -44,7 +44,8 @@ async function revokeUnshown(
   name: string,
   failure: Error,
 ): Promise<never> {
-  const why = `standard output did not take the key (${(failure as NodeJS.ErrnoException).code ?? failure.message})`
+  const code = (failure as NodeJS.ErrnoException).code ?? failure.message
+  const why = `standard output did not take the key (${code})`
   const revoked = await store.revokeApiKey(name).then(
     () => undefined,
     (error: unknown) => (error instanceof Error ? error.message : String(error)),

@@ -15,11 +15,15 @@ export function cliEnvironment(env: Record<string, string>): Record<string, stri
   return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }
 }
 
-/** Runs one command to its end; one still running after 60 s (a `serve` that should have refused) is killed. */
-export function runCli(args: string[], env: Record<string, string>, cwd: string) {
+/**
+ * Runs one command to its end; one still running after 60 s (a `serve` that should have refused) is killed.
+ * `stdout`: an open file for its standard output (`/dev/full`), else a pipe read into the result.
+ */
+export function runCli(args: string[], env: Record<string, string>, cwd: string, stdout?: number) {
   const result = spawnSync(process.execPath, [CLI, ...args], {
     env: cliEnvironment(env),
     cwd,
+    stdio: ['pipe', stdout ?? 'pipe', 'pipe'],
     encoding: 'utf8',
     timeout: 60_000,
     killSignal: 'SIGKILL',

@@ -27,16 +27,19 @@ export interface TransactionOptions {
   lock?: bigint
   /** It writes: lost once its commit is sent, it fails with WriteInDoubtError, not as unavailable. */
   writes?: boolean
-  /** Its statements' own timeout, in place of PG_STATEMENT_TIMEOUT_MS (migrations: waits and schema changes). */
+  /** Its own statement timeout, in place of PG_STATEMENT_TIMEOUT_MS (migrations: waits, schema changes). */
   statementTimeoutMs?: number
 }
 
-/** BEGIN, its own statement timeout and the advisory lock if given, as one simple query: one round trip. */
-function beginStatement({ lock, statementTimeoutMs }: TransactionOptions): string {
-  // Numbers and bigints print as digits only: nothing to quote.
-  const timeout =
-    statementTimeoutMs === undefined ? '' : `; SET LOCAL statement_timeout = ${statementTimeoutMs}`
-  return `BEGIN${timeout}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
+/** BEGIN, its own timeouts and the advisory lock if given, as one simple query: one round trip. */
+function beginStatement({ lock, statementTimeoutMs: ms }: TransactionOptions): string {
+  // Numbers and bigints print as digits only: nothing to quote. The pause between two of its statements
+  // is bounded as one statement is (the session's own bound is PG_STATEMENT_TIMEOUT_MS for both).
+  const timeouts =
+    ms === undefined
+      ? ''
+      : `; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
+  return `BEGIN${timeouts}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
 }
 
 // How long past the server's statement timeout the client waits for its answer before it gives up.

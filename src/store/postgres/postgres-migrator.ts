@@ -76,12 +76,16 @@ async function applyPending(client: Queryable, where: Where | undefined): Promis
   // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
   // the table is there, and an instance started on one with a current schema serves its reads.
   // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
-  // elsewhere on the search path is not ours.
-  const tables = await client.query<{ table_name: string }>(
-    `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()
-      ORDER BY table_name`,
+  // elsewhere on the search path is not ours. Tables only, whatever this role may read, and none an
+  // extension made (pg_stat_statements' view, PostGIS's spatial_ref_sys): those share any database.
+  const tables = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c
+      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d
+          WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
+      ORDER BY c.relname`,
   )
-  const names = tables.rows.map((row) => row.table_name)
+  const names = tables.rows.map((row) => row.name)
   const foreign = foreignDatabaseRefusal(names)
   if (foreign !== undefined) {
     throw new Error(`database ${where?.database}, schema ${where?.schema ?? 'public'}: ${foreign}`)

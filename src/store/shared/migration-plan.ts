@@ -90,6 +90,6 @@ export function foreignDatabaseRefusal(tables: readonly string[]): string | unde
   const named = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', …' : '')
   return (
     `it is not a Pet Store database: it holds other tables (${named}) and no schema_migrations, and is ` +
-    'left as it is; point DATABASE_URL at a Pet Store database or at a new one'
+    'left as it is; name a Pet Store database or a new one (on PostgreSQL, a schema of its own will do)'
   )
 }

@@ -117,9 +117,10 @@ export function openDurable(path: string): DatabaseSync {
 
 /**
  * Why a database's first read failed when SQLite says only "disk I/O error" or that it cannot open the
- * file: in WAL mode on a read-only volume, or with no room for its -shm beside it.
+ * file: in WAL mode on a read-only volume, with no room for its -shm beside it, or held by a restore.
  */
 export function whyNotRead(path: string, error: unknown, instead: string): string {
+  if (isBusy(error)) return HELD
   return whyNotReadable(path, instead) || whyNotWritable(path, error)
 }
 
