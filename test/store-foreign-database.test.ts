@@ -55,7 +55,13 @@ describe("a DATABASE_URL that points at another application's database", () => {
 
     test("when the schema holds only views and an extension's objects, then it is no other application's: migrate makes the service's tables", async (t) => {
       const url = await (await sharedPostgres()).createDatabase()
-      // pg_trgm's functions and types, and a view as pg_stat_statements makes: in many a new database.
+      const database = new URL(url).pathname.slice(1)
+      // In a schema of its own whose name needs quoting; pg_trgm's functions and types there, and a view as
+      // pg_stat_statements makes: as in many a new database.
+      await postgresSql(
+        url,
+        `CREATE SCHEMA "Pet Store"; ALTER DATABASE "${database}" SET search_path = "Pet Store"`,
+      )
       await postgresSql(
         url,
         'CREATE EXTENSION IF NOT EXISTS pg_trgm; CREATE VIEW pg_stat_statements AS SELECT 1 AS x',

@@ -80,7 +80,8 @@ async function applyPending(client: Queryable, where: Where | undefined): Promis
   // extension made (pg_stat_statements' view, PostGIS's spatial_ref_sys): those share any database.
   const tables = await client.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_class c
-      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+        AND c.relkind IN ('r', 'p')
         AND NOT EXISTS (SELECT 1 FROM pg_depend d
           WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
       ORDER BY c.relname`,
