@@ -191,9 +191,11 @@ export function sqlitePathOf(url: string): string | undefined {
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
     return url.slice(7)
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const refusal = isPostgresUrl(url) ? sslmodeRefusal(url) : undefined
-    if (refusal !== undefined) throw new UsageError(`a postgres:// store ${refusal}`)
-    if (isPostgresUrl(url)) return undefined
+    if (isPostgresUrl(url)) {
+      const refusal = sslmodeRefusal(url)
+      if (refusal !== undefined) throw new UsageError(`a postgres:// store ${refusal}`)
+      return undefined
+    }
     // Not echoed: the URL may hold a password.
     throw new UsageError('a postgres:// store is not a valid URL (its host or port?)')
   }
