@@ -2,17 +2,12 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
 import { assertErrorBody } from './helpers/conformance-fetch.ts'
+import { mostHeldAfter } from './helpers/held-memory.ts'
 import { openSocket } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
 const MB = 1024 * 1024
-
-/** What the process holds now, in its heap and in buffers outside it. */
-function heldBytes(): number {
-  const { heapUsed, arrayBuffers } = process.memoryUsage()
-  return heapUsed + arrayBuffers
-}
 
 describe('requests pipelined on one connection', () => {
   test('when a client pipelines more requests than wait for their answers at once, then the first 32 are answered in order, the next is 503 with Retry-After and Connection: close, and nothing after it is processed', async (t) => {
@@ -43,13 +38,9 @@ describe('requests pipelined on one connection', () => {
       t.after(() => deaf.destroy())
       deaf.on('error', () => {})
       deaf.pause()
-      const held = heldBytes()
-      deaf.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(3000))
-      let most = 0
-      for (let check = 0; check < 10; check++) {
-        await new Promise((resolve) => setTimeout(resolve, 200))
-        most = Math.max(most, heldBytes() - held)
-      }
+      const most = await mostHeldAfter(() =>
+        deaf.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(3000)),
+      )
       assert.ok(most < 64 * MB, `${(most / MB).toFixed(0)} MB held for one connection`)
     })
   }
