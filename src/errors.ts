@@ -130,9 +130,13 @@ export function messageWithCause(error: Error): string {
 
 /** Thrown by a store when the database cannot be reached or refuses work for now; answered with 503. */
 export class StoreUnavailableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  /** What an operator does about it when a command or a start stops on it; never sent to a client. */
+  readonly remedy: string | undefined
+
+  constructor(message: string, options?: ErrorOptions & { remedy?: string }) {
     super(message, options)
     this.name = 'StoreUnavailableError'
+    this.remedy = options?.remedy
   }
 }
 

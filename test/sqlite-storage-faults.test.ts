@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { unlinkSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
+import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, type ServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { exitWithin, runCli, type ServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { limitFileSize, MAX_CREATES_UNTIL_FULL, MIB, setUp } from './helpers/faulty-volume-server.ts'
 import { assertUnavailable } from './helpers/pet-ledger.ts'
 import {
@@ -152,6 +154,37 @@ describe('SQLite: a full disk at start', mountingSuiteOptions(), () => {
       refusal: /cannot open the database .*: .* \(the disk holding .* is full\)/,
       mend: () => unlinkSync(filler),
     })
+  })
+})
+
+describe('SQLite: a full disk when a start or a command writes', mountingSuiteOptions(), () => {
+  test('when the disk fills up before a start stores its keys or seed adds pets, then each refuses in one line saying what to do, with no storage-fault log line, and exits 1', async (t) => {
+    const directory = mountTmpfs(t, 8 * MIB)
+    const setup = setUp(t, directory)
+    // A running server keeps the database's -wal and -shm files: opening it again takes no space, a write does.
+    await setup.ledger.createAcknowledged(await setup.start(), 5)
+    fillFileSystem(directory)
+    const database = { DATABASE_URL: `sqlite:${join(directory, 'petstore.db')}` }
+    const serve = { ...database, API_KEYS: `another:${generateApiKey()}`, HOST: '127.0.0.1', PORT: '0' }
+    const runs = [
+      { args: ['serve'], env: { ...serve, METRICS_PORT: '0', LOG_LEVEL: 'info' } },
+      { args: ['seed', '--count', '10'], env: database },
+    ]
+    for (const { args, env } of runs) {
+      const { status, stdout, stderr } = runCli(args, env, temporaryDirectory(t))
+      assert.equal(status, 1, `${args[0]}: ${stderr}`)
+      assert.match(
+        stderr,
+        new RegExp(
+          `^petstore ${args[0]}: the disk holding the database is full: .*; free space on its volume, then run it again\\n$`,
+        ),
+      )
+      assert.doesNotMatch(
+        stdout + stderr,
+        /storageFault|resumes by itself/,
+        `${args[0]}: no serving process's fault line`,
+      )
+    }
   })
 })
 

@@ -8,6 +8,7 @@ import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
 import { databaseFileAt } from '../store/sqlite/sqlite-database-files.ts'
 import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
+import type { StorageLog } from '../store/sqlite/sqlite-health.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
 import type { Store } from '../store/store.ts'
@@ -16,15 +17,17 @@ import { CommandError, type Output, UsageError } from './command.ts'
 /**
  * The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. The
  * PostgreSQL engine and its driver are loaded only when chosen, so an embedded deployment does not
- * carry them (docs/decisions.md, "Memory").
+ * carry them (docs/decisions.md, "Memory"). Storage faults are logged to `faultLog`, a serving process's:
+ * a command that meets one stops and says it in one line.
  */
 export async function openStore(
   database: DatabaseSettings,
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
+  faultLog?: StorageLog,
 ): Promise<Store> {
   if (database.engine === 'sqlite') {
     prepareDirectory(database)
-    return new SqliteStore({ ...database, log })
+    return new SqliteStore({ ...database, ...(faultLog ? { log: faultLog } : {}) })
   }
   const { PostgresStore } = await import('../store/postgres/postgres-store.ts')
   return new PostgresStore({ ...database, onIdleError: idleFailuresLog(log) })
@@ -117,8 +120,8 @@ export function sayCreated(name: string, path: string, stderr: Output): void {
 }
 
 /** An empty store in memory, migrated: for a command that builds the app but holds no data (openapi). */
-export async function openThrowawayStore(log: Pick<Logger, 'warn' | 'error' | 'info'>): Promise<Store> {
-  const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0, log })
+export async function openThrowawayStore(): Promise<Store> {
+  const store = new SqliteStore({ path: ':memory:', busyTimeoutMs: 0 })
   await store.migrate()
   return store
 }

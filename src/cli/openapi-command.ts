@@ -14,7 +14,7 @@ configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches 
     parseCommandArgs(args, {})
     const { config, log } = startUp(undefined, { silent: true })
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
-    const store = await openThrowawayStore(log)
+    const store = await openThrowawayStore()
     const { app } = await composeApp(config, { store, logger: log })
     try {
       await app.ready()

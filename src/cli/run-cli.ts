@@ -80,7 +80,8 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
       return 1
     }
     if (error instanceof StoreUnavailableError) {
-      io.stderr.write(`petstore ${name}: ${messageWithCause(error)}\n`)
+      const remedy = error.remedy === undefined ? '' : `; ${error.remedy}`
+      io.stderr.write(`petstore ${name}: ${messageWithCause(error)}${remedy}\n`)
       return 1
     }
     // Anything else (port in use, unreadable database file…) is still one line; the stack helps nobody here.

@@ -13,6 +13,7 @@ import type { Store } from '../store/store.ts'
 import { type Command, CommandError, type Output, parseCommandArgs } from './command.ts'
 import { composeApp } from './compose-app.ts'
 import { exitOnFatalFailure } from './fatal-failure.ts'
+import { HeldFaultLines } from './held-fault-lines.ts'
 import { namingListener, resolveListenerHosts } from './listener-failure.ts'
 import { openMetricsListener } from './metrics-listener.ts'
 import { warnOfOpenFileLimit } from './open-file-limit.ts'
@@ -66,7 +67,8 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
   const { redisUrl } = config.rateLimit
   // First: credentials Redis refuses stop the start before a store is opened (or a database made).
   const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
-  const store = await openStore(config.database, logger).catch((error: unknown) => {
+  const faultLines = new HeldFaultLines(logger)
+  const store = await openStore(config.database, logger, faultLines).catch((error: unknown) => {
     redis?.disconnect()
     throw error
   })
@@ -118,6 +120,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     app.log.info(
       `serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${docsNote}${metricsNote}; store: ${storeNamed(config.database)})`,
     )
+    faultLines.release()
     return 0
   } catch (error) {
     metricsServer?.close()

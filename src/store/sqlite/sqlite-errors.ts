@@ -39,6 +39,17 @@ export const FAULT_REASONS: Record<StorageFault, string> = {
   file_replaced: 'the database file was deleted, moved or replaced while in use',
 }
 
+// What to do when a command, or a service's start, stops on each: a serving process says its own
+// (SqliteHealth), as it resumes by itself once the fault passes.
+const REMEDIES: Record<StorageFault, string> = {
+  disk_full: 'free space on its volume, then run it again',
+  read_only: 'make its volume writable, then run it again',
+  io_error: 'check the disk, then run it again',
+  cannot_open: 'check the database files and their permissions, then run it again',
+  corrupt: 'restore the database from a backup (petstore restore)',
+  file_replaced: 'put the database file back at its path, then run it again',
+}
+
 // SQLite's primary result codes (the low byte of every extended code) that are faults of the storage.
 const FAULTS_BY_CODE: Record<number, StorageFault> = {
   8: 'read_only', // SQLITE_READONLY and its extended codes
@@ -56,7 +67,7 @@ export class StorageFaultError extends StoreUnavailableError {
   readonly fault: StorageFault
 
   constructor(fault: StorageFault, options?: ErrorOptions) {
-    super(FAULT_REASONS[fault], options)
+    super(FAULT_REASONS[fault], { ...options, remedy: REMEDIES[fault] })
     this.name = 'StorageFaultError'
     this.fault = fault
   }
