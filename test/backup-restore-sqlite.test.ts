@@ -252,6 +252,20 @@ describe('backup and restore (SQLite)', () => {
       [foreign.status, foreign.stderr],
       [1, 'petstore restore: other.db is not a Pet Store database (no schema_migrations table)\n'],
     )
+    // golang-migrate's bookkeeping, of the same name as the service's.
+    const tool = new DatabaseSync(join(cwd, 'tool.db'))
+    tool.exec(
+      'CREATE TABLE schema_migrations (version INTEGER, dirty INTEGER); INSERT INTO schema_migrations VALUES (2, 0)',
+    )
+    tool.close()
+    const tools = runCli(['restore', '--from', 'tool.db'], env, cwd)
+    assert.deepEqual(
+      [tools.status, tools.stderr],
+      [
+        1,
+        "petstore restore: tool.db is not a Pet Store database (its schema_migrations is another tool's)\n",
+      ],
+    )
     assert.equal(
       runCli(['seed', '--count', '1'], env, cwd).stdout,
       'added 1 pet\n',

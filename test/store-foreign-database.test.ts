@@ -13,12 +13,17 @@ import { temporaryDirectory } from './helpers/test-server.ts'
 const COMMANDS = [['migrate'], ['keys', 'list'], ['keys', 'create', '--name', 'web'], ['serve']]
 const REFUSAL =
   /it is not a Pet Store database: it holds other tables \(orders, users\) and no schema_migrations/
+// golang-migrate's bookkeeping, of the same name as the service's (Rails', Ecto's: version and one other).
+const OTHER_TOOLS_BOOKKEEPING =
+  'CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL)'
+const OTHER_TOOLS_REFUSAL =
+  /it is not a Pet Store database: its schema_migrations \(version, dirty\) is another tool's, not the service's/
 
-function refusedEverywhere(env: Record<string, string>, cwd: string): void {
+function refusedEverywhere(env: Record<string, string>, cwd: string, refusal = REFUSAL): void {
   for (const args of COMMANDS) {
     const result = runCli(args, { PORT: '0', ...env }, cwd)
     assert.equal(result.status, 1, `${args.join(' ')}: ${result.stderr}`)
-    assert.match(result.stderr, REFUSAL, args.join(' '))
+    assert.match(result.stderr, refusal, args.join(' '))
   }
 }
 
@@ -35,7 +40,43 @@ describe("a DATABASE_URL that points at another application's database", () => {
     assert.equal(digest(), before, 'no table added, no WAL mode')
   })
 
+  test("when a SQLite file holds another migration tool's schema_migrations, then every command refuses it and leaves it byte for byte", (t) => {
+    const cwd = temporaryDirectory(t)
+    const path = join(cwd, 'other-app.db')
+    const db = new DatabaseSync(path)
+    db.exec(
+      `${OTHER_TOOLS_BOOKKEEPING}; INSERT INTO schema_migrations VALUES (2, 0); CREATE TABLE users (id INTEGER)`,
+    )
+    db.close()
+    const digest = () => createHash('sha256').update(readFileSync(path)).digest('hex')
+    const before = digest()
+    refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd, OTHER_TOOLS_REFUSAL)
+    assert.equal(digest(), before, 'no column, table or row added, no WAL mode')
+  })
+
   describe('on PostgreSQL', engineSuiteOptions(postgresEngine), () => {
+    test("when the schema holds another migration tool's schema_migrations, then every command refuses it and changes nothing", async (t) => {
+      const url = await (await sharedPostgres()).createDatabase()
+      await postgresSql(url, `${OTHER_TOOLS_BOOKKEEPING}; INSERT INTO schema_migrations VALUES (2, false)`)
+      refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t), OTHER_TOOLS_REFUSAL)
+      const columns = await postgresSql(
+        url,
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'schema_migrations' ORDER BY 1",
+      )
+      assert.deepEqual(
+        columns.map((row) => row.column_name),
+        ['dirty', 'version'],
+      )
+      const tables = await postgresSql(
+        url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+      )
+      assert.deepEqual(
+        tables.map((row) => row.table_name),
+        ['schema_migrations'],
+      )
+    })
+
     test('when the schema holds other tables and no schema_migrations, then every command refuses it and adds nothing', async (t) => {
       const url = await (await sharedPostgres()).createDatabase()
       await postgresSql(

@@ -71,6 +71,18 @@ function mayNotCreate(error: unknown, { role, database, schema }: Where): unknow
   )
 }
 
+/** The columns of `schema_migrations` in the current schema, in their order. */
+async function bookkeepingColumns(client: Queryable): Promise<string[]> {
+  const columns = await client.query<{ name: string }>(
+    `SELECT a.attname AS name FROM pg_attribute a
+      WHERE a.attrelid = (SELECT c.oid FROM pg_class c WHERE c.relname = 'schema_migrations'
+          AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))
+        AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum`,
+  )
+  return columns.rows.map((row) => row.name)
+}
+
 /** What `migrate` does once it holds the lock. */
 async function applyPending(client: Queryable, where: Where | undefined): Promise<MigrationReport> {
   // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
@@ -87,7 +99,8 @@ async function applyPending(client: Queryable, where: Where | undefined): Promis
       ORDER BY c.relname`,
   )
   const names = tables.rows.map((row) => row.name)
-  const foreign = foreignDatabaseRefusal(names)
+  const columns = names.includes('schema_migrations') ? await bookkeepingColumns(client) : []
+  const foreign = foreignDatabaseRefusal(names, columns)
   if (foreign !== undefined) {
     throw new Error(`database ${where?.database}, schema ${where?.schema ?? 'public'}: ${foreign}`)
   }

@@ -81,15 +81,36 @@ export function copySourceRefusal({ current, latest }: SchemaStatus): string | u
   return undefined
 }
 
-/**
- * Why a database holding `tables` and no `schema_migrations` is not migrated: it is another
- * application's (a `DATABASE_URL` pointing at the wrong one), which creating ours in would change.
- */
-export function foreignDatabaseRefusal(tables: readonly string[]): string | undefined {
-  if (tables.length === 0 || tables.includes('schema_migrations')) return undefined
-  const named = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', …' : '')
+// The columns of the service's `schema_migrations` in every release (`compatible_from` came later); other
+// migration tools name theirs alike (golang-migrate: version, dirty; Rails: version; Ecto: version,
+// inserted_at), and adding our column to theirs, or reading their versions as ours, would change their data.
+const BOOKKEEPING = ['version', 'name', 'applied_at']
+const BOOKKEEPING_LATER = 'compatible_from'
+
+/** Whether a `schema_migrations` of `columns` is the service's own. */
+export function isServiceBookkeeping(columns: readonly string[]): boolean {
   return (
-    `it is not a Pet Store database: it holds other tables (${named}) and no schema_migrations, and is ` +
-    'left as it is; name a Pet Store database or a new one (on PostgreSQL, a schema of its own will do)'
+    BOOKKEEPING.every((column) => columns.includes(column)) &&
+    columns.every((column) => BOOKKEEPING.includes(column) || column === BOOKKEEPING_LATER)
   )
+}
+
+/**
+ * Why a database is not migrated: it holds `tables` and no `schema_migrations`, or one whose `columns`
+ * are not the service's. It is another application's (a `DATABASE_URL` pointing at the wrong one), which
+ * creating ours in would change.
+ */
+export function foreignDatabaseRefusal(
+  tables: readonly string[],
+  columns: readonly string[],
+): string | undefined {
+  const leftAsItIs =
+    'and is left as it is; name a Pet Store database or a new one (on PostgreSQL, a schema of its own will do)'
+  if (tables.includes('schema_migrations')) {
+    if (isServiceBookkeeping(columns)) return undefined
+    return `it is not a Pet Store database: its schema_migrations (${columns.join(', ')}) is another tool's, not the service's, ${leftAsItIs}`
+  }
+  if (tables.length === 0) return undefined
+  const named = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', …' : '')
+  return `it is not a Pet Store database: it holds other tables (${named}) and no schema_migrations, ${leftAsItIs}`
 }

@@ -13,7 +13,7 @@ import {
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import type { BackupSummary, RestoreSummary } from '../shared/backup-role.ts'
-import { appliedMigrationsOf, schemaStatusOf } from '../shared/migration-plan.ts'
+import { appliedMigrationsOf, isServiceBookkeeping, schemaStatusOf } from '../shared/migration-plan.ts'
 import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import {
   assertCanGiveOwner,
@@ -36,7 +36,7 @@ import {
 } from './sqlite-durable-files.ts'
 import { volumeFaultOf } from './sqlite-errors.ts'
 import { sqliteMigrations } from './sqlite-migrations.ts'
-import { refuseOrphanedLog, whyNotRead } from './sqlite-open.ts'
+import { bookkeepingColumnsOf, refuseOrphanedLog, whyNotRead } from './sqlite-open.ts'
 import { carryForward } from './sqlite-restore-carry.ts'
 import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
@@ -91,6 +91,8 @@ function verified(path: string, name: string): bigint {
       "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'",
     )
     if (table.get() === undefined) throw new Error('is not a Pet Store database (no schema_migrations table)')
+    if (!isServiceBookkeeping(bookkeepingColumnsOf(db)))
+      throw new Error("is not a Pet Store database (its schema_migrations is another tool's)")
     const schema = schemaStatusOf(
       sqliteMigrations,
       appliedMigrationsOf(db.prepare('SELECT * FROM schema_migrations').all()),

@@ -83,6 +83,12 @@ function createPrivately(path: string): void {
 // sqlite3 while WAL is turned on) is waited out; one held longer, as a restore holds the file, refuses.
 const OPEN_BUSY_WAIT_MS = 2000
 
+/** The columns of the file's `schema_migrations`, in their order (none without one). */
+export function bookkeepingColumnsOf(db: DatabaseSync): string[] {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('schema_migrations') ORDER BY cid")
+  return columns.all().map((row) => String(row.name))
+}
+
 /** Opens `path` in WAL mode with every commit synced; a failure says which file, and why if it can. */
 export function openDurable(path: string): DatabaseSync {
   // SQLite opens a file it may read but not write read-only, without a word: its first write then looked
@@ -98,7 +104,10 @@ export function openDurable(path: string): DatabaseSync {
     const tables = db.prepare(
       "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
     )
-    const foreign = foreignDatabaseRefusal(tables.all().map((row) => String(row.name)))
+    const foreign = foreignDatabaseRefusal(
+      tables.all().map((row) => String(row.name)),
+      bookkeepingColumnsOf(db),
+    )
     if (foreign !== undefined) throw new Error(foreign)
     const mode = pragmaOf(db, 'journal_mode = WAL')
     if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${mode})`)
