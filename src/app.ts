@@ -2,7 +2,7 @@ import { maxHeaderSize } from 'node:http'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import { admittedKeyName, decorateAdmittedKey } from './admission/admission.ts'
-import { registerCors } from './http/cors.ts'
+import { corsOfRouterErrors, registerCors } from './http/cors.ts'
 import { decorateErrorCode, handleError, handleRouteNotFound } from './http/error-handler.ts'
 import { parseJsonBody } from './http/json-body-parser.ts'
 import { lazyLogger } from './http/lazy-logger.ts'
@@ -108,7 +108,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       handleClientError(error, socket, recordRefusal, (path) =>
         listening === undefined ? undefined : allowedAt(listening, path),
       ),
-    frameworkErrors: getPetRouterErrors(getPet),
+    frameworkErrors: getPetRouterErrors(getPet, corsOfRouterErrors(http.corsOrigins)),
   })
   listening = app.server
   app.server.maxConnections = http.maxConnections

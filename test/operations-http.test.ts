@@ -292,6 +292,20 @@ describe('HTTP hygiene', () => {
     assert.equal(preflight.headers.get('x-content-type-options'), 'nosniff')
   })
 
+  test("when CORS is on and a path cannot be decoded (the router's own 400), then the answer carries the CORS headers any other answer does, so a browser reads the error", async (t) => {
+    const server = await startTestServer(t, { env: { CORS_ORIGINS: 'https://app.example' } })
+    const corsOf = (response: { headers: Headers }) =>
+      [...response.headers].filter(([name]) => /^(access-control-|vary$)/.test(name))
+    for (const origin of ['https://app.example', 'https://evil.example']) {
+      const headers = { origin }
+      const undecodable = await call(server, 'GET', '/v1/pets/%zz', { headers })
+      assert.equal(undecodable.status, 400)
+      const missing = await call(server, 'GET', '/v1/pets/12345', { headers })
+      assert.equal(missing.status, 404)
+      assert.deepEqual(corsOf(undecodable), corsOf(missing), origin)
+    }
+  })
+
   test('when CORS is on, then a preflight is 204 with the allowed methods and headers, and an OPTIONS that is no preflight is 405 with Allow on a path of the API and 404 elsewhere, as with CORS off', async (t) => {
     const server = await startTestServer(t, { env: { CORS_ORIGINS: 'https://app.example' } })
     const options = (path: string, headers: Record<string, string> = {}) =>

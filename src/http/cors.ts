@@ -10,6 +10,20 @@ declare module 'fastify' {
 
 const ALLOWED_HEADERS = ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'x-request-id']
 const MAX_AGE_S = 600
+// The headers a browser's script may read of an answer.
+const EXPOSED_HEADERS = [
+  'location',
+  'link',
+  'etag',
+  'deprecation',
+  'sunset',
+  'idempotent-replayed',
+  'retry-after',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'x-request-id',
+]
 
 // What a preflight's answer says beside the origin (which the plugin sets on every answer) and the path's
 // own methods.
@@ -28,19 +42,7 @@ export async function registerCors(
   if (corsOrigins.length === 0) return
   await app.register(cors, {
     origin: [...corsOrigins],
-    exposedHeaders: [
-      'location',
-      'link',
-      'etag',
-      'deprecation',
-      'sunset',
-      'idempotent-replayed',
-      'retry-after',
-      'ratelimit-limit',
-      'ratelimit-remaining',
-      'ratelimit-reset',
-      'x-request-id',
-    ],
+    exposedHeaders: EXPOSED_HEADERS,
     // The plugin would answer every OPTIONS, anywhere, as a preflight (or one without its headers with a
     // plain-text 400). It only sets the origin's headers; preflights are answered by each path's 405 guard
     // (`answerPreflight`), after the checks every request gets; any other OPTIONS is a 405 or 404.
@@ -64,4 +66,21 @@ export function answerPreflight(
   if (headers['access-control-request-method'] === undefined) return false
   reply.code(204).header('access-control-allow-methods', allow).headers(PREFLIGHT_HEADERS).send()
   return true
+}
+
+/**
+ * Sets the plugin's headers on an answer no hook runs for (the router's 400 for a path it cannot decode),
+ * as the plugin sets them: `Vary` and the exposed headers always, the origin when it is allowed.
+ */
+export function corsOfRouterErrors(
+  corsOrigins: readonly string[],
+): (request: FastifyRequest, reply: FastifyReply) => void {
+  if (corsOrigins.length === 0) return () => {}
+  const allowed = new Set(corsOrigins)
+  const exposed = EXPOSED_HEADERS.join(', ')
+  return (request, reply) => {
+    const { origin } = request.headers
+    if (origin !== undefined && allowed.has(origin)) reply.header('access-control-allow-origin', origin)
+    reply.header('access-control-expose-headers', exposed).header('vary', 'Origin')
+  }
 }

@@ -88,13 +88,17 @@ const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
 
 /**
  * Errors the router raises before any route (or its hooks) runs: a badly encoded petId is still a
- * getPet call, so its answer carries getPet's deprecation headers like every other.
+ * getPet call, so its answer carries getPet's deprecation headers like every other, and CORS's (`setCors`).
  */
-export function getPetRouterErrors(policy: DeprecationPolicy) {
+export function getPetRouterErrors(
+  policy: DeprecationPolicy,
+  setCors: (request: FastifyRequest, reply: FastifyReply) => void,
+) {
   const getPetHeaders = deprecationHeaders(policy)
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // No hook runs for these, so the headers every answer carries are set here.
     setCommonHeaders(request, reply)
+    setCors(request, reply)
     if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
       reply.headers(getPetHeaders)
     }
