@@ -46,6 +46,22 @@ describe('getPet deprecation', () => {
     )
   })
 
+  test("when getPet's target is too long to read (414, refused in the request's head), then it carries none of getPet's headers, and the document declares none there", async (t) => {
+    const server = await startTestServer(t)
+    const tooLong = await call(server, 'GET', `/v1/pets/1?x=${'a'.repeat(9000)}`)
+    assert.equal(tooLong.status, 414)
+    assert.deepEqual(
+      ['deprecation', 'sunset', 'link'].filter((name) => tooLong.headers.has(name)),
+      [],
+    )
+    const { json: document } = await call(server, 'GET', '/v1/openapi.json')
+    const declared = Object.keys(document.paths['/pets/{petId}'].get.responses['414'].headers)
+    assert.deepEqual(
+      declared.filter((name) => ['Deprecation', 'Sunset', 'Link'].includes(name)),
+      [],
+    )
+  })
+
   test('when keys call getPet, then the calls are counted per key and recorded when the app stops', async (t) => {
     let clock = Date.UTC(2027, 0, 1)
     const server = await startTestServer(t, { app: { now: () => clock } })

@@ -998,12 +998,6 @@ export interface operations {
             /** @description `uri_too_long`: The request target (path and query) is over 8 KiB. */
             414: {
                 headers: {
-                    /** @description `@<epoch seconds>` (RFC 9745): when this operation was deprecated. */
-                    Deprecation?: string;
-                    /** @description `Thu, 05 Dec 2030 00:00:00 GMT` (RFC 8594): when this operation is removed. */
-                    Sunset?: string;
-                    /** @description `<…/pets>; rel="successor-version"`: the operation to use instead. */
-                    Link?: string;
                     /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds no API key, else a new one. It names the request in the log; quote it when reporting a problem. */
                     "X-Request-Id": string;
                     /** @description Browsers take the answer as its `Content-Type` says. */

@@ -68,6 +68,9 @@ const RAW_SOCKET = new Set([408, 417, 431])
 // Answered before the request is counted: no key yet (401), the operation gone (410), or a target too long
 // to read (414; made on the raw socket too, when the line alone is over the head's limit).
 const UNCOUNTED = new Set([401, 410, 414])
+// Refused in the request's head, before the operation's own hooks: none of its headers (getPet's
+// deprecation) either.
+const BEFORE_OPERATION = new Set([414])
 
 const HEADERS: Record<number, Headers> = {
   // RFC 6750 §3: every 401 carries the bearer challenge.
@@ -102,7 +105,8 @@ const HEADERS: Record<number, Headers> = {
 function headersOf(status: number, operationHeaders: Headers): Headers | undefined {
   if (RAW_SOCKET.has(status)) return undefined
   const counted = UNCOUNTED.has(status) ? { ...EVERY_ANSWER, ...CORS_HEADERS } : COUNTED_HEADERS
-  return { ...operationHeaders, ...counted, ...NOT_STORED, ...HEADERS[status] }
+  const operation = BEFORE_OPERATION.has(status) ? {} : operationHeaders
+  return { ...operation, ...counted, ...NOT_STORED, ...HEADERS[status] }
 }
 
 /** One example per code: the body as the service writes it, its message the code's summary. */
@@ -118,7 +122,8 @@ function examplesOf(codes: ErrorCode[]): Record<string, object> {
 /**
  * The error responses of an operation, for its route schema: one entry per status, its description made
  * from the summaries of the codes the operation can answer with and one example per code, so the document
- * never restates them. `operationHeaders` are sent on every answer of the operation that Fastify gives.
+ * never restates them. `operationHeaders` are sent on every answer of the operation that Fastify gives
+ * once the request's head is accepted.
  */
 export function errorResponses(codes: ErrorCode[], operationHeaders: Headers = {}): Record<number, TSchema> {
   const byStatus = new Map<number, ErrorCode[]>()
