@@ -113,6 +113,29 @@ describe(
       await servesTheBackup(cwd)
     })
 
+    test('when a first restore is killed before its rename, then a start and the commands refuse the empty place it held, saying to run the restore again, which restores the backup', {
+      timeout: 90_000,
+    }, async (t) => {
+      const cwd = backupWithNoDatabase(t)
+      const restore = await restoreHeldAt(t, 'rename', cwd)
+      restore.kill()
+      await within(restore.ended, 30_000, 'the killed restore did not end')
+      const unfinished =
+        /petstore\.db is the place a restore held that did not finish: run the restore again \(petstore restore --from …\); or, to begin an empty database there, remove it/
+      assert.match(await serveAttempt(cwd), unfinished)
+      for (const args of [
+        ['keys', 'list'],
+        ['seed', '--count', '1'],
+      ]) {
+        const refused = runCli(args, {}, cwd)
+        assert.equal(refused.status, 1, args.join(' '))
+        assert.match(refused.stderr, unfinished, args.join(' '))
+      }
+      const again = runCli(['restore', '--from', 'b.db'], {}, cwd)
+      assert.equal(again.status, 0, again.stderr)
+      await servesTheBackup(cwd)
+    })
+
     test('when a server makes the database while a first restore is about to take its place, then the restore refuses, saying so, and the server keeps its database', {
       timeout: 90_000,
     }, async (t) => {

@@ -16,6 +16,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
+import { isUnfinishedRestorePlace } from './sqlite-restore-hold.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
 // Opening the database file, durably or to read it alone, and saying why an open failed where SQLite's
@@ -100,6 +101,11 @@ export function openDurable(path: string): DatabaseSync {
     createPrivately(path)
     db = new DatabaseSync(path)
     db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
+    if (isUnfinishedRestorePlace(db)) {
+      throw new Error(
+        `${path} is the place a restore held that did not finish: run the restore again (petstore restore --from …); or, to begin an empty database there, remove it`,
+      )
+    }
     // Before WAL mode, the first change made to a file: another application's is left byte for byte.
     const tables = db.prepare(
       "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",

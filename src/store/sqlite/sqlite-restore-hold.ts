@@ -66,6 +66,15 @@ export function holdForRestore(path: string): Hold {
   }
 }
 
+// Written in the header of a first restore's empty file: killed before its rename, the restore leaves it at
+// the database's path, where a start would otherwise take it for a new database (sqlite-open.ts).
+const UNFINISHED_RESTORE_ID = 0x50535248
+
+/** Whether `db` is the empty file a first restore held its place with, left there by a restore killed. */
+export function isUnfinishedRestorePlace(db: DatabaseSync): boolean {
+  return Object.values(db.prepare('PRAGMA application_id').get() ?? {})[0] === UNFINISHED_RESTORE_ID
+}
+
 /** Takes the file's lock at once or fails busy, and keeps it after the transaction until the close. */
 function lockExclusively(db: DatabaseSync): void {
   db.exec('PRAGMA busy_timeout = 0')
@@ -104,6 +113,7 @@ function holdPlace(path: string): Hold {
     db = new DatabaseSync(hidden)
     // No journal file, not even for the empty transaction: its close deletes nothing by name.
     db.exec('PRAGMA journal_mode = MEMORY')
+    db.exec(`PRAGMA application_id = ${UNFINISHED_RESTORE_ID}`)
     lockExclusively(db)
     linkSync(hidden, path)
     const { dev, ino } = statSync(path)
