@@ -94,6 +94,39 @@ describe("a DATABASE_URL that points at another application's database", () => {
       )
     })
 
+    test('when the schema holds nothing (a new database, or the wrong one), then keys list and keys revoke refuse it, naming it, and make nothing; keys create and seed make the tables and say so on stderr', async (t) => {
+      const url = await (await sharedPostgres()).createDatabase()
+      const database = new URL(url).pathname.slice(1)
+      const cwd = temporaryDirectory(t)
+      const absent = `no Pet Store tables in database ${database}, schema public (DATABASE_URL): run the command against the service's database, or set DATABASE_URL ("petstore migrate" makes them)`
+      for (const args of [
+        ['keys', 'list'],
+        ['keys', 'revoke', 'web'],
+      ]) {
+        const refused = runCli(args, { DATABASE_URL: url }, cwd)
+        assert.deepEqual([refused.status, refused.stderr], [1, `petstore keys: ${absent}\n`], args.join(' '))
+      }
+      const tables = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+      assert.deepEqual(await postgresSql(url, tables), [], 'nothing made')
+      const made = `petstore keys: database ${database}, schema public, held no Pet Store tables; made them\n`
+      const created = runCli(['keys', 'create', '--name', 'web'], { DATABASE_URL: url }, cwd)
+      assert.equal(created.status, 0, created.stderr)
+      assert.ok(created.stderr.startsWith(made), created.stderr)
+      const again = runCli(['keys', 'create', '--name', 'ci'], { DATABASE_URL: url }, cwd)
+      assert.equal(again.status, 0, again.stderr)
+      assert.doesNotMatch(again.stderr, /held no Pet Store tables/, 'said once, when made')
+      const seeded = runCli(
+        ['seed', '--count', '1'],
+        { DATABASE_URL: await (await sharedPostgres()).createDatabase() },
+        cwd,
+      )
+      assert.equal(seeded.status, 0, seeded.stderr)
+      assert.match(
+        seeded.stderr,
+        /^petstore seed: database \S+, schema public, held no Pet Store tables; made them\n$/,
+      )
+    })
+
     test("when the schema holds only views and an extension's objects, then it is no other application's: migrate makes the service's tables", async (t) => {
       const url = await (await sharedPostgres()).createDatabase()
       const database = new URL(url).pathname.slice(1)

@@ -11,7 +11,7 @@ import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
 import type { StorageLog } from '../store/sqlite/sqlite-health.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
-import type { Store } from '../store/store.ts'
+import { NoSchemaError, type Store } from '../store/store.ts'
 import { CommandError, type Output, UsageError } from './command.ts'
 
 /**
@@ -64,16 +64,18 @@ function idleFailuresLog(log: Pick<Logger, 'warn'>): (error: Error) => void {
 /**
  * The configured store with its migrations applied (so a command works on a fresh database), and its
  * cursor secret, as a first start makes it: a copy of a seeded store recognises its own earlier run.
+ * `made` says where the schema was made, if it was; with `makeSchema` false, none is made.
  */
 async function openMigratedStore(
   database: DatabaseSettings,
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
-): Promise<Store> {
+  makeSchema = true,
+): Promise<{ store: Store; made: string | undefined }> {
   const store = await openStore(database, log)
   try {
-    await store.migrate()
+    const { made } = await store.migrate({ makeSchema })
     await store.serviceSecret()
-    return store
+    return { store, made }
   } catch (error) {
     await store.close()
     throw error
@@ -102,8 +104,15 @@ export async function openCommandStore(
       `no database at ${missing} (DATABASE_URL): run the command where the service runs, or set DATABASE_URL`,
     )
   }
-  const store = await openMigratedStore(database, log)
+  const { store, made } = await openMigratedStore(database, log, creates).catch((error: unknown) => {
+    if (!(error instanceof NoSchemaError)) throw error
+    throw new CommandError(
+      `${error.message} (DATABASE_URL): run the command against the service's database, or set DATABASE_URL ("petstore migrate" makes them)`,
+    )
+  })
   if (missing !== undefined) sayCreated(name, missing, stderr)
+  else if (made !== undefined)
+    stderr.write(`petstore ${name}: ${made}, held no Pet Store tables; made them\n`)
   return store
 }
 

@@ -95,6 +95,29 @@ export function incompatibility({ current, latest, compatibleFrom }: SchemaStatu
 /** What a migration run applied, and where the schema then stands (`SchemaStatus`). */
 export interface MigrationReport extends SchemaStatus {
   applied: number[]
+  /** Where the schema was made, when this run made it where no table was (`database d, schema s`, a path). */
+  made?: string
+}
+
+export interface MigrateOptions {
+  /**
+   * Whether a database (or PostgreSQL schema) holding no table at all is given the service's schema (the
+   * default) or refused with `NoSchemaError`, left as it is: a command that only reads or revokes keys run
+   * on a new, wrong database.
+   */
+  makeSchema?: boolean
+}
+
+/** The database holds no table at all, and the migration was told not to make the schema there. */
+export class NoSchemaError extends Error {
+  /** `database d, schema s`, or a file's path. */
+  readonly where: string
+
+  constructor(where: string) {
+    super(`no Pet Store tables in ${where}`)
+    this.name = 'NoSchemaError'
+    this.where = where
+  }
 }
 
 /** What an engine that pools connections reports about them. */
@@ -111,7 +134,7 @@ export interface PoolStats {
  */
 export interface Store {
   readonly engine: string
-  migrate(): Promise<MigrationReport>
+  migrate(options?: MigrateOptions): Promise<MigrationReport>
   /** The schema version in the database, the one this release expects, and its floor (readiness). */
   schemaStatus(): Promise<SchemaStatus>
   /**

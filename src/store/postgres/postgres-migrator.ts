@@ -4,7 +4,7 @@ import {
   pendingMigrations,
   schemaStatusOf,
 } from '../shared/migration-plan.ts'
-import type { MigrationReport, SchemaStatus } from '../store.ts'
+import { type MigrateOptions, type MigrationReport, NoSchemaError, type SchemaStatus } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
 import type { Queryable } from './postgres-statements.ts'
@@ -26,7 +26,7 @@ const APPLIED =
  * advisory lock; the first applies what is missing, the rest find it done. Each is recorded with its
  * compatibility floor; a database whose newer migrations this release cannot run on is refused.
  */
-export function migrate(pool: PostgresPool): Promise<MigrationReport> {
+export function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promise<MigrationReport> {
   return pool.transaction(
     async (client) => {
       const [where] = (
@@ -37,7 +37,7 @@ export function migrate(pool: PostgresPool): Promise<MigrationReport> {
         )
       ).rows
       try {
-        return await applyPending(client, where)
+        return await applyPending(client, where, options)
       } catch (error) {
         throw where === undefined ? error : mayNotCreate(error, where)
       }
@@ -84,7 +84,11 @@ async function bookkeepingColumns(client: Queryable): Promise<string[]> {
 }
 
 /** What `migrate` does once it holds the lock. */
-async function applyPending(client: Queryable, where: Where | undefined): Promise<MigrationReport> {
+async function applyPending(
+  client: Queryable,
+  where: Where | undefined,
+  { makeSchema = true }: MigrateOptions,
+): Promise<MigrationReport> {
   // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
   // the table is there, and an instance started on one with a current schema serves its reads.
   // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
@@ -99,10 +103,12 @@ async function applyPending(client: Queryable, where: Where | undefined): Promis
       ORDER BY c.relname`,
   )
   const names = tables.rows.map((row) => row.name)
+  const place = `database ${where?.database}, schema ${where?.schema ?? 'public'}`
+  if (names.length === 0 && !makeSchema) throw new NoSchemaError(place)
   const columns = names.includes('schema_migrations') ? await bookkeepingColumns(client) : []
   const foreign = foreignDatabaseRefusal(names, columns)
   if (foreign !== undefined) {
-    throw new Error(`database ${where?.database}, schema ${where?.schema ?? 'public'}: ${foreign}`)
+    throw new Error(`${place}: ${foreign}`)
   }
   if (!names.includes('schema_migrations'))
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -127,7 +133,8 @@ async function applyPending(client: Queryable, where: Where | undefined): Promis
     ])
   }
   const applied = pending.map((migration) => migration.version)
-  return { applied, ...schemaStatusOf(postgresMigrations, [...before, ...pending]) }
+  const status = schemaStatusOf(postgresMigrations, [...before, ...pending])
+  return { applied, ...status, ...(names.length === 0 ? { made: place } : {}) }
 }
 
 /** Where the database's schema stands for this release. */

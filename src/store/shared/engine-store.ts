@@ -7,6 +7,7 @@ import {
   type DeprecatedCallCount,
   incompatibility,
   type KeyIdentity,
+  type MigrateOptions,
   type MigrationReport,
   type NewApiKey,
   type PetQuery,
@@ -20,7 +21,7 @@ import {
  * files of store/README.md). A new engine that lacks one fails the type check.
  */
 export interface EngineQueries<Connection> {
-  migrate(db: Connection): Promise<MigrationReport>
+  migrate(db: Connection, options?: MigrateOptions): Promise<MigrationReport>
   schemaStatus(db: Connection): Promise<SchemaStatus>
   getPet(db: Connection, id: bigint): Promise<Pet | undefined>
   listPets(db: Connection, query: PetQuery): Promise<Pet[]>
@@ -60,8 +61,8 @@ export abstract class EngineStore<Connection> implements Store {
     return commit()
   }
 
-  migrate(): Promise<MigrationReport> {
-    return this.#queries.migrate(this.#db)
+  migrate(options?: MigrateOptions): Promise<MigrationReport> {
+    return this.#queries.migrate(this.#db, options)
   }
 
   /** The schema as it stands; one this release may not run on (a newer release migrated) refuses writes. */

@@ -38,9 +38,13 @@ export class SqliteConnection {
   #closed = false
 
   /** `onFault` hears of every storage fault an operation ran into (see StorageFaultError). */
+  /** The database file's path as given (`:memory:` for none). */
+  readonly path: string
+
   constructor(options: SqliteConnectionOptions, onFault: (error: StorageFaultError) => void = () => {}) {
     // The directory is not created here: only the default one is, by openStore (see prepareDirectory).
     if (options.path !== ':memory:') refuseOrphanedLog(options.path)
+    this.path = options.path
     this.#busyTimeoutMs = options.busyTimeoutMs
     this.#onFault = onFault
     this.#db = options.readOnly === true ? openReadOnly(options.path) : openDurable(options.path)

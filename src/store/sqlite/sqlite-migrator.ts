@@ -1,5 +1,6 @@
+import { resolve } from 'node:path'
 import { appliedMigrationsOf, pendingMigrations, schemaStatusOf } from '../shared/migration-plan.ts'
-import type { MigrationReport, SchemaStatus } from '../store.ts'
+import { type MigrateOptions, type MigrationReport, NoSchemaError, type SchemaStatus } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { NOW, sqliteMigrations } from './sqlite-migrations.ts'
 
@@ -13,8 +14,17 @@ function appliedMigrations(db: SqliteConnection) {
  * so processes starting together apply them once. Each is recorded with its compatibility floor; a
  * database whose newer migrations this release cannot run on is refused.
  */
-export function migrate(db: SqliteConnection): Promise<MigrationReport> {
+export function migrate(
+  db: SqliteConnection,
+  { makeSchema = true }: MigrateOptions = {},
+): Promise<MigrationReport> {
   return db.run(() => {
+    const bare =
+      db
+        .statement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1")
+        .get() === undefined
+    const where = db.path === ':memory:' ? db.path : resolve(db.path)
+    if (bare && !makeSchema) throw new NoSchemaError(where)
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (${NOW}),
       compatible_from INTEGER) STRICT`)
@@ -35,7 +45,8 @@ export function migrate(db: SqliteConnection): Promise<MigrationReport> {
         )
       }
       const applied = pending.map((migration) => migration.version)
-      return { applied, ...schemaStatusOf(sqliteMigrations, [...before, ...pending]) }
+      const status = schemaStatusOf(sqliteMigrations, [...before, ...pending])
+      return { applied, ...status, ...(bare ? { made: where } : {}) }
     })
   })
 }
