@@ -81,8 +81,18 @@ export function readEnvironment(
   path = '.env',
   environment: Record<string, string | undefined> = process.env,
 ): Record<string, string | undefined> {
-  const fromFile = existsSync(path) ? parseEnv(readFileSync(path, 'utf8')) : {}
+  const text = environmentFileText(path)
+  const fromFile = text === undefined ? {} : parseEnv(text)
   return { ...fromFile, ...environment }
+}
+
+/**
+ * The text of `.env`, or undefined when there is none; read here alone, so the settings and the warnings
+ * agree. A byte order mark (UTF-8 as editors on Windows save it) would be read as part of the first name.
+ */
+function environmentFileText(path: string): string | undefined {
+  if (!existsSync(path)) return undefined
+  return readFileSync(path, 'utf8').replace(/^\uFEFF/, '')
 }
 
 /**
@@ -116,8 +126,8 @@ function holdsSecret(name: string, value: string): boolean {
  * reaches), a line that sets nothing, and secrets in a file other users can read. Never a value.
  */
 export function environmentFileWarnings(path = '.env'): string[] {
-  if (!existsSync(path)) return []
-  const text = readFileSync(path, 'utf8')
+  const text = environmentFileText(path)
+  if (text === undefined) return []
   const fromFile = parseEnv(text)
   const warnings = Object.keys(fromFile)
     .filter((name) => !Object.hasOwn(properties, name))

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { chmodSync, readdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
@@ -116,6 +116,18 @@ describe('petstore CLI: settings and what stops a start', () => {
     const second = runCli(['migrate'], {}, directory)
     assert.equal(second.status, 0, second.stderr)
     assert.deepEqual(warned(second.stderr), [])
+  })
+
+  test('when .env begins with a byte order mark (UTF-8 as editors on Windows save it), then its first setting is read, and nothing is said of it', (t) => {
+    const cwd = temporaryDirectory(t)
+    writeFileSync(join(cwd, '.env'), '\uFEFFDATABASE_URL=sqlite:other.db\n', { mode: 0o600 })
+    const result = runCli(['migrate'], {}, cwd)
+    assert.equal(result.status, 0, result.stderr)
+    assert.equal(
+      result.stderr,
+      `petstore migrate: no database was at ${join(cwd, 'other.db')}; created a new one\n`,
+    )
+    assert.equal(existsSync(join(cwd, 'data')), false, 'not the default database')
   })
 
   test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
