@@ -13,7 +13,7 @@ import type { V1ApiSettings } from './routes/v1-api.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 import type { ListenSettings } from './server.ts'
-import { entriesOf, linesSettingNothing, postgresUrlOf } from './setting-forms.ts'
+import { entriesOf, linesSettingNothing, postgresUrlOf, surroundingSpaceRefusal } from './setting-forms.ts'
 
 /** Where pets and keys live: the engine `DATABASE_URL` names, with that engine's settings. */
 export type DatabaseSettings =
@@ -152,6 +152,10 @@ export function environmentFileWarnings(path = '.env'): string[] {
 
 /** Validates settings given as strings, then decodes them; throws a ConfigError naming the first bad one. */
 export function loadConfig(env: Record<string, string | undefined> = readEnvironment()): Config {
+  // A space kept from quoting, read into a sqlite: path, opened another, empty database. Refused as PORT,
+  // HOST and the other single values refuse one, and named here: the value itself is never echoed.
+  const spaced = surroundingSpaceRefusal(env.DATABASE_URL ?? '')
+  if (spaced !== undefined) throw new ConfigError(`DATABASE_URL ${spaced}`)
   const values: Record<string, unknown> = {}
   for (const [name, schema] of Object.entries(properties)) {
     const raw = env[name]

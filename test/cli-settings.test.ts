@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
@@ -76,6 +76,26 @@ describe('petstore CLI: settings and what stops a start', () => {
       )
       assert.equal(result.stdout, '')
       assert.deepEqual(readdirSync(cwd), [], 'no directory, database or initial key was created')
+    })
+  }
+
+  // A quoted YAML value or `-e` kept the space: a second, empty database (and a new key) at "petstore.db ".
+  for (const [url, got] of [
+    ['sqlite:data/petstore.db ', '" " at its end'],
+    [' sqlite:data/petstore.db', '" " at its start'],
+    ['postgres://app:s3cret@127.0.0.1:1/pets\t', '"\\t" at its end'],
+  ]) {
+    test(`when DATABASE_URL is ${JSON.stringify(url)}, with white space around it, then serve exits 1 with one line naming it, and makes nothing`, (t) => {
+      const cwd = temporaryDirectory(t)
+      // Where a service already runs: data/ is there.
+      mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+      const result = runCli(['serve'], { DATABASE_URL: url as string, PORT: '0' }, cwd)
+      assert.equal(result.status, 1, result.stderr)
+      assert.equal(
+        result.stderr,
+        `petstore: invalid configuration: DATABASE_URL must not begin or end with white space (got ${got})\n`,
+      )
+      assert.deepEqual(readdirSync(join(cwd, 'data')), [], 'no database was made, no key stored')
     })
   }
 
