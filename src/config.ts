@@ -92,6 +92,12 @@ export function readEnvironment(
  */
 function environmentFileText(path: string): string | undefined {
   if (!existsSync(path)) return undefined
+  // Read, it failed as a bare EISDIR naming no file.
+  if (statSync(path).isDirectory()) {
+    throw new ConfigError(
+      `${path} is a directory, not a settings file (remove it; a bind mount of a missing file makes one)`,
+    )
+  }
   return readFileSync(path, 'utf8').replace(/^\uFEFF/, '')
 }
 

@@ -79,6 +79,18 @@ describe('petstore CLI: settings and what stops a start', () => {
     })
   }
 
+  test('when .env is a directory (a bind mount of a file that was missing), then a command exits 1 with one line naming it, and makes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, '.env'))
+    const result = runCli(['keys', 'list'], {}, cwd)
+    assert.equal(result.status, 1, result.stderr)
+    assert.equal(
+      result.stderr,
+      'petstore: invalid configuration: .env is a directory, not a settings file (remove it; a bind mount of a missing file makes one)\n',
+    )
+    assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
+  })
+
   // A quoted YAML value or `-e` kept the space: a second, empty database (and a new key) at "petstore.db ".
   for (const [url, got] of [
     ['sqlite:data/petstore.db ', '" " at its end'],
