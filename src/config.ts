@@ -13,7 +13,7 @@ import type { V1ApiSettings } from './routes/v1-api.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 import type { ListenSettings } from './server.ts'
-import { entriesOf, linesSettingNothing, postgresUrlOf } from './setting-forms.ts'
+import { entriesOf, linesSettingNothing, postgresUrlOf, surroundingSpaceRefusal } from './setting-forms.ts'
 
 /** Where pets and keys live: the engine `DATABASE_URL` names, with that engine's settings. */
 export type DatabaseSettings =
@@ -81,8 +81,24 @@ export function readEnvironment(
   path = '.env',
   environment: Record<string, string | undefined> = process.env,
 ): Record<string, string | undefined> {
-  const fromFile = existsSync(path) ? parseEnv(readFileSync(path, 'utf8')) : {}
+  const text = environmentFileText(path)
+  const fromFile = text === undefined ? {} : parseEnv(text)
   return { ...fromFile, ...environment }
+}
+
+/**
+ * The text of `.env`, or undefined when there is none; read here alone, so the settings and the warnings
+ * agree. A byte order mark (UTF-8 as editors on Windows save it) would be read as part of the first name.
+ */
+function environmentFileText(path: string): string | undefined {
+  if (!existsSync(path)) return undefined
+  // Read, it failed as a bare EISDIR naming no file.
+  if (statSync(path).isDirectory()) {
+    throw new ConfigError(
+      `${path} is a directory, not a settings file (remove it; a bind mount of a missing file makes one)`,
+    )
+  }
+  return readFileSync(path, 'utf8').replace(/^\uFEFF/, '')
 }
 
 /**
@@ -116,8 +132,8 @@ function holdsSecret(name: string, value: string): boolean {
  * reaches), a line that sets nothing, and secrets in a file other users can read. Never a value.
  */
 export function environmentFileWarnings(path = '.env'): string[] {
-  if (!existsSync(path)) return []
-  const text = readFileSync(path, 'utf8')
+  const text = environmentFileText(path)
+  if (text === undefined) return []
   const fromFile = parseEnv(text)
   const warnings = Object.keys(fromFile)
     .filter((name) => !Object.hasOwn(properties, name))
@@ -142,6 +158,10 @@ export function environmentFileWarnings(path = '.env'): string[] {
 
 /** Validates settings given as strings, then decodes them; throws a ConfigError naming the first bad one. */
 export function loadConfig(env: Record<string, string | undefined> = readEnvironment()): Config {
+  // A space kept from quoting, read into a sqlite: path, opened another, empty database. Refused as PORT,
+  // HOST and the other single values refuse one, and named here: the value itself is never echoed.
+  const spaced = surroundingSpaceRefusal(env.DATABASE_URL ?? '')
+  if (spaced !== undefined) throw new ConfigError(`DATABASE_URL ${spaced}`)
   const values: Record<string, unknown> = {}
   for (const [name, schema] of Object.entries(properties)) {
     const raw = env[name]

@@ -48,6 +48,19 @@ export const DATABASE_URL_FORM =
 export const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
 
 /**
+ * Why a value with white space before or after it is refused, naming which and where (never the value,
+ * which may hold a password); undefined if it has none.
+ */
+export function surroundingSpaceRefusal(value: string): string | undefined {
+  const start = /^\s/.exec(value)?.[0]
+  const end = /\s$/.exec(value)?.[0]
+  if (start === undefined && end === undefined) return undefined
+  const got =
+    start === undefined ? `${JSON.stringify(end)} at its end` : `${JSON.stringify(start)} at its start`
+  return `must not begin or end with white space (got ${got})`
+}
+
+/**
  * Whether `url` is one the PostgreSQL client reads: a URL, or one naming no host before a Unix socket's
  * `?host=/run/postgresql` (`postgres://user@/db`), which the client reads with a stand-in host.
  */

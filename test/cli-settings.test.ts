@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { chmodSync, readdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
@@ -79,6 +79,38 @@ describe('petstore CLI: settings and what stops a start', () => {
     })
   }
 
+  test('when .env is a directory (a bind mount of a file that was missing), then a command exits 1 with one line naming it, and makes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, '.env'))
+    const result = runCli(['keys', 'list'], {}, cwd)
+    assert.equal(result.status, 1, result.stderr)
+    assert.equal(
+      result.stderr,
+      'petstore: invalid configuration: .env is a directory, not a settings file (remove it; a bind mount of a missing file makes one)\n',
+    )
+    assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
+  })
+
+  // A quoted YAML value or `-e` kept the space: a second, empty database (and a new key) at "petstore.db ".
+  for (const [url, got] of [
+    ['sqlite:data/petstore.db ', '" " at its end'],
+    [' sqlite:data/petstore.db', '" " at its start'],
+    ['postgres://app:s3cret@127.0.0.1:1/pets\t', '"\\t" at its end'],
+  ]) {
+    test(`when DATABASE_URL is ${JSON.stringify(url)}, with white space around it, then serve exits 1 with one line naming it, and makes nothing`, (t) => {
+      const cwd = temporaryDirectory(t)
+      // Where a service already runs: data/ is there.
+      mkdirSync(join(cwd, 'data'), { mode: 0o700 })
+      const result = runCli(['serve'], { DATABASE_URL: url as string, PORT: '0' }, cwd)
+      assert.equal(result.status, 1, result.stderr)
+      assert.equal(
+        result.stderr,
+        `petstore: invalid configuration: DATABASE_URL must not begin or end with white space (got ${got})\n`,
+      )
+      assert.deepEqual(readdirSync(join(cwd, 'data')), [], 'no database was made, no key stored')
+    })
+  }
+
   test('when .env sets what is no setting, or other users can read the key it holds, then each command says so at warn, and runs', (t) => {
     const directory = temporaryDirectory(t)
     const path = join(directory, '.env')
@@ -116,6 +148,18 @@ describe('petstore CLI: settings and what stops a start', () => {
     const second = runCli(['migrate'], {}, directory)
     assert.equal(second.status, 0, second.stderr)
     assert.deepEqual(warned(second.stderr), [])
+  })
+
+  test('when .env begins with a byte order mark (UTF-8 as editors on Windows save it), then its first setting is read, and nothing is said of it', (t) => {
+    const cwd = temporaryDirectory(t)
+    writeFileSync(join(cwd, '.env'), '\uFEFFDATABASE_URL=sqlite:other.db\n', { mode: 0o600 })
+    const result = runCli(['migrate'], {}, cwd)
+    assert.equal(result.status, 0, result.stderr)
+    assert.equal(
+      result.stderr,
+      `petstore migrate: no database was at ${join(cwd, 'other.db')}; created a new one\n`,
+    )
+    assert.equal(existsSync(join(cwd, 'data')), false, 'not the default database')
   })
 
   test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
