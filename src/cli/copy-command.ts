@@ -6,6 +6,7 @@ import {
   type CopySource,
   type CopyTarget,
   copyStore,
+  SourceKeysActiveError,
   TargetNotEmptyError,
 } from '../store/shared/store-copy.ts'
 import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
@@ -133,7 +134,9 @@ stops (exit 1) naming it; such stores cannot be merged.
   --into-non-empty   copy into a target that holds pets of its own (at other ids; keys of its own
                      collide with the source's, which take the same first ids)
   --without-keys     pets only: no API key (none of the source's works on the target) and no
-                     Idempotency-Key record, as for a staging copy of production
+                     Idempotency-Key record, as for a staging copy of production; a target that holds
+                     keys of the source active (an earlier full copy) is refused (exit 1), nothing
+                     copied: revoke them there (petstore keys revoke NAME), or copy into a new database
   --chunk-size N     pets per transaction (default 5000)
   --max-chunks N     stop after N chunks that added pets (exit ${INCOMPLETE_EXIT}); run again to continue
 
@@ -210,7 +213,11 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       )
       return 0
     } catch (error) {
-      if (error instanceof TargetNotEmptyError || error instanceof CopyConflictError)
+      if (
+        error instanceof TargetNotEmptyError ||
+        error instanceof CopyConflictError ||
+        error instanceof SourceKeysActiveError
+      )
         throw new CommandError(error.message)
       if (error instanceof CopyStoreLost && !error.midway) throw new CommandError(error.message)
       if (error instanceof CopyStoreLost) {
