@@ -82,6 +82,15 @@ function usageOf(error: Error, args: readonly string[]): string {
   return `${option} needs a value, and ${JSON.stringify(next)} after it reads as an option (to give a value that starts with "-", write ${option}=${next})`
 }
 
+/**
+ * `--name`'s value, refused when empty (`--to "$UNSET"`): as a path it names no file, and a backup took
+ * the whole database before its rename into "" failed.
+ */
+export function nonEmptyOption(name: string, value: string, what: string): string {
+  if (value === '') throw new UsageError(`--${name} needs ${what} (got "")`)
+  return value
+}
+
 /** "1 pet", "2 pets": a count and its noun, as a line prints it. */
 export function counted(count: number | bigint, noun: string, plural = `${noun}s`): string {
   return `${count} ${count === 1 || count === 1n ? noun : plural}`

@@ -15,6 +15,7 @@ import {
   CommandError,
   counted,
   integerOption,
+  nonEmptyOption,
   parseCommandArgs,
   UsageError,
 } from './command.ts'
@@ -153,7 +154,10 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     if (values.from === undefined || values.to === undefined)
       throw new UsageError('needs --from STORE and --to STORE')
     // Both named rightly before either is opened.
-    const [fromPath, toPath] = [sqlitePathOf(values.from), sqlitePathOf(values.to)]
+    const [fromPath, toPath] = [
+      sqlitePathOf(nonEmptyOption('from', values.from, 'a STORE')),
+      sqlitePathOf(nonEmptyOption('to', values.to, 'a STORE')),
+    ]
     if (values.from === values.to || (fromPath !== undefined && sameFile(fromPath, toPath)))
       throw new UsageError('--from and --to name the same store')
     const chunkSize = integerOption('chunk-size', values['chunk-size'], 5000, 100_000)
