@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 
 export interface Output {
   isTTY?: boolean
@@ -38,6 +39,16 @@ export class CommandError extends Error {
     super(message)
     this.name = 'CommandError'
   }
+}
+
+/** A runtime failure said in one line (after "petstore <command>: "), with what to do if the store says. */
+export function failureLine(error: unknown): string {
+  if (error instanceof StoreUnavailableError) {
+    const remedy = error.remedy === undefined ? '' : `; ${error.remedy}`
+    return `${messageWithCause(error)}${remedy}`
+  }
+  // Anything else (port in use, unreadable database file…) is still one line; the stack helps nobody here.
+  return error instanceof Error ? error.message : String(error)
 }
 
 /** `parseArgs`, strict, with its errors turned into UsageError (`--help` is handled before commands run). */
