@@ -77,6 +77,29 @@ describe('petstore CLI usage', () => {
     assert.equal(existsSync(join(cwd, 'data')), false, 'no command ran')
   })
 
+  test('when a file or store is given as an empty value (--to "", an unset variable), then it is refused in one line naming the option, exit 2, before anything is read or written', (t) => {
+    const cwd = temporaryDirectory(t)
+    const database = { DATABASE_URL: 'sqlite:a.db' }
+    assert.equal(runCli(['seed', '--count', '3'], database, cwd).status, 0)
+    const before = readdirSync(cwd).sort()
+    for (const [args, line] of [
+      [['backup', '--to', ''], '--to needs a FILE (got "")'],
+      [['backup', '--to='], '--to needs a FILE (got "")'],
+      [['restore', '--from', ''], '--from needs a FILE (got "")'],
+      [['copy', '--from', '', '--to', 'sqlite:b.db'], '--from needs a STORE (got "")'],
+      [['copy', '--from', 'sqlite:a.db', '--to', ''], '--to needs a STORE (got "")'],
+    ] as const) {
+      const command = args[0]
+      const result = runCli([...args], database, cwd)
+      assert.deepEqual(
+        [result.status, result.stdout, result.stderr],
+        [2, '', `petstore ${command}: ${line} (see "petstore ${command} --help")\n`],
+        args.join(' '),
+      )
+    }
+    assert.deepEqual(readdirSync(cwd).sort(), before, 'no file made or removed')
+  })
+
   test('when asked for help, then every command answers with its usage and exit 0', (t) => {
     const cwd = temporaryDirectory(t)
     for (const args of [

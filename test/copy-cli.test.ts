@@ -105,6 +105,36 @@ describe('petstore copy, SQLite to SQLite', () => {
     assert.equal(listed.status, 401)
   })
 
+  test("when a copy --without-keys is run over an earlier full copy, whose target still holds the source's keys active, then exit 1 with one line saying how many and what to do, nothing copied; once they are revoked there, it copies", (t) => {
+    const cwd = temporaryDirectory(t)
+    const production = { DATABASE_URL: 'sqlite:production.db' }
+    assert.equal(runCli(['seed', '--count', '30'], production, cwd).status, 0)
+    for (const name of ['ops', 'ci'])
+      assert.equal(runCli(['keys', 'create', '--name', name], production, cwd).status, 0)
+    const args = ['copy', '--from', 'sqlite:production.db', '--to', 'sqlite:staging.db']
+    assert.equal(runCli(args, {}, cwd).status, 0)
+    assert.equal(runCli(['seed', '--count', '5'], production, cwd).status, 0)
+
+    const refused = runCli([...args, '--without-keys'], {}, cwd)
+    assert.deepEqual(
+      [refused.status, refused.stdout, refused.stderr],
+      [
+        1,
+        '',
+        "petstore copy: the target holds 2 of the source's API keys active (ops, ci), which --without-keys " +
+          'would leave working there: revoke them on the target (petstore keys revoke NAME), or copy into ' +
+          'a new database\n',
+      ],
+    )
+    assert.equal(rowCount(join(cwd, 'staging.db'), 'pets'), 30, 'nothing copied')
+
+    for (const name of ['ops', 'ci'])
+      assert.equal(runCli(['keys', 'revoke', name], { DATABASE_URL: 'sqlite:staging.db' }, cwd).status, 0)
+    const copied = runCli([...args, '--without-keys'], {}, cwd)
+    assert.equal(copied.status, 0, copied.stderr)
+    assert.match(copied.stdout, /^copied 5 pets, no API key copied \(--without-keys\), /)
+  })
+
   test('when a copy into a new SQLite file fails (its source cannot be reached), then exit 1 with one line saying which store, and no file is left where the target was named', (t) => {
     const cwd = temporaryDirectory(t)
     // Port 9 (discard) on the loopback: refused at once.

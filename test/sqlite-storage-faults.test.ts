@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { unlinkSync } from 'node:fs'
+import { statSync, truncateSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
@@ -8,6 +8,7 @@ import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, runCli, type ServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { limitFileSize, MAX_CREATES_UNTIL_FULL, MIB, setUp } from './helpers/faulty-volume-server.ts'
 import { assertUnavailable } from './helpers/pet-ledger.ts'
+import { rowCount } from './helpers/sqlite-file.ts'
 import {
   assertStorageFaultReported,
   fillFileSystem,
@@ -185,6 +186,35 @@ describe('SQLite: a full disk when a start or a command writes', mountingSuiteOp
         `${args[0]}: no serving process's fault line`,
       )
     }
+  })
+
+  test('when the disk fills up part way through a seed, then its one line says how many pets it added, as many as the database then holds, and how many add the rest, and it exits 1', async (t) => {
+    const directory = mountTmpfs(t, 8 * MIB)
+    const setup = setUp(t, directory)
+    // A running server keeps the database's -wal and -shm files: opening it again takes no space, a
+    // write does.
+    await setup.ledger.createAcknowledged(await setup.start(), 5)
+    const filler = fillFileSystem(directory)
+    // Room for some batches of the seed, far from all of 100000 pets.
+    truncateSync(filler, statSync(filler).size - MIB)
+    const path = join(directory, 'petstore.db')
+    const { status, stdout, stderr } = runCli(
+      ['seed', '--count', '100000'],
+      { DATABASE_URL: `sqlite:${path}` },
+      temporaryDirectory(t),
+    )
+    const added = rowCount(path, 'pets') - 5
+    assert.ok(added > 0 && added < 100000, `${added} pets added before the disk was full`)
+    assert.deepEqual(
+      [status, stdout, stderr],
+      [
+        1,
+        '',
+        `petstore seed: added ${added} of 100000 pets before: the disk holding the database is full: ` +
+          'database or disk is full; free space on its volume, then run it again ' +
+          `(--count ${100000 - added} adds the rest)\n`,
+      ],
+    )
   })
 })
 

@@ -1,4 +1,4 @@
-import { type Command, counted, parseCommandArgs, UsageError } from './command.ts'
+import { type Command, counted, nonEmptyOption, parseCommandArgs, UsageError } from './command.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
@@ -15,6 +15,7 @@ On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { to: { type: 'string' }, force: { type: 'boolean' } })
     if (values.to === undefined) throw new UsageError('missing --to FILE')
+    nonEmptyOption('to', values.to, 'a FILE')
     const { config } = startUp()
     const { path, role } = await backupRole(config.database)
     const { pets, bytes } = await role.backupDatabase(path, values.to, { force: values.force ?? false })

@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 
 export interface Output {
   isTTY?: boolean
@@ -38,6 +39,16 @@ export class CommandError extends Error {
     super(message)
     this.name = 'CommandError'
   }
+}
+
+/** A runtime failure said in one line (after "petstore <command>: "), with what to do if the store says. */
+export function failureLine(error: unknown): string {
+  if (error instanceof StoreUnavailableError) {
+    const remedy = error.remedy === undefined ? '' : `; ${error.remedy}`
+    return `${messageWithCause(error)}${remedy}`
+  }
+  // Anything else (port in use, unreadable database file…) is still one line; the stack helps nobody here.
+  return error instanceof Error ? error.message : String(error)
 }
 
 /** `parseArgs`, strict, with its errors turned into UsageError (`--help` is handled before commands run). */
@@ -80,6 +91,15 @@ function usageOf(error: Error, args: readonly string[]): string {
   if (option === undefined || at === -1 || next === undefined)
     return error.message.split('\n')[0] ?? 'invalid arguments'
   return `${option} needs a value, and ${JSON.stringify(next)} after it reads as an option (to give a value that starts with "-", write ${option}=${next})`
+}
+
+/**
+ * `--name`'s value, refused when empty (`--to "$UNSET"`): as a path it names no file, and a backup took
+ * the whole database before its rename into "" failed.
+ */
+export function nonEmptyOption(name: string, value: string, what: string): string {
+  if (value === '') throw new UsageError(`--${name} needs ${what} (got "")`)
+  return value
 }
 
 /** "1 pet", "2 pets": a count and its noun, as a line prints it. */

@@ -6,6 +6,7 @@ import {
   type CopySource,
   type CopyTarget,
   copyStore,
+  SourceKeysActiveError,
   TargetNotEmptyError,
 } from '../store/shared/store-copy.ts'
 import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
@@ -14,6 +15,7 @@ import {
   CommandError,
   counted,
   integerOption,
+  nonEmptyOption,
   parseCommandArgs,
   UsageError,
 } from './command.ts'
@@ -133,7 +135,9 @@ stops (exit 1) naming it; such stores cannot be merged.
   --into-non-empty   copy into a target that holds pets of its own (at other ids; keys of its own
                      collide with the source's, which take the same first ids)
   --without-keys     pets only: no API key (none of the source's works on the target) and no
-                     Idempotency-Key record, as for a staging copy of production
+                     Idempotency-Key record, as for a staging copy of production; a target that holds
+                     keys of the source active (an earlier full copy) is refused (exit 1), nothing
+                     copied: revoke them there (petstore keys revoke NAME), or copy into a new database
   --chunk-size N     pets per transaction (default 5000)
   --max-chunks N     stop after N chunks that added pets (exit ${INCOMPLETE_EXIT}); run again to continue
 
@@ -150,7 +154,10 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     if (values.from === undefined || values.to === undefined)
       throw new UsageError('needs --from STORE and --to STORE')
     // Both named rightly before either is opened.
-    const [fromPath, toPath] = [sqlitePathOf(values.from), sqlitePathOf(values.to)]
+    const [fromPath, toPath] = [
+      sqlitePathOf(nonEmptyOption('from', values.from, 'a STORE')),
+      sqlitePathOf(nonEmptyOption('to', values.to, 'a STORE')),
+    ]
     if (values.from === values.to || (fromPath !== undefined && sameFile(fromPath, toPath)))
       throw new UsageError('--from and --to name the same store')
     const chunkSize = integerOption('chunk-size', values['chunk-size'], 5000, 100_000)
@@ -210,7 +217,11 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       )
       return 0
     } catch (error) {
-      if (error instanceof TargetNotEmptyError || error instanceof CopyConflictError)
+      if (
+        error instanceof TargetNotEmptyError ||
+        error instanceof CopyConflictError ||
+        error instanceof SourceKeysActiveError
+      )
         throw new CommandError(error.message)
       if (error instanceof CopyStoreLost && !error.midway) throw new CommandError(error.message)
       if (error instanceof CopyStoreLost) {

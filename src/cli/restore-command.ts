@@ -1,5 +1,5 @@
 import type { RestoreSummary } from '../store/shared/backup-role.ts'
-import { type Command, counted, parseCommandArgs, UsageError } from './command.ts'
+import { type Command, counted, nonEmptyOption, parseCommandArgs, UsageError } from './command.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
@@ -50,6 +50,7 @@ since is given again). On PostgreSQL, use pg_restore (README, "Backups and resto
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { from: { type: 'string' } })
     if (values.from === undefined) throw new UsageError('missing --from FILE')
+    nonEmptyOption('from', values.from, 'a FILE')
     const { config } = startUp()
     const { path, role } = await backupRole(config.database)
     const restored = await role.restoreDatabase(values.from, path)

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '../config.ts'
-import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { backupCommand } from './backup-command.ts'
-import { type Command, type CommandIo, UsageError } from './command.ts'
+import { type Command, type CommandIo, failureLine, UsageError } from './command.ts'
 import { copyCommand } from './copy-command.ts'
 import { keysCommand } from './keys-command.ts'
 import { migrateCommand } from './migrate-command.ts'
@@ -79,14 +78,7 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
       io.stderr.write(`petstore: invalid configuration: ${error.message}\n`)
       return 1
     }
-    if (error instanceof StoreUnavailableError) {
-      const remedy = error.remedy === undefined ? '' : `; ${error.remedy}`
-      io.stderr.write(`petstore ${name}: ${messageWithCause(error)}${remedy}\n`)
-      return 1
-    }
-    // Anything else (port in use, unreadable database file…) is still one line; the stack helps nobody here.
-    const message = error instanceof Error ? error.message : String(error)
-    io.stderr.write(`petstore ${name}: ${message}\n`)
+    io.stderr.write(`petstore ${name}: ${failureLine(error)}\n`)
     return 1
   }
 }

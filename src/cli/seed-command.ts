@@ -1,5 +1,12 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
-import { type Command, counted, integerOption, parseCommandArgs } from './command.ts'
+import {
+  type Command,
+  CommandError,
+  counted,
+  failureLine,
+  integerOption,
+  parseCommandArgs,
+} from './command.ts'
 import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
@@ -72,22 +79,34 @@ export const seedCommand: Command = {
   help: `Usage: petstore seed [--count N]
 
 Adds N demo pets (default 100, at most 10000000) with realistic names, categories 1 to 8 and a mix of
-statuses, then prints how many were added. Each run adds more; it never deletes.`,
+statuses, then prints how many were added. Each run adds more; it never deletes. Stopped part way (a
+full disk), it says how many it added before, and the --count that adds the rest.`,
   async run(args, { stdout, stderr }) {
     const { values } = parseCommandArgs(args, { count: { type: 'string' } })
     const count = integerOption('count', values.count, 100, 10_000_000)
     const { config, log } = startUp(stderr)
     const store = await openCommandStore(config.database, log, { name: 'seed', creates: true, stderr })
+    let added = 0
     try {
       for (let start = 0; start < count; start += BATCH) {
         const size = Math.min(BATCH, count - start)
         // Creates issued together are committed together by the store: one transaction per batch.
-        await Promise.all(
+        const created = await Promise.allSettled(
           Array.from({ length: size }, (_, i) => store.createPet({ pet: demoPet(start + i) })),
         )
+        added += created.filter((result) => result.status === 'fulfilled').length
+        const failed = created.find((result) => result.status === 'rejected')
+        if (failed !== undefined) throw failed.reason
       }
       stdout.write(`added ${counted(count, 'pet')}\n`)
       return 0
+    } catch (error) {
+      // Run again as it was, it would add the whole --count again: the line says how many are there.
+      if (added === 0) throw error
+      throw new CommandError(
+        `added ${added} of ${counted(count, 'pet')} before: ${failureLine(error)} ` +
+          `(--count ${count - added} adds the rest)`,
+      )
     } finally {
       await store.close()
     }

@@ -41,6 +41,10 @@ export class PostgresLoad implements CopyTarget {
     )
   }
 
+  activeKeys(): Promise<{ name: string; hash: string }[]> {
+    return this.#pool.query({ name: 'copy.active-keys', text: copy.ACTIVE_KEYS_SQL })
+  }
+
   writeKeys(keys: readonly CopiedKey[], secret: string): Promise<number> {
     const columns = [
       text(keys.map((k) => k.id)),

@@ -50,6 +50,9 @@ export interface TargetContentsRow {
   secret: string | null
 }
 
+/** The target's active keys, in id order, in one statement both engines run (`activeKeys`). */
+export const ACTIVE_KEYS_SQL = 'SELECT name, hash FROM api_keys WHERE revoked_at IS NULL ORDER BY id'
+
 export function contentsOf(row: TargetContentsRow | undefined): TargetContents {
   if (row === undefined) throw new Error('the target did not answer')
   return { pets: Number(row.pets), keys: Number(row.keys), secret: row.secret ?? undefined }
@@ -63,6 +66,8 @@ export function contentsOf(row: TargetContentsRow | undefined): TargetContents {
 export interface CopyTarget {
   /** Migrates the target, then says what it holds. */
   prepare(): Promise<TargetContents>
+  /** The names and hashes of the keys the target holds unrevoked, in id order (`ACTIVE_KEYS_SQL`). */
+  activeKeys(): Promise<{ name: string; hash: string }[]>
   /**
    * One transaction: inserts keys not there yet, brings revocations and deprecated-call counts up to
    * date, and sets the cursor secret. Resolves to how many keys were new.
@@ -128,6 +133,23 @@ export class CopyConflictError extends Error {
   }
 }
 
+/**
+ * A copy --without-keys into a target where keys of the source (the same hash) are active, as an earlier
+ * full copy left them: the production keys would go on working on a staging copy.
+ */
+export class SourceKeysActiveError extends Error {
+  constructor(names: readonly string[]) {
+    const shown = `${names.slice(0, IDS_SHOWN).join(', ')}${names.length > IDS_SHOWN ? ', …' : ''}`
+    const them = names.length === 1 ? 'it' : 'them'
+    super(
+      `the target holds ${names.length} of the source's API keys active (${shown}), which --without-keys ` +
+        `would leave working there: revoke ${them} on the target (petstore keys revoke NAME), ` +
+        'or copy into a new database',
+    )
+    this.name = 'SourceKeysActiveError'
+  }
+}
+
 /** Throws CopyConflictError when `ids` (of rows the target holds otherwise) is not empty. */
 export function refuseConflicts(rows: 'pets' | 'keys', ids: readonly bigint[]): void {
   if (ids.length > 0) throw new CopyConflictError(rows, ids)
@@ -136,7 +158,10 @@ export function refuseConflicts(rows: 'pets' | 'keys', ids: readonly bigint[]): 
 export interface CopyOptions {
   chunkSize: number
   intoNonEmpty: boolean
-  /** Pets only: no API key, and so no Idempotency-Key record (a staging copy of production). */
+  /**
+   * Pets only: no API key, and so no Idempotency-Key record (a staging copy of production); refused while
+   * the target holds keys of the source active (SourceKeysActiveError).
+   */
   withoutKeys?: boolean
   /** Stops after this many chunks that added pets (a copy in slots); a re-run continues. */
   maxChunks?: number
@@ -206,6 +231,13 @@ export async function copyStore(
     throw new TargetNotEmptyError(held, sourceSecret !== undefined)
   // A source no server has opened signed no cursor: the target keeps its own secret, or gets a new one.
   const secret = sourceSecret ?? held.secret ?? randomBytes(32).toString('base64url')
+  const sourceKeys = await source.keys()
+  // Refused rather than revoked by the copy: the target may be a live store whose clients hold them.
+  if (options.withoutKeys) {
+    const hashes = new Set(sourceKeys.map((key) => key.hash))
+    const active = (await target.activeKeys()).filter((key) => hashes.has(key.hash))
+    if (active.length > 0) throw new SourceKeysActiveError(active.map((key) => key.name))
+  }
   // Into pets of the target's own, every pet is checked before anything is written: a refused merge
   // leaves the target as it was. (Resuming, a conflict can only come from writes since: checked per chunk.)
   if (!resuming && held.pets > 0) {
@@ -213,7 +245,7 @@ export async function copyStore(
     if (conflicts !== undefined) throw conflicts
   }
   await target.markUnfinished(new Date().toISOString())
-  const keys = options.withoutKeys ? [] : await source.keys()
+  const keys = options.withoutKeys ? [] : sourceKeys
   const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
   // Past the source's ids before any pet is copied: a target served before a stopped copy is finished

@@ -2,6 +2,7 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import {
+  ACTIVE_KEYS_SQL,
   type CopiedKey,
   type CopiedPet,
   type CopyTarget,
@@ -40,6 +41,12 @@ export class SqliteLoad implements CopyTarget {
     await migrate(this.#db)
     return this.#db.run(() =>
       contentsOf(this.#db.statement(TARGET_CONTENTS_SQL).get() as unknown as TargetContentsRow),
+    )
+  }
+
+  activeKeys(): Promise<{ name: string; hash: string }[]> {
+    return this.#db.run(
+      () => this.#db.statement(ACTIVE_KEYS_SQL).all() as unknown as { name: string; hash: string }[],
     )
   }
 
