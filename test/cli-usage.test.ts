@@ -77,7 +77,7 @@ describe('petstore CLI usage', () => {
     assert.equal(existsSync(join(cwd, 'data')), false, 'no command ran')
   })
 
-  test('when a file or store is given as an empty value (--to "", an unset variable), then it is refused in one line naming the option, exit 2, before anything is read or written', (t) => {
+  test('when a file or store is given as an empty value (--to "", an unset variable), or with white space around it, then it is refused in one line naming the option, exit 2, before anything is read or written', (t) => {
     const cwd = temporaryDirectory(t)
     const database = { DATABASE_URL: 'sqlite:a.db' }
     assert.equal(runCli(['seed', '--count', '3'], database, cwd).status, 0)
@@ -88,6 +88,16 @@ describe('petstore CLI usage', () => {
       [['restore', '--from', ''], '--from needs a FILE (got "")'],
       [['copy', '--from', '', '--to', 'sqlite:b.db'], '--from needs a STORE (got "")'],
       [['copy', '--from', 'sqlite:a.db', '--to', ''], '--to needs a STORE (got "")'],
+      [['backup', '--to', ' '], '--to must not begin or end with white space (got " " at its start)'],
+      [['backup', '--to', 'b.db\t'], '--to must not begin or end with white space (got "\\t" at its end)'],
+      [
+        ['restore', '--from', ' b.db'],
+        '--from must not begin or end with white space (got " " at its start)',
+      ],
+      [
+        ['copy', '--from', 'sqlite:a.db', '--to', 'sqlite:b.db '],
+        '--to must not begin or end with white space (got " " at its end)',
+      ],
     ] as const) {
       const command = args[0]
       const result = runCli([...args], database, cwd)

@@ -1,5 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
+import { surroundingSpaceRefusal } from '../setting-forms.ts'
 
 export interface Output {
   isTTY?: boolean
@@ -95,10 +96,13 @@ function usageOf(error: Error, args: readonly string[]): string {
 
 /**
  * `--name`'s value, refused when empty (`--to "$UNSET"`): as a path it names no file, and a backup took
- * the whole database before its rename into "" failed.
+ * the whole database before its rename into "" failed. White space around it (a quoting slip) would name
+ * another file, as around DATABASE_URL.
  */
 export function nonEmptyOption(name: string, value: string, what: string): string {
   if (value === '') throw new UsageError(`--${name} needs ${what} (got "")`)
+  const spaced = surroundingSpaceRefusal(value)
+  if (spaced !== undefined) throw new UsageError(`--${name} ${spaced}`)
   return value
 }
 
