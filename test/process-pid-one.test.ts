@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { waitUntil, within } from './helpers/bounded-wait.ts'
+import { waitFor, waitUntil, within } from './helpers/bounded-wait.ts'
 import { CLI, cliEnvironment } from './helpers/cli-process.ts'
 import { silentListener } from './helpers/silent-listener.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { temporaryDirectory } from './helpers/test-server.ts'
 
 // A container's entry point is PID 1, which the kernel spares every signal it has no handler for.
 const pidNamespaces =
@@ -45,4 +47,44 @@ describe('the service as PID 1', suiteNeeding('the PID 1 suite', pidNamespaces),
       assert.equal(exitCode, code)
     })
   }
+
+  test('when it first starts as PID 1 with a terminal for its output (a container run with -t, whose terminal is its log), then the initial key goes to data/initial-api-key, never to the output', async (t) => {
+    const cwd = temporaryDirectory(t)
+    // `script` gives it a terminal (a pseudo-terminal) and copies it to a pipe, as a log driver would.
+    const serve = [
+      'unshare',
+      '--pid',
+      '--fork',
+      '--kill-child',
+      '--mount-proc',
+      process.execPath,
+      CLI,
+      'serve',
+    ]
+    const child = spawn('script', ['--quiet', '--return', '--command', serve.join(' '), '/dev/null'], {
+      env: cliEnvironment({
+        HOST: '127.0.0.1',
+        PORT: '0',
+        METRICS_PORT: '0',
+        LOG_LEVEL: 'info',
+        TERM: 'xterm',
+      }),
+      cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      output += text
+    })
+    await waitFor(
+      () => output.includes('serving http') || undefined,
+      () => `it did not say it serves:\n${output}`,
+      { timeoutMs: 15_000, everyMs: 20 },
+    )
+    assert.doesNotMatch(output, /psk_/, 'no key in the output')
+    const file = join(cwd, 'data', 'initial-api-key')
+    assert.ok(existsSync(file), `no ${file}:\n${output}`)
+    assert.match(readFileSync(file, 'utf8'), /^psk_[\w-]{43}\n$/)
+  })
 })

@@ -32,8 +32,8 @@ export interface ProvisionOptions {
 /**
  * Makes sure the service can be called: keys from `API_KEYS` are stored (hashed), and on a brand-new
  * installation (no key was ever created) one named "initial" is created and handed over exactly once — on
- * the terminal if there is one, otherwise in a file readable only by this user next to the database. It
- * never goes to the log. Once keys exist, none is ever minted here: revoking every key stays in force.
+ * the terminal if there is one (not a container's), otherwise in a file readable only by this user next to
+ * the database. It never goes to the log. Once keys exist, none is ever minted here: revoking every key stays in force.
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
   const entries = config.apiKeys.map(({ name, key }) => storedFormOf(name, key))
@@ -84,7 +84,9 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
   }
 
   const key = generateApiKey()
-  if (terminal.isTTY) {
+  // A container's main process is PID 1, and its terminal (run with -t) is its log, kept by the runtime
+  // and shipped on: the key goes to the file there, as with no terminal.
+  if (terminal.isTTY && process.pid !== 1) {
     await store.createApiKey(storedFormOf(INITIAL_KEY_NAME, key))
     terminal.write(
       `\nNo API key existed, so one was created. It is shown only this once; keep it somewhere safe:\n\n  ${key}\n\n` +
