@@ -76,6 +76,8 @@ describe('deploy/compose.yaml', suiteNeeding('the compose file check', lack), ()
         'no privileges gained through setuid files',
       )
       assert.ok(instance.flags.join(' ').includes('--tmpfs /tmp'), "a tmpfs for SQLite's temporary files")
+      // The image's VOLUME /data would get an anonymous volume each `up`, which `down` leaves behind.
+      assert.ok(instance.flags.join(' ').includes('--tmpfs /data'), 'no anonymous volume for /data')
       assert.ok(instance.flags.includes(`127.0.0.1:808${number}:8080`), 'published on loopback')
       const unknown = Object.keys(instance.env).filter((name) => !(name in ConfigSchema.properties))
       assert.deepEqual(unknown, [], 'every variable is a setting')
@@ -94,6 +96,7 @@ describe('deploy/compose.yaml', suiteNeeding('the compose file check', lack), ()
       / --healthcheck-command \/bin\/sh -c 'pg_isready --host 127\.0\.0\.1 /,
       'PostgreSQL has a health check for the instances to wait on',
     )
+    assert.ok(runs.get('redis')?.flags.join(' ').includes('--tmpfs /data'), "no anonymous volume for Redis'")
     for (const service of ['postgres', 'redis']) {
       assert.ok(
         runs.get(service)?.flags.join(' ').includes(`--network-alias ${service}`),
