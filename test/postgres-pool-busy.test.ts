@@ -12,7 +12,7 @@ import {
   startThrowawayPostgres,
   throwawayPostgresSuiteOptions,
 } from './helpers/postgres-server.ts'
-import { engineSuiteOptions, postgresEngine, postgresStoreAt } from './helpers/store-engines.ts'
+import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 /** The pool's gauges as /metrics serves them: connections by state, then the calls waiting for one. */
@@ -75,6 +75,44 @@ describe(
     })
   },
 )
+
+describe('a PostgreSQL that refuses new connections', engineSuiteOptions(postgresEngine), () => {
+  test("when the database refuses the service's connections under load (connections disallowed, its sessions ended), then readiness fails within 2 s, not after a call bound of refusals read as answers, and is back once it takes them", async (t) => {
+    const url = await (await sharedPostgres()).createDatabase()
+    const database = new URL(url).pathname.slice(1)
+    const admin = Object.assign(new URL(url), { pathname: '/postgres' }).href
+    const store = postgresStoreAt(url, 2)
+    const server = await startTestServer(t, { store, env: { READ_CACHE_BYTES: '0' } })
+    assert.equal((await call(server, 'GET', '/readyz', { key: false })).status, 200)
+    let calling = true
+    const callers = Array.from({ length: 4 }, async () => {
+      while (calling) {
+        await store.getPet(1n).catch(() => undefined)
+        await setImmediate()
+      }
+    })
+    try {
+      // A database closed to new sessions (a maintenance, max_connections reached, a password rotated).
+      await postgresSql(
+        admin,
+        `ALTER DATABASE "${database}" ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid)
+          FROM pg_stat_activity WHERE datname = '${database}'`,
+      )
+      const refused = performance.now()
+      const ready = async () => (await call(server, 'GET', '/readyz', { key: false })).status === 200
+      while (await ready()) {
+        assert.ok(performance.now() - refused < 2000, 'readiness failed within 2 s of the refusals')
+        await sleep(100)
+      }
+      await postgresSql(admin, `ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`)
+      await waitFor(async () => ((await ready()) ? true : undefined), 'ready again')
+    } finally {
+      calling = false
+      await postgresSql(admin, `ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`)
+      await Promise.all(callers)
+    }
+  })
+})
 
 // A server of its own: this test freezes it.
 describe('a hung PostgreSQL with every connection busy', throwawayPostgresSuiteOptions(), () => {

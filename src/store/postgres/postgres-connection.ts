@@ -249,9 +249,12 @@ export class PostgresPool {
     }
   }
 
-  /** A call that failed with the server's own error was answered: the server is there. */
+  /**
+   * A call that failed with the server's own error was answered: the server is there. Not a FATAL one: a
+   * session refused (too many clients, a password, a database closed to connections) or ended answers nothing.
+   */
   #noteAnswer(error: unknown): void {
-    if (error instanceof pg.DatabaseError) this.#answeredAt = performance.now()
+    if (error instanceof pg.DatabaseError && error.severity !== 'FATAL') this.#answeredAt = performance.now()
   }
 
   /**
@@ -262,7 +265,9 @@ export class PostgresPool {
    */
   busyWithAnsweringServer(): boolean {
     const pool = this.#pool
-    const saturated = pool.idleCount === 0 && pool.totalCount >= (pool.options.max as number)
+    // Connections being opened are counted by the pool but answer nothing: one at least must be open.
+    const saturated =
+      pool.idleCount === 0 && this.#clients.size > 0 && pool.totalCount >= (pool.options.max as number)
     return saturated && performance.now() - this.#answeredAt < this.callBoundMs
   }
 
