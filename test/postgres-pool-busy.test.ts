@@ -22,6 +22,23 @@ async function poolGauges(metrics: Metrics): Promise<string> {
   return [...gauges].map(([, state, waiting, value]) => `${state ?? waiting} ${value}`).join(', ')
 }
 
+/** Callers that keep every connection busy, as steady traffic does; stopped before anything is closed. */
+function keepBusy(store: PostgresStore): { stop(): Promise<void> } {
+  let calling = true
+  const callers = Array.from({ length: 4 }, async () => {
+    while (calling) {
+      await store.getPet(1n).catch(() => undefined)
+      await setImmediate()
+    }
+  })
+  return {
+    async stop() {
+      calling = false
+      await Promise.all(callers)
+    },
+  }
+}
+
 describe(
   'a PostgreSQL pool whose every connection waits on a lock',
   engineSuiteOptions(postgresEngine),
@@ -84,13 +101,7 @@ describe('a PostgreSQL that refuses new connections', engineSuiteOptions(postgre
     const store = postgresStoreAt(url, 2)
     const server = await startTestServer(t, { store, env: { READ_CACHE_BYTES: '0' } })
     assert.equal((await call(server, 'GET', '/readyz', { key: false })).status, 200)
-    let calling = true
-    const callers = Array.from({ length: 4 }, async () => {
-      while (calling) {
-        await store.getPet(1n).catch(() => undefined)
-        await setImmediate()
-      }
-    })
+    const callers = keepBusy(store)
     try {
       // A database closed to new sessions (a maintenance, max_connections reached, a password rotated).
       await postgresSql(
@@ -107,9 +118,8 @@ describe('a PostgreSQL that refuses new connections', engineSuiteOptions(postgre
       await postgresSql(admin, `ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`)
       await waitFor(async () => ((await ready()) ? true : undefined), 'ready again')
     } finally {
-      calling = false
+      await callers.stop()
       await postgresSql(admin, `ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`)
-      await Promise.all(callers)
     }
   })
 })
@@ -132,14 +142,7 @@ describe('a hung PostgreSQL with every connection busy', throwawayPostgresSuiteO
     const server = await startTestServer(t, { store, env: { READ_CACHE_BYTES: '0' } })
     assert.equal((await call(server, 'GET', '/readyz', { key: false })).status, 200)
 
-    // Callers keep every connection busy, as steady traffic does; stopped before anything is closed.
-    let calling = true
-    const callers = Array.from({ length: 4 }, async () => {
-      while (calling) {
-        await store.getPet(1n).catch(() => undefined)
-        await setImmediate()
-      }
-    })
+    const callers = keepBusy(store)
     try {
       postgres.freeze()
       const frozen = performance.now()
@@ -151,9 +154,8 @@ describe('a hung PostgreSQL with every connection busy', throwawayPostgresSuiteO
       postgres.thaw()
       await waitFor(async () => ((await ready()) ? true : undefined), 'ready again')
     } finally {
-      calling = false
       postgres.thaw()
-      await Promise.all(callers)
+      await callers.stop()
     }
   })
 })
