@@ -3,9 +3,11 @@ import { execFileSync } from 'node:child_process'
 import { statSync, truncateSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { LOG_OUTPUT } from '../src/log/log-output.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, runCli, type ServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { exitWithin, logLines, runCli, type ServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { limitFileSize, MAX_CREATES_UNTIL_FULL, MIB, setUp } from './helpers/faulty-volume-server.ts'
 import { assertUnavailable } from './helpers/pet-ledger.ts'
 import { rowCount } from './helpers/sqlite-file.ts'
@@ -37,18 +39,39 @@ describe('SQLite: the disk fills up under a running server', mountingSuiteOption
       }
       assert.ok(refused, `no create was refused in ${MAX_CREATES_UNTIL_FULL} on a full disk`)
       await assertUnavailable(refused, 'the first create refused on a full disk')
+      // Room for a few writes, not for the free space readiness asks: a write that finds room (before any
+      // probe looked at the volume) is no recovery.
+      truncateSync(filler, statSync(filler).size - 256 * 1024)
+      await setup.ledger.createAcknowledged(server, 1)
+      assert.equal(
+        (await readinessBecomes(server, 503)).message,
+        'not ready: the disk holding the database is full',
+      )
+      // Any line said by now is written once the log's interval has passed.
+      await sleep(LOG_OUTPUT.flushIntervalMs + 200)
+      assert.deepEqual(recoveries(server), [], 'no recovery said while the disk is still full')
+
+      const refill = fillFileSystem(directory, 'filler-2')
       await assertStorageFaultReported(server, setup.ledger, 'disk_full')
 
+      unlinkSync(refill)
       unlinkSync(filler)
       await waitUntilReady(server)
       await setup.ledger.createAcknowledged(server, 5)
       assert.equal(storageFaultLines(server).length, 1)
+      await waitForLog(server, () => (recoveries(server).length > 0 ? true : undefined))
+      assert.equal(recoveries(server).length, 1, 'one recovery, once the disk has room')
 
       await setup.kill(server)
       await setup.ledger.assertAllPresent(await setup.start())
     })
   }
 })
+
+/** The lines saying the storage recovered. */
+function recoveries(server: ServeProcess) {
+  return logLines(server).filter((line) => line.recoveredFrom !== undefined)
+}
 
 /** A server on an ext4 volume, with 10 pets acknowledged, then the kernel turns the volume read-only. */
 async function serverOnAbortedVolume(t: TestContext) {

@@ -136,8 +136,8 @@ export function mountExt4(t: Cleanup, bytes: number) {
 }
 
 /** Writes a file into `directory` until the file system has no space left; returns its path. */
-export function fillFileSystem(directory: string): string {
-  const path = join(directory, 'filler')
+export function fillFileSystem(directory: string, name = 'filler'): string {
+  const path = join(directory, name)
   const fd = openSync(path, 'w')
   try {
     for (const size of [1024 * 1024, 4096, 1]) {

@@ -103,6 +103,9 @@ export class SqliteHealth {
   noteWriteSucceeded(): void {
     if (this.#fault === undefined || this.#fault === 'file_replaced' || this.#volumeFault !== undefined)
       return
+    // A write that found room (in the log's own pages, say) before a probe looked at the volume is no
+    // recovery while the volume is still under readiness's floor: said so, it flapped with the next fault.
+    if (this.#fault === 'disk_full' && this.#volume?.check(true).fault !== undefined) return
     this.#recovered()
   }
 
