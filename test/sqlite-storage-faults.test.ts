@@ -185,7 +185,8 @@ describe('SQLite: a full disk when a start or a command writes', mountingSuiteOp
   test('when the disk fills up before a start stores its keys or seed adds pets, then each refuses in one line saying what to do, with no storage-fault log line, and exits 1', async (t) => {
     const directory = mountTmpfs(t, 8 * MIB)
     const setup = setUp(t, directory)
-    // A running server keeps the database's -wal and -shm files: opening it again takes no space, a write does.
+    // A running server keeps the database's -wal and -shm files: opening it again takes no space, a
+    // write does.
     await setup.ledger.createAcknowledged(await setup.start(), 5)
     fillFileSystem(directory)
     const database = { DATABASE_URL: `sqlite:${join(directory, 'petstore.db')}` }

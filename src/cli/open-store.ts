@@ -107,7 +107,8 @@ export async function openCommandStore(
   const { store, made } = await openMigratedStore(database, log, creates).catch((error: unknown) => {
     if (!(error instanceof NoSchemaError)) throw error
     throw new CommandError(
-      `${error.message} (DATABASE_URL): run the command against the service's database, or set DATABASE_URL ("petstore migrate" makes them)`,
+      `${error.message} (DATABASE_URL): run the command against the service's database, or set ` +
+        'DATABASE_URL ("petstore migrate" makes them)',
     )
   })
   if (missing !== undefined) sayCreated(name, missing, stderr)

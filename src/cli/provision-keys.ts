@@ -33,7 +33,8 @@ export interface ProvisionOptions {
  * Makes sure the service can be called: keys from `API_KEYS` are stored (hashed), and on a brand-new
  * installation (no key was ever created) one named "initial" is created and handed over exactly once — on
  * the terminal if there is one (not a container's), otherwise in a file readable only by this user next to
- * the database. It never goes to the log. Once keys exist, none is ever minted here: revoking every key stays in force.
+ * the database. It never goes to the log. Once keys exist, none is ever minted here: revoking every key
+ * stays in force.
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
   const entries = config.apiKeys.map(({ name, key }) => storedFormOf(name, key))

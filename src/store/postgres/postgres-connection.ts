@@ -251,7 +251,8 @@ export class PostgresPool {
 
   /**
    * A call that failed with the server's own error was answered: the server is there. Not a FATAL one: a
-   * session refused (too many clients, a password, a database closed to connections) or ended answers nothing.
+   * session refused (too many clients, a password, a database closed to connections) or ended answers
+   * nothing.
    */
   #noteAnswer(error: unknown): void {
     if (error instanceof pg.DatabaseError && error.severity !== 'FATAL') this.#answeredAt = performance.now()

@@ -105,12 +105,15 @@ export function foreignDatabaseRefusal(
   columns: readonly string[],
 ): string | undefined {
   const leftAsItIs =
-    'and is left as it is; name a Pet Store database or a new one (on PostgreSQL, a schema of its own will do)'
+    'and is left as it is; name a Pet Store database or a new one (on PostgreSQL, a schema of its own ' +
+    'will do)'
   if (tables.includes('schema_migrations')) {
     if (isServiceBookkeeping(columns)) return undefined
-    return `it is not a Pet Store database: its schema_migrations (${columns.join(', ')}) is another tool's, not the service's, ${leftAsItIs}`
+    const bookkeeping = `its schema_migrations (${columns.join(', ')}) is another tool's, not the service's`
+    return `it is not a Pet Store database: ${bookkeeping}, ${leftAsItIs}`
   }
   if (tables.length === 0) return undefined
   const named = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', …' : '')
-  return `it is not a Pet Store database: it holds other tables (${named}) and no schema_migrations, ${leftAsItIs}`
+  const others = `it holds other tables (${named}) and no schema_migrations`
+  return `it is not a Pet Store database: ${others}, ${leftAsItIs}`
 }

@@ -103,7 +103,8 @@ export function openDurable(path: string): DatabaseSync {
     db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
     if (isUnfinishedRestorePlace(db)) {
       throw new Error(
-        `${path} is the place a restore held that did not finish: run the restore again (petstore restore --from …); or, to begin an empty database there, remove it`,
+        `${path} is the place a restore held that did not finish: run the restore again (petstore ` +
+          'restore --from …); or, to begin an empty database there, remove it',
       )
     }
     // Before WAL mode, the first change made to a file: another application's is left byte for byte.
