@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -52,6 +52,27 @@ describe("a DATABASE_URL that points at another application's database", () => {
     const before = digest()
     refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd, OTHER_TOOLS_REFUSAL)
     assert.equal(digest(), before, 'no column, table or row added, no WAL mode')
+  })
+
+  test('when the SQLite file holds nothing (an empty file), then keys list refuses it, naming it, and makes no table; keys create makes the tables and says so on stderr', (t) => {
+    const cwd = temporaryDirectory(t)
+    const path = join(cwd, 'empty.db')
+    writeFileSync(path, '')
+    const env = { DATABASE_URL: `sqlite:${path}` }
+    const listed = runCli(['keys', 'list'], env, cwd)
+    assert.deepEqual(
+      [listed.status, listed.stderr],
+      [
+        1,
+        `petstore keys: no Pet Store tables in ${path} (DATABASE_URL): run the command against the service's database, or set DATABASE_URL ("petstore migrate" makes them)\n`,
+      ],
+    )
+    const tables = new DatabaseSync(path)
+    assert.deepEqual(tables.prepare('SELECT name FROM sqlite_schema').all(), [], 'no table made')
+    tables.close()
+    const created = runCli(['keys', 'create', '--name', 'web'], env, cwd)
+    assert.equal(created.status, 0, created.stderr)
+    assert.ok(created.stderr.startsWith(`petstore keys: ${path}, held no Pet Store tables; made them\n`))
   })
 
   describe('on PostgreSQL', engineSuiteOptions(postgresEngine), () => {
