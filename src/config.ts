@@ -159,9 +159,11 @@ export function environmentFileWarnings(path = '.env'): string[] {
 /** Validates settings given as strings, then decodes them; throws a ConfigError naming the first bad one. */
 export function loadConfig(env: Record<string, string | undefined> = readEnvironment()): Config {
   // A space kept from quoting, read into a sqlite: path, opened another, empty database. Refused as PORT,
-  // HOST and the other single values refuse one, and named here: the value itself is never echoed.
-  const spaced = surroundingSpaceRefusal(env.DATABASE_URL ?? '')
-  if (spaced !== undefined) throw new ConfigError(`DATABASE_URL ${spaced}`)
+  // HOST and the other single values refuse one, and named here: the value (a password) is never echoed.
+  for (const name of ['DATABASE_URL', 'REDIS_URL']) {
+    const spaced = surroundingSpaceRefusal(env[name] ?? '')
+    if (spaced !== undefined) throw new ConfigError(`${name} ${spaced}`)
+  }
   const values: Record<string, unknown> = {}
   for (const [name, schema] of Object.entries(properties)) {
     const raw = env[name]

@@ -60,6 +60,15 @@ describe('configuration', () => {
     [{ TRUSTED_PROXIES: '10.0.0.1/8/8' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
     [{ TRUSTED_PROXIES: '::1/129' }, /^TRUSTED_PROXIES must be IP addresses, CIDR ranges/],
     [{ WORKERS: '1000' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "1000"\)$/],
+    // As DATABASE_URL's: the space is named, the value (its password) never echoed.
+    [
+      { REDIS_URL: ' redis://:s3cret@cache:6379' },
+      /^REDIS_URL must not begin or end with white space \(got " " at its start\)$/,
+    ],
+    [
+      { REDIS_URL: 'redis://cache:6379 ' },
+      /^REDIS_URL must not begin or end with white space \(got " " at its end\)$/,
+    ],
     // A wildcard or `null` lets any page (a sandboxed one, a file) call with a key; a path matches nothing.
     ...['*', 'null', 'https://app.example.com/', 'app.example.com', 'https://a.example,ftp://b.example'].map(
       (value) =>
