@@ -16,7 +16,6 @@ import { DatabaseSync } from 'node:sqlite'
 import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
-import { isUnfinishedRestorePlace } from './sqlite-restore-hold.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
 // Opening the database file, durably or to read it alone, and saying why an open failed where SQLite's
@@ -46,6 +45,10 @@ export function pragmaOf(db: DatabaseSync, pragma: string): unknown {
   const row = db.prepare(`PRAGMA ${pragma}`).get()
   return row === undefined ? undefined : Object.values(row)[0]
 }
+
+// Written in the header of a first restore's empty file (sqlite-restore-hold.ts): killed before its
+// rename, the restore leaves it at the database's path, where a start would take it for a new database.
+export const UNFINISHED_RESTORE_ID = 0x50535248
 
 /**
  * A database file not there yet is made empty, for its owner alone, whatever the umask: it holds every pet
@@ -101,7 +104,7 @@ export function openDurable(path: string): DatabaseSync {
     createPrivately(path)
     db = new DatabaseSync(path)
     db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
-    if (isUnfinishedRestorePlace(db)) {
+    if (pragmaOf(db, 'application_id') === UNFINISHED_RESTORE_ID) {
       throw new Error(
         `${path} is the place a restore held that did not finish: run the restore again (petstore ` +
           'restore --from …); or, to begin an empty database there, remove it',

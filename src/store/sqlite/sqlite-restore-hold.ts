@@ -15,6 +15,7 @@ import { dirname } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { statOrNothing, temporaryBeside } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
+import { pragmaOf, UNFINISHED_RESTORE_ID } from './sqlite-open.ts'
 
 // How a restore holds the database's path from its first step to the rename (sqlite-backup.ts): no server
 // or command opens the file there meanwhile, so none is left on the one the rename replaces, whose
@@ -64,15 +65,6 @@ export function holdForRestore(path: string): Hold {
     }
     throw error
   }
-}
-
-// Written in the header of a first restore's empty file: killed before its rename, the restore leaves it at
-// the database's path, where a start would otherwise take it for a new database (sqlite-open.ts).
-const UNFINISHED_RESTORE_ID = 0x50535248
-
-/** Whether `db` is the empty file a first restore held its place with, left there by a restore killed. */
-export function isUnfinishedRestorePlace(db: DatabaseSync): boolean {
-  return Object.values(db.prepare('PRAGMA application_id').get() ?? {})[0] === UNFINISHED_RESTORE_ID
 }
 
 /** Takes the file's lock at once or fails busy, and keeps it after the transaction until the close. */
@@ -136,7 +128,7 @@ function holdPlace(path: string): Hold {
  * The file replaced keeps every write; its header then says rollback journal, which a start sets back.
  */
 export function leaveLogBehind(path: string, hold: Hold): void {
-  const mode = Object.values(hold.db.prepare('PRAGMA journal_mode = MEMORY').get() ?? {})[0]
+  const mode = pragmaOf(hold.db, 'journal_mode = MEMORY')
   if (mode !== 'memory' || (statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
     throw new Error(`the write-ahead log of ${path} still holds writes: nothing was changed`)
   }
