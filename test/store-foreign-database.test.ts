@@ -19,6 +19,12 @@ const OTHER_TOOLS_BOOKKEEPING =
 const OTHER_TOOLS_REFUSAL =
   /it is not a Pet Store database: its schema_migrations \(version, dirty\) is another tool's, not the service's/
 
+/** The tables of the PostgreSQL database at `url` in schema public, by name. */
+async function publicTables(url: string): Promise<unknown[]> {
+  const tables = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"
+  return (await postgresSql(url, tables)).map((row) => row.table_name)
+}
+
 function refusedEverywhere(env: Record<string, string>, cwd: string, refusal = REFUSAL): void {
   for (const args of COMMANDS) {
     const result = runCli(args, { PORT: '0', ...env }, cwd)
@@ -88,14 +94,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
         columns.map((row) => row.column_name),
         ['dirty', 'version'],
       )
-      const tables = await postgresSql(
-        url,
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
-      )
-      assert.deepEqual(
-        tables.map((row) => row.table_name),
-        ['schema_migrations'],
-      )
+      assert.deepEqual(await publicTables(url), ['schema_migrations'])
     })
 
     test('when the schema holds other tables and no schema_migrations, then every command refuses it and adds nothing', async (t) => {
@@ -105,14 +104,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
         'CREATE TABLE users (id int PRIMARY KEY, name text); CREATE TABLE orders (id int)',
       )
       refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t))
-      const tables = await postgresSql(
-        url,
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
-      )
-      assert.deepEqual(
-        tables.map((row) => row.table_name),
-        ['orders', 'users'],
-      )
+      assert.deepEqual(await publicTables(url), ['orders', 'users'])
     })
 
     test('when the schema holds nothing (a new database, or the wrong one), then keys list and keys revoke refuse it, naming it, and make nothing; keys create and seed make the tables and say so on stderr', async (t) => {
@@ -127,8 +119,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
         const refused = runCli(args, { DATABASE_URL: url }, cwd)
         assert.deepEqual([refused.status, refused.stderr], [1, `petstore keys: ${absent}\n`], args.join(' '))
       }
-      const tables = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-      assert.deepEqual(await postgresSql(url, tables), [], 'nothing made')
+      assert.deepEqual(await publicTables(url), [], 'nothing made')
       const made = `petstore keys: database ${database}, schema public, held no Pet Store tables; made them\n`
       const created = runCli(['keys', 'create', '--name', 'web'], { DATABASE_URL: url }, cwd)
       assert.equal(created.status, 0, created.stderr)
