@@ -253,3 +253,6 @@ export const ConfigSchema = Type.Object({
 
 /** The environment's settings once validated, before config.ts decodes them. */
 export type Settings = Static<typeof ConfigSchema>
+
+/** Every setting's name. */
+export const SETTING_NAMES: ReadonlySet<string> = new Set(Object.keys(ConfigSchema.properties))

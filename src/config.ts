@@ -1,11 +1,11 @@
-import { existsSync, readFileSync, statSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { dirname } from 'node:path'
-import { parseEnv } from 'node:util'
 import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
 import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings } from './config-schema.ts'
+import { readEnvironment } from './environment-file.ts'
+import { ConfigError } from './errors.ts'
 import type { LogSettings } from './log/logger.ts'
 import type { MetricsListener } from './metrics/metrics-server.ts'
 import type { BaseUrls } from './routes/openapi/openapi.ts'
@@ -13,7 +13,7 @@ import type { V1ApiSettings } from './routes/v1-api.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 import type { ListenSettings } from './server.ts'
-import { entriesOf, linesSettingNothing, postgresUrlOf, surroundingSpaceRefusal } from './setting-forms.ts'
+import { entriesOf, SECRET_SETTINGS, surroundingSpaceRefusal } from './setting-forms.ts'
 
 /** Where pets and keys live: the engine `DATABASE_URL` names, with that engine's settings. */
 export type DatabaseSettings =
@@ -62,44 +62,10 @@ export interface Config {
   docs: boolean
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'ConfigError'
-  }
-}
-
-// Values that may hold credentials are never echoed back in an error.
-const SECRET_SETTINGS = new Set(['API_KEYS', 'DATABASE_URL', 'REDIS_URL'])
 const SQLITE = 'sqlite:'
 
 const properties = ConfigSchema.properties as unknown as Record<string, SchemaNode & { default?: unknown }>
 const validator = Compile(ConfigSchema)
-
-/** The process environment with `.env` (if present in the working directory) underneath it. */
-export function readEnvironment(
-  path = '.env',
-  environment: Record<string, string | undefined> = process.env,
-): Record<string, string | undefined> {
-  const text = environmentFileText(path)
-  const fromFile = text === undefined ? {} : parseEnv(text)
-  return { ...fromFile, ...environment }
-}
-
-/**
- * The text of `.env`, or undefined when there is none; read here alone, so the settings and the warnings
- * agree. A byte order mark (UTF-8 as editors on Windows save it) would be read as part of the first name.
- */
-function environmentFileText(path: string): string | undefined {
-  if (!existsSync(path)) return undefined
-  // Read, it failed as a bare EISDIR naming no file.
-  if (statSync(path).isDirectory()) {
-    throw new ConfigError(
-      `${path} is a directory, not a settings file (remove it; a bind mount of a missing file makes one)`,
-    )
-  }
-  return readFileSync(path, 'utf8').replace(/^\uFEFF/, '')
-}
 
 /**
  * Every setting as this process read it, `''` for one not set: the environment of a process it starts (a
@@ -113,47 +79,6 @@ export function settingsEnvironment(env: Record<string, string | undefined>): Re
 /** Whether an error may echo `value` of setting `name`: not a setting that holds secrets, nor a URL with a user. */
 function mayHoldSecret(name: string, value: string): boolean {
   return SECRET_SETTINGS.has(name) || /^[a-z]+:\/\/[^/?#]*@/i.test(value)
-}
-
-/** Whether `value` of setting `name` is a secret: keys, a URL with a password, or PostgreSQL's password. */
-function holdsSecret(name: string, value: string): boolean {
-  if (name === 'API_KEYS') return value !== ''
-  // No setting (libpq reads it only from the environment), yet a password all the same.
-  if (name === 'PGPASSWORD') return value !== ''
-  if (!SECRET_SETTINGS.has(name)) return false
-  // A socket URL (`postgres://user:pw@/db?host=…`) is no WHATWG URL: read as the client reads it.
-  const url = URL.canParse(value) ? new URL(value) : postgresUrlOf(value)?.url
-  return url !== undefined && (url.password !== '' || url.searchParams.has('password'))
-}
-
-/**
- * What is wrong with `.env` without stopping the start, said at warn once the log exists: a name that is
- * no setting (a typo, or a variable Node or libpq read only from the environment, which this file never
- * reaches), a line that sets nothing, and secrets in a file other users can read. Never a value.
- */
-export function environmentFileWarnings(path = '.env'): string[] {
-  const text = environmentFileText(path)
-  if (text === undefined) return []
-  const fromFile = parseEnv(text)
-  const warnings = Object.keys(fromFile)
-    .filter((name) => !Object.hasOwn(properties, name))
-    .map(
-      (name) =>
-        `.env sets ${name}, which is no setting of this service: it has no effect (a variable Node.js or PostgreSQL's client reads, such as NODE_EXTRA_CA_CERTS or PGPASSWORD, belongs in the environment; settings: .env.example)`,
-    )
-  // Never the line's text: it may hold a key.
-  for (const line of linesSettingNothing(text)) warnings.push(`.env line ${line} has no "=": it sets nothing`)
-  const secrets = Object.entries(fromFile)
-    .filter(([name, value]) => holdsSecret(name, value ?? ''))
-    .map(([name]) => name)
-  const mode = statSync(path).mode & 0o777
-  if (secrets.length > 0 && (mode & 0o044) !== 0) {
-    const octal = mode.toString(8).padStart(4, '0')
-    warnings.push(
-      `.env holds ${secrets.join(', ')}, and other users can read it (mode ${octal}): chmod 600 .env`,
-    )
-  }
-  return warnings
 }
 
 /** Validates settings given as strings, then decodes them; throws a ConfigError naming the first bad one. */

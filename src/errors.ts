@@ -128,6 +128,14 @@ export function messageWithCause(error: Error): string {
   return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message
 }
 
+/** A setting, or a command's option, that cannot be used: the process stops, naming it. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
 /** Thrown by a store when the database cannot be reached or refuses work for now; answered with 503. */
 export class StoreUnavailableError extends Error {
   /** What an operator does about it when a command or a start stops on it; never sent to a client. */

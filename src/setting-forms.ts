@@ -38,6 +38,9 @@ export function hostSetting(defaultHost: string, description: string) {
   )
 }
 
+// Values that may hold credentials: never echoed back in an error; warned of in a .env others can read.
+export const SECRET_SETTINGS: ReadonlySet<string> = new Set(['API_KEYS', 'DATABASE_URL', 'REDIS_URL'])
+
 export const API_KEYS_FORM = `name:key pairs separated by commas (spaces around them ignored), each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters; no name or key given twice`
 
 // A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".

@@ -4,8 +4,10 @@ import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { ConfigError, environmentFileWarnings, loadConfig, readEnvironment } from '../src/config.ts'
+import { loadConfig } from '../src/config.ts'
 import { ConfigSchema } from '../src/config-schema.ts'
+import { environmentFileWarnings, readEnvironment } from '../src/environment-file.ts'
+import { ConfigError } from '../src/errors.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('configuration', () => {

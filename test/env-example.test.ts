@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { parseEnv } from 'node:util'
-import { loadConfig, readEnvironment } from '../src/config.ts'
+import { loadConfig } from '../src/config.ts'
 import { ConfigSchema } from '../src/config-schema.ts'
+import { readEnvironment } from '../src/environment-file.ts'
 
 const EXAMPLE = fileURLToPath(new URL('../.env.example', import.meta.url))
 const text = readFileSync(EXAMPLE, 'utf8')

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { ConfigError } from '../config.ts'
+import { ConfigError } from '../errors.ts'
 import { backupCommand } from './backup-command.ts'
 import { type Command, type CommandIo, failureLine, UsageError } from './command.ts'
 import { copyCommand } from './copy-command.ts'

@@ -1,13 +1,8 @@
 import cluster from 'node:cluster'
 import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
-import {
-  type Config,
-  environmentFileWarnings,
-  loadConfig,
-  readEnvironment,
-  settingsEnvironment,
-} from '../config.ts'
+import { type Config, loadConfig, settingsEnvironment } from '../config.ts'
+import { environmentFileWarnings, readEnvironment } from '../environment-file.ts'
 import { BufferedLogOutput } from '../log/log-output.ts'
 import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../log/logger.ts'
 import type { Output } from './command.ts'
