@@ -42,6 +42,36 @@ describe('petstore copy, SQLite to SQLite', () => {
     )
   })
 
+  test('when --from or --to names no store a copy can use, then exit 2 naming the option and what is wrong, the value not echoed', (t) => {
+    const cwd = temporaryDirectory(t)
+    const other = ['--from', 'sqlite:a.db']
+    for (const [store, said] of [
+      ['sqlite:', '--to sqlite: names no file: sqlite:PATH'],
+      ['sqlite::memory:', '--to names an in-memory store, gone when the copy ends: sqlite:PATH names a file'],
+      [
+        'sqlite:file:x.db',
+        '--to names a SQLite file by a file: URI: name it by its path (./file:… for a file so named)',
+      ],
+      ['postgres://u:secret@host:port/db', '--to is not a valid postgres:// URL (its host or port?)'],
+      [
+        'mysql://u:secret@host/db',
+        '--to is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)',
+      ],
+    ] as const) {
+      const result = runCli(['copy', ...other, '--to', store], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [2, `petstore copy: ${said} (see "petstore copy --help")\n`],
+        store,
+      )
+    }
+    const result = runCli(['copy', '--from', 'sqlite:', '--to', 'sqlite:b.db'], {}, cwd)
+    assert.equal(
+      result.stderr,
+      'petstore copy: --from sqlite: names no file: sqlite:PATH (see "petstore copy --help")\n',
+    )
+  })
+
   test('when copy names one SQLite file twice under two paths, then exit 2 saying so, nothing copied', (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd).status, 0)

@@ -155,8 +155,8 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       throw new UsageError('needs --from STORE and --to STORE')
     // Both named rightly before either is opened.
     const [fromPath, toPath] = [
-      sqlitePathOf(nonEmptyOption('from', values.from, 'a STORE')),
-      sqlitePathOf(nonEmptyOption('to', values.to, 'a STORE')),
+      sqlitePathOf(nonEmptyOption('from', values.from, 'a STORE'), '--from'),
+      sqlitePathOf(nonEmptyOption('to', values.to, 'a STORE'), '--to'),
     ]
     if (values.from === values.to || (fromPath !== undefined && sameFile(fromPath, toPath)))
       throw new UsageError('--from and --to name the same store')

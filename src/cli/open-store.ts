@@ -195,25 +195,30 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
   return new PostgresLoad({ url, ...COPY_POOL })
 }
 
-/** The file a `copy` store names (`sqlite:PATH`), or undefined for PostgreSQL; other forms: wrong usage. */
-export function sqlitePathOf(url: string): string | undefined {
+/**
+ * The file a `copy` store names (`sqlite:PATH`), or undefined for PostgreSQL; other forms: wrong usage,
+ * said of `option` (`--from`, `--to`), the value never echoed (a URL may hold a password).
+ */
+export function sqlitePathOf(url: string, option = 'a store'): string | undefined {
   // As DATABASE_URL (config-schema.ts): SQLite would read a `file:` URI's options and make the file itself.
   if (url.startsWith('sqlite:file:'))
     throw new UsageError(
-      'a SQLite store is named by its file path, not a file: URI (./file:… for a file so named)',
+      `${option} names a SQLite file by a file: URI: name it by its path (./file:… for a file so named)`,
     )
-  if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length && url !== 'sqlite::memory:')
-    return url.slice(7)
+  if (url === 'sqlite:') throw new UsageError(`${option} sqlite: names no file: sqlite:PATH`)
+  if (url === 'sqlite::memory:')
+    throw new UsageError(
+      `${option} names an in-memory store, gone when the copy ends: sqlite:PATH names a file`,
+    )
+  if (url.startsWith('sqlite:')) return url.slice('sqlite:'.length)
   if (/^postgres(ql)?:\/\//.test(url)) {
-    if (isPostgresUrl(url)) {
-      const refusal = sslmodeRefusal(url)
-      if (refusal !== undefined) throw new UsageError(`a postgres:// store ${refusal}`)
-      return undefined
-    }
-    // Not echoed: the URL may hold a password.
-    throw new UsageError('a postgres:// store is not a valid URL (its host or port?)')
+    if (!isPostgresUrl(url))
+      throw new UsageError(`${option} is not a valid postgres:// URL (its host or port?)`)
+    const refusal = sslmodeRefusal(url)
+    if (refusal !== undefined) throw new UsageError(`${option}, a postgres:// store, ${refusal}`)
+    return undefined
   }
   throw new UsageError(
-    'a store is named sqlite:PATH or postgres://user@host:5432/db (password in PGPASSWORD)',
+    `${option} is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)`,
   )
 }
