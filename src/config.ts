@@ -4,7 +4,6 @@ import { dirname } from 'node:path'
 import { Compile } from 'typebox/compile'
 import type { HttpSettings } from './app.ts'
 import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings } from './config-schema.ts'
-import { readEnvironment } from './environment-file.ts'
 import { ConfigError } from './errors.ts'
 import type { LogSettings } from './log/logger.ts'
 import type { MetricsListener } from './metrics/metrics-server.ts'
@@ -82,7 +81,7 @@ function mayHoldSecret(name: string, value: string): boolean {
 }
 
 /** Validates settings given as strings, then decodes them; throws a ConfigError naming the first bad one. */
-export function loadConfig(env: Record<string, string | undefined> = readEnvironment()): Config {
+export function loadConfig(env: Record<string, string | undefined>): Config {
   // A space kept from quoting, read into a sqlite: path, opened another, empty database. Refused as PORT,
   // HOST and the other single values refuse one, and named here: the value (a password) is never echoed.
   for (const name of ['DATABASE_URL', 'REDIS_URL']) {

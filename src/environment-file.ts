@@ -4,10 +4,10 @@ import { SETTING_NAMES } from './config-schema.ts'
 import { ConfigError } from './errors.ts'
 import { linesSettingNothing, postgresUrlOf, SECRET_SETTINGS } from './setting-forms.ts'
 
-/** The process environment with `.env` (if present in the working directory) underneath it. */
+/** `environment` (the process's, handed in by cli/) with the settings file at `path` underneath it. */
 export function readEnvironment(
-  path = '.env',
-  environment: Record<string, string | undefined> = process.env,
+  path: string,
+  environment: Record<string, string | undefined>,
 ): Record<string, string | undefined> {
   const text = environmentFileText(path)
   const fromFile = text === undefined ? {} : parseEnv(text)
@@ -45,7 +45,7 @@ function holdsSecret(name: string, value: string): boolean {
  * no setting (a typo, or a variable Node or libpq read only from the environment, which this file never
  * reaches), a line that sets nothing, and secrets in a file other users can read. Never a value.
  */
-export function environmentFileWarnings(path = '.env'): string[] {
+export function environmentFileWarnings(path: string): string[] {
   const text = environmentFileText(path)
   if (text === undefined) return []
   const fromFile = parseEnv(text)
