@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreUnavailableError } from '../src/errors.ts'
+import { StoreUnavailableError, WriteInDoubtError } from '../src/errors.ts'
 import { SqliteConnection } from '../src/store/sqlite/sqlite-connection.ts'
 import { LIST_PETS_SQL, SqliteStore, type SqliteStoreOptions } from '../src/store/sqlite/sqlite-store.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
@@ -138,19 +138,27 @@ describe('SQLite engine', () => {
     assert.equal(ports(), portsBefore, 'a write thread was left running after close (close did not wait)')
   })
 
-  test('when the write thread dies in the middle of a batch, then that batch fails with 503 and the next create works', async (t) => {
+  test('when the write thread dies in the middle of a batch, then that batch fails as in doubt (503) and the next create works', async (t) => {
     const path = join(temporaryDirectory(t), 'pets.db')
     const writeThreadEntry = new URL('./helpers/crashing-write-thread.ts', import.meta.url)
     const store = await openStore(t, path, 2000, { writeThread: true, writeThreadEntry })
     const before = await store.createPet({ pet: { name: 'before', categoryId: 1n } })
-    await assert.rejects(
-      store.createPet({ pet: { name: 'crash', categoryId: 1n } }),
-      (error: Error) => error instanceof StoreUnavailableError && /exited \(code 70\)/.test(error.message),
-    )
+    // Before its commit or after it: the caller cannot tell, and is told the create may have been made.
+    for (const name of ['crash', 'crash after commit'])
+      await assert.rejects(
+        store.createPet({ pet: { name, categoryId: 1n } }),
+        (error: Error) =>
+          error instanceof WriteInDoubtError && /exited \(code 7[01]\)/.test(error.cause?.toString() ?? ''),
+        name,
+      )
     const after = await store.createPet({ pet: { name: 'after', categoryId: 2n } })
     assert.ok(after.pet.id > before.pet.id)
     const names = (await store.listPets({ limit: 10 })).map((pet) => pet.name)
-    assert.deepEqual(names, ['before', 'after'], 'nothing of the failed batch was stored')
+    assert.deepEqual(
+      names,
+      ['before', 'crash after commit', 'after'],
+      'the batch that died after its commit was stored',
+    )
   })
 
   test('when two stores on one file create concurrently, then every create commits with a distinct id', async (t) => {

@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
-import { StoreUnavailableError } from '../../errors.ts'
+import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import {
   type CreatedPet,
   type CreatePetRequest,
@@ -132,14 +132,17 @@ export class SqliteWriteThread {
       if ('failure' in reply) pending?.reject(failureFromWire(reply.failure))
       else pending?.resolve(batchFromWire(reply.outcomes, reply.refused))
     })
-    // A thread that dies takes its batch with it: the transaction was not committed (SQLite rolls back
-    // what it never saw COMMIT for), so its callers get a 503, and the next batch starts a new thread.
+    // A thread that dies with a batch may have committed it (out of memory, say, between its COMMIT and
+    // its answer): its callers are told the write is in doubt (a 503 naming Idempotency-Key), as a
+    // connection lost after a commit was sent is, and the next batch starts a new thread.
     worker.on('error', (error) => {
-      this.#settle()?.reject(new StoreUnavailableError('the write thread failed', { cause: error }))
+      const cause = new StoreUnavailableError('the write thread failed', { cause: error })
+      this.#settle()?.reject(new WriteInDoubtError({ cause }))
     })
     worker.on('exit', (code) => {
       if (this.#worker === worker) this.#worker = undefined
-      this.#settle()?.reject(new StoreUnavailableError(`the write thread exited (code ${code})`))
+      const cause = new StoreUnavailableError(`the write thread exited (code ${code})`)
+      this.#settle()?.reject(new WriteInDoubtError({ cause }))
     })
     this.#worker = worker
     return worker
