@@ -100,3 +100,22 @@ describe('petstore copy from a read-only file system', mountingSuiteOptions(), (
     assert.deepEqual(readdirSync(cwd).sort(), ['data'], 'no target file left')
   })
 })
+
+describe('petstore copy onto a full disk', mountingSuiteOptions(), () => {
+  test('when the disk of the SQLite target fills during the copy, then copy says so and what to do (free space, run it again), and a second run ends the copy', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:s.db' }, cwd).status, 0)
+    const volume = mountTmpfs(t, 600 * 1024)
+    const copy = ['copy', '--from', 'sqlite:s.db', '--to', `sqlite:${join(volume, 't.db')}`]
+    const full = runCli(copy, {}, cwd)
+    assert.equal(full.status, 1, full.stderr)
+    assert.match(
+      full.stderr,
+      /^petstore copy: --to \(the target\): the disk holding the database is full: .+; the target holds whole chunks: free space on its volume, then run it again\n$/,
+    )
+    execFileSync('mount', ['-o', 'remount,size=8m', volume])
+    const again = runCli(copy, {}, cwd)
+    assert.equal(again.status, 0, again.stderr)
+    assert.equal(rowCount(join(volume, 't.db'), 'pets'), 20000)
+  })
+})

@@ -25,7 +25,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     assert.equal(copied.status, 1, copied.stderr)
     assert.match(
       copied.stderr,
-      /^petstore copy: --to \(the target\): the database is read-only .*; run the same command again once it takes writes\n$/,
+      /^petstore copy: --to \(the target\): the database is read-only .*; make it take writes \(.+\), then run it again\n$/,
     )
   })
 

@@ -223,15 +223,14 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
         error instanceof SourceKeysActiveError
       )
         throw new CommandError(error.message)
-      if (error instanceof CopyStoreLost && !error.midway) throw new CommandError(error.message)
       if (error instanceof CopyStoreLost) {
-        // A store that refuses writes (read-only, its disk full) answered: it did not go away. Loaded here
-        // only: pg stays out of every other command's start, as open-store.ts keeps it.
-        const { refusedWrites } = await import('../store/postgres/postgres-errors.ts')
-        const until = refusedWrites(error.cause) ? 'it takes writes' : 'it answers'
-        throw new CommandError(
-          `${error.message}; ${walkedAny ? 'the target holds whole chunks: ' : ''}run the same command again once ${until}`,
-        )
+        // A store that refuses writes (read-only, its disk full) answered, and its engine says what mends it;
+        // one lost at the first call may never have been reachable as named, which no re-run mends.
+        const { cause } = error
+        const remedy = cause instanceof StoreUnavailableError ? cause.remedy : undefined
+        const then = remedy ?? (error.midway ? 'run the same command again once it answers' : undefined)
+        const chunks = walkedAny ? 'the target holds whole chunks: ' : ''
+        throw new CommandError(then === undefined ? error.message : `${error.message}; ${chunks}${then}`)
       }
       throw error
     } finally {

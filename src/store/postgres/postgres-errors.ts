@@ -35,6 +35,12 @@ const POOL_QUEUE_TIMEOUT = 'timeout exceeded when trying to connect'
 const POOL_BUSY =
   "every connection of this instance's pool is busy (slow statements, a lock, or a server not answering)"
 
+// What an operator does when a command stops on a database that refuses writes (StoreUnavailableError's
+// remedy; a serving instance goes on with reads and retries by itself).
+const DISK_FULL = '53100'
+const TAKE_WRITES = 'make it take writes (a primary, default_transaction_read_only off), then run it again'
+const FREE_SPACE = "free space on the database's disk, then run it again"
+
 /** The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout). */
 const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
 /** The driver's words when the server asks for a password and none was given (URL, PGPASSWORD, .pgpass). */
@@ -50,7 +56,7 @@ const NO_PASSWORD_GIVEN =
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
-  if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error })
+  if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error, remedy: TAKE_WRITES })
   // The server's reason (no password in it) is the cause, which the log and the CLI's line append.
   if (code !== undefined && CONNECTION_REFUSED.test(code)) {
     return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
@@ -70,7 +76,8 @@ export function storeErrorOf(error: unknown): unknown {
   }
   if (NO_PASSWORD.test(message ?? '')) return new Error(NO_PASSWORD_GIVEN, { cause: error })
   if (code !== undefined && UNAVAILABLE_STATES.test(code)) {
-    return new StoreUnavailableError(unavailableReason(code), { cause: error })
+    const remedy = code === DISK_FULL ? FREE_SPACE : undefined
+    return new StoreUnavailableError(unavailableReason(code), { cause: error, remedy })
   }
   const unreachable = (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
   return unreachable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
@@ -103,7 +110,7 @@ export function connectionLost(error: unknown): boolean {
 }
 
 // A write refused by a database that still reads: read-only (a standby), its disk full.
-const WRITES_REFUSED = new Set(['25006', '53100'])
+const WRITES_REFUSED = new Set(['25006', DISK_FULL])
 
 /** Whether `error` (as `storeErrorOf` made it) is the database refusing a write it could still read. */
 export function refusedWrites(error: unknown): error is StoreUnavailableError {
