@@ -250,16 +250,15 @@ export async function copyStore(
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
   // Past the source's ids before any pet is copied: a target served before a stopped copy is finished
   // gives new pets ids no source pet holds (PostgreSQL's sequences do not follow copied ids).
-  await target.raiseSequences(await source.highestPetId(), highestKeyId)
+  const raisedTo = await target.raiseSequences(await source.highestPetId(), highestKeyId)
 
   const total = await source.petCount()
-  let afterId = INT64_MIN
   let walked = 0
   let pets = 0
   let chunks = 0
   for await (const chunk of chunksOf(source, options.chunkSize)) {
     if (chunks === options.maxChunks) {
-      return { ...keysReport, complete: false, pets, idempotencyRecords: 0, highestPetId: afterId }
+      return { ...keysReport, complete: false, pets, idempotencyRecords: 0, highestPetId: raisedTo }
     }
     const added = await target.writePets(chunk).catch(async (error: unknown) => {
       if (!(error instanceof CopyConflictError)) throw error
@@ -268,7 +267,6 @@ export async function copyStore(
     if (added > 0) chunks++
     pets += added
     walked += chunk.length
-    afterId = (chunk.at(-1) as CopiedPet).id
     options.onProgress(walked, total)
   }
   let records = 0
