@@ -11,7 +11,7 @@ import { allowedAt, knowEveryMethod } from './http/method-guard.ts'
 import { parseQuery } from './http/query-memo.ts'
 import { handleClientError } from './http/raw-answers.ts'
 import { rawRefusalRecorder } from './http/raw-refusals.ts'
-import { addRequestLifecycle } from './http/request-lifecycle.ts'
+import { type AnswerRecorder, addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
 import { closeStalledSends } from './http/stalled-sends.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
@@ -21,7 +21,7 @@ import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
 import { healthRoutes, PROBE_PATHS } from './routes/health.ts'
 import { docsPage } from './routes/openapi/docs-page.ts'
 import { type BaseUrls, openApi } from './routes/openapi/openapi.ts'
-import { getPetRouterErrors } from './routes/pets/pet-routes.ts'
+import { getPetEarlyHeaders, getPetRouterErrors } from './routes/pets/pet-routes.ts'
 import { type RateLimit, type V1ApiSettings, v1Api } from './routes/v1-api.ts'
 import { ErrorSchema } from './schemas/error.ts'
 import { petSchemas } from './schemas/pet.ts'
@@ -80,6 +80,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const trustProxy = http.trustedProxies.length > 0 ? [...http.trustedProxies] : false
   // The server the app makes, once made: a method the parser refuses is answered with its paths' Allow.
   let listening: object | undefined
+  const setGetPetHeaders = getPetEarlyHeaders(getPet)
+  // The request lifecycle's, once it is added below: the router's errors are raised only once serving.
+  let recordWhenAnswered: AnswerRecorder | undefined
   const app = Fastify({
     // Its children, one per request, are made lazily (lazy-logger.ts).
     loggerInstance: lazyLogger(logger),
@@ -108,7 +111,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       handleClientError(error, socket, recordRefusal, (path) =>
         listening === undefined ? undefined : allowedAt(listening, path),
       ),
-    frameworkErrors: getPetRouterErrors(getPet, corsOfRouterErrors(http.corsOrigins)),
+    frameworkErrors: getPetRouterErrors(
+      setGetPetHeaders,
+      corsOfRouterErrors(http.corsOrigins),
+      (request, reply) => recordWhenAnswered?.(request, reply),
+    ),
   })
   listening = app.server
   app.server.maxConnections = http.maxConnections
@@ -128,14 +135,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await registerCors(app, { corsOrigins: http.corsOrigins })
   decorateAdmittedKey(app)
   decorateErrorCode(app)
-  addRequestLifecycle(app, {
+  const lifecycle = addRequestLifecycle(app, {
     metrics,
     // Probes come every few seconds from each balancer: at info they would outnumber the requests served.
     quietOperations: PROBE_PATHS,
     keyNameOf: admittedKeyName,
     recordRefusal,
     trustsProxy: trustProxy !== false,
+    setOperationHeaders: setGetPetHeaders,
   })
+  recordWhenAnswered = lifecycle.recordWhenAnswered
 
   await app.register(openApi, { baseUrls })
   if (options.docs) await app.register(docsPage, { baseUrls })

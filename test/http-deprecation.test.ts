@@ -25,18 +25,21 @@ function assertDeprecationHeaders(response: ApiResponse) {
 }
 
 describe('getPet deprecation', () => {
-  test('when getPet answers anything — 200, 404, 400, 401 — then it carries Deprecation, Sunset and a successor Link', async (t) => {
+  test('when getPet answers anything — 200, 404, 400 (an undecodable path or query too), 401 — then it carries Deprecation, Sunset and a successor Link', async (t) => {
     const server = await startTestServer(t)
     const { json: pet } = await call(server, 'POST', '/v1/pets', { body: { name: 'Old', categoryId: 1 } })
     const responses = [
       await call(server, 'GET', `/v1/pets/${pet.id}`),
       await call(server, 'GET', '/v1/pets/999999'),
       await call(server, 'GET', '/v1/pets/abc'),
+      await call(server, 'GET', '/v1/pets/%zz'),
+      await call(server, 'GET', `/v1/pets/${pet.id}?%zz`),
+      await call(server, 'GET', `/v1/pets/${pet.id}?a=%G1`),
       await call(server, 'GET', `/v1/pets/${pet.id}`, { key: false }),
     ]
     assert.deepEqual(
       responses.map((response) => response.status),
-      [200, 404, 400, 401],
+      [200, 404, 400, 400, 400, 400, 401],
     )
     for (const response of responses) assertDeprecationHeaders(response)
     assert.equal(

@@ -100,6 +100,44 @@ describe('requests the HTTP layer refuses', () => {
     }
   })
 
+  test("when a request's path cannot be decoded (the router's own 400), then it has its access line and its duration is counted, as an unknown path's 404 has", async (t) => {
+    const server = await startServeProcess({}, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const metricsPort = /metrics on port (\d+)/.exec(server.output())?.[1]
+    assert.ok(metricsPort, server.output())
+    const paths = ['/v1/pets/%zz', '/nope/%zz', '/nope']
+    for (const [i, path] of paths.entries()) {
+      const answer = await fetch(`${server.origin}${path}`, {
+        headers: { 'x-request-id': `undecodable-${i}` },
+      })
+      assert.equal(answer.status, path === '/nope' ? 404 : 400, path)
+    }
+    const lines = await waitForLog(server, (all) => {
+      const found = all.filter((line) => String(line.reqId).startsWith('undecodable-'))
+      return found.length >= paths.length ? found : undefined
+    })
+    assert.deepEqual(
+      lines.map(({ msg, method, url, status, code, operation }) => [
+        msg,
+        method,
+        url,
+        status,
+        code,
+        operation,
+      ]),
+      [
+        ['request', 'GET', '/v1/pets/%zz', 400, 'bad_request', 'unknown'],
+        ['request', 'GET', '/nope/%zz', 400, 'bad_request', 'unknown'],
+        ['request', 'GET', '/nope', 404, 'route_not_found', 'unknown'],
+      ],
+    )
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    assert.match(
+      metrics,
+      /^petstore_http_request_duration_seconds_count\{operation="unknown",status="400"\} 2$/m,
+    )
+  })
+
   test('when a client ends its connection in the middle of a body, then it is answered that the body was cut short, and the line keeps the request id and the client address, read on or gone', async (t) => {
     const key = generateApiKey()
     const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))

@@ -45,6 +45,9 @@ export function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): 
   for (const [name, value] of COMMON_HEADERS) reply.header(name, value)
 }
 
+/** Writes the access line of a request's answer, and counts it by operation and status. */
+export type AnswerRecorder = (request: FastifyRequest, reply: FastifyReply) => void
+
 export interface RequestLifecycleOptions {
   metrics: Metrics
   /** Operations whose access line is written at debug, not info: health probes, every few seconds. */
@@ -53,6 +56,8 @@ export interface RequestLifecycleOptions {
   keyNameOf: (request: FastifyRequest) => string | undefined
   /** Writes the line of, and counts, an answer made below the framework (CONNECT, an unmet Expect). */
   recordRefusal?: RecordRawRefusal
+  /** Sets the headers of the operation a request calls (getPet's deprecation) on a refusal made before it. */
+  setOperationHeaders?: (request: FastifyRequest, reply: FastifyReply) => void
   /** Whether the app trusts a proxy's X-Forwarded-For (`trustProxy`): if not, `request.ip` is the peer. */
   trustsProxy: boolean
 }
@@ -71,8 +76,18 @@ export interface RequestLifecycleOptions {
  * Node's own answers to `Expect` and CONNECT are replaced by ours too, and Node no longer answers
  * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
  */
-export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecycleOptions): void {
-  const { metrics, quietOperations = new Set(), keyNameOf, recordRefusal, trustsProxy } = options
+export function addRequestLifecycle(
+  app: FastifyInstance,
+  options: RequestLifecycleOptions,
+): { recordWhenAnswered: AnswerRecorder } {
+  const {
+    metrics,
+    quietOperations = new Set(),
+    keyNameOf,
+    recordRefusal,
+    trustsProxy,
+    setOperationHeaders,
+  } = options
   let closing = false
   // Set by the server's drain before the app closes, or by closing it (tests close the app directly).
   app.decorate('refuseRequests', () => {
@@ -100,7 +115,12 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       lingerOnClose(socket)
       return done(TOO_MANY_PIPELINED())
     }
-    done(headRefusal(request.raw) ?? (request.query === MALFORMED_QUERY ? BAD_URL() : undefined))
+    const refusal = headRefusal(request.raw)
+    if (refusal !== undefined) return done(refusal)
+    // Past the head, the request is its operation's call: its answer carries that operation's headers.
+    if (request.query !== MALFORMED_QUERY) return done()
+    setOperationHeaders?.(request, reply)
+    done(BAD_URL())
   })
 
   // Decided once per level: below it the line is not even built (building it is most of its cost).
@@ -109,8 +129,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   const writeQuietLine = requestLineWriter(appLogger, 'debug')
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    answeredPipelined(request.raw.socket)
+  const record: AnswerRecorder = (request, reply) => {
     const operation = operationOf(request)
     const status = reply.statusCode
     // Read once: each read of elapsedTime reads the clock.
@@ -141,6 +160,10 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
       remoteAddress: clientAddressOf(request, trustsProxy),
       userAgent: request.headers['user-agent'],
     })
+  }
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    answeredPipelined(request.raw.socket)
+    record(request, reply)
     done()
   })
 
@@ -151,4 +174,7 @@ export function addRequestLifecycle(app: FastifyInstance, options: RequestLifecy
   app.server.on('connect', (request, socket) =>
     handleConnect(request, socket, (path) => allowedAt(app.server, path), recordRefusal),
   )
+  // No hook runs for the router's own errors (a path it cannot decode): their line is written, and their
+  // duration counted, once the answer is sent.
+  return { recordWhenAnswered: (request, reply) => reply.raw.once('finish', () => record(request, reply)) }
 }

@@ -87,21 +87,34 @@ export async function petMethodGuards(app: FastifyInstance) {
 const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
 
 /**
+ * Sets getPet's deprecation headers on a getPet call answered before getPet's own hooks run (its path or
+ * query cannot be decoded): it is still a getPet call, and its answer carries them like every other.
+ */
+export function getPetEarlyHeaders(policy: DeprecationPolicy) {
+  const getPetHeaders = deprecationHeaders(policy)
+  return (request: FastifyRequest, reply: FastifyReply): void => {
+    if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
+      reply.headers(getPetHeaders)
+    }
+  }
+}
+
+/**
  * Errors the router raises before any route (or its hooks) runs: a badly encoded petId is still a
- * getPet call, so its answer carries getPet's deprecation headers like every other, and CORS's (`setCors`).
+ * getPet call (`setGetPetHeaders`), and its answer carries CORS's headers (`setCors`) as every other;
+ * `recordWhenAnswered` writes its access line and counts it, as the hooks it skips would.
  */
 export function getPetRouterErrors(
-  policy: DeprecationPolicy,
+  setGetPetHeaders: (request: FastifyRequest, reply: FastifyReply) => void,
   setCors: (request: FastifyRequest, reply: FastifyReply) => void,
+  recordWhenAnswered: (request: FastifyRequest, reply: FastifyReply) => void,
 ) {
-  const getPetHeaders = deprecationHeaders(policy)
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // No hook runs for these, so the headers every answer carries are set here.
     setCommonHeaders(request, reply)
     setCors(request, reply)
-    if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
-      reply.headers(getPetHeaders)
-    }
+    recordWhenAnswered(request, reply)
+    setGetPetHeaders(request, reply)
     handleError(error, request, reply)
   }
 }
