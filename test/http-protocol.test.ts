@@ -107,6 +107,24 @@ describe('HTTP edge cases answered in the Error body', () => {
     const listed = await call(server, 'GET', '/v1/pets')
     assert.ok(listed.json.some((pet: { name: string }) => pet.name === 'pipelined'))
   })
+
+  test('when a request the parser refuses follows, in the same read, one answered already, then its answer never names that earlier request', async () => {
+    const socket = await openSocket(server.origin)
+    let received = ''
+    socket.on('data', (chunk) => {
+      received += chunk
+    })
+    const closed = new Promise((resolve) => socket.on('close', resolve))
+    // No key: the create is answered 401 before its body is read; the next request's method is no method.
+    socket.write(
+      'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}FOO /v1/pets/1 HTTP/1.1\r\nHost: x\r\n\r\n',
+    )
+    await within(closed, 5000, 'the connection was not closed')
+    const statuses = [...received.matchAll(/^HTTP\/1\.1 (\d{3}) /gm)].map((match) => match[1])
+    assert.equal(statuses[0], '401', received)
+    assert.doesNotMatch(received, /POST is not allowed/, 'the second answer named the first request')
+    assert.doesNotMatch(received.slice(received.indexOf('HTTP/1.1', 1)), /^allow: GET, HEAD, POST\r$/im)
+  })
 })
 
 describe('slow clients', () => {

@@ -77,13 +77,24 @@ const NOT_HTTP = (reason?: string) =>
   )
 
 /**
+ * The bytes the parser held (Node gives a Buffer; Fastify's types say otherwise), when they start with
+ * the request it refused: not when a head ends before the point it failed, as an earlier request's does
+ * when it came in the same read (answered already, it would be named instead).
+ */
+function refusedRequestBytes({ rawPacket, bytesParsed }: { rawPacket?: unknown; bytesParsed?: number }) {
+  if (!Buffer.isBuffer(rawPacket)) return undefined
+  const failedAt = typeof bytesParsed === 'number' ? bytesParsed : rawPacket.length
+  return rawPacket.subarray(0, failedAt).includes('\r\n\r\n') ? undefined : rawPacket
+}
+
+/**
  * Errors Node's HTTP parser raises before Fastify sees a request (bad framing, oversized headers, slow
  * clients): answered on the raw socket, in the same Error body, then the connection is closed — unless the
  * answer to an earlier, complete request on this connection is still being produced: writing now would
  * hide the answer to a request that may have changed data, so that answer is let finish first.
  */
 export function handleClientError(
-  error: Error & { code?: string; reason?: string; rawPacket?: unknown },
+  error: Error & { code?: string; reason?: string; rawPacket?: unknown; bytesParsed?: number },
   socket: Socket,
   record?: RecordRawRefusal,
   allowAt?: (path: string) => string | undefined,
@@ -108,12 +119,13 @@ export function handleClientError(
     socket.destroy()
     return
   }
+  const packet = refusedRequestBytes(error)
   // The head's limit counts the request line too: a line that alone is over it is a target too long.
-  const overlong = error.code === 'HPE_HEADER_OVERFLOW' ? overlongRequestLine(error.rawPacket) : undefined
+  const overlong = error.code === 'HPE_HEADER_OVERFLOW' ? overlongRequestLine(packet) : undefined
   const apiError =
     overlong !== undefined
       ? targetTooLong()
-      : (unknownMethodRefusal(error, allowAt) ??
+      : (unknownMethodRefusal(error.code, packet, allowAt) ??
         PARSER_REFUSALS.get(error.code)?.() ??
         NOT_HTTP(error.reason))
   // A request whose head was read (its body too slow) keeps its id; one whose head was not gets a new one.
@@ -126,7 +138,7 @@ export function handleClientError(
           error: apiError,
           reqId,
           remoteAddress: socket.remoteAddress,
-          ...(overlong ?? requestLineOf(error.rawPacket)),
+          ...(overlong ?? requestLineOf(packet)),
         }
       : refusalOf(apiError, reqId, request)
   closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
@@ -171,11 +183,12 @@ function methodRefusal(method: string, url: string, allowAt: (path: string) => s
 
 /** A method Node's parser refused (an extension, a lowercase `get`) answered as the router answers one. */
 function unknownMethodRefusal(
-  error: Error & { code?: string; rawPacket?: unknown },
+  code: string | undefined,
+  packet: Buffer | undefined,
   allowAt: ((path: string) => string | undefined) | undefined,
 ): ApiError | undefined {
-  if (error.code !== 'HPE_INVALID_METHOD' || allowAt === undefined) return undefined
-  const { method, url } = requestLineOf(error.rawPacket)
+  if (code !== 'HPE_INVALID_METHOD' || allowAt === undefined) return undefined
+  const { method, url } = requestLineOf(packet)
   return method === undefined || url === undefined ? undefined : methodRefusal(method, url, allowAt)
 }
 
