@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readdirSync, readlinkSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
 import { assertErrorBody } from './helpers/conformance-fetch.ts'
@@ -44,6 +45,35 @@ describe('requests pipelined on one connection', () => {
       assert.ok(most < 64 * MB, `${(most / MB).toFixed(0)} MB held for one connection`)
     })
   }
+
+  test("when many connections pipeline requests for the docs page's bundle and read nothing, then no file is held open for them and the answers waiting share one copy of it", {
+    timeout: 30_000,
+  }, async (t) => {
+    const server = await startTestServer(t, { env: { SEND_TIMEOUT_MS: '5000' } })
+    const held = await mostHeldAfter(async () => {
+      for (let i = 0; i < 20; i++) {
+        const deaf = await openSocket(server.origin)
+        t.after(() => deaf.destroy())
+        deaf.on('error', () => {})
+        deaf.pause()
+        deaf.write('GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(30))
+      }
+    })
+    // Each descriptor of this process, and what it is open on.
+    const openFiles = readdirSync('/proc/self/fd').map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`)
+      } catch {
+        return ''
+      }
+    })
+    assert.deepEqual(
+      openFiles.filter((file) => file.endsWith('.js')),
+      [],
+      'files held open for answers waiting',
+    )
+    assert.ok(held < 64 * MB, `${(held / MB).toFixed(0)} MB held for 20 connections`)
+  })
 })
 
 /** What a connection that sends `bytes` reads until the server closes it. */

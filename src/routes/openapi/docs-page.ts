@@ -5,13 +5,14 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError } from '../../errors.ts'
 import { handleError, handleRouteNotFound, isFrameworkError } from '../../http/error-handler.ts'
 import { guardMethods } from '../../http/method-guard.ts'
+import { packageFilesFromMemory } from './docs-package-files.ts'
 import { exactJsonBodies } from './docs-page-plugin.ts'
 import type { BaseUrls } from './openapi.ts'
 
 // Outside /v1: reading the reference needs no key.
 const DOCS_PREFIX = '/docs'
 
-// Files of the @fastify/swagger-ui package, served as they are by @fastify/static.
+// Files of the @fastify/swagger-ui package, served as they are, from memory (docs-package-files.ts).
 const STATIC_FILES = `${DOCS_PREFIX}/static/*`
 // Built by the plugin from our options (not a package file), so it is not cached like one.
 const INITIALIZER = `${DOCS_PREFIX}/static/swagger-initializer.js`
@@ -106,6 +107,7 @@ function handleDocsError(error: FastifyError, request: FastifyRequest, reply: Fa
  */
 export async function docsPage(app: FastifyInstance, { baseUrls }: { baseUrls: BaseUrls }): Promise<void> {
   app.addHook('onRequest', redirectStaticFolder)
+  app.addHook('onRequest', packageFilesFromMemory(STATIC_FILES))
   app.addHook('onSend', cacheStaticFiles)
   app.setErrorHandler(handleDocsError)
 

@@ -1,12 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { noneMatch } from '../../http/entity-tags.ts'
 import type { Representation } from '../../pets/representation.ts'
-
-/** RFC 9110 §13.1.2: `*`, or a list of entity tags compared weakly (a `W/` prefix does not matter). */
-function noneMatch(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false
-  if (header.trim() === '*') return true
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
-}
 
 /**
  * Sends a GET's 200 with its ETag, or 304 with no body when the client already holds it
