@@ -163,6 +163,33 @@ describe('the client in the request log', () => {
     assert.equal(line.userAgent, `${'a'.repeat(256)}…`)
   })
 
+  test('when the URL and user agent are text JSON escapes (quotes, backslashes, controls) and a trusted proxy forwards a long IPv6 zone, then the line stays under PIPE_BUF (4,096 bytes), so lines of workers never interleave', async (t) => {
+    const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
+    const requestId = randomUUID()
+    await send(
+      server,
+      '127.0.0.1',
+      {
+        'x-request-id': requestId,
+        'user-agent': '\\'.repeat(300),
+        'x-forwarded-for': `fe80::1%${'a'.repeat(3000)}`,
+      },
+      'GET',
+      undefined,
+      `/v1/pets?x=${'%22'.repeat(300)}${'"'.repeat(1500)}${'%01'.repeat(500)}`,
+    )
+    const line = await accessLine(server, requestId)
+    const text =
+      server
+        .output()
+        .split('\n')
+        .find((each) => each.includes(requestId)) ?? ''
+    assert.ok(Buffer.byteLength(text) < 4096, `a line of ${Buffer.byteLength(text)} bytes`)
+    assert.equal(line.remoteAddress, '127.0.0.1', 'a zone no interface has is no client address')
+    assert.match(String(line.url), /^\/v1\/pets\?x=(%22)+"+…$/)
+    assert.match(String(line.userAgent), /^\\+…$/)
+  })
+
   test('when a key straddles the cut of the user agent or the URL, then no part of it reaches the log', async (t) => {
     const server = await serve(t, {})
     const leaked = generateApiKey()

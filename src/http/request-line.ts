@@ -43,14 +43,41 @@ type LineStream = Pick<BufferedLogOutput, 'write'> &
   Partial<Pick<BufferedLogOutput, 'writeAscii' | 'writeLater'>>
 
 // Enough for any real browser or library (about 150 characters) and any URL of this API; a 16 KiB header
-// does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave.
+// does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave. Bytes
+// of the line, escapes counted: 2,048 quotes are 4,096 bytes there.
 const USER_AGENT_LOGGED = 256
 export const URL_LOGGED = 2048
 
-/** `text` with keys masked first, then cut at `max` characters (cut first, a key's tail would survive). */
+/**
+ * `text` with keys masked first, then cut where its JSON form in the line (escapes, UTF-8) would pass
+ * `max` bytes (cut first, a key's tail would survive). Plain text is as many bytes as characters.
+ */
 export function logged(text: string, max: number): string {
   const masked = maskApiKeys(text)
-  return masked.length > max ? `${masked.slice(0, max)}…` : masked
+  // No character takes more than 6 bytes in the line (`\u0001`; a surrogate's escape): nothing to count.
+  if (masked.length * 6 <= max) return masked
+  const end = lengthWithin(masked, max)
+  return end < masked.length ? `${masked.slice(0, end)}…` : masked
+}
+
+/** How many of `text`'s first UTF-16 units fit in `max` bytes of its JSON form (surrogates counted at 6). */
+function lengthWithin(text: string, max: number): number {
+  let bytes = 0
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at)
+    bytes +=
+      code === 0x22 || code === 0x5c
+        ? 2
+        : code < 0x20 || (code >= 0xd800 && code <= 0xdfff)
+          ? 6
+          : code < 0x80
+            ? 1
+            : code < 0x800
+              ? 2
+              : 3
+    if (bytes > max) return at
+  }
+  return text.length
 }
 
 /** A request's target as logged: `logged`, and an absolute form's user and password (refused) masked. */
