@@ -25,7 +25,7 @@ export const IdempotencyKeySchema = withRefusalCode(
       pattern: PATTERN,
       description:
         'Makes the create safe to retry: 1 to 255 printable ASCII characters, bare or as a quoted string (as in the ' +
-        'IETF draft, `"` and `\\` escaped), unique per API key, sent once. Kept 24 hours (`IDEMPOTENCY_RETENTION_S`). ' +
+        'IETF draft, `"` and `\\` escaped), unique per API key, sent once. Kept `IDEMPOTENCY_RETENTION_S` (24 hours by default). ' +
         'The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different ' +
         'pet it is 422; while the first request is still running it is 409.',
     }),

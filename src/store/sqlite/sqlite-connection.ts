@@ -37,10 +37,10 @@ export class SqliteConnection {
   readonly #onFault: (error: StorageFaultError) => void
   #closed = false
 
-  /** `onFault` hears of every storage fault an operation ran into (see StorageFaultError). */
   /** The database file's path as given (`:memory:` for none). */
   readonly path: string
 
+  /** `onFault` hears of every storage fault an operation ran into (see StorageFaultError). */
   constructor(options: SqliteConnectionOptions, onFault: (error: StorageFaultError) => void = () => {}) {
     // The directory is not created here: only the default one is, by openStore (see prepareDirectory).
     if (options.path !== ':memory:') refuseOrphanedLog(options.path)
