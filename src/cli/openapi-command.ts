@@ -15,13 +15,16 @@ configuration (PUBLIC_BASE_URL, PRODUCTION_BASE_URL, STAGING_BASE_URL). Touches 
     const { config, log } = startUp(undefined, { silent: true })
     // The document comes from the routes, so the real app is built — on a throwaway in-memory store.
     const store = await openThrowawayStore()
-    const { app } = await composeApp(config, { store, logger: log })
     try {
-      await app.ready()
-      stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)
-      return 0
+      const { app } = await composeApp(config, { store, logger: log })
+      try {
+        await app.ready()
+        stdout.write(`${JSON.stringify(app.swagger(), null, 2)}\n`)
+        return 0
+      } finally {
+        await app.close()
+      }
     } finally {
-      await app.close()
       await store.close()
     }
   },

@@ -4,6 +4,7 @@ import { flushCompileCache } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { isatty } from 'node:tty'
+import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
 import type { Config, DatabaseSettings } from '../config.ts'
@@ -73,9 +74,11 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     throw error
   })
   let metricsServer: Server | undefined
+  let composed: FastifyInstance | undefined
   try {
     if (alone) await prepareStore(store, config, logger, terminal)
     const { app, metrics } = await composeApp(config, { store, logger, ...(redis ? { redis } : {}) })
+    composed = app
     const shared = alone ? undefined : shareMetricsWithPrimary(metrics.registry)
     if (!alone) answerLivenessChecks()
     metricsServer =
@@ -125,6 +128,8 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
   } catch (error) {
     metricsServer?.close()
     redis?.disconnect()
+    // Before the store: the app's jobs (the schema check, the purge) would meet it closed, and say so.
+    await composed?.close()
     await store.close()
     throw error
   }
