@@ -1,4 +1,5 @@
 import { maskApiKeys } from '../log/key-masking.ts'
+import { unicodeEscape } from '../log/line-chunks.ts'
 
 // How many values of a fixed set are kept: far more than the methods, operations and key names there are.
 const KEPT = 1000
@@ -52,7 +53,6 @@ const isAscii = (text: string): boolean => text.search(NOT_ASCII) === -1
 
 // `JSON.stringify(text)` with units past ASCII as `\u00e9` (the same JSON value): pieces made of these
 // keep a line all ASCII whatever a method, operation or key is named.
-const unicodeEscape = (unit: string): string => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
 const asciiQuoted = new Made((text: string) => JSON.stringify(text).replace(NOT_ASCII, unicodeEscape))
 
 /**

@@ -4,7 +4,9 @@
 // U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which some
 // readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes them.
 const CONTROLS = /[\u0080-\u009f\u2028\u2029]/g
-const unicodeEscape = (unit: string): string => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
+/** A UTF-16 unit as JSON's `\\uXXXX` escape of it (the same value in a JSON string). */
+export const unicodeEscape = (unit: string): string =>
+  `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
 
 /** A JSON line with its C1 controls and line separators escaped: the same values, safe on a terminal. */
 export function escapeControls(line: string): string {

@@ -14,7 +14,7 @@ export const MIGRATION_LOCK = 0x7065_7473_0001n
 
 // An instance waits this long for another's migrations, and a migration may run this long, whatever
 // PG_STATEMENT_TIMEOUT_MS bounds requests' statements to (docs/decisions.md, "Migrations").
-export const MIGRATION_TIMEOUT_MS = 10 * 60 * 1000
+const MIGRATION_TIMEOUT_MS = 10 * 60 * 1000
 
 // The floor read through the row as JSON: null where no release recording floors has migrated yet (the
 // column is absent), and the same result type whatever columns a later release adds.

@@ -11,8 +11,6 @@ import * as pets from './sqlite-pet-queries.ts'
 import * as settings from './sqlite-settings-queries.ts'
 import { SqliteWriteThread } from './sqlite-write-thread.ts'
 
-export { LIST_PETS_SQL } from './sqlite-pet-queries.ts'
-
 export interface SqliteStoreOptions extends SqliteConnectionOptions {
   /** Most creates committed in one transaction (group commit). */
   maxBatch?: number
