@@ -1,6 +1,12 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import { type ApiError, messageWithCause, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
+import {
+  type ApiError,
+  messageWithCause,
+  NewerSchemaError,
+  StoreUnavailableError,
+  WriteInDoubtError,
+} from '../errors.ts'
 
 export interface ConditionLogOptions {
   /** A condition no request met for this long has passed, and its end is logged. */
@@ -176,12 +182,15 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
   // A release older than the schema is a deployment's state, not a fault: no stack, and a ready probe
   // (a deploy, or the schema made compatible again) ends it.
   const newerSchema = error instanceof NewerSchemaError
-  const fault = error instanceof StoreUnavailableError && !newerSchema
+  // The store's own error, or a write in doubt a use case answered in its own words (readiness's cause is
+  // said at warn: the probe's condition, not a fault of a request).
+  const storeError = apiError.cause instanceof WriteInDoubtError ? apiError.cause : error
+  const fault = storeError instanceof StoreUnavailableError && !newerSchema
   // Named as the answer names it, without the advice: "the store is unavailable", "the service is overloaded".
   const condition = apiError.message.split(';')[0] as string
   const cause = fault ? undefined : apiError.cause
   const detail = fault
-    ? { err: error }
+    ? { err: storeError }
     : cause === undefined
       ? { code: apiError.code }
       : { code: apiError.code, err: cause }

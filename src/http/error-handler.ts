@@ -1,13 +1,6 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import {
-  ApiError,
-  codeForStatus,
-  isApiError,
-  NewerSchemaError,
-  StoreUnavailableError,
-  WriteInDoubtError,
-} from '../errors.ts'
+import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
 import { maskApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
@@ -82,19 +75,6 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
       'service_unavailable',
       "this instance's release is older than the database schema; retry on another instance",
       { 'retry-after': '5' },
-    )
-  }
-  // Made or not, only the database knows: a retry with the create's key says which, one without may
-  // make a second pet.
-  if (error instanceof WriteInDoubtError) {
-    const retry =
-      request.headers['idempotency-key'] === undefined
-        ? 'look for it before creating it again (a create sent with an Idempotency-Key can be retried safely)'
-        : 'retry with the same Idempotency-Key, which answers with that pet if it was'
-    return new ApiError(
-      'service_unavailable',
-      `the database did not confirm the create before its connection was lost, so it may have been made: ${retry}`,
-      { 'retry-after': '1' },
     )
   }
   if (error instanceof StoreUnavailableError) {

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto'
-import { ApiError } from '../errors.ts'
+import { ApiError, WriteInDoubtError } from '../errors.ts'
 import { INT64_MAX } from '../schemas/int64.ts'
 import type { NewPet } from '../schemas/pet.ts'
 import {
@@ -82,6 +82,7 @@ export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOpt
           ? await store.createPet({ pet })
           : await createIdempotently(pet, apiKeyId, idempotencyKey)
     } catch (error) {
+      if (error instanceof WriteInDoubtError) throw inDoubt(idempotencyKey !== undefined, error)
       // Nothing a retry mends: an operator's matter (README, "Error codes"), not a failure of the service.
       if (!(error instanceof PetIdsExhaustedError)) throw error
       throw new ApiError('pet_ids_exhausted', `every pet id, up to ${INT64_MAX}, has been given out`)
@@ -92,3 +93,19 @@ export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOpt
 }
 
 export type CreatePet = ReturnType<typeof petCreator>
+
+/**
+ * A create whose commit the database never confirmed: made or not, only the database knows. A retry with
+ * the create's key says which; one without may make a second pet. The store's fault is the cause (logged).
+ */
+function inDoubt(keyed: boolean, cause: WriteInDoubtError): ApiError {
+  const retry = keyed
+    ? 'retry with the same Idempotency-Key, which answers with that pet if it was'
+    : 'look for it before creating it again (a create sent with an Idempotency-Key can be retried safely)'
+  return new ApiError(
+    'service_unavailable',
+    `the database did not confirm the create before its connection was lost, so it may have been made: ${retry}`,
+    { 'retry-after': '1' },
+    { cause },
+  )
+}
