@@ -3,13 +3,16 @@ import { type ChildProcess, execFileSync } from 'node:child_process'
 import {
   chmodSync,
   closeSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -316,6 +319,47 @@ describe('backup and restore (SQLite)', () => {
       'the database still works',
     )
     assert.equal(integrityOf(database), 'ok')
+  })
+
+  test('when the backup names a symbolic link, a FIFO, a socket or a device, then it refuses in one line naming what it is, with --force too, and each is left as it was', async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    // A link to a file elsewhere, which --force replaced with the backup (the link gone, its file unread).
+    const elsewhere = join(temporaryDirectory(t), 'kept.db')
+    writeFileSync(elsewhere, 'kept')
+    symlinkSync(elsewhere, join(cwd, 'linked.db'))
+    execFileSync('mkfifo', [join(cwd, 'pipe')])
+    const listener = createServer()
+    await new Promise<void>((resolve) => listener.listen(join(cwd, 'socket'), resolve))
+    t.after(() => listener.close())
+    const kinds: Array<[string, string]> = [
+      ['linked.db', 'a symbolic link'],
+      ['pipe', 'a FIFO (named pipe)'],
+      ['socket', 'a socket'],
+    ]
+    // Only root can make a device (mknod): /dev/null's kind, which a backup run as root replaced.
+    if (process.getuid?.() === 0) {
+      execFileSync('mknod', [join(cwd, 'nulldev'), 'c', '1', '3'])
+      kinds.push(['nulldev', 'a character device'])
+    } else t.diagnostic('not root: no device is made, so none is tried')
+    const before = new Map(kinds.map(([name]) => [name, lstatSync(join(cwd, name))]))
+    // Without --force, the same line: "give --force" would send the operator on to the same refusal.
+    for (const args of [...kinds.map(([to]) => ['--to', to, '--force']), ['--to', 'linked.db']]) {
+      const refused = runCli(['backup', ...args], {}, cwd)
+      const [, to] = args
+      const kind = kinds.find(([name]) => name === to)?.[1]
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [1, `petstore backup: ${to} is ${kind}: --force replaces only a regular file; name another file\n`],
+        args.join(' '),
+      )
+    }
+    for (const [name, stats] of before) {
+      const now = lstatSync(join(cwd, name))
+      assert.deepEqual([now.ino, now.mode, now.rdev], [stats.ino, stats.mode, stats.rdev], `${name} kept`)
+    }
+    assert.equal(readFileSync(elsewhere, 'utf8'), 'kept')
+    assert.deepEqual(readdirSync(cwd).sort(), ['data', ...before.keys()].sort(), 'no file left beside them')
   })
 
   test("when a backup is written, then only its owner may read or write it (0600), whatever the umask, the database's mode or the file it replaces", (t) => {
