@@ -237,7 +237,9 @@ function leaveNothing(temporary: string): void {
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
-  if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
+  // What a link names is read: a FIFO's read would wait for a writer for ever, the database held meanwhile.
+  const kind = kindOfFile(statSync(from))
+  if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
     // Not made here: run from the wrong directory, a restore would go where no service reads.
