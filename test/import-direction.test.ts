@@ -181,6 +181,7 @@ const downward: Array<[file: string, specifier: string]> = [
   ['src/store/postgres/planted.ts', '../../certificate-refusal.ts'],
   ['src/admission/rate-limit/planted.ts', '../../certificate-refusal.ts'],
   ['src/store/sqlite/planted.ts', '../../file-kind.ts'],
+  ['src/environment-file.ts', './file-kind.ts'],
 ]
 
 /** Every TypeScript file under src/, as a path from the root (src/…). */
