@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { parseEnv } from 'node:util'
 import { SETTING_NAMES } from './config-schema.ts'
 import { ConfigError } from './errors.ts'
+import { kindOfFile } from './file-kind.ts'
 import { linesSettingNothing, postgresUrlOf, SECRET_SETTINGS } from './setting-forms.ts'
 
 /** `environment` (the process's, handed in by cli/) with the settings file at `path` underneath it. */
@@ -14,19 +15,53 @@ export function readEnvironment(
   return { ...fromFile, ...environment }
 }
 
+// A settings file is a few KB: one far larger is something else (a log, a dump), and is not read whole.
+const MAX_SETTINGS_BYTES = 1024 * 1024
+
 /**
  * The text of `.env`, or undefined when there is none; read here alone, so the settings and the warnings
  * agree. A byte order mark (UTF-8 as editors on Windows save it) would be read as part of the first name.
  */
 function environmentFileText(path: string): string | undefined {
   if (!existsSync(path)) return undefined
+  // Told before it is opened (through a link, of what it names): a FIFO's read waited for a writer for ever,
+  // and /dev/zero's grew without bound.
+  const stats = statSync(path)
   // Read, it failed as a bare EISDIR naming no file.
-  if (statSync(path).isDirectory()) {
+  if (stats.isDirectory()) {
     throw new ConfigError(
       `${path} is a directory, not a settings file (remove it; a bind mount of a missing file makes one)`,
     )
   }
-  return readFileSync(path, 'utf8').replace(/^\uFEFF/, '')
+  const kind = kindOfFile(stats)
+  if (kind !== undefined) {
+    throw new ConfigError(
+      `${path} is ${kind}, not a settings file: it must be a regular file (or a symbolic link to one)`,
+    )
+  }
+  if (stats.size > MAX_SETTINGS_BYTES) throw tooLarge(path, `${stats.size} bytes`)
+  // Neither waits nor reads on should another file take its place since the stat: opened without blocking,
+  // read to one byte past the limit.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  try {
+    const bytes = Buffer.allocUnsafe(MAX_SETTINGS_BYTES + 1)
+    let length = 0
+    let read: number
+    do {
+      read = readSync(fd, bytes, length, bytes.length - length, null)
+      length += read
+    } while (read > 0 && length < bytes.length)
+    if (length > MAX_SETTINGS_BYTES) throw tooLarge(path, `over ${MAX_SETTINGS_BYTES} bytes`)
+    return bytes.toString('utf8', 0, length).replace(/^\uFEFF/, '')
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function tooLarge(path: string, size: string): ConfigError {
+  return new ConfigError(
+    `${path} is ${size}, not a settings file: it may be at most 1 MiB (a settings file is a few KB)`,
+  )
 }
 
 /** Whether `value` of setting `name` is a secret: keys, a URL with a password, or PostgreSQL's password. */

@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import {
   chmodSync,
-  closeSync,
+  lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
   readFileSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -22,7 +23,7 @@ import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { openElsewhere } from './helpers/open-files.ts'
 import { petLedger } from './helpers/pet-ledger.ts'
 import { newSetTestLog, startWriters, walkCatalogue } from './helpers/set-test.ts'
-import { integrityOf, petCountOf, serve, waitsOnFifo } from './helpers/sqlite-backup-fixtures.ts'
+import { integrityOf, serve } from './helpers/sqlite-backup-fixtures.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('backup and restore (SQLite)', () => {
@@ -111,49 +112,43 @@ describe('backup and restore (SQLite)', () => {
     await stop(server)
   })
 
-  test('when a server starts while a restore is under way, then the server refuses to start, saying the database is held, and writes nothing into the file being replaced', {
-    timeout: 120_000,
+  test('when restore is given a FIFO, a socket or a device (through a symbolic link too), then it refuses at once in one line naming what it is, and nothing is made beside the database; a link to a backup is followed', {
+    timeout: 60_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
-    const env = { API_KEYS: `restore:${generateApiKey()}` }
-    assert.equal(runCli(['seed', '--count', '3'], env, cwd).status, 0)
-    const database = join(cwd, 'data', 'petstore.db')
-    // Reading a FIFO, the restore's copy waits for a writer: a pause after the database is held, before the
-    // rename, as long as the test needs. An empty FIFO then makes the restore fail, changing nothing.
-    const fifo = join(cwd, 'slow-backup.db')
-    execFileSync('mkfifo', [fifo])
-    let restorer: ChildProcess | undefined
-    const restore = runCliAsync(['restore', '--from', fifo], env, cwd, {
-      started: (child) => {
-        restorer = child
-      },
-    })
-    // Seen on two polls in a row: any other open() is over long before the next.
-    let seen = 0
-    await waitUntil(
-      () => {
-        seen = restorer?.pid !== undefined && waitsOnFifo(restorer.pid) ? seen + 1 : 0
-        return seen >= 2
-      },
-      () => 'the restore never reached its copy',
-      { timeoutMs: 30_000, everyMs: 50 },
-    )
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    const data = join(cwd, 'data')
+    const database = join(data, 'petstore.db')
+    // Read, a FIFO waited for a writer for ever, the database held; a SIGKILL then left a -wal beside it.
+    execFileSync('mkfifo', [join(cwd, 'pipe')])
+    symlinkSync('pipe', join(cwd, 'linked-pipe'))
+    const listener = createServer()
+    await new Promise<void>((resolve) => listener.listen(join(cwd, 'socket'), resolve))
+    t.after(() => listener.close())
+    const before = { files: readdirSync(data), stats: statSync(database) }
+    const kinds: Array<[string, string]> = [
+      ['pipe', 'a FIFO (named pipe)'],
+      ['linked-pipe', 'a FIFO (named pipe)'],
+      ['socket', 'a socket'],
+      ['/dev/null', 'a character device'],
+    ]
+    for (const [from, kind] of kinds) {
+      const refused = await runCliAsync(['restore', '--from', from], {}, cwd, { timeoutMs: 15_000 })
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [1, `petstore restore: ${from} is ${kind}: name a backup file\n`],
+        from,
+      )
+    }
+    assert.deepEqual(readdirSync(data), before.files, 'nothing made beside the database')
+    const after = statSync(database)
+    assert.deepEqual([after.ino, after.mtimeMs], [before.stats.ino, before.stats.mtimeMs], 'the same file')
 
-    const server = await runCliAsync(['serve'], { ...env, PORT: '0' }, cwd, { timeoutMs: 30_000 })
-    assert.equal(server.status, 1, server.stderr)
-    assert.match(
-      server.stderr,
-      /cannot open the database \S+petstore\.db: database is locked \(another process holds it exclusively, as a restore does until it ends\): start again then\n$/,
-    )
-
-    closeSync(openSync(fifo, 'w'))
-    const ended = await restore
-    assert.deepEqual(
-      [ended.status, ended.stderr],
-      [1, `petstore restore: ${fifo} is not a Pet Store database (no schema_migrations table)\n`],
-    )
-    assert.equal(integrityOf(database), 'ok')
-    assert.equal(petCountOf(database), 3, 'the database as it was')
+    symlinkSync('b.db', join(cwd, 'linked.db'))
+    const restored = runCli(['restore', '--from', 'linked.db'], {}, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
+    assert.match(restored.stdout, /^restored 3 pets from linked\.db into data\/petstore\.db/)
   })
 
   // A restored database is in rollback mode until its first start turns WAL on, which needs the file alone for
@@ -316,6 +311,47 @@ describe('backup and restore (SQLite)', () => {
       'the database still works',
     )
     assert.equal(integrityOf(database), 'ok')
+  })
+
+  test('when the backup names a symbolic link, a FIFO, a socket or a device, then it refuses in one line naming what it is, with --force too, and each is left as it was', async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    // A link to a file elsewhere, which --force replaced with the backup (the link gone, its file unread).
+    const elsewhere = join(temporaryDirectory(t), 'kept.db')
+    writeFileSync(elsewhere, 'kept')
+    symlinkSync(elsewhere, join(cwd, 'linked.db'))
+    execFileSync('mkfifo', [join(cwd, 'pipe')])
+    const listener = createServer()
+    await new Promise<void>((resolve) => listener.listen(join(cwd, 'socket'), resolve))
+    t.after(() => listener.close())
+    const kinds: Array<[string, string]> = [
+      ['linked.db', 'a symbolic link'],
+      ['pipe', 'a FIFO (named pipe)'],
+      ['socket', 'a socket'],
+    ]
+    // Only root can make a device (mknod): /dev/null's kind, which a backup run as root replaced.
+    if (process.getuid?.() === 0) {
+      execFileSync('mknod', [join(cwd, 'nulldev'), 'c', '1', '3'])
+      kinds.push(['nulldev', 'a character device'])
+    } else t.diagnostic('not root: no device is made, so none is tried')
+    const before = new Map(kinds.map(([name]) => [name, lstatSync(join(cwd, name))]))
+    // Without --force, the same line: "give --force" would send the operator on to the same refusal.
+    for (const args of [...kinds.map(([to]) => ['--to', to, '--force']), ['--to', 'linked.db']]) {
+      const refused = runCli(['backup', ...args], {}, cwd)
+      const [, to] = args
+      const kind = kinds.find(([name]) => name === to)?.[1]
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [1, `petstore backup: ${to} is ${kind}: --force replaces only a regular file; name another file\n`],
+        args.join(' '),
+      )
+    }
+    for (const [name, stats] of before) {
+      const now = lstatSync(join(cwd, name))
+      assert.deepEqual([now.ino, now.mode, now.rdev], [stats.ino, stats.mode, stats.rdev], `${name} kept`)
+    }
+    assert.equal(readFileSync(elsewhere, 'utf8'), 'kept')
+    assert.deepEqual(readdirSync(cwd).sort(), ['data', ...before.keys()].sort(), 'no file left beside them')
   })
 
   test("when a backup is written, then only its owner may read or write it (0600), whatever the umask, the database's mode or the file it replaces", (t) => {

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import { runCliAsync } from './helpers/cli-async.ts'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
@@ -89,6 +91,40 @@ describe('petstore CLI: settings and what stops a start', () => {
       'petstore: invalid configuration: .env is a directory, not a settings file (remove it; a bind mount of a missing file makes one)\n',
     )
     assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
+  })
+
+  test('when .env is a FIFO, a symbolic link to a device, or over 1 MiB, then a command exits 1 at once with one line naming it and the rule, and makes nothing; a link to a regular file is read', {
+    timeout: 60_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const env = join(cwd, '.env')
+    // A FIFO held every command at its start, waiting for a writer; a link to /dev/zero grew without bound.
+    const regular = 'not a settings file: it must be a regular file (or a symbolic link to one)'
+    const cases: Array<[() => void, string]> = [
+      [() => execFileSync('mkfifo', [env]), `a FIFO (named pipe), ${regular}`],
+      [() => symlinkSync('/dev/null', env), `a character device, ${regular}`],
+      [
+        () => writeFileSync(env, `${'#'.repeat(1024 * 1024)}\n`),
+        '1048577 bytes, not a settings file: it may be at most 1 MiB (a settings file is a few KB)',
+      ],
+    ]
+    for (const [make, what] of cases) {
+      make()
+      const refused = await runCliAsync(['keys', 'list'], {}, cwd, { timeoutMs: 15_000 })
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [1, `petstore: invalid configuration: .env is ${what}\n`],
+      )
+      assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
+      rmSync(env)
+    }
+
+    mkdirSync(join(cwd, 'settings'))
+    writeFileSync(join(cwd, 'settings', 'petstore.env'), 'DATABASE_URL=sqlite:linked.db\n', { mode: 0o600 })
+    symlinkSync(join('settings', 'petstore.env'), env)
+    const linked = runCli(['migrate'], {}, cwd)
+    assert.equal(linked.status, 0, linked.stderr)
+    assert.ok(existsSync(join(cwd, 'linked.db')), "the linked file's DATABASE_URL was read")
   })
 
   // A quoted YAML value or `-e` kept the space: a second, empty database (and a new key) at "petstore.db ".

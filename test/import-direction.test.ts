@@ -116,6 +116,8 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
   ['src/periodic-job.ts', './log/logger.ts', 'periodic-job.ts is a timer'],
   ['src/errors.ts', './log/logger.ts', 'errors.ts is the bottom of the house'],
   ['src/certificate-refusal.ts', './errors.ts', 'certificate-refusal.ts reads TLS refusal codes'],
+  ['src/file-kind.ts', './errors.ts', 'file-kind.ts names what a file is'],
+  ['src/pets/planted.ts', '../file-kind.ts', 'pets/ is the domain'],
   ['src/pets/planted.ts', '../certificate-refusal.ts', 'pets/ is the domain'],
   // A subfolder is below its room's own files, which compose it.
   ['src/routes/pets/planted.ts', '../v1-api.ts', "routes/' subfolders are below its own files"],
@@ -178,6 +180,8 @@ const downward: Array<[file: string, specifier: string]> = [
   ['src/cli/planted.ts', 'ioredis'],
   ['src/store/postgres/planted.ts', '../../certificate-refusal.ts'],
   ['src/admission/rate-limit/planted.ts', '../../certificate-refusal.ts'],
+  ['src/store/sqlite/planted.ts', '../../file-kind.ts'],
+  ['src/environment-file.ts', './file-kind.ts'],
 ]
 
 /** Every TypeScript file under src/, as a path from the root (src/…). */

@@ -10,7 +10,8 @@ export const backupCommand: Command = {
 Copies the database of DATABASE_URL (SQLite) to FILE while servers keep serving and writing it: one
 consistent snapshot (every create acknowledged before the command started is in it), checked (integrity,
 Pet Store schema), synced, then renamed into place, so FILE is never half-written. FILE is one
-self-contained SQLite file. An existing FILE is replaced only with --force.
+self-contained SQLite file. An existing FILE is replaced only with --force, and only a regular file:
+a symbolic link, a device, a FIFO or a socket is refused.
 On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
   async run(args, { stdout }) {
     const { values } = parseCommandArgs(args, { to: { type: 'string' }, force: { type: 'boolean' } })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { chmodSync, readFileSync } from 'node:fs'
+import { chmodSync } from 'node:fs'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { runCli, type ServeProcess, startServeProcess } from './cli-process.ts'
@@ -49,15 +49,4 @@ export function commitIntoLogThenDie(database: string, pets: number): void {
 
 export function petCountOf(path: string): number {
   return rowCount(path, 'pets')
-}
-
-/** Whether process `pid` waits in an open() of a FIFO for its other end (Linux's /proc). */
-export function waitsOnFifo(pid: number): boolean {
-  const read = (what: string) => readFileSync(`/proc/${pid}/${what}`, 'utf8').trim()
-  try {
-    // The kernel's wait for a FIFO's partner; where wait channels are hidden, a blocked openat (x86-64, arm64).
-    return read('wchan') === 'wait_for_partner' || /^(257|56) /.test(read('syscall'))
-  } catch {
-    return false
-  }
 }

@@ -12,6 +12,7 @@ import {
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
+import { kindOfFile } from '../../file-kind.ts'
 import type { BackupSummary, RestoreSummary } from '../shared/backup-role.ts'
 import { appliedMigrationsOf, isServiceBookkeeping, schemaStatusOf } from '../shared/migration-plan.ts'
 import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
@@ -28,6 +29,7 @@ import {
 import {
   COMPANION_SUFFIXES,
   fsyncPath,
+  lstatOrNothing,
   removeAbandoned,
   removeWithCompanions,
   renameDurably,
@@ -138,6 +140,11 @@ export async function backupDatabase(
   if (statOrNothing(to)?.isDirectory() || to.endsWith('/')) {
     throw new Error(`${to} is a directory: name the backup file`)
   }
+  // Renamed over, a device (/dev/null, for root) or a link would be gone: only a backup's kind is replaced.
+  const kind = kindOfOrNothing(to)
+  if (kind !== undefined) {
+    throw new Error(`${to} is ${kind}: --force replaces only a regular file; name another file`)
+  }
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
   if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
   removeAbandoned(to, 'backup')
@@ -175,6 +182,12 @@ export async function backupDatabase(
     if (source.isOpen) source.close()
     leaveNothing(temporary)
   }
+}
+
+/** What is at `path` when it is there and is not a regular file (the link itself, not what it names). */
+function kindOfOrNothing(path: string): string | undefined {
+  const stats = lstatOrNothing(path)
+  return stats && kindOfFile(stats)
 }
 
 /**
@@ -224,7 +237,9 @@ function leaveNothing(temporary: string): void {
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
-  if (statSync(from).isDirectory()) throw new Error(`${from} is a directory: name a backup file`)
+  // What a link names is read: a FIFO's read would wait for a writer for ever, the database held meanwhile.
+  const kind = kindOfFile(statSync(from))
+  if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
     // Not made here: run from the wrong directory, a restore would go where no service reads.

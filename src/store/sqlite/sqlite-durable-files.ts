@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 
 /** Flushes a file (or a directory's entries) to the disk. */
@@ -52,6 +52,15 @@ const ABANDONED_AFTER_MS = 24 * 60 * 60 * 1000
 export function statOrNothing(file: string) {
   try {
     return statSync(file, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+/** `file`'s own stats (a symbolic link's, not its target's), or undefined when nothing is there. */
+export function lstatOrNothing(file: string) {
+  try {
+    return lstatSync(file, { throwIfNoEntry: false })
   } catch {
     return undefined
   }

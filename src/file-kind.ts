@@ -1,0 +1,16 @@
+import type { Stats } from 'node:fs'
+
+// What a path names when it is not a regular file, in words: a command that reads or replaces a file
+// refuses the others (a FIFO's read waits for a writer; a device renamed over is gone) naming which.
+
+/** What `stats` (lstat's, or stat's through a link) describe, or undefined for a regular file. */
+export function kindOfFile(stats: Stats): string | undefined {
+  if (stats.isFile()) return undefined
+  if (stats.isSymbolicLink()) return 'a symbolic link'
+  if (stats.isDirectory()) return 'a directory'
+  if (stats.isFIFO()) return 'a FIFO (named pipe)'
+  if (stats.isSocket()) return 'a socket'
+  if (stats.isCharacterDevice()) return 'a character device'
+  if (stats.isBlockDevice()) return 'a block device'
+  return 'not a regular file'
+}
