@@ -1,5 +1,6 @@
 import { type Redis, ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
+import { repliesOutOfStep } from './redis-connection.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
@@ -24,6 +25,7 @@ const COMMAND = 'petstoreRateLimitIncrement'
 const SILENT_RETRY_MS = 1000
 const TIMEOUTS_TO_SILENCE = 2
 const PASSED_BY = new Error('Redis does not answer: passed by until it is asked again')
+const OUT_OF_STEP = new Error('Redis sends replies no command asked for: passed by until it stops')
 
 type WithIncrement = Redis &
   Record<typeof COMMAND, (key: string, windowMs: number) => Promise<[number, number]>>
@@ -53,6 +55,7 @@ export class RedisWindowCounter implements WindowCounter {
   }
 
   async increment(key: string, windowMs: number): Promise<WindowCount> {
+    if (repliesOutOfStep(this.#redis)) throw OUT_OF_STEP
     if (this.#silentSince !== undefined) {
       const now = performance.now()
       if (now < this.#askAgainAt) throw PASSED_BY
@@ -66,6 +69,8 @@ export class RedisWindowCounter implements WindowCounter {
       else if (error instanceof ReplyError) this.#refused(error)
       throw error
     }
+    // Read among replies no command asked for (in the same read as they were), it may be one of them.
+    if (repliesOutOfStep(this.#redis)) throw OUT_OF_STEP
     this.#timeoutsInARow = 0
     if (this.#refusingSince !== undefined) {
       this.#log.info(
