@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
+import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import type { Redis } from 'ioredis'
@@ -12,7 +13,14 @@ import { call } from './helpers/api-client.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
-import { type LogLine, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import {
+  type LogLine,
+  logLines,
+  requesterFor,
+  startServeProcess,
+  stop,
+  waitForLog,
+} from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { connected, redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
@@ -176,6 +184,94 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
         [30, 'Redis answers again: rate limits are counted'],
       ],
     )
+  })
+})
+
+// The security review's fake: 50 replies to each read of commands, where Redis sends one per command.
+const REPLIES_OUT_OF_STEP = '*2\r\n:1\r\n$3\r\nabc\r\n'.repeat(50)
+
+/**
+ * A Redis address whose connections, while `outOfStep` holds, get REPLIES_OUT_OF_STEP for whatever they
+ * send; connections made once it no longer holds are passed through to the Redis at `targetUrl`.
+ */
+async function outOfStepRedis(t: TestContext, targetUrl: string) {
+  const target = new URL(targetUrl)
+  const sockets = new Set<Socket>()
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+  }
+  const state = { outOfStep: true, url: '' }
+  const server = createServer((client) => {
+    track(client)
+    if (state.outOfStep) {
+      client.on('data', () => client.write(REPLIES_OUT_OF_STEP))
+      return
+    }
+    const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
+    track(upstream)
+    client.pipe(upstream).pipe(client)
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        server.close(() => resolve())
+      }),
+  )
+  state.url = `redis://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return state
+}
+
+describe('a Redis that sends replies no command asked for', redisSuiteOptions(), () => {
+  test('when Redis answers each command with 50 replies, then the service serves on uncounted and ready, one warn line says so (nothing fatal), and one info line when its replies are in step again', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const fake = await outOfStepRedis(t, redisServer.url)
+    const key = generateApiKey()
+    const env = { REDIS_URL: fake.url, RATE_LIMIT_PER_MINUTE: '100', API_KEYS: `ops:${key}` }
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const request = requesterFor(key)
+    const redisLines = () =>
+      logLines(server)
+        .filter((line) => /Redis/.test(String(line.msg)) || line.level === 60)
+        .map((line) => [line.level, line.msg])
+    const outOfStep = 'Redis sends replies no command asked for: rate limits are not counted until it stops'
+
+    // Long enough for the client to meet the fake on several connections (each is dropped and remade).
+    const until = performance.now() + 2000
+    for (let i = 0; performance.now() < until; i++) {
+      const created = await request(server, '/v1/pets', {
+        method: 'POST',
+        body: `{"name":"pet ${i}","categoryId":1}`,
+      })
+      assert.equal(created.status, 201, `${await created.text()}\n${server.output()}`)
+      const listed = await request(server, '/v1/pets')
+      assert.equal(listed.status, 200, server.output())
+      assert.equal(listed.headers.get('ratelimit-remaining'), null, 'no count is claimed')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.equal(server.child.exitCode, null, server.output())
+    assert.equal((await checkedFetch(server.origin, '/readyz')).status, 200, 'ready, as in a Redis outage')
+    assert.deepEqual(redisLines(), [[40, outOfStep]], `said once, at warn:\n${server.output()}`)
+
+    fake.outOfStep = false
+    await waitForLog(server, (lines) =>
+      lines.find((line) => line.msg === 'Redis replies in step again: rate limits are counted'),
+    )
+    const counted = await request(server, '/v1/pets')
+    assert.equal(counted.status, 200)
+    assert.match(String(counted.headers.get('ratelimit-remaining')), /^\d+$/, 'counted again')
+    assert.deepEqual(redisLines(), [
+      [40, outOfStep],
+      [30, 'Redis replies in step again: rate limits are counted'],
+    ])
+    await stop(server)
   })
 })
 

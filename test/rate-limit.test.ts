@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Redis } from 'ioredis'
+import pino from 'pino'
 import { MemoryWindowCounter } from '../src/admission/rate-limit/memory-counter.ts'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { RedisWindowCounter } from '../src/admission/rate-limit/redis-counter.ts'
@@ -105,6 +107,38 @@ describe('rate limit in Redis', redisSuiteOptions(), () => {
     assert.ok(window.resetInMs > 0 && window.resetInMs <= minute, `reset in ${window.resetInMs} ms`)
     const ttl = await redis.pttl(`${prefix}key:1`)
     assert.ok(ttl > 0 && ttl <= minute, `the key expires in ${ttl} ms`)
+  })
+})
+
+describe('a Redis answer that is no count', () => {
+  test('when Redis (or something between) answers the count with something other than a count and a time left, then requests are served without RateLimit fields, one warn line says so, and one info line when it counts again', async (t) => {
+    let answer: unknown
+    // Stands in for the client: whatever `answer` holds is what the counter's script returns.
+    const redis = {
+      defineCommand(name: string) {
+        Object.assign(this, { [name]: async () => answer })
+      },
+    } as unknown as Redis
+    const lines: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
+    const redisLines = () =>
+      lines.filter((line) => /Redis/.test(String(line.msg))).map((line) => [line.level, line.msg])
+    for (const noCount of [[1, 'abc'], [1], 'OK', null, [Number.NaN, 100], [0, 100], [1, -1], [1.5, 100]]) {
+      answer = noCount
+      const response = await call(server, 'GET', '/v1/pets')
+      assert.equal(response.status, 200, JSON.stringify(noCount))
+      for (const field of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'])
+        assert.equal(response.headers.get(field), null, `${JSON.stringify(noCount)}: no ${field}`)
+    }
+    answer = [3, 59_500]
+    const counted = await call(server, 'GET', '/v1/pets')
+    assert.equal(counted.headers.get('ratelimit-remaining'), '97')
+    assert.equal(counted.headers.get('ratelimit-reset'), '60')
+    assert.deepEqual(redisLines(), [
+      [40, 'Redis answers no count: rate limits are not counted until it does'],
+      [30, 'Redis counts again: rate limits are counted'],
+    ])
   })
 })
 

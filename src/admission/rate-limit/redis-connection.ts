@@ -13,13 +13,16 @@ export async function connectRedis(
   log: Pick<Logger, 'error' | 'warn' | 'info'>,
 ): Promise<Redis> {
   const { Redis } = await import('ioredis')
+  const steps: Steps = { outOfStepSince: undefined, dropping: false, droppedInARow: 0 }
   const redis = new Redis(url, {
     connectTimeout: 500,
     commandTimeout: 500,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    // A connection dropped for replies out of step was ready first, which restarts `attempt` at 1.
+    retryStrategy: (attempt) => Math.min((attempt + steps.droppedInARow) * 200, 2000),
   })
+  keepInStep(redis, log, steps)
   const first = await firstOutcome(redis)
   const refused = first && settingRefused(first, url)
   if (refused !== undefined) {
@@ -28,7 +31,7 @@ export async function connectRedis(
     redis.disconnect()
     throw new Error(`REDIS_URL: ${refused.atStart}`)
   }
-  logOutages(redis, url, log, first)
+  logOutages(redis, url, log, first, steps)
   return redis
 }
 
@@ -85,6 +88,74 @@ function settingRefused(
   }
 }
 
+// ioredis's error for a reply no command waits for (DataHandler's shiftCommand): Redis, or something
+// between, sent more replies than commands, so the replies after it may answer the wrong commands.
+const OUT_OF_STEP = /^Command queue state error\b/
+
+// How long a connection made after replies out of step must meet none before counts are asked of it.
+const IN_STEP_MS = 1000
+
+/** How a client's replies keep step with its commands (keepInStep). */
+interface Steps {
+  /** Since when its replies are out of step, until a connection has stayed in step. */
+  outOfStepSince: number | undefined
+  /** A connection that met replies out of step is closing: what it still reports is no outage. */
+  dropping: boolean
+  droppedInARow: number
+}
+
+const stepsOf = new WeakMap<Redis, Steps>()
+
+/**
+ * Whether `redis` met replies no command asked for and no connection has stayed in step since: a count it
+ * answers may be another's.
+ */
+export function repliesOutOfStep(redis: Redis): boolean {
+  return stepsOf.get(redis)?.outOfStepSince !== undefined
+}
+
+/**
+ * Drops a connection that meets a reply no command asked for and makes another (further apart each time,
+ * up to 2 s): one warn line, one info line once a connection has met none for IN_STEP_MS. It listens from
+ * the client's creation: ioredis emits that error by a plain `emit`, uncaught with no listener (a crash).
+ */
+function keepInStep(redis: Redis, log: Pick<Logger, 'warn' | 'info'>, steps: Steps): void {
+  stepsOf.set(redis, steps)
+  let inStep: NodeJS.Timeout | undefined
+  redis.on('error', (error: Error) => {
+    if (!OUT_OF_STEP.test(error.message)) return
+    clearTimeout(inStep)
+    // Each reply too many is an error of its own: the connection is dropped once.
+    if (!steps.dropping && (redis.status === 'connect' || redis.status === 'ready')) {
+      steps.dropping = true
+      steps.droppedInARow++
+      redis.disconnect(true)
+    }
+    if (steps.outOfStepSince !== undefined) return
+    steps.outOfStepSince = performance.now()
+    log.warn(
+      { err: error },
+      'Redis sends replies no command asked for: rate limits are not counted until it stops',
+    )
+  })
+  redis.on('close', () => {
+    steps.dropping = false
+    clearTimeout(inStep)
+  })
+  redis.on('ready', () => {
+    const since = steps.outOfStepSince
+    if (since === undefined) return
+    inStep = setTimeout(() => {
+      steps.outOfStepSince = undefined
+      steps.droppedInARow = 0
+      log.info(
+        { outOfStepMs: Math.round(performance.now() - since) },
+        'Redis replies in step again: rate limits are counted',
+      )
+    }, IN_STEP_MS)
+  })
+}
+
 // Longer than the connect timeout: a Redis that does not answer in time is an outage, met at start.
 const FIRST_OUTCOME_MS = 1000
 
@@ -118,10 +189,13 @@ function logOutages(
   url: string,
   log: Pick<Logger, 'error' | 'warn' | 'info'>,
   first: Error | undefined,
+  steps: Steps,
 ): void {
   let downSince: number | undefined
   let refusedSaid = false
   const down = (error: Error) => {
+    // Reachable, said by keepInStep; so is what a connection it drops still reports (its ready check).
+    if (steps.dropping || OUT_OF_STEP.test(error.message)) return
     // Refused later (not up yet at start, or its password or certificate changed since): a setting to
     // correct, said once until Redis takes it again; Redis is up, so it is not said to be unreachable.
     const refused = settingRefused(error, url)

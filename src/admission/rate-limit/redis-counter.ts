@@ -1,5 +1,6 @@
 import { type Redis, ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
+import { repliesOutOfStep } from './redis-connection.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
@@ -24,16 +25,17 @@ const COMMAND = 'petstoreRateLimitIncrement'
 const SILENT_RETRY_MS = 1000
 const TIMEOUTS_TO_SILENCE = 2
 const PASSED_BY = new Error('Redis does not answer: passed by until it is asked again')
+const OUT_OF_STEP = new Error('Redis sends replies no command asked for: passed by until it stops')
 
-type WithIncrement = Redis &
-  Record<typeof COMMAND, (key: string, windowMs: number) => Promise<[number, number]>>
+type WithIncrement = Redis & Record<typeof COMMAND, (key: string, windowMs: number) => Promise<unknown>>
 
 /**
  * Counts in Redis, so every instance shares one count per key. Keys are `<prefix><key>`. A Redis that
  * refuses connections fails each command at once (the connection's settings); one that accepts them and
  * never answers (a hung host) would cost every request the command timeout, so after two timeouts in a
  * row it is passed by, said once in the log, and asked again by one request a second until it answers.
- * One that answers with an error (out of memory, read-only) is said once too, and once it counts again.
+ * One that answers with an error (out of memory, read-only), or with no count, is said once too, and once
+ * it counts again.
  */
 export class RedisWindowCounter implements WindowCounter {
   readonly #redis: WithIncrement
@@ -53,17 +55,27 @@ export class RedisWindowCounter implements WindowCounter {
   }
 
   async increment(key: string, windowMs: number): Promise<WindowCount> {
+    if (repliesOutOfStep(this.#redis)) throw OUT_OF_STEP
     if (this.#silentSince !== undefined) {
       const now = performance.now()
       if (now < this.#askAgainAt) throw PASSED_BY
       this.#askAgainAt = now + SILENT_RETRY_MS
     }
-    let answer: [number, number]
+    let answer: unknown
     try {
       answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
     } catch (error) {
       if ((error as Error).message === 'Command timed out') this.#timedOut(error)
       else if (error instanceof ReplyError) this.#refused(error)
+      throw error
+    }
+    // Read among replies no command asked for (in the same read as they were), it may be one of them.
+    if (repliesOutOfStep(this.#redis)) throw OUT_OF_STEP
+    // Redis, or something between, may answer with no count at all: a RateLimit field saying NaN, or a
+    // 429 drawn from it, would be worse than none.
+    if (!isWindowCount(answer)) {
+      const error = new Error(`Redis answered the count with ${String(JSON.stringify(answer)).slice(0, 100)}`)
+      this.#refused(error, 'Redis answers no count: rate limits are not counted until it does')
       throw error
     }
     this.#timeoutsInARow = 0
@@ -87,10 +99,10 @@ export class RedisWindowCounter implements WindowCounter {
 
   // Reachable but refusing the script's writes (`OOM` at maxmemory, `READONLY` on a replica): no outage
   // the connection sees, so said here, once, with Redis's reply.
-  #refused(error: unknown): void {
+  #refused(error: unknown, line = 'Redis refuses to count: rate limits are not counted until it does'): void {
     if (this.#refusingSince !== undefined) return
     this.#refusingSince = performance.now()
-    this.#log.warn({ err: error }, 'Redis refuses to count: rate limits are not counted until it does')
+    this.#log.warn({ err: error }, line)
   }
 
   #timedOut(error: unknown): void {
@@ -100,4 +112,11 @@ export class RedisWindowCounter implements WindowCounter {
     this.#silentSince = performance.now()
     this.#log.warn({ err: error }, 'Redis does not answer: rate limits are not counted until it does')
   }
+}
+
+/** Whether the script's answer is what it returns: a count from 1 and the window's time left, in ms. */
+function isWindowCount(answer: unknown): answer is [number, number] {
+  if (!Array.isArray(answer) || answer.length !== 2) return false
+  const [count, resetInMs] = answer
+  return Number.isSafeInteger(count) && count >= 1 && Number.isSafeInteger(resetInMs) && resetInMs >= 0
 }
