@@ -254,4 +254,26 @@ describe('the key cache', () => {
     assert.equal(await authenticate(unknown), undefined)
     assert.equal(lookups, afterUnknown)
   })
+
+  test('when many requests bring a key the cache does not hold (its entry expired) at once, then the store is asked once for all of them', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const key = generateApiKey()
+    await store.createApiKey(storedFormOf('busy', key))
+    let lookups = 0
+    const counted = {
+      findActiveApiKey: async (hash: string) => {
+        lookups++
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        return store.findActiveApiKey(hash)
+      },
+    }
+    const authenticate = createAuthenticator({ store: counted, cacheTtlMs: 60_000, cacheMaxEntries: 4 })
+    const identities = await Promise.all(Array.from({ length: 50 }, () => authenticate(key)))
+    assert.ok(identities.every((identity) => identity?.name === 'busy'))
+    assert.equal(lookups, 1, 'each request asked the store')
+    // An unknown key too, as a scan's repeats would.
+    const unknown = generateApiKey()
+    await Promise.all(Array.from({ length: 10 }, () => authenticate(unknown)))
+    assert.equal(lookups, 2)
+  })
 })

@@ -30,6 +30,9 @@ export function createAuthenticator({
   const options = { max: cacheMaxEntries, ttl: cacheTtlMs }
   const known = new LRUCache<string, KeyIdentity>(options)
   const unknown = new LRUCache<string, true>(options)
+  // Lookups under way: the requests a busy key brings once its entry expires wait on one, rather than each
+  // asking the store (on PostgreSQL, as many queries as requests in flight, every cacheTtlMs).
+  const pending = new Map<string, Promise<KeyIdentity | undefined>>()
 
   async function lookUp(key: string): Promise<KeyIdentity | undefined> {
     const identity = await lookUpUncached(key)
@@ -47,6 +50,11 @@ export function createAuthenticator({
     const identity = known.get(key)
     if (identity !== undefined) return identity
     if (unknown.get(key) === true || !isWellFormedApiKey(key)) return undefined
-    return lookUp(key)
+    let lookup = pending.get(key)
+    if (lookup === undefined) {
+      lookup = lookUp(key).finally(() => pending.delete(key))
+      pending.set(key, lookup)
+    }
+    return lookup
   }
 }
