@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { DatabaseSync } from 'node:sqlite'
-import { before, describe, test } from 'node:test'
+import { before, describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { apiKeyHint, generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { createAuthenticator } from '../src/auth/authenticator.ts'
@@ -229,51 +229,50 @@ describe('API_KEYS setting', () => {
   })
 })
 
+/**
+ * An authenticator on a new store holding one key named `name`, whose lookups are counted (and take
+ * `delayMs`, as a database's do).
+ */
+async function countedAuthenticator(t: TestContext, name: string, delayMs = 0) {
+  const { store } = await sqliteEngine.open(t)
+  const key = generateApiKey()
+  await store.createApiKey(storedFormOf(name, key))
+  const counts = { lookups: 0 }
+  const counted = {
+    findActiveApiKey: async (hash: string) => {
+      counts.lookups++
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+      return store.findActiveApiKey(hash)
+    },
+  }
+  const authenticate = createAuthenticator({ store: counted, cacheTtlMs: 60_000, cacheMaxEntries: 4 })
+  return { authenticate, key, counts }
+}
+
 describe('the key cache', () => {
   test('when many unknown keys are presented (random keys, a scan), then a known key stays cached: they do not push it out', async (t) => {
-    const { store } = await sqliteEngine.open(t)
-    const known = generateApiKey()
-    await store.createApiKey(storedFormOf('known', known))
-    let lookups = 0
-    const counted = {
-      findActiveApiKey: (hash: string) => {
-        lookups++
-        return store.findActiveApiKey(hash)
-      },
-    }
-    const authenticate = createAuthenticator({ store: counted, cacheTtlMs: 60_000, cacheMaxEntries: 4 })
+    const { authenticate, key: known, counts } = await countedAuthenticator(t, 'known')
     assert.deepEqual(await authenticate(known), { id: 1n, name: 'known' })
     for (let i = 0; i < 20; i++) assert.equal(await authenticate(generateApiKey()), undefined)
-    const before = lookups
+    const before = counts.lookups
     assert.deepEqual(await authenticate(known), { id: 1n, name: 'known' })
-    assert.equal(lookups, before, 'the known key was looked up again')
+    assert.equal(counts.lookups, before, 'the known key was looked up again')
     // Unknown keys are still cached, within their own bound: the last one asked again costs no lookup.
     const unknown = generateApiKey()
     await authenticate(unknown)
-    const afterUnknown = lookups
+    const afterUnknown = counts.lookups
     assert.equal(await authenticate(unknown), undefined)
-    assert.equal(lookups, afterUnknown)
+    assert.equal(counts.lookups, afterUnknown)
   })
 
   test('when many requests bring a key the cache does not hold (its entry expired) at once, then the store is asked once for all of them', async (t) => {
-    const { store } = await sqliteEngine.open(t)
-    const key = generateApiKey()
-    await store.createApiKey(storedFormOf('busy', key))
-    let lookups = 0
-    const counted = {
-      findActiveApiKey: async (hash: string) => {
-        lookups++
-        await new Promise((resolve) => setTimeout(resolve, 20))
-        return store.findActiveApiKey(hash)
-      },
-    }
-    const authenticate = createAuthenticator({ store: counted, cacheTtlMs: 60_000, cacheMaxEntries: 4 })
+    const { authenticate, key, counts } = await countedAuthenticator(t, 'busy', 20)
     const identities = await Promise.all(Array.from({ length: 50 }, () => authenticate(key)))
     assert.ok(identities.every((identity) => identity?.name === 'busy'))
-    assert.equal(lookups, 1, 'each request asked the store')
+    assert.equal(counts.lookups, 1, 'each request asked the store')
     // An unknown key too, as a scan's repeats would.
     const unknown = generateApiKey()
     await Promise.all(Array.from({ length: 10 }, () => authenticate(unknown)))
-    assert.equal(lookups, 2)
+    assert.equal(counts.lookups, 2)
   })
 })
