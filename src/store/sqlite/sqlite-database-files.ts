@@ -18,7 +18,7 @@ import { COMPANION_SUFFIXES, statOrNothing } from './sqlite-durable-files.ts'
 
 // The database's files as a backup and a restore handle them: which files are its, whether a file to
 // restore is whole alone, who the restored file must belong to, and how a restore puts it in place keeping
-// the one it replaces (sqlite-backup.ts).
+// the one it replaces (sqlite-restore.ts).
 
 // A second name for a file refused: the volume has no hard links (vfat, some network mounts).
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK'])

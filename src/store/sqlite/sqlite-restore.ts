@@ -1,0 +1,101 @@
+import { constants, copyFileSync, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { kindOfFile } from '../../file-kind.ts'
+import type { RestoreSummary } from '../shared/backup-role.ts'
+import { leaveNothing, verified, writing } from './sqlite-copy-checks.ts'
+import {
+  assertCanGiveOwner,
+  databaseFileAt,
+  isDatabaseFile,
+  notOpenToThisUser,
+  refuseUnsettled,
+  replaceKeepingAside,
+  settleLeftovers,
+  takeOwnership,
+} from './sqlite-database-files.ts'
+import {
+  COMPANION_SUFFIXES,
+  fsyncPath,
+  removeAbandoned,
+  removeWithCompanions,
+  temporaryBeside,
+} from './sqlite-durable-files.ts'
+import { refuseOrphanedLog } from './sqlite-open.ts'
+import { carryForward } from './sqlite-restore-carry.ts'
+import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
+
+/**
+ * Puts the backup `from` in place of the database at `path`, once no process has it open and its
+ * write-ahead log is folded into it, held from then on past the rename (`holdForRestore`): copied beside
+ * it, checked, synced, then renamed over it, the old log and shared-memory files removed just before, so
+ * nothing of the old database is ever applied to the restored one. Until the rename, a failure leaves the
+ * database as it was (at the rename itself, in a rollback journal's mode, which a start sets back). The
+ * database replaced is kept beside it (a second name for its file, made just before the rename), and what
+ * must outlive a restore is carried from it into the copy first (`carryForward`).
+ */
+export function restoreDatabase(from: string, named: string): RestoreSummary {
+  if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
+  // What a link names is read: a FIFO's read would wait for a writer for ever, the database held meanwhile.
+  const kind = kindOfFile(statSync(from))
+  if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
+  if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
+  if (!existsSync(dirname(named))) {
+    // Not made here: run from the wrong directory, a restore would go where no service reads.
+    const directory = resolve(dirname(named))
+    throw new Error(
+      `${directory} does not exist (DATABASE_URL): for a first restore, create it (mkdir -m 700 ${directory}); ` +
+        'else run the command where the service runs, or set DATABASE_URL',
+    )
+  }
+  if (existsSync(named) && isDatabaseFile(named, from)) {
+    throw new Error(`${from} is the database being restored (or one of its files): name a backup`)
+  }
+  refuseUnsettled(from)
+  // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
+  const path = existsSync(named) ? realpathSync(named) : named
+  refuseOrphanedLog(resolve(path), 'restore in its place')
+  // First: a killed restore's copy may hold the room the checkpoint below needs.
+  removeAbandoned(path, 'restore')
+  removeAbandoned(path, 'hold')
+  const what = 'the restored database'
+  assertCanGiveOwner(path)
+  // First, before the copy takes the room the checkpoint may need; held past the rename.
+  const hold = writing(path, what, () => holdForRestore(path))
+  const held = hold.replacing ? hold.db : undefined
+  let renamed = false
+  const temporary = temporaryBeside(path, 'restore')
+  try {
+    writing(path, what, () => settleLeftovers(path))
+    removeWithCompanions(temporary)
+    // A new file only: one planted under its name makes the copy fail rather than be written through.
+    writing(path, what, () => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
+    takeOwnership(path, temporary)
+    const pets = verified(temporary, from)
+    // A failure to write the copy (a full volume) stops the restore; one to read the old database does not.
+    const carried = held && writing(path, what, () => carryForward(held, temporary))
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+    let keptAt: { path: string } | { notKept: string } | undefined
+    writing(path, what, () => {
+      fsyncPath(temporary)
+      if (held) leaveLogBehind(path, hold)
+      // The log was emptied: nothing of the old database is applied to the restored one.
+      for (const suffix of COMPANION_SUFFIXES) rmSync(`${path}${suffix}`, { force: true })
+      keptAt = held && replaceKeepingAside(path, temporary, stamp)
+      if (!held) renameSync(temporary, path)
+      renamed = true
+    })
+    endHold(path, hold, renamed)
+    try {
+      fsyncPath(dirname(path))
+    } catch (error) {
+      throw new Error(
+        `${path} is restored, but its directory could not be synced (${(error as Error).message}): a crash before the next sync could bring the old database back`,
+      )
+    }
+    const replaced = carried && keptAt && { ...carried, keptAt }
+    return { pets, bytes: statSync(path).size, ...(replaced ? { replaced } : {}) }
+  } finally {
+    endHold(path, hold, renamed)
+    leaveNothing(temporary)
+  }
+}
