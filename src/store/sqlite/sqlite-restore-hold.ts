@@ -17,7 +17,7 @@ import { statOrNothing, temporaryBeside } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
 import { pragmaOf, UNFINISHED_RESTORE_ID } from './sqlite-open.ts'
 
-// How a restore holds the database's path from its first step to the rename (sqlite-backup.ts): no server
+// How a restore holds the database's path from its first step to the rename (sqlite-restore.ts): no server
 // or command opens the file there meanwhile, so none is left on the one the rename replaces, whose
 // write-ahead log would then be taken for the restored database's.
 
