@@ -129,11 +129,9 @@ export function addRequestLifecycle(
   const writeQuietLine = requestLineWriter(appLogger, 'debug')
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
-  const record: AnswerRecorder = (request, reply) => {
+  const record = (request: FastifyRequest, reply: FastifyReply, elapsedMs: number): void => {
     const operation = operationOf(request)
     const status = reply.statusCode
-    // Read once: each read of elapsedTime reads the clock.
-    const elapsedMs = reply.elapsedTime
     let byStatus = durations.get(operation)
     if (byStatus === undefined) {
       byStatus = new Map()
@@ -163,7 +161,8 @@ export function addRequestLifecycle(
   }
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     answeredPipelined(request.raw.socket)
-    record(request, reply)
+    // Read once: each read of elapsedTime reads the clock.
+    record(request, reply, reply.elapsedTime)
     done()
   })
 
@@ -174,7 +173,12 @@ export function addRequestLifecycle(
   app.server.on('connect', (request, socket) =>
     handleConnect(request, socket, (path) => allowedAt(app.server, path), recordRefusal),
   )
-  // No hook runs for the router's own errors (a path it cannot decode): their line is written, and their
-  // duration counted, once the answer is sent.
-  return { recordWhenAnswered: (request, reply) => reply.raw.once('finish', () => record(request, reply)) }
+  // No hook runs for the router's own errors (a path it cannot decode), and Fastify times none of them:
+  // their line is written, and their duration counted, from here to the answer's end (or the client's).
+  // Made before routing, its request names the socket's peer, as the HTTP layer's refusals do.
+  const recordWhenAnswered: AnswerRecorder = (request, reply) => {
+    const started = performance.now()
+    reply.raw.once('close', () => record(request, reply, performance.now() - started))
+  }
+  return { recordWhenAnswered }
 }
