@@ -171,7 +171,8 @@ describe('the client in the request log', () => {
       '127.0.0.1',
       {
         'x-request-id': requestId,
-        'user-agent': '\\'.repeat(300),
+        // Backslashes, then C1 controls (sent as bytes 0x85), which the line escapes as six bytes each.
+        'user-agent': `${'\\'.repeat(60)}${'\u0085'.repeat(300)}`,
         'x-forwarded-for': `fe80::1%${'a'.repeat(3000)}`,
       },
       'GET',
@@ -187,7 +188,12 @@ describe('the client in the request log', () => {
     assert.ok(Buffer.byteLength(text) < 4096, `a line of ${Buffer.byteLength(text)} bytes`)
     assert.equal(line.remoteAddress, '127.0.0.1', 'a zone no interface has is no client address')
     assert.match(String(line.url), /^\/v1\/pets\?x=(%22)+"+…$/)
-    assert.match(String(line.userAgent), /^\\+…$/)
+    assert.match(String(line.userAgent), /^\\{60}\u0085+…$/)
+    const agentInLine = /"userAgent":"(.*?)","msg"/.exec(text)?.[1] ?? ''
+    assert.ok(
+      Buffer.byteLength(agentInLine) <= 256 + 3,
+      `the user agent takes ${Buffer.byteLength(agentInLine)} bytes`,
+    )
   })
 
   test('when a key straddles the cut of the user agent or the URL, then no part of it reaches the log', async (t) => {

@@ -11,7 +11,7 @@ export interface RequestLine {
   /** The request logger's bindings as pino serializes them (`,"pid":…,"reqId":"…"`, any added later), if known. */
   bindings: string | undefined
   method: string
-  /** As the client sent it: the line shows it with keys masked, cut at 2,048 characters. */
+  /** As the client sent it: the line shows it with keys masked, cut at 2,048 bytes of the line. */
   url: string
   operation: string
   status: number
@@ -23,7 +23,7 @@ export interface RequestLine {
   key: string | undefined
   /** The socket's peer, or the client a trusted proxy names (TRUSTED_PROXIES). */
   remoteAddress: string | undefined
-  /** As the client sent it: the line shows it with keys masked, cut at 256 characters. */
+  /** As the client sent it: the line shows it with keys masked, cut at 256 bytes of the line. */
   userAgent: string | undefined
 }
 
@@ -60,24 +60,24 @@ export function logged(text: string, max: number): string {
   return end < masked.length ? `${masked.slice(0, end)}…` : masked
 }
 
-/** How many of `text`'s first UTF-16 units fit in `max` bytes of its JSON form (surrogates counted at 6). */
+/**
+ * How many of `text`'s first UTF-16 units fit in `max` bytes of its form in the line: JSON's escapes,
+ * and `\u` ones for C1 controls and line separators (escapeControls, log/line-chunks.ts) and surrogates.
+ */
 function lengthWithin(text: string, max: number): number {
   let bytes = 0
   for (let at = 0; at < text.length; at++) {
-    const code = text.charCodeAt(at)
-    bytes +=
-      code === 0x22 || code === 0x5c
-        ? 2
-        : code < 0x20 || (code >= 0xd800 && code <= 0xdfff)
-          ? 6
-          : code < 0x80
-            ? 1
-            : code < 0x800
-              ? 2
-              : 3
+    bytes += bytesInLine(text.charCodeAt(at))
     if (bytes > max) return at
   }
   return text.length
+}
+
+function bytesInLine(code: number): number {
+  if (code === 0x22 || code === 0x5c) return 2
+  if (code < 0x20 || (code >= 0x80 && code <= 0x9f) || code === 0x2028 || code === 0x2029) return 6
+  if (code >= 0xd800 && code <= 0xdfff) return 6
+  return code < 0x80 ? 1 : code < 0x800 ? 2 : 3
 }
 
 /** A request's target as logged: `logged`, and an absolute form's user and password (refused) masked. */
