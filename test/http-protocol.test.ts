@@ -120,10 +120,13 @@ describe('HTTP edge cases answered in the Error body', () => {
       'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}FOO /v1/pets/1 HTTP/1.1\r\nHost: x\r\n\r\n',
     )
     await within(closed, 5000, 'the connection was not closed')
-    const statuses = [...received.matchAll(/^HTTP\/1\.1 (\d{3}) /gm)].map((match) => match[1])
-    assert.equal(statuses[0], '401', received)
-    assert.doesNotMatch(received, /POST is not allowed/, 'the second answer named the first request')
-    assert.doesNotMatch(received.slice(received.indexOf('HTTP/1.1', 1)), /^allow: GET, HEAD, POST\r$/im)
+    // Each answer's status line (the second follows the first's body on the wire).
+    const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => match[1])
+    // The second, a line that cannot be told from the bytes the parser held: not valid HTTP, no Allow.
+    assert.deepEqual(statuses, ['401', '400'], received)
+    const second = received.slice(received.indexOf('HTTP/1.1 400 '))
+    assert.doesNotMatch(second, /^allow:/im)
+    assert.match(second, /"code":"bad_request"/)
   })
 })
 

@@ -129,7 +129,8 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     metricsServer?.close()
     redis?.disconnect()
     // Before the store: the app's jobs (the schema check, the purge) would meet it closed, and say so.
-    await composed?.close()
+    // Its own failure to close is not the start's: the error that stopped the start is the one said.
+    await composed?.close().catch(() => undefined)
     await store.close()
     throw error
   }
