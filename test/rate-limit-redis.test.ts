@@ -34,11 +34,12 @@ async function redisLoggingTo(t: TestContext) {
   t.after(() => redisServer.stop())
   const lines: Array<Record<string, unknown>> = []
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
-  const redis = await connectRedis(redisServer.url, logger)
+  const connection = await connectRedis(redisServer.url, logger)
+  const redis = connection.client
   t.after(() => redis.disconnect())
   // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
   await connected(redis)
-  return { redisServer, lines, logger, redis }
+  return { redisServer, lines, logger, redis, connection }
 }
 
 describe('rate limits shared through Redis', redisSuiteOptions(), () => {
@@ -48,13 +49,19 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
     const { store, reopen } = await sqliteEngine.open(t)
     const clients: Redis[] = []
     const instance = async (instanceStore: typeof store, key?: string) => {
-      const redis = await connectRedis(redisServer.url, log)
+      const connection = await connectRedis(redisServer.url, log)
+      const redis = connection.client
       clients.push(redis)
       t.after(() => redis.disconnect())
       // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
       await connected(redis)
       const env = { RATE_LIMIT_PER_MINUTE: '5' }
-      return startTestServer(t, { store: instanceStore, env, app: { redis }, ...(key ? { key } : {}) })
+      return startTestServer(t, {
+        store: instanceStore,
+        env,
+        app: { redis: connection },
+        ...(key ? { key } : {}),
+      })
     }
     // Two instances on the same data, so one API key is known to both.
     const a = await instance(store)
@@ -138,8 +145,11 @@ describe('Redis outages in the log', redisSuiteOptions(), () => {
 
 describe('a Redis that hangs', redisSuiteOptions(), () => {
   test('when Redis stops answering, then after two requests time out one a second waits for it and the others are served at once, uncounted; one line says so, one when it answers again', async (t) => {
-    const { redisServer, lines, logger, redis } = await redisLoggingTo(t)
-    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
+    const { redisServer, lines, logger, redis, connection } = await redisLoggingTo(t)
+    const server = await startTestServer(t, {
+      env: { RATE_LIMIT_PER_MINUTE: '100' },
+      app: { redis: connection, logger },
+    })
     const redisLines = () => lines.filter((line) => /Redis/.test(String(line.msg)))
     assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
 
@@ -227,6 +237,57 @@ async function outOfStepRedis(t: TestContext, targetUrl: string) {
   return state
 }
 
+// The counting script as the client sends it, by digest or whole: a RESP array's first bulk string.
+const COUNT_COMMAND = /\$7\r\nevalsha\r\n|\$4\r\neval\r\n/gi
+// A reply shaped as the script's count: the one too many looks like an answer, not like noise.
+const ONE_REPLY_TOO_MANY = '*2\r\n:1\r\n:60000\r\n'
+
+/**
+ * A Redis address passed through to the Redis at `targetUrl`, adding ONE_REPLY_TOO_MANY after Redis's
+ * reply to each count while `extraReply` holds: it answers INFO (the ready check) as Redis does.
+ */
+async function extraReplyAfterCounts(t: TestContext, targetUrl: string) {
+  const target = new URL(targetUrl)
+  const sockets = new Set<Socket>()
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+  }
+  const state = { extraReply: true, url: '' }
+  const server = createServer((client) => {
+    const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
+    track(client)
+    track(upstream)
+    // Counts asked and not answered yet: one at a time under a trickle, so Redis's next data is the reply.
+    let counts = 0
+    client.on('data', (data: Buffer) => {
+      counts += data.toString('latin1').match(COUNT_COMMAND)?.length ?? 0
+      upstream.write(data)
+    })
+    upstream.on('data', (data: Buffer) => {
+      client.write(data)
+      if (counts > 0 && state.extraReply) client.write(ONE_REPLY_TOO_MANY.repeat(counts))
+      counts = 0
+    })
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        server.close(() => resolve())
+      }),
+  )
+  state.url = `redis://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return state
+}
+
+const outOfStep = 'Redis sends replies no command asked for: rate limits are not counted until it stops'
+const inStep = 'Redis replies in step again: rate limits are counted'
+
 describe('a Redis that sends replies no command asked for', redisSuiteOptions(), () => {
   test('when Redis answers each command with 50 replies, then the service serves on uncounted and ready, one warn line says so (nothing fatal), and one info line when its replies are in step again', async (t) => {
     const redisServer = await startRedis()
@@ -241,7 +302,6 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
       logLines(server)
         .filter((line) => /Redis/.test(String(line.msg)) || line.level === 60)
         .map((line) => [line.level, line.msg])
-    const outOfStep = 'Redis sends replies no command asked for: rate limits are not counted until it stops'
 
     // Long enough for the client to meet the fake on several connections (each is dropped and remade).
     const until = performance.now() + 2000
@@ -261,24 +321,84 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
     assert.deepEqual(redisLines(), [[40, outOfStep]], `said once, at warn:\n${server.output()}`)
 
     fake.outOfStep = false
-    await waitForLog(server, (lines) =>
-      lines.find((line) => line.msg === 'Redis replies in step again: rate limits are counted'),
+    // In step again once a count asked of Redis (one request a second asks) has met no reply too many.
+    await waitUntil(
+      async () => {
+        assert.equal((await request(server, '/v1/pets')).status, 200, server.output())
+        return logLines(server).some((line) => line.msg === inStep)
+      },
+      () => `not logged:\n${server.output()}`,
+      { everyMs: 100 },
     )
     const counted = await request(server, '/v1/pets')
     assert.equal(counted.status, 200)
     assert.match(String(counted.headers.get('ratelimit-remaining')), /^\d+$/, 'counted again')
     assert.deepEqual(redisLines(), [
       [40, outOfStep],
-      [30, 'Redis replies in step again: rate limits are counted'],
+      [30, inStep],
     ])
+    await stop(server)
+  })
+
+  test('when Redis (or a proxy) answers each count with one reply too many and every other command in step, then for as long as it does the service serves every request uncounted, one warn line says so and none says it is in step again; once it stops, one info line, and counts resume', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const proxy = await extraReplyAfterCounts(t, redisServer.url)
+    const key = generateApiKey()
+    const env = { REDIS_URL: proxy.url, RATE_LIMIT_PER_MINUTE: '1000', API_KEYS: `ops:${key}` }
+    const server = await startServeProcess(env, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    const request = requesterFor(key)
+    const redisLines = () =>
+      logLines(server)
+        .filter((line) => /Redis/.test(String(line.msg)) || line.level === 60)
+        .map((line) => [line.level, line.msg])
+
+    // Its ready check (INFO) is answered in step: only a count shows the reply too many.
+    const until = performance.now() + 5000
+    let requests = 0
+    while (performance.now() < until) {
+      const response = await request(server, '/v1/pets')
+      assert.equal(response.status, 200, server.output())
+      requests++
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.ok(requests >= 20, `a steady trickle: ${requests} requests`)
+    assert.equal(server.child.exitCode, null, server.output())
+    assert.deepEqual(redisLines(), [[40, outOfStep]], `said once, never in step:\n${server.output()}`)
+
+    proxy.extraReply = false
+    await waitUntil(
+      async () => {
+        assert.equal((await request(server, '/v1/pets')).status, 200, server.output())
+        return logLines(server).some((line) => line.msg === inStep)
+      },
+      () => `not logged:\n${server.output()}`,
+      { everyMs: 100 },
+    )
+    await waitUntil(
+      async () =>
+        /^\d+$/.test(String((await request(server, '/v1/pets')).headers.get('ratelimit-remaining'))),
+      () => `not counted again:\n${server.output()}`,
+      { everyMs: 100 },
+    )
+    assert.deepEqual(redisLines(), [
+      [40, outOfStep],
+      [30, inStep],
+    ])
+    const inStepLine = logLines(server).find((line) => line.msg === inStep)
+    assert.ok(Number(inStepLine?.outOfStepMs) >= 5000, `out of step for ${inStepLine?.outOfStepMs} ms`)
     await stop(server)
   })
 })
 
 describe('rate limits when Redis refuses to count', redisSuiteOptions(), () => {
   test('when Redis refuses the count (out of memory, a read-only replica), then requests are served uncounted, one line says why, and one when it counts again', async (t) => {
-    const { lines, logger, redis } = await redisLoggingTo(t)
-    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
+    const { lines, logger, redis, connection } = await redisLoggingTo(t)
+    const server = await startTestServer(t, {
+      env: { RATE_LIMIT_PER_MINUTE: '100' },
+      app: { redis: connection, logger },
+    })
     const redisLines = () =>
       lines.filter((line) => /Redis/.test(String(line.msg))).map((line) => [line.level, line.msg])
     const remaining = async () => {

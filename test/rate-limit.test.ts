@@ -78,12 +78,13 @@ counterContract(
   async (t) => {
     const server = await startRedis()
     t.after(() => server.stop())
-    const redis = await connectRedis(server.url, silent)
+    const connection = await connectRedis(server.url, silent)
+    const redis = connection.client
     t.after(() => redis.disconnect())
     // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
     await connected(redis)
     return {
-      counter: new RedisWindowCounter(redis, `test:${Math.random()}:`, silent),
+      counter: new RedisWindowCounter(connection, `test:${Math.random()}:`, silent),
       pass: (ms) => sleep(ms),
     }
   },
@@ -94,7 +95,8 @@ describe('rate limit in Redis', redisSuiteOptions(), () => {
   test('when a count was left without an expiry (PERSIST, a restore, an older release), then the next request gives it one', async (t) => {
     const server = await startRedis()
     t.after(() => server.stop())
-    const redis = await connectRedis(server.url, silent)
+    const connection = await connectRedis(server.url, silent)
+    const redis = connection.client
     t.after(() => redis.disconnect())
     // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
     await connected(redis)
@@ -102,7 +104,7 @@ describe('rate limit in Redis', redisSuiteOptions(), () => {
     await redis.set(`${prefix}key:1`, '7')
     // A minute, as the service counts: a short window could end before the test reads it on a busy machine.
     const minute = 60_000
-    const window = await new RedisWindowCounter(redis, prefix, silent).increment('key:1', minute)
+    const window = await new RedisWindowCounter(connection, prefix, silent).increment('key:1', minute)
     assert.equal(window.count, 8)
     assert.ok(window.resetInMs > 0 && window.resetInMs <= minute, `reset in ${window.resetInMs} ms`)
     const ttl = await redis.pttl(`${prefix}key:1`)
@@ -119,9 +121,14 @@ describe('a Redis answer that is no count', () => {
         Object.assign(this, { [name]: async () => answer })
       },
     } as unknown as Redis
+    // Its replies in step throughout: no probe is asked for.
+    const steps = { outOfStepSince: undefined, probe: () => undefined, counted: () => {} }
     const lines: Array<Record<string, unknown>> = []
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
-    const server = await startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: '100' }, app: { redis, logger } })
+    const server = await startTestServer(t, {
+      env: { RATE_LIMIT_PER_MINUTE: '100' },
+      app: { redis: { client: redis, steps }, logger },
+    })
     const redisLines = () =>
       lines.filter((line) => /Redis/.test(String(line.msg))).map((line) => [line.level, line.msg])
     for (const noCount of [[1, 'abc'], [1], 'OK', null, [Number.NaN, 100], [0, 100], [1, -1], [1.5, 100]]) {

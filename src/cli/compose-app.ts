@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { MemoryWindowCounter } from '../admission/rate-limit/memory-counter.ts'
+import type { RedisConnection } from '../admission/rate-limit/redis-connection.ts'
 import { RedisWindowCounter } from '../admission/rate-limit/redis-counter.ts'
 import { type AppOptions, buildApp } from '../app.ts'
 import type { Config } from '../config.ts'
@@ -20,7 +20,7 @@ export interface AppServices {
   /** Made by composeApp when not given (a test gives its own to read it). */
   metrics?: Metrics
   /** Shared rate-limit counts (`REDIS_URL`); without it each process counts alone. */
-  redis?: Redis
+  redis?: RedisConnection
   /**
    * A test's own clock (epoch milliseconds), for expiries, sunset and the in-memory rate limit, which
    * takes only its differences; otherwise the wall clock, and the rate limit the monotonic one.

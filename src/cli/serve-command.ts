@@ -70,7 +70,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
   const redis = redisUrl ? await connectRedis(redisUrl, logger) : undefined
   const faultLines = new HeldFaultLines(logger)
   const store = await openStore(config.database, logger, faultLines).catch((error: unknown) => {
-    redis?.disconnect()
+    redis?.client.disconnect()
     throw error
   })
   let metricsServer: Server | undefined
@@ -94,7 +94,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
       config.server,
       async (appClosing, doneBy) => {
         metricsServer?.close()
-        redis?.disconnect()
+        redis?.client.disconnect()
         try {
           await store.close(appClosing, doneBy)
         } finally {
@@ -127,7 +127,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
     return 0
   } catch (error) {
     metricsServer?.close()
-    redis?.disconnect()
+    redis?.client.disconnect()
     // Before the store: the app's jobs (the schema check, the purge) would meet it closed, and say so.
     // Its own failure to close is not the start's: the error that stopped the start is the one said.
     await composed?.close().catch(() => undefined)
@@ -186,7 +186,7 @@ uncaught failure (see README, "Operating").`,
     // Redis refuses stop it first, as they would stop every worker.
     const supervised = { ...config, environment: settings }
     return superviseWorkers(config.workers, supervised, log, async () => {
-      if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).disconnect()
+      if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).client.disconnect()
       const store = await openStore(config.database, log)
       try {
         await prepareStore(store, config, log, stdout)

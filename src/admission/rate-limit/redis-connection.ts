@@ -2,6 +2,12 @@ import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { refusedCertificate } from '../../certificate-refusal.ts'
 
+/** A Redis client for shared rate-limit counts, and how its replies keep step with its commands. */
+export interface RedisConnection {
+  client: Redis
+  steps: ReplySteps
+}
+
 /**
  * A Redis client for shared rate-limit counters, set to fail fast: no offline queue and one attempt per
  * command, so an unreachable Redis costs a request at most `connectTimeout`, never a hang; it reconnects
@@ -11,9 +17,9 @@ import { refusedCertificate } from '../../certificate-refusal.ts'
 export async function connectRedis(
   url: string,
   log: Pick<Logger, 'error' | 'warn' | 'info'>,
-): Promise<Redis> {
+): Promise<RedisConnection> {
   const { Redis } = await import('ioredis')
-  const steps: Steps = { outOfStepSince: undefined, dropping: false, droppedInARow: 0 }
+  const steps = new Steps(log)
   const redis = new Redis(url, {
     connectTimeout: 500,
     commandTimeout: 500,
@@ -32,7 +38,7 @@ export async function connectRedis(
     throw new Error(`REDIS_URL: ${refused.atStart}`)
   }
   logOutages(redis, url, log, first, steps)
-  return redis
+  return { client: redis, steps }
 }
 
 // Redis's replies to a missing or wrong password (`ERR invalid password` from Redis before 6).
@@ -92,39 +98,79 @@ function settingRefused(
 // between, sent more replies than commands, so the replies after it may answer the wrong commands.
 const OUT_OF_STEP = /^Command queue state error\b/
 
-// How long a connection made after replies out of step must meet none before counts are asked of it.
+// How long after a count asked of a connection (a probe) no reply out of step may come, for it to be
+// in step: a Redis may answer the ready check in step and only the count out of step.
 const IN_STEP_MS = 1000
+// While replies are out of step, one count this often asks Redis, as the proof of being in step again.
+const PROBE_EVERY_MS = 1000
 
-/** How a client's replies keep step with its commands (keepInStep). */
-interface Steps {
-  /** Since when its replies are out of step, until a connection has stayed in step. */
+/** How a client's replies keep step with its commands, as the counter sees it. */
+export interface ReplySteps {
+  /** Since when its replies are out of step, until a probe's count has met none for IN_STEP_MS. */
+  readonly outOfStepSince: number | undefined
+  /** While out of step: a probe's token if this count may ask Redis (one a second), else undefined. */
+  probe(): number | undefined
+  /** The probe `token` was answered with a count: in step once IN_STEP_MS pass with no reply out of step. */
+  counted(token: number): void
+}
+
+/** ReplySteps, and what keepInStep and the connection's outages keep of them. */
+class Steps implements ReplySteps {
   outOfStepSince: number | undefined
   /** A connection that met replies out of step is closing: what it still reports is no outage. */
-  dropping: boolean
-  droppedInARow: number
+  dropping = false
+  droppedInARow = 0
+  ready = false
+  // Counts each reply out of step and each connection closed: a probe's count before either proves nothing.
+  #generation = 0
+  #inStep: NodeJS.Timeout | undefined
+  #probeAt = 0
+  readonly #log: Pick<Logger, 'info'>
+
+  constructor(log: Pick<Logger, 'info'>) {
+    this.#log = log
+  }
+
+  probe(): number | undefined {
+    // A probe sent before the connection is ready fails at once, asking nothing: the next ready one asks.
+    const now = performance.now()
+    if (!this.ready || now < this.#probeAt) return undefined
+    this.#probeAt = now + PROBE_EVERY_MS
+    return this.#generation
+  }
+
+  counted(token: number): void {
+    const since = this.outOfStepSince
+    if (token !== this.#generation || since === undefined || this.#inStep !== undefined) return
+    this.#inStep = setTimeout(() => {
+      this.#inStep = undefined
+      this.outOfStepSince = undefined
+      this.droppedInARow = 0
+      this.#log.info(
+        { outOfStepMs: Math.round(performance.now() - since) },
+        'Redis replies in step again: rate limits are counted',
+      )
+    }, IN_STEP_MS)
+  }
+
+  /** A reply out of step, or a connection closed: what a probe proved before either is not kept. */
+  unproven(): void {
+    this.#generation++
+    clearTimeout(this.#inStep)
+    this.#inStep = undefined
+  }
 }
 
-const stepsOf = new WeakMap<Redis, Steps>()
-
 /**
- * Whether `redis` met replies no command asked for and no connection has stayed in step since: a count it
- * answers may be another's.
- */
-export function repliesOutOfStep(redis: Redis): boolean {
-  return stepsOf.get(redis)?.outOfStepSince !== undefined
-}
-
-/**
- * Drops a connection that meets a reply no command asked for and makes another (further apart each time,
- * up to 2 s): one warn line, one info line once a connection has met none for IN_STEP_MS. It listens from
- * the client's creation: ioredis emits that error by a plain `emit`, uncaught with no listener (a crash).
+ * Drops a connection that meets a reply no command asked for and makes another (further apart each time
+ * while they go on, up to 2 s): one warn line, one info line once a count asked of a connection (a probe,
+ * Steps) has met none for IN_STEP_MS. It listens from the client's creation: ioredis emits that error by a
+ * plain `emit`, uncaught with no listener (a crash).
  */
 function keepInStep(redis: Redis, log: Pick<Logger, 'warn' | 'info'>, steps: Steps): void {
-  stepsOf.set(redis, steps)
-  let inStep: NodeJS.Timeout | undefined
   redis.on('error', (error: Error) => {
     if (!OUT_OF_STEP.test(error.message)) return
-    clearTimeout(inStep)
+    steps.unproven()
     // Each reply too many is an error of its own: the connection is dropped once.
     if (!steps.dropping && (redis.status === 'connect' || redis.status === 'ready')) {
       steps.dropping = true
@@ -140,19 +186,11 @@ function keepInStep(redis: Redis, log: Pick<Logger, 'warn' | 'info'>, steps: Ste
   })
   redis.on('close', () => {
     steps.dropping = false
-    clearTimeout(inStep)
+    steps.ready = false
+    steps.unproven()
   })
   redis.on('ready', () => {
-    const since = steps.outOfStepSince
-    if (since === undefined) return
-    inStep = setTimeout(() => {
-      steps.outOfStepSince = undefined
-      steps.droppedInARow = 0
-      log.info(
-        { outOfStepMs: Math.round(performance.now() - since) },
-        'Redis replies in step again: rate limits are counted',
-      )
-    }, IN_STEP_MS)
+    steps.ready = true
   })
 }
 

@@ -1,6 +1,6 @@
 import { type Redis, ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
-import { repliesOutOfStep } from './redis-connection.ts'
+import type { RedisConnection, ReplySteps } from './redis-connection.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
@@ -25,7 +25,7 @@ const COMMAND = 'petstoreRateLimitIncrement'
 const SILENT_RETRY_MS = 1000
 const TIMEOUTS_TO_SILENCE = 2
 const PASSED_BY = new Error('Redis does not answer: passed by until it is asked again')
-const OUT_OF_STEP = new Error('Redis sends replies no command asked for: passed by until it stops')
+const OUT_OF_STEP = new Error('Redis sends replies no command asked for: passed by until a count is in step')
 
 type WithIncrement = Redis & Record<typeof COMMAND, (key: string, windowMs: number) => Promise<unknown>>
 
@@ -39,6 +39,7 @@ type WithIncrement = Redis & Record<typeof COMMAND, (key: string, windowMs: numb
  */
 export class RedisWindowCounter implements WindowCounter {
   readonly #redis: WithIncrement
+  readonly #steps: ReplySteps
   readonly #prefix: string
   readonly #log: Pick<Logger, 'warn' | 'info'>
   #silentSince: number | undefined
@@ -46,16 +47,23 @@ export class RedisWindowCounter implements WindowCounter {
   #askAgainAt = 0
   #timeoutsInARow = 0
 
-  constructor(redis: Redis, prefix: string, log: Pick<Logger, 'warn' | 'info'>) {
+  constructor({ client: redis, steps }: RedisConnection, prefix: string, log: Pick<Logger, 'warn' | 'info'>) {
     // ioredis sends the script by its digest, and the script itself only when Redis does not know it yet.
     if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: INCREMENT })
     this.#redis = redis as WithIncrement
+    this.#steps = steps
     this.#prefix = prefix
     this.#log = log
   }
 
   async increment(key: string, windowMs: number): Promise<WindowCount> {
-    if (repliesOutOfStep(this.#redis)) throw OUT_OF_STEP
+    // While replies are out of step, one count a second still asks Redis: its answer is the only proof
+    // that they are in step again, where the ready check may be answered in step and the count not.
+    let probe: number | undefined
+    if (this.#steps.outOfStepSince !== undefined) {
+      probe = this.#steps.probe()
+      if (probe === undefined) throw OUT_OF_STEP
+    }
     if (this.#silentSince !== undefined) {
       const now = performance.now()
       if (now < this.#askAgainAt) throw PASSED_BY
@@ -69,8 +77,12 @@ export class RedisWindowCounter implements WindowCounter {
       else if (error instanceof ReplyError) this.#refused(error)
       throw error
     }
-    // Read among replies no command asked for (in the same read as they were), it may be one of them.
-    if (repliesOutOfStep(this.#redis)) throw OUT_OF_STEP
+    // Read among replies no command asked for (in the same read as they were), it may be one of them; so
+    // may a probe's, which serves only as a proof, once no reply out of step follows it.
+    if (this.#steps.outOfStepSince !== undefined) {
+      if (probe !== undefined && isWindowCount(answer)) this.#steps.counted(probe)
+      throw OUT_OF_STEP
+    }
     // Redis, or something between, may answer with no count at all: a RateLimit field saying NaN, or a
     // 429 drawn from it, would be worse than none.
     if (!isWindowCount(answer)) {
