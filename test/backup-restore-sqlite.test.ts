@@ -354,6 +354,20 @@ describe('backup and restore (SQLite)', () => {
     assert.deepEqual(readdirSync(cwd).sort(), ['data', ...before.keys()].sort(), 'no file left beside them')
   })
 
+  test('when DATABASE_URL names a FIFO, then backup refuses at once in one line saying what it is, and writes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    execFileSync('mkfifo', [join(cwd, 'pipe')])
+    const refused = runCli(['backup', '--to', 'b.db'], { DATABASE_URL: 'sqlite:pipe' }, cwd)
+    assert.deepEqual(
+      [refused.status, refused.stderr],
+      [
+        1,
+        `petstore backup: ${join(cwd, 'pipe')} is a FIFO (named pipe): DATABASE_URL must name a database file\n`,
+      ],
+    )
+    assert.deepEqual(readdirSync(cwd), ['pipe'])
+  })
+
   test("when a backup is written, then only its owner may read or write it (0600), whatever the umask, the database's mode or the file it replaces", (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import type { ChildProcess } from 'node:child_process'
+import { type ChildProcess, execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -70,6 +70,27 @@ describe('petstore copy, SQLite to SQLite', () => {
       result.stderr,
       'petstore copy: --from sqlite: names no file: sqlite:PATH (see "petstore copy --help")\n',
     )
+  })
+
+  test('when --from or --to names a FIFO, then exit 1 at once with one line saying what it is, nothing read or made', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd).status, 0)
+    execFileSync('mkfifo', [join(cwd, 'pipe')])
+    for (const [from, to, option] of [
+      ['sqlite:pipe', 'sqlite:b.db', '--from'],
+      ['sqlite:a.db', 'sqlite:pipe', '--to'],
+    ] as const) {
+      const result = runCli(['copy', '--from', from, '--to', to], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [
+          1,
+          `petstore copy: ${option} names ${join(cwd, 'pipe')}, which is a FIFO (named pipe): name a database file\n`,
+        ],
+        option,
+      )
+    }
+    assert.equal(existsSync(join(cwd, 'b.db')), false, 'a target was made')
   })
 
   test('when copy names one SQLite file twice under two paths, then exit 2 saying so, nothing copied', (t) => {

@@ -1,6 +1,8 @@
-import { existsSync, lstatSync } from 'node:fs'
+import { existsSync, lstatSync, statSync } from 'node:fs'
 import { constants } from 'node:os'
+import { resolve } from 'node:path'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
+import { kindOfFile } from '../file-kind.ts'
 import {
   CopyConflictError,
   type CopySource,
@@ -100,6 +102,16 @@ function onSide<T extends CopySource | CopyTarget>(store: T, side: Side): T {
  * shared directory, the target or its log would be written wherever the link points. (A link made between
  * this check and SQLite's open still would be: name a target in a directory of your own.)
  */
+/** A store named by a path that is there and is no regular file: a FIFO's read waits for a writer for ever. */
+function refuseNonFile(option: '--from' | '--to', path: string | undefined): void {
+  const stats = path === undefined ? undefined : statSync(path, { throwIfNoEntry: false })
+  const kind = stats && kindOfFile(stats)
+  if (kind !== undefined)
+    throw new CommandError(
+      `${option} names ${resolve(path as string)}, which is ${kind}: name a database file`,
+    )
+}
+
 function refuseLinkedTarget(path: string): void {
   for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
     if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink())
@@ -158,6 +170,8 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       sqlitePathOf(nonEmptyOption('from', values.from, 'a STORE'), '--from'),
       sqlitePathOf(nonEmptyOption('to', values.to, 'a STORE'), '--to'),
     ]
+    refuseNonFile('--from', fromPath)
+    refuseNonFile('--to', toPath)
     if (values.from === values.to || (fromPath !== undefined && sameFile(fromPath, toPath)))
       throw new UsageError('--from and --to name the same store')
     const chunkSize = integerOption('chunk-size', values['chunk-size'], 5000, 100_000)

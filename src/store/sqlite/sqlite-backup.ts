@@ -53,6 +53,10 @@ export async function backupDatabase(
   const found = databaseFileAt(path)
   if (found === 'unreachable') throw notOpenToThisUser(path)
   if (found === 'absent') throw new Error(`there is no database at ${resolve(path)}${WHERE_THE_SERVICE_RUNS}`)
+  // Read through a link; a FIFO's read would wait for a writer for ever.
+  const sourceKind = kindOfFile(statSync(path))
+  if (sourceKind !== undefined)
+    throw new Error(`${resolve(path)} is ${sourceKind}: DATABASE_URL must name a database file`)
   // Renamed over the live file, a backup would leave the server writing to a deleted one.
   if (isDatabaseFile(path, to)) {
     throw new Error(`${to} is the database being backed up (or one of its files): name another file`)
