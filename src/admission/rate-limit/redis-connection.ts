@@ -150,7 +150,7 @@ class Steps implements ReplySteps {
         { outOfStepMs: Math.round(performance.now() - since) },
         'Redis replies in step again: rate limits are counted',
       )
-    }, IN_STEP_MS)
+    }, IN_STEP_MS).unref()
   }
 
   /** A reply out of step, or a connection closed: what a probe proved before either is not kept. */
