@@ -97,21 +97,20 @@ function onSide<T extends CopySource | CopyTarget>(store: T, side: Side): T {
   })
 }
 
+/** A store named by a path that is there and is no regular file: a FIFO's read waits for a writer for ever. */
+function refuseNonFile(option: '--from' | '--to', path: string | undefined): void {
+  if (path === undefined) return
+  const stats = statSync(path, { throwIfNoEntry: false })
+  const kind = stats && kindOfFile(stats)
+  if (kind !== undefined)
+    throw new CommandError(`${option} names ${resolve(path)}, which is ${kind}: name a database file`)
+}
+
 /**
  * A copy writes its SQLite target as whoever runs it (root, often): through a link planted beside it in a
  * shared directory, the target or its log would be written wherever the link points. (A link made between
  * this check and SQLite's open still would be: name a target in a directory of your own.)
  */
-/** A store named by a path that is there and is no regular file: a FIFO's read waits for a writer for ever. */
-function refuseNonFile(option: '--from' | '--to', path: string | undefined): void {
-  const stats = path === undefined ? undefined : statSync(path, { throwIfNoEntry: false })
-  const kind = stats && kindOfFile(stats)
-  if (kind !== undefined)
-    throw new CommandError(
-      `${option} names ${resolve(path as string)}, which is ${kind}: name a database file`,
-    )
-}
-
 function refuseLinkedTarget(path: string): void {
   for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
     if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink())
