@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
-import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net'
+import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import type { Redis } from 'ioredis'
@@ -17,6 +17,7 @@ import {
   type LogLine,
   logLines,
   requesterFor,
+  type ServeProcess,
   startServeProcess,
   stop,
   waitForLog,
@@ -24,6 +25,7 @@ import {
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { connected, redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
+import { trackedServer } from './helpers/tcp-proxy.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const log = createLogger({ level: 'silent' })
@@ -206,15 +208,8 @@ const REPLIES_OUT_OF_STEP = '*2\r\n:1\r\n$3\r\nabc\r\n'.repeat(50)
  */
 async function outOfStepRedis(t: TestContext, targetUrl: string) {
   const target = new URL(targetUrl)
-  const sockets = new Set<Socket>()
-  const track = (socket: Socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
-  }
   const state = { outOfStep: true, url: '' }
-  const server = createServer((client) => {
-    track(client)
+  const { port } = await trackedServer(t, (client, track) => {
     if (state.outOfStep) {
       client.on('data', () => client.write(REPLIES_OUT_OF_STEP))
       return
@@ -225,15 +220,7 @@ async function outOfStepRedis(t: TestContext, targetUrl: string) {
     client.on('close', () => upstream.destroy())
     upstream.on('close', () => client.destroy())
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.after(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy()
-        server.close(() => resolve())
-      }),
-  )
-  state.url = `redis://127.0.0.1:${(server.address() as AddressInfo).port}`
+  state.url = `redis://127.0.0.1:${port}`
   return state
 }
 
@@ -248,16 +235,9 @@ const ONE_REPLY_TOO_MANY = '*2\r\n:1\r\n:60000\r\n'
  */
 async function extraReplyAfterCounts(t: TestContext, targetUrl: string) {
   const target = new URL(targetUrl)
-  const sockets = new Set<Socket>()
-  const track = (socket: Socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
-  }
   const state = { extraReply: true, url: '' }
-  const server = createServer((client) => {
+  const { port } = await trackedServer(t, (client, track) => {
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
-    track(client)
     track(upstream)
     // Counts asked and not answered yet: one at a time under a trickle, so Redis's next data is the reply.
     let counts = 0
@@ -273,20 +253,31 @@ async function extraReplyAfterCounts(t: TestContext, targetUrl: string) {
     client.on('close', () => upstream.destroy())
     upstream.on('close', () => client.destroy())
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.after(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy()
-        server.close(() => resolve())
-      }),
-  )
-  state.url = `redis://127.0.0.1:${(server.address() as AddressInfo).port}`
+  state.url = `redis://127.0.0.1:${port}`
   return state
 }
 
 const outOfStep = 'Redis sends replies no command asked for: rate limits are not counted until it stops'
 const inStep = 'Redis replies in step again: rate limits are counted'
+
+/** The service's lines about Redis, and any fatal one, as [level, message]. */
+function redisLinesOf(server: ServeProcess) {
+  return logLines(server)
+    .filter((line) => /Redis/.test(String(line.msg)) || line.level === 60)
+    .map((line) => [line.level, line.msg])
+}
+
+/** Requests until the service says Redis's replies are in step again: a count (one a second) proves it. */
+async function untilInStep(server: ServeProcess, request: ReturnType<typeof requesterFor>) {
+  await waitUntil(
+    async () => {
+      assert.equal((await request(server, '/v1/pets')).status, 200, server.output())
+      return logLines(server).some((line) => line.msg === inStep)
+    },
+    () => `not logged:\n${server.output()}`,
+    { everyMs: 100 },
+  )
+}
 
 describe('a Redis that sends replies no command asked for', redisSuiteOptions(), () => {
   test('when Redis answers each command with 50 replies, then the service serves on uncounted and ready, one warn line says so (nothing fatal), and one info line when its replies are in step again', async (t) => {
@@ -298,10 +289,6 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const request = requesterFor(key)
-    const redisLines = () =>
-      logLines(server)
-        .filter((line) => /Redis/.test(String(line.msg)) || line.level === 60)
-        .map((line) => [line.level, line.msg])
 
     // Long enough for the client to meet the fake on several connections (each is dropped and remade).
     const until = performance.now() + 2000
@@ -318,22 +305,15 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
     }
     assert.equal(server.child.exitCode, null, server.output())
     assert.equal((await checkedFetch(server.origin, '/readyz')).status, 200, 'ready, as in a Redis outage')
-    assert.deepEqual(redisLines(), [[40, outOfStep]], `said once, at warn:\n${server.output()}`)
+    assert.deepEqual(redisLinesOf(server), [[40, outOfStep]], `said once, at warn:\n${server.output()}`)
 
     fake.outOfStep = false
     // In step again once a count asked of Redis (one request a second asks) has met no reply too many.
-    await waitUntil(
-      async () => {
-        assert.equal((await request(server, '/v1/pets')).status, 200, server.output())
-        return logLines(server).some((line) => line.msg === inStep)
-      },
-      () => `not logged:\n${server.output()}`,
-      { everyMs: 100 },
-    )
+    await untilInStep(server, request)
     const counted = await request(server, '/v1/pets')
     assert.equal(counted.status, 200)
     assert.match(String(counted.headers.get('ratelimit-remaining')), /^\d+$/, 'counted again')
-    assert.deepEqual(redisLines(), [
+    assert.deepEqual(redisLinesOf(server), [
       [40, outOfStep],
       [30, inStep],
     ])
@@ -349,10 +329,6 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const request = requesterFor(key)
-    const redisLines = () =>
-      logLines(server)
-        .filter((line) => /Redis/.test(String(line.msg)) || line.level === 60)
-        .map((line) => [line.level, line.msg])
 
     // Its ready check (INFO) is answered in step: only a count shows the reply too many.
     const until = performance.now() + 5000
@@ -365,24 +341,17 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
     }
     assert.ok(requests >= 20, `a steady trickle: ${requests} requests`)
     assert.equal(server.child.exitCode, null, server.output())
-    assert.deepEqual(redisLines(), [[40, outOfStep]], `said once, never in step:\n${server.output()}`)
+    assert.deepEqual(redisLinesOf(server), [[40, outOfStep]], `said once, never in step:\n${server.output()}`)
 
     proxy.extraReply = false
-    await waitUntil(
-      async () => {
-        assert.equal((await request(server, '/v1/pets')).status, 200, server.output())
-        return logLines(server).some((line) => line.msg === inStep)
-      },
-      () => `not logged:\n${server.output()}`,
-      { everyMs: 100 },
-    )
+    await untilInStep(server, request)
     await waitUntil(
       async () =>
         /^\d+$/.test(String((await request(server, '/v1/pets')).headers.get('ratelimit-remaining'))),
       () => `not counted again:\n${server.output()}`,
       { everyMs: 100 },
     )
-    assert.deepEqual(redisLines(), [
+    assert.deepEqual(redisLinesOf(server), [
       [40, outOfStep],
       [30, inStep],
     ])

@@ -14,6 +14,35 @@ export interface TcpProxy {
 }
 
 /**
+ * A loopback TCP server handing each connection to `handle`, with `track` for the sockets it opens in
+ * turn; every one is destroyed, and the server closed, after the test. Resolves with its port.
+ */
+export async function trackedServer(
+  t: Cleanup,
+  handle: (client: Socket, track: (socket: Socket) => void) => void,
+): Promise<{ port: number; sockets: Set<Socket> }> {
+  const sockets = new Set<Socket>()
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+  }
+  const server = createServer((client) => {
+    track(client)
+    handle(client, track)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        server.close(() => resolve())
+      }),
+  )
+  return { port: (server.address() as AddressInfo).port, sockets }
+}
+
+/**
  * A TCP proxy in front of the server at `targetUrl` (closed after the test). With `batchMs`, what the
  * server sends is held and passed on every `batchMs`, as a busy network delivers it: several of its
  * messages in one read of the client's.
@@ -24,15 +53,8 @@ export async function startTcpProxy(
   { batchMs }: { batchMs?: number } = {},
 ): Promise<TcpProxy> {
   const target = new URL(targetUrl)
-  const sockets = new Set<Socket>()
   let silent = false
-  const track = (socket: Socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
-  }
-  const server = createServer((client) => {
-    track(client)
+  const { port, sockets } = await trackedServer(t, (client, track) => {
     if (silent) return
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
     track(upstream)
@@ -42,17 +64,9 @@ export async function startTcpProxy(
     upstream.pipe(client)
     upstream.on('close', () => client.destroy())
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.after(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy()
-        server.close(() => resolve())
-      }),
-  )
   const url = new URL(targetUrl)
   url.hostname = '127.0.0.1'
-  url.port = String((server.address() as AddressInfo).port)
+  url.port = String(port)
   return {
     url: url.toString(),
     silence() {
