@@ -1,4 +1,4 @@
-import type { Stats } from 'node:fs'
+import { type Stats, statSync } from 'node:fs'
 
 // What a path names when it is not a regular file, in words: a command that reads or replaces a file
 // refuses the others (a FIFO's read waits for a writer; a device renamed over is gone) naming which.
@@ -13,4 +13,10 @@ export function kindOfFile(stats: Stats): string | undefined {
   if (stats.isCharacterDevice()) return 'a character device'
   if (stats.isBlockDevice()) return 'a block device'
   return 'not a regular file'
+}
+
+/** What `path` names, through a link, when it is not a regular file; undefined too when nothing is there. */
+export function kindAt(path: string): string | undefined {
+  const stats = statSync(path, { throwIfNoEntry: false })
+  return stats && kindOfFile(stats)
 }

@@ -1,8 +1,8 @@
-import { existsSync, lstatSync, statSync } from 'node:fs'
+import { existsSync, lstatSync } from 'node:fs'
 import { constants } from 'node:os'
 import { resolve } from 'node:path'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
-import { kindOfFile } from '../file-kind.ts'
+import { kindAt } from '../file-kind.ts'
 import {
   CopyConflictError,
   type CopySource,
@@ -100,8 +100,7 @@ function onSide<T extends CopySource | CopyTarget>(store: T, side: Side): T {
 /** A store named by a path that is there and is no regular file: a FIFO's read waits for a writer for ever. */
 function refuseNonFile(option: '--from' | '--to', path: string | undefined): void {
   if (path === undefined) return
-  const stats = statSync(path, { throwIfNoEntry: false })
-  const kind = stats && kindOfFile(stats)
+  const kind = kindAt(path)
   if (kind !== undefined)
     throw new CommandError(`${option} names ${resolve(path)}, which is ${kind}: name a database file`)
 }

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fchmodSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, type DatabaseSync } from 'node:sqlite'
-import { kindOfFile } from '../../file-kind.ts'
+import { kindAt, kindOfFile } from '../../file-kind.ts'
 import type { BackupSummary } from '../shared/backup-role.ts'
 import { leaveNothing, open, verified, writing } from './sqlite-copy-checks.ts'
 import { databaseFileAt, isDatabaseFile, notOpenToThisUser } from './sqlite-database-files.ts'
@@ -54,7 +54,7 @@ export async function backupDatabase(
   if (found === 'unreachable') throw notOpenToThisUser(path)
   if (found === 'absent') throw new Error(`there is no database at ${resolve(path)}${WHERE_THE_SERVICE_RUNS}`)
   // Read through a link; a FIFO's read would wait for a writer for ever.
-  const sourceKind = kindOfFile(statSync(path))
+  const sourceKind = kindAt(path)
   if (sourceKind !== undefined)
     throw new Error(`${resolve(path)} is ${sourceKind}: DATABASE_URL must name a database file`)
   // Renamed over the live file, a backup would leave the server writing to a deleted one.

@@ -1,6 +1,6 @@
 import { constants, copyFileSync, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { kindOfFile } from '../../file-kind.ts'
+import { kindAt } from '../../file-kind.ts'
 import type { RestoreSummary } from '../shared/backup-role.ts'
 import { leaveNothing, verified, writing } from './sqlite-copy-checks.ts'
 import {
@@ -36,7 +36,7 @@ import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.t
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
   // What a link names is read: a FIFO's read would wait for a writer for ever, the database held meanwhile.
-  const kind = kindOfFile(statSync(from))
+  const kind = kindAt(from)
   if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
