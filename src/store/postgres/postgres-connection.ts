@@ -2,20 +2,9 @@ import pg from 'pg'
 import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import { connectBy, destroy } from './postgres-checkout.ts'
 import { connectionLost, storeErrorOf } from './postgres-errors.ts'
-import { poolConfig } from './postgres-pool-config.ts'
+import { type PostgresStoreOptions, poolConfig } from './postgres-pool-config.ts'
 import { ServerFullHold } from './postgres-server-full.ts'
-import { bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
-
-export interface PostgresStoreOptions {
-  url: string
-  poolSize: number
-  /** Server-side limit on one statement; the client gives up one second later if the server is silent. */
-  statementTimeoutMs: number
-  /** How long to wait for a connection (new or from the pool) before answering 503. */
-  connectTimeoutMs: number
-  /** Told about connections that fail while idle in the pool (they are replaced, never fatal). */
-  onIdleError: (error: Error) => void
-}
+import { beginStatement, bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
 
 /** How long closing waits for work still running before it destroys the connections (docs/decisions.md). */
 export const CLOSE_GRACE_MS = 1000
@@ -29,17 +18,6 @@ export interface TransactionOptions {
   writes?: boolean
   /** Its own statement timeout, in place of PG_STATEMENT_TIMEOUT_MS (migrations: waits, schema changes). */
   statementTimeoutMs?: number
-}
-
-/** BEGIN, its own timeouts and the advisory lock if given, as one simple query: one round trip. */
-function beginStatement({ lock, statementTimeoutMs: ms }: TransactionOptions): string {
-  // Numbers and bigints print as digits only: nothing to quote. The pause between two of its statements
-  // is bounded as one statement is (the session's own bound is PG_STATEMENT_TIMEOUT_MS for both).
-  const timeouts =
-    ms === undefined
-      ? ''
-      : `; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
-  return `BEGIN${timeouts}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
 }
 
 // How long past the server's statement timeout the client waits for its answer before it gives up.
@@ -191,7 +169,7 @@ export class PostgresPool {
         const client: Queryable = {
           query: (statement, values) => connection.query(bounded(statement, ms, values)),
         }
-        await client.query(beginStatement(options))
+        await client.query(beginStatement(options.lock, options.statementTimeoutMs))
         const result = await work(client)
         committing = true
         await client.query('COMMIT')

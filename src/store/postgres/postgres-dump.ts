@@ -1,9 +1,10 @@
 import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
-import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
+import { PostgresPool } from './postgres-connection.ts'
 import { schemaStatus } from './postgres-migrator.ts'
 import { highestPetIdGiven } from './postgres-pet-queries.ts'
+import type { PostgresStoreOptions } from './postgres-pool-config.ts'
 import { storedSecret } from './postgres-settings-queries.ts'
 
 /**

@@ -2,9 +2,10 @@ import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopyTarget, TargetContents } from '../shared/store-copy.ts'
 import * as copy from '../shared/store-copy.ts'
-import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
+import { PostgresPool } from './postgres-connection.ts'
 import { migrate } from './postgres-migrator.ts'
 import { highestPetIdGiven } from './postgres-pet-queries.ts'
+import type { PostgresStoreOptions } from './postgres-pool-config.ts'
 
 const PET_ROWS =
   'unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[]) AS k(id, name, category_id, status, created_at)'

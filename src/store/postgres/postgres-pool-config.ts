@@ -1,6 +1,16 @@
 import pg from 'pg'
-import type { PostgresStoreOptions } from './postgres-connection.ts'
 import { bounded } from './postgres-statements.ts'
+
+export interface PostgresStoreOptions {
+  url: string
+  poolSize: number
+  /** Server-side limit on one statement; the client gives up one second later if the server is silent. */
+  statementTimeoutMs: number
+  /** How long to wait for a connection (new or from the pool) before answering 503. */
+  connectTimeoutMs: number
+  /** Told about connections that fail while idle in the pool (they are replaced, never fatal). */
+  onIdleError: (error: Error) => void
+}
 
 // int8 arrives as text; it becomes a bigint here, so no id or category is ever rounded.
 const INT8_OID = 20

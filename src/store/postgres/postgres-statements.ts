@@ -35,3 +35,14 @@ export function rowsOf<Row extends pg.QueryResultRow>(
     client.query<Row>(statement, (error, result) => (error ? reject(error) : resolve(result.rows)))
   })
 }
+
+/** BEGIN, its own timeouts and the advisory lock if given, as one simple query: one round trip. */
+export function beginStatement(lock?: bigint, ms?: number): string {
+  // Numbers and bigints print as digits only: nothing to quote. The pause between two of its statements
+  // is bounded as one statement is (the session's own bound is PG_STATEMENT_TIMEOUT_MS for both).
+  const timeouts =
+    ms === undefined
+      ? ''
+      : `; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
+  return `BEGIN${timeouts}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
+}

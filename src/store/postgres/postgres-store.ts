@@ -8,7 +8,7 @@ import {
   type SchemaStatus,
   type StoreHealth,
 } from '../store.ts'
-import { PostgresPool, type PostgresStoreOptions } from './postgres-connection.ts'
+import { PostgresPool } from './postgres-connection.ts'
 import { refusedWrites } from './postgres-errors.ts'
 import { postgresHealth } from './postgres-health.ts'
 import * as idempotency from './postgres-idempotency-queries.ts'
@@ -16,9 +16,10 @@ import * as keys from './postgres-key-queries.ts'
 import * as migrator from './postgres-migrator.ts'
 import { createPetBatch, type PostgresCreateOutcome } from './postgres-pet-inserts.ts'
 import * as pets from './postgres-pet-queries.ts'
+import type { PostgresStoreOptions } from './postgres-pool-config.ts'
 import * as settings from './postgres-settings-queries.ts'
 
-export type { PostgresStoreOptions } from './postgres-connection.ts'
+export type { PostgresStoreOptions } from './postgres-pool-config.ts'
 
 /**
  * PostgreSQL engine for many stateless instances sharing one database. Creates are group-committed like
