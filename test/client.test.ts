@@ -192,6 +192,29 @@ describe('typed client', () => {
     )
   })
 
+  test('when baseUrl has white space around it (a line read from a file), then calls go to the URL it names', async (t) => {
+    const server = await startTestServer(t)
+    for (const baseUrl of [`${server.origin}/v1 `, ` ${server.origin}/v1\t`, `${server.origin}/v1/ \n`]) {
+      const client = createClient({ baseUrl, apiKey: server.key })
+      assert.deepEqual((await client.listPets({ limit: 1 })).pets, [], JSON.stringify(baseUrl))
+    }
+  })
+
+  test('when the engine has exact JSON and AbortSignal.any but no URL.canParse (Chrome 116 to 119), then the client works', async (t) => {
+    const server = await startTestServer(t)
+    const canParse = Object.getOwnPropertyDescriptor(URL, 'canParse')
+    t.after(() => {
+      if (canParse) Object.defineProperty(URL, 'canParse', canParse)
+    })
+    Reflect.deleteProperty(URL, 'canParse')
+    const client = createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key })
+    assert.equal((await client.createPet({ name: 'Old', categoryId: 1n })).name, 'Old')
+    assert.throws(
+      () => createClient({ baseUrl: 'localhost:8080/v1', apiKey: 'psk_unused' }),
+      /^TypeError: baseUrl must/,
+    )
+  })
+
   test('when baseUrl holds a user name or password, then createClient refuses it without echoing them', () => {
     for (const baseUrl of ['http://user:SECRET@127.0.0.1:9/v1', 'https://SECRET@api.example.com/v1']) {
       assert.throws(

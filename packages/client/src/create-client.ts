@@ -100,9 +100,9 @@ export function createClient(options: ClientOptions): PetStoreClient {
   }
   // Checked here: a URL without its scheme, or with a query, failed only at the first call, as a network
   // error or a 404 for a path nobody asked for.
-  const baseUrl = String(options.baseUrl)
-  const parsed = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined
-  if ((parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') || /[?#]/.test(baseUrl)) {
+  const given = String(options.baseUrl)
+  const parsed = urlOrNothing(given)
+  if ((parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') || /[?#]/.test(given)) {
     throw new TypeError(
       'baseUrl must be an http:// or https:// URL with no query or fragment, the paths following it, e.g. http://localhost:8080/v1',
     )
@@ -115,7 +115,9 @@ export function createClient(options: ClientOptions): PetStoreClient {
   if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
     throw new TypeError(`timeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}`)
   const transport: Transport = {
-    baseUrl,
+    // The URL checked, not the text given: white space around it (a line read from a file) would be sent
+    // as part of every path.
+    baseUrl: parsed.href,
     apiKey,
     fetch: options.fetch ?? ((url, init) => fetch(url, init)),
     timeoutMs,
@@ -227,4 +229,13 @@ function nextQueryOf(response: Response): ListPetsQuery | undefined {
   if (status !== null) query.status = status as PetStatus
   if (cursor !== null) query.cursor = cursor
   return query
+}
+
+// Not URL.canParse: Chrome has it from 120 only, four releases after everything else the client needs.
+function urlOrNothing(text: string): URL | undefined {
+  try {
+    return new URL(text)
+  } catch {
+    return undefined
+  }
 }
