@@ -13,6 +13,14 @@ export function isBusy(error: unknown): boolean {
   return code !== undefined && ((code & 0xff) === SQLITE_BUSY || (code & 0xff) === SQLITE_LOCKED)
 }
 
+// SQLite's write to a file no longer at its path: a rename put another file there (a restore's).
+const SQLITE_READONLY_DBMOVED = 1032
+
+/** The file this connection opened was replaced at its path (SQLite then refuses to write to it). */
+export function wasReplaced(error: unknown): boolean {
+  return (error as { errcode?: number }).errcode === SQLITE_READONLY_DBMOVED
+}
+
 /** A key insert that hit the one-active-key-per-name index becomes the error callers expect. */
 export function keyNameTaken(error: unknown, name: string): unknown {
   const taken =

@@ -15,7 +15,7 @@ import { dirname, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
-import { isBusy } from './sqlite-errors.ts'
+import { isBusy, wasReplaced } from './sqlite-errors.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
 // Opening the database file, durably or to read it alone, and saying why an open failed where SQLite's
@@ -129,7 +129,7 @@ export function openDurable(path: string): DatabaseSync {
     return db
   } catch (error) {
     db?.close()
-    const why = isBusy(error) ? HELD : whyNotWritable(path, error)
+    const why = isBusy(error) ? HELD : wasReplaced(error) ? REPLACED : whyNotWritable(path, error)
     throw new Error(`cannot open the database ${path}: ${(error as Error).message}${why}`, { cause: error })
   }
 }
@@ -198,6 +198,9 @@ function whyNotReadable(path: string, instead = COPY_INSTEAD): string {
 
 // Busy at open, before any write: a connection holds the file exclusively, as restore does to the end.
 const HELD = ' (another process holds it exclusively, as a restore does until it ends): start again then'
+const REPLACED =
+  ' (the file was replaced at its path while it was being opened, as a restore does when it puts its ' +
+  'backup in place): start again'
 
 // SQLite's primary result codes a lack of room shows as: IOERR, FULL, CANTOPEN.
 const ROOM_ERRORS = new Set([10, 13, 14])
