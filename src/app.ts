@@ -8,6 +8,7 @@ import { parseJsonBody } from './http/json-body-parser.ts'
 import { lazyLogger } from './http/lazy-logger.ts'
 import { watchLoad } from './http/load-shedding.ts'
 import { allowedAt, knowEveryMethod } from './http/method-guard.ts'
+import { proxyTrust } from './http/proxy-trust.ts'
 import { parseQuery } from './http/query-memo.ts'
 import { handleClientError } from './http/raw-answers.ts'
 import { rawRefusalRecorder } from './http/raw-refusals.ts'
@@ -77,7 +78,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     publicBaseUrl: baseUrls.publicBaseUrl,
     afterSunset: options.api.getPetAfterSunset,
   })
-  const trustProxy = http.trustedProxies.length > 0 ? [...http.trustedProxies] : false
+  const trustProxy = http.trustedProxies.length > 0 ? proxyTrust(http.trustedProxies) : false
   // The server the app makes, once made: a method the parser refuses is answered with its paths' Allow.
   let listening: object | undefined
   const setGetPetHeaders = getPetEarlyHeaders(getPet)

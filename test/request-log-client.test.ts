@@ -93,7 +93,7 @@ describe('the client in the request log', () => {
   })
 
   test("when a trusted proxy forwards something that is not an IP address (a key, a quote, a forged field), then the line shows the proxy's own address; an address with its port, the address", async (t) => {
-    const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1' })
+    const server = await serve(t, { TRUSTED_PROXIES: '127.0.0.1, 10.0.0.5' })
     const forwarded = generateApiKey()
     for (const text of [
       `${forwarded}"x`,
@@ -104,12 +104,15 @@ describe('the client in the request log', () => {
     ]) {
       assert.equal((await loggedClient(server, '127.0.0.1', text)).remoteAddress, '127.0.0.1', text)
     }
-    // Some balancers write the client's port too (`IP:port`, `[IPv6]:port`): the address is the client.
-    // Further right, an entry with a port may be a trusted proxy's (the walk stops at it): the peer is.
+    // Some balancers write the client's port too (`IP:port`, `[IPv6]:port`): the address is the client,
+    // wherever the walk from the right stops, and a trusted proxy's entry with its port is walked past.
     for (const [text, client] of [
       ['203.0.113.7:80', '203.0.113.7'],
       ['[2001:db8::1]:443', '2001:db8::1'],
-      ['203.0.113.7:80, 198.51.100.9:5555', '127.0.0.1'],
+      ['203.0.113.7:80, 198.51.100.9:5555', '198.51.100.9'],
+      ['198.51.100.1, 203.0.113.7:80', '203.0.113.7'],
+      ['203.0.113.7:80, 10.0.0.5:1234', '203.0.113.7'],
+      ['198.51.100.1, 203.0.113.7:80, 10.0.0.5', '203.0.113.7'],
       ['[1.2.3.4]:80', '127.0.0.1'],
       ['203.0.113.7:0', '127.0.0.1'],
     ] as const) {

@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http'
 import { isIP } from 'node:net'
 
 // The longest address with a zone an interface can have (45 characters, `%`, a 15-character name):
@@ -7,20 +6,24 @@ const ADDRESS_MAX = 61
 // How some balancers write a client with its port: `203.0.113.7:80`, `[2001:db8::1]:443`.
 const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([\da-fA-F:.]+)\]):([1-9]\d{0,4})$/
 
+/** The address of an X-Forwarded-For entry written with the port some balancers append, else undefined. */
+export function withoutPort(entry: string): string | undefined {
+  const [, v4, v6, port] = WITH_PORT.exec(entry) ?? []
+  const address = v4 ?? v6
+  const valid = address !== undefined && isIP(address) === (v4 === undefined ? 6 : 4) && Number(port) <= 65535
+  return valid ? address : undefined
+}
+
 /**
  * The client's address as logged: `request.ip` (the socket's, or the client a trusted proxy's
  * X-Forwarded-For names), unless that names something that is not an IP address (a forged field): then
  * the socket's, the proxy's own, rather than text a client may have written. An address with the port
- * some balancers append is taken without it only as the header's first entry: the walk through trusted
- * proxies stops at any entry with a port, so one further right may be a trusted proxy, not the client.
+ * some balancers append is taken without it: the walk through trusted proxies goes past their own entries
+ * with a port (http/proxy-trust.ts), so the entry it stops at is the client's.
  * With no proxy trusted (`trustsProxy` false), `ip` is the socket's address itself, taken as it is.
  */
 export function clientAddressOf(
-  request: {
-    ip: string
-    socket: { remoteAddress?: string | undefined }
-    headers: IncomingHttpHeaders
-  },
+  request: { ip: string; socket: { remoteAddress?: string | undefined } },
   trustsProxy = true,
 ): string | undefined {
   const { ip } = request
@@ -28,11 +31,5 @@ export function clientAddressOf(
   if (!trustsProxy) return ip
   const peer = request.socket.remoteAddress
   if (ip === peer || (ip.length <= ADDRESS_MAX && isIP(ip) !== 0)) return ip
-  const [, v4, v6, port] = WITH_PORT.exec(ip) ?? []
-  const address = v4 ?? v6
-  if (address === undefined || isIP(address) !== (v4 === undefined ? 6 : 4) || Number(port) > 65535)
-    return peer
-  const forwarded = request.headers['x-forwarded-for']
-  const first = typeof forwarded === 'string' ? forwarded.split(',', 1)[0]?.trim() : undefined
-  return first === ip ? address : peer
+  return withoutPort(ip) ?? peer
 }
