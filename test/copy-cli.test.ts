@@ -42,6 +42,26 @@ describe('petstore copy, SQLite to SQLite', () => {
     )
   })
 
+  test("when --from names a SQLite file with no Pet Store tables (an empty file, another application's database), then exit 1 with one line naming --from and saying so, and no target is left", (t) => {
+    const cwd = temporaryDirectory(t)
+    const other = new DatabaseSync(join(cwd, 'other.db'))
+    other.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY)')
+    other.close()
+    execFileSync('touch', [join(cwd, 'empty.db')])
+    for (const name of ['empty.db', 'other.db']) {
+      const result = runCli(['copy', '--from', `sqlite:${name}`, '--to', 'sqlite:x.db'], {}, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [
+          1,
+          `petstore copy: --from (the source): no Pet Store tables in ${join(cwd, name)}: name a Pet Store ` +
+            'database, or a backup of one\n',
+        ],
+      )
+      assert.equal(existsSync(join(cwd, 'x.db')), false)
+    }
+  })
+
   test('when --from or --to names no store a copy can use, then exit 2 naming the option and what is wrong, the value not echoed', (t) => {
     const cwd = temporaryDirectory(t)
     const other = ['--from', 'sqlite:a.db']

@@ -12,6 +12,7 @@ import {
   TargetNotEmptyError,
 } from '../store/shared/store-copy.ts'
 import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
+import { NoSchemaError } from '../store/store.ts'
 import {
   type Command,
   CommandError,
@@ -235,6 +236,11 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
         error instanceof SourceKeysActiveError
       )
         throw new CommandError(error.message)
+      // Only a source is read as it is: a target without tables is given them.
+      if (error instanceof NoSchemaError)
+        throw new CommandError(
+          `--from (the source): ${error.message}: name a Pet Store database, or a backup of one`,
+        )
       if (error instanceof CopyStoreLost) {
         // A store that refuses writes (read-only, its disk full) answered, and its engine says what mends it;
         // one lost at the first call may never have been reachable as named, which no re-run mends.

@@ -32,7 +32,8 @@ export function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promi
       const [where] = (
         await client.query<Where>(
           `SELECT pg_advisory_xact_lock($1), quote_ident(current_user) AS role,
-           quote_ident(current_database()) AS database, quote_ident(current_schema()) AS schema`,
+           quote_ident(current_database()) AS database, quote_ident(current_schema()) AS schema,
+           current_setting('search_path') AS search_path`,
           [MIGRATION_LOCK],
         )
       ).rows
@@ -49,19 +50,31 @@ export function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promi
 interface Where {
   role: string
   database: string
+  /** None when no schema the search path names exists. */
   schema: string | null
+  search_path: string
 }
 
 // SQLSTATE insufficient_privilege, as CREATE in a schema meets it (not a table another role owns).
 const INSUFFICIENT_PRIVILEGE = '42501'
 const NO_CREATE = /^permission denied for schema /
+// SQLSTATE invalid_schema_name: CREATE with no schema to create in ("no schema has been selected").
+const INVALID_SCHEMA_NAME = '3F000'
 
 /**
  * A role refused CREATE says how to mend it: since PostgreSQL 15 only a database's owner may create in
- * its `public` schema, and a role given an existing database usually is not its owner.
+ * its `public` schema, and a role given an existing database usually is not its owner. A search path
+ * naming no schema that exists (a typo in the URL's `options`) says which path.
  */
-function mayNotCreate(error: unknown, { role, database, schema }: Where): unknown {
+function mayNotCreate(error: unknown, { role, database, schema, search_path }: Where): unknown {
   const { code, message } = error as { code?: string; message?: string }
+  if (code === INVALID_SCHEMA_NAME && schema === null) {
+    return new Error(
+      `no schema the search_path (${search_path}) names exists in database ${database}: create it ` +
+        '(CREATE SCHEMA …), or name one that exists (options=-c search_path=… in the URL)',
+      { cause: error },
+    )
+  }
   if (code !== INSUFFICIENT_PRIVILEGE || !NO_CREATE.test(message ?? '')) return error
   const name = schema ?? 'public'
   return new Error(

@@ -1,6 +1,8 @@
+import { resolve } from 'node:path'
 import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
+import { NoSchemaError } from '../store.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
 import { highestPetId } from './sqlite-pet-queries.ts'
@@ -20,7 +22,12 @@ export class SqliteDump implements CopySource {
   }
 
   async prepare(): Promise<void> {
-    const refused = copySourceRefusal(await schemaStatus(this.#db))
+    const db = this.#db
+    const kept = await db.run(() =>
+      db.statement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get(),
+    )
+    if (kept === undefined) throw new NoSchemaError(resolve(db.path))
+    const refused = copySourceRefusal(await schemaStatus(db))
     if (refused !== undefined) throw new Error(refused)
   }
 
