@@ -38,4 +38,40 @@ describe('PostgreSQL privileges', engineSuiteOptions(postgresEngine), () => {
       assert.match(result.stderr, said)
     }
   })
+
+  test('when the search_path names no schema the role may use (a typo in the URL, or USAGE revoked), then migrate, serve, keys and copy, either way, say so in one line with what to do', async (t) => {
+    const admin = await (await sharedPostgres()).createDatabase()
+    const database = new URL(admin).pathname.slice(1)
+    const user = `${ROLE}_usage`
+    await postgresSql(admin, `CREATE ROLE ${user} LOGIN; REVOKE ALL ON SCHEMA public FROM PUBLIC`)
+    t.after(async () => {
+      await postgresSql(admin, `DROP OWNED BY ${user}; DROP ROLE ${user}`)
+    })
+    const typo = Object.assign(new URL(admin), { search: '?options=-c%20search_path%3Dmissing' })
+    const revoked = Object.assign(new URL(admin), { username: user })
+    const cwd = temporaryDirectory(t)
+    const seeded = await runCliAsync(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd)
+    assert.equal(seeded.status, 0, seeded.stderr)
+    for (const [url, role, path] of [
+      [typo, new URL(admin).username, 'missing'],
+      [revoked, user, '"$user", public'],
+    ] as const) {
+      const said =
+        `the search_path (${path}) names no schema in database ${database} that the role ${role} may use: ` +
+        `create one (CREATE SCHEMA …), GRANT USAGE, CREATE ON SCHEMA … TO ${role}, or name another ` +
+        '(options=-c search_path=… in the URL)\n'
+      for (const args of [
+        ['migrate'],
+        ['serve'],
+        ['keys', 'list'],
+        ['copy', '--from', 'sqlite:s.db', '--to', url.href],
+        ['copy', '--from', url.href, '--to', 'sqlite:x.db'],
+      ]) {
+        const result = await runCliAsync(args, { DATABASE_URL: url.href, PORT: '0' }, cwd, {
+          timeoutMs: 20_000,
+        })
+        assert.deepEqual([result.status, result.stderr], [1, `petstore ${args[0]}: ${said}`], args.join(' '))
+      }
+    }
+  })
 })

@@ -1,10 +1,10 @@
 import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
-import { NoSchemaError } from '../store.ts'
 import { PostgresPool } from './postgres-connection.ts'
 import { schemaStatus } from './postgres-migrator.ts'
 import { highestPetIdGiven } from './postgres-pet-queries.ts'
+import { refuseSourceWithoutTables } from './postgres-place.ts'
 import type { PostgresStoreOptions } from './postgres-pool-config.ts'
 import { storedSecret } from './postgres-settings-queries.ts'
 
@@ -28,14 +28,7 @@ export class PostgresDump implements CopySource {
   }
 
   async prepare(): Promise<void> {
-    // Where the service's own queries look for it: the search path's first schema that has it.
-    const [place] = await this.#pool.query<{ database: string; schema: string | null; kept: boolean }>({
-      name: 'copy.source-place',
-      text: `SELECT current_database() AS database, current_schema() AS schema,
-        to_regclass('schema_migrations') IS NOT NULL AS kept`,
-    })
-    if (place !== undefined && !place.kept)
-      throw new NoSchemaError(`database ${place.database}, schema ${place.schema ?? '(none)'}`)
+    await refuseSourceWithoutTables(this.#pool)
     const refused = copySourceRefusal(await schemaStatus(this.#pool))
     if (refused !== undefined) throw new Error(refused)
   }

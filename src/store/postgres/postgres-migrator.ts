@@ -7,6 +7,13 @@ import {
 import { type MigrateOptions, type MigrationReport, NoSchemaError, type SchemaStatus } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { postgresMigrations } from './postgres-migrations.ts'
+import {
+  CURRENT_SCHEMA_TABLES,
+  noUsableSchema,
+  PLACE_COLUMNS,
+  type Place,
+  placeName,
+} from './postgres-place.ts'
 import type { Queryable } from './postgres-statements.ts'
 
 // Arbitrary, fixed key of the advisory lock that serializes migrations across instances.
@@ -30,13 +37,9 @@ export function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promi
   return pool.transaction(
     async (client) => {
       const [where] = (
-        await client.query<Where>(
-          `SELECT pg_advisory_xact_lock($1), quote_ident(current_user) AS role,
-           quote_ident(current_database()) AS database, quote_ident(current_schema()) AS schema,
-           current_setting('search_path') AS search_path`,
-          [MIGRATION_LOCK],
-        )
+        await client.query<Place>(`SELECT pg_advisory_xact_lock($1), ${PLACE_COLUMNS}`, [MIGRATION_LOCK])
       ).rows
+      if (where?.schema === null) throw noUsableSchema(where)
       try {
         return await applyPending(client, where, options)
       } catch (error) {
@@ -47,34 +50,16 @@ export function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promi
   )
 }
 
-interface Where {
-  role: string
-  database: string
-  /** None when no schema the search path names exists. */
-  schema: string | null
-  search_path: string
-}
-
 // SQLSTATE insufficient_privilege, as CREATE in a schema meets it (not a table another role owns).
 const INSUFFICIENT_PRIVILEGE = '42501'
 const NO_CREATE = /^permission denied for schema /
-// SQLSTATE invalid_schema_name: CREATE with no schema to create in ("no schema has been selected").
-const INVALID_SCHEMA_NAME = '3F000'
 
 /**
  * A role refused CREATE says how to mend it: since PostgreSQL 15 only a database's owner may create in
- * its `public` schema, and a role given an existing database usually is not its owner. A search path
- * naming no schema that exists (a typo in the URL's `options`) says which path.
+ * its `public` schema, and a role given an existing database usually is not its owner.
  */
-function mayNotCreate(error: unknown, { role, database, schema, search_path }: Where): unknown {
+function mayNotCreate(error: unknown, { role, database, schema }: Place): unknown {
   const { code, message } = error as { code?: string; message?: string }
-  if (code === INVALID_SCHEMA_NAME && schema === null) {
-    return new Error(
-      `no schema the search_path (${search_path}) names exists in database ${database}: create it ` +
-        '(CREATE SCHEMA …), or name one that exists (options=-c search_path=… in the URL)',
-      { cause: error },
-    )
-  }
   if (code !== INSUFFICIENT_PRIVILEGE || !NO_CREATE.test(message ?? '')) return error
   const name = schema ?? 'public'
   return new Error(
@@ -99,24 +84,14 @@ async function bookkeepingColumns(client: Queryable): Promise<string[]> {
 /** What `migrate` does once it holds the lock. */
 async function applyPending(
   client: Queryable,
-  where: Where | undefined,
+  where: Place | undefined,
   { makeSchema = true }: MigrateOptions,
 ): Promise<MigrationReport> {
   // Looked up first: CREATE TABLE IF NOT EXISTS is refused on a read-only database (a standby) even when
   // the table is there, and an instance started on one with a current schema serves its reads.
-  // In the current schema only, as CREATE TABLE makes it: another application's table of the same name
-  // elsewhere on the search path is not ours. Tables only, whatever this role may read, and none an
-  // extension made (pg_stat_statements' view, PostGIS's spatial_ref_sys): those share any database.
-  const tables = await client.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_class c
-      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
-        AND c.relkind IN ('r', 'p')
-        AND NOT EXISTS (SELECT 1 FROM pg_depend d
-          WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
-      ORDER BY c.relname`,
-  )
+  const tables = await client.query<{ name: string }>(CURRENT_SCHEMA_TABLES)
   const names = tables.rows.map((row) => row.name)
-  const place = `database ${where?.database}, schema ${where?.schema ?? 'public'}`
+  const place = where === undefined ? 'the database' : placeName(where)
   if (names.length === 0 && !makeSchema) throw new NoSchemaError(place)
   const columns = names.includes('schema_migrations') ? await bookkeepingColumns(client) : []
   const foreign = foreignDatabaseRefusal(names, columns)
