@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { waitFor, waitUntil, within } from './helpers/bounded-wait.ts'
-import { CLI, cliEnvironment } from './helpers/cli-process.ts'
+import { CLI, cliEnvironment, spawnCollecting } from './helpers/cli-process.ts'
 import { silentListener } from './helpers/silent-listener.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -61,30 +61,29 @@ describe('the service as PID 1', suiteNeeding('the PID 1 suite', pidNamespaces),
       CLI,
       'serve',
     ]
-    const child = spawn('script', ['--quiet', '--return', '--command', serve.join(' '), '/dev/null'], {
-      env: cliEnvironment({
-        HOST: '127.0.0.1',
-        PORT: '0',
-        METRICS_PORT: '0',
-        LOG_LEVEL: 'info',
-        TERM: 'xterm',
-      }),
-      cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    t.after(() => child.kill('SIGKILL'))
-    let output = ''
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      output += text
-    })
+    const { output } = spawnCollecting(
+      t,
+      'script',
+      ['--quiet', '--return', '--command', serve.join(' '), '/dev/null'],
+      {
+        env: cliEnvironment({
+          HOST: '127.0.0.1',
+          PORT: '0',
+          METRICS_PORT: '0',
+          LOG_LEVEL: 'info',
+          TERM: 'xterm',
+        }),
+        cwd,
+      },
+    )
     await waitFor(
-      () => output.includes('serving http') || undefined,
-      () => `it did not say it serves:\n${output}`,
+      () => output().includes('serving http') || undefined,
+      () => `it did not say it serves:\n${output()}`,
       { timeoutMs: 15_000, everyMs: 20 },
     )
-    assert.doesNotMatch(output, /psk_/, 'no key in the output')
+    assert.doesNotMatch(output(), /psk_/, 'no key in the output')
     const file = join(cwd, 'data', 'initial-api-key')
-    assert.ok(existsSync(file), `no ${file}:\n${output}`)
+    assert.ok(existsSync(file), `no ${file}:\n${output()}`)
     assert.match(readFileSync(file, 'utf8'), /^psk_[\w-]{43}\n$/)
   })
 })

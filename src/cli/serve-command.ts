@@ -21,6 +21,7 @@ import { warnOfOpenFileLimit } from './open-file-limit.ts'
 import { openStore } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
+import { stopDuringStartUp } from './start-up-stop.ts'
 import { superviseWorkers } from './supervisor/supervisor.ts'
 import { answerLivenessChecks } from './supervisor/worker-liveness.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
@@ -60,7 +61,12 @@ async function prepareStore(store: Store, config: Config, log: Logger, terminal:
  * supervisor has done the first, and the worker hands its metrics to the supervisor's sum.
  * An uncaught exception or unhandled rejection stops it: drain as on SIGTERM, briefly, then exit 1.
  */
-async function serveInProcess(config: Config, logger: Logger, terminal: Output): Promise<number> {
+async function serveInProcess(
+  config: Config,
+  logger: Logger,
+  terminal: Output,
+  startingUp?: () => void,
+): Promise<number> {
   const fatal = exitOnFatalFailure(logger, Math.min(config.server.shutdownTimeoutMs, FATAL_GRACE_MS))
   const alone = !cluster.isWorker
   // First thing: a stop the supervisor asks for during the start ends it rather than going unheard.
@@ -106,6 +112,7 @@ async function serveInProcess(config: Config, logger: Logger, terminal: Output):
       stopRequests && ((ask) => stopRequests.serving(ask)),
     )
     const server = await namingListener(listening, 'HOST:PORT', config.server)
+    startingUp?.()
     fatal.stopWith(async () => {
       // A connection whose request ends during the drain is kept alive, and holds the exit for its
       // keep-alive timeout; closed as soon as it is idle instead.
@@ -159,13 +166,15 @@ uncaught failure (see README, "Operating").`,
     const { config, log, settings } = cluster.isWorker
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true, logFd: 1 })
+    // A worker's stop during its start is its supervisor's to ask (supervisor/worker-stop.ts).
+    const startingUp = cluster.isWorker ? undefined : stopDuringStartUp(log)
     if (!cluster.isWorker) {
       await resolveListenerHosts([
         { settings: 'HOST:PORT', address: config.server },
         { settings: 'METRICS_HOST:METRICS_PORT', address: config.metrics },
       ])
     }
-    if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout)
+    if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout, startingUp)
     // Up to 999 are taken (every limit explicit), but past the CPUs they only take turns on them, each
     // with its own memory and pool.
     const cpus = availableParallelism()
@@ -185,7 +194,7 @@ uncaught failure (see README, "Operating").`,
     // The supervisor prepares the store once, before any worker starts, and closes it again; credentials
     // Redis refuses stop it first, as they would stop every worker.
     const supervised = { ...config, environment: settings }
-    return superviseWorkers(config.workers, supervised, log, async () => {
+    const supervising = superviseWorkers(config.workers, supervised, log, async () => {
       if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).client.disconnect()
       const store = await openStore(config.database, log)
       try {
@@ -194,6 +203,8 @@ uncaught failure (see README, "Operating").`,
         await store.close()
       }
     })
+    // Its own listeners are in place once it supervises.
+    return supervising.finally(() => startingUp?.())
   },
 }
 

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { waitFor, within } from './bounded-wait.ts'
+import type { Cleanup } from './cleanup.ts'
 import { checkedFetch } from './conformance-fetch.ts'
 
 /** The command's entry point, as `npm start`, `npm run petstore` and the installed `petstore` run it. */
@@ -34,6 +36,18 @@ export function runCli(args: string[], env: Record<string, string>, cwd: string,
     `petstore ${args.join(' ')} did not end within 60 s:\n${result.stderr}`,
   )
   return { status: result.status, stdout: result.stdout, stderr: result.stderr }
+}
+
+/** Runs `command`, killed once the test ends, keeping what it writes to stdout; `exited`: its code and signal. */
+export function spawnCollecting(t: Cleanup, command: string, args: string[], options: SpawnOptions) {
+  const child = spawn(command, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] })
+  t.after(() => child.kill('SIGKILL'))
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
+  let output = ''
+  child.stdout?.setEncoding('utf8').on('data', (text: string) => {
+    output += text
+  })
+  return { child, exited, output: () => output }
 }
 
 export interface ServeProcess {

@@ -1,0 +1,40 @@
+import { constants } from 'node:os'
+import type { Logger } from 'pino'
+
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
+
+// How long the log is given to write its lines before the signal ends the process anyway (a stuck stdout).
+const FLUSH_WAIT_MS = 1000
+
+/**
+ * Until the server takes the stop signals over (server.ts), one that comes during the start ends the
+ * process as the signal does (a stop systemd counts as clean), but only once the lines logged so far are
+ * written, and one saying so: killed outright, a start lost them (the line naming the new key's file among
+ * them). Returns what ends this, once the server's own listeners are in place.
+ */
+export function stopDuringStartUp(log: Logger): () => void {
+  // Listeners already there (bin/petstore.js's, as PID 1) are not the server's.
+  const before = new Map(STOP_SIGNALS.map((signal) => [signal, process.listenerCount(signal)]))
+  const release = () => {
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
+  }
+  function onSignal(signal: NodeJS.Signals): void {
+    // Listening, the server drains instead.
+    if (process.listenerCount(signal) > (before.get(signal as never) ?? 0) + 1) return
+    release()
+    log.info({ signal }, 'stopped during start-up, before serving')
+    const end = () => {
+      // As PID 1 the signal's default action is ignored: it exits with the code that action gives.
+      if (process.pid === 1) process.exit(128 + (constants.signals[signal] ?? 0))
+      // No listener left: Node has restored the default action, which ends the process.
+      process.kill(process.pid, signal)
+    }
+    const timer = setTimeout(end, FLUSH_WAIT_MS)
+    log.flush(() => {
+      clearTimeout(timer)
+      end()
+    })
+  }
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
+  return release
+}
