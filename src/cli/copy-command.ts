@@ -59,7 +59,9 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
     for (const signal of signals) process.off(signal, stop)
   }
 }
-type Side = '--from (the source)' | '--to (the target)'
+const SOURCE = '--from (the source)'
+const TARGET = '--to (the target)'
+type Side = typeof SOURCE | typeof TARGET
 
 /** A store the copy lost (unreachable, busy), said of its side, for the line that says to run it again. */
 class CopyStoreLost extends Error {
@@ -194,23 +196,19 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
     const allowSignals = stopOnSignal(stderr, discardIfMade)
     let walkedAny = false
     try {
-      const report = await copyStore(
-        onSide(source, '--from (the source)'),
-        onSide(target, '--to (the target)'),
-        {
-          chunkSize,
-          intoNonEmpty: values['into-non-empty'] ?? false,
-          withoutKeys: values['without-keys'] ?? false,
-          ...(maxChunks === undefined ? {} : { maxChunks }),
-          onProgress(walked, total) {
-            walkedAny = true
-            const now = performance.now()
-            if (now - reported < PROGRESS_EVERY_MS) return
-            reported = now
-            stderr.write(progressLine(walked, total, Math.round(walked / ((now - started) / 1000))))
-          },
+      const report = await copyStore(onSide(source, SOURCE), onSide(target, TARGET), {
+        chunkSize,
+        intoNonEmpty: values['into-non-empty'] ?? false,
+        withoutKeys: values['without-keys'] ?? false,
+        ...(maxChunks === undefined ? {} : { maxChunks }),
+        onProgress(walked, total) {
+          walkedAny = true
+          const now = performance.now()
+          if (now - reported < PROGRESS_EVERY_MS) return
+          reported = now
+          stderr.write(progressLine(walked, total, Math.round(walked / ((now - started) / 1000))))
         },
-      )
+      })
       const seconds = ((performance.now() - started) / 1000).toFixed(1)
       const kept = report.sourceKeys - report.keys
       const keys = values['without-keys']
@@ -238,9 +236,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
         throw new CommandError(error.message)
       // Only a source is read as it is: a target without tables is given them.
       if (error instanceof NoSchemaError)
-        throw new CommandError(
-          `--from (the source): ${error.message}: name a Pet Store database, or a backup of one`,
-        )
+        throw new CommandError(`${SOURCE}: ${error.message}: name a Pet Store database, or a backup of one`)
       if (error instanceof CopyStoreLost) {
         // A store that refuses writes (read-only, its disk full) answered, and its engine says what mends it;
         // one lost at the first call may never have been reachable as named, which no re-run mends.
