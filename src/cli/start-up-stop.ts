@@ -14,13 +14,15 @@ const FLUSH_WAIT_MS = 1000
  */
 export function stopDuringStartUp(log: Logger): () => void {
   // Listeners already there (bin/petstore.js's, as PID 1) are not the server's.
-  const before = new Map(STOP_SIGNALS.map((signal) => [signal, process.listenerCount(signal)]))
+  const before = new Map<NodeJS.Signals, number>(
+    STOP_SIGNALS.map((signal) => [signal, process.listenerCount(signal)]),
+  )
   const release = () => {
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
   }
   function onSignal(signal: NodeJS.Signals): void {
     // Listening, the server drains instead.
-    if (process.listenerCount(signal) > (before.get(signal as never) ?? 0) + 1) return
+    if (process.listenerCount(signal) > (before.get(signal) ?? 0) + 1) return
     release()
     log.info({ signal }, 'stopped during start-up, before serving')
     const end = () => {
