@@ -40,7 +40,8 @@ describe('worker start', () => {
     const died = await deaths(3)
     assert.deepEqual(
       // The first three: a loaded host may read the log once a fourth has died too.
-      died.slice(0, 3).map((line) => line.code),
+      // `exitCode`, not `code`: the request lines' `code` is a string, and one field has one type in an index.
+      died.slice(0, 3).map((line) => line.exitCode),
       [null, 1, 1],
       'replacements that could not start exit 1',
     )
@@ -112,7 +113,7 @@ describe('worker start', () => {
     assert.deepEqual(died, [], 'no worker replaced')
     const said = output.stdout.split('\n').filter((line) => line.includes('a worker could not start'))
     assert.equal(said.length, 1, `the supervisor said why it stops:\n${output.stdout}`)
-    assert.equal(JSON.parse(said[0] as string).code, 1)
+    assert.equal(JSON.parse(said[0] as string).exitCode, 1)
   })
 
   test('when WORKERS asks for more workers than the CPUs available, then the start says so at warn, and serves all the same', async (t) => {

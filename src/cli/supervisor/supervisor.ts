@@ -116,7 +116,7 @@ export async function superviseWorkers(
     if (stopping) return
     if (!listened) {
       log.error(
-        { worker: worker.process.pid, code, signal },
+        { worker: worker.process.pid, exitCode: code, signal },
         'a worker could not start; stopping the service',
       )
       await stopWorkers()
@@ -130,7 +130,8 @@ export async function superviseWorkers(
       : stoppedCleanly(code, signal)
         ? 'stopped'
         : 'died'
-    const fields = { worker: worker.process.pid, code, signal, cause, restartInMs: delay }
+    // `exitCode`: a request line's `code` is a string (the Error body's), and a log index takes one type.
+    const fields = { worker: worker.process.pid, exitCode: code, signal, cause, restartInMs: delay }
     if (cause === 'stopped') log.warn(fields, 'a worker stopped; replacing it')
     else if (cause === 'unresponsive')
       log.error(fields, 'a worker killed for not answering exited; replacing it')
@@ -229,7 +230,8 @@ function stopped(worker: Worker, log: Logger): Promise<boolean> {
   return new Promise((resolve) =>
     worker.once('exit', (code: number | null, signal: string | null) => {
       const clean = stoppedCleanly(code, signal)
-      if (!clean) log.error({ worker: worker.process.pid, code, signal }, 'a worker did not stop cleanly')
+      if (!clean)
+        log.error({ worker: worker.process.pid, exitCode: code, signal }, 'a worker did not stop cleanly')
       resolve(clean)
     }),
   )
