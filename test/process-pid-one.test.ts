@@ -48,42 +48,39 @@ describe('the service as PID 1', suiteNeeding('the PID 1 suite', pidNamespaces),
     })
   }
 
-  test('when it first starts as PID 1 with a terminal for its output (a container run with -t, whose terminal is its log), then the initial key goes to data/initial-api-key, never to the output', async (t) => {
-    const cwd = temporaryDirectory(t)
-    // `script` gives it a terminal (a pseudo-terminal) and copies it to a pipe, as a log driver would.
-    const serve = [
-      'unshare',
-      '--pid',
-      '--fork',
-      '--kill-child',
-      '--mount-proc',
-      process.execPath,
-      CLI,
-      'serve',
-    ]
-    const { output } = spawnCollecting(
-      t,
-      'script',
-      ['--quiet', '--return', '--command', serve.join(' '), '/dev/null'],
-      {
-        env: cliEnvironment({
-          HOST: '127.0.0.1',
-          PORT: '0',
-          METRICS_PORT: '0',
-          LOG_LEVEL: 'info',
-          TERM: 'xterm',
-        }),
-        cwd,
-      },
-    )
-    await waitFor(
-      () => output().includes('serving http') || undefined,
-      () => `it did not say it serves:\n${output()}`,
-      { timeoutMs: 15_000, everyMs: 20 },
-    )
-    assert.doesNotMatch(output(), /psk_/, 'no key in the output')
-    const file = join(cwd, 'data', 'initial-api-key')
-    assert.ok(existsSync(file), `no ${file}:\n${output()}`)
-    assert.match(readFileSync(file, 'utf8'), /^psk_[\w-]{43}\n$/)
-  })
+  for (const [how, service] of [
+    ['as PID 1', `${process.execPath} ${CLI} serve`],
+    // `--init`, compose's `init: true`, or a shell as the entry point: PID 1 is another process.
+    ['as the child of PID 1 (an init)', `sh -c "${process.execPath} ${CLI} serve & wait"`],
+  ] as const) {
+    test(`when it first starts ${how} with a terminal for its output (a container run with -t, whose terminal is its log), then the initial key goes to data/initial-api-key, never to the output`, async (t) => {
+      const cwd = temporaryDirectory(t)
+      // `script` gives it a terminal (a pseudo-terminal) and copies it to a pipe, as a log driver would.
+      const serve = `unshare --pid --fork --kill-child --mount-proc ${service}`
+      const { output } = spawnCollecting(
+        t,
+        'script',
+        ['--quiet', '--return', '--command', serve, '/dev/null'],
+        {
+          env: cliEnvironment({
+            HOST: '127.0.0.1',
+            PORT: '0',
+            METRICS_PORT: '0',
+            LOG_LEVEL: 'info',
+            TERM: 'xterm',
+          }),
+          cwd,
+        },
+      )
+      await waitFor(
+        () => output().includes('serving http') || undefined,
+        () => `it did not say it serves:\n${output()}`,
+        { timeoutMs: 15_000, everyMs: 20 },
+      )
+      assert.doesNotMatch(output(), /psk_/, 'no key in the output')
+      const file = join(cwd, 'data', 'initial-api-key')
+      assert.ok(existsSync(file), `no ${file}:\n${output()}`)
+      assert.match(readFileSync(file, 'utf8'), /^psk_[\w-]{43}\n$/)
+    })
+  }
 })

@@ -86,9 +86,10 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
   }
 
   const key = generateApiKey()
-  // A container's main process is PID 1, and its terminal (run with -t) is its log, kept by the runtime
-  // and shipped on: the key goes to the file there, as with no terminal.
-  if (terminal.isTTY && process.pid !== 1) {
+  // A container's main process is PID 1, or the child of an init that is (`--init`, a shell entry point),
+  // and its terminal (run with -t) is its log, kept by the runtime and shipped on: the key goes to the
+  // file there, as with no terminal. On a machine, a terminal's service is a shell's or npm's child.
+  if (terminal.isTTY && process.pid !== 1 && process.ppid !== 1) {
     await store.createApiKey(storedFormOf(INITIAL_KEY_NAME, key))
     terminal.write(
       `\nNo API key existed, so one was created. It is shown only this once; keep it somewhere safe:\n\n  ${key}\n\n` +
