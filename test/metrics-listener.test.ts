@@ -18,6 +18,23 @@ function opened(port: number): Promise<Socket> {
 }
 
 describe('the metrics listener', () => {
+  test('when /metrics is asked with HEAD, then 200 with its content type and no body; with another method, 405 with Allow; another path, 404', async (t) => {
+    const port = await opening(t)
+    const head = await fetch(`http://127.0.0.1:${port}/metrics`, { method: 'HEAD' })
+    assert.deepEqual(
+      [head.status, head.headers.get('content-type'), await head.text()],
+      [200, source.contentType, ''],
+    )
+    for (const method of ['POST', 'DELETE']) {
+      const refused = await fetch(`http://127.0.0.1:${port}/metrics`, { method })
+      assert.deepEqual([refused.status, refused.headers.get('allow')], [405, 'GET, HEAD'], method)
+      await refused.text()
+    }
+    const elsewhere = await fetch(`http://127.0.0.1:${port}/other`)
+    assert.equal(elsewhere.status, 404)
+    await elsewhere.text()
+  })
+
   test('when a client sends half a request head and stops, then the listener closes it after the head timeout, not after minutes', {
     timeout: 30_000,
   }, async (t) => {

@@ -59,8 +59,14 @@ export async function startMetricsServer(
         response.writeHead(503, headers).end('too many requests of this connection wait for their answers\n')
         return
       }
-      if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      if (request.url?.split('?')[0] !== '/metrics') {
         response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: scrape /metrics\n')
+        return
+      }
+      // HEAD as GET, its body left out by Node: what an uptime probe sends.
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        const headers = { 'content-type': 'text/plain', allow: 'GET, HEAD' }
+        response.writeHead(405, headers).end('method not allowed: scrape /metrics with GET\n')
         return
       }
       source.metrics().then(
