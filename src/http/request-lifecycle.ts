@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { ApiError } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import { CLIENT_CLOSED_REQUEST, watchAbandoned } from './abandoned-requests.ts'
 import { SHUTTING_DOWN_CONDITION } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 import { dropContentTypeWithoutBody } from './empty-body.ts'
@@ -102,7 +103,12 @@ export function addRequestLifecycle(
     closing = true
   })
 
+  // A request whose connection closed before its answer was sent: its line, timed until then, says so.
+  const abandoned = watchAbandoned((reply) =>
+    record(reply.request, reply, reply.elapsedTime, CLIENT_CLOSED_REQUEST),
+  )
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    abandoned.begun(reply)
     setCommonHeaders(request, reply)
     dropContentTypeWithoutBody(request.raw)
     const socket = request.raw.socket
@@ -129,9 +135,13 @@ export function addRequestLifecycle(
   const writeQuietLine = requestLineWriter(appLogger, 'debug')
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
-  const record = (request: FastifyRequest, reply: FastifyReply, elapsedMs: number): void => {
+  const record = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    elapsedMs: number,
+    status = reply.statusCode,
+  ): void => {
     const operation = operationOf(request)
-    const status = reply.statusCode
     let byStatus = durations.get(operation)
     if (byStatus === undefined) {
       byStatus = new Map()
@@ -162,7 +172,7 @@ export function addRequestLifecycle(
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     answeredPipelined(request.raw.socket)
     // Read once: each read of elapsedTime reads the clock.
-    record(request, reply, reply.elapsedTime)
+    if (abandoned.answered(reply)) record(request, reply, reply.elapsedTime)
     done()
   })
 

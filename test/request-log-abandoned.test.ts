@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitFor } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { logLines, startServeProcess, stop, waitForLog } from './helpers/cli-process.ts'
+
+const key = generateApiKey()
+
+/** The count of the request histogram's series for `operation` and `status`, scraped from the listener. */
+async function durationCount(metricsOrigin: string, operation: string, status: number): Promise<number> {
+  const text = await (await fetch(`${metricsOrigin}/metrics`)).text()
+  const series = `petstore_http_request_duration_seconds_count{operation="${operation}",status="${status}"}`
+  const line = text.split('\n').find((sample) => sample.startsWith(`${series} `))
+  return line === undefined ? 0 : Number(line.slice(series.length + 1))
+}
+
+test('when a client gives up before its answer (a create waiting on a locked database), then the request still has its line, status 499 with its duration, and is counted; the answer made later adds nothing', async (t) => {
+  const cwd = temporaryDirectory(t)
+  const server = await startServeProcess({ API_KEYS: `ops:${key}`, SQLITE_BUSY_TIMEOUT_MS: '60000' }, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  const port = /metrics on port (\d+)/.exec(server.output())?.[1]
+  assert.ok(port, server.output())
+  const metricsOrigin = `http://127.0.0.1:${port}`
+
+  const holder = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+  t.after(() => holder.close())
+  holder.exec('BEGIN IMMEDIATE')
+  const requestId = randomUUID()
+  const given = fetch(`${server.origin}/v1/pets`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'x-request-id': requestId,
+    },
+    body: JSON.stringify({ name: 'Patient', categoryId: 1 }),
+    signal: AbortSignal.timeout(500),
+  })
+  await assert.rejects(given, { name: 'TimeoutError' })
+  const line = await waitForLog(server, (lines) =>
+    lines.find((logged) => logged.reqId === requestId && logged.msg === 'request'),
+  )
+  assert.equal(line.status, 499)
+  assert.equal(line.operation, 'createPet')
+  assert.ok(Number(line.durationMs) >= 400, `durationMs ${line.durationMs}`)
+  assert.equal(await durationCount(metricsOrigin, 'createPet', 499), 1)
+
+  // The create goes on once the lock is gone (the client gave up, not the service): no second line.
+  holder.exec('ROLLBACK')
+  await waitFor(
+    async () => {
+      const listed = await fetch(`${server.origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+      return (
+        ((await listed.json()) as Array<{ name: string }>).some((pet) => pet.name === 'Patient') || undefined
+      )
+    },
+    () => 'the create given up by its client was not made once the lock was gone',
+    { everyMs: 100 },
+  )
+  await sleep(200)
+  assert.equal(logLines(server).filter((logged) => logged.reqId === requestId).length, 1)
+  assert.equal(await durationCount(metricsOrigin, 'createPet', 201), 0)
+  await stop(server)
+})
