@@ -84,6 +84,22 @@ describe('metrics', () => {
     }
   })
 
+  test('when reads are answered from the cache in a fraction of a millisecond, then both duration histograms tell apart times from 0.1 ms on, each bucket at most 2.5 times the one before', async (t) => {
+    const metrics = createMetrics()
+    const server = await startTestServer(t, { app: { metrics } })
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    const text = await metrics.registry.metrics()
+    for (const name of ['petstore_http_request_duration_seconds', 'petstore_store_duration_seconds']) {
+      const first = new RegExp(`^${name}_bucket\\{le="([\\d.]+)",operation="listPets"`, 'gm')
+      const bounds = [...text.matchAll(first)].map((match) => Number(match[1]))
+      assert.equal(bounds[0], 0.0001, `${name}: the first bucket`)
+      for (let i = 1; i < bounds.length; i++) {
+        const ratio = (bounds[i] as number) / (bounds[i - 1] as number)
+        assert.ok(ratio <= 2.5, `${name}: ${bounds[i - 1]} s, then ${bounds[i]} s`)
+      }
+    }
+  })
+
   test('when store calls succeed and fail, then each is timed under its operation and outcome', async (t) => {
     const metrics = createMetrics()
     const store = failingStore('createPet', new Error('disk I/O error'))
