@@ -147,7 +147,7 @@ describe('a worker stopped alone', () => {
     const { server, creator } = await workersAfterCreates(t, env, request, sent)
     process.kill(creator, 'SIGTERM')
     const exit = await supervisorSawDeath(server, creator, 'stopped')
-    assert.deepEqual([exit.code, exit.level], [0, 40], 'a stop, said at warn')
+    assert.deepEqual([exit.exitCode, exit.level], [0, 40], 'a stop, said at warn')
     await servingWorkers(server, 3)
     const samples = await scrapeSupervisor(server)
     assert.equal(samples.get('petstore_pets_created_total'), sent, "the stopped worker's creates are kept")
@@ -331,7 +331,7 @@ describe('supervisor shutdown', () => {
     // Alone, so that its own handler is what ends it (in a group, the supervisor's SIGTERM may come first).
     process.kill(worker, 'SIGHUP')
     const exit = await supervisorSawDeath(server, worker, 'stopped')
-    assert.deepEqual([exit.code, exit.signal], [0, null], server.output())
+    assert.deepEqual([exit.exitCode, exit.signal], [0, null], server.output())
     const own = logLines(server).find((line) => line.pid === worker && line.msg === 'shutting down')
     assert.equal(own?.signal, 'SIGHUP', server.output())
     server.child.kill('SIGTERM')

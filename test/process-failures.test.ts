@@ -187,7 +187,7 @@ describe('process-level failures under WORKERS', () => {
     const death = await waitForLog(server, (lines) =>
       lines.find((line) => line.msg === 'a worker died; replacing it' && line.worker === failing),
     )
-    assert.equal(death.code, 1)
+    assert.equal(death.exitCode, 1)
     assert.ok(fatalLines(server).some((line) => line.pid === failing))
     await servingWorkers(server, 3)
     assert.equal((await request(server, '/v1/pets')).status, 200)
