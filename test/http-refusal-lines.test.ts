@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { rawHttp } from './helpers/raw-http.ts'
 
 const REFUSED = 'request refused before it reached an operation'
@@ -161,5 +162,15 @@ describe('requests the HTTP layer refuses', () => {
         id,
       )
     }
+    // One line each: the connection's close, after the refusal, gives no request up (no 499 beside it).
+    await sleep(300)
+    for (const id of ['cut-1', 'cut-2'])
+      assert.deepEqual(
+        logLines(server)
+          .filter((entry) => entry.reqId === id)
+          .map((entry) => entry.status),
+        [400],
+        id,
+      )
   })
 })

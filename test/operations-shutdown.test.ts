@@ -252,6 +252,12 @@ describe('shutdown bound', () => {
     assert.equal(cut.connections, cutOff)
     assert.equal(cut.level, 40)
     assert.match(String(cut.msg), /cut/)
+    // The service cut them, not their clients: no request of theirs is said given up (499).
+    await exitWithin(server, 20_000)
+    assert.deepEqual(
+      logLines(server).filter((line) => line.status === 499),
+      [],
+    )
   })
 
   test('when the close ends just in time and stdout is not read, then the process exits 0 by its hard limit, not 1 as if the close had hung', async (t) => {

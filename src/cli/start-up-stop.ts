@@ -28,7 +28,8 @@ export function stopDuringStartUp(log: Logger): () => void {
     const end = () => {
       // As PID 1 the signal's default action is ignored: it exits with the code that action gives.
       if (process.pid === 1) process.exit(128 + (constants.signals[signal] ?? 0))
-      // No listener left: Node has restored the default action, which ends the process.
+      // No listener left: Node has restored the default action, which ends the process. One added while
+      // the log was written is the server's, listening by then: it drains, as for any stop.
       process.kill(process.pid, signal)
     }
     const timer = setTimeout(end, FLUSH_WAIT_MS)

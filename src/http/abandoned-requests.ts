@@ -1,29 +1,33 @@
+import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyReply } from 'fastify'
 
 /**
- * The status a request's line and metrics are given when its connection closed before its answer was
- * sent (the client gave up, or a shutdown cut it): nginx's "client closed request". No answer carries it.
+ * The status a request's line and metrics are given when its client closed the connection before the
+ * answer was sent: nginx's "client closed request". No answer carries it.
  */
 export const CLIENT_CLOSED_REQUEST = 499
 
-// Per connection, its requests under way (by their replies): the one (nearly always), several (pipelined), or none; then, once
-// it closed, CLOSED: what was under way has been said as given up.
+// Per connection, its requests under way (by their replies): the one (nearly always), several
+// (pipelined), or none; once it closed, CLOSED: what was under way has been said as given up, or not.
 const UNDER_WAY = Symbol('requests under way')
 const CLOSED = Symbol('closed')
 type Slot = FastifyReply | Set<FastifyReply> | null | typeof CLOSED
 type Watched = Socket & { [UNDER_WAY]?: Slot }
 
 /**
- * Tells `giveUp` of each request whose connection closes before its answer is sent: Fastify's onResponse
- * never runs for one (it waits for the answer's end or error), so its line and its time were lost, the
- * slowest requests first (a frozen database's, which clients leave at their own timeout). One listener
- * per connection, and per request a field set and cleared on it.
+ * Tells `giveUp` of each request whose client closed its connection (an end or a reset) before the answer
+ * was sent: Fastify's onResponse never runs for one (it waits for the answer's end or error), so its line
+ * and its time were lost, the slowest first (a frozen database's, which clients leave at their timeout).
+ * A connection the service closes itself (a refusal with `Connection: close`, a stalled send, a shutdown's
+ * cut) gives up nothing: what it drops is not the client's doing. One listener per connection, and per
+ * request a field set and cleared on it.
  */
 export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
-  const closed = (socket: Watched) => () => {
+  const closed = (socket: Watched) => (hadError: boolean) => {
     const slot = socket[UNDER_WAY]
     socket[UNDER_WAY] = CLOSED
+    if (!hadError && !socket.readableEnded) return
     if (slot instanceof Set) for (const reply of slot) giveUp(reply)
     else if (slot !== null && slot !== undefined && slot !== CLOSED) giveUp(slot)
   }
@@ -39,7 +43,7 @@ export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
       } else if (slot instanceof Set) slot.add(reply)
       else if (slot !== CLOSED) socket[UNDER_WAY] = new Set([slot, reply])
     },
-    /** Its answer has ended: false if its connection had closed first, and it was said as given up. */
+    /** Its answer has ended: false if its connection had closed first, which said what became of it. */
     answered(reply: FastifyReply): boolean {
       const socket = reply.request.raw.socket as Watched
       const slot = socket[UNDER_WAY]
@@ -47,5 +51,16 @@ export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
       else if (slot instanceof Set) slot.delete(reply)
       return slot !== CLOSED
     },
+  }
+}
+
+/** A request answered below the framework (raw-answers.ts), which writes its line: no longer under way. */
+export function answeredRaw(response: ServerResponse): void {
+  const socket = response.req.socket as Watched
+  const slot = socket[UNDER_WAY]
+  if (slot instanceof Set) {
+    for (const reply of slot) if (reply.raw === response) slot.delete(reply)
+  } else if (slot !== null && slot !== undefined && slot !== CLOSED && slot.raw === response) {
+    socket[UNDER_WAY] = null
   }
 }

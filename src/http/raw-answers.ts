@@ -2,6 +2,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { ApiError } from '../errors.ts'
+import { answeredRaw } from './abandoned-requests.ts'
 import { closeConnection } from './connection-close.ts'
 import { answerBody, BAD_URL, methodNotAllowed, routeNotFound } from './error-handler.ts'
 import { overlongRequestLine, type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
@@ -141,6 +142,8 @@ export function handleClientError(
           ...(overlong ?? requestLineOf(packet)),
         }
       : refusalOf(apiError, reqId, request)
+  // Its line is this refusal's: the close that follows gives nothing up.
+  if (inFlight) answeredRaw(inFlight)
   closeConnection(socket, rawResponse(apiError, { ...apiError.headers, 'X-Request-Id': reqId }))
   record?.(refusal)
 }

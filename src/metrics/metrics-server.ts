@@ -36,8 +36,8 @@ export interface MetricsGuards {
 }
 
 /**
- * A listener of its own for `GET /metrics`, on METRICS_HOST (loopback by default): metrics are never
- * served on the API's port, so publishing the API cannot expose them by accident.
+ * A listener of its own for `GET /metrics` (and HEAD), on METRICS_HOST (loopback by default): metrics are
+ * never served on the API's port, so publishing the API cannot expose them by accident.
  */
 export async function startMetricsServer(
   source: MetricsSource,
