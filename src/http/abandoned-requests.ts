@@ -9,10 +9,10 @@ import type { FastifyReply } from 'fastify'
 export const CLIENT_CLOSED_REQUEST = 499
 
 // Per connection, its requests under way (by their replies): the one (nearly always), several
-// (pipelined), or none; once it closed, CLOSED: what was under way has been said as given up, or not.
+// (pipelined), or none; once its client closed it, GIVEN_UP: what was under way has been said so.
 const UNDER_WAY = Symbol('requests under way')
-const CLOSED = Symbol('closed')
-type Slot = FastifyReply | Set<FastifyReply> | null | typeof CLOSED
+const GIVEN_UP = Symbol('given up')
+type Slot = FastifyReply | Set<FastifyReply> | null | typeof GIVEN_UP
 type Watched = Socket & { [UNDER_WAY]?: Slot }
 
 /**
@@ -25,11 +25,12 @@ type Watched = Socket & { [UNDER_WAY]?: Slot }
  */
 export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
   const closed = (socket: Watched) => (hadError: boolean) => {
-    const slot = socket[UNDER_WAY]
-    socket[UNDER_WAY] = CLOSED
+    // Closed by the service: a request still under way keeps its own line, should its answer end.
     if (!hadError && !socket.readableEnded) return
+    const slot = socket[UNDER_WAY]
+    socket[UNDER_WAY] = GIVEN_UP
     if (slot instanceof Set) for (const reply of slot) giveUp(reply)
-    else if (slot !== null && slot !== undefined && slot !== CLOSED) giveUp(slot)
+    else if (slot !== null && slot !== undefined && slot !== GIVEN_UP) giveUp(slot)
   }
   return {
     /** A request has begun on its connection. */
@@ -41,15 +42,15 @@ export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
         socket.once('close', closed(socket))
         socket[UNDER_WAY] = reply
       } else if (slot instanceof Set) slot.add(reply)
-      else if (slot !== CLOSED) socket[UNDER_WAY] = new Set([slot, reply])
+      else if (slot !== GIVEN_UP) socket[UNDER_WAY] = new Set([slot, reply])
     },
-    /** Its answer has ended: false if its connection had closed first, which said what became of it. */
+    /** Its answer has ended: false if its client had closed the connection first, and it was said so. */
     answered(reply: FastifyReply): boolean {
       const socket = reply.request.raw.socket as Watched
       const slot = socket[UNDER_WAY]
       if (slot === reply) socket[UNDER_WAY] = null
       else if (slot instanceof Set) slot.delete(reply)
-      return slot !== CLOSED
+      return slot !== GIVEN_UP
     },
   }
 }
@@ -60,7 +61,7 @@ export function answeredRaw(response: ServerResponse): void {
   const slot = socket[UNDER_WAY]
   if (slot instanceof Set) {
     for (const reply of slot) if (reply.raw === response) slot.delete(reply)
-  } else if (slot !== null && slot !== undefined && slot !== CLOSED && slot.raw === response) {
+  } else if (slot !== null && slot !== undefined && slot !== GIVEN_UP && slot.raw === response) {
     socket[UNDER_WAY] = null
   }
 }

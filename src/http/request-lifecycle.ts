@@ -103,7 +103,7 @@ export function addRequestLifecycle(
     closing = true
   })
 
-  // A request whose connection closed before its answer was sent: its line, timed until then, says so.
+  // A request whose client closed the connection before its answer was sent: its line, timed until then.
   const abandoned = watchAbandoned((reply) =>
     record(reply.request, reply, reply.elapsedTime, CLIENT_CLOSED_REQUEST),
   )
