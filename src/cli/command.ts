@@ -2,6 +2,9 @@ import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { surroundingSpaceRefusal } from '../setting-forms.ts'
 
+/** What stops a command or the service; SIGHUP is its terminal gone (a dropped ssh session). */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
+
 export interface Output {
   isTTY?: boolean
   write(text: string, done?: (error?: Error | null) => void): unknown

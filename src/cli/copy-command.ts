@@ -20,6 +20,7 @@ import {
   integerOption,
   nonEmptyOption,
   parseCommandArgs,
+  STOP_SIGNALS,
   UsageError,
 } from './command.ts'
 import { discardFailedTarget, openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
@@ -52,11 +53,10 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
     // The shell's code for a command ended by the signal; the transaction under way is rolled back.
     process.exit(128 + (constants.signals[signal] ?? 0))
   }
-  // SIGHUP: the terminal went away (an ssh session dropped), as a server takes it (server.ts).
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
-  for (const signal of signals) process.once(signal, stop)
+  // SIGHUP too: the terminal went away, as a server takes it (server.ts).
+  for (const signal of STOP_SIGNALS) process.once(signal, stop)
   return () => {
-    for (const signal of signals) process.off(signal, stop)
+    for (const signal of STOP_SIGNALS) process.off(signal, stop)
   }
 }
 const SOURCE = '--from (the source)'

@@ -1,7 +1,6 @@
 import { constants } from 'node:os'
 import type { Logger } from 'pino'
-
-const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
+import { STOP_SIGNALS } from './command.ts'
 
 // How long the log is given to write its lines before the signal ends the process anyway (a stuck stdout).
 const FLUSH_WAIT_MS = 1000
