@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { LOG_OUTPUT } from '../src/log/log-output.ts'
+import { LOG_OUTPUT } from '../src/log/log-output-limits.ts'
 import { exitAfterLogFlush } from '../src/log/logger.ts'
 
 describe('the exit after the last log lines', () => {

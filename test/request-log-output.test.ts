@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { LATER_LINES } from '../src/log/later-lines.ts'
-import { LOG_OUTPUT } from '../src/log/log-output.ts'
+import { LOG_OUTPUT } from '../src/log/log-output-limits.ts'
 import { waitFor, waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {

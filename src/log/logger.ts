@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { clientAddressOf } from './client-address.ts'
 import { maskApiKeys } from './key-masking.ts'
-import { type BufferedLogOutput, LOG_OUTPUT } from './log-output.ts'
+import type { BufferedLogOutput } from './log-output.ts'
+import { LOG_OUTPUT } from './log-output-limits.ts'
 import { droppedLogLines, type LogStream, markReported, unreportedDrops } from './standard-streams.ts'
 
 /** The `LOG_LEVEL` and `LOG_FORMAT` settings. */
