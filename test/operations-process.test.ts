@@ -110,6 +110,7 @@ describe('metrics', () => {
     assert.equal(value('petstore_http_request_duration_seconds_count', 'operation="getPet",status="200"'), 1)
     assert.equal(value('petstore_pets_created_total'), 1)
     assert.equal(value('petstore_unauthorized_total'), 1)
+    assert.equal(value('petstore_rate_limit_uncounted_total'), 0, 'served, and nothing uncounted in memory')
     assert.equal(value('petstore_deprecated_calls_total', 'key="ops"'), 1)
     assert.ok(value('petstore_store_duration_seconds_count', 'operation="createPet",outcome="ok"') >= 1)
     assert.ok(samples.some((s) => s.name === 'nodejs_eventloop_lag_p99_seconds'))

@@ -9,6 +9,7 @@ import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { createLogger } from '../src/log/logger.ts'
+import { createMetrics } from '../src/metrics/metrics.ts'
 import { call } from './helpers/api-client.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -29,6 +30,13 @@ import { trackedServer } from './helpers/tcp-proxy.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const log = createLogger({ level: 'silent' })
+
+/** The value of a metric without labels, as the registry serves it. */
+async function metricValue(metrics: ReturnType<typeof createMetrics>, name: string): Promise<number> {
+  const found = new RegExp(`^${name} (\\S+)$`, 'm').exec(await metrics.registry.metrics())
+  assert.ok(found, `${name} is served`)
+  return Number(found[1])
+}
 
 /** A throwaway Redis and a client connected to it, whose log (and any given the same logger) is kept in `lines`. */
 async function redisLoggingTo(t: TestContext) {
@@ -58,11 +66,15 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
       // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
       await connected(redis)
       const env = { RATE_LIMIT_PER_MINUTE: '5' }
-      return startTestServer(t, {
+      const metrics = createMetrics()
+      const server = await startTestServer(t, {
         store: instanceStore,
         env,
-        app: { redis: connection },
+        app: { redis: connection, metrics },
         ...(key ? { key } : {}),
+      })
+      return Object.assign(server, {
+        uncounted: () => metricValue(metrics, 'petstore_rate_limit_uncounted_total'),
       })
     }
     // Two instances on the same data, so one API key is known to both.
@@ -79,6 +91,7 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
     assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200])
     assert.equal(statuses[5], 429, 'the sixth request in the minute is refused, whichever instance gets it')
     assert.equal((await call(b, 'GET', '/v1/pets', { key })).json.code, 'rate_limited')
+    assert.deepEqual([await a.uncounted(), await b.uncounted()], [0, 0], 'every request counted')
 
     await redisServer.stop()
     const started = performance.now()
@@ -88,6 +101,11 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
       assert.equal(response.headers.get('ratelimit-remaining'), null, 'and no count is claimed')
     }
     assert.ok(performance.now() - started < 3000, 'no hang while Redis is down')
+    assert.deepEqual(
+      [await a.uncounted(), await b.uncounted()],
+      [1, 1],
+      'each uncounted request in the metrics',
+    )
 
     // Back on the same port, empty: both clients reconnect on their own, within a few seconds, and count
     // together again.

@@ -40,6 +40,11 @@ export function createMetrics(poolStats?: () => PoolStats) {
       labelNames: ['status'] as const,
       registers: [registry],
     }),
+    rateLimitUncounted: new Counter({
+      name: 'petstore_rate_limit_uncounted_total',
+      help: 'Requests served without a rate-limit count because the shared counter (Redis) failed: the limit failing open.',
+      registers: [registry],
+    }),
     unauthorized: new Counter({
       name: 'petstore_unauthorized_total',
       help: 'Requests refused with 401.',

@@ -58,7 +58,12 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
   shedWhenOverloaded(app, options.load)
   const limitRate =
     rateLimit &&
-    rateLimitPerKey({ counter: rateLimit.counter, max: rateLimit.perMinute, windowMs: RATE_LIMIT_WINDOW_MS })
+    rateLimitPerKey({
+      counter: rateLimit.counter,
+      max: rateLimit.perMinute,
+      windowMs: RATE_LIMIT_WINDOW_MS,
+      onUncounted: () => metrics.rateLimitUncounted.inc(),
+    })
 
   const deprecatedCalls = new DeprecatedCallCounter(store, now, (key) =>
     metrics.countDeprecatedCall('getPet', key.name),

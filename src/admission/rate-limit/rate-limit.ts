@@ -8,6 +8,8 @@ export interface RateLimitOptions {
   /** Requests allowed to one API key per window. */
   max: number
   windowMs: number
+  /** Told of each request served uncounted because the counter failed (the limit failing open). */
+  onUncounted: () => void
 }
 
 export type RateLimitHook = (
@@ -26,7 +28,7 @@ export type RateLimitHook = (
  * A callback hook, not an async one: the in-memory counter answers at once, and a promise per request
  * would cost more than the counting.
  */
-export function rateLimitPerKey({ counter, max, windowMs }: RateLimitOptions): RateLimitHook {
+export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLimitOptions): RateLimitHook {
   const limit = String(max)
 
   function apply(reply: FastifyReply, window: WindowCount, done: HookHandlerDoneFunction): void {
@@ -72,7 +74,10 @@ export function rateLimitPerKey({ counter, max, windowMs }: RateLimitOptions): R
     if (!(counted instanceof Promise)) return apply(reply, counted, done)
     counted.then(
       (window) => apply(reply, window, done),
-      () => done(),
+      () => {
+        onUncounted()
+        done()
+      },
     )
   }
 }
