@@ -215,6 +215,23 @@ describe('typed client', () => {
     )
   })
 
+  test("when baseUrl names the pets collection rather than the API's root, then createClient says so instead of a call answering 400 for petId", async (t) => {
+    const server = await startTestServer(t)
+    for (const baseUrl of [
+      `${server.origin}/v1/pets`,
+      `${server.origin}/v1/pets/`,
+      'https://api.example.com/v1/PETS',
+    ]) {
+      assert.throws(
+        () => createClient({ baseUrl, apiKey: server.key }),
+        /^TypeError: baseUrl names the pets collection: give the API's root, e.g\. http:\/\/localhost:8080\/v1/,
+        baseUrl,
+      )
+    }
+    const client = createClient({ baseUrl: `${server.origin}/v1/`, apiKey: server.key })
+    assert.deepEqual((await client.listPets({ limit: 1 })).pets, [])
+  })
+
   test('when baseUrl holds a user name or password, then createClient refuses it without echoing them', () => {
     for (const baseUrl of ['http://user:SECRET@127.0.0.1:9/v1', 'https://SECRET@api.example.com/v1']) {
       assert.throws(

@@ -111,6 +111,13 @@ export function createClient(options: ClientOptions): PetStoreClient {
   if (parsed.username !== '' || parsed.password !== '') {
     throw new TypeError('baseUrl must not hold a user name or password: the API key is the credential')
   }
+  // Calls append /pets: from a baseUrl naming the collection, listPets would ask for /pets/pets and be
+  // answered 400 for a petId nobody gave.
+  if (/\/pets\/*$/i.test(parsed.pathname)) {
+    throw new TypeError(
+      "baseUrl names the pets collection: give the API's root, e.g. http://localhost:8080/v1",
+    )
+  }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
     throw new TypeError(`timeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}`)
