@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { runCliAsync } from './helpers/cli-async.ts'
 import { logLines, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { rowCount } from './helpers/sqlite-file.ts'
+import { call, serve, walk } from './helpers/store-copy-fixtures.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 /** The pets a SQLite file holds; 0 while it is not there or not readable yet. */
@@ -282,6 +284,44 @@ describe('petstore copy, SQLite to SQLite', () => {
     ])
     assert.equal(runCli(args, {}, cwd).status, 0)
     assert.deepEqual(await warningsOf(), [])
+  })
+
+  test('when a copy goes into a store a server is serving, then the list pages it kept are let go: once the copy ends, a walk finds every pet', {
+    timeout: 60_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '30'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
+    const server = await serve(t, { DATABASE_URL: 'sqlite:target.db' }, cwd)
+    const key = readFileSync(join(cwd, 'initial-api-key'), 'utf8').trim()
+    const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
+    const into = [...args, '--into-non-empty', '--without-keys']
+    assert.equal(runCli([...into, '--max-chunks', '1'], {}, cwd).status, 3)
+    // Created above the source's ids (the copy raised the sequence): pets 31 to 33.
+    for (const name of ['a', 'b', 'c']) {
+      const created = await call(server, key, '/v1/pets', {
+        method: 'POST',
+        body: `{"name":"${name}","categoryId":1}`,
+      })
+      assert.equal(created.status, 201)
+    }
+    const ids = async () =>
+      (await walk(server, key, '/v1/pets?limit=2')).flatMap((page) =>
+        (JSON.parse(page.slice(page.indexOf('\n') + 1)) as Array<{ id: number }>).map((pet) => pet.id),
+      )
+    // The page after pet 10 is full ([31, 32], 33 after it): kept, it would hide pets 11 to 30 for good.
+    assert.deepEqual(await ids(), [...Array.from({ length: 10 }, (_, i) => i + 1), 31, 32, 33])
+    assert.equal(runCli(into, {}, cwd).status, 0)
+    const every = Array.from({ length: 33 }, (_, i) => i + 1)
+    let last: number[] = []
+    await waitUntil(
+      async () => {
+        last = await ids()
+        return JSON.stringify(last) === JSON.stringify(every)
+      },
+      () => `a walk found ${JSON.stringify(last)}`,
+      { timeoutMs: 15_000, everyMs: 500 },
+    )
+    await stop(server)
   })
 
   test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {

@@ -46,7 +46,7 @@ async function prepareStore(store: Store, config: Config, log: Logger, terminal:
   const dataDirectory = config.database.engine === 'sqlite' ? config.database.dataDirectory : undefined
   await provisionKeys({ store, config, log, dataDirectory, terminal })
   // Served as it is (a staging copy may be wanted so), but not without a word: its lists lack pets.
-  const copyStartedAt = await store.unfinishedCopy()
+  const { unfinishedSince: copyStartedAt } = await store.copyMarks()
   if (copyStartedAt !== undefined) {
     log.warn(
       { copyStartedAt },

@@ -40,6 +40,7 @@ export function petReader({ store, cursors, cache, publicBaseUrl }: PetReaderOpt
     serialize: Serialize,
   ): Promise<Representation> {
     // One row more than asked says whether a next page exists, without counting anything.
+    const generation = cache.generation
     const pets = await store.listPets({ limit: limit + 1, status, afterId })
     const full = pets.length > limit
     if (!full) return representationOf(serialize(pets))
@@ -47,8 +48,8 @@ export function petReader({ store, cursors, cache, publicBaseUrl }: PetReaderOpt
     const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}) })
     next.set('cursor', cursors.encode({ afterId: (pets.at(-1) as Pet).id, status }))
     const page = representationOf(serialize(pets), { link: `<${publicBaseUrl}/pets?${next}>; rel="next"` })
-    // A full page followed by more pets never changes; the last page does, as pets are added.
-    cache.set(key, page)
+    // A full page followed by more pets never changes (but under a copy); the last page does, as pets are added.
+    cache.setPage(key, page, generation)
     return page
   }
 

@@ -8,8 +8,9 @@ const ENTRY_OVERHEAD_BYTES = 200
  * Serialized GET answers that can never change, kept in memory (least recently used first out, bounded in
  * bytes). Pets are immutable and ids only grow, so a pet, and a list page that is full and followed by
  * more pets, are the same forever — on every instance, whoever adds pets meanwhile. Partial last pages and
- * 404s are never kept. (A database restored from an older backup under a running server is the one case
- * this does not cover: restart the service after a restore.)
+ * 404s are never kept. A copy into the store adds pets among those listed: while one is under way no page
+ * is kept, and when one begins or ends every answer is let go (`forgetAll`, pets/copy-watch.ts). (A
+ * database restored from an older backup under a running server is not covered: restart after a restore.)
  *
  * A hit only relinks the entry's index in lru-cache's arrays. Recency kept by deleting and re-inserting in
  * a Map instead made V8 rebuild the long-lived Map's table in old space every few hits: about 200 bytes of
@@ -17,6 +18,8 @@ const ENTRY_OVERHEAD_BYTES = 200
  */
 export class ReadCache {
   readonly #entries: LRUCache<string, Representation> | undefined
+  #pagesKept = true
+  #generation = 0
 
   constructor(maxBytes: number) {
     this.#entries =
@@ -36,5 +39,22 @@ export class ReadCache {
   set(key: string, entry: Representation): void {
     if (this.#entries === undefined || this.#entries.has(key)) return
     this.#entries.set(key, entry)
+  }
+
+  /** Changes at each `forgetAll`: a page read from the store before one is not kept (`setPage`). */
+  get generation(): number {
+    return this.#generation
+  }
+
+  /** Keeps a full list page read in `generation`, unless a copy has begun or ended since, or is under way. */
+  setPage(key: string, page: Representation, generation: number): void {
+    if (this.#pagesKept && generation === this.#generation) this.set(key, page)
+  }
+
+  /** A copy into the store began or ended: every answer kept is let go, and pages kept once none is under way. */
+  forgetAll(copyUnderWay: boolean): void {
+    this.#generation++
+    this.#pagesKept = !copyUnderWay
+    this.#entries?.clear()
   }
 }

@@ -6,6 +6,7 @@ import { createAuthenticator } from '../auth/authenticator.ts'
 import { type LoadSheddingLimits, type LoadWatch, shedWhenOverloaded } from '../http/load-shedding.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { runPeriodically } from '../periodic-job.ts'
+import { watchCopies } from '../pets/copy-watch.ts'
 import { DeprecatedCallCounter } from '../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../pets/get-pet-deprecation.ts'
 import { pageCursors } from '../pets/page-cursor.ts'
@@ -93,13 +94,16 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     (signal) => store.purgeIdempotencyRecords(now(), signal),
   )
 
+  const cache = new ReadCache(settings.readCacheBytes)
+  const checkCopies = await watchCopies(store, cache)
   // Without probes (compose, systemd) or in a WORKERS worker no probe reaches, readiness would never read
-  // the schema: every instance reads it itself. A store it cannot reach is said by what meets it; a read
-  // still waiting on a hung one is let go at close.
+  // the schema: every instance reads it itself, and the copy marks (pets/copy-watch.ts). A store it cannot
+  // reach is said by what meets it; a read still waiting on a hung one is let go at close.
   runPeriodically(app, 'schema check', { everyMs: SCHEMA_CHECK_MS, atClose: false }, async (signal) => {
     const settled = new AbortController()
     const closing = once(signal, 'abort', { signal: settled.signal })
-    await Promise.race([store.schemaStatus().catch(() => undefined), closing]).finally(() => settled.abort())
+    const checks = Promise.all([store.schemaStatus(), checkCopies()]).catch(() => undefined)
+    await Promise.race([checks, closing]).finally(() => settled.abort())
   })
 
   await app.register(petRoutes, {
@@ -117,7 +121,7 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     readPets: petReader({
       store,
       cursors: pageCursors(await store.serviceSecret()),
-      cache: new ReadCache(settings.readCacheBytes),
+      cache,
       publicBaseUrl,
     }),
     ...(limitRate ? { limitRate } : {}),

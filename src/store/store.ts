@@ -127,6 +127,14 @@ export interface PoolStats {
   waiting: number
 }
 
+/** What `petstore copy` leaves on its target (ISO 8601 times), read by a service that serves it. */
+export interface CopyMarks {
+  /** When a copy into the store started, while it has not finished. */
+  unfinishedSince: string | undefined
+  /** When the last copy into the store finished. */
+  lastFinishedAt: string | undefined
+}
+
 /**
  * The storage port. Routes and commands speak only to this; one engine implements it per folder of
  * `store/`, chosen once at start from `DATABASE_URL`. Engines throw `StoreUnavailableError` when the
@@ -158,8 +166,8 @@ export interface Store {
   purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number>
   /** A random secret created once per database and shared by every instance (signs paging cursors). */
   serviceSecret(): Promise<string>
-  /** When a copy into this store started (ISO 8601), while it has not finished; else undefined. */
-  unfinishedCopy(): Promise<string | undefined>
+  /** The marks `petstore copy` leaves on this store: a copy under way, the last one finished. */
+  copyMarks(): Promise<CopyMarks>
   /** Rejects with `DuplicateKeyNameError` when an active key has the name. */
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord>
   /**

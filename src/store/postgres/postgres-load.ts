@@ -1,4 +1,4 @@
-import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
+import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopyTarget, TargetContents } from '../shared/store-copy.ts'
 import * as copy from '../shared/store-copy.ts'
@@ -159,20 +159,22 @@ export class PostgresLoad implements CopyTarget {
     return highestPetIdGiven(this.#pool)
   }
 
-  async markUnfinished(since: string | undefined): Promise<void> {
-    await this.#pool.query(
-      since === undefined
-        ? {
-            name: 'copy.finished',
-            text: 'DELETE FROM service_settings WHERE name = $1',
-            values: [UNFINISHED_MARK],
-          }
-        : {
-            name: 'copy.unfinished',
-            text: 'INSERT INTO service_settings VALUES ($1, $2) ON CONFLICT (name) DO NOTHING',
-            values: [UNFINISHED_MARK, since],
-          },
-    )
+  async markUnfinished(since: string): Promise<void> {
+    await this.#pool.query({
+      name: 'copy.unfinished',
+      text: 'INSERT INTO service_settings VALUES ($1, $2) ON CONFLICT (name) DO NOTHING',
+      values: [UNFINISHED_MARK, since],
+    })
+  }
+
+  async markFinished(at: string): Promise<void> {
+    // One statement, so one transaction: a service never reads the copy as neither under way nor finished.
+    await this.#pool.query({
+      name: 'copy.finished',
+      text: `WITH cleared AS (DELETE FROM service_settings WHERE name = $1)
+        INSERT INTO service_settings VALUES ($2, $3) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+      values: [UNFINISHED_MARK, FINISHED_MARK, at],
+    })
   }
 
   close(): Promise<void> {

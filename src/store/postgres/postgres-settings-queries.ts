@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
+import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
+import type { CopyMarks } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 
 /** The value of the setting `name`, if the database holds it; only read. */
@@ -12,9 +13,15 @@ async function storedSetting(pool: PostgresPool, name: string): Promise<string |
   return found?.value
 }
 
-/** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
-export function unfinishedCopy(pool: PostgresPool): Promise<string | undefined> {
-  return storedSetting(pool, UNFINISHED_MARK)
+/** The marks `petstore copy` leaves: when one started, if it has not finished, and when the last finished. */
+export async function copyMarks(pool: PostgresPool): Promise<CopyMarks> {
+  const rows = await pool.query<{ name: string; value: string }>({
+    name: 'settings.copy-marks',
+    text: 'SELECT name, value FROM service_settings WHERE name IN ($1, $2)',
+    values: [UNFINISHED_MARK, FINISHED_MARK],
+  })
+  const stored = (name: string) => rows.find((row) => row.name === name)?.value
+  return { unfinishedSince: stored(UNFINISHED_MARK), lastFinishedAt: stored(FINISHED_MARK) }
 }
 
 /** The database's signing secret if an instance has made it; only read (a `copy` source). */

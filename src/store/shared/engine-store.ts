@@ -2,6 +2,7 @@ import { NewerSchemaError } from '../../errors.ts'
 import type { Pet } from '../../schemas/pet.ts'
 import {
   type ApiKeyRecord,
+  type CopyMarks,
   type CreatedPet,
   type CreatePetRequest,
   type DeprecatedCallCount,
@@ -27,7 +28,7 @@ export interface EngineQueries<Connection> {
   listPets(db: Connection, query: PetQuery): Promise<Pet[]>
   purgeExpiredIdempotencyRecords(db: Connection, nowMs: number, signal?: AbortSignal): Promise<number>
   serviceSecret(db: Connection): Promise<string>
-  unfinishedCopy(db: Connection): Promise<string | undefined>
+  copyMarks(db: Connection): Promise<CopyMarks>
   createApiKey(db: Connection, key: NewApiKey): Promise<ApiKeyRecord>
   ensureApiKey(db: Connection, key: NewApiKey): Promise<void>
   findActiveApiKey(db: Connection, hash: string): Promise<KeyIdentity | undefined>
@@ -105,8 +106,8 @@ export abstract class EngineStore<Connection> implements Store {
     return this.#queries.serviceSecret(this.#db)
   }
 
-  unfinishedCopy(): Promise<string | undefined> {
-    return this.#queries.unfinishedCopy(this.#db)
+  copyMarks(): Promise<CopyMarks> {
+    return this.#queries.copyMarks(this.#db)
   }
 
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord> {

@@ -84,10 +84,12 @@ export interface CopyTarget {
    */
   raiseSequences(petId: bigint, keyId: bigint): Promise<bigint>
   /**
-   * Marks the target as a copy under way since `since` (an earlier run's mark is kept), or, given
-   * undefined, as finished: a service started on it meanwhile warns that it lacks what is not copied yet.
+   * Marks the target as a copy under way since `since` (an earlier run's mark is kept): a service started
+   * on it meanwhile warns that it lacks what is not copied yet, and keeps no list page.
    */
-  markUnfinished(since: string | undefined): Promise<void>
+  markUnfinished(since: string): Promise<void>
+  /** Clears that mark and notes when the copy finished (`at`), in one transaction. */
+  markFinished(at: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -281,6 +283,6 @@ export async function copyStore(
 
   // Again: the source may have taken pets while it was copied.
   const highestPetId = await target.raiseSequences(await source.highestPetId(), highestKeyId)
-  await target.markUnfinished(undefined)
+  await target.markFinished(new Date().toISOString())
   return { ...keysReport, complete: true, pets, idempotencyRecords: records, highestPetId }
 }

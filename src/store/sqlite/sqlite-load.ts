@@ -1,5 +1,5 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
-import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
+import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import {
   ACTIVE_KEYS_SQL,
@@ -152,15 +152,25 @@ export class SqliteLoad implements CopyTarget {
     )
   }
 
-  markUnfinished(since: string | undefined): Promise<void> {
+  markUnfinished(since: string): Promise<void> {
     return this.#db.run(() => {
-      if (since === undefined)
-        this.#db.statement('DELETE FROM service_settings WHERE name = ?').run(UNFINISHED_MARK)
-      else
-        this.#db
-          .statement('INSERT INTO service_settings VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
-          .run(UNFINISHED_MARK, since)
+      this.#db
+        .statement('INSERT INTO service_settings VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
+        .run(UNFINISHED_MARK, since)
     })
+  }
+
+  markFinished(at: string): Promise<void> {
+    return this.#db.run(() =>
+      this.#db.transaction(() => {
+        this.#db.statement('DELETE FROM service_settings WHERE name = ?').run(UNFINISHED_MARK)
+        this.#db
+          .statement(
+            'INSERT INTO service_settings VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
+          )
+          .run(FINISHED_MARK, at)
+      }),
+    )
   }
 
   async close(): Promise<void> {

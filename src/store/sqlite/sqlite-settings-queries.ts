@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { UNFINISHED_MARK } from '../shared/copy-mark.ts'
+import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
+import type { CopyMarks } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
 /** The value of the setting `name`, if the database holds it (inside a `run`); only read. */
@@ -13,9 +14,12 @@ export function storedSecret(db: SqliteConnection): Promise<string | undefined> 
   return db.run(() => settingIn(db, 'service_secret'))
 }
 
-/** When a copy into this database started, if it has not finished (`petstore copy` marks and clears it). */
-export function unfinishedCopy(db: SqliteConnection): Promise<string | undefined> {
-  return db.run(() => settingIn(db, UNFINISHED_MARK))
+/** The marks `petstore copy` leaves: when one started, if it has not finished, and when the last finished. */
+export function copyMarks(db: SqliteConnection): Promise<CopyMarks> {
+  return db.run(() => ({
+    unfinishedSince: settingIn(db, UNFINISHED_MARK),
+    lastFinishedAt: settingIn(db, FINISHED_MARK),
+  }))
 }
 
 /**
