@@ -162,6 +162,23 @@ export class WriteInDoubtError extends StoreUnavailableError {
   }
 }
 
+/**
+ * A table, column or schema the service's statements name is gone from its database: dropped or renamed
+ * under it (a restore with --clean under way, a database made again, empty). Answered 503 meanwhile.
+ */
+export class SchemaMissingError extends StoreUnavailableError {
+  constructor(options?: ErrorOptions) {
+    super(
+      'the database lacks the Pet Store schema, or part of it (a table or column dropped or renamed, or the database made again)',
+      {
+        ...options,
+        remedy: 'restore the database, or run petstore migrate on an empty one, then run it again',
+      },
+    )
+    this.name = 'SchemaMissingError'
+  }
+}
+
 /** The database's schema needs a newer release than this one: writes are refused until one replaces it. */
 export class NewerSchemaError extends StoreUnavailableError {
   constructor(message: string) {

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { call } from './helpers/api-client.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
+import { startTestServer } from './helpers/test-server.ts'
 
 describe('the service schema on a shared PostgreSQL database', engineSuiteOptions(postgresEngine), () => {
   test("when another application's schema_migrations is further along the search path, then the service makes its own and leaves that one alone", async (t) => {
@@ -29,5 +31,37 @@ describe('the service schema on a shared PostgreSQL database', engineSuiteOption
     )
     assert.ok(columns.some((row) => row.table_schema === 'svc' && row.column_name === 'compatible_from'))
     assert.equal((await postgresSql(url, 'SELECT count(*)::int AS n FROM other.schema_migrations'))[0]?.n, 0)
+  })
+
+  test('when the Pet Store tables are dropped under a running instance (a pg_restore --clean under way, a database made again), then calls get 503 with Retry-After, never a 500, and readiness says the schema is missing', async (t) => {
+    const server = await startTestServer(t, { engine: postgresEngine })
+    assert.equal(
+      (await call(server, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 } })).status,
+      201,
+    )
+    const tables = await postgresSql(
+      server.databaseUrl as string,
+      "SELECT string_agg(quote_ident(tablename), ', ') AS names FROM pg_tables WHERE schemaname = current_schema()",
+    )
+    await postgresSql(server.databaseUrl as string, `DROP TABLE ${tables[0]?.names} CASCADE`)
+    for (const [method, path] of [
+      ['GET', '/v1/pets'],
+      ['GET', '/v1/pets/1'],
+      ['POST', '/v1/pets'],
+    ] as const) {
+      const answer = await call(
+        server,
+        method,
+        path,
+        method === 'POST' ? { body: { name: 'Rex', categoryId: 1 } } : {},
+      )
+      assert.equal(answer.status, 503, `${method} ${path}: ${answer.text}`)
+      assert.equal(answer.json.code, 'service_unavailable')
+      assert.equal(answer.headers.get('retry-after'), '1')
+      assert.doesNotMatch(answer.text, /relation|pets_|api_keys/, 'no internals')
+    }
+    const readiness = await call(server, 'GET', '/readyz', { key: false })
+    assert.equal(readiness.status, 503)
+    assert.match(readiness.json.message, /^not ready: the database lacks the Pet Store schema/)
   })
 })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
-import { ApiError } from '../errors.ts'
+import { ApiError, SchemaMissingError } from '../errors.ts'
 import { logReady } from '../http/condition-log.ts'
 import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
@@ -56,13 +56,10 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     } catch (error) {
       if (error instanceof ApiError) throw error
       // Probes come every few seconds for as long as an outage lasts: the error handler logs the store's
-      // error once per condition (condition-log.ts), not once per probe.
-      throw new ApiError(
-        'service_unavailable',
-        'not ready: the store cannot be reached',
-        { 'retry-after': '1' },
-        { cause: error },
-      )
+      // error once per condition (condition-log.ts), not once per probe. A missing schema is said as such
+      // (its words name no table): the store answers.
+      const why = error instanceof SchemaMissingError ? error.message : 'the store cannot be reached'
+      throw new ApiError('service_unavailable', `not ready: ${why}`, { 'retry-after': '1' }, { cause: error })
     } finally {
       clearTimeout(bound)
     }

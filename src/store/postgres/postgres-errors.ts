@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { type CertificateRefusal, refusedCertificate } from '../../certificate-refusal.ts'
-import { StoreUnavailableError } from '../../errors.ts'
+import { SchemaMissingError, StoreUnavailableError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
 
 // SQLSTATE 25006, read_only_sql_transaction: a failover onto a standby, or a read-only default. Every
@@ -16,6 +16,10 @@ const CONNECTION_REFUSED = /^28|^3D000$|^55000$/
 const NO_TLS_SERVER = 'The server does not support SSL connections'
 // Said of its URL, not DATABASE_URL: `petstore copy` opens its --from and --to with the same store.
 const NO_TLS = 'the database takes no TLS connections, and its URL asks for them (sslmode)'
+
+// undefined_table, undefined_column, invalid_schema_name: what the statements name is gone from under a
+// running service (SchemaMissingError), as it is from every instance until an operator acts.
+const SCHEMA_GONE = new Set(['42P01', '42703', '3F000'])
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
@@ -51,12 +55,14 @@ const NO_PASSWORD_GIVEN =
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
  * database is down, overloaded, takes no writes, refuses this service's connections (its TLS included),
- * the statement ran past its timeout, or the pool had no free connection in time, naming which; a
+ * lacks a table the statements name, the statement ran past its timeout, or the pool had no free
+ * connection in time, naming which; a
  * missing password said in our words (the driver's name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
   if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error, remedy: TAKE_WRITES })
+  if (code !== undefined && SCHEMA_GONE.has(code)) return new SchemaMissingError({ cause: error })
   // The server's reason (no password in it) is the cause, which the log and the CLI's line append.
   if (code !== undefined && CONNECTION_REFUSED.test(code)) {
     return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
