@@ -3,6 +3,9 @@ import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { exitAfterLogFlush } from './log/logger.ts'
 
+/** What stops the service, and a command; SIGHUP is its terminal gone (closed, a dropped ssh session). */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
+
 /** Where the API listens (`HOST`, `PORT`), and how long a stop lets open connections finish. */
 export interface ListenSettings {
   host: string
@@ -144,10 +147,7 @@ export async function startServer(
   const onSignal = (signal: NodeJS.Signals) => onStop('signal', signal)
   // `on`, not `once`: a second signal (Ctrl-C twice, or the process group's and then the supervisor's)
   // must not fall back to Node's default, which would kill the process mid-drain.
-  process.on('SIGTERM', onSignal)
-  process.on('SIGINT', onSignal)
-  // A terminal's hang-up (closed, or its session ended) stops it the same way: nothing here reloads.
-  process.on('SIGHUP', onSignal)
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
   stopAsked?.((signal) => onStop('supervisor', signal))
 
   return { url, shutdown }

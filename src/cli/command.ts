@@ -1,9 +1,12 @@
+import { constants } from 'node:os'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { surroundingSpaceRefusal } from '../setting-forms.ts'
 
-/** What stops a command or the service; SIGHUP is its terminal gone (a dropped ssh session). */
-export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP']
+/** The shell's exit code for a process ended by `signal` (143 for SIGTERM), as a stop by it exits. */
+export function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + (constants.signals[signal] ?? 0)
+}
 
 export interface Output {
   isTTY?: boolean

@@ -1,8 +1,8 @@
 import { existsSync, lstatSync } from 'node:fs'
-import { constants } from 'node:os'
 import { resolve } from 'node:path'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { kindAt } from '../file-kind.ts'
+import { STOP_SIGNALS } from '../server.ts'
 import {
   CopyConflictError,
   type CopySource,
@@ -20,7 +20,7 @@ import {
   integerOption,
   nonEmptyOption,
   parseCommandArgs,
-  STOP_SIGNALS,
+  signalExitCode,
   UsageError,
 } from './command.ts'
 import { discardFailedTarget, openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
@@ -51,7 +51,7 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
       : 'the target holds whole chunks: run the same command again to finish'
     stderr.write(`petstore copy: stopped by ${signal} before the end; ${held}\n`)
     // The shell's code for a command ended by the signal; the transaction under way is rolled back.
-    process.exit(128 + (constants.signals[signal] ?? 0))
+    process.exit(signalExitCode(signal))
   }
   // SIGHUP too: the terminal went away, as a server takes it (server.ts).
   for (const signal of STOP_SIGNALS) process.once(signal, stop)

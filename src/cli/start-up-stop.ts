@@ -1,6 +1,6 @@
-import { constants } from 'node:os'
 import type { Logger } from 'pino'
-import { STOP_SIGNALS } from './command.ts'
+import { STOP_SIGNALS } from '../server.ts'
+import { signalExitCode } from './command.ts'
 
 // How long the log is given to write its lines before the signal ends the process anyway (a stuck stdout).
 const FLUSH_WAIT_MS = 1000
@@ -26,7 +26,7 @@ export function stopDuringStartUp(log: Logger): () => void {
     log.info({ signal }, 'stopped during start-up, before serving')
     const end = () => {
       // As PID 1 the signal's default action is ignored: it exits with the code that action gives.
-      if (process.pid === 1) process.exit(128 + (constants.signals[signal] ?? 0))
+      if (process.pid === 1) process.exit(signalExitCode(signal))
       // No listener left: Node has restored the default action, which ends the process. One added while
       // the log was written is the server's, listening by then: it drains, as for any stop.
       process.kill(process.pid, signal)

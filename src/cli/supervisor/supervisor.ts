@@ -10,7 +10,7 @@ import {
   type WorkerRestartCause,
 } from '../../metrics/metrics.ts'
 import type { MetricsListener } from '../../metrics/metrics-server.ts'
-import { STOP_SIGNALS } from '../command.ts'
+import { STOP_SIGNALS } from '../../server.ts'
 import { exitOnFatalFailure } from '../fatal-failure.ts'
 import { openMetricsListener } from '../metrics-listener.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
@@ -29,7 +29,6 @@ const KILLED_WORKERS_REAPED_MS = 1000
 // How long, once the workers have exited, their last output (a count of what their logs dropped at exit)
 // is waited for, read and written.
 const LAST_OUTPUT_MS = 1000
-// The signals that stop the service (a terminal's hang-up as well: nothing here reloads).
 
 /** What the supervisor needs of the configuration. */
 export interface SupervisorSettings {
