@@ -33,7 +33,8 @@ type WithIncrement = Redis & Record<typeof COMMAND, (key: string, windowMs: numb
  * Counts in Redis, so every instance shares one count per key. Keys are `<prefix><key>`. A Redis that
  * refuses connections fails each command at once (the connection's settings); one that accepts them and
  * never answers (a hung host) would cost every request the command timeout, so after two timeouts in a
- * row it is passed by, said once in the log, and asked again by one request a second until it answers.
+ * row it is passed by, said once in the log, and asked again by one request a second until it answers,
+ * each time on a new connection.
  * One that answers with an error (out of memory, read-only), or with no count, is said once too, and once
  * it counts again.
  */
@@ -119,7 +120,11 @@ export class RedisWindowCounter implements WindowCounter {
 
   #timedOut(error: unknown): void {
     this.#timeoutsInARow++
-    if (this.#silentSince !== undefined || this.#timeoutsInARow < TIMEOUTS_TO_SILENCE) return
+    if (this.#timeoutsInARow < TIMEOUTS_TO_SILENCE) return
+    // The connection may be what is silent (its peer gone without a reset, a failover that moved the
+    // address), which the kernel gives up only after some 15 minutes: another is made, in the background.
+    this.#redis.disconnect(true)
+    if (this.#silentSince !== undefined) return
     this.#askAgainAt = performance.now() + SILENT_RETRY_MS
     this.#silentSince = performance.now()
     this.#log.warn({ err: error }, 'Redis does not answer: rate limits are not counted until it does')
