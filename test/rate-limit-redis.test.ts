@@ -7,7 +7,7 @@ import { describe, type TestContext, test } from 'node:test'
 import type { Redis } from 'ioredis'
 import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
-import { generateApiKey } from '../src/auth/api-key.ts'
+import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { createLogger } from '../src/log/logger.ts'
 import { createMetrics } from '../src/metrics/metrics.ts'
 import { call } from './helpers/api-client.ts'
@@ -93,10 +93,13 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
     assert.equal((await call(b, 'GET', '/v1/pets', { key })).json.code, 'rate_limited')
     assert.deepEqual([await a.uncounted(), await b.uncounted()], [0, 0], 'every request counted')
 
+    // A key no instance has refused in this window (one that was stays refused: the next test).
+    const fresh = generateApiKey()
+    await store.createApiKey(storedFormOf('fresh', fresh))
     await redisServer.stop()
     const started = performance.now()
     for (const server of [a, b]) {
-      const response = await call(server, 'GET', '/v1/pets', { key })
+      const response = await call(server, 'GET', '/v1/pets', { key: fresh })
       assert.equal(response.status, 200, 'served uncounted while Redis is down')
       assert.equal(response.headers.get('ratelimit-remaining'), null, 'and no count is claimed')
     }
@@ -116,6 +119,35 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
       ),
     )
     assert.deepEqual(await alternating(), [200, 200, 200, 200, 200, 429], 'one shared limit again')
+  })
+})
+
+describe('a key over its limit when Redis goes away', redisSuiteOptions(), () => {
+  test('when a key was refused in its window and Redis then goes away, then it stays refused until that window ends, while other keys are served uncounted', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const connection = await connectRedis(redisServer.url, log)
+    t.after(() => connection.client.disconnect())
+    await connected(connection.client)
+    const server = await startTestServer(t, {
+      env: { RATE_LIMIT_PER_MINUTE: '3' },
+      app: { redis: connection },
+    })
+    const other = generateApiKey()
+    await server.store.createApiKey(storedFormOf('other', other))
+    const statuses = []
+    for (let i = 0; i < 4; i++) statuses.push((await call(server, 'GET', '/v1/pets')).status)
+    assert.deepEqual(statuses, [200, 200, 200, 429])
+
+    await redisServer.stop()
+    const refused = await call(server, 'GET', '/v1/pets')
+    assert.equal(refused.status, 429, 'the outage does not lift its limit')
+    assert.equal(refused.json.code, 'rate_limited')
+    const retryAfter = Number(refused.headers.get('retry-after'))
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After: ${retryAfter}`)
+    const served = await call(server, 'GET', '/v1/pets', { key: other })
+    assert.equal(served.status, 200, 'a key under its limit is served, uncounted')
+    assert.equal(served.headers.get('ratelimit-remaining'), null)
   })
 })
 

@@ -23,15 +23,22 @@ export type RateLimitHook = (
  * against its API key's window (by the key's id, never the client's address, which a proxy hides and
  * anyone can vary). Every counted answer carries the IETF RateLimit header fields; over the limit, 429
  * `rate_limited` with Retry-After. When the counter fails (Redis unreachable), the request is served
- * uncounted and without those fields: the limit fails open, availability over strictness.
+ * uncounted and without those fields: the limit fails open, availability over strictness; only a key
+ * already refused in its current window stays refused until that window ends.
  *
  * A callback hook, not an async one: the in-memory counter answers at once, and a promise per request
  * would cost more than the counting.
  */
 export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLimitOptions): RateLimitHook {
   const limit = String(max)
+  const refused = new RefusedKeys()
 
-  function apply(reply: FastifyReply, window: WindowCount, done: HookHandlerDoneFunction): void {
+  function apply(
+    reply: FastifyReply,
+    name: string,
+    window: WindowCount,
+    done: HookHandlerDoneFunction,
+  ): void {
     // Whole seconds, rounded up and never 0: a client told to retry in 0 s would retry at once.
     const reset = String(Math.max(1, Math.ceil(window.resetInMs / 1000)))
     if (window.count <= max) {
@@ -44,6 +51,7 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
       done()
       return
     }
+    refused.add(name, window.resetInMs)
     done(
       new ApiError(
         'rate_limited',
@@ -70,14 +78,43 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
       lastName = `key:${key.id}`
       lastKey = key
     }
-    const counted = counter.increment(lastName, windowMs)
-    if (!(counted instanceof Promise)) return apply(reply, counted, done)
+    const name = lastName
+    const counted = counter.increment(name, windowMs)
+    if (!(counted instanceof Promise)) return apply(reply, name, counted, done)
     counted.then(
-      (window) => apply(reply, window, done),
+      (window) => apply(reply, name, window, done),
       () => {
+        // A key refused in this window stays refused: an outage does not lift its limit.
+        const resetInMs = refused.leftMs(name)
+        if (resetInMs !== undefined) return apply(reply, name, { count: max + 1, resetInMs }, done)
         onUncounted()
         done()
       },
     )
+  }
+}
+
+// Keys over their limit remembered at most: past it the oldest is forgotten (and served while the counter
+// fails, as every other key is).
+const REFUSED_KEYS_KEPT = 10_000
+
+/** Keys refused (429) in their current window, with when it ends: what the limit holds while Redis fails. */
+class RefusedKeys {
+  readonly #until = new Map<string, number>()
+
+  add(name: string, resetInMs: number): void {
+    this.#until.delete(name)
+    this.#until.set(name, performance.now() + resetInMs)
+    if (this.#until.size > REFUSED_KEYS_KEPT) this.#until.delete(this.#until.keys().next().value as string)
+  }
+
+  /** The time left in the window `name` was refused in, if it has not ended. */
+  leftMs(name: string): number | undefined {
+    const until = this.#until.get(name)
+    if (until === undefined) return undefined
+    const left = until - performance.now()
+    if (left > 0) return left
+    this.#until.delete(name)
+    return undefined
   }
 }
