@@ -52,6 +52,15 @@ async function redisLoggingTo(t: TestContext) {
   return { redisServer, lines, logger, redis, connection }
 }
 
+/** A test server counting rate limits (`perMinute`) in the Redis at `url`; its client closed after the test. */
+async function countingIn(t: TestContext, url: string, perMinute: number) {
+  const connection = await connectRedis(url, log)
+  t.after(() => connection.client.disconnect())
+  // connectRedis resolves once connected, or a second later while still trying (a loaded machine).
+  await connected(connection.client)
+  return startTestServer(t, { env: { RATE_LIMIT_PER_MINUTE: String(perMinute) }, app: { redis: connection } })
+}
+
 describe('rate limits shared through Redis', redisSuiteOptions(), () => {
   test('when two instances share Redis, then one key has one limit across both; when Redis goes away, requests are served (fail open); when it is back, the shared limit applies again', async (t) => {
     const redisServer = await startRedis()
@@ -126,13 +135,7 @@ describe('a key over its limit when Redis goes away', redisSuiteOptions(), () =>
   test('when a key was refused in its window and Redis then goes away, then it stays refused until that window ends, while other keys are served uncounted', async (t) => {
     const redisServer = await startRedis()
     t.after(() => redisServer.stop())
-    const connection = await connectRedis(redisServer.url, log)
-    t.after(() => connection.client.disconnect())
-    await connected(connection.client)
-    const server = await startTestServer(t, {
-      env: { RATE_LIMIT_PER_MINUTE: '3' },
-      app: { redis: connection },
-    })
+    const server = await countingIn(t, redisServer.url, 3)
     const other = generateApiKey()
     await server.store.createApiKey(storedFormOf('other', other))
     const statuses = []
@@ -278,13 +281,7 @@ describe('a Redis connection that goes silent', redisSuiteOptions(), () => {
     const redisServer = await startRedis()
     t.after(() => redisServer.stop())
     const proxy = await mutableRedis(t, redisServer.url)
-    const connection = await connectRedis(proxy.url, log)
-    t.after(() => connection.client.disconnect())
-    await connected(connection.client)
-    const server = await startTestServer(t, {
-      env: { RATE_LIMIT_PER_MINUTE: '100' },
-      app: { redis: connection },
-    })
+    const server = await countingIn(t, proxy.url, 100)
     assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
     proxy.mute()
     await waitUntil(
