@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readdirSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -101,6 +102,25 @@ describe('docs page', () => {
     // Built from config by the plugin, under the same folder: never kept.
     const initializer = await server.app.inject({ url: '/docs/static/swagger-initializer.js' })
     assert.equal(initializer.headers['cache-control'], 'no-store')
+  })
+
+  test('when any file of the package is asked for with Range or If-Match, then it is sent whole from memory with its ETag, never a part, a 412 or a 416', async (t) => {
+    const server = await startTestServer(t)
+    // Less the two the plugin builds itself from our options (its own routes).
+    const files = readdirSync(new URL('./static/', import.meta.resolve('@fastify/swagger-ui'))).filter(
+      (name) => name !== 'index.html' && name !== 'swagger-initializer.js',
+    )
+    assert.ok(files.includes('csp.json'), 'the package still ships a file of a type the others do not share')
+    for (const name of files) {
+      for (const headers of [{ range: 'bytes=0-5' }, { range: 'bytes=99999999-' }, { 'if-match': '"x"' }]) {
+        const response = await fetch(`${server.origin}/docs/static/${name}`, { headers })
+        const what = `${name} ${JSON.stringify(headers)}`
+        assert.equal(response.status, 200, what)
+        assert.match(String(response.headers.get('etag')), /^"[\w-]{27}"$/, `${what}: from memory`)
+        assert.equal(response.headers.get('accept-ranges'), null, what)
+        await response.arrayBuffer()
+      }
+    }
   })
 
   test('when a docs path is called with another method than GET or HEAD, then it is 405 with Allow', async (t) => {
