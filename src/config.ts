@@ -75,7 +75,10 @@ export function settingsEnvironment(env: Record<string, string | undefined>): Re
   return Object.fromEntries(Object.keys(properties).map((name) => [name, env[name] ?? '']))
 }
 
-/** Whether an error may echo `value` of setting `name`: not a setting that holds secrets, nor a URL with a user. */
+/**
+ * Whether `value` of setting `name` may hold a secret, so that no error echoes it: a setting that holds
+ * secrets, or a URL with a user.
+ */
 function mayHoldSecret(name: string, value: string): boolean {
   return SECRET_SETTINGS.has(name) || /^[a-z]+:\/\/[^/?#]*@/i.test(value)
 }

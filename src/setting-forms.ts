@@ -4,7 +4,13 @@
  */
 import { isIP } from 'node:net'
 import Type from 'typebox'
-import { isWellFormedApiKey, KEY_NAME_PATTERN, KEY_NAME_RULE } from './schemas/api-key.ts'
+import {
+  API_KEY_BODY,
+  API_KEY_PREFIX,
+  isWellFormedApiKey,
+  KEY_NAME_PATTERN,
+  KEY_NAME_RULE,
+} from './schemas/api-key.ts'
 
 // Each pattern comes with its `allowedForm`, the same rule in words, for error messages and the README.
 const BASE_URL_FORM = 'an http:// or https:// URL ending in /v1, without credentials, query or fragment'
@@ -41,7 +47,7 @@ export function hostSetting(defaultHost: string, description: string) {
 // Values that may hold credentials: never echoed back in an error; warned of in a .env others can read.
 export const SECRET_SETTINGS: ReadonlySet<string> = new Set(['API_KEYS', 'DATABASE_URL', 'REDIS_URL'])
 
-export const API_KEYS_FORM = `name:key pairs separated by commas (spaces around them ignored), each name ${KEY_NAME_RULE}, each key psk_ followed by 43 base64url characters; no name or key given twice`
+export const API_KEYS_FORM = `name:key pairs separated by commas (spaces around them ignored), each name ${KEY_NAME_RULE}, each key ${API_KEY_PREFIX} followed by ${API_KEY_BODY.length} base64url characters; no name or key given twice`
 
 // A URL that parses, too: a bad host or a port out of range would otherwise fail at connect, as "Invalid URL".
 // Not a `file:` URI: SQLite would read its options (`mode=ro`, `nolock=1`) and make the file as the umask

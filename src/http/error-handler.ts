@@ -1,7 +1,7 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
-import { maskApiKeys } from '../log/key-masking.ts'
+import { maskApiKeys, maskCutApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 import { contentTypeRepeated } from './raw-headers.ts'
@@ -149,14 +149,10 @@ export function routeNotFound(method: string, url: string): ApiError {
   return new ApiError('route_not_found', `no operation at ${asked} ${maskApiKeys(path).slice(0, 200)}`)
 }
 
-// What is left of a key a message's bound cut (its end marked `…`, errors.ts): the mask takes whole keys.
-const CUT_KEY = /psk_[A-Za-z0-9_-]{0,42}…/g
-
 /** The Error body as sent: a key quoted from the request (a path, a media type, a field) never in it. */
 export function answerBody(apiError: ApiError): string {
-  const body = maskApiKeys(apiError.toJson())
-  // Scanned only where a message was cut: a 401's body is sent by the thousand.
-  return body.includes('…') ? body.replace(CUT_KEY, 'psk_[redacted]…') : body
+  // Cut keys are looked for only where a message was cut: a 401's body is sent by the thousand.
+  return maskCutApiKeys(maskApiKeys(apiError.toJson()))
 }
 
 /** 405 (RFC 9110 §15.5.6): the path serves other methods, which `Allow` lists (empty: none). */

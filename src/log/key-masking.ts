@@ -32,6 +32,14 @@ export function maskApiKeys(text: string): string {
   return text.replace(API_KEY_ANYWHERE, MASKED)
 }
 
+// What is left of a key a message's bound cut (its end marked `…`, errors.ts): maskApiKeys takes whole keys.
+const CUT_KEY = new RegExp(`${API_KEY_PREFIX}[${API_KEY_BODY.alphabet}]{0,${API_KEY_BODY.length - 1}}…`, 'g')
+
+/** The text with the start of a key that a message's bound cut short (its end marked `…`) masked. */
+export function maskCutApiKeys(text: string): string {
+  return text.includes('…') ? text.replace(CUT_KEY, `${MASKED}…`) : text
+}
+
 /** Whether the text holds anything shaped like a key (see maskApiKeys). */
 export function containsApiKey(text: string): boolean {
   return maskApiKeys(text) !== text
