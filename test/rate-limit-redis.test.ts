@@ -535,6 +535,21 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     )
   })
 
+  test('when REDIS_URL names a server that is not Redis (an HTTP port), then the start stops with one line saying so', async (t) => {
+    const { port } = await trackedServer(t, (client) => {
+      client.on('data', () => client.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n'))
+    })
+    const cwd = temporaryDirectory(t)
+    const env = { REDIS_URL: `redis://127.0.0.1:${port}`, PORT: '0' }
+    const result = await runCliAsync(['serve'], env, cwd, { timeoutMs: 20_000 })
+    assert.equal(result.status, 1, result.stderr)
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
+    assert.match(
+      result.stderr,
+      /^petstore serve: REDIS_URL: the server it names does not answer as Redis does/,
+    )
+  })
+
   test('when Redis is down at start and, once up, refuses the credentials, then the service serves uncounted and one error line says to correct them', async (t) => {
     const redis = await startRedis({ password: 'sekret' })
     t.after(() => redis.stop())

@@ -52,17 +52,31 @@ function credentialsRefused(error: Error): string | undefined {
   return CREDENTIALS_REFUSED.test(error.message) ? error.message.split(' ')[0] : undefined
 }
 
+// The client's words for a reply no Redis sends (an HTTP server's `HTTP/1.1 …`): REDIS_URL names another
+// kind of server, which no reconnect mends.
+const NOT_REDIS = /^(Unknown RESP type|Protocol error)\b/
+
 // Redis's reply to SELECT of a database it does not have (REDIS_URL's path: `redis://host:6379/99`).
 const NO_DATABASE = /^ERR (DB index is out of range|invalid DB index)/
 
 /**
- * What to say when `error` is a setting to correct, which no reconnect mends: credentials Redis refuses, a
- * database it does not have, or a TLS certificate this process does not trust. Undefined for an outage.
+ * What to say when `error` is a setting to correct, which no reconnect mends: a server that is no Redis,
+ * credentials Redis refuses, a database it does not have, or a TLS certificate this process does not
+ * trust. Undefined for an outage.
  */
 function settingRefused(
   error: Error,
   url: string,
 ): { atStart: string; later: string; code: string; endsClient?: true } | undefined {
+  if (NOT_REDIS.test(error.message)) {
+    return {
+      code: 'NOT_REDIS',
+      atStart:
+        'the server it names does not answer as Redis does (another service at that port?): name a Redis',
+      later:
+        'the server REDIS_URL names does not answer as Redis does: rate limits are not counted until it does',
+    }
+  }
   if (NO_DATABASE.test(error.message)) {
     // Only the database is said: the URL may hold a password.
     const parsed = URL.canParse(url) ? new URL(url) : undefined
