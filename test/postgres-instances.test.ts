@@ -5,7 +5,7 @@ import pg from 'pg'
 import { MIGRATION_LOCK } from '../src/store/postgres/postgres-migrator.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { logLines, runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { assertOneCreatedRestReplayedOrInFlight } from './helpers/idempotent-answers.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
@@ -138,6 +138,28 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     await admin.query('COMMIT')
     const { current, latest } = await within(migrating, 10_000, 'the migration never ended')
     assert.equal(current, latest)
+  })
+
+  test('when an instance starts while another process holds the migrations, then one line says it waits for them, and it serves once they end', async (t) => {
+    const url = await emptyDatabase()
+    const admin = await adminOn(t, url)
+    await admin.query('BEGIN')
+    await admin.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+    const starting = startServeProcess({ DATABASE_URL: url }, temporaryDirectory(t))
+    await sleep(2000)
+    await admin.query('COMMIT')
+    const server = await starting
+    t.after(() => server.child.kill('SIGKILL'))
+    const waits = logLines(server).filter((line) => /migrat/.test(String(line.msg)))
+    assert.deepEqual(
+      waits.map(({ level, msg }) => [level, msg]),
+      [
+        [
+          40,
+          'another process holds the migration lock (migrating the database): waiting for it, up to 10 min',
+        ],
+      ],
+    )
   })
 
   test('when a key is revoked through the CLI, then every instance refuses it within the cache TTL', async (t) => {

@@ -1,5 +1,5 @@
 import { type Command, parseCommandArgs } from './command.ts'
-import { missingDatabaseFile, openStore, sayCreated } from './open-store.ts'
+import { missingDatabaseFile, openStore, sayCreated, sayingWaits } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
 export const migrateCommand: Command = {
@@ -18,7 +18,7 @@ Applies every migration the database does not have yet, in order, and prints wha
     // Said once the file is there, whether the migration then succeeds or not.
     if (missing !== undefined) sayCreated('migrate', missing, stderr)
     try {
-      const { applied, current, latest } = await store.migrate()
+      const { applied, current, latest } = await store.migrate(sayingWaits(log))
       stdout.write(
         applied.length > 0
           ? `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`

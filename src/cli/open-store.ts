@@ -12,7 +12,7 @@ import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
 import type { StorageLog } from '../store/sqlite/sqlite-health.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
-import { NoSchemaError, type Store } from '../store/store.ts'
+import { type MigrateOptions, NoSchemaError, type Store } from '../store/store.ts'
 import { CommandError, type Output, UsageError } from './command.ts'
 
 /**
@@ -74,7 +74,7 @@ async function openMigratedStore(
 ): Promise<{ store: Store; made: string | undefined }> {
   const store = await openStore(database, log)
   try {
-    const { made } = await store.migrate({ makeSchema })
+    const { made } = await store.migrate({ makeSchema, ...sayingWaits(log) })
     await store.serviceSecret()
     return { store, made }
   } catch (error) {
@@ -123,6 +123,16 @@ export function missingDatabaseFile(database: DatabaseSettings): string | undefi
   const file = database.engine === 'sqlite' && database.path !== ':memory:'
   // One this user may not reach is not missing: opening it says whose it is.
   return file && databaseFileAt(database.path) === 'absent' ? resolve(database.path) : undefined
+}
+
+/** Migration options that say, at warn, that another process's migrations hold this one up, and how long. */
+export function sayingWaits(log: Pick<Logger, 'warn'>): MigrateOptions {
+  return {
+    onWaiting: (boundMs) =>
+      log.warn(
+        `another process holds the migration lock (migrating the database): waiting for it, up to ${boundMs / 60_000} min`,
+      ),
+  }
 }
 
 /** Tells on stderr that command `name` made a new database at `path`: run elsewhere, it would go unseen. */

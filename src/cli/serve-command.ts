@@ -18,7 +18,7 @@ import { HeldFaultLines } from './held-fault-lines.ts'
 import { namingListener, resolveListenerHosts } from './listener-failure.ts'
 import { openMetricsListener } from './metrics-listener.ts'
 import { warnOfOpenFileLimit } from './open-file-limit.ts'
-import { openStore } from './open-store.ts'
+import { openStore, sayingWaits } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
 import { stopDuringStartUp } from './start-up-stop.ts'
@@ -35,7 +35,7 @@ const FATAL_GRACE_MS = 5000
 /** Once per service, before anything serves: the open-file limit, migrations, the keys it is called with. */
 async function prepareStore(store: Store, config: Config, log: Logger, terminal: Output): Promise<void> {
   warnOfOpenFileLimit(config.http.maxConnections, config.database, log)
-  const { current, latest, compatibleFrom } = await store.migrate()
+  const { current, latest, compatibleFrom } = await store.migrate(sayingWaits(log))
   // A rollback, or an old instance restarting mid-deploy: the newer migrations keep this release working.
   if (current > latest) {
     log.warn(

@@ -106,6 +106,11 @@ export interface MigrateOptions {
    * on a new, wrong database.
    */
   makeSchema?: boolean
+  /**
+   * Told when another process holds the migrations and this one waits for them, at most `boundMs`
+   * (PostgreSQL's migration lock; SQLite's lock is waited for within its busy timeout, said by no one).
+   */
+  onWaiting?: (boundMs: number) => void
 }
 
 /** The database holds no table at all, and the migration was told not to make the schema there. */

@@ -36,6 +36,11 @@ const APPLIED =
 export function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promise<MigrationReport> {
   return pool.transaction(
     async (client) => {
+      // Tried first, so that a wait behind another process's migrations is said: a start waited in silence.
+      const free = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
+        MIGRATION_LOCK,
+      ])
+      if (free.rows[0]?.locked !== true) options.onWaiting?.(MIGRATION_TIMEOUT_MS)
       const [where] = (
         await client.query<Place>(`SELECT pg_advisory_xact_lock($1), ${PLACE_COLUMNS}`, [MIGRATION_LOCK])
       ).rows
