@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import { connectBy, destroy } from './postgres-checkout.ts'
-import { connectionLost, storeErrorOf } from './postgres-errors.ts'
+import { connectionLost, sessionEnded, storeErrorOf } from './postgres-errors.ts'
 import { type PostgresStoreOptions, poolConfig } from './postgres-pool-config.ts'
 import { ServerFullHold } from './postgres-server-full.ts'
 import { beginStatement, bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
@@ -90,11 +90,12 @@ export class PostgresPool {
    * it is answered): one round trip. Without `since`, run by the pool itself: bounded by the connect timeout
    * to get a connection, then query_timeout on it, and a connection whose statement failed is replaced.
    * With `since`, answered within `callBoundMs` of it, as `transaction` is, and a connection is replaced
-   * only when it is lost.
+   * only when it is lost. A statement that `reads` only (without `since`) is sent again once when its
+   * connection turns out to have ended while idle (`sessionEnded`).
    */
   async query<Row extends pg.QueryResultRow>(
     statement: Statement,
-    { since, writes }: Pick<TransactionOptions, 'since' | 'writes'> = {},
+    { since, writes, reads }: Pick<TransactionOptions, 'since' | 'writes'> & { reads?: boolean } = {},
   ): Promise<Row[]> {
     this.ensureOpen()
     if (since !== undefined) {
@@ -111,6 +112,15 @@ export class PostgresPool {
         commitSent,
       )
     }
+    return this.#byThePool<Row>(statement, reads === true, 0)
+  }
+
+  /** `query` without `since`; `ended`: connections this read has found ended while idle so far. */
+  async #byThePool<Row extends pg.QueryResultRow>(
+    statement: Statement,
+    reads: boolean,
+    ended: number,
+  ): Promise<Row[]> {
     const started = performance.now()
     try {
       const config = bounded(statement, this.#statementBoundMs)
@@ -122,6 +132,12 @@ export class PostgresPool {
       // Held at its own connections (the server full): asked again, within the bound counted from the
       // first try, as a call with `since` is.
       if (!this.#closed && this.#serverFull.heldOn(error)) return this.query(statement, { since: started })
+      // A read on a connection ended while it sat idle (the server's idle_session_timeout or a terminate,
+      // a proxy's idle timeout) changed nothing: sent again, once for each connection the pool may hold
+      // (each found ended is dropped, and they often end together).
+      if (reads && !this.#closed && sessionEnded(error) && ended < (this.#pool.options.max ?? 0)) {
+        return this.#byThePool(statement, reads, ended + 1)
+      }
       throw storeErrorOf(error)
     }
   }

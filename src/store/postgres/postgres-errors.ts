@@ -115,6 +115,19 @@ export function connectionLost(error: unknown): boolean {
   return (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
 }
 
+// SQLSTATE admin_shutdown (pg_terminate_backend, a server stopping) and idle_session_timeout: the server
+// ended the session, which a statement sent meanwhile meets.
+const SESSION_ENDED = new Set(['57P01', '57P05', 'ECONNRESET', 'EPIPE'])
+
+/**
+ * Whether `error` is a connection found ended as a statement was sent on it: by the server, or cut by a
+ * proxy while it sat idle in the pool. Never a timeout: a server that does not answer is not asked twice.
+ */
+export function sessionEnded(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string }
+  return (code !== undefined && SESSION_ENDED.has(code)) || message === 'Connection terminated unexpectedly'
+}
+
 // A write refused by a database that still reads: read-only (a standby), its disk full.
 const WRITES_REFUSED = new Set(['25006', DISK_FULL])
 

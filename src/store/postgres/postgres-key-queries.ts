@@ -40,11 +40,14 @@ export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: New
 }
 
 export async function findActiveApiKey(pool: PostgresPool, hash: string): Promise<KeyIdentity | undefined> {
-  const [row] = await pool.query<KeyIdentity>({
-    name: 'keys.find',
-    text: 'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
-    values: [hash],
-  })
+  const [row] = await pool.query<KeyIdentity>(
+    {
+      name: 'keys.find',
+      text: 'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+      values: [hash],
+    },
+    { reads: true },
+  )
   return row === undefined ? undefined : { id: row.id, name: row.name }
 }
 

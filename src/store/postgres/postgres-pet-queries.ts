@@ -33,15 +33,14 @@ export function listPetsStatement({ limit, status, afterId = INT64_MIN }: PetQue
 }
 
 export async function listPets(pool: PostgresPool, query: PetQuery): Promise<Pet[]> {
-  return (await pool.query<PetRow>(listPetsStatement(query))).map(petFromRow)
+  return (await pool.query<PetRow>(listPetsStatement(query), { reads: true })).map(petFromRow)
 }
 
 export async function getPet(pool: PostgresPool, id: bigint): Promise<Pet | undefined> {
-  const [row] = await pool.query<PetRow>({
-    name: 'pets.get',
-    text: `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`,
-    values: [id],
-  })
+  const [row] = await pool.query<PetRow>(
+    { name: 'pets.get', text: `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, values: [id] },
+    { reads: true },
+  )
   return row === undefined ? undefined : petFromRow(row)
 }
 
