@@ -3,7 +3,7 @@
  * schema and ERROR_CODES). `npm run readme:tables` prints them; a test fails when the README differs.
  */
 import { ConfigSchema } from '../src/config-schema.ts'
-import { ERROR_CODES } from '../src/errors.ts'
+import { errorCodeRows } from '../src/schemas/error.ts'
 
 interface SettingSchema {
   type?: string
@@ -32,10 +32,7 @@ export function configTable(): string {
 }
 
 export function errorCodeTable(): string {
-  const rows = Object.entries(ERROR_CODES).map(
-    ([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`,
-  )
-  return ['| Status | Code | When |', '| --- | --- | --- |', ...rows].join('\n')
+  return ['| Status | Code | When |', '| --- | --- | --- |', ...errorCodeRows()].join('\n')
 }
 
 if (import.meta.main) {

@@ -1,9 +1,14 @@
 import Type from 'typebox'
 import { ERROR_CODES, MESSAGE_MAX_LENGTH } from '../errors.ts'
 
-const errorCodeTable = Object.entries(ERROR_CODES)
-  .map(([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`)
-  .join('\n')
+/** The rows of the error codes' table (status, code, when), for this description and the README. */
+export function errorCodeRows(): string[] {
+  return Object.entries(ERROR_CODES).map(
+    ([code, { status, summary }]) => `| ${status} | \`${code}\` | ${summary} |`,
+  )
+}
+
+const errorCodeTable = errorCodeRows().join('\n')
 
 // The table of codes lives here, with the schema it explains, rather than in the document's introduction:
 // the reference then opens on the operations, and the table is one click away (Schemas → Error).

@@ -1,3 +1,4 @@
+import { INT64_MIN } from '../../schemas/int64.ts'
 import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
@@ -68,7 +69,7 @@ export class PostgresDump implements CopySource {
       name: 'copy.idempotency',
       text: `SELECT api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms FROM idempotency_keys
        WHERE (api_key_id, idempotency_key) > ($1, $2) ORDER BY api_key_id, idempotency_key LIMIT $3`,
-      values: [after?.api_key_id ?? -(2n ** 63n), after?.idempotency_key ?? '', limit],
+      values: [after?.api_key_id ?? INT64_MIN, after?.idempotency_key ?? '', limit],
     })
   }
 

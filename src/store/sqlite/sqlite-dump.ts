@@ -1,11 +1,12 @@
 import { resolve } from 'node:path'
+import { INT64_MIN } from '../../schemas/int64.ts'
 import { copySourceRefusal } from '../shared/migration-plan.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { NoSchemaError } from '../store.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
-import { highestPetId } from './sqlite-pet-queries.ts'
+import { highestPetIdGiven } from './sqlite-pet-queries.ts'
 import { storedSecret } from './sqlite-settings-queries.ts'
 
 const KEY_COLUMNS = 'id, name, hash, hint, created_at, revoked_at, deprecated_calls, last_deprecated_call_at'
@@ -67,7 +68,7 @@ export class SqliteDump implements CopySource {
           .statement(`SELECT api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms FROM idempotency_keys
             WHERE (api_key_id, idempotency_key) > (?, ?) ORDER BY api_key_id, idempotency_key LIMIT ?`)
           .all(
-            after?.api_key_id ?? -(2n ** 63n),
+            after?.api_key_id ?? INT64_MIN,
             after?.idempotency_key ?? '',
             limit,
           ) as unknown as IdempotencyRecordRow[],
@@ -75,7 +76,7 @@ export class SqliteDump implements CopySource {
   }
 
   highestPetId(): Promise<bigint> {
-    return this.#db.run(() => highestPetId(this.#db))
+    return this.#db.run(() => highestPetIdGiven(this.#db))
   }
 
   async close(): Promise<void> {

@@ -13,7 +13,7 @@ import { type CreatePetRequest, PetIdsExhaustedError } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { asStorageError, type StorageFault, StorageFaultError, storageFaultOf } from './sqlite-errors.ts'
 import { storedIdempotencyRecords, writeIdempotencyRecord } from './sqlite-idempotency-queries.ts'
-import { highestPetId, petById } from './sqlite-pet-queries.ts'
+import { highestPetIdGiven, petById } from './sqlite-pet-queries.ts'
 
 /** A create's result; while the volume takes no writes, also the refusal of one it cannot replay. */
 export type SqliteCreateOutcome = CreateOutcome | StorageFaultError
@@ -104,7 +104,7 @@ const INSERT_SQL = new Map(
 function insertPets(db: SqliteConnection, pets: readonly NewPet[]): Pet[] {
   if (pets.length === 0) return []
   // The id AUTOINCREMENT would give next: above every id given out, even of pets since gone.
-  const highest = highestPetId(db)
+  const highest = highestPetIdGiven(db)
   if (highest > INT64_MAX - BigInt(pets.length)) throw new PetIdsExhaustedError()
   const first = highest + 1n
   const inserted = pets.map((pet, index): Pet => {

@@ -14,7 +14,7 @@ export const LIST_PETS_SQL = {
 }
 
 /** The highest pet id ever given out: of the pets there, or of pets since gone (AUTOINCREMENT's sequence). */
-export function highestPetId(db: SqliteConnection): bigint {
+export function highestPetIdGiven(db: SqliteConnection): bigint {
   return highestIdGiven((sql) => db.statement(sql), 'pets')
 }
 
