@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino'
 import { maskApiKeys } from '../log/key-masking.ts'
+import { escapedInLine } from '../log/line-chunks.ts'
 import type { BufferedLogOutput } from '../log/log-output.ts'
 import { TARGET_USERINFO } from './request-head.ts'
 import { escaped, FixedPieces, flat, hundredths, isPlain, LineStart } from './request-line-parts.ts'
@@ -62,7 +63,7 @@ export function logged(text: string, max: number): string {
 
 /**
  * How many of `text`'s first UTF-16 units fit in `max` bytes of its form in the line: JSON's escapes,
- * and `\u` ones for C1 controls and line separators (escapeControls, log/line-chunks.ts) and surrogates.
+ * and `\u` ones for DEL, C1 controls and line separators (escapedInLine, log/line-chunks.ts) and surrogates.
  */
 function lengthWithin(text: string, max: number): number {
   let bytes = 0
@@ -75,7 +76,7 @@ function lengthWithin(text: string, max: number): number {
 
 function bytesInLine(code: number): number {
   if (code === 0x22 || code === 0x5c) return 2
-  if (code < 0x20 || (code >= 0x80 && code <= 0x9f) || code === 0x2028 || code === 0x2029) return 6
+  if (code < 0x20 || escapedInLine(code)) return 6
   if (code >= 0xd800 && code <= 0xdfff) return 6
   return code < 0x80 ? 1 : code < 0x800 ? 2 : 3
 }

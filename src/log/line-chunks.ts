@@ -1,14 +1,20 @@
 // The log output's pieces that know no stream: lines made safe for a terminal, and runs of whole lines
 // as they are written (log-output.ts).
 
-// U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which some
-// readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes them.
-const CONTROLS = /[\u0080-\u009f\u2028\u2029]/g
+// DEL, U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which
+// some readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes
+// them. The units `escapedInLine` names.
+const CONTROLS = /[\u007f-\u009f\u2028\u2029]/g
+
+/** Whether a line holds UTF-16 unit `code` as its `\uXXXX` escape though JSON allows it raw (CONTROLS). */
+export function escapedInLine(code: number): boolean {
+  return (code >= 0x7f && code <= 0x9f) || code === 0x2028 || code === 0x2029
+}
 /** A UTF-16 unit as JSON's `\\uXXXX` escape of it (the same value in a JSON string). */
 export const unicodeEscape = (unit: string): string =>
   `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`
 
-/** A JSON line with its C1 controls and line separators escaped: the same values, safe on a terminal. */
+/** A JSON line with its DEL, C1 controls and line separators escaped: the same values, safe on a terminal. */
 export function escapeControls(line: string): string {
   return line.search(CONTROLS) === -1 ? line : line.replace(CONTROLS, unicodeEscape)
 }

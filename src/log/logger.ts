@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { clientAddressOf } from './client-address.ts'
 import { maskApiKeys } from './key-masking.ts'
+import { escapedInLine } from './line-chunks.ts'
 import type { BufferedLogOutput } from './log-output.ts'
 import { LOG_OUTPUT } from './log-output-limits.ts'
 import { droppedLogLines, type LogStream, markReported, unreportedDrops } from './standard-streams.ts'
@@ -64,10 +65,7 @@ const SHORT_ESCAPES: Record<string, number> = { b: 0x08, f: 0x0c, n: 0x0a, r: 0x
 
 /** Whether a terminal acts on `code`: a control (but the newline and tab a stack holds) or a separator. */
 const actsOnTerminal = (code: number): boolean =>
-  (code < 0x20 && code !== 0x09 && code !== 0x0a) ||
-  (code >= 0x7f && code <= 0x9f) ||
-  code === 0x2028 ||
-  code === 0x2029
+  (code < 0x20 && code !== 0x09 && code !== 0x0a) || escapedInLine(code)
 
 const visibleControl = (found: string): string => {
   if (found.length === 1) return `\\\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`
