@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs'
 import { createConnection, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
 import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
@@ -289,6 +290,33 @@ describe('a Redis connection that goes silent', redisSuiteOptions(), () => {
       'counting did not resume on a new connection',
       { timeoutMs: 10_000, everyMs: 100 },
     )
+  })
+})
+
+describe('counts asked of a Redis that hung', redisSuiteOptions(), () => {
+  test('when Redis hangs while requests are served uncounted and then answers again, then no request is counted more than once', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const server = await countingIn(t, redisServer.url, 100)
+    assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
+    redisServer.freeze()
+    t.after(() => redisServer.thaw())
+    // Ten at once: each waits out the command timeout, or passes Redis by, and is served uncounted.
+    const served = await Promise.all(Array.from({ length: 10 }, () => call(server, 'GET', '/v1/pets')))
+    assert.ok(served.every((answer) => answer.status === 200))
+    // Long enough for a new connection to be made meanwhile.
+    await sleep(2000)
+    redisServer.thaw()
+    let remaining = Number.NaN
+    await waitUntil(async () => {
+      remaining = Number(
+        (await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining') ?? Number.NaN,
+      )
+      return !Number.isNaN(remaining)
+    }, 'counting did not resume once Redis answered')
+    // Every request made (1, the 10, those that waited for the count): Redis may run the 10 it received
+    // while hung, but none twice.
+    assert.ok(remaining >= 99 - 10 - 10, `remaining ${remaining}`)
   })
 })
 

@@ -33,12 +33,7 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
   const limit = String(max)
   const refused = new RefusedKeys()
 
-  function apply(
-    reply: FastifyReply,
-    name: string,
-    window: WindowCount,
-    done: HookHandlerDoneFunction,
-  ): void {
+  function apply(reply: FastifyReply, window: WindowCount, done: HookHandlerDoneFunction): void {
     // Whole seconds, rounded up and never 0: a client told to retry in 0 s would retry at once.
     const reset = String(Math.max(1, Math.ceil(window.resetInMs / 1000)))
     if (window.count <= max) {
@@ -51,7 +46,6 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
       done()
       return
     }
-    refused.add(name, window.resetInMs)
     done(
       new ApiError(
         'rate_limited',
@@ -78,15 +72,19 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
       lastName = `key:${key.id}`
       lastKey = key
     }
+    const counted = counter.increment(lastName, windowMs)
+    if (!(counted instanceof Promise)) return apply(reply, counted, done)
+    // Redis's count, which may fail: a key it refused stays refused meanwhile, as an outage does not lift
+    // its limit (the in-memory counter never fails).
     const name = lastName
-    const counted = counter.increment(name, windowMs)
-    if (!(counted instanceof Promise)) return apply(reply, name, counted, done)
     counted.then(
-      (window) => apply(reply, name, window, done),
+      (window) => {
+        if (window.count > max) refused.add(name, window.resetInMs)
+        apply(reply, window, done)
+      },
       () => {
-        // A key refused in this window stays refused: an outage does not lift its limit.
         const resetInMs = refused.leftMs(name)
-        if (resetInMs !== undefined) return apply(reply, name, { count: max + 1, resetInMs }, done)
+        if (resetInMs !== undefined) return apply(reply, { count: max + 1, resetInMs }, done)
         onUncounted()
         done()
       },

@@ -25,6 +25,9 @@ export async function connectRedis(
     commandTimeout: 500,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
+    // A count left unanswered on a dropped connection was served uncounted already: sent again on the next
+    // one, a Redis that had it too (hung, not gone) would count it twice.
+    autoResendUnfulfilledCommands: false,
     // A connection dropped for replies out of step was ready first, which restarts `attempt` at 1.
     retryStrategy: (attempt) => Math.min((attempt + steps.droppedInARow) * 200, 2000),
   })

@@ -71,10 +71,11 @@ export class RedisWindowCounter implements WindowCounter {
       this.#askAgainAt = now + SILENT_RETRY_MS
     }
     let answer: unknown
+    const connection = this.#redis.stream
     try {
       answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
     } catch (error) {
-      if ((error as Error).message === 'Command timed out') this.#timedOut(error)
+      if ((error as Error).message === 'Command timed out') this.#timedOut(error, connection)
       else if (error instanceof ReplyError) this.#refused(error)
       throw error
     }
@@ -118,12 +119,14 @@ export class RedisWindowCounter implements WindowCounter {
     this.#log.warn({ err: error }, line)
   }
 
-  #timedOut(error: unknown): void {
+  /** A count on `connection` timed out. */
+  #timedOut(error: unknown, connection: unknown): void {
     this.#timeoutsInARow++
     if (this.#timeoutsInARow < TIMEOUTS_TO_SILENCE) return
     // The connection may be what is silent (its peer gone without a reset, a failover that moved the
     // address), which the kernel gives up only after some 15 minutes: another is made, in the background.
-    this.#redis.disconnect(true)
+    // Once: the other counts that timed out on it, and late ones, leave the next connection alone.
+    if (connection === this.#redis.stream && this.#redis.status === 'ready') this.#redis.disconnect(true)
     if (this.#silentSince !== undefined) return
     this.#askAgainAt = performance.now() + SILENT_RETRY_MS
     this.#silentSince = performance.now()
