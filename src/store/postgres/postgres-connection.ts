@@ -20,6 +20,10 @@ export interface TransactionOptions {
   statementTimeoutMs?: number
 }
 
+// A read whose connection is found ended within this of being sent met it ended while idle; one ended
+// later was running (an operator's terminate), and is not sent again.
+const ENDED_AT_ONCE_MS = 250
+
 // How long past the server's statement timeout the client waits for its answer before it gives up.
 const STATEMENT_GRACE_MS = 1000
 
@@ -91,7 +95,7 @@ export class PostgresPool {
    * to get a connection, then query_timeout on it, and a connection whose statement failed is replaced.
    * With `since`, answered within `callBoundMs` of it, as `transaction` is, and a connection is replaced
    * only when it is lost. A statement that `reads` only (without `since`) is sent again once when its
-   * connection turns out to have ended while idle (`sessionEnded`).
+   * connection turns out to have ended while idle (`sessionEnded` at once).
    */
   async query<Row extends pg.QueryResultRow>(
     statement: Statement,
@@ -112,15 +116,6 @@ export class PostgresPool {
         commitSent,
       )
     }
-    return this.#byThePool<Row>(statement, reads === true, 0)
-  }
-
-  /** `query` without `since`; `ended`: connections this read has found ended while idle so far. */
-  async #byThePool<Row extends pg.QueryResultRow>(
-    statement: Statement,
-    reads: boolean,
-    ended: number,
-  ): Promise<Row[]> {
     const started = performance.now()
     try {
       const config = bounded(statement, this.#statementBoundMs)
@@ -132,12 +127,11 @@ export class PostgresPool {
       // Held at its own connections (the server full): asked again, within the bound counted from the
       // first try, as a call with `since` is.
       if (!this.#closed && this.#serverFull.heldOn(error)) return this.query(statement, { since: started })
-      // A read on a connection ended while it sat idle (the server's idle_session_timeout or a terminate,
-      // a proxy's idle timeout) changed nothing: sent again, once for each connection the pool may hold
-      // (each found ended is dropped, and they often end together).
-      if (reads && !this.#closed && sessionEnded(error) && ended < (this.#pool.options.max ?? 0)) {
-        return this.#byThePool(statement, reads, ended + 1)
-      }
+      // A read that found its connection ended as soon as it was sent met one ended while it sat idle (the
+      // server's idle_session_timeout or a terminate, a proxy's idle timeout): it never ran. Sent once
+      // more, on another connection, within the bound counted from the first try.
+      const endedAtOnce = performance.now() - started < ENDED_AT_ONCE_MS && sessionEnded(error)
+      if (reads && endedAtOnce && !this.#closed) return this.query(statement, { since: started })
       throw storeErrorOf(error)
     }
   }
