@@ -172,7 +172,8 @@ export class SchemaMissingError extends StoreUnavailableError {
       'the database lacks the Pet Store schema, or part of it (a table or column dropped or renamed, or the database made again)',
       {
         ...options,
-        remedy: 'restore the database, or run petstore migrate on an empty one, then run it again',
+        remedy:
+          'restore the database (or migrate an empty one), then run it again; restart the running instances',
       },
     )
     this.name = 'SchemaMissingError'
