@@ -146,7 +146,17 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     await admin.query('BEGIN')
     await admin.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     const starting = startServeProcess({ DATABASE_URL: url }, temporaryDirectory(t))
-    await sleep(2000)
+    // Released once the start waits for it, however long a busy machine takes to get there.
+    await waitUntil(
+      async () =>
+        (
+          await admin.query(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+          )
+        ).rows.length > 0,
+      'the start never waited for the migration lock',
+      { timeoutMs: 15_000, everyMs: 50 },
+    )
     await admin.query('COMMIT')
     const server = await starting
     t.after(() => server.child.kill('SIGKILL'))
