@@ -1,6 +1,7 @@
 import { type Redis, ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
-import type { RedisConnection, ReplySteps } from './redis-connection.ts'
+import type { RedisConnection } from './redis-connection.ts'
+import type { ReplySteps } from './redis-reply-steps.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found

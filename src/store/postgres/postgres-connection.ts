@@ -4,21 +4,17 @@ import { connectBy, destroy } from './postgres-checkout.ts'
 import { connectionLost, sessionEnded, storeErrorOf } from './postgres-errors.ts'
 import { type PostgresStoreOptions, poolConfig } from './postgres-pool-config.ts'
 import { ServerFullHold } from './postgres-server-full.ts'
-import { beginStatement, bounded, type Queryable, rowsOf, type Statement } from './postgres-statements.ts'
+import {
+  beginStatement,
+  bounded,
+  type Queryable,
+  rowsOf,
+  type Statement,
+  type TransactionOptions,
+} from './postgres-statements.ts'
 
 /** How long closing waits for work still running before it destroys the connections (docs/decisions.md). */
 export const CLOSE_GRACE_MS = 1000
-
-export interface TransactionOptions {
-  /** When the caller started waiting (`performance.now()`): the transaction ends within one bound of it. */
-  since?: number
-  /** Key of a transaction-scoped advisory lock to hold before the work starts. */
-  lock?: bigint
-  /** It writes: lost once its commit is sent, it fails with WriteInDoubtError, not as unavailable. */
-  writes?: boolean
-  /** Its own statement timeout, in place of PG_STATEMENT_TIMEOUT_MS (migrations: waits, schema changes). */
-  statementTimeoutMs?: number
-}
 
 // A read whose connection is found ended within this of being sent met it ended while idle; one ended
 // later was running (an operator's terminate), and is not sent again.

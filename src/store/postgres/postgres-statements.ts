@@ -46,3 +46,15 @@ export function beginStatement(lock?: bigint, ms?: number): string {
       : `; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
   return `BEGIN${timeouts}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
 }
+
+/** How the pool runs a statement or a transaction (PostgresPool's `query` and `transaction`). */
+export interface TransactionOptions {
+  /** When the caller started waiting (`performance.now()`): the transaction ends within one bound of it. */
+  since?: number
+  /** Key of a transaction-scoped advisory lock to hold before the work starts. */
+  lock?: bigint
+  /** It writes: lost once its commit is sent, it fails with WriteInDoubtError, not as unavailable. */
+  writes?: boolean
+  /** Its own statement timeout, in place of PG_STATEMENT_TIMEOUT_MS (migrations: waits, schema changes). */
+  statementTimeoutMs?: number
+}
