@@ -116,7 +116,8 @@ export function connectionLost(error: unknown): boolean {
 }
 
 // SQLSTATE admin_shutdown (pg_terminate_backend, a server stopping) and idle_session_timeout: the server
-// ended the session, which a statement sent meanwhile meets.
+// ended the session, which a statement sent meanwhile meets; the socket's reset or broken pipe: a proxy
+// (or the server) closed it.
 const SESSION_ENDED = new Set(['57P01', '57P05', 'ECONNRESET', 'EPIPE'])
 
 /**

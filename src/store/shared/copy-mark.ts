@@ -4,6 +4,8 @@
  */
 export const UNFINISHED_MARK = 'copy_unfinished'
 
-/** When the last copy into the store finished (`CopyTarget.markFinished`): a service serving it meanwhile
- * lets its read cache go (pets/copy-watch.ts). */
+/**
+ * When the last copy into the store finished (`CopyTarget.markFinished`): a service serving it meanwhile
+ * lets its read cache go (pets/copy-watch.ts).
+ */
 export const FINISHED_MARK = 'copy_finished'
