@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { createConnection, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../src/errors.ts'
@@ -10,7 +9,7 @@ import { call } from './helpers/api-client.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
-import { startTcpProxy, trackedServer } from './helpers/tcp-proxy.ts'
+import { startTcpProxy } from './helpers/tcp-proxy.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const pet = (id: bigint, name: string): CopiedPet => ({
@@ -184,28 +183,11 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
   })
 
   test("when a proxy (or the server) has closed the pool's idle connection and the pool has not seen it yet, then a read is served on a new connection, not answered 503", async (t) => {
-    const url = await emptyDatabase()
-    const target = new URL(url)
-    // Connections marked here are reset at their next use: closed while idle, as the pool finds them.
-    const closed = new WeakSet<Socket>()
-    const { port, sockets } = await trackedServer(t, (client, track) => {
-      const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
-      track(upstream)
-      client.on('data', (data: Buffer) => {
-        if (!closed.has(client)) return void upstream.write(data)
-        client.resetAndDestroy()
-        upstream.destroy()
-      })
-      upstream.on('data', (data: Buffer) => client.write(data))
-      client.on('close', () => upstream.destroy())
-      upstream.on('close', () => client.destroy())
-    })
-    const proxied = new URL(url)
-    proxied.host = `127.0.0.1:${port}`
-    const server = await startTestServer(t, { store: postgresStoreAt(proxied.href, 1) })
+    const proxy = await startTcpProxy(t, await emptyDatabase())
+    const server = await startTestServer(t, { store: postgresStoreAt(proxy.url, 1) })
     // The pool's connection made and idle, the key's lookup cached.
     assert.equal((await call(server, 'GET', '/v1/pets/1')).status, 404)
-    for (const socket of sockets) closed.add(socket)
+    proxy.resetAtNextUse()
     for (const id of [10, 11, 12]) {
       const answer = await call(server, 'GET', `/v1/pets/${id}`)
       assert.equal(answer.status, 404, answer.text)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
-import { createConnection, type Socket } from 'node:net'
+import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -27,7 +27,7 @@ import {
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { connected, redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { sqliteEngine } from './helpers/store-engines.ts'
-import { trackedServer } from './helpers/tcp-proxy.ts'
+import { startTcpProxy, trackedServer } from './helpers/tcp-proxy.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const log = createLogger({ level: 'silent' })
@@ -253,35 +253,11 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
   })
 })
 
-/**
- * A Redis address passed through to the Redis at `targetUrl`; `mute()` stops every connection made so far
- * passing anything either way, without closing it (a peer gone without a reset, a failover that moved the
- * address), while new connections still pass.
- */
-async function mutableRedis(t: TestContext, targetUrl: string) {
-  const target = new URL(targetUrl)
-  const muted = new WeakSet<Socket>()
-  const { port, sockets } = await trackedServer(t, (client, track) => {
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
-    track(upstream)
-    client.on('data', (data: Buffer) => muted.has(client) || upstream.write(data))
-    upstream.on('data', (data: Buffer) => muted.has(client) || client.write(data))
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
-  })
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    mute: () => {
-      for (const socket of sockets) muted.add(socket)
-    },
-  }
-}
-
 describe('a Redis connection that goes silent', redisSuiteOptions(), () => {
   test('when the connection to Redis goes silent while Redis answers new ones (a peer gone without a reset), then the service connects again and counts within seconds, not when the kernel gives the connection up', async (t) => {
     const redisServer = await startRedis()
     t.after(() => redisServer.stop())
-    const proxy = await mutableRedis(t, redisServer.url)
+    const proxy = await startTcpProxy(t, redisServer.url)
     const server = await countingIn(t, proxy.url, 100)
     assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
     proxy.mute()

@@ -11,6 +11,13 @@ export interface TcpProxy {
   silence(): void
   /** Forwards new connections again. */
   restore(): void
+  /**
+   * The connections forwarded so far pass nothing more either way and stay open, as a peer gone without a
+   * reset (or a failover that moved the address) leaves them; new ones are forwarded.
+   */
+  mute(): void
+  /** The connections forwarded so far are reset at their next use, as a proxy that closed them while idle. */
+  resetAtNextUse(): void
 }
 
 /**
@@ -54,10 +61,12 @@ export async function startTcpProxy(
 ): Promise<TcpProxy> {
   const target = new URL(targetUrl)
   let silent = false
+  const pairs: Array<{ client: Socket; upstream: Socket }> = []
   const { port, sockets } = await trackedServer(t, (client, track) => {
     if (silent) return
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
     track(upstream)
+    pairs.push({ client, upstream })
     client.pipe(upstream)
     client.on('close', () => upstream.destroy())
     if (batchMs !== undefined) return passInBatches(upstream, client, batchMs)
@@ -75,6 +84,25 @@ export async function startTcpProxy(
     },
     restore() {
       silent = false
+    },
+    mute() {
+      for (const { client, upstream } of pairs.splice(0)) {
+        client.unpipe(upstream)
+        upstream.unpipe(client)
+        client.pause()
+        upstream.pause()
+      }
+    },
+    resetAtNextUse() {
+      for (const { client, upstream } of pairs.splice(0)) {
+        client.unpipe(upstream)
+        client.once('data', () => {
+          client.resetAndDestroy()
+          upstream.destroy()
+        })
+        // Unpiped, it was paused: a listener alone would never be told of what comes.
+        client.resume()
+      }
     },
   }
 }
