@@ -7,7 +7,7 @@ import { PostgresLoad } from '../src/store/postgres/postgres-load.ts'
 import { type CopiedPet, CopyConflictError } from '../src/store/shared/store-copy.ts'
 import { call } from './helpers/api-client.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { adminOn, emptyDatabase, storeOptions } from './helpers/postgres-store-fixtures.ts'
+import { adminOn, emptyDatabase, storeOptions, untilRows } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
 import { startTcpProxy } from './helpers/tcp-proxy.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -168,13 +168,9 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
       )
     // Well into its run: a read ended at once is one that met a connection ended while idle.
     await sleep(1000)
-    await waitUntil(
-      async () =>
-        (
-          await admin.query(
-            "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)' AND pid <> pg_backend_pid()",
-          )
-        ).rows.length > 0,
+    await untilRows(
+      admin,
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)' AND pid <> pg_backend_pid()",
       'the read never ran',
     )
     assert.ok((await read) instanceof StoreUnavailableError, String(await read))

@@ -9,7 +9,7 @@ import { logLines, runCli, type ServeProcess, startServeProcess } from './helper
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { assertOneCreatedRestReplayedOrInFlight } from './helpers/idempotent-answers.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
-import { adminOn, emptyDatabase, storeOn } from './helpers/postgres-store-fixtures.ts'
+import { adminOn, emptyDatabase, storeOn, untilRows } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
 
 const TTL_MS = 500
@@ -147,13 +147,9 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     await admin.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     const starting = startServeProcess({ DATABASE_URL: url }, temporaryDirectory(t))
     // Released once the start waits for it, however long a busy machine takes to get there.
-    await waitUntil(
-      async () =>
-        (
-          await admin.query(
-            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-          )
-        ).rows.length > 0,
+    await untilRows(
+      admin,
+      "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
       'the start never waited for the migration lock',
       { timeoutMs: 15_000, everyMs: 50 },
     )

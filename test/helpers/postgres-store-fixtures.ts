@@ -1,6 +1,7 @@
 /** Stores and plain connections on fresh databases of the shared throwaway PostgreSQL server. */
 import pg from 'pg'
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts'
+import { waitUntil } from './bounded-wait.ts'
 import type { Cleanup } from './cleanup.ts'
 import { sharedPostgres } from './postgres-server.ts'
 
@@ -38,4 +39,14 @@ export async function migratedStore(t: Cleanup, options: Partial<PostgresStoreOp
   const store = storeOn(t, url, options)
   await store.migrate()
   return { url, store, admin: await adminOn(t, url) }
+}
+
+/** Polls `sql` on `client` until it returns a row; fails with `what` once `options.timeoutMs` has passed. */
+export async function untilRows(
+  client: pg.Client,
+  sql: string,
+  what: string,
+  options?: { timeoutMs?: number; everyMs?: number },
+): Promise<void> {
+  await waitUntil(async () => (await client.query(sql)).rows.length > 0, what, options)
 }
