@@ -41,4 +41,22 @@ describe('deploy/production.env and deploy/staging.env', () => {
     assert.notEqual(production.DATABASE_URL, staging.DATABASE_URL)
     assert.notEqual(production.REDIS_URL, staging.REDIS_URL)
   })
+
+  test('when either runs behind its balancer, then a stop serves on while the balancer takes the instance out, and idle connections outlive a 60 s balancer idle timeout', () => {
+    for (const [file, settings] of Object.entries({ production, staging })) {
+      const { server, http } = loadConfig(settings)
+      assert.equal(server.host, '0.0.0.0', `${file}.env listens for the balancer`)
+      // README, "Behind a proxy": refused new connections, then 502s from connections closed under it.
+      assert.ok(server.shutdownDelayMs >= 5000, `${file}.env: SHUTDOWN_DELAY_MS ${server.shutdownDelayMs}`)
+      assert.ok(
+        http.keepAliveTimeoutMs > 60_000,
+        `${file}.env: KEEP_ALIVE_TIMEOUT_MS ${http.keepAliveTimeoutMs}`,
+      )
+      // The drain waits for an idle connection until its keep-alive timeout and 1 s.
+      assert.ok(
+        server.shutdownTimeoutMs > http.keepAliveTimeoutMs + 1000,
+        `${file}.env: SHUTDOWN_TIMEOUT_MS ${server.shutdownTimeoutMs}`,
+      )
+    }
+  })
 })
