@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdirSync, renameSync } from 'node:fs'
+import { copyFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -56,6 +57,38 @@ describe('worker start', () => {
     renameSync(join(cwd, 'db.away'), join(cwd, 'db'))
     const serving = await servingWorkers(server, 3)
     assert.equal(serving.length, 3, 'a replacement serves once the store is back')
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+  })
+
+  test("when the release the service started from is switched under its path (an upgrade's ln -sfn), then a replacement worker still runs the supervisor's release", {
+    timeout: 60_000,
+  }, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const repository = fileURLToPath(new URL('..', import.meta.url))
+    // Release a: this one, its entry a file of its own so that the release's path is the entry's.
+    mkdirSync(join(cwd, 'a', 'bin'), { recursive: true })
+    copyFileSync(CLI, join(cwd, 'a', 'bin', 'petstore.js'))
+    for (const part of ['src', 'node_modules', 'package.json'])
+      symlinkSync(join(repository, part), join(cwd, 'a', part))
+    // Release b: one that says so and cannot serve.
+    mkdirSync(join(cwd, 'b', 'bin'), { recursive: true })
+    writeFileSync(
+      join(cwd, 'b', 'bin', 'petstore.js'),
+      "process.stderr.write('release b\\n')\nprocess.exit(1)\n",
+    )
+    symlinkSync('a', join(cwd, 'current'))
+    const server = await startServeProcess({ ...env, DATABASE_URL: 'sqlite:petstore.db' }, cwd, {
+      cli: join(cwd, 'current', 'bin', 'petstore.js'),
+    })
+    t.after(() => server.child.kill('SIGKILL'))
+    const [first] = (await servingWorkers(server, 2)) as [number, number]
+    symlinkSync('b', join(cwd, 'next'))
+    renameSync(join(cwd, 'next'), join(cwd, 'current'))
+    process.kill(first, 'SIGKILL')
+    const serving = await servingWorkers(server, 3)
+    assert.equal(serving.length, 3, 'the replacement serves')
+    assert.doesNotMatch(server.output(), /release b/)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })

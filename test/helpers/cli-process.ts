@@ -67,9 +67,9 @@ export interface ServeProcess {
 export async function startServeProcess(
   env: Record<string, string>,
   cwd: string,
-  { under = [] }: { under?: string[] } = {},
+  { under = [], cli = CLI }: { under?: string[]; cli?: string } = {},
 ): Promise<ServeProcess> {
-  const [command = process.execPath, ...args] = [...under, process.execPath, CLI, 'serve']
+  const [command = process.execPath, ...args] = [...under, process.execPath, cli, 'serve']
   const child = spawn(command, args, {
     // Info level at least: the "serving" line is how the helper knows the server listens.
     env: cliEnvironment({ HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0', ...env, LOG_LEVEL: 'info' }),

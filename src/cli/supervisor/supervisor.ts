@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster'
+import { realpathSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
@@ -96,7 +97,9 @@ export async function superviseWorkers(
   const relayed = new BufferedLogOutput({ shared: true, fd: 2 })
   const relay = new WorkerOutputRelay(relayed)
   const relaying = new Set<Promise<void>>()
-  cluster.setupPrimary({ stdio: WORKER_STDIO })
+  // Forked from the entry's own file, links resolved: an upgrade that switches the release under the path
+  // the service started from (`ln -sfn`) must not run its code in a worker replaced before the restart.
+  cluster.setupPrimary({ exec: realpathSync(process.argv[1] ?? ''), stdio: WORKER_STDIO })
   const fork = () => {
     const worker = cluster.fork(workerEnvironment)
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
