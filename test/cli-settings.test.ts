@@ -8,20 +8,20 @@ import { runCli, startServeProcess } from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('petstore CLI: settings and what stops a start', () => {
-  test('when the configuration is invalid, then exit 1 with one line naming the variable', (t) => {
+  test('when the configuration is invalid, then exit 78 (a setting to correct) with one line naming the variable', (t) => {
     const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
-    assert.equal(result.status, 1)
+    assert.equal(result.status, 78)
     assert.equal(
       result.stderr,
       'petstore: invalid configuration: SQLITE_BUSY_TIMEOUT_MS must be an integer from 0 to 3600000 (got "-5")\n',
     )
   })
 
-  test('when API_KEYS gives a name twice, then serve exits 1 with one line naming it, and stores nothing', (t) => {
+  test('when API_KEYS gives a name twice, then serve exits 78 with one line naming it, and stores nothing', (t) => {
     const cwd = temporaryDirectory(t)
     const [first, second] = [`psk_${'a'.repeat(43)}`, `psk_${'b'.repeat(43)}`]
     const result = runCli(['serve'], { API_KEYS: `dup:${first},dup:${second}`, PORT: '0' }, cwd)
-    assert.equal(result.status, 1)
+    assert.equal(result.status, 78)
     assert.equal(
       result.stderr,
       'petstore: invalid configuration: API_KEYS must give each name once: "dup" is given twice\n',
@@ -35,14 +35,14 @@ describe('petstore CLI: settings and what stops a start', () => {
     ['HOST', 'a..b'],
     ['METRICS_HOST', 'local host'],
   ]) {
-    test(`when ${name} is "${value}", neither an address nor a host name, then serve exits 1 with one line naming it, and makes nothing`, (t) => {
+    test(`when ${name} is "${value}", neither an address nor a host name, then serve exits 78 with one line naming it, and makes nothing`, (t) => {
       const cwd = temporaryDirectory(t)
       const result = runCli(
         ['serve'],
         { [name as string]: value as string, PORT: '0', METRICS_PORT: '0' },
         cwd,
       )
-      assert.equal(result.status, 1)
+      assert.equal(result.status, 78)
       assert.match(
         result.stderr,
         new RegExp(
@@ -71,7 +71,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     test(`when DATABASE_URL names a file in a directory that does not exist, then "${args.join(' ')}" refuses with one line and creates nothing`, (t) => {
       const cwd = temporaryDirectory(t)
       const result = runCli(args, { DATABASE_URL: 'sqlite:dta/pets/petstore.db' }, cwd)
-      assert.equal(result.status, 1)
+      assert.equal(result.status, 78)
       assert.equal(
         result.stderr,
         `petstore: invalid configuration: DATABASE_URL names a file in ${join(cwd, 'dta', 'pets')}, a directory that does not exist (create it first, or correct the path)\n`,
@@ -81,11 +81,11 @@ describe('petstore CLI: settings and what stops a start', () => {
     })
   }
 
-  test('when .env is a directory (a bind mount of a file that was missing), then a command exits 1 with one line naming it, and makes nothing', (t) => {
+  test('when .env is a directory (a bind mount of a file that was missing), then a command exits 78 with one line naming it, and makes nothing', (t) => {
     const cwd = temporaryDirectory(t)
     mkdirSync(join(cwd, '.env'))
     const result = runCli(['keys', 'list'], {}, cwd)
-    assert.equal(result.status, 1, result.stderr)
+    assert.equal(result.status, 78, result.stderr)
     assert.equal(
       result.stderr,
       'petstore: invalid configuration: .env is a directory, not a settings file (remove it; a bind mount of a missing file makes one)\n',
@@ -93,7 +93,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
   })
 
-  test('when .env is a FIFO, a symbolic link to a device, or over 1 MiB, then a command exits 1 at once with one line naming it and the rule, and makes nothing; a link to a regular file is read', {
+  test('when .env is a FIFO, a symbolic link to a device, or over 1 MiB, then a command exits 78 at once with one line naming it and the rule, and makes nothing; a link to a regular file is read', {
     timeout: 60_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
@@ -113,7 +113,7 @@ describe('petstore CLI: settings and what stops a start', () => {
       const refused = await runCliAsync(['keys', 'list'], {}, cwd, { timeoutMs: 15_000 })
       assert.deepEqual(
         [refused.status, refused.stderr],
-        [1, `petstore: invalid configuration: .env is ${what}\n`],
+        [78, `petstore: invalid configuration: .env is ${what}\n`],
       )
       assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
       rmSync(env)
@@ -133,12 +133,12 @@ describe('petstore CLI: settings and what stops a start', () => {
     [' sqlite:data/petstore.db', '" " at its start'],
     ['postgres://app:s3cret@127.0.0.1:1/pets\t', '"\\t" at its end'],
   ]) {
-    test(`when DATABASE_URL is ${JSON.stringify(url)}, with white space around it, then serve exits 1 with one line naming it, and makes nothing`, (t) => {
+    test(`when DATABASE_URL is ${JSON.stringify(url)}, with white space around it, then serve exits 78 with one line naming it, and makes nothing`, (t) => {
       const cwd = temporaryDirectory(t)
       // Where a service already runs: data/ is there.
       mkdirSync(join(cwd, 'data'), { mode: 0o700 })
       const result = runCli(['serve'], { DATABASE_URL: url as string, PORT: '0' }, cwd)
-      assert.equal(result.status, 1, result.stderr)
+      assert.equal(result.status, 78, result.stderr)
       assert.equal(
         result.stderr,
         `petstore: invalid configuration: DATABASE_URL must not begin or end with white space (got ${got})\n`,

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { parseEnv } from 'node:util'
 import { loadConfig } from '../src/config.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
+import { runCli } from './helpers/cli-process.ts'
 import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
 // Checked, not run: systemd is not PID 1 on the machines that run the tests.
@@ -47,7 +48,7 @@ describe('deploy/petstore.service', suiteNeeding('the systemd unit checks', lack
 
 // Read, not run: needs no systemd at all.
 describe('deploy/petstore.service, as text', () => {
-  test('when it stops the service, then SIGTERM comes first and SIGKILL only after the service has had its time', () => {
+  test('when it stops the service, then SIGTERM comes first and SIGKILL only after the service has had its time, and a refused setting is not restarted', (t) => {
     assert.deepEqual(directive('KillSignal'), ['SIGTERM'])
     const stopSeconds = Number(/^(\d+)s$/.exec(directive('TimeoutStopSec')[0] ?? '')?.[1])
     // With the settings it is installed with: the delay, the service's own bound, and the WORKERS
@@ -57,6 +58,10 @@ describe('deploy/petstore.service, as text', () => {
     )
     const worst = server.shutdownDelayMs + server.shutdownTimeoutMs + 5000 + 1000
     assert.ok(stopSeconds * 1000 > worst, `TimeoutStopSec=${stopSeconds}s, the stop's worst ${worst} ms`)
+    // Restarted whenever it ends, but for a setting refused (petstore's own exit code for it).
+    assert.deepEqual(directive('Restart'), ['always'])
+    const refused = runCli(['migrate'], { PORT: 'none' }, temporaryDirectory(t))
+    assert.deepEqual(directive('RestartPreventExitStatus'), [String(refused.status)])
     assert.deepEqual(directive('EnvironmentFile'), ['/etc/petstore/petstore.env'])
     assert.deepEqual(directive('DynamicUser'), ['yes'])
     assert.deepEqual(directive('StateDirectory'), ['petstore'])

@@ -43,8 +43,8 @@ describe('worker start', () => {
       // The first three: a loaded host may read the log once a fourth has died too.
       // `exitCode`, not `code`: the request lines' `code` is a string, and one field has one type in an index.
       died.slice(0, 3).map((line) => line.exitCode),
-      [null, 1, 1],
-      'replacements that could not start exit 1',
+      [null, 78, 78],
+      'replacements that could not start exit 78, a setting refused',
     )
     // Each says why, on stderr, which the supervisor writes apart from its log: waited for, not assumed.
     await waitUntil(
@@ -123,7 +123,7 @@ describe('worker start', () => {
       stderr += text
     })
     const [code] = await within(closed, 15_000, () => `no exit:\n${stderr.slice(-2000)}`)
-    assert.equal(code, 1)
+    assert.equal(code, 78)
     assert.match(stderr, /petstore: invalid configuration: PORT/, `${stderr.length} characters read`)
   })
 

@@ -8,6 +8,12 @@ export function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (constants.signals[signal] ?? 0)
 }
 
+/**
+ * The exit code of a setting refused (sysexits' EX_CONFIG): apart from 1, which a database down at start
+ * also gives, so that a service manager can stop restarting what only an edit mends (the systemd unit).
+ */
+export const CONFIG_EXIT_CODE = 78
+
 export interface Output {
   isTTY?: boolean
   write(text: string, done?: (error?: Error | null) => void): unknown

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '../errors.ts'
 import { backupCommand } from './backup-command.ts'
-import { type Command, type CommandIo, failureLine, UsageError } from './command.ts'
+import { CONFIG_EXIT_CODE, type Command, type CommandIo, failureLine, UsageError } from './command.ts'
 import { copyCommand } from './copy-command.ts'
 import { keysCommand } from './keys-command.ts'
 import { migrateCommand } from './migrate-command.ts'
@@ -76,7 +76,7 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
     }
     if (error instanceof ConfigError) {
       io.stderr.write(`petstore: invalid configuration: ${error.message}\n`)
-      return 1
+      return CONFIG_EXIT_CODE
     }
     io.stderr.write(`petstore ${name}: ${failureLine(error)}\n`)
     return 1
