@@ -1,10 +1,20 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { startServeProcess, stop } from './helpers/cli-process.ts'
 import { repositoryCopy } from './helpers/repository-copy.ts'
 import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
@@ -124,3 +134,18 @@ describe(
     })
   },
 )
+
+describe('what a first start leaves in a working tree', () => {
+  test("when a start keeps its database in a checkout's root (DATABASE_URL=sqlite:pets.db), then git ignores every file it wrote there: the database, its log and the initial key", async (t) => {
+    const cwd = temporaryDirectory(t)
+    copyFileSync(new URL('../.gitignore', import.meta.url), join(cwd, '.gitignore'))
+    await run('git', ['init', '-q'], { cwd })
+    const server = await startServeProcess({ DATABASE_URL: 'sqlite:pets.db' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const wrote = readdirSync(cwd).filter((name) => name !== '.git' && name !== '.gitignore')
+    assert.ok(wrote.includes('initial-api-key') && wrote.includes('pets.db'), wrote.join(', '))
+    const { stdout } = await run('git', ['status', '--porcelain', '--untracked-files=all'], { cwd })
+    assert.equal(stdout, '?? .gitignore\n', `wrote ${wrote.join(', ')}`)
+    await stop(server)
+  })
+})

@@ -43,7 +43,8 @@ it and the copy checked (integrity, a Pet Store database at a schema this releas
 database is replaced in one rename, its emptied log removed; the new file keeps the old one's owner and
 mode (its directory's owner and 0600 on a first restore), and a user that cannot give it that owner is
 refused before anything is done. FILE itself is left as it is; a FILE with writes in a -wal (or an
-unfinished -journal) beside it is refused: back it up first (DATABASE_URL=sqlite:FILE petstore backup).
+unfinished -journal) beside it is refused: back it up first
+(DATABASE_URL=sqlite:FILE petstore backup --to COPY), then restore COPY.
 FILE is a regular file, or a symbolic link to one: a FIFO, a socket or a device is refused.
 The database replaced is kept beside it (petstore.db.replaced-<time>), and the restored one keeps from it
 every revocation (a key revoked since the backup stays revoked) and its id sequences (no pet id given out
