@@ -218,12 +218,13 @@ describe('petstore CLI: commands on a database', () => {
     }
   })
 
-  test('when `keys` or `seed` runs on sqlite::memory:, then it refuses in one line, as what it made would be gone at its exit', (t) => {
+  test('when `keys`, `seed` or `migrate` runs on sqlite::memory:, then it refuses in one line, as what it made would be gone at its exit', (t) => {
     const cwd = temporaryDirectory(t)
     for (const args of [
       ['keys', 'create', '--name', 'x'],
       ['keys', 'list'],
       ['seed', '--count', '3'],
+      ['migrate'],
     ]) {
       const result = runCli(args, { DATABASE_URL: 'sqlite::memory:' }, cwd)
       const name = args[0]

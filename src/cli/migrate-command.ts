@@ -1,5 +1,5 @@
 import { type Command, parseCommandArgs } from './command.ts'
-import { missingDatabaseFile, openStore, sayCreated, sayingWaits } from './open-store.ts'
+import { missingDatabaseFile, openStore, refuseMemoryStore, sayCreated, sayingWaits } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
 export const migrateCommand: Command = {
@@ -12,6 +12,8 @@ Applies every migration the database does not have yet, in order, and prints wha
   async run(args, { stdout, stderr }) {
     parseCommandArgs(args, {})
     const { config, log } = startUp(stderr)
+    // Migrated in memory, a store is gone at the exit: "applied" would say what no database holds.
+    refuseMemoryStore(config.database, 'migrate')
     // Made where none is (a first deploy's pipeline), and said: from the wrong directory, it goes unseen.
     const missing = missingDatabaseFile(config.database)
     const store = await openStore(config.database, log)

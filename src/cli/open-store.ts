@@ -93,12 +93,7 @@ export async function openCommandStore(
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
   { name, creates, stderr }: { name: string; creates: boolean; stderr: Output },
 ): Promise<Store> {
-  if (database.engine === 'sqlite' && database.path === ':memory:') {
-    const keys = name === 'keys' ? '; give a service on sqlite::memory: its keys in API_KEYS' : ''
-    throw new CommandError(
-      `DATABASE_URL is sqlite::memory:, a store no other process can open, gone when this command exits: run it on the service's database${keys}`,
-    )
-  }
+  refuseMemoryStore(database, name)
   const missing = missingDatabaseFile(database)
   if (missing !== undefined && !creates) {
     throw new CommandError(
@@ -116,6 +111,15 @@ export async function openCommandStore(
   else if (made !== undefined)
     stderr.write(`petstore ${name}: ${made}, held no Pet Store tables; made them\n`)
   return store
+}
+
+/** Refuses sqlite::memory: to the command `name`: what it did there would be gone when it exits. */
+export function refuseMemoryStore(database: DatabaseSettings, name: string): void {
+  if (database.engine !== 'sqlite' || database.path !== ':memory:') return
+  const keys = name === 'keys' ? '; give a service on sqlite::memory: its keys in API_KEYS' : ''
+  throw new CommandError(
+    `DATABASE_URL is sqlite::memory:, a store no other process can open, gone when this command exits: run it on the service's database${keys}`,
+  )
 }
 
 /** The SQLite file `database` names, as an absolute path, when there is none yet. */
