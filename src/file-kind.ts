@@ -1,4 +1,4 @@
-import { type Stats, statSync } from 'node:fs'
+import { existsSync, lstatSync, readlinkSync, type Stats, statSync } from 'node:fs'
 
 // What a path names when it is not a regular file, in words: a command that reads or replaces a file
 // refuses the others (a FIFO's read waits for a writer; a device renamed over is gone) naming which.
@@ -19,4 +19,14 @@ export function kindOfFile(stats: Stats): string | undefined {
 export function kindAt(path: string): string | undefined {
   const stats = statSync(path, { throwIfNoEntry: false })
   return stats && kindOfFile(stats)
+}
+
+/** What to say of `path` when it is a symbolic link to nothing, and what to do (undefined too if unseen). */
+export function linkToNothing(path: string): string | undefined {
+  try {
+    if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() || existsSync(path)) return undefined
+    return `${path} is a link to nothing (${readlinkSync(path)}): make what it names, or remove it`
+  } catch {
+    return undefined
+  }
 }

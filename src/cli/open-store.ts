@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
 import { ConfigError } from '../errors.ts'
+import { linkToNothing } from '../file-kind.ts'
 import { isPostgresUrl, sslmodeRefusal } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
@@ -155,8 +156,15 @@ export async function openThrowawayStore(): Promise<Store> {
  * The default `data/` is created on the first start; any other directory must exist, so a mistyped path is
  * refused rather than given a new empty database (and a new initial key) somewhere unexpected.
  */
-function prepareDirectory({ dataDirectory, createsDataDirectory }: DatabaseSettings & { engine: 'sqlite' }) {
+function prepareDirectory({
+  path,
+  dataDirectory,
+  createsDataDirectory,
+}: DatabaseSettings & { engine: 'sqlite' }) {
   if (dataDirectory === undefined || existsSync(dataDirectory)) return
+  // A link to a volume not mounted: mkdir failed with a bare EEXIST, or it was said not to exist.
+  const dangling = linkToNothing(dataDirectory)
+  if (dangling !== undefined) throw new Error(`cannot open the database ${path}: ${dangling}`)
   if (createsDataDirectory) {
     // Its owner's alone, as the database in it (sqlite-open.ts).
     mkdirSync(dataDirectory, { mode: 0o700 })

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fchmodSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, type DatabaseSync } from 'node:sqlite'
-import { kindAt, kindOfFile } from '../../file-kind.ts'
+import { kindOfFile } from '../../file-kind.ts'
 import type { BackupSummary } from '../shared/backup-role.ts'
 import { leaveNothing, open, verified, writing } from './sqlite-copy-checks.ts'
 import { databaseFileAt, isDatabaseFile, notOpenToThisUser } from './sqlite-database-files.ts'
@@ -14,6 +14,7 @@ import {
   temporaryBeside,
 } from './sqlite-durable-files.ts'
 import { whyNotRead } from './sqlite-open.ts'
+import { notADatabaseFile } from './sqlite-path-slips.ts'
 
 // The backup role of the embedded engine: `backup` here, `restore` in sqlite-restore.ts.
 export { restoreDatabase } from './sqlite-restore.ts'
@@ -54,9 +55,8 @@ export async function backupDatabase(
   if (found === 'unreachable') throw notOpenToThisUser(path)
   if (found === 'absent') throw new Error(`there is no database at ${resolve(path)}${WHERE_THE_SERVICE_RUNS}`)
   // Read through a link; a FIFO's read would wait for a writer for ever.
-  const sourceKind = kindAt(path)
-  if (sourceKind !== undefined)
-    throw new Error(`${resolve(path)} is ${sourceKind}: DATABASE_URL must name a database file`)
+  const notFile = notADatabaseFile(resolve(path))
+  if (notFile !== undefined) throw new Error(notFile)
   // Renamed over the live file, a backup would leave the server writing to a deleted one.
   if (isDatabaseFile(path, to)) {
     throw new Error(`${to} is the database being backed up (or one of its files): name another file`)

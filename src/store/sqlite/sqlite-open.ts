@@ -16,6 +16,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
 import { isBusy, wasReplaced } from './sqlite-errors.ts'
+import { pathSlip } from './sqlite-path-slips.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
 // Opening the database file, durably or to read it alone, and saying why an open failed where SQLite's
@@ -129,7 +130,7 @@ export function openDurable(path: string): DatabaseSync {
     return db
   } catch (error) {
     db?.close()
-    const why = isBusy(error) ? HELD : wasReplaced(error) ? REPLACED : whyNotWritable(path, error)
+    const why = isBusy(error) ? HELD : wasReplaced(error) ? REPLACED : whyNotOpened(path, error)
     throw new Error(`cannot open the database ${path}: ${(error as Error).message}${why}`, { cause: error })
   }
 }
@@ -204,6 +205,12 @@ const REPLACED =
 
 // SQLite's primary result codes a lack of room shows as: IOERR, FULL, CANTOPEN.
 const ROOM_ERRORS = new Set([10, 13, 14])
+
+/** Why SQLite could not open `path`: a slip in the path (a directory, a link to nothing), else its volume. */
+function whyNotOpened(path: string, error: unknown): string {
+  const slip = path === ':memory:' ? undefined : pathSlip(path)
+  return slip === undefined ? whyNotWritable(path, error) : ` (${slip})`
+}
 
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */
 function whyNotWritable(path: string, error: unknown): string {

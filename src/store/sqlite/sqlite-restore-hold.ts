@@ -5,14 +5,13 @@ import {
   fchmodSync,
   fchownSync,
   linkSync,
-  lstatSync,
   openSync,
-  readlinkSync,
   rmSync,
   statSync,
 } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
+import { linkToNothing } from '../../file-kind.ts'
 import { statOrNothing, temporaryBeside } from './sqlite-durable-files.ts'
 import { isBusy } from './sqlite-errors.ts'
 import { pragmaOf, UNFINISHED_RESTORE_ID } from './sqlite-open.ts'
@@ -82,11 +81,8 @@ function lockExclusively(db: DatabaseSync): void {
  */
 function holdPlace(path: string): Hold {
   // A link to nothing (a volume not mounted?): which file the service means is for the operator to say.
-  if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) {
-    throw new Error(
-      `${path} is a link to nothing (${readlinkSync(path)}): make what it names, or remove it, then restore`,
-    )
-  }
+  const dangling = linkToNothing(path)
+  if (dangling !== undefined) throw new Error(`${dangling}, then restore`)
   const owner = statSync(dirname(path))
   const hidden = temporaryBeside(path, 'hold')
   let db: DatabaseSync | undefined

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { temporaryDirectory } from './helpers/cleanup.ts'
+import { runCli } from './helpers/cli-process.ts'
+
+// The start and the commands that open the database as it does (backup, restore and copy check their
+// paths themselves): a slip in the path said as they say it, not as SQLite's bare "unable to open".
+const RUNS = [['serve'], ['migrate'], ['keys', 'create', '--name', 'x'], ['seed', '--count', '1']]
+
+/** Each of RUNS exits 1 with `line` alone: serve before it listens (it would run until runCli kills it). */
+function assertEachRefuses(cwd: string, env: Record<string, string>, line: string): void {
+  for (const args of RUNS) {
+    const result = runCli(args, { PORT: '0', ...env }, cwd)
+    assert.deepEqual(
+      [result.status, result.stdout, result.stderr],
+      [1, '', line.replace('petstore NAME', `petstore ${args[0]}`)],
+      args.join(' '),
+    )
+  }
+}
+
+describe('SQLite: a database path that names no file the service can open', () => {
+  test('when DATABASE_URL names a directory, then serve and each command exit 1 with one line naming it', (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, 'data'))
+    assertEachRefuses(
+      cwd,
+      { DATABASE_URL: 'sqlite:data' },
+      'petstore NAME: cannot open the database data: unable to open database file (data is a directory: ' +
+        'DATABASE_URL must name a database file)\n',
+    )
+    assert.deepEqual(readdirSync(join(cwd, 'data')), [], 'nothing made in it')
+  })
+
+  test('when the database file is a link to nothing (a volume not mounted), then serve and each command exit 1 with one line naming the link and what it names, and make nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    mkdirSync(join(cwd, 'data'))
+    const target = join(cwd, 'notmounted', 'petstore.db')
+    symlinkSync(target, join(cwd, 'data', 'petstore.db'))
+    assertEachRefuses(
+      cwd,
+      {},
+      'petstore NAME: cannot open the database data/petstore.db: unable to open database file ' +
+        `(data/petstore.db is a link to nothing (${target}): make what it names, or remove it)\n`,
+    )
+    assert.deepEqual([readdirSync(cwd), readdirSync(join(cwd, 'data'))], [['data'], ['petstore.db']])
+  })
+
+  test('when the data directory is a link to nothing, then serve and each command exit 1 with one line naming it and what it names, not a bare EEXIST', (t) => {
+    const cwd = temporaryDirectory(t)
+    const target = join(cwd, 'notmounted')
+    symlinkSync(target, join(cwd, 'data'))
+    const line = (data: string) =>
+      `petstore NAME: cannot open the database ${join(data, 'petstore.db')}: ` +
+      `${data} is a link to nothing (${target}): make what it names, or remove it\n`
+    assertEachRefuses(cwd, {}, line('data'))
+    // Named by a DATABASE_URL of its own, it is not made: said alike, not "a directory that does not exist".
+    const data = join(cwd, 'data')
+    assertEachRefuses(cwd, { DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` }, line(data))
+    assert.deepEqual(readdirSync(cwd), ['data'])
+  })
+
+  test('when the data directory is a regular file, then serve and each command exit 1 with one line naming it', (t) => {
+    const cwd = temporaryDirectory(t)
+    writeFileSync(join(cwd, 'data'), '')
+    assertEachRefuses(
+      cwd,
+      {},
+      'petstore NAME: cannot open the database data/petstore.db: unable to open database file ' +
+        '(data is a regular file, not a directory: move it away, or correct the path)\n',
+    )
+  })
+
+  test("when DATABASE_URL's directory does not exist, then serve and each command exit 1 with one line naming it, and make nothing", (t) => {
+    const cwd = temporaryDirectory(t)
+    assertEachRefuses(
+      cwd,
+      { DATABASE_URL: 'sqlite:missing/petstore.db' },
+      `petstore: invalid configuration: DATABASE_URL names a file in ${join(cwd, 'missing')}, a directory ` +
+        'that does not exist (create it first, or correct the path)\n',
+    )
+    assert.deepEqual(readdirSync(cwd), [])
+  })
+})
