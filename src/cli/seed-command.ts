@@ -1,11 +1,14 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
+import { STOP_SIGNALS } from '../server.ts'
 import {
   type Command,
   CommandError,
   counted,
   failureLine,
   integerOption,
+  type Output,
   parseCommandArgs,
+  signalExitCode,
 } from './command.ts'
 import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
@@ -73,6 +76,35 @@ function demoPet(index: number): NewPet {
   return pet
 }
 
+/** How many pets a seed stopped part way added, which stay, and the --count that adds the rest. */
+function partLine(added: number, count: number, why: string): string {
+  return `added ${added} of ${counted(count, 'pet')} before: ${why} (--count ${count - added} adds the rest)`
+}
+
+/**
+ * The first stop signal ends a seed after the batch under way, so its line counts what the store holds
+ * (while the store opens, at once: nothing is added yet). Every handler goes with it: a second ends it.
+ */
+function stopOnSignal(stderr: Output) {
+  let stopped: NodeJS.Signals | undefined
+  let seeding = false
+  const release = () => {
+    for (const signal of STOP_SIGNALS) process.off(signal, stop)
+  }
+  const stop = (signal: NodeJS.Signals) => {
+    release()
+    stopped = signal
+    if (seeding) return
+    stderr.write(`petstore seed: stopped by ${signal} before adding any pet\n`)
+    process.exit(signalExitCode(signal))
+  }
+  for (const signal of STOP_SIGNALS) process.once(signal, stop)
+  const started = () => {
+    seeding = true
+  }
+  return { started, stopped: () => stopped, release }
+}
+
 export const seedCommand: Command = {
   name: 'seed',
   summary: 'Add demo pets to the store',
@@ -80,35 +112,45 @@ export const seedCommand: Command = {
 
 Adds N demo pets (default 100, at most 10000000) with realistic names, categories 1 to 8 and a mix of
 statuses, then prints how many were added. Each run adds more; it never deletes. Stopped part way (a
-full disk), it says how many it added before, and the --count that adds the rest.`,
+full disk, Ctrl-C), it says how many it added before, and the --count that adds the rest. A stop
+signal (SIGINT, SIGTERM, SIGHUP) ends it after the batch of 1000 under way; a second, at once.`,
   async run(args, { stdout, stderr }) {
     const { values } = parseCommandArgs(args, { count: { type: 'string' } })
     const count = integerOption('count', values.count, 100, 10_000_000)
     const { config, log } = startUp(stderr)
-    const store = await openCommandStore(config.database, log, { name: 'seed', creates: true, stderr })
-    let added = 0
+    const stop = stopOnSignal(stderr)
     try {
-      for (let start = 0; start < count; start += BATCH) {
-        const size = Math.min(BATCH, count - start)
-        // Creates issued together are committed together by the store: one transaction per batch.
-        const created = await Promise.allSettled(
-          Array.from({ length: size }, (_, i) => store.createPet({ pet: demoPet(start + i) })),
-        )
-        added += created.filter((result) => result.status === 'fulfilled').length
-        const failed = created.find((result) => result.status === 'rejected')
-        if (failed !== undefined) throw failed.reason
+      const store = await openCommandStore(config.database, log, { name: 'seed', creates: true, stderr })
+      stop.started()
+      let added = 0
+      try {
+        for (let start = 0; start < count && stop.stopped() === undefined; start += BATCH) {
+          const size = Math.min(BATCH, count - start)
+          // Creates issued together are committed together by the store: one transaction per batch.
+          const created = await Promise.allSettled(
+            Array.from({ length: size }, (_, i) => store.createPet({ pet: demoPet(start + i) })),
+          )
+          added += created.filter((result) => result.status === 'fulfilled').length
+          const failed = created.find((result) => result.status === 'rejected')
+          if (failed !== undefined) throw failed.reason
+        }
+        // Stopped during the last batch, it has added them all: said as any whole run is.
+        const signal = stop.stopped()
+        if (signal !== undefined && added < count) {
+          stderr.write(`petstore seed: ${partLine(added, count, `stopped by ${signal}`)}\n`)
+          return signalExitCode(signal)
+        }
+        stdout.write(`added ${counted(count, 'pet')}\n`)
+        return 0
+      } catch (error) {
+        // Run again as it was, it would add the whole --count again: the line says how many are there.
+        if (added === 0) throw error
+        throw new CommandError(partLine(added, count, failureLine(error)))
+      } finally {
+        await store.close()
       }
-      stdout.write(`added ${counted(count, 'pet')}\n`)
-      return 0
-    } catch (error) {
-      // Run again as it was, it would add the whole --count again: the line says how many are there.
-      if (added === 0) throw error
-      throw new CommandError(
-        `added ${added} of ${counted(count, 'pet')} before: ${failureLine(error)} ` +
-          `(--count ${count - added} adds the rest)`,
-      )
     } finally {
-      await store.close()
+      stop.release()
     }
   },
 }
