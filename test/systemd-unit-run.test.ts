@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { before, describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
@@ -262,5 +263,25 @@ describe('deploy/petstore.service, run by systemd', {
       ['inactive', 'success', '0'],
     )
     assert.ok(took < 20_000, `stopped in ${took.toFixed(0)} ms, not by the SIGKILL at TimeoutStopSec`)
+  })
+
+  test('when a setting is refused (exit 78), then systemd does not start it again: the unit fails, its journal saying which', async () => {
+    // Appended, so it wins over the file's own; a port that is no port.
+    await inVm(['sh', '-c', 'echo PORT=none >> /etc/petstore/petstore.env'])
+    await inVm(['systemctl', 'start', 'petstore'], MINUTE).catch(() => undefined)
+    // Restarted, it would be "activating" between its tries every 2 s, never "failed".
+    await waitFor(
+      async () => ((await show('ActiveState')) === 'failed' ? true : undefined),
+      'the unit did not fail',
+      { timeoutMs: MINUTE, everyMs: 200 },
+    )
+    // Past RestartSec (2 s): a restart would have come by now.
+    await sleep(3000)
+    assert.deepEqual(
+      [await show('ActiveState'), await show('Result'), await show('ExecMainStatus')],
+      ['failed', 'exit-code', '78'],
+    )
+    const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager', '-n', '30'])
+    assert.match(journal, /petstore: invalid configuration: PORT/)
   })
 })
