@@ -113,7 +113,7 @@ describe(
       await servesTheBackup(cwd)
     })
 
-    test('when a first restore is killed before its rename, then a start and the commands refuse the empty place it held, saying to run the restore again, which restores the backup', {
+    test('when a first restore is killed before its rename, then a start and the commands (backup and copy --from too) refuse the empty place it held, saying to run the restore again, which restores the backup', {
       timeout: 90_000,
     }, async (t) => {
       const cwd = backupWithNoDatabase(t)
@@ -131,6 +131,16 @@ describe(
         assert.equal(refused.status, 1, args.join(' '))
         assert.match(refused.stderr, unfinished, args.join(' '))
       }
+      // Read as they are, not opened as a start opens them: refused at once, not blamed on the copy made.
+      const said = (path: string) =>
+        `${path} is the place a restore held that did not finish: run the restore again (petstore restore ` +
+        '--from …); or, to begin an empty database there, remove it\n'
+      const backup = runCli(['backup', '--to', 'x.db'], {}, cwd)
+      assert.deepEqual([backup.status, backup.stderr], [1, `petstore backup: ${said('data/petstore.db')}`])
+      const copy = runCli(['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:c.db'], {}, cwd)
+      const database = join(cwd, 'data', 'petstore.db')
+      assert.deepEqual([copy.status, copy.stderr], [1, `petstore copy: ${said(database)}`])
+      assert.deepEqual(readdirSync(cwd).sort(), ['b.db', 'data'], 'no backup, no copy made')
       const again = runCli(['restore', '--from', 'b.db'], {}, cwd)
       assert.equal(again.status, 0, again.stderr)
       await servesTheBackup(cwd)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -79,6 +79,36 @@ describe("a DATABASE_URL that points at another application's database", () => {
     const created = runCli(['keys', 'create', '--name', 'web'], env, cwd)
     assert.equal(created.status, 0, created.stderr)
     assert.ok(created.stderr.startsWith(`petstore keys: ${path}, held no Pet Store tables; made them\n`))
+  })
+
+  test("when DATABASE_URL names another application's SQLite file, one with another tool's schema_migrations, or an empty file, then backup refuses at once in one line naming it, makes no backup, and leaves it byte for byte", (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const [name, tables] of [
+      [
+        'other-app.db',
+        'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE orders (id INTEGER)',
+      ],
+      ['other-tool.db', `${OTHER_TOOLS_BOOKKEEPING}; INSERT INTO schema_migrations VALUES (2, 0)`],
+      ['empty.db', ''],
+    ] as const) {
+      const path = join(cwd, name)
+      const db = new DatabaseSync(path)
+      db.exec(tables)
+      db.close()
+      const before = readFileSync(path)
+      const refused = runCli(['backup', '--to', 'b.db'], { DATABASE_URL: `sqlite:${path}` }, cwd)
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [
+          1,
+          `petstore backup: no Pet Store tables in ${path} (DATABASE_URL): run the command where the ` +
+            'service runs, or set DATABASE_URL\n',
+        ],
+        name,
+      )
+      assert.ok(readFileSync(path).equals(before), `${name} left byte for byte`)
+    }
+    assert.deepEqual(readdirSync(cwd).sort(), ['empty.db', 'other-app.db', 'other-tool.db'], 'no backup made')
   })
 
   describe('on PostgreSQL', engineSuiteOptions(postgresEngine), () => {

@@ -3,6 +3,8 @@ import { dirname, resolve } from 'node:path'
 import { backup, type DatabaseSync } from 'node:sqlite'
 import { kindOfFile } from '../../file-kind.ts'
 import type { BackupSummary } from '../shared/backup-role.ts'
+import { isServiceBookkeeping } from '../shared/migration-plan.ts'
+import { NoSchemaError } from '../store.ts'
 import { leaveNothing, open, verified, writing } from './sqlite-copy-checks.ts'
 import { databaseFileAt, isDatabaseFile, notOpenToThisUser } from './sqlite-database-files.ts'
 import {
@@ -13,7 +15,7 @@ import {
   statOrNothing,
   temporaryBeside,
 } from './sqlite-durable-files.ts'
-import { whyNotRead } from './sqlite-open.ts'
+import { bookkeepingColumnsOf, pragmaOf, unfinishedRestoreRefusal, whyNotRead } from './sqlite-open.ts'
 import { notADatabaseFile } from './sqlite-path-slips.ts'
 
 // The backup role of the embedded engine: `backup` here, `restore` in sqlite-restore.ts.
@@ -27,18 +29,26 @@ const ALL_PAGES = 2 ** 31 - 1
 // Where a command finds no database, it is most often run from another directory than the service's.
 const WHERE_THE_SERVICE_RUNS = ' (DATABASE_URL): run the command where the service runs, or set DATABASE_URL'
 
-/** The live database, read once: a volume that keeps it from being read (full, read-only) is named. */
+/**
+ * The live database, read once: a volume that keeps it from being read (full, read-only) is named, and so
+ * is a file that is no Pet Store database (a killed first restore's place, another application's).
+ */
 function openSource(path: string): DatabaseSync {
   let db: DatabaseSync | undefined
   try {
     db = open(path)
     db.prepare('SELECT count(*) FROM sqlite_schema').get()
-    return db
   } catch (error) {
     db?.close()
     const why = whyNotRead(path, error, 'back up the file put on a writable disk')
     throw new Error(`cannot read the database ${path}: ${(error as Error).message}${why}`, { cause: error })
   }
+  // Said of the source before it is copied, where the copy's check blamed the backup made of it.
+  const unfinished = unfinishedRestoreRefusal(path, pragmaOf(db, 'application_id'))
+  const foreign = !isServiceBookkeeping(bookkeepingColumnsOf(db))
+  if (unfinished === undefined && !foreign) return db
+  db.close()
+  throw new Error(unfinished ?? `${new NoSchemaError(resolve(path)).message}${WHERE_THE_SERVICE_RUNS}`)
 }
 
 /**

@@ -6,6 +6,7 @@ import type { CopiedKey, CopiedPet, CopySource } from '../shared/store-copy.ts'
 import { NoSchemaError } from '../store.ts'
 import { COMMAND_BUSY_TIMEOUT_MS, SqliteConnection } from './sqlite-connection.ts'
 import { schemaStatus } from './sqlite-migrator.ts'
+import { unfinishedRestoreRefusal } from './sqlite-open.ts'
 import { highestPetIdGiven } from './sqlite-pet-queries.ts'
 import { storedSecret } from './sqlite-settings-queries.ts'
 
@@ -24,6 +25,9 @@ export class SqliteDump implements CopySource {
 
   async prepare(): Promise<void> {
     const db = this.#db
+    const id = await db.run(() => db.statement('PRAGMA application_id').get()?.application_id)
+    const unfinished = unfinishedRestoreRefusal(resolve(db.path), id)
+    if (unfinished !== undefined) throw new Error(unfinished)
     const kept = await db.run(() =>
       db.statement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get(),
     )

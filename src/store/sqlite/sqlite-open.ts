@@ -51,6 +51,15 @@ export function pragmaOf(db: DatabaseSync, pragma: string): unknown {
 // rename, the restore leaves it at the database's path, where a start would take it for a new database.
 export const UNFINISHED_RESTORE_ID = 0x50535248
 
+/** What every command says of `path` when its `application_id` marks the place a killed restore held. */
+export function unfinishedRestoreRefusal(path: string, applicationId: unknown): string | undefined {
+  if (Number(applicationId) !== UNFINISHED_RESTORE_ID) return undefined
+  return (
+    `${path} is the place a restore held that did not finish: run the restore again (petstore ` +
+    'restore --from …); or, to begin an empty database there, remove it'
+  )
+}
+
 /**
  * A database file not there yet is made empty, for its owner alone, whatever the umask: it holds every pet
  * and every key's hash, as a backup does. SQLite gives its log and index files the database's mode.
@@ -105,12 +114,8 @@ export function openDurable(path: string): DatabaseSync {
     createPrivately(path)
     db = new DatabaseSync(path)
     db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_WAIT_MS}`)
-    if (pragmaOf(db, 'application_id') === UNFINISHED_RESTORE_ID) {
-      throw new Error(
-        `${path} is the place a restore held that did not finish: run the restore again (petstore ` +
-          'restore --from …); or, to begin an empty database there, remove it',
-      )
-    }
+    const unfinished = unfinishedRestoreRefusal(path, pragmaOf(db, 'application_id'))
+    if (unfinished !== undefined) throw new Error(unfinished)
     // Before WAL mode, the first change made to a file: another application's is left byte for byte.
     const tables = db.prepare(
       "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
