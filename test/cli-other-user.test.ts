@@ -6,6 +6,7 @@ import {
   existsSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -79,6 +80,41 @@ describe(
         ],
       )
       assert.deepEqual(readdirSync(backups), [])
+    })
+
+    test("when backup --force names another user's file in a sticky directory (/tmp, a shared backups directory), then it refuses before copying, in one line naming the file, its owner and what to do; its own file, or one in its own directory, is replaced, and root replaces any", (t) => {
+      const { cwd, uid } = dataOfOtherUser(t)
+      assert.equal(runAsOtherUser(['seed', '--count', '3'], {}, cwd).status, 0)
+      const shared = join(cwd, 'shared')
+      mkdirSync(shared)
+      chmodSync(shared, 0o1777)
+      const roots = join(shared, 'root.db')
+      writeFileSync(roots, 'kept')
+      const refused = runAsOtherUser(['backup', '--to', roots, '--force'], {}, cwd)
+      assert.deepEqual(
+        [refused.status, refused.stderr],
+        [
+          1,
+          `petstore backup: ${roots} belongs to 0:0, and in ${shared} (a sticky directory) only its ` +
+            `owner or the directory's may replace it, not this user (uid ${uid}): name another file, or ` +
+            'have its owner remove it\n',
+        ],
+      )
+      assert.deepEqual([readFileSync(roots, 'utf8'), readdirSync(shared)], ['kept', ['root.db']])
+      const mine = join(shared, 'mine.db')
+      writeFileSync(mine, '')
+      chownSync(mine, uid, uid)
+      const own = join(cwd, 'own')
+      mkdirSync(own)
+      chmodSync(own, 0o1777)
+      chownSync(own, uid, uid)
+      writeFileSync(join(own, 'root.db'), 'kept')
+      for (const to of [mine, join(own, 'root.db')]) {
+        const replaced = runAsOtherUser(['backup', '--to', to, '--force'], {}, cwd)
+        assert.equal(replaced.status, 0, `${to}: ${replaced.stderr}`)
+      }
+      const asRoot = runCli(['backup', '--to', roots, '--force'], {}, cwd)
+      assert.equal(asRoot.status, 0, asRoot.stderr)
     })
 
     test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", (t) => {

@@ -79,6 +79,7 @@ export async function backupDatabase(
   if (kind !== undefined) {
     throw new Error(`${to} is ${kind}: --force replaces only a regular file; name another file`)
   }
+  refuseOthersFileInStickyDirectory(to)
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
   if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
   removeAbandoned(to, 'backup')
@@ -116,6 +117,25 @@ export async function backupDatabase(
     if (source.isOpen) source.close()
     leaveNothing(temporary)
   }
+}
+
+// The sticky bit (S_ISVTX, which fs.constants lacks): /tmp's, and a shared backups directory's.
+const STICKY = 0o1000
+
+/**
+ * In a sticky directory only a file's owner, the directory's or root renames over it: another's file is
+ * refused before the copy, which ended in EPERM at its rename, put down to the directory.
+ */
+function refuseOthersFileInStickyDirectory(to: string): void {
+  const euid = process.geteuid?.()
+  const [file, directory] = [lstatOrNothing(to), statOrNothing(dirname(to))]
+  if (euid === undefined || euid === 0 || file === undefined || directory === undefined) return
+  if ((directory.mode & STICKY) === 0 || file.uid === euid || directory.uid === euid) return
+  throw new Error(
+    `${to} belongs to ${file.uid}:${file.gid}, and in ${resolve(dirname(to))} (a sticky directory) only ` +
+      `its owner or the directory's may replace it, not this user (uid ${euid}): name another file, or ` +
+      'have its owner remove it',
+  )
 }
 
 /** What is at `path` when it is there and is not a regular file (the link itself, not what it names). */
