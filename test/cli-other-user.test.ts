@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process'
 import {
   chmodSync,
   chownSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -115,6 +116,47 @@ describe(
       }
       const asRoot = runCli(['backup', '--to', roots, '--force'], {}, cwd)
       assert.equal(asRoot.status, 0, asRoot.stderr)
+    })
+
+    test("when restore runs as the database's owner in a directory not open to it (root's, 0755), then one line naming the directory and what to do, not a bare EACCES on a hidden copy, and the database is unchanged", (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+      chmodSync(join(cwd, 'b.db'), 0o644)
+      const { uid, gid } = userIds(OTHER_USER)
+      const rd = join(cwd, 'rd')
+      mkdirSync(rd)
+      chmodSync(rd, 0o755)
+      const database = join(rd, 'petstore.db')
+      copyFileSync(join(cwd, 'b.db'), database)
+      chownSync(database, uid, gid)
+      chmodSync(database, 0o600)
+      const before = readFileSync(database)
+      const restore = () =>
+        runAsOtherUser(['restore', '--from', 'b.db'], { DATABASE_URL: `sqlite:${database}` }, cwd)
+      const result = restore()
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [
+          1,
+          `petstore restore: ${rd} is not open to this user (uid ${uid}): give it this user, or restore ` +
+            'as root\n',
+        ],
+      )
+      // A backup this user may not read is said of the backup, not put down to the directory.
+      chmodSync(join(cwd, 'b.db'), 0o600)
+      const unread = restore()
+      assert.deepEqual(
+        [unread.status, unread.stderr],
+        [
+          1,
+          `petstore restore: b.db cannot be read by this user (uid ${uid}): restore as root, or as its ` +
+            'owner\n',
+        ],
+      )
+      assert.deepEqual(readdirSync(rd), ['petstore.db'])
+      assert.ok(readFileSync(database).equals(before), 'the database unchanged')
     })
 
     test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", (t) => {

@@ -1,4 +1,13 @@
-import { constants, copyFileSync, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { kindAt } from '../../file-kind.ts'
 import type { RestoreSummary } from '../shared/backup-role.ts'
@@ -38,6 +47,11 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   // What a link names is read: a FIFO's read would wait for a writer for ever, the database held meanwhile.
   const kind = kindAt(from)
   if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
+  // Its copy's EACCES is said of the database's directory, where every other write of a restore goes.
+  if (!readable(from)) {
+    const user = `this user (uid ${process.geteuid?.() ?? '?'})`
+    throw new Error(`${from} cannot be read by ${user}: restore as root, or as its owner`)
+  }
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   if (!existsSync(dirname(named))) {
     // Not made here: run from the wrong directory, a restore would go where no service reads.
@@ -59,23 +73,25 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   removeAbandoned(path, 'hold')
   const what = 'the restored database'
   assertCanGiveOwner(path)
+  // Every write of the restore goes beside the database: a directory closed to this user is said so.
+  const besideIt = <T>(step: () => T) => writing(path, what, step, 'restore as root')
   // First, before the copy takes the room the checkpoint may need; held past the rename.
-  const hold = writing(path, what, () => holdForRestore(path))
+  const hold = besideIt(() => holdForRestore(path))
   const held = hold.replacing ? hold.db : undefined
   let renamed = false
   const temporary = temporaryBeside(path, 'restore')
   try {
-    writing(path, what, () => settleLeftovers(path))
+    besideIt(() => settleLeftovers(path))
     removeWithCompanions(temporary)
     // A new file only: one planted under its name makes the copy fail rather than be written through.
-    writing(path, what, () => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
+    besideIt(() => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
     // A failure to write the copy (a full volume) stops the restore; one to read the old database does not.
-    const carried = held && writing(path, what, () => carryForward(held, temporary))
+    const carried = held && besideIt(() => carryForward(held, temporary))
     const stamp = new Date().toISOString().replace(/[:.]/g, '-')
     let keptAt: { path: string } | { notKept: string } | undefined
-    writing(path, what, () => {
+    besideIt(() => {
       fsyncPath(temporary)
       if (held) leaveLogBehind(path, hold)
       // The log was emptied: nothing of the old database is applied to the restored one.
@@ -97,5 +113,14 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   } finally {
     endHold(path, hold, renamed)
     leaveNothing(temporary)
+  }
+}
+
+function readable(file: string): boolean {
+  try {
+    accessSync(file, constants.R_OK)
+    return true
+  } catch {
+    return false
   }
 }
