@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -86,5 +86,58 @@ describe('SQLite: a database path that names no file the service can open', () =
       78,
     )
     assert.deepEqual(readdirSync(cwd), [])
+  })
+})
+
+describe('SQLite: backup, restore and copy given a path through a file or a link to nothing', () => {
+  test('when the data directory is a regular file or a link to nothing, then restore exits 1 with one line naming it and what to do, and makes nothing', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], { DATABASE_URL: 'sqlite:s.db' }, cwd).status, 0)
+    assert.equal(runCli(['backup', '--to', 'b.db'], { DATABASE_URL: 'sqlite:s.db' }, cwd).status, 0)
+    const data = join(cwd, 'data')
+    writeFileSync(data, '')
+    const target = join(cwd, 'notmounted')
+    for (const [make, line] of [
+      [() => {}, 'data is a regular file, not a directory: move it away, or correct the path'],
+      [
+        () => {
+          rmSync(data)
+          symlinkSync(target, data)
+        },
+        `data is a link to nothing (${target}): make what it names, or remove it`,
+      ],
+    ] as const) {
+      make()
+      const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
+      assert.deepEqual([restore.status, restore.stderr], [1, `petstore restore: ${line}\n`])
+      assert.deepEqual(readdirSync(cwd).sort(), ['b.db', 'data', 's.db'], 'nothing made')
+    }
+  })
+
+  test('when backup --to or copy --to names a file through a regular file or a link to nothing, then exit 1 with one line naming it and what to do, and nothing is made', (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    writeFileSync(join(cwd, 'one.db'), '')
+    const target = join(cwd, 'notmounted')
+    symlinkSync(target, join(cwd, 'gone'))
+    const file = 'one.db is a regular file, not a directory: move it away, or correct the path'
+    const link = `gone is a link to nothing (${target}): make what it names, or remove it`
+    for (const [args, line] of [
+      [['backup', '--to', 'one.db/x.db'], `petstore backup: ${file}`],
+      [['backup', '--to', 'gone/x.db'], `petstore backup: ${link}`],
+      [
+        ['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:one.db/x.db'],
+        `petstore copy: --to (the target): ${file}`,
+      ],
+      [
+        ['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:gone/x.db'],
+        `petstore copy: --to (the target): ${link}`,
+      ],
+    ] as const) {
+      const result = runCli([...args], {}, cwd)
+      assert.deepEqual([result.status, result.stderr], [1, `${line}\n`], args.join(' '))
+    }
+    assert.deepEqual(readdirSync(cwd).sort(), ['data', 'gone', 'one.db'], 'nothing made')
+    assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'], 'no hidden copy left')
   })
 })

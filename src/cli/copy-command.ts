@@ -12,6 +12,7 @@ import {
   TargetNotEmptyError,
 } from '../store/shared/store-copy.ts'
 import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
+import { directorySlip } from '../store/sqlite/sqlite-path-slips.ts'
 import { NoSchemaError } from '../store/store.ts'
 import {
   type Command,
@@ -111,9 +112,12 @@ function refuseNonFile(option: '--from' | '--to', path: string | undefined): voi
 /**
  * A copy writes its SQLite target as whoever runs it (root, often): through a link planted beside it in a
  * shared directory, the target or its log would be written wherever the link points. (A link made between
- * this check and SQLite's open still would be: name a target in a directory of your own.)
+ * this check and SQLite's open still would be: name a target in a directory of your own.) A file or a link
+ * to nothing where its directory should be is named, where lstat's ENOTDIR was.
  */
-function refuseLinkedTarget(path: string): void {
+function refuseTargetPath(path: string): void {
+  const slip = directorySlip(path)
+  if (slip !== undefined) throw new CommandError(`${TARGET}: ${slip}`)
   for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
     if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink())
       throw new CommandError(`${file} (--to) is a symbolic link: name a file of its own`)
@@ -180,7 +184,7 @@ Progress goes to stderr every ${PROGRESS_EVERY_MS / 1000} s; the summary to stdo
       values['max-chunks'] === undefined
         ? undefined
         : integerOption('max-chunks', values['max-chunks'], 1, 1e9)
-    if (toPath !== undefined) refuseLinkedTarget(toPath)
+    if (toPath !== undefined) refuseTargetPath(toPath)
     const source = await openCopySource(values.from)
     // A SQLite file this copy makes and fails to put a row in is removed: a start would serve it as a store.
     const madeFile = toPath !== undefined && !existsSync(toPath)

@@ -16,7 +16,7 @@ import {
   temporaryBeside,
 } from './sqlite-durable-files.ts'
 import { bookkeepingColumnsOf, pragmaOf, unfinishedRestoreRefusal, whyNotRead } from './sqlite-open.ts'
-import { notADatabaseFile } from './sqlite-path-slips.ts'
+import { directorySlip, notADatabaseFile } from './sqlite-path-slips.ts'
 
 // The backup role of the embedded engine: `backup` here, `restore` in sqlite-restore.ts.
 export { restoreDatabase } from './sqlite-restore.ts'
@@ -81,6 +81,8 @@ export async function backupDatabase(
   }
   refuseOthersFileInStickyDirectory(to)
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
+  const slip = directorySlip(to)
+  if (slip !== undefined) throw new Error(slip)
   if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
   removeAbandoned(to, 'backup')
   const temporary = temporaryBeside(to, 'backup')

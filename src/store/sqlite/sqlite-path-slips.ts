@@ -14,8 +14,11 @@ export function notADatabaseFile(path: string): string | undefined {
 
 /** What is wrong with `path` itself or with the nearest of its parents there, if anything: one clause. */
 export function pathSlip(path: string): string | undefined {
-  const slip = notADatabaseFile(path) ?? linkToNothing(path)
-  if (slip !== undefined) return slip
+  return notADatabaseFile(path) ?? linkToNothing(path) ?? directorySlip(path)
+}
+
+/** What is wrong with the nearest of `path`'s parents there, where a directory should be: one clause. */
+export function directorySlip(path: string): string | undefined {
   for (let parent = dirname(path); ; parent = dirname(parent)) {
     // A parent not there (its own parent a file, say) is passed over for the nearest one that is.
     if (lstatOrNothing(parent) !== undefined) return parentSlip(parent)

@@ -30,6 +30,7 @@ import {
   temporaryBeside,
 } from './sqlite-durable-files.ts'
 import { refuseOrphanedLog } from './sqlite-open.ts'
+import { directorySlip } from './sqlite-path-slips.ts'
 import { carryForward } from './sqlite-restore-carry.ts'
 import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
@@ -53,6 +54,9 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     throw new Error(`${from} cannot be read by ${user}: restore as root, or as its owner`)
   }
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
+  // A file or a link to nothing where its directory should be, which no mkdir mends.
+  const slip = directorySlip(named)
+  if (slip !== undefined) throw new Error(slip)
   if (!existsSync(dirname(named))) {
     // Not made here: run from the wrong directory, a restore would go where no service reads.
     const directory = resolve(dirname(named))
