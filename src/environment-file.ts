@@ -1,4 +1,4 @@
-import { closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs'
+import { closeSync, constants, existsSync, openSync, readSync, type Stats, statSync } from 'node:fs'
 import { parseEnv } from 'node:util'
 import { SETTING_NAMES } from './config-schema.ts'
 import { ConfigError } from './errors.ts'
@@ -42,7 +42,7 @@ function environmentFileText(path: string): string | undefined {
   if (stats.size > MAX_SETTINGS_BYTES) throw tooLarge(path, `${stats.size} bytes`)
   // Neither waits nor reads on should another file take its place since the stat: opened without blocking,
   // read to one byte past the limit.
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  const fd = openUnblocked(path, stats)
   try {
     const bytes = Buffer.allocUnsafe(MAX_SETTINGS_BYTES + 1)
     let length = 0
@@ -55,6 +55,26 @@ function environmentFileText(path: string): string | undefined {
     return bytes.toString('utf8', 0, length).replace(/^\uFEFF/, '')
   } finally {
     closeSync(fd)
+  }
+}
+
+/** `path` opened to read; one this user may not read is refused naming its owner, or its mode if its own. */
+function openUnblocked(path: string, { uid, gid, mode }: Stats): number {
+  try {
+    return openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error
+    const euid = process.geteuid?.()
+    if (uid !== euid) {
+      const rather = 'run the command as the user the service runs as, or chown it to that user'
+      throw new ConfigError(
+        `${path} belongs to ${uid}:${gid}, and this user (uid ${euid}) cannot read it: ${rather}`,
+      )
+    }
+    const octal = (mode & 0o777).toString(8).padStart(4, '0')
+    throw new ConfigError(
+      `${path} is this user's, and its mode ${octal} keeps this user from reading it: chmod u+r it`,
+    )
   }
 }
 

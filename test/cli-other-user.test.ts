@@ -159,6 +159,33 @@ describe(
       assert.ok(readFileSync(database).equals(before), 'the database unchanged')
     })
 
+    test("when .env cannot be read by the user running a command (root's, 0600; its own, mode 0200), then exit 78 with one line naming it and what to do, not a bare EACCES", (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      const env = join(cwd, '.env')
+      writeFileSync(env, 'LOG_LEVEL=info\n', { mode: 0o600 })
+      const { uid, gid } = userIds(OTHER_USER)
+      const refused = () => {
+        const result = runAsOtherUser(['keys', 'list'], {}, cwd)
+        return [result.status, result.stderr]
+      }
+      const line = (why: string) => `petstore: invalid configuration: .env ${why}\n`
+      assert.deepEqual(refused(), [
+        78,
+        line(
+          `belongs to 0:0, and this user (uid ${uid}) cannot read it: run the command as the user the ` +
+            'service runs as, or chown it to that user',
+        ),
+      ])
+      chownSync(env, uid, gid)
+      chmodSync(env, 0o200)
+      assert.deepEqual(refused(), [
+        78,
+        line("is this user's, and its mode 0200 keeps this user from reading it: chmod u+r it"),
+      ])
+      assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
+    })
+
     test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", (t) => {
       const { cwd, data, uid, gid } = dataOfOtherUser(t)
       const env = { DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` }
