@@ -67,20 +67,6 @@ describe('petstore CLI: settings and what stops a start', () => {
     })
   }
 
-  for (const args of [['serve'], ['migrate'], ['keys', 'create', '--name', 'ops']]) {
-    test(`when DATABASE_URL names a file in a directory that does not exist, then "${args.join(' ')}" refuses with one line and creates nothing`, (t) => {
-      const cwd = temporaryDirectory(t)
-      const result = runCli(args, { DATABASE_URL: 'sqlite:dta/pets/petstore.db' }, cwd)
-      assert.equal(result.status, 78)
-      assert.equal(
-        result.stderr,
-        `petstore: invalid configuration: DATABASE_URL names a file in ${join(cwd, 'dta', 'pets')}, a directory that does not exist (create it first, or correct the path)\n`,
-      )
-      assert.equal(result.stdout, '')
-      assert.deepEqual(readdirSync(cwd), [], 'no directory, database or initial key was created')
-    })
-  }
-
   test('when .env is a directory (a bind mount of a file that was missing), then a command exits 78 with one line naming it, and makes nothing', (t) => {
     const cwd = temporaryDirectory(t)
     mkdirSync(join(cwd, '.env'))

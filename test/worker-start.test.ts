@@ -43,14 +43,12 @@ describe('worker start', () => {
       // The first three: a loaded host may read the log once a fourth has died too.
       // `exitCode`, not `code`: the request lines' `code` is a string, and one field has one type in an index.
       died.slice(0, 3).map((line) => line.exitCode),
-      [null, 78, 78],
-      'replacements that could not start exit 78, a setting refused',
+      [null, 1, 1],
+      'replacements that could not start exit 1',
     )
     // Each says why, on stderr, which the supervisor writes apart from its log: waited for, not assumed.
     await waitUntil(
-      () =>
-        (server.output().match(/petstore: invalid configuration: DATABASE_URL names a file in /g)?.length ??
-          0) >= 2,
+      () => (server.output().match(/petstore serve: DATABASE_URL names a file in /g)?.length ?? 0) >= 2,
       () => `each replacement did not say why:\n${server.output()}`,
       { timeoutMs: 5000, everyMs: 20 },
     )

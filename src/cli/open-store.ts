@@ -2,7 +2,6 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
-import { ConfigError } from '../errors.ts'
 import { linkToNothing } from '../file-kind.ts'
 import { isPostgresUrl, sslmodeRefusal } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
@@ -170,8 +169,9 @@ function prepareDirectory({
     mkdirSync(dataDirectory, { mode: 0o700 })
     return
   }
-  throw new ConfigError(
-    `DATABASE_URL names a file in ${resolve(dataDirectory)}, a directory that does not exist (create it first, or correct the path)`,
+  // Exit 1, not a setting refused: a volume mounted late is there at a restart.
+  throw new Error(
+    `DATABASE_URL names a file in ${resolve(dataDirectory)}, a directory that does not exist (create it first, mount its volume, or correct the path)`,
   )
 }
 
@@ -184,7 +184,7 @@ export async function backupRole(database: DatabaseSettings): Promise<{ path: st
     return { path: '', role: await import('../store/postgres/postgres-backup.ts') }
   }
   if (database.path === ':memory:')
-    throw new ConfigError('DATABASE_URL is sqlite::memory:, which has no file to back up or restore')
+    throw new CommandError('DATABASE_URL is sqlite::memory:, which has no file to back up or restore')
   return { path: database.path, role: sqliteBackup }
 }
 
