@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readlinkSync, type Stats, statSync } from 'node:fs'
+import { lstatSync, readlinkSync, type Stats, statSync } from 'node:fs'
 
 // What a path names when it is not a regular file, in words: a command that reads or replaces a file
 // refuses the others (a FIFO's read waits for a writer; a device renamed over is gone) naming which.
@@ -24,9 +24,25 @@ export function kindAt(path: string): string | undefined {
 /** What to say of `path` when it is a symbolic link to nothing, and what to do (undefined too if unseen). */
 export function linkToNothing(path: string): string | undefined {
   try {
-    if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() || existsSync(path)) return undefined
+    if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() || !namesNothing(path)) return undefined
     return `${path} is a link to nothing (${readlinkSync(path)}): make what it names, or remove it`
   } catch {
     return undefined
   }
+}
+
+// Only a target that is not there: one this user may not reach (EACCES) is there, and not to be removed.
+function namesNothing(link: string): boolean {
+  try {
+    statSync(link)
+    return false
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return code === 'ENOENT' || code === 'ENOTDIR'
+  }
+}
+
+/** The user a refusal is said of: the one running the command, by its uid (a container's has no name). */
+export function thisUser(): string {
+  return `this user (uid ${process.geteuid?.() ?? '?'})`
 }

@@ -10,6 +10,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
@@ -60,6 +61,27 @@ describe(
         result.stderr,
         new RegExp(`cannot open the database .*\\(${data} is not open to this user\\)`),
       )
+    })
+
+    test("when the database, or its directory, is a link into a directory not open to the user, then it is said to be out of this user's reach, not a link to nothing (one to remove)", (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      const closed = join(cwd, 'closed')
+      mkdirSync(join(closed, 'data'), { recursive: true, mode: 0o700 })
+      chmodSync(closed, 0o700)
+      mkdirSync(join(cwd, 'a'))
+      chmodSync(join(cwd, 'a'), 0o777)
+      symlinkSync(join(closed, 'petstore.db'), join(cwd, 'a', 'petstore.db'))
+      symlinkSync(join(closed, 'data'), join(cwd, 'b'))
+      for (const database of ['a/petstore.db', 'b/petstore.db']) {
+        const result = runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
+        assert.equal(result.status, 1, result.stderr)
+        assert.doesNotMatch(result.stderr, /link to nothing|remove it/, database)
+        assert.match(
+          result.stderr,
+          /(cannot be reached by|is not open to) this user \(uid \d+\): run the command as the user the service runs as, or as root\)?\n$/,
+        )
+      }
     })
 
     test('when a backup is written into a directory not open to the user running it, then one line naming the directory, not a bare EACCES', (t) => {

@@ -7,7 +7,7 @@ import { isPostgresUrl, sslmodeRefusal } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
-import { databaseFileAt } from '../store/sqlite/sqlite-database-files.ts'
+import { databaseFileAt, notOpenToThisUser } from '../store/sqlite/sqlite-database-files.ts'
 import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
 import type { StorageLog } from '../store/sqlite/sqlite-health.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
@@ -161,6 +161,8 @@ function prepareDirectory({
   createsDataDirectory,
 }: DatabaseSettings & { engine: 'sqlite' }) {
   if (dataDirectory === undefined || existsSync(dataDirectory)) return
+  // There, but this user may not pass it (a link into a closed directory): not "does not exist".
+  if (databaseFileAt(path) === 'unreachable') throw notOpenToThisUser(path)
   // A link to a volume not mounted: mkdir failed with a bare EEXIST, or it was said not to exist.
   const dangling = linkToNothing(dataDirectory)
   if (dangling !== undefined) throw new Error(`cannot open the database ${path}: ${dangling}`)

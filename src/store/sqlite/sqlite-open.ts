@@ -16,7 +16,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
 import { isBusy, wasReplaced } from './sqlite-errors.ts'
-import { pathSlip } from './sqlite-path-slips.ts'
+import { pathSlip, unreachable } from './sqlite-path-slips.ts'
 import { SqliteVolume } from './sqlite-volume.ts'
 
 // Opening the database file, durably or to read it alone, and saying why an open failed where SQLite's
@@ -213,8 +213,12 @@ const ROOM_ERRORS = new Set([10, 13, 14])
 
 /** Why SQLite could not open `path`: a slip in the path (a directory, a link to nothing), else its volume. */
 function whyNotOpened(path: string, error: unknown): string {
-  const slip = path === ':memory:' ? undefined : pathSlip(path)
-  return slip === undefined ? whyNotWritable(path, error) : ` (${slip})`
+  if (path === ':memory:') return whyNotWritable(path, error)
+  // A slip in the path first, then its directory; last, a link into a directory this user may not pass.
+  const slip = pathSlip(path)
+  const why = slip === undefined ? whyNotWritable(path, error) : ` (${slip})`
+  const beyond = why === '' ? unreachable(path) : undefined
+  return beyond === undefined ? why : ` (${beyond})`
 }
 
 /** SQLite says only "unable to open database file" when it cannot create its -wal or -shm beside it. */

@@ -1,5 +1,6 @@
 import { dirname } from 'node:path'
-import { kindOfFile, linkToNothing } from '../../file-kind.ts'
+import { kindOfFile, linkToNothing, thisUser } from '../../file-kind.ts'
+import { databaseFileAt } from './sqlite-database-files.ts'
 import { lstatOrNothing, statOrNothing } from './sqlite-durable-files.ts'
 
 // Why a database path names no file SQLite can open, where SQLite says only "unable to open database
@@ -15,6 +16,13 @@ export function notADatabaseFile(path: string): string | undefined {
 /** What is wrong with `path` itself or with the nearest of its parents there, if anything: one clause. */
 export function pathSlip(path: string): string | undefined {
   return notADatabaseFile(path) ?? linkToNothing(path) ?? directorySlip(path)
+}
+
+/** `path` there, through a link or a directory this user may not pass (a command run without sudo). */
+export function unreachable(path: string): string | undefined {
+  if (databaseFileAt(path) !== 'unreachable') return undefined
+  const user = thisUser()
+  return `${path} cannot be reached by ${user}: run the command as the user the service runs as, or as root`
 }
 
 /** What is wrong with the nearest of `path`'s parents there, where a directory should be: one clause. */

@@ -9,7 +9,7 @@ import {
   statSync,
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { kindAt } from '../../file-kind.ts'
+import { kindAt, thisUser } from '../../file-kind.ts'
 import type { RestoreSummary } from '../shared/backup-role.ts'
 import { leaveNothing, verified, writing } from './sqlite-copy-checks.ts'
 import {
@@ -50,8 +50,8 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
   // Its copy's EACCES is said of the database's directory, where every other write of a restore goes.
   if (!readable(from)) {
-    const user = `this user (uid ${process.geteuid?.() ?? '?'})`
-    throw new Error(`${from} cannot be read by ${user}: restore as root, or as its owner`)
+    const as = process.geteuid?.() === 0 ? 'as its owner' : 'as root, or as its owner'
+    throw new Error(`${from} cannot be read by ${thisUser()}: restore ${as}`)
   }
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   // A file or a link to nothing where its directory should be, which no mkdir mends.
