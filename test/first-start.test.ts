@@ -135,17 +135,24 @@ describe(
   },
 )
 
-describe('what a first start leaves in a working tree', () => {
-  test("when a start keeps its database in a checkout's root (DATABASE_URL=sqlite:pets.db), then git ignores every file it wrote there: the database, its log and the initial key", async (t) => {
-    const cwd = temporaryDirectory(t)
-    copyFileSync(new URL('../.gitignore', import.meta.url), join(cwd, '.gitignore'))
-    await run('git', ['init', '-q'], { cwd })
-    const server = await startServeProcess({ DATABASE_URL: 'sqlite:pets.db' }, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const wrote = readdirSync(cwd).filter((name) => name !== '.git' && name !== '.gitignore')
-    assert.ok(wrote.includes('initial-api-key') && wrote.includes('pets.db'), wrote.join(', '))
-    const { stdout } = await run('git', ['status', '--porcelain', '--untracked-files=all'], { cwd })
-    assert.equal(stdout, '?? .gitignore\n', `wrote ${wrote.join(', ')}`)
-    await stop(server)
-  })
-})
+describe(
+  'what a first start leaves in a working tree',
+  suiteNeeding(
+    'the working tree check',
+    hasCommand('git') ? undefined : { missing: 'no git', remedy: 'apt-get install git' },
+  ),
+  () => {
+    test("when a start keeps its database in a checkout's root (DATABASE_URL=sqlite:pets.db), then git ignores every file it wrote there: the database, its log and the initial key", async (t) => {
+      const cwd = temporaryDirectory(t)
+      copyFileSync(new URL('../.gitignore', import.meta.url), join(cwd, '.gitignore'))
+      await run('git', ['init', '-q'], { cwd })
+      const server = await startServeProcess({ DATABASE_URL: 'sqlite:pets.db' }, cwd)
+      t.after(() => server.child.kill('SIGKILL'))
+      const wrote = readdirSync(cwd).filter((name) => name !== '.git' && name !== '.gitignore')
+      assert.ok(wrote.includes('initial-api-key') && wrote.includes('pets.db'), wrote.join(', '))
+      const { stdout } = await run('git', ['status', '--porcelain', '--untracked-files=all'], { cwd })
+      assert.equal(stdout, '?? .gitignore\n', `wrote ${wrote.join(', ')}`)
+      await stop(server)
+    })
+  },
+)

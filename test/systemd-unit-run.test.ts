@@ -266,22 +266,31 @@ describe('deploy/petstore.service, run by systemd', {
   })
 
   test('when a setting is refused (exit 78), then systemd does not start it again: the unit fails, its journal saying which', async () => {
-    // Appended, so it wins over the file's own; a port that is no port.
-    await inVm(['sh', '-c', 'echo PORT=none >> /etc/petstore/petstore.env'])
-    await inVm(['systemctl', 'start', 'petstore'], MINUTE).catch(() => undefined)
-    // Restarted, it would be "activating" between its tries every 2 s, never "failed".
-    await waitFor(
-      async () => ((await show('ActiveState')) === 'failed' ? true : undefined),
-      'the unit did not fail',
-      { timeoutMs: MINUTE, everyMs: 200 },
-    )
-    // Past RestartSec (2 s): a restart would have come by now.
-    await sleep(3000)
-    assert.deepEqual(
-      [await show('ActiveState'), await show('Result'), await show('ExecMainStatus')],
-      ['failed', 'exit-code', '78'],
-    )
-    const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager', '-n', '30'])
-    assert.match(journal, /petstore: invalid configuration: PORT/)
+    // Stopped first (a start of a running unit does nothing), its settings put back after.
+    await inVm(['systemctl', 'stop', 'petstore'], MINUTE)
+    const settings = '/etc/petstore/petstore.env'
+    await inVm(['cp', '-p', settings, `${settings}.kept`])
+    try {
+      // Appended, so it wins over the file's own; a port that is no port.
+      await inVm(['sh', '-c', `echo PORT=none >> ${settings}`])
+      await inVm(['systemctl', 'start', 'petstore'], MINUTE).catch(() => undefined)
+      // Restarted, it would be "activating" between its tries every 2 s, never "failed".
+      await waitFor(
+        async () => ((await show('ActiveState')) === 'failed' ? true : undefined),
+        'the unit did not fail',
+        { timeoutMs: MINUTE, everyMs: 200 },
+      )
+      // Past RestartSec (2 s): a restart would have come by now.
+      await sleep(3000)
+      assert.deepEqual(
+        [await show('ActiveState'), await show('Result'), await show('ExecMainStatus')],
+        ['failed', 'exit-code', '78'],
+      )
+      const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager', '-n', '30'])
+      assert.match(journal, /petstore: invalid configuration: PORT/)
+    } finally {
+      await inVm(['mv', `${settings}.kept`, settings])
+      await inVm(['systemctl', 'reset-failed', 'petstore']).catch(() => undefined)
+    }
   })
 })
