@@ -104,10 +104,19 @@ describe('a PostgreSQL that refuses new connections', engineSuiteOptions(postgre
     const callers = keepBusy(store)
     try {
       // A database closed to new sessions (a maintenance, max_connections reached, a password rotated).
-      await postgresSql(
-        admin,
-        `ALTER DATABASE "${database}" ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid)
-          FROM pg_stat_activity WHERE datname = '${database}'`,
+      await postgresSql(admin, `ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`)
+      // A session still starting as connections were disallowed outlives one pass and serves on (ready,
+      // rightly): ended until a pass finds none, and the 2 s counted from there.
+      await waitFor(
+        async () => {
+          const ended = await postgresSql(
+            admin,
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}'`,
+          )
+          return ended.length === 0 ? true : undefined
+        },
+        'sessions of the database left',
+        { timeoutMs: 10_000, everyMs: 20 },
       )
       const refused = performance.now()
       const ready = async () => (await call(server, 'GET', '/readyz', { key: false })).status === 200
