@@ -1,11 +1,28 @@
 import { constants } from 'node:os'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
+import { STOP_SIGNALS } from '../server.ts'
 import { surroundingSpaceRefusal } from '../setting-forms.ts'
 
 /** The shell's exit code for a process ended by `signal` (143 for SIGTERM), as a stop by it exits. */
 export function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (constants.signals[signal] ?? 0)
+}
+
+/**
+ * Calls `stop` on the first of the signals a server stops on (SIGHUP too: the terminal went away), once;
+ * returns the function that takes the handler off again, for a command that ended on its own.
+ */
+export function onStopSignal(stop: (signal: NodeJS.Signals) => void): () => void {
+  const release = () => {
+    for (const signal of STOP_SIGNALS) process.off(signal, once)
+  }
+  const once = (signal: NodeJS.Signals) => {
+    release()
+    stop(signal)
+  }
+  for (const signal of STOP_SIGNALS) process.on(signal, once)
+  return release
 }
 
 /**

@@ -2,7 +2,6 @@ import { existsSync, lstatSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { kindAt } from '../file-kind.ts'
-import { STOP_SIGNALS } from '../server.ts'
 import {
   CopyConflictError,
   type CopySource,
@@ -20,6 +19,7 @@ import {
   counted,
   integerOption,
   nonEmptyOption,
+  onStopSignal,
   parseCommandArgs,
   signalExitCode,
   UsageError,
@@ -46,19 +46,14 @@ export function progressLine(walked: number, total: number, perSecond: number): 
  * whether it removed a new target that held none yet.
  */
 function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () => boolean): () => void {
-  const stop = (signal: NodeJS.Signals) => {
+  return onStopSignal((signal) => {
     const held = beforeExit()
       ? 'the new target held no pet yet and is removed'
       : 'the target holds whole chunks: run the same command again to finish'
     stderr.write(`petstore copy: stopped by ${signal} before the end; ${held}\n`)
     // The shell's code for a command ended by the signal; the transaction under way is rolled back.
     process.exit(signalExitCode(signal))
-  }
-  // SIGHUP too: the terminal went away, as a server takes it (server.ts).
-  for (const signal of STOP_SIGNALS) process.once(signal, stop)
-  return () => {
-    for (const signal of STOP_SIGNALS) process.off(signal, stop)
-  }
+  })
 }
 const SOURCE = '--from (the source)'
 const TARGET = '--to (the target)'

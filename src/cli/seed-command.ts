@@ -1,5 +1,4 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
-import { STOP_SIGNALS } from '../server.ts'
 import {
   type Command,
   CommandError,
@@ -7,6 +6,7 @@ import {
   failureLine,
   integerOption,
   type Output,
+  onStopSignal,
   parseCommandArgs,
   signalExitCode,
 } from './command.ts'
@@ -88,17 +88,12 @@ function partLine(added: number, count: number, why: string): string {
 function stopOnSignal(stderr: Output) {
   let stopped: NodeJS.Signals | undefined
   let seeding = false
-  const release = () => {
-    for (const signal of STOP_SIGNALS) process.off(signal, stop)
-  }
-  const stop = (signal: NodeJS.Signals) => {
-    release()
+  const release = onStopSignal((signal) => {
     stopped = signal
     if (seeding) return
     stderr.write(`petstore seed: stopped by ${signal} before adding any pet\n`)
     process.exit(signalExitCode(signal))
-  }
-  for (const signal of STOP_SIGNALS) process.once(signal, stop)
+  })
   const started = () => {
     seeding = true
   }
