@@ -2,7 +2,7 @@ import { closeSync, constants, existsSync, openSync, readSync, type Stats, statS
 import { parseEnv } from 'node:util'
 import { SETTING_NAMES } from './config-schema.ts'
 import { ConfigError } from './errors.ts'
-import { kindOfFile } from './file-kind.ts'
+import { kindOfFile, ownerRefusal } from './file-kind.ts'
 import { linesSettingNothing, postgresUrlOf, SECRET_SETTINGS } from './setting-forms.ts'
 
 /** `environment` (the process's, handed in by cli/) with the settings file at `path` underneath it. */
@@ -59,22 +59,13 @@ function environmentFileText(path: string): string | undefined {
 }
 
 /** `path` opened to read; one this user may not read is refused naming its owner, or its mode if its own. */
-function openUnblocked(path: string, { uid, gid, mode }: Stats): number {
+function openUnblocked(path: string, stats: Stats): number {
   try {
     return openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error
-    const euid = process.geteuid?.()
-    if (uid !== euid) {
-      const rather = 'run the command as the user the service runs as, or chown it to that user'
-      throw new ConfigError(
-        `${path} belongs to ${uid}:${gid}, and this user (uid ${euid}) cannot read it: ${rather}`,
-      )
-    }
-    const octal = (mode & 0o777).toString(8).padStart(4, '0')
-    throw new ConfigError(
-      `${path} is this user's, and its mode ${octal} keeps this user from reading it: chmod u+r it`,
-    )
+    const rather = 'run the command as the user the service runs as, or chown it to that user'
+    throw new ConfigError(ownerRefusal(path, stats, 'read', rather))
   }
 }
 

@@ -1,7 +1,8 @@
-import { lstatSync, readlinkSync, type Stats, statSync } from 'node:fs'
+import { accessSync, lstatSync, readlinkSync, type Stats, statSync } from 'node:fs'
 
 // What a path names when it is not a regular file, in words: a command that reads or replaces a file
 // refuses the others (a FIFO's read waits for a writer; a device renamed over is gone) naming which.
+// And what keeps this user from a path (its owner, its mode), said one way by every command.
 
 /** What `stats` (lstat's, or stat's through a link) describe, or undefined for a regular file. */
 export function kindOfFile(stats: Stats): string | undefined {
@@ -45,4 +46,40 @@ function namesNothing(link: string): boolean {
 /** The user a refusal is said of: the one running the command, by its uid (a container's has no name). */
 export function thisUser(): string {
   return `this user (uid ${process.geteuid?.() ?? '?'})`
+}
+
+/**
+ * What a user kept out of a database or its directory is told to do. Root is refused only where its
+ * rights end (NFS's root_squash, a capability dropped), so root is not told to run as root.
+ */
+export function runAsServiceUser(): string {
+  const asRoot = process.geteuid?.() === 0 ? '' : ', or as root'
+  return `run the command as the user the service runs as${asRoot}`
+}
+
+/**
+ * Why the owner and mode in `stats` keep this user from `access` to `path`: this user's own file is
+ * told to chmod, another user's gets `otherwise` (whom to run as, or whom to give it).
+ */
+export function ownerRefusal(
+  path: string,
+  { uid, gid, mode }: Stats,
+  access: 'read' | 'write',
+  otherwise: string,
+): string {
+  if (uid !== process.geteuid?.())
+    return `${path} belongs to ${uid}:${gid}, and ${thisUser()} cannot ${access} it: ${otherwise}`
+  const octal = (mode & 0o777).toString(8).padStart(4, '0')
+  const [doing, bits] = access === 'read' ? ['reading', 'r'] : ['writing', 'rw']
+  return `${path} is this user's, and its mode ${octal} keeps this user from ${doing} it: chmod u+${bits} it`
+}
+
+/** The code of the error that keeps this user from `mode` (fs.constants' R_OK, W_OK) on `path`, if any. */
+export function accessRefused(path: string, mode: number): string | undefined {
+  try {
+    accessSync(path, mode)
+    return undefined
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? 'EIO'
+  }
 }

@@ -20,6 +20,7 @@ import { CLI, cliEnvironment, runCli } from './helpers/cli-process.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 
 const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((path) => existsSync(path))
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path))
 // A user other than the one that owns the data: PostgreSQL's, which the machine has for its server.
 const OTHER_USER = 'postgres'
 
@@ -35,8 +36,11 @@ function runAsOtherUser(args: string[], env: Record<string, string>, cwd: string
 
 function otherUserLack() {
   if (process.getuid?.() !== 0) return { missing: 'not running as root', remedy: 'run the tests as root' }
-  if (RUNUSER === undefined || spawnSync('id', ['-u', OTHER_USER]).status !== 0)
-    return { missing: `no runuser or no ${OTHER_USER} user`, remedy: 'apt-get install util-linux postgresql' }
+  if (RUNUSER === undefined || SETPRIV === undefined || spawnSync('id', ['-u', OTHER_USER]).status !== 0)
+    return {
+      missing: `no runuser, no setpriv or no ${OTHER_USER} user`,
+      remedy: 'apt-get install util-linux postgresql',
+    }
   return undefined
 }
 
@@ -80,6 +84,36 @@ describe(
         assert.match(
           result.stderr,
           /(cannot be reached by|is not open to) this user \(uid \d+\): run the command as the user the service runs as, or as root\)?\n$/,
+        )
+      }
+    })
+
+    test("when root is kept out of the database (NFS root_squash, a capability dropped), then it is told to run as the service's user, not as root", (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      const closed = join(cwd, 'closed')
+      mkdirSync(join(closed, 'data'), { recursive: true })
+      const { uid, gid } = userIds(OTHER_USER)
+      chownSync(closed, uid, gid)
+      chmodSync(closed, 0o700)
+      symlinkSync(join(closed, 'data', 'petstore.db'), join(cwd, 'link.db'))
+      for (const database of [join(closed, 'data', 'petstore.db'), 'link.db']) {
+        // Root without the capabilities that pass file permissions, as an NFS server's root_squash makes it.
+        const result = spawnSync(
+          SETPRIV as string,
+          ['--bounding-set=-dac_override,-dac_read_search', process.execPath, CLI, 'keys', 'list'],
+          {
+            cwd,
+            encoding: 'utf8',
+            env: cliEnvironment({ DATABASE_URL: `sqlite:${database}` }),
+            timeout: 30_000,
+          },
+        )
+        assert.equal(result.status, 1, result.stderr)
+        assert.match(
+          result.stderr,
+          /(cannot be reached by|is not open to) this user \(uid 0\): run the command as the user the service runs as\)?\n$/,
+          database,
         )
       }
     })

@@ -14,7 +14,7 @@ import {
   statSync,
 } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { thisUser } from '../../file-kind.ts'
+import { runAsServiceUser, thisUser } from '../../file-kind.ts'
 import { COMPANION_SUFFIXES, statOrNothing } from './sqlite-durable-files.ts'
 
 // The database's files as a backup and a restore handle them: which files are its, whether a file to
@@ -60,10 +60,7 @@ export function databaseFileAt(path: string): 'present' | 'absent' | 'unreachabl
 
 /** The refusal of a command run by a user the database's directory is closed to (without sudo, say). */
 export function notOpenToThisUser(path: string): Error {
-  const user = thisUser()
-  return new Error(
-    `${resolve(dirname(path))} is not open to ${user}: run the command as the user the service runs as, or as root`,
-  )
+  return new Error(`${resolve(dirname(path))} is not open to ${thisUser()}: ${runAsServiceUser()}`)
 }
 
 /**

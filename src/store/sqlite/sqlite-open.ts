@@ -1,5 +1,4 @@
 import {
-  accessSync,
   closeSync,
   constants,
   existsSync,
@@ -13,6 +12,7 @@ import {
 } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
+import { accessRefused, ownerRefusal } from '../../file-kind.ts'
 import { foreignDatabaseRefusal } from '../shared/migration-plan.ts'
 import { statOrNothing } from './sqlite-durable-files.ts'
 import { isBusy, wasReplaced } from './sqlite-errors.ts'
@@ -188,18 +188,13 @@ const COPY_INSTEAD = 'copy from a backup, which is not in WAL mode, or from the 
 function whyNotReadable(path: string, instead = COPY_INSTEAD): string {
   if (!inWalMode(path)) return ''
   const directory = dirname(path)
-  try {
-    accessSync(directory, constants.W_OK)
-    return ''
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code !== 'EROFS' && code !== 'EACCES') return ''
-    const where = code === 'EROFS' ? 'is on a read-only file system' : 'is not writable by this user'
-    return (
-      ` (it is in WAL mode, which needs to write its -shm file beside it, and ${directory} ${where}: ` +
-      `${instead})`
-    )
-  }
+  const code = accessRefused(directory, constants.W_OK)
+  if (code !== 'EROFS' && code !== 'EACCES') return ''
+  const where = code === 'EROFS' ? 'is on a read-only file system' : 'is not writable by this user'
+  return (
+    ` (it is in WAL mode, which needs to write its -shm file beside it, and ${directory} ${where}: ` +
+    `${instead})`
+  )
 }
 
 // Busy at open, before any write: a connection holds the file exclusively, as restore does to the end.
@@ -225,37 +220,25 @@ function whyNotOpened(path: string, error: unknown): string {
 function whyNotWritable(path: string, error: unknown): string {
   const directory = dirname(path)
   // The file itself keeping this user out was refused before the open (openDurable).
-  try {
-    accessSync(directory, constants.W_OK)
+  const code = accessRefused(directory, constants.W_OK)
+  if (code === undefined) {
     // SQLite says only "disk I/O error" (or that it cannot open the file) when it cannot make its log or
     // index for want of room; another failure (a file that is no database) is not put down to a low disk.
     const io = ROOM_ERRORS.has(((error as { errcode?: number }).errcode ?? 0) & 0xff)
     return io && new SqliteVolume(path).check(false).fault === 'disk_full'
       ? ` (the disk holding ${directory} is full)`
       : ''
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') return ` (${directory} does not exist)`
-    if (code === 'EROFS') return ` (${directory} is on a read-only file system)`
-    // Its mode or owner keeps this user out: run as the user that owns it, or give it that user.
-    return code === 'EACCES' ? ` (${directory} is not open to this user)` : ` (${directory} is not writable)`
   }
+  if (code === 'ENOENT') return ` (${directory} does not exist)`
+  if (code === 'EROFS') return ` (${directory} is on a read-only file system)`
+  // Its mode or owner keeps this user out: run as the user that owns it, or give it that user.
+  return code === 'EACCES' ? ` (${directory} is not open to this user)` : ` (${directory} is not writable)`
 }
 
 /** Why the database file itself keeps this user out (another user's, mode 0600), if it does. */
 function ownerKeepingOut(path: string): string | undefined {
-  try {
-    accessSync(path, constants.R_OK | constants.W_OK)
-    return undefined
-  } catch (error) {
-    // Its directory's fault (not open to this user): said by the directory's check.
-    const stats = (error as NodeJS.ErrnoException).code === 'EACCES' && statOrNothing(path)
-    if (!stats) return undefined
-    const { uid, gid, mode } = stats
-    if (uid === process.geteuid?.()) {
-      const octal = (mode & 0o777).toString(8).padStart(4, '0')
-      return ` (${path} is this user's, and its mode ${octal} keeps this user from writing it: chmod u+rw it)`
-    }
-    return ` (${path} belongs to ${uid}:${gid}, and this user (uid ${process.geteuid?.()}) cannot write it: chown it to the user that runs the service)`
-  }
+  // Its directory's fault (not open to this user): said by the directory's check.
+  const stats = accessRefused(path, constants.R_OK | constants.W_OK) === 'EACCES' && statOrNothing(path)
+  if (!stats) return undefined
+  return ` (${ownerRefusal(path, stats, 'write', 'chown it to the user that runs the service')})`
 }

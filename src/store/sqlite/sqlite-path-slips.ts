@@ -1,5 +1,5 @@
 import { dirname } from 'node:path'
-import { kindOfFile, linkToNothing, thisUser } from '../../file-kind.ts'
+import { kindOfFile, linkToNothing, runAsServiceUser, thisUser } from '../../file-kind.ts'
 import { databaseFileAt } from './sqlite-database-files.ts'
 import { lstatOrNothing, statOrNothing } from './sqlite-durable-files.ts'
 
@@ -21,8 +21,7 @@ export function pathSlip(path: string): string | undefined {
 /** `path` there, through a link or a directory this user may not pass (a command run without sudo). */
 export function unreachable(path: string): string | undefined {
   if (databaseFileAt(path) !== 'unreachable') return undefined
-  const user = thisUser()
-  return `${path} cannot be reached by ${user}: run the command as the user the service runs as, or as root`
+  return `${path} cannot be reached by ${thisUser()}: ${runAsServiceUser()}`
 }
 
 /** What is wrong with the nearest of `path`'s parents there, where a directory should be: one clause. */

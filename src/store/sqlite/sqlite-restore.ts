@@ -1,15 +1,6 @@
-import {
-  accessSync,
-  constants,
-  copyFileSync,
-  existsSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from 'node:fs'
+import { constants, copyFileSync, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { kindAt, thisUser } from '../../file-kind.ts'
+import { accessRefused, kindAt, thisUser } from '../../file-kind.ts'
 import type { RestoreSummary } from '../shared/backup-role.ts'
 import { leaveNothing, verified, writing } from './sqlite-copy-checks.ts'
 import {
@@ -49,7 +40,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   const kind = kindAt(from)
   if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
   // Its copy's EACCES is said of the database's directory, where every other write of a restore goes.
-  if (!readable(from)) {
+  if (accessRefused(from, constants.R_OK) !== undefined) {
     const as = process.geteuid?.() === 0 ? 'as its owner' : 'as root, or as its owner'
     throw new Error(`${from} cannot be read by ${thisUser()}: restore ${as}`)
   }
@@ -117,14 +108,5 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   } finally {
     endHold(path, hold, renamed)
     leaveNothing(temporary)
-  }
-}
-
-function readable(file: string): boolean {
-  try {
-    accessSync(file, constants.R_OK)
-    return true
-  } catch {
-    return false
   }
 }
