@@ -166,21 +166,42 @@ for (const engine of storeEngines) {
       }
     })
 
-    test('when a JSON body is empty, then createPet answers the same whatever its framing (none, Content-Length: 0, an empty chunked body): 400 invalid_body', async () => {
-      for (const framing of ['', 'Content-Length: 0\r\n', 'Transfer-Encoding: chunked\r\n']) {
-        const body = framing.startsWith('Transfer') ? '0\r\n\r\n' : ''
-        const response = await checkedRawHttp(
+    test('when a body is empty, then createPet answers the same whatever its framing (none, Content-Length: 0 or 00, an empty chunked body) and with or without a Content-Type: 400 invalid_body; a chunked body with bytes and no Content-Type stays 415', async () => {
+      const send = (headers: string, body: string) =>
+        checkedRawHttp(
           server.origin,
           `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
-            `Content-Type: application/json\r\n${framing}Connection: close\r\n\r\n${body}`,
+            `${headers}Connection: close\r\n\r\n${body}`,
         )
-        assert.equal(response.status, 400, framing)
-        assert.deepEqual(
-          JSON.parse(response.body),
-          { code: 'invalid_body', message: 'request body must be a JSON object', status: 400 },
-          framing,
-        )
+      for (const contentType of ['Content-Type: application/json\r\n', '']) {
+        for (const framing of [
+          '',
+          'Content-Length: 0\r\n',
+          'Content-Length: 00\r\n',
+          'Transfer-Encoding: chunked\r\n',
+        ]) {
+          const response = await send(
+            contentType + framing,
+            framing.startsWith('Transfer') ? '0\r\n\r\n' : '',
+          )
+          const label = JSON.stringify(contentType + framing)
+          assert.equal(response.status, 400, label)
+          assert.deepEqual(
+            JSON.parse(response.body),
+            { code: 'invalid_body', message: 'request body must be a JSON object', status: 400 },
+            label,
+          )
+        }
       }
+      const body = pet('')
+      const bytes = await send(
+        'Transfer-Encoding: chunked\r\n',
+        `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+      )
+      assert.deepEqual([bytes.status, JSON.parse(bytes.body).code], [415, 'unsupported_media_type'])
+      // One that waits for 100 Continue before sending its body is refused before it sends it.
+      const waiting = await send('Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n', '')
+      assert.deepEqual([waiting.status, JSON.parse(waiting.body).code], [415, 'unsupported_media_type'])
     })
 
     test('when the content type has a UTF-8 charset or another case, then JSON is still accepted', async () => {

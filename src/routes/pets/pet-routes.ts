@@ -4,6 +4,7 @@ import { bearerAuth } from '../../admission/bearer-auth.ts'
 import { deprecationHeaders } from '../../admission/deprecation-notice.ts'
 import type { RateLimitHook } from '../../admission/rate-limit/rate-limit.ts'
 import type { Authenticate } from '../../auth/authenticator.ts'
+import { dropFramingOfEmptyBody } from '../../http/empty-body.ts'
 import { handleError } from '../../http/error-handler.ts'
 import { guardMethods, noOperationAt } from '../../http/method-guard.ts'
 import { setCommonHeaders } from '../../http/request-lifecycle.ts'
@@ -51,7 +52,7 @@ export async function petRoutes(app: FastifyInstance, options: PetRoutesOptions)
 
   app.post<{ Body: NewPet }>(
     '/pets',
-    { schema: createPetSchema, onRequest: admit },
+    { schema: createPetSchema, onRequest: admit, preParsing: dropFramingOfEmptyBody },
     async (request, reply) => {
       const apiKey = request.apiKey as NonNullable<typeof request.apiKey>
       const created = await options.createPet(request.body, apiKey.id, idempotencyKeyOf(request))
