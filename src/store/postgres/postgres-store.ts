@@ -1,6 +1,6 @@
 import { StoreUnavailableError, WriteInDoubtError } from '../../errors.ts'
 import { EngineStore } from '../shared/engine-store.ts'
-import { WriteBatcher } from '../shared/write-batcher.ts'
+import { ownAnswer, WriteBatcher } from '../shared/write-batcher.ts'
 import {
   type CreatedPet,
   type CreatePetRequest,
@@ -81,9 +81,7 @@ export class PostgresStore extends EngineStore<PostgresPool> {
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     if (this.#closing) throw new StoreUnavailableError('the store is closed')
     this.refuseOnNewerSchema()
-    const outcome = await this.#creates.submit(request)
-    if (outcome instanceof Error) throw outcome
-    return outcome
+    return ownAnswer(this.#creates.submit(request))
   }
 
   /**

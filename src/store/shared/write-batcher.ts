@@ -145,3 +145,10 @@ export class WriteBatcher<In, Out> {
     while (this.#draining !== undefined) await this.#draining
   }
 }
+
+/** A write's own answer from its batch: an error there refused this write alone, and is thrown. */
+export async function ownAnswer<Out>(outcome: Promise<Out>): Promise<Exclude<Out, Error>> {
+  const answer = await outcome
+  if (answer instanceof Error) throw answer
+  return answer as Exclude<Out, Error>
+}

@@ -1,5 +1,5 @@
 import { EngineStore } from '../shared/engine-store.ts'
-import { WriteBatcher } from '../shared/write-batcher.ts'
+import { ownAnswer, WriteBatcher } from '../shared/write-batcher.ts'
 import { type CreatedPet, type CreatePetRequest, PetIdsExhaustedError, type StoreHealth } from '../store.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
 import { SqliteHealth, type StorageLog } from './sqlite-health.ts'
@@ -96,9 +96,7 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
   async createPet(request: CreatePetRequest): Promise<CreatedPet> {
     this.#db.ensureOpen()
     this.refuseOnNewerSchema()
-    const outcome = await this.#creates.submit(request)
-    if (outcome instanceof Error) throw outcome
-    return outcome
+    return ownAnswer(this.#creates.submit(request))
   }
 
   async close(after?: Promise<unknown>): Promise<void> {
