@@ -16,9 +16,9 @@ export function dropContentTypeWithoutBody(request: IncomingMessage): void {
 }
 
 /**
- * A body framed (chunked, `Content-Length: 00`) without a Content-Type is refused 415 by Fastify before
- * it is read; an empty one is no body, answered as one without framing is (docs/decisions.md, "An empty
- * body is no body"). Its first bytes are awaited: none, and the framing is dropped; some are put back.
+ * A body framed without a Content-Type is refused 415 by Fastify before it is read; an empty one is no
+ * body, answered as one without framing is (docs/decisions.md, "An empty body is no body"). A length of
+ * zeros (`00`) says so at once; a chunked body's first bytes are awaited: none, and its framing is dropped.
  */
 export function dropFramingOfEmptyBody(
   request: FastifyRequest,
@@ -27,16 +27,23 @@ export function dropFramingOfEmptyBody(
   done: (error: null, payload: Readable) => void,
 ): void {
   const { headers } = request.raw
-  if (!framedWithoutType(request.raw)) {
+  const dropFraming = () => {
+    delete headers['transfer-encoding']
+    delete headers['content-length']
+  }
+  const framing = framingWithoutType(request.raw)
+  if (framing === 'none' || payload.destroyed) {
+    done(null, payload)
+    return
+  }
+  if (framing === 'zero-length' || payload.readableEnded) {
+    dropFraming()
     done(null, payload)
     return
   }
   const settle = (empty: boolean) => {
     payload.off('readable', onReadable).off('end', onEnd).off('close', onClose).off('error', onClose)
-    if (empty) {
-      delete headers['transfer-encoding']
-      delete headers['content-length']
-    }
+    if (empty) dropFraming()
     done(null, payload)
   }
   const onReadable = () => {
@@ -48,16 +55,18 @@ export function dropFramingOfEmptyBody(
   }
   const onEnd = () => settle(true)
   const onClose = () => settle(false)
-  if (payload.readableEnded) settle(true)
-  else payload.on('readable', onReadable).on('end', onEnd).on('close', onClose).on('error', onClose)
+  payload.on('readable', onReadable).on('end', onEnd).on('close', onClose).on('error', onClose)
 }
 
 /**
- * Whether a request frames a body and names no type for it. Fastify reads a body of no framing, or of
- * `Content-Length: 0`, as none. One waiting for `100 Continue` is refused (415) before it sends its body.
+ * How a request without a Content-Type frames a body Fastify would refuse unread: 'none' where it reads
+ * none (no framing, `Content-Length: 0`), has a type to parse, has a length, or waits for `100 Continue`
+ * before it sends its chunks (refused, 415, before they are sent); a length of zeros; or chunks, looked at.
  */
-function framedWithoutType(request: IncomingMessage): boolean {
+function framingWithoutType(request: IncomingMessage): 'none' | 'zero-length' | 'chunked' {
   const { headers } = request
-  if (headers['content-type'] !== undefined || awaitsInvitation(request)) return false
-  return headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0'
+  if (headers['content-type'] !== undefined) return 'none'
+  if (headers['transfer-encoding'] !== undefined) return awaitsInvitation(request) ? 'none' : 'chunked'
+  const length = headers['content-length']
+  return length !== undefined && length !== '0' && /^0+$/.test(length) ? 'zero-length' : 'none'
 }
