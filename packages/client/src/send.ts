@@ -63,43 +63,48 @@ export async function send<P extends keyof paths, M extends Method>(
     ...Object.fromEntries(definedEntries(header)),
   }
   if (body !== undefined) headers['content-type'] = 'application/json'
-  const signal = signalOf(call.signal, transport.timeoutMs)
-  const response = await transport.fetch(urlOf(transport.baseUrl, path, inPath, query), {
-    method: method.toUpperCase(),
-    headers,
-    body: body === undefined ? null : stringifyExactJson(body),
-    // The API never redirects: a redirect, which would send the call, body and all, somewhere else, is
-    // answered as what it is (a 3xx, or a browser's opaque one: `unexpected_response`).
-    redirect: 'manual',
-    ...(signal === undefined ? {} : { signal }),
-  })
-  // Told as the answer's head comes (its body may never come), before the call returns or throws; what
-  // the listener throws, the call throws; a listener that never settles is cut by the call's limits.
-  const listener = transport.onDeprecation
-  const notice = listener && deprecationNoticeOf(operation.name, response)
-  if (listener && notice) {
-    await untilAborted(() => listener(notice), signal, transport.timeoutMs > 0).catch(
-      async (error: unknown) => {
-        await response.body?.cancel().catch(() => {})
-        throw error
-      },
-    )
-  }
-  const text = await boundedText(response)
-  if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
-  let parsed: unknown
+  const { signal, ended } = signalOf(call.signal, transport.timeoutMs)
+  // The limit's timer ends with the call, however it ends: answered, refused, or thrown.
   try {
-    parsed = parseExactJson(text)
-  } catch (error) {
-    // A success status with a body that is not JSON came from something in between (a proxy's page).
-    if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
-    throw error
+    const response = await transport.fetch(urlOf(transport.baseUrl, path, inPath, query), {
+      method: method.toUpperCase(),
+      headers,
+      body: body === undefined ? null : stringifyExactJson(body),
+      // The API never redirects: a redirect, which would send the call, body and all, somewhere else, is
+      // answered as what it is (a 3xx, or a browser's opaque one: `unexpected_response`).
+      redirect: 'manual',
+      ...(signal === undefined ? {} : { signal }),
+    })
+    // Told as the answer's head comes (its body may never come), before the call returns or throws; what
+    // the listener throws, the call throws; a listener that never settles is cut by the call's limits.
+    const listener = transport.onDeprecation
+    const notice = listener && deprecationNoticeOf(operation.name, response)
+    if (listener && notice) {
+      await untilAborted(() => listener(notice), signal, transport.timeoutMs > 0).catch(
+        async (error: unknown) => {
+          await response.body?.cancel().catch(() => {})
+          throw error
+        },
+      )
+    }
+    const text = await boundedText(response)
+    if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
+    let parsed: unknown
+    try {
+      parsed = parseExactJson(text)
+    } catch (error) {
+      // A success status with a body that is not JSON came from something in between (a proxy's page).
+      if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
+      throw error
+    }
+    // Anything else (`null`, a pet where a page is due, a pet without its id) would be handed on as what
+    // the call's type promises.
+    const fits = operation.answers === 'pets' ? Array.isArray(parsed) && parsed.every(isPet) : isPet(parsed)
+    if (!fits) throw PetStoreError.from(text, response)
+    return { body: parsed, response }
+  } finally {
+    ended()
   }
-  // Anything else (`null`, a pet where a page is due, a pet without its id) would be handed on as what
-  // the call's type promises.
-  const fits = operation.answers === 'pets' ? Array.isArray(parsed) && parsed.every(isPet) : isPet(parsed)
-  if (!fits) throw PetStoreError.from(text, response)
-  return { body: parsed, response }
 }
 
 /**
@@ -159,11 +164,26 @@ async function boundedText(response: Response): Promise<string> {
   }
 }
 
-/** The caller's signal, the timeout's, or the first of both to abort. */
-function signalOf(signal: AbortSignal | undefined, timeoutMs: number): AbortSignal | undefined {
-  if (timeoutMs === 0) return signal
-  const timeout = AbortSignal.timeout(timeoutMs)
-  return signal === undefined ? timeout : AbortSignal.any([signal, timeout])
+/**
+ * The caller's signal, the time limit's, or the first of both to abort, and the end of the limit's timer.
+ * Not `AbortSignal.timeout`: its timer cannot be cleared, and lived on for `timeoutMs` after every call.
+ */
+function signalOf(
+  signal: AbortSignal | undefined,
+  timeoutMs: number,
+): { signal: AbortSignal | undefined; ended: () => void } {
+  if (timeoutMs === 0) return { signal, ended: () => {} }
+  const limit = new AbortController()
+  const timer = setTimeout(
+    () => limit.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+    timeoutMs,
+  )
+  // As `AbortSignal.timeout`'s, it keeps no process alive (untilAborted holds one while a listener runs).
+  ;(timer as { unref?: () => void }).unref?.()
+  return {
+    signal: signal === undefined ? limit.signal : AbortSignal.any([signal, limit.signal]),
+    ended: () => clearTimeout(timer),
+  }
 }
 
 function urlOf(baseUrl: string, path: string, inPath: Values | undefined, query: Values | undefined): string {
