@@ -64,7 +64,8 @@ export interface PetStoreClient {
     options?: CallOptions,
   ): AsyncGenerator<Pet, void, undefined>
   /**
-   * Adds a pet and returns it with its new id. With an `idempotencyKey`, a retry of the same pet (within
+   * Adds a pet and returns it with its new id. With an `idempotencyKey` (1 to 255 printable ASCII
+   * characters, sent quoted when it holds a space or opens with `"`), a retry of the same pet (within
    * 24 hours) returns the pet the first call created instead of creating another. A `Pet` (with its
    * `id`) is refused by the type: the service would refuse it with 400.
    */
@@ -174,13 +175,7 @@ export function createClient(options: ClientOptions): PetStoreClient {
           'idempotencyKey must be printable ASCII (1 to 255 characters): it holds a character a header cannot carry',
         )
       }
-      // fetch trims a header's value: " k" would reach the service as "k", another request's key.
-      if (idempotencyKey !== undefined && /^ | $/.test(idempotencyKey)) {
-        throw new TypeError(
-          'idempotencyKey must not begin or end with a space: a header drops it, and the key would be another',
-        )
-      }
-      const header = idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }
+      const header = idempotencyKey === undefined ? {} : { 'idempotency-key': headerForm(idempotencyKey) }
       return (
         await send(transport, call, { name: 'createPet', answers: 'pet' }, 'post', '/pets', { header }, pet)
       ).body as Pet
@@ -194,6 +189,15 @@ export function createClient(options: ClientOptions): PetStoreClient {
       ).body as Pet
     },
   }
+}
+
+/**
+ * The header's form of an idempotency key: bare when the service reads it as it is (visible ASCII, not
+ * opening with a quote), else quoted, `"` and `\` escaped. Sent bare, a space would be refused (or, first
+ * or last, trimmed by fetch) and `"k"` would be read as `k`: each key is then itself, not another.
+ */
+function headerForm(key: string): string {
+  return /^[!#-~][!-~]*$/.test(key) ? key : `"${key.replace(/["\\]/g, '\\$&')}"`
 }
 
 /**

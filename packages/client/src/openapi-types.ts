@@ -417,7 +417,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the create safe to retry: 1 to 255 printable ASCII characters, bare or as a quoted string (as in the IETF draft, `"` and `\` escaped), unique per API key, sent once. Kept `IDEMPOTENCY_RETENTION_S` (24 hours by default). The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; while the first request is still running it is 409. */
+                /** @description Makes the create safe to retry: 1 to 255 printable ASCII characters, bare (no space, not opening with `"`) or as a quoted string (as in the IETF draft, `"` and `\` escaped; a key with a space goes quoted). A key quoted and the same key bare are one key. Unique per API key, sent once. Kept `IDEMPOTENCY_RETENTION_S` (24 hours by default). The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; while the first request is still running it is 409. */
                 "idempotency-key"?: string;
             };
             path?: never;

@@ -9,7 +9,8 @@ import { withAllowedForm, withRefusalCode } from '../../schemas/schema-rules.ts'
 // `"` and `\` escaped. A repeated header is refused (`idempotencyKeyOf` counts it).
 const PATTERN = String.raw`^(?:[!#-~][!-~]{0,254}|"(?:[ !#-\[\]-~]|\\["\\]){1,255}")$`
 const SENT_ONCE =
-  'sent once, as 1 to 255 printable ASCII characters, bare or as a quoted string with " and \\ escaped'
+  'sent once, as 1 to 255 printable ASCII characters: bare (no space, not opening with ") or as a quoted ' +
+  'string with " and \\ escaped'
 // The longest quoted form: 255 escaped characters between the quotes.
 const MAX_LENGTH = 2 + 2 * 255
 
@@ -24,8 +25,9 @@ export const IdempotencyKeySchema = withRefusalCode(
       maxLength: MAX_LENGTH,
       pattern: PATTERN,
       description:
-        'Makes the create safe to retry: 1 to 255 printable ASCII characters, bare or as a quoted string (as in the ' +
-        'IETF draft, `"` and `\\` escaped), unique per API key, sent once. Kept `IDEMPOTENCY_RETENTION_S` (24 hours by default). ' +
+        'Makes the create safe to retry: 1 to 255 printable ASCII characters, bare (no space, not opening with `"`) ' +
+        'or as a quoted string (as in the IETF draft, `"` and `\\` escaped; a key with a space goes quoted). A key ' +
+        'quoted and the same key bare are one key. Unique per API key, sent once. Kept `IDEMPOTENCY_RETENTION_S` (24 hours by default). ' +
         'The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different ' +
         'pet it is 422; while the first request is still running it is 409.',
     }),
