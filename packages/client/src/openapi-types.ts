@@ -432,7 +432,7 @@ export interface operations {
             /** @description The created animal (or, for a replayed Idempotency-Key, the animal created the first time). */
             201: {
                 headers: {
-                    /** @description The URL of the created animal (relative when no public base URL is known). */
+                    /** @description The URL of the created animal (relative when no public base URL is known): the animal's identity. Reading it is getPet, deprecated and removed on 5 December 2030; the animal is in listPets. */
                     Location: string;
                     /** @description Present, `true`, when this is the replay of an earlier create. */
                     "Idempotent-Replayed"?: "true";

@@ -62,7 +62,8 @@ export const createPetSchema = {
         'The created animal (or, for a replayed Idempotency-Key, the animal created the first time).',
       headers: {
         Location: responseHeader(
-          'The URL of the created animal (relative when no public base URL is known).',
+          "The URL of the created animal (relative when no public base URL is known): the animal's identity. " +
+            'Reading it is getPet, deprecated and removed on 5 December 2030; the animal is in listPets.',
           URL_REFERENCE,
         ),
         'Idempotent-Replayed': responseHeader(
