@@ -204,8 +204,8 @@ describe('API8:2023 security misconfiguration', () => {
   const pet = { name: 'Rex', categoryId: 1 }
   // biome-ignore format: a table
   const failures: Array<[string, keyof Store, string, unknown?]> = [['listPets', 'listPets', 'GET'],
-    ['createPet', 'createPet', 'POST', pet], ['the key lookup of listPets', 'findActiveApiKey', 'GET'],
-    ['the key lookup of createPet', 'findActiveApiKey', 'POST', pet]]
+    ['createPet', 'createPet', 'POST', pet], ['the key lookup of listPets', 'findActiveApiKeys', 'GET'],
+    ['the key lookup of createPet', 'findActiveApiKeys', 'POST', pet]]
   for (const [what, method, verb, body] of failures) {
     test(`when ${what} fails inside the store, then 500 internal_error naming only the request id`, async (t) => {
       const server = await startTestServer(t, { store: failingStore(method, internal) })

@@ -237,12 +237,18 @@ async function countedAuthenticator(t: TestContext, name: string, delayMs = 0) {
   const { store } = await sqliteEngine.open(t)
   const key = generateApiKey()
   await store.createApiKey(storedFormOf(name, key))
-  const counts = { lookups: 0 }
+  const counts = { lookups: 0, hashes: 0, running: 0, mostRunning: 0 }
   const counted = {
-    findActiveApiKey: async (hash: string) => {
+    findActiveApiKeys: async (hashes: readonly string[]) => {
       counts.lookups++
-      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
-      return store.findActiveApiKey(hash)
+      counts.hashes += hashes.length
+      counts.mostRunning = Math.max(counts.mostRunning, ++counts.running)
+      try {
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+        return await store.findActiveApiKeys(hashes)
+      } finally {
+        counts.running--
+      }
     },
   }
   const authenticate = createAuthenticator({ store: counted, cacheTtlMs: 60_000, cacheMaxEntries: 4 })
@@ -263,6 +269,38 @@ describe('the key cache', () => {
     const afterUnknown = counts.lookups
     assert.equal(await authenticate(unknown), undefined)
     assert.equal(counts.lookups, afterUnknown)
+  })
+
+  test('when many unknown keys come at once (a flood of random keys), then the store is asked one query at a time, each for all the keys that came while the last ran, not once per key: the flood holds one database connection, not the pool', async (t) => {
+    const { authenticate, key, counts } = await countedAuthenticator(t, 'known', 20)
+    const flood = Array.from({ length: 50 }, () => authenticate(generateApiKey()))
+    const known = authenticate(key)
+    assert.ok((await Promise.all(flood)).every((identity) => identity === undefined))
+    assert.deepEqual(await known, { id: 1n, name: 'known' })
+    assert.deepEqual([counts.hashes, counts.mostRunning], [51, 1])
+    assert.ok(counts.lookups <= 2, `${counts.lookups} lookups for 51 keys`)
+  })
+
+  test('when a key lookup fails (the database down), then the keys waiting behind it fail with it at once, not one query after another', async () => {
+    let lookups = 0
+    const down = new Error('the database is down')
+    const authenticate = createAuthenticator({
+      store: {
+        findActiveApiKeys: async () => {
+          lookups++
+          await sleep(20)
+          throw down
+        },
+      },
+      cacheTtlMs: 60_000,
+      cacheMaxEntries: 4,
+    })
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => authenticate(generateApiKey())))
+    assert.deepEqual(
+      outcomes.map((outcome) => (outcome.status === 'rejected' ? outcome.reason : outcome.value)),
+      Array(5).fill(down),
+    )
+    assert.equal(lookups, 1)
   })
 
   test('when many requests bring a key the cache does not hold (its entry expired) at once, then the store is asked once for all of them', async (t) => {

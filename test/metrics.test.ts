@@ -116,7 +116,7 @@ describe('metrics', () => {
       Number(new RegExp(`^petstore_store_duration_seconds_count\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1])
     assert.equal(count('operation="createPet",outcome="error"'), 2)
     assert.equal(count('operation="listPets",outcome="ok"'), 1)
-    assert.ok(count('operation="findActiveApiKey",outcome="ok"') >= 1)
+    assert.ok(count('operation="findActiveApiKeys",outcome="ok"') >= 1)
     assert.match(
       text,
       /petstore_store_duration_seconds_bucket\{le="0.0001",operation="createPet",outcome="error"\} \d/,

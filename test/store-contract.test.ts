@@ -196,10 +196,18 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       )
       assert.deepEqual(await store.findActiveApiKey('a'.repeat(64)), { id: created.id, name: 'ci' })
       assert.equal(await store.findActiveApiKey('c'.repeat(64)), undefined)
+      // Many at once, in the order asked, a hash asked twice answered twice.
+      assert.deepEqual(await store.findActiveApiKeys(['c'.repeat(64), 'a'.repeat(64), 'a'.repeat(64)]), [
+        undefined,
+        { id: created.id, name: 'ci' },
+        { id: created.id, name: 'ci' },
+      ])
+      assert.deepEqual(await store.findActiveApiKeys([]), [])
 
       assert.equal(await store.revokeApiKey('ci'), true)
       assert.equal(await store.revokeApiKey('ci'), false)
       assert.equal(await store.findActiveApiKey('a'.repeat(64)), undefined)
+      assert.deepEqual(await store.findActiveApiKeys(['a'.repeat(64)]), [undefined])
       const [listed] = await store.listApiKeys()
       assert.ok(listed?.revokedAt)
 

@@ -4,7 +4,7 @@ import type { KeyIdentity, Store } from '../store/store.ts'
 import { hashApiKey } from './api-key.ts'
 
 export interface AuthenticatorOptions {
-  store: Pick<Store, 'findActiveApiKey'>
+  store: Pick<Store, 'findActiveApiKeys'>
   /** How long a lookup result is reused; a revoked key stops working within this time. 0 disables. */
   cacheTtlMs: number
   cacheMaxEntries: number
@@ -24,7 +24,8 @@ export function createAuthenticator({
   cacheTtlMs,
   cacheMaxEntries,
 }: AuthenticatorOptions): Authenticate {
-  const lookUpUncached = (key: string) => store.findActiveApiKey(hashApiKey(key))
+  const findHash = oneQueryAtATime((hashes) => store.findActiveApiKeys(hashes))
+  const lookUpUncached = (key: string) => findHash(hashApiKey(key))
   if (cacheTtlMs === 0) return (key) => (isWellFormedApiKey(key) ? lookUpUncached(key) : undefined)
   // On the monotonic clock, read at most once a millisecond (lru-cache's ttlResolution), not per request.
   const options = { max: cacheMaxEntries, ttl: cacheTtlMs }
@@ -57,4 +58,45 @@ export function createAuthenticator({
     }
     return lookup
   }
+}
+
+// The most hashes one lookup asks for: a query's text and its plan stay small (an index probe each).
+const MOST_HASHES_PER_QUERY = 256
+
+/**
+ * Key lookups one query at a time: hashes asked for while one runs wait and go together in the next.
+ * Keys the caches do not hold (a flood of random ones) then hold one database connection, not the pool
+ * every create needs. A lone lookup starts at once. A failed query fails the hashes waiting too: they
+ * would only wait out the same failure one query after another (docs/decisions.md, "Unknown keys").
+ */
+function oneQueryAtATime(
+  find: (hashes: string[]) => Promise<(KeyIdentity | undefined)[]>,
+): (hash: string) => Promise<KeyIdentity | undefined> {
+  type Waiting = {
+    hash: string
+    resolve: (found: KeyIdentity | undefined) => void
+    reject: (error: unknown) => void
+  }
+  let waiting: Waiting[] = []
+  let running = false
+  async function drain(): Promise<void> {
+    running = true
+    while (waiting.length > 0) {
+      const batch = waiting.splice(0, MOST_HASHES_PER_QUERY)
+      try {
+        const found = await find(batch.map(({ hash }) => hash))
+        for (const [index, { resolve }] of batch.entries()) resolve(found[index])
+      } catch (error) {
+        const failed = [...batch, ...waiting]
+        waiting = []
+        for (const { reject } of failed) reject(error)
+      }
+    }
+    running = false
+  }
+  return (hash) =>
+    new Promise((resolve, reject) => {
+      waiting.push({ hash, resolve, reject })
+      if (!running) void drain()
+    })
 }

@@ -182,6 +182,8 @@ export interface Store {
   ensureApiKey(key: NewApiKey): Promise<void>
   /** The active (not revoked) key with this hash, if any. */
   findActiveApiKey(hash: string): Promise<KeyIdentity | undefined>
+  /** The active keys with these hashes, in their order (undefined where none is): one query for them all. */
+  findActiveApiKeys(hashes: readonly string[]): Promise<(KeyIdentity | undefined)[]>
   listApiKeys(): Promise<ApiKeyRecord[]>
   /** Revokes the key with this name; false when no active key has it. */
   revokeApiKey(name: string): Promise<boolean>

@@ -39,16 +39,20 @@ export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: New
     .catch((error: unknown) => Promise.reject(keyNameTaken(error, name)))
 }
 
-export async function findActiveApiKey(pool: PostgresPool, hash: string): Promise<KeyIdentity | undefined> {
-  const [row] = await pool.query<KeyIdentity>(
+export async function findActiveApiKeys(
+  pool: PostgresPool,
+  hashes: readonly string[],
+): Promise<(KeyIdentity | undefined)[]> {
+  const rows = await pool.query<KeyIdentity & { hash: string }>(
     {
       name: 'keys.find',
-      text: 'SELECT id, name FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
-      values: [hash],
+      text: 'SELECT hash, id, name FROM api_keys WHERE hash = ANY($1::text[]) AND revoked_at IS NULL',
+      values: [hashes],
     },
     { reads: true },
   )
-  return row === undefined ? undefined : { id: row.id, name: row.name }
+  const found = new Map(rows.map((row) => [row.hash, { id: row.id, name: row.name }]))
+  return hashes.map((hash) => found.get(hash))
 }
 
 export async function listApiKeys(pool: PostgresPool): Promise<ApiKeyRecord[]> {

@@ -31,7 +31,7 @@ export interface EngineQueries<Connection> {
   copyMarks(db: Connection): Promise<CopyMarks>
   createApiKey(db: Connection, key: NewApiKey): Promise<ApiKeyRecord>
   ensureApiKey(db: Connection, key: NewApiKey): Promise<void>
-  findActiveApiKey(db: Connection, hash: string): Promise<KeyIdentity | undefined>
+  findActiveApiKeys(db: Connection, hashes: readonly string[]): Promise<(KeyIdentity | undefined)[]>
   listApiKeys(db: Connection): Promise<ApiKeyRecord[]>
   revokeApiKey(db: Connection, name: string): Promise<boolean>
   recordDeprecatedCalls(db: Connection, counts: readonly DeprecatedCallCount[]): Promise<void>
@@ -118,8 +118,13 @@ export abstract class EngineStore<Connection> implements Store {
     return this.#guardedWrite(() => this.#queries.ensureApiKey(this.#db, key))
   }
 
-  findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
-    return this.#queries.findActiveApiKey(this.#db, hash)
+  async findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {
+    const [found] = await this.#queries.findActiveApiKeys(this.#db, [hash])
+    return found
+  }
+
+  findActiveApiKeys(hashes: readonly string[]): Promise<(KeyIdentity | undefined)[]> {
+    return this.#queries.findActiveApiKeys(this.#db, hashes)
   }
 
   listApiKeys(): Promise<ApiKeyRecord[]> {
