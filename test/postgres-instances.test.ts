@@ -240,6 +240,28 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     assert.equal(listed.length, 1)
   })
 
+  test("when the database's default isolation is serializable, then both instances' creates of shared Idempotency-Keys still each make one pet, never a 503 for a serialization failure", async (t) => {
+    const cwd = temporaryDirectory(t)
+    const url = await (await sharedPostgres()).createDatabase()
+    const admin = await adminOn(t, url)
+    await admin.query(
+      `ALTER DATABASE ${pg.escapeIdentifier(new URL(url).pathname.slice(1))} SET default_transaction_isolation = serializable`,
+    )
+    const env = { DATABASE_URL: url }
+    const key = runCli(['keys', 'create', '--name', 'retrying'], env, cwd).stdout.trim()
+    const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
+    for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
+    for (let round = 0; round < 10; round++) {
+      const sent = Array.from({ length: 40 }, (_, i) =>
+        createOnce(instances[Math.floor(i / 10) % 2] as ServeProcess, key, `key-${round}-${i % 10}`),
+      )
+      const answers = await Promise.all(sent)
+      for (let k = 0; k < 10; k++) {
+        assertOneCreatedRestReplayedOrInFlight(answers.filter((_, i) => i % 10 === k))
+      }
+    }
+  })
+
   test('when an instance gets an Idempotency-Key whose create is still uncommitted on another, then it waits and replays that pet', async (t) => {
     const cwd = temporaryDirectory(t)
     const url = await (await sharedPostgres()).createDatabase()
