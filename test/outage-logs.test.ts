@@ -79,6 +79,33 @@ describe('condition log', () => {
   })
 })
 
+describe('condition log: requests that wait before they meet it', () => {
+  test('when requests meet a condition only after waiting (a lock held, each at its statement timeout), in waves further apart than the quiet period, then it lasts through the gaps: one start, and passed only once no request met it for the quiet period beyond the longest wait', async () => {
+    const lines: LogLine[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const conditions = new ConditionLog(logger, { quietMs: 100, repeatMs: 60_000 })
+    const failure = new Error('canceling statement due to statement timeout')
+    const wave = (id: string) =>
+      conditions.met('the store is unavailable', 'error', { err: failure }, id, { waitedMs: 400 })
+    wave('r-0')
+    await sleep(250)
+    wave('r-1')
+    await sleep(250)
+    wave('r-2')
+    assert.equal(lines.length, 1, `one start, no end between the waves: ${JSON.stringify(lines)}`)
+    const passed = await waitFor(
+      () => lines.find((line) => String(line.msg).includes('passed')),
+      () => `not logged: ${JSON.stringify(lines)}`,
+    )
+    assert.equal(
+      passed.msg,
+      'the store is unavailable: passed, as far as requests tell: none met it for 500 ms',
+    )
+    assert.equal(passed.failedRequests, 3)
+    assert.ok(Number(passed.durationMs) >= 450, 'from the first wave to the last')
+  })
+})
+
 describe('condition log: readiness', () => {
   test('when a readiness condition passes at a probe, then its line gives the time from its start to that probe', async () => {
     const lines: LogLine[] = []

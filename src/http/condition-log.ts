@@ -25,6 +25,8 @@ interface Condition {
   /** Requests that met it, in all and since the last line. */
   met: number
   metSinceLogged: number
+  /** The longest a request waited before it met it (a statement's timeout): the quiet must outlast it. */
+  longestWaitMs: number
 }
 
 /** What a request that met a condition adds to its first line: the error (with its stack), a code, or both. */
@@ -40,8 +42,9 @@ const isReadiness = (condition: string) => condition.startsWith('not ready:')
  * Conditions that fail many requests at once (the store unavailable, overload, shutting down, every pet id
  * given out) are logged per condition, not per request: once when one starts, with its error and stack;
  * every `repeatMs` while it lasts, with the number of requests it failed and no stack; and once when it has
- * passed, i.e. no request met it for `quietMs`. Each request keeps its own one access line: a stack per
- * failed request buries an outage's log in copies of one stack.
+ * passed, i.e. no request met it for `quietMs` beyond the longest any waited to meet it (requests held by a
+ * lock until their statement's timeout meet it in waves that far apart). Each request keeps its own one
+ * access line: a stack per failed request buries an outage's log in copies of one stack.
  */
 export class ConditionLog {
   readonly #log: FastifyBaseLogger
@@ -69,7 +72,8 @@ export class ConditionLog {
       untilReady = false,
       forGood = false,
       status = 503,
-    }: { untilReady?: boolean; forGood?: boolean; status?: number } = {},
+      waitedMs = 0,
+    }: { untilReady?: boolean; forGood?: boolean; status?: number; waitedMs?: number } = {},
   ): void {
     const now = performance.now()
     const known = this.#conditions.get(condition)
@@ -82,6 +86,7 @@ export class ConditionLog {
         lastLogged: now,
         met: 1,
         metSinceLogged: 0,
+        longestWaitMs: waitedMs,
       }
       this.#conditions.set(condition, started)
       // A readiness condition is met by probes; the others, by the requests they fail (a full disk, by
@@ -97,6 +102,7 @@ export class ConditionLog {
       return
     }
     known.lastMet = now
+    known.longestWaitMs = Math.max(known.longestWaitMs, waitedMs)
     known.met++
     known.metSinceLogged++
     if (now - known.lastLogged < this.#repeatMs) return
@@ -143,8 +149,9 @@ export class ConditionLog {
   #watch(name: string, condition: Condition, afterMs: number): void {
     const timer = setTimeout(() => {
       const quietFor = performance.now() - condition.lastMet
-      if (quietFor < this.#quietMs) {
-        this.#watch(name, condition, this.#quietMs - quietFor)
+      const quietNeeded = this.#quietMs + Math.round(condition.longestWaitMs)
+      if (quietFor < quietNeeded) {
+        this.#watch(name, condition, quietNeeded - quietFor)
         return
       }
       this.#conditions.delete(name)
@@ -152,7 +159,7 @@ export class ConditionLog {
         name,
         condition,
         condition.lastMet,
-        `passed, as far as requests tell: none met it for ${this.#quietMs} ms`,
+        `passed, as far as requests tell: none met it for ${quietNeeded} ms`,
       )
     }, afterMs)
     // Never what keeps a process alive: a condition still open at exit ends with the process.
@@ -174,11 +181,16 @@ function conditionLogOf(request: FastifyRequest): ConditionLog {
 }
 
 /**
- * Logs a request answered 503, or 507 (`apiError`, for `error`): by its condition (with the stack once,
- * for a store failure or the failure an answer names as its cause), and names the condition on the
- * request's own access line; nothing else is written per request.
+ * Logs a request answered 503, or 507 (`apiError`, for `error`), after `waitedMs`: by its condition (with
+ * the stack once, for a store failure or the failure an answer names as its cause), and names the
+ * condition on the request's own access line; nothing else is written per request.
  */
-export function logCondition(error: unknown, apiError: ApiError, request: FastifyRequest): void {
+export function logCondition(
+  error: unknown,
+  apiError: ApiError,
+  request: FastifyRequest,
+  waitedMs: number,
+): void {
   // A release older than the schema is a deployment's state, not a fault: no stack, and a ready probe
   // (a deploy, or the schema made compatible again) ends it.
   const newerSchema = error instanceof NewerSchemaError
@@ -200,6 +212,7 @@ export function logCondition(error: unknown, apiError: ApiError, request: Fastif
     // Ids given out never come back, nor does a process shutting down: no quiet spell means it has passed.
     forGood: apiError.statusCode === 507 || condition === SHUTTING_DOWN_CONDITION,
     status: apiError.statusCode,
+    waitedMs,
   })
   ;(request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({ condition })
 }

@@ -101,8 +101,9 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   const apiError = toApiError(error, request)
   request.errorCode = apiError.code
   // Both last while requests keep meeting them: logged once per condition, not once per request.
-  if (apiError.statusCode === 503 || apiError.statusCode === 507) logCondition(error, apiError, request)
-  else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+  if (apiError.statusCode === 503 || apiError.statusCode === 507) {
+    logCondition(error, apiError, request, reply.elapsedTime)
+  } else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.debug({ code: apiError.code }, 'request refused')
   // A large body still on its way (refused before it was read: no key, a wrong type) would be read to its
   // end to keep the connection, up to a gigabyte: the connection is closed after the answer instead, with
