@@ -35,13 +35,51 @@ describe('the metrics listener', () => {
     await elsewhere.text()
   })
 
+  test("when the listener is on loopback and a request names another host (a web page's DNS rebinding), then 421 and no metrics; loopback names get them, and a listener on every address answers any name (a scrape by service name)", async (t) => {
+    const scrape = async (port: number, host: string) => {
+      const socket = await opened(port)
+      socket.end(`GET /metrics HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      let text = ''
+      for await (const chunk of socket) text += chunk
+      return text
+    }
+    const port = await opening(t)
+    for (const host of [
+      'rebind.attacker.example',
+      `rebind.attacker.example:${port}`,
+      '10.0.0.7',
+      'localhost.example',
+    ]) {
+      const answer = await scrape(port, host)
+      assert.match(answer, /^HTTP\/1\.1 421 /, host)
+      assert.doesNotMatch(answer, /up 1/, host)
+    }
+    for (const host of [
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      'LOCALHOST',
+      `[::1]:${port}`,
+      '127.9.9.9',
+      'a.localhost',
+    ]) {
+      assert.match(await scrape(port, host), /^HTTP\/1\.1 200 [\s\S]*up 1\n/, host)
+    }
+    const everywhere = await openMetricsListener(source, { host: '0.0.0.0', port: 0 }, { info: () => {} })
+    t.after(() => {
+      everywhere.closeAllConnections()
+      everywhere.close()
+    })
+    const open = (everywhere.address() as { port: number }).port
+    assert.match(await scrape(open, 'petstore:9464'), /^HTTP\/1\.1 200 /)
+  })
+
   test('when a client sends half a request head and stops, then the listener closes it after the head timeout, not after minutes', {
     timeout: 30_000,
   }, async (t) => {
     const port = await opening(t)
     const socket = await opened(port)
     t.after(() => socket.destroy())
-    socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n')
+    socket.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\n')
     // Read (the 408 Node sends), so that the end, and then the close, are seen.
     socket.resume()
     const started = performance.now()
@@ -63,7 +101,7 @@ describe('the metrics listener', () => {
     extra.on('data', (chunk) => {
       answered += chunk
     })
-    extra.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n')
+    extra.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n')
     // Not events.once: it would reject on the reset's 'error', which comes before the close.
     const closed = new Promise((resolve) => extra.on('close', resolve))
     await within(closed, 5000, 'the connection over the limit was kept')
@@ -118,7 +156,7 @@ describe('the metrics listener', () => {
   })
 })
 
-const SCRAPE = 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'
+const SCRAPE = 'GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n'
 const MB = 1024 * 1024
 
 /** The listener as the service opens it (its checks on connections included), on a free port. */

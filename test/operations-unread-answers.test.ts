@@ -82,7 +82,7 @@ describe('a client that stops reading its answers', () => {
     t.after(() => deaf.destroy())
     deaf.on('error', () => {})
     deaf.pause()
-    deaf.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(30))
+    deaf.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n'.repeat(30))
     await waitUntil(() => lines.some((line) => line.msg === CLOSED), 'the deaf scraper was kept', {
       timeoutMs: 40_000,
     })

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { isIPv4 } from 'node:net'
 
 /** What can answer a scrape: a registry, or the cluster aggregator in a primary process. */
 export interface MetricsSource {
@@ -45,6 +46,7 @@ export async function startMetricsServer(
   { connections, admits }: MetricsGuards = {},
 ): Promise<Server> {
   const limits = METRICS_LISTENER_LIMITS
+  const loopbackOnly = isLoopbackName(host)
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -57,6 +59,13 @@ export async function startMetricsServer(
       if (admits && !admits(request, response)) {
         const headers = { 'content-type': 'text/plain', connection: 'close', 'retry-after': '1' }
         response.writeHead(503, headers).end('too many requests of this connection wait for their answers\n')
+        return
+      }
+      // On loopback, only a scraper on this machine is meant: a web page it opens may point a name of its
+      // own at 127.0.0.1 (DNS rebinding) and read the metrics (key names, traffic), naming its own host.
+      if (loopbackOnly && !namesLoopback(request.headers.host)) {
+        const headers = { 'content-type': 'text/plain', connection: 'close' }
+        response.writeHead(421, headers).end('misdirected: on loopback, scrape as localhost or 127.0.0.1\n')
         return
       }
       if (request.url?.split('?')[0] !== '/metrics') {
@@ -82,4 +91,19 @@ export async function startMetricsServer(
     server.listen(port, host, () => resolve())
   })
   return server
+}
+
+/** Whether `name` (a listener's host, a Host header's without its port) is this machine's loopback. */
+function isLoopbackName(name: string): boolean {
+  const host = name.toLowerCase().replace(/^\[|\]$/g, '')
+  if (host === 'localhost' || host.endsWith('.localhost') || host === '::1') return true
+  return isIPv4(host) && host.startsWith('127.')
+}
+
+/** Whether a request's Host names loopback; none (HTTP/1.0) is let through: a browser always sends one. */
+function namesLoopback(host: string | undefined): boolean {
+  if (host === undefined) return true
+  // The port off: "[::1]:9464", "127.0.0.1:9464", "localhost".
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d*$/, '')
+  return isLoopbackName(name)
 }
