@@ -128,18 +128,21 @@ export function countDroppedWorkerOutput(registry: Registry): void {
   })
 }
 
-/** Why a WORKERS supervisor replaced a worker: it died, stopped alone, or stopped answering (and was killed). */
-export type WorkerRestartCause = 'died' | 'stopped' | 'unresponsive'
+/**
+ * Why a WORKERS supervisor replaced a worker: it died, stopped alone, stopped answering (and was killed),
+ * or, a replacement, exited before it listened (its store could not be opened: a database outage).
+ */
+export type WorkerRestartCause = 'died' | 'stopped' | 'unresponsive' | 'not_started'
 
 /** In a supervisor: the workers it replaced, by cause (each cause at 0 from the start, for `rate()`). */
 export function countWorkerRestarts(registry: Registry): Counter<'cause'> {
   const restarts = new Counter({
     name: 'petstore_worker_restarts_total',
-    help: 'Workers replaced, by cause: died (a crash, a kill), stopped (a stop signal sent to it alone), unresponsive (killed after WORKER_LIVENESS_TIMEOUT_MS unanswered).',
+    help: 'Workers replaced, by cause: died (a crash, a kill), stopped (a stop signal sent to it alone), unresponsive (killed after WORKER_LIVENESS_TIMEOUT_MS unanswered), not_started (a replacement that exited before it listened: its store could not be opened, as in a database outage).',
     labelNames: ['cause'] as const,
     registers: [registry],
   })
-  for (const cause of ['died', 'stopped', 'unresponsive'] satisfies WorkerRestartCause[]) {
+  for (const cause of ['died', 'stopped', 'unresponsive', 'not_started'] satisfies WorkerRestartCause[]) {
     restarts.labels(cause).inc(0)
   }
   return restarts

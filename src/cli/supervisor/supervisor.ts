@@ -82,6 +82,8 @@ export async function superviseWorkers(
   const backoff = new RestartBackoff()
   // Killed by the liveness watch: their exit is said and counted as that, not as a crash.
   const unresponsive = new WeakSet<Worker>()
+  // Workers that listened: a replacement that exits before (its store down) is no crash, and said so.
+  const started = new WeakSet<Worker>()
   const stops = new WorkerStops()
   const liveness = new LivenessWatch(settings.workerLivenessTimeoutMs, (worker, silentMs) => {
     if (worker.isDead()) return
@@ -106,7 +108,10 @@ export async function superviseWorkers(
     relaying.add(output)
     worker.on('exit', (code, signal) => onExit(worker, code, signal))
     stops.follow(worker)
-    worker.once('listening', () => liveness.watch(worker))
+    worker.once('listening', () => {
+      started.add(worker)
+      liveness.watch(worker)
+    })
   }
   // Until a worker has listened, what stopped one (the port taken, a setting only a worker checks) stops
   // its replacements too: the service fails as one process that cannot start does, for systemd to see.
@@ -129,12 +134,16 @@ export async function superviseWorkers(
     const delay = backoff.delayAfterCrash(performance.now())
     const cause: WorkerRestartCause = unresponsive.has(worker)
       ? 'unresponsive'
-      : stoppedCleanly(code, signal)
-        ? 'stopped'
-        : 'died'
+      : !started.has(worker)
+        ? 'not_started'
+        : stoppedCleanly(code, signal)
+          ? 'stopped'
+          : 'died'
     // `exitCode`: a request line's `code` is a string (the Error body's), and a log index takes one type.
     const fields = { worker: worker.process.pid, exitCode: code, signal, cause, restartInMs: delay }
     if (cause === 'stopped') log.warn(fields, 'a worker stopped; replacing it')
+    // Its own line said why (the database unreachable): this one says only that it is tried again.
+    else if (cause === 'not_started') log.warn(fields, 'a replacement worker could not start; trying again')
     else if (cause === 'unresponsive')
       log.error(fields, 'a worker killed for not answering exited; replacing it')
     else log.error(fields, 'a worker died; replacing it')
