@@ -303,6 +303,33 @@ describe('the key cache', () => {
     assert.equal(lookups, 1)
   })
 
+  test('when unknown keys come faster than lookups answer them (a flood against a slow database), then those that waited past the bound for their turn fail as the store unavailable, and the queue does not grow without end', async () => {
+    let lookups = 0
+    const authenticate = createAuthenticator({
+      store: {
+        findActiveApiKeys: async (hashes: readonly string[]) => {
+          lookups++
+          await sleep(100)
+          return hashes.map(() => undefined)
+        },
+      },
+      cacheTtlMs: 60_000,
+      cacheMaxEntries: 4,
+      lookupQueueMs: 150,
+    })
+    // One lookup under way, then keys that wait behind it and the next one (1 per 256 keys) for 200 ms.
+    const first = authenticate(generateApiKey())
+    const queued = Array.from({ length: 600 }, () => authenticate(generateApiKey()))
+    const outcomes = await Promise.allSettled([first, ...queued])
+    const refused = outcomes.filter((outcome) => outcome.status === 'rejected')
+    assert.ok(refused.length > 0, 'none waited too long')
+    for (const { reason } of refused as PromiseRejectedResult[]) {
+      assert.equal(reason.name, 'StoreUnavailableError')
+      assert.match(reason.message, /waited more than 150 ms/)
+    }
+    assert.ok(lookups < 4, `${lookups} lookups`)
+  })
+
   test('when many requests bring a key the cache does not hold (its entry expired) at once, then the store is asked once for all of them', async (t) => {
     const { authenticate, key, counts } = await countedAuthenticator(t, 'busy', 20)
     const identities = await Promise.all(Array.from({ length: 50 }, () => authenticate(key)))

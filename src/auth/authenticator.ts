@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache'
+import { StoreUnavailableError } from '../errors.ts'
 import { isWellFormedApiKey } from '../schemas/api-key.ts'
 import type { KeyIdentity, Store } from '../store/store.ts'
 import { hashApiKey } from './api-key.ts'
@@ -8,6 +9,8 @@ export interface AuthenticatorOptions {
   /** How long a lookup result is reused; a revoked key stops working within this time. 0 disables. */
   cacheTtlMs: number
   cacheMaxEntries: number
+  /** Longest a key waits for its lookup to start (LOOKUP_QUEUE_MS by default); past it, unavailable. */
+  lookupQueueMs?: number
 }
 
 /** Synchronous when the answer is cached (nearly every request), so a hit costs no promise. */
@@ -23,8 +26,9 @@ export function createAuthenticator({
   store,
   cacheTtlMs,
   cacheMaxEntries,
+  lookupQueueMs = LOOKUP_QUEUE_MS,
 }: AuthenticatorOptions): Authenticate {
-  const findHash = oneQueryAtATime((hashes) => store.findActiveApiKeys(hashes))
+  const findHash = oneQueryAtATime((hashes) => store.findActiveApiKeys(hashes), lookupQueueMs)
   const lookUpUncached = (key: string) => findHash(hashApiKey(key))
   if (cacheTtlMs === 0) return (key) => (isWellFormedApiKey(key) ? lookUpUncached(key) : undefined)
   // On the monotonic clock, read at most once a millisecond (lru-cache's ttlResolution), not per request.
@@ -62,18 +66,24 @@ export function createAuthenticator({
 
 // The most hashes one lookup asks for: a query's text and its plan stay small (an index probe each).
 const MOST_HASHES_PER_QUERY = 256
+// As a call waits for a database connection (PG_CONNECT_TIMEOUT_MS's default): keys coming faster than
+// lookups answer them (a flood against a slow database) are refused 503 past it, not queued without end.
+const LOOKUP_QUEUE_MS = 2000
 
 /**
  * Key lookups one query at a time: hashes asked for while one runs wait and go together in the next.
  * Keys the caches do not hold (a flood of random ones) then hold one database connection, not the pool
- * every create needs. A lone lookup starts at once. A failed query fails the hashes waiting too: they
- * would only wait out the same failure one query after another (docs/decisions.md, "Unknown keys").
+ * every create needs. A lone lookup starts at once; one that waited `queueMs` for its turn fails as the
+ * store unavailable. A failed query fails the hashes waiting too: they would only wait out the same
+ * failure one query after another (docs/decisions.md, "Unknown keys").
  */
 function oneQueryAtATime(
   find: (hashes: string[]) => Promise<(KeyIdentity | undefined)[]>,
+  queueMs: number,
 ): (hash: string) => Promise<KeyIdentity | undefined> {
   type Waiting = {
     hash: string
+    since: number
     resolve: (found: KeyIdentity | undefined) => void
     reject: (error: unknown) => void
   }
@@ -82,7 +92,16 @@ function oneQueryAtATime(
   async function drain(): Promise<void> {
     running = true
     while (waiting.length > 0) {
+      // In the order they came: those waiting too long are at the front.
+      const now = performance.now()
+      const fresh = waiting.findIndex(({ since }) => now - since <= queueMs)
+      const expired = waiting.splice(0, fresh === -1 ? waiting.length : fresh)
+      if (expired.length > 0) {
+        const late = new StoreUnavailableError(`key lookups waited more than ${queueMs} ms for their turn`)
+        for (const { reject } of expired) reject(late)
+      }
       const batch = waiting.splice(0, MOST_HASHES_PER_QUERY)
+      if (batch.length === 0) break
       try {
         const found = await find(batch.map(({ hash }) => hash))
         for (const [index, { resolve }] of batch.entries()) resolve(found[index])
@@ -96,7 +115,7 @@ function oneQueryAtATime(
   }
   return (hash) =>
     new Promise((resolve, reject) => {
-      waiting.push({ hash, resolve, reject })
+      waiting.push({ hash, since: performance.now(), resolve, reject })
       if (!running) void drain()
     })
 }
