@@ -106,6 +106,25 @@ describe('condition log: requests that wait before they meet it', () => {
   })
 })
 
+describe('condition log: a wait counted only so far', () => {
+  test('when a request met a condition after a very long time (a body trickled in for an hour), then the quiet period outlasts only the most of a wait that counts, and the condition still passes', async () => {
+    const lines: LogLine[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const conditions = new ConditionLog(logger, { quietMs: 100, repeatMs: 60_000, waitCountedMs: 200 })
+    conditions.met('the store is unavailable', 'error', { err: new Error('down') }, 'r-0', {
+      waitedMs: 3_600_000,
+    })
+    const passed = await waitFor(
+      () => lines.find((line) => String(line.msg).includes('passed')),
+      () => `not logged: ${JSON.stringify(lines)}`,
+    )
+    assert.equal(
+      passed.msg,
+      'the store is unavailable: passed, as far as requests tell: none met it for 300 ms',
+    )
+  })
+})
+
 describe('condition log: readiness', () => {
   test('when a readiness condition passes at a probe, then its line gives the time from its start to that probe', async () => {
     const lines: LogLine[] = []

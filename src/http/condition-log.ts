@@ -13,6 +13,8 @@ export interface ConditionLogOptions {
   quietMs?: number
   /** While a condition lasts, a line saying so is written at most this often. */
   repeatMs?: number
+  /** The most of a request's wait the quiet period is made to outlast (WAIT_COUNTED_MS by default). */
+  waitCountedMs?: number
 }
 
 interface Condition {
@@ -32,6 +34,10 @@ interface Condition {
 /** What a request that met a condition adds to its first line: the error (with its stack), a code, or both. */
 export type ConditionDetail = { err: unknown; code?: string } | { code: string }
 
+// The most of a request's wait a quiet period is made to outlast: its time includes a body's upload, which
+// a client may trickle for as long as REQUEST_TIMEOUT_MS allows (without end, at 0); store calls end sooner.
+const WAIT_COUNTED_MS = 60_000
+
 // Ends with the process: a drain quiet for a while has not passed (request-lifecycle.ts answers it).
 export const SHUTTING_DOWN_CONDITION = 'the service is shutting down'
 
@@ -50,12 +56,17 @@ export class ConditionLog {
   readonly #log: FastifyBaseLogger
   readonly #quietMs: number
   readonly #repeatMs: number
+  readonly #waitCountedMs: number
   readonly #conditions = new Map<string, Condition>()
 
-  constructor(log: FastifyBaseLogger, { quietMs = 5000, repeatMs = 60_000 }: ConditionLogOptions = {}) {
+  constructor(
+    log: FastifyBaseLogger,
+    { quietMs = 5000, repeatMs = 60_000, waitCountedMs = WAIT_COUNTED_MS }: ConditionLogOptions = {},
+  ) {
     this.#log = log
     this.#quietMs = quietMs
     this.#repeatMs = repeatMs
+    this.#waitCountedMs = waitCountedMs
   }
 
   /**
@@ -86,7 +97,7 @@ export class ConditionLog {
         lastLogged: now,
         met: 1,
         metSinceLogged: 0,
-        longestWaitMs: waitedMs,
+        longestWaitMs: Math.min(waitedMs, this.#waitCountedMs),
       }
       this.#conditions.set(condition, started)
       // A readiness condition is met by probes; the others, by the requests they fail (a full disk, by
@@ -102,7 +113,7 @@ export class ConditionLog {
       return
     }
     known.lastMet = now
-    known.longestWaitMs = Math.max(known.longestWaitMs, waitedMs)
+    known.longestWaitMs = Math.max(known.longestWaitMs, Math.min(waitedMs, this.#waitCountedMs))
     known.met++
     known.metSinceLogged++
     if (now - known.lastLogged < this.#repeatMs) return
