@@ -24,6 +24,9 @@ import { WorkerStops } from './worker-stop.ts'
 // the store; this is the time allowed for that before the supervisor stops waiting and kills them, so a
 // worker stuck in shutdown cannot keep the service from exiting (and its orchestrator waiting) forever.
 const WORKER_SHUTDOWN_MARGIN_MS = 5000
+// What a start that fails exits with (a store it cannot open, above all); a setting refused exits 78 and
+// never reaches a replacement (one worker listened, so settings held).
+const START_FAILED = 1
 // After a fatal failure, the exit waits this much past that kill, for the killed workers' exits: the drain
 // ends the process, and the fatal failure's own bound is only a backstop that never cuts it short.
 const KILLED_WORKERS_REAPED_MS = 1000
@@ -82,7 +85,8 @@ export async function superviseWorkers(
   const backoff = new RestartBackoff()
   // Killed by the liveness watch: their exit is said and counted as that, not as a crash.
   const unresponsive = new WeakSet<Worker>()
-  // Workers that listened: a replacement that exits before (its store down) is no crash, and said so.
+  // Workers that listened: a replacement that exits 1 before (as a start does whose store is down) is no
+  // crash, and said so; killed by a signal (the OOM killer, a segfault), it is one.
   const started = new WeakSet<Worker>()
   const stops = new WorkerStops()
   const liveness = new LivenessWatch(settings.workerLivenessTimeoutMs, (worker, silentMs) => {
@@ -134,7 +138,7 @@ export async function superviseWorkers(
     const delay = backoff.delayAfterCrash(performance.now())
     const cause: WorkerRestartCause = unresponsive.has(worker)
       ? 'unresponsive'
-      : !started.has(worker)
+      : !started.has(worker) && signal === null && code === START_FAILED
         ? 'not_started'
         : stoppedCleanly(code, signal)
           ? 'stopped'
