@@ -36,6 +36,12 @@ export function rowsOf<Row extends pg.QueryResultRow>(
   })
 }
 
+// What every transaction is, whatever its session holds: behind PgBouncer's transaction pooling a session
+// set up by the pool's onConnect (postgres-pool-config.ts) may not be the server connection it runs on.
+const TRANSACTION =
+  "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT set_config('synchronous_commit', 'on', true) " +
+  "WHERE current_setting('synchronous_commit') = 'off'"
+
 /** BEGIN, its own timeouts and the advisory lock if given, as one simple query: one round trip. */
 export function beginStatement(lock?: bigint, ms?: number): string {
   // Numbers and bigints print as digits only: nothing to quote. The pause between two of its statements
@@ -44,7 +50,7 @@ export function beginStatement(lock?: bigint, ms?: number): string {
     ms === undefined
       ? ''
       : `; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
-  return `BEGIN${timeouts}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
+  return `${TRANSACTION}${timeouts}${lock === undefined ? '' : `; SELECT pg_advisory_xact_lock(${lock})`}`
 }
 
 /** How the pool runs a statement or a transaction (PostgresPool's `query` and `transaction`). */
