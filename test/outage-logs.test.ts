@@ -27,6 +27,21 @@ async function answersOk(service: ServeProcess, path: string, what: string): Pro
   await waitUntil(async () => (await request(service, path)).status === 200, what, { everyMs: 250 })
 }
 
+/** A logger at info whose lines are kept, parsed, in `lines`. */
+function collectingLogger() {
+  const lines: LogLine[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+  return { lines, logger }
+}
+
+/** The first line of `lines` saying a condition has passed, once written. */
+function passedIn(lines: LogLine[]): Promise<LogLine> {
+  return waitFor(
+    () => lines.find((line) => String(line.msg).includes('passed')),
+    () => `not logged: ${JSON.stringify(lines)}`,
+  )
+}
+
 /** The line saying `condition` has passed, once written. */
 function passedLine(service: ServeProcess, condition: string): Promise<LogLine> {
   return waitForLog(service, (lines) =>
@@ -36,8 +51,7 @@ function passedLine(service: ServeProcess, condition: string): Promise<LogLine> 
 
 describe('condition log', () => {
   test('when requests keep meeting a condition, then it is logged when it starts (with the error), at most once per repeat interval while it lasts, and once when it has passed', async () => {
-    const lines: LogLine[] = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const { lines, logger } = collectingLogger()
     // Quiet long enough that a loaded machine's late timer cannot end the condition before the test's 150 ms.
     const conditions = new ConditionLog(logger, { quietMs: 2000, repeatMs: 100 })
     const failure = new Error('the database is unreachable', {
@@ -61,10 +75,7 @@ describe('condition log', () => {
       'the database is unreachable: connect ECONNREFUSED 127.0.0.1:5432',
       'the latest error, in one line, with its cause',
     )
-    const passed = await waitFor(
-      () => lines.find((line) => String(line.msg).includes('passed')),
-      () => `not logged: ${JSON.stringify(lines)}`,
-    )
+    const passed = await passedIn(lines)
     assert.equal(passed.failedRequests, 6)
     assert.equal(passed.level, 40)
     // Seen from the requests alone: none came for a while, which is not the store seen back.
@@ -81,8 +92,7 @@ describe('condition log', () => {
 
 describe('condition log: requests that wait before they meet it', () => {
   test('when requests meet a condition only after waiting (a lock held, each at its statement timeout), in waves further apart than the quiet period, then it lasts through the gaps: one start, and passed only once no request met it for the quiet period beyond the longest wait', async () => {
-    const lines: LogLine[] = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const { lines, logger } = collectingLogger()
     const conditions = new ConditionLog(logger, { quietMs: 100, repeatMs: 60_000 })
     const failure = new Error('canceling statement due to statement timeout')
     const wave = (id: string) =>
@@ -93,10 +103,7 @@ describe('condition log: requests that wait before they meet it', () => {
     await sleep(250)
     wave('r-2')
     assert.equal(lines.length, 1, `one start, no end between the waves: ${JSON.stringify(lines)}`)
-    const passed = await waitFor(
-      () => lines.find((line) => String(line.msg).includes('passed')),
-      () => `not logged: ${JSON.stringify(lines)}`,
-    )
+    const passed = await passedIn(lines)
     assert.equal(
       passed.msg,
       'the store is unavailable: passed, as far as requests tell: none met it for 500 ms',
@@ -108,16 +115,12 @@ describe('condition log: requests that wait before they meet it', () => {
 
 describe('condition log: a wait counted only so far', () => {
   test('when a request met a condition after a very long time (a body trickled in for an hour), then the quiet period outlasts only the most of a wait that counts, and the condition still passes', async () => {
-    const lines: LogLine[] = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const { lines, logger } = collectingLogger()
     const conditions = new ConditionLog(logger, { quietMs: 100, repeatMs: 60_000, waitCountedMs: 200 })
     conditions.met('the store is unavailable', 'error', { err: new Error('down') }, 'r-0', {
       waitedMs: 3_600_000,
     })
-    const passed = await waitFor(
-      () => lines.find((line) => String(line.msg).includes('passed')),
-      () => `not logged: ${JSON.stringify(lines)}`,
-    )
+    const passed = await passedIn(lines)
     assert.equal(
       passed.msg,
       'the store is unavailable: passed, as far as requests tell: none met it for 300 ms',
@@ -127,8 +130,7 @@ describe('condition log: a wait counted only so far', () => {
 
 describe('condition log: readiness', () => {
   test('when a readiness condition passes at a probe, then its line gives the time from its start to that probe', async () => {
-    const lines: LogLine[] = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    const { lines, logger } = collectingLogger()
     const conditions = new ConditionLog(logger)
     // One probe met it: the next, 200 ms later, found the service ready (a timer may fire a little early).
     conditions.met('not ready: the store cannot be reached', 'warn', { code: 'x' }, 'r-0', {
