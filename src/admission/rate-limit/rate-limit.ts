@@ -80,6 +80,8 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
     counted.then(
       (window) => {
         if (window.count > max) refused.add(name, window.resetInMs)
+        // Under its limit in Redis's window (one Redis started anew, its data lost): the refusal is stale.
+        else if (refused.size > 0) refused.forget(name)
         apply(reply, window, done)
       },
       () => {
@@ -104,6 +106,14 @@ class RefusedKeys {
     this.#until.delete(name)
     this.#until.set(name, performance.now() + resetInMs)
     if (this.#until.size > REFUSED_KEYS_KEPT) this.#until.delete(this.#until.keys().next().value as string)
+  }
+
+  get size(): number {
+    return this.#until.size
+  }
+
+  forget(name: string): void {
+    this.#until.delete(name)
   }
 
   /** The time left in the window `name` was refused in, if it has not ended. */
