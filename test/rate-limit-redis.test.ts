@@ -5,7 +5,7 @@ import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import pino from 'pino'
 import { connectRedis } from '../src/admission/rate-limit/redis-connection.ts'
 import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
@@ -133,6 +133,26 @@ describe('rate limits shared through Redis', redisSuiteOptions(), () => {
 })
 
 describe('a key over its limit when Redis goes away', redisSuiteOptions(), () => {
+  test('when a key was refused, and Redis restarts empty and counts it under its limit, then a later outage serves it uncounted: the refusal of the window Redis lost is forgotten', async (t) => {
+    const redisServer = await startRedis()
+    t.after(() => redisServer.stop())
+    const server = await countingIn(t, redisServer.url, 3)
+    const statuses = []
+    for (let i = 0; i < 4; i++) statuses.push((await call(server, 'GET', '/v1/pets')).status)
+    assert.deepEqual(statuses, [200, 200, 200, 429])
+    await redisServer.stop()
+    await redisServer.restart()
+    await waitUntil(
+      async () => (await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining') === '2',
+      'counted anew by the restarted Redis',
+      { everyMs: 100 },
+    )
+    await redisServer.stop()
+    const served = await call(server, 'GET', '/v1/pets')
+    assert.equal(served.status, 200, 'under its limit in the last window Redis counted')
+    assert.equal(served.headers.get('ratelimit-remaining'), null, 'served uncounted')
+  })
+
   test('when a key was refused in its window and Redis then goes away, then it stays refused until that window ends, while other keys are served uncounted', async (t) => {
     const redisServer = await startRedis()
     t.after(() => redisServer.stop())
@@ -196,6 +216,34 @@ describe('Redis outages in the log', redisSuiteOptions(), () => {
       lines.map((line) => line.level),
       [40, 30, 40, 30],
     )
+  })
+})
+
+describe('a Redis connection dropped under load', redisSuiteOptions(), () => {
+  test('when Redis drops the connection while counts are under way (a restart, CLIENT KILL), then they fail at once, served uncounted, and no line says Redis does not answer', async (t) => {
+    const { redisServer, lines, logger, redis, connection } = await redisLoggingTo(t)
+    const server = await startTestServer(t, {
+      env: { RATE_LIMIT_PER_MINUTE: '1000000' },
+      app: { redis: connection, logger },
+    })
+    const killer = new Redis(redisServer.url)
+    t.after(() => killer.disconnect())
+    let loading = true
+    const statuses: number[] = []
+    const load = Array.from({ length: 8 }, async () => {
+      while (loading) statuses.push((await call(server, 'GET', '/v1/pets')).status)
+    })
+    for (let kill = 0; kill < 3; kill++) {
+      await sleep(300)
+      await killer.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+      await connected(redis)
+    }
+    await sleep(1500)
+    loading = false
+    await Promise.all(load)
+    assert.deepEqual([...new Set(statuses)], [200])
+    const silent = lines.filter((line) => /does not answer/.test(String(line.msg)))
+    assert.deepEqual(silent, [], 'a dropped connection is no silent Redis')
   })
 })
 

@@ -24,7 +24,9 @@ export async function connectRedis(
   const redis = new Redis(url, {
     connectTimeout: 500,
     commandTimeout: 500,
-    maxRetriesPerRequest: 1,
+    // A count under way when its connection drops fails then (served uncounted), rather than wait out
+    // the command timeout on a connection that will never answer it.
+    maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     // A count left unanswered on a dropped connection was served uncounted already: sent again on the next
     // one, a Redis that had it too (hung, not gone) would count it twice.

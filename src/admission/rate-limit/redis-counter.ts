@@ -122,6 +122,8 @@ export class RedisWindowCounter implements WindowCounter {
 
   /** A count on `connection` timed out. */
   #timedOut(error: unknown, connection: unknown): void {
+    // Sent on a connection since dropped (Redis restarted, the connection killed): no sign of silence.
+    if (connection !== this.#redis.stream) return
     this.#timeoutsInARow++
     if (this.#timeoutsInARow < TIMEOUTS_TO_SILENCE) return
     // The connection may be what is silent (its peer gone without a reset, a failover that moved the
