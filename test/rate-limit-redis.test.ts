@@ -53,6 +53,16 @@ async function redisLoggingTo(t: TestContext) {
   return { redisServer, lines, logger, redis, connection }
 }
 
+/** A throwaway Redis, and a test server counting rate limits (`perMinute`) in it, logging to `lines`. */
+async function serverLoggingTo(t: TestContext, perMinute: number) {
+  const { redisServer, lines, logger, redis, connection } = await redisLoggingTo(t)
+  const server = await startTestServer(t, {
+    env: { RATE_LIMIT_PER_MINUTE: String(perMinute) },
+    app: { redis: connection, logger },
+  })
+  return { redisServer, lines, redis, server }
+}
+
 /** A test server counting rate limits (`perMinute`) in the Redis at `url`; its client closed after the test. */
 async function countingIn(t: TestContext, url: string, perMinute: number) {
   const connection = await connectRedis(url, log)
@@ -221,11 +231,7 @@ describe('Redis outages in the log', redisSuiteOptions(), () => {
 
 describe('a Redis connection dropped under load', redisSuiteOptions(), () => {
   test('when Redis drops the connection while counts are under way (a restart, CLIENT KILL), then they fail at once, served uncounted, and no line says Redis does not answer', async (t) => {
-    const { redisServer, lines, logger, redis, connection } = await redisLoggingTo(t)
-    const server = await startTestServer(t, {
-      env: { RATE_LIMIT_PER_MINUTE: '1000000' },
-      app: { redis: connection, logger },
-    })
+    const { redisServer, lines, redis, server } = await serverLoggingTo(t, 1000000)
     const killer = new Redis(redisServer.url)
     t.after(() => killer.disconnect())
     let loading = true
@@ -249,11 +255,7 @@ describe('a Redis connection dropped under load', redisSuiteOptions(), () => {
 
 describe('a Redis that hangs', redisSuiteOptions(), () => {
   test('when Redis stops answering, then after two requests time out one a second waits for it and the others are served at once, uncounted; one line says so, one when it answers again', async (t) => {
-    const { redisServer, lines, logger, redis, connection } = await redisLoggingTo(t)
-    const server = await startTestServer(t, {
-      env: { RATE_LIMIT_PER_MINUTE: '100' },
-      app: { redis: connection, logger },
-    })
+    const { redisServer, lines, redis, server } = await serverLoggingTo(t, 100)
     const redisLines = () => lines.filter((line) => /Redis/.test(String(line.msg)))
     assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
 
