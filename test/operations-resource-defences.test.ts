@@ -200,6 +200,25 @@ describe('resource defences', () => {
     assert.ok(shedLines.every((line) => line.condition === condition))
   })
 
+  test('when a burst left the heap over MAX_HEAP_USED_BYTES with garbage alone, then shedding ends within seconds of the load going, though the idle process allocates nothing', async (t) => {
+    const limit = process.memoryUsage().heapUsed + 48 * 1024 * 1024
+    const server = await startTestServer(t, {
+      env: { MAX_HEAP_USED_BYTES: String(limit), MAX_EVENT_LOOP_DELAY_MS: '0' },
+    })
+    // 96 MB held long enough to reach the old generation, as a burst's buffers do, then let go.
+    let held: number[][] | undefined = Array.from({ length: 12 * 1024 }, (_, i) =>
+      new Array<number>(1000).fill(i + 0.5),
+    )
+    await sleep(300)
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 503, 'a heap truly over its limit sheds')
+    assert.ok(held.length > 0)
+    held = undefined
+    await waitUntil(async () => (await call(server, 'GET', '/v1/pets')).status === 200, 'still shedding', {
+      timeoutMs: 8000,
+      everyMs: 200,
+    })
+  })
+
   test('when the service sheds with CORS on, then a preflight is still answered 204, so the page can read the 503 and its Retry-After', async (t) => {
     const origin = 'https://app.example'
     const server = await startTestServer(t, {
