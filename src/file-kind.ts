@@ -49,12 +49,16 @@ export function thisUser(): string {
 }
 
 /**
- * What a user kept out of a database or its directory is told to do. Root is refused only where its
- * rights end (NFS's root_squash, a capability dropped), so root is not told to run as root.
+ * `advice` for a user other than root, else nothing: root is refused only where its rights end (NFS's
+ * root_squash, a capability dropped), so root is not told to run as root, nor to take the path over.
  */
+export function unlessRoot(advice: string): string {
+  return process.geteuid?.() === 0 ? '' : advice
+}
+
+/** What a user kept out of a database or its directory is told to do. */
 export function runAsServiceUser(): string {
-  const asRoot = process.geteuid?.() === 0 ? '' : ', or as root'
-  return `run the command as the user the service runs as${asRoot}`
+  return `run the command as the user the service runs as${unlessRoot(', or as root')}`
 }
 
 /**

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { thisUser } from '../../file-kind.ts'
+import { thisUser, unlessRoot } from '../../file-kind.ts'
 import { appliedMigrationsOf, isServiceBookkeeping, schemaStatusOf } from '../shared/migration-plan.ts'
 import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import { removeWithCompanions } from './sqlite-durable-files.ts'
@@ -90,8 +90,7 @@ export function writing<T>(path: string, what: string, step: () => T, otherwise?
 function notOpenToUser(error: unknown, directory: string, otherwise: string): Error | undefined {
   const code = (error as NodeJS.ErrnoException).code
   if (code !== 'EACCES' && code !== 'EPERM') return undefined
-  // Root refused (NFS's root_squash, say) is not told to run as root.
-  const rather = process.geteuid?.() === 0 ? '' : `, or ${otherwise}`
+  const rather = unlessRoot(`, or ${otherwise}`)
   return new Error(`${resolve(directory)} is not open to ${thisUser()}: give it this user${rather}`, {
     cause: error,
   })

@@ -1,6 +1,6 @@
 import { constants, copyFileSync, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { accessRefused, kindAt, thisUser } from '../../file-kind.ts'
+import { accessRefused, kindAt, thisUser, unlessRoot } from '../../file-kind.ts'
 import type { RestoreSummary } from '../shared/backup-role.ts'
 import { leaveNothing, verified, writing } from './sqlite-copy-checks.ts'
 import {
@@ -41,8 +41,9 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
   // Its copy's EACCES is said of the database's directory, where every other write of a restore goes.
   if (accessRefused(from, constants.R_OK) !== undefined) {
-    const as = process.geteuid?.() === 0 ? 'as its owner' : 'as root, or as its owner'
-    throw new Error(`${from} cannot be read by ${thisUser()}: restore ${as}`)
+    throw new Error(
+      `${from} cannot be read by ${thisUser()}: restore ${unlessRoot('as root, or ')}as its owner`,
+    )
   }
   if (databaseFileAt(named) === 'unreachable') throw notOpenToThisUser(named)
   // A file or a link to nothing where its directory should be, which no mkdir mends.
