@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { bounded } from './postgres-statements.ts'
+import { bounded, durableCommits } from './postgres-statements.ts'
 
 export interface PostgresStoreOptions {
   url: string
@@ -21,15 +21,15 @@ const types = {
 
 // An acknowledged write must outlive a crash of the database's machine: a session that would commit
 // asynchronously (synchronous_commit=off for the server, database or role) waits for the WAL's flush
-// again; `local` and the replication settings, which all flush, are kept (docs/decisions.md, "Durability").
-// Every transaction is written for read committed: a default of repeatable read or serializable (the
-// server's, database's or role's) failed concurrent creates of one Idempotency-Key as 503s (40001).
-const SESSION_SETTINGS = `SELECT set_config('default_transaction_isolation', 'read committed', false),
-  CASE current_setting('synchronous_commit') WHEN 'off' THEN set_config('synchronous_commit', 'on', false) END`
+// again. Every transaction is written for read committed: a default of repeatable read or serializable
+// (the server's, database's or role's) failed concurrent creates of one Idempotency-Key as 503s (40001).
+const READ_COMMITTED = "SELECT set_config('default_transaction_isolation', 'read committed', false)"
+const SESSION_SETTINGS = `${READ_COMMITTED}; ${durableCommits(false)}`
 
 /**
  * How the pool of `postgres-connection.ts` connects and what each session is: its bounds, exact int8,
- * durable commits, read committed. `workMs` bounds one statement's answer (the statement timeout and one second).
+ * durable commits, read committed. `workMs` bounds one statement's answer (the statement timeout and
+ * one second).
  */
 export function poolConfig(options: PostgresStoreOptions, workMs: number): pg.PoolConfig {
   return {

@@ -36,11 +36,20 @@ export function rowsOf<Row extends pg.QueryResultRow>(
   })
 }
 
+/**
+ * `synchronous_commit` on where it is off, for the session or (`local`) the transaction alone; `local` and
+ * the replication settings, which all flush, are kept (docs/decisions.md, "Durability").
+ */
+export function durableCommits(local: boolean): string {
+  return (
+    `SELECT set_config('synchronous_commit', 'on', ${local}) ` +
+    "WHERE current_setting('synchronous_commit') = 'off'"
+  )
+}
+
 // What every transaction is, whatever its session holds: behind PgBouncer's transaction pooling a session
 // set up by the pool's onConnect (postgres-pool-config.ts) may not be the server connection it runs on.
-const TRANSACTION =
-  "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT set_config('synchronous_commit', 'on', true) " +
-  "WHERE current_setting('synchronous_commit') = 'off'"
+const TRANSACTION = `BEGIN ISOLATION LEVEL READ COMMITTED; ${durableCommits(true)}`
 
 /** BEGIN, its own timeouts and the advisory lock if given, as one simple query: one round trip. */
 export function beginStatement(lock?: bigint, ms?: number): string {
