@@ -87,6 +87,7 @@ export class ConditionLog {
     }: { untilReady?: boolean; forGood?: boolean; status?: number; waitedMs?: number } = {},
   ): void {
     const now = performance.now()
+    const counted = Math.min(waitedMs, this.#waitCountedMs)
     const known = this.#conditions.get(condition)
     if (known === undefined) {
       const started: Condition = {
@@ -97,7 +98,7 @@ export class ConditionLog {
         lastLogged: now,
         met: 1,
         metSinceLogged: 0,
-        longestWaitMs: Math.min(waitedMs, this.#waitCountedMs),
+        longestWaitMs: counted,
       }
       this.#conditions.set(condition, started)
       // A readiness condition is met by probes; the others, by the requests they fail (a full disk, by
@@ -113,7 +114,7 @@ export class ConditionLog {
       return
     }
     known.lastMet = now
-    known.longestWaitMs = Math.max(known.longestWaitMs, Math.min(waitedMs, this.#waitCountedMs))
+    known.longestWaitMs = Math.max(known.longestWaitMs, counted)
     known.met++
     known.metSinceLogged++
     if (now - known.lastLogged < this.#repeatMs) return
