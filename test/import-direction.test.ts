@@ -137,6 +137,9 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
   ['src/store/postgres/planted.ts', 'node:sqlite', "node:sqlite is SQLite's driver"],
   ['src/admission/rate-limit/planted.ts', 'pg/lib/index.js', "pg is PostgreSQL's driver"],
   ['src/pets/planted.ts', 'ioredis/built/index.js', "ioredis is Redis's client"],
+  // cli/ chooses an engine in one place, open-store.ts; everywhere else it sees the port.
+  ['src/cli/planted.ts', '../store/postgres/postgres-store.ts', 'cli/ reaches an engine only through'],
+  ['src/cli/supervisor/planted.ts', '../../store/sqlite/sqlite-health.ts', 'cli/ reaches an engine'],
   // New files: a file at store/'s top is the port's; anywhere without a rule of its own, the catch-all.
   ['src/store/planted.ts', '../pets/pet-reader.ts', 'store/ at its top is the port'],
   ['src/planted.ts', './pets/pet-reader.ts', 'this file is in none'],
@@ -146,7 +149,9 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
 // Imports the rules must let through: each room's own and what sits below it.
 const downward: Array<[file: string, specifier: string]> = [
   ['src/cli/planted.ts', '../config.ts'],
-  ['src/cli/planted.ts', '../store/postgres/postgres-store.ts'],
+  ['src/cli/open-store.ts', '../store/postgres/postgres-store.ts'],
+  ['src/cli/planted.ts', '../store/store.ts'],
+  ['src/cli/planted.ts', '../store/shared/backup-role.ts'],
   ['src/config.ts', './routes/v1-api.ts'],
   ['src/config-schema.ts', './schemas/api-key.ts'],
   ['src/config-schema.ts', './pets/get-pet-deprecation.ts'],

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { kindAt } from '../file-kind.ts'
@@ -10,8 +10,6 @@ import {
   SourceKeysActiveError,
   TargetNotEmptyError,
 } from '../store/shared/store-copy.ts'
-import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
-import { directorySlip } from '../store/sqlite/sqlite-path-slips.ts'
 import { NoSchemaError } from '../store/store.ts'
 import {
   type Command,
@@ -24,7 +22,14 @@ import {
   signalExitCode,
   UsageError,
 } from './command.ts'
-import { discardFailedTarget, openCopySource, openCopyTarget, sqlitePathOf } from './open-store.ts'
+import {
+  discardFailedTarget,
+  openCopySource,
+  openCopyTarget,
+  refuseTargetPath,
+  sameFile,
+  sqlitePathOf,
+} from './open-store.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
 const PROGRESS_EVERY_MS = 2000
@@ -102,27 +107,6 @@ function refuseNonFile(option: '--from' | '--to', path: string | undefined): voi
   const kind = kindAt(path)
   if (kind !== undefined)
     throw new CommandError(`${option} names ${resolve(path)}, which is ${kind}: name a database file`)
-}
-
-/**
- * A copy writes its SQLite target as whoever runs it (root, often): through a link planted beside it in a
- * shared directory, the target or its log would be written wherever the link points. (A link made between
- * this check and SQLite's open still would be: name a target in a directory of your own.) A file or a link
- * to nothing where its directory should be is named, where lstat's ENOTDIR was.
- */
-function refuseTargetPath(path: string): void {
-  const slip = directorySlip(path)
-  if (slip !== undefined) throw new CommandError(`${TARGET}: ${slip}`)
-  for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
-    if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink())
-      throw new CommandError(`${file} (--to) is a symbolic link: name a file of its own`)
-  }
-}
-
-/** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */
-function sameFile(path: string, other: string | undefined): boolean {
-  const identity = identityOf(path)
-  return other !== undefined && identity !== undefined && identity === identityOf(other)
 }
 
 /** The exit code of a copy stopped by --max-chunks: not done yet, run it again. */

@@ -1,4 +1,4 @@
-import type { StorageLog } from '../store/sqlite/sqlite-health.ts'
+import type { StorageLog } from '../store/store.ts'
 
 /**
  * The store's storage-fault lines during a service's start, held until the start is decided. A fault

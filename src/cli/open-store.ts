@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
@@ -9,9 +9,12 @@ import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
 import { databaseFileAt, notOpenToThisUser } from '../store/sqlite/sqlite-database-files.ts'
 import { SqliteDump } from '../store/sqlite/sqlite-dump.ts'
-import type { StorageLog } from '../store/sqlite/sqlite-health.ts'
+import { COMPANION_SUFFIXES } from '../store/sqlite/sqlite-durable-files.ts'
+import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
+import { directorySlip } from '../store/sqlite/sqlite-path-slips.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
+import type { StorageLog } from '../store/store.ts'
 import { type MigrateOptions, NoSchemaError, type Store } from '../store/store.ts'
 import { CommandError, type Output, UsageError } from './command.ts'
 
@@ -245,4 +248,25 @@ export function sqlitePathOf(url: string, option = 'a store'): string | undefine
   throw new UsageError(
     `${option} is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)`,
   )
+}
+
+/**
+ * A copy writes its SQLite target as whoever runs it (root, often): through a link planted beside it in a
+ * shared directory, the target or its log would be written wherever the link points. (A link made between
+ * this check and SQLite's open still would be: name a target in a directory of your own.) A file or a link
+ * to nothing where its directory should be is named, where lstat's ENOTDIR was.
+ */
+export function refuseTargetPath(path: string): void {
+  const slip = directorySlip(path)
+  if (slip !== undefined) throw new CommandError(`--to (the target): ${slip}`)
+  for (const file of [path, ...COMPANION_SUFFIXES.map((suffix) => `${path}${suffix}`)]) {
+    if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink())
+      throw new CommandError(`${file} (--to) is a symbolic link: name a file of its own`)
+  }
+}
+
+/** Whether two paths name one file (`./a.db`, its absolute path, a symbolic or hard link to it). */
+export function sameFile(path: string, other: string | undefined): boolean {
+  const identity = identityOf(path)
+  return other !== undefined && identity !== undefined && identity === identityOf(other)
 }

@@ -1,5 +1,11 @@
 import type { NewPet, Pet, PetStatus } from '../schemas/pet.ts'
 
+/** Where an engine reports storage faults: the process logger (pino's `(details, message)` form). */
+export interface StorageLog {
+  error(details: object, message: string): void
+  info(details: object, message: string): void
+}
+
 /** A page of pets: ascending id order, only ids above `afterId` (keyset paging) and with `status`. */
 export interface PetQuery {
   limit: number

@@ -1,4 +1,4 @@
-import type { StoreHealth } from '../store.ts'
+import type { StorageLog, StoreHealth } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import {
   diagnoseIoError,
@@ -10,12 +10,6 @@ import {
 import { SqliteFileIdentity, type WatchedFile } from './sqlite-file-identity.ts'
 import { probeWrite } from './sqlite-settings-queries.ts'
 import { FREE_BYTES_FLOOR, SqliteVolume } from './sqlite-volume.ts'
-
-/** Where the store reports faults: the process logger (pino's `(details, message)` form). */
-export interface StorageLog {
-  error(details: object, message: string): void
-  info(details: object, message: string): void
-}
 
 // While a fault lasts, readiness probes with a write at most this often (/readyz needs no key); the
 // volume's free space and read-only state are looked at as often, found or not.

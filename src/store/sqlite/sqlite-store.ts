@@ -1,8 +1,14 @@
 import { EngineStore } from '../shared/engine-store.ts'
 import { ownAnswer, WriteBatcher } from '../shared/write-batcher.ts'
-import { type CreatedPet, type CreatePetRequest, PetIdsExhaustedError, type StoreHealth } from '../store.ts'
+import {
+  type CreatedPet,
+  type CreatePetRequest,
+  PetIdsExhaustedError,
+  type StorageLog,
+  type StoreHealth,
+} from '../store.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
-import { SqliteHealth, type StorageLog } from './sqlite-health.ts'
+import { SqliteHealth } from './sqlite-health.ts'
 import * as idempotency from './sqlite-idempotency-queries.ts'
 import * as keys from './sqlite-key-queries.ts'
 import * as migrator from './sqlite-migrator.ts'
