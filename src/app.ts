@@ -14,6 +14,7 @@ import { handleClientError } from './http/raw-answers.ts'
 import { rawRefusalRecorder } from './http/raw-refusals.ts'
 import { type AnswerRecorder, addRequestLifecycle } from './http/request-lifecycle.ts'
 import { requestIdOf } from './http/request-logging.ts'
+import { routerErrorHandler } from './http/router-errors.ts'
 import { closeStalledSends } from './http/stalled-sends.ts'
 import { createValidatorCompiler } from './http/validator-compiler.ts'
 import { instrumentStore } from './metrics/instrumented-store.ts'
@@ -22,7 +23,7 @@ import { getPetDeprecation } from './pets/get-pet-deprecation.ts'
 import { healthRoutes, PROBE_PATHS } from './routes/health.ts'
 import { docsPage } from './routes/openapi/docs-page.ts'
 import { type BaseUrls, openApi } from './routes/openapi/openapi.ts'
-import { getPetEarlyHeaders, getPetRouterErrors } from './routes/pets/pet-routes.ts'
+import { getPetEarlyHeaders } from './routes/pets/pet-routes.ts'
 import { type RateLimit, type V1ApiSettings, v1Api } from './routes/v1-api.ts'
 import { ErrorSchema } from './schemas/error.ts'
 import { petSchemas } from './schemas/pet.ts'
@@ -64,6 +65,8 @@ export interface AppOptions {
 // Any path parameter the request line can hold reaches its route, whose checks come after the key's: an
 // unauthenticated caller gets 401 whatever the petId, and a caller with a key the int64 rule.
 const MAX_PARAM_LENGTH = maxHeaderSize
+// Where the API's operations are mounted: the major version of the interface (docs/versioning.md).
+const API_PREFIX = '/v1'
 
 /**
  * Builds the whole service, ready to `inject` or `listen`, and never listens itself: `server.ts` does.
@@ -81,7 +84,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const trustProxy = http.trustedProxies.length > 0 ? proxyTrust(http.trustedProxies) : false
   // The server the app makes, once made: a method the parser refuses is answered with its paths' Allow.
   let listening: object | undefined
-  const setGetPetHeaders = getPetEarlyHeaders(getPet)
+  const setGetPetHeaders = getPetEarlyHeaders(getPet, API_PREFIX)
   // The request lifecycle's, once it is added below: the router's errors are raised only once serving.
   let recordWhenAnswered: AnswerRecorder | undefined
   const app = Fastify({
@@ -112,7 +115,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       handleClientError(error, socket, recordRefusal, (path) =>
         listening === undefined ? undefined : allowedAt(listening, path),
       ),
-    frameworkErrors: getPetRouterErrors(
+    frameworkErrors: routerErrorHandler(
       setGetPetHeaders,
       corsOfRouterErrors(http.corsOrigins),
       (request, reply) => recordWhenAnswered?.(request, reply),
@@ -153,7 +156,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const load = watchLoad(app, options.api)
   await app.register(healthRoutes, { store, load })
   await app.register(v1Api, {
-    prefix: '/v1',
+    prefix: API_PREFIX,
     settings: options.api,
     publicBaseUrl: baseUrls.publicBaseUrl,
     getPetDeprecation: getPet,

@@ -1,13 +1,11 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { admission } from '../../admission/admission.ts'
 import { bearerAuth } from '../../admission/bearer-auth.ts'
 import { deprecationHeaders } from '../../admission/deprecation-notice.ts'
 import type { RateLimitHook } from '../../admission/rate-limit/rate-limit.ts'
 import type { Authenticate } from '../../auth/authenticator.ts'
 import { dropFramingOfEmptyBody } from '../../http/empty-body.ts'
-import { handleError } from '../../http/error-handler.ts'
 import { guardMethods, noOperationAt } from '../../http/method-guard.ts'
-import { setCommonHeaders } from '../../http/request-lifecycle.ts'
 import type { DeprecatedCallCounter } from '../../pets/deprecated-call-counter.ts'
 import type { DeprecationPolicy } from '../../pets/get-pet-deprecation.ts'
 import type { CreatePet } from '../../pets/pet-creator.ts'
@@ -84,38 +82,18 @@ export async function petMethodGuards(app: FastifyInstance) {
   noOperationAt(app, '/pets/')
 }
 
-// A getPet path, as far as a path the router could not even parse can be recognised.
-const GET_PET_PATH = /^\/v1\/pets\/[^/?]+(\?|$)/
-
 /**
  * Sets getPet's deprecation headers on a getPet call answered before getPet's own hooks run (its path or
  * query cannot be decoded): it is still a getPet call, and its answer carries them like every other.
+ * `prefix` is where the API is mounted (`/v1`); a pet's path is recognised as far as a path the router
+ * could not even parse can be.
  */
-export function getPetEarlyHeaders(policy: DeprecationPolicy) {
+export function getPetEarlyHeaders(policy: DeprecationPolicy, prefix: string) {
   const getPetHeaders = deprecationHeaders(policy)
+  const getPetPath = new RegExp(`^${prefix}/pets/[^/?]+(\\?|$)`)
   return (request: FastifyRequest, reply: FastifyReply): void => {
-    if ((request.method === 'GET' || request.method === 'HEAD') && GET_PET_PATH.test(request.url)) {
+    if ((request.method === 'GET' || request.method === 'HEAD') && getPetPath.test(request.url)) {
       reply.headers(getPetHeaders)
     }
-  }
-}
-
-/**
- * Errors the router raises before any route (or its hooks) runs: a badly encoded petId is still a
- * getPet call (`setGetPetHeaders`), and its answer carries CORS's headers (`setCors`) as every other;
- * `recordWhenAnswered` writes its access line and counts it, as the hooks it skips would.
- */
-export function getPetRouterErrors(
-  setGetPetHeaders: (request: FastifyRequest, reply: FastifyReply) => void,
-  setCors: (request: FastifyRequest, reply: FastifyReply) => void,
-  recordWhenAnswered: (request: FastifyRequest, reply: FastifyReply) => void,
-) {
-  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    // No hook runs for these, so the headers every answer carries are set here.
-    setCommonHeaders(request, reply)
-    setCors(request, reply)
-    recordWhenAnswered(request, reply)
-    setGetPetHeaders(request, reply)
-    handleError(error, request, reply)
   }
 }
