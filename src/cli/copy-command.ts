@@ -36,7 +36,7 @@ const PROGRESS_EVERY_MS = 2000
 
 /**
  * A progress line: pets walked of those counted at the start. A source that takes writes meanwhile can
- * hold more than were counted: past the count, no share is made up.
+ * hold more than were counted: past the count, no share is made up. Exported so a test can check it.
  */
 export function progressLine(walked: number, total: number, perSecond: number): string {
   const done =

@@ -77,7 +77,7 @@ const visibleControl = (found: string): string => {
 /**
  * A JSON line whose terminal controls decode to their escapes as text (`\u009b`), not to the controls:
  * pino-pretty prints the values it decodes, and a client's user agent must not move a terminal's cursor or
- * colour what follows (the JSON format escapes them in log-output.ts).
+ * colour what follows (the JSON format escapes them in log-output.ts). Exported so a test can check it.
  */
 export function visibleControls(line: string): string {
   return line.replace(ESCAPE_OR_CONTROL, visibleControl)
@@ -100,7 +100,7 @@ export function reportDroppedLogLines(log: Logger, output?: Pick<BufferedLogOutp
 
 /**
  * One report each call: a warn line for each stream that dropped lines since the last one taken. `output`
- * is the log's, when buffered.
+ * is the log's, when buffered. Exported so a test can call it without waiting for its timer.
  */
 export function droppedLinesReport(log: Logger, output?: Pick<BufferedLogOutput, 'flush'>): () => void {
   return () => {

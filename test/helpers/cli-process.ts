@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
+import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { waitFor, within } from './bounded-wait.ts'
 import type { Cleanup } from './cleanup.ts'
@@ -58,6 +59,17 @@ export interface ServeProcess {
   output(): string
   /** Resolves with the exit code (or signal) once the process has exited. */
   exited: Promise<number | NodeJS.Signals>
+}
+
+/** `petstore serve` on `env`'s store, as `startServeProcess`, killed after the test if still running. */
+export async function serveForTest(
+  t: Pick<TestContext, 'after'>,
+  env: Record<string, string>,
+  cwd: string,
+): Promise<ServeProcess> {
+  const server = await startServeProcess(env, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  return server
 }
 
 /**

@@ -3,16 +3,11 @@ import { spawnSync } from 'node:child_process'
 import { chmodSync } from 'node:fs'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
-import { runCli, type ServeProcess, startServeProcess } from './cli-process.ts'
+import { runCli } from './cli-process.ts'
 import { readOnly, rowCount } from './sqlite-file.ts'
 import { temporaryDirectory } from './test-server.ts'
 
-/** A serve process, killed after the test if it is still running. */
-export async function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
-  const server = await startServeProcess(env, cwd)
-  t.after(() => server.child.kill('SIGKILL'))
-  return server
-}
+export { serveForTest as serve } from './cli-process.ts'
 
 export function integrityOf(path: string): unknown {
   return readOnly(path, (db) => db.prepare('PRAGMA integrity_check').get()?.integrity_check)

@@ -5,20 +5,18 @@ import { openCopySource } from '../../src/cli/open-store.ts'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.ts'
 import type { PetStatus } from '../../src/schemas/pet.ts'
 import type { Store } from '../../src/store/store.ts'
-import { type ServeProcess, startServeProcess } from './cli-process.ts'
+import { type ServeProcess, serveForTest } from './cli-process.ts'
 
 const STATUSES: Array<PetStatus | undefined> = ['available', 'pending', 'sold', undefined]
 // Exactness at the edges: values a double would round, and the int64 extremes.
 const CATEGORIES = [1n, 9007199254740993n, INT64_MAX, INT64_MIN, -9007199254740993n]
 
-/** `petstore serve` on `env`'s store, killed after the test if still running. */
-export async function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
-  const server = await startServeProcess({ RATE_LIMIT_PER_MINUTE: '0', ...env }, cwd)
-  t.after(() => server.child.kill('SIGKILL'))
-  return server
+/** `petstore serve` on `env`'s store, without a rate limit, killed after the test if still running. */
+export function serve(t: TestContext, env: Record<string, string>, cwd: string): Promise<ServeProcess> {
+  return serveForTest(t, { RATE_LIMIT_PER_MINUTE: '0', ...env }, cwd)
 }
 
-/** Stops a server as an operator does (SIGTERM); it must exit 0. */
+/** A call with `key` and a JSON body's type; its answer is the test's to check. */
 export function call(server: ServeProcess, key: string, path: string, init: RequestInit = {}) {
   return fetch(new URL(path, server.origin), {
     ...init,

@@ -20,7 +20,7 @@ export interface AppliedMigration {
   compatibleFrom: number | undefined
 }
 
-/** The newest version a list of migrations reaches (0 for none). */
+/** The newest version a list of migrations reaches (0 for none); exported so a test can check it. */
 export function latestVersion(migrations: readonly Migration[]): number {
   return migrations.at(-1)?.version ?? 0
 }

@@ -128,10 +128,11 @@ export function assertCanGiveOwner(path: string): void {
   if (euid === undefined || euid === 0) return
   const { uid, gid, of } = ownerOf(path)
   const ownGroup = gid === process.getegid?.() || (process.getgroups?.() ?? []).includes(gid)
-  if (uid !== euid || !ownGroup) throw new Error(ownerRefusal(uid, gid, of))
+  if (uid !== euid || !ownGroup) throw new Error(ownerNotGivable(uid, gid, of))
 }
 
-function ownerRefusal(uid: number, gid: number, of: string): string {
+// Said where this user could not give a restored file its owner (not a refusal to read or write, file-kind.ts).
+function ownerNotGivable(uid: number, gid: number, of: string): string {
   return `${of} belongs to ${uid}:${gid}, which this user cannot give the restored file: restore as that user or as root`
 }
 
@@ -151,7 +152,7 @@ export function takeOwnership(path: string, copy: string): void {
       fchownSync(fd, uid, gid)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error
-      throw new Error(ownerRefusal(uid, gid, of))
+      throw new Error(ownerNotGivable(uid, gid, of))
     }
     fchmodSync(fd, mode)
   } finally {
