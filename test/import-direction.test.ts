@@ -98,7 +98,7 @@ const backward: Array<[file: string, specifier: string, rule: string]> = [
   ['src/auth/planted.ts', '../http/request-head.ts', 'auth/ may import only'],
   ['src/auth/planted.ts', '../periodic-job.ts', 'auth/ may import only'],
   ['src/metrics/planted.ts', '../routes/v1-api.ts', 'metrics/ may import only'],
-  ['src/metrics/planted.ts', '../http/request-line.ts', 'metrics/ may import only'],
+  ['src/metrics/planted.ts', '../http/access-line.ts', 'metrics/ may import only'],
   ['src/log/planted.ts', '../auth/api-key.ts', 'log/ may import only'],
   ['src/log/planted.ts', '../config.ts', 'log/ may import only'],
   ['src/store/store.ts', './sqlite/sqlite-store.ts', 'store/ at its top is the port'],

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { currentRequestId } from '../http/request-logging.ts'
+import { currentRequestId } from '../http/request-id.ts'
 import { exitAfterLogFlush } from '../log/logger.ts'
 
 // Further failures logged while stopping, at most: a fault that repeats must not flood the last lines.

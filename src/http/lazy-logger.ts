@@ -126,7 +126,7 @@ class LazyLogger implements FastifyBaseLogger {
 
   /**
    * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later (the request
-   * line is built from them: request-line.ts); undefined while they are the process logger's and the
+   * line is built from them: access-line.ts); undefined while they are the process logger's and the
    * request id alone, which the request line writes itself at less cost. Past the id, the child is made
    * and pino serializes them, whatever their values (a request bound more than its id is a failed one,
    * whose error line makes the child anyway).

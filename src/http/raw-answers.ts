@@ -7,8 +7,7 @@ import { closeConnection } from './connection-close.ts'
 import { answerBody, BAD_URL, methodNotAllowed, routeNotFound } from './error-handler.ts'
 import { overlongRequestLine, type RawRefusal, type RecordRawRefusal, requestLineOf } from './raw-refusals.ts'
 import { targetTooLong } from './request-head.ts'
-import { randomRequestId } from './request-id.ts'
-import { requestIdOf } from './request-logging.ts'
+import { randomRequestId, requestIdOf } from './request-id.ts'
 
 // Answers made below the framework, on the raw socket: a request the parser refused, an unmet `Expect`,
 // CONNECT. Each carries what every answer does and the Error body, and closes its connection.

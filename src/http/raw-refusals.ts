@@ -1,8 +1,8 @@
 import type { Logger } from 'pino'
 import type { ApiError } from '../errors.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import { loggedUrl, URL_LOGGED } from './access-line.ts'
 import { TARGET_MAX_BYTES } from './request-head.ts'
-import { loggedUrl, URL_LOGGED } from './request-line.ts'
 
 /** An answer made below the framework, which no hook sees: the parser's refusals, CONNECT, an unmet Expect. */
 export interface RawRefusal {

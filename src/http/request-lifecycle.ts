@@ -3,6 +3,7 @@ import { ApiError } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { CLIENT_CLOSED_REQUEST, watchAbandoned } from './abandoned-requests.ts'
+import { accessLineWriter } from './access-line.ts'
 import { SHUTTING_DOWN_CONDITION } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 import { dropContentTypeWithoutBody } from './empty-body.ts'
@@ -14,8 +15,7 @@ import { MALFORMED_QUERY } from './query-memo.ts'
 import { HEADERS_OF_EVERY_ANSWER, handleConnect, handleUnmetExpectation } from './raw-answers.ts'
 import type { RecordRawRefusal } from './raw-refusals.ts'
 import { headRefusal } from './request-head.ts'
-import { requestLineWriter } from './request-line.ts'
-import { operationOf } from './request-logging.ts'
+import { operationOf } from './request-operation.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -131,8 +131,8 @@ export function addRequestLifecycle(
 
   // Decided once per level: below it the line is not even built (building it is most of its cost).
   const appLogger = pinoLoggerOf(app.log)
-  const writeRequestLine = requestLineWriter(appLogger, 'info')
-  const writeQuietLine = requestLineWriter(appLogger, 'debug')
+  const writeAccessLine = accessLineWriter(appLogger, 'info')
+  const writeQuietLine = accessLineWriter(appLogger, 'debug')
   // Per operation, then per status: no key string made per request.
   const durations = new Map<string, Map<number, { observe(seconds: number): void }>>()
   const record = (
@@ -154,7 +154,7 @@ export function addRequestLifecycle(
     }
     duration.observe(elapsedMs / 1000)
     if (status === 401) metrics.unauthorized.inc()
-    const write = quietOperations.has(operation) ? writeQuietLine : writeRequestLine
+    const write = quietOperations.has(operation) ? writeQuietLine : writeAccessLine
     write?.({
       reqId: request.id,
       bindings: serializedBindingsOf(request.log),

@@ -24,7 +24,7 @@ const SHORTEST_KEY = API_KEY_PREFIX.length + API_KEY_BODY.length
 /**
  * The text with anything shaped like a key replaced, in plain or percent-encoded form, its prefix in any
  * case: every log line goes through it (log/logger.ts, and the request line's fields,
- * http/request-line.ts). Text shorter than a key, or with neither the prefix's last character (`_`) nor a
+ * http/access-line.ts). Text shorter than a key, or with neither the prefix's last character (`_`) nor a
  * `%`, is returned as it is, at once.
  */
 export function maskApiKeys(text: string): string {

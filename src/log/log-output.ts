@@ -73,7 +73,7 @@ export class BufferedLogOutput {
 
   /**
    * Takes one line every character of which is ASCII (the request line when all its text is plain:
-   * http/request-line.ts): its bytes are its characters, copied rather than encoded as UTF-8.
+   * http/access-line.ts): its bytes are its characters, copied rather than encoded as UTF-8.
    */
   writeAscii(line: string): boolean {
     if (this.#later.waiting) this.#makeLater()

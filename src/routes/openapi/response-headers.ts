@@ -55,7 +55,7 @@ export function markRequiredHeaders(document: { paths?: Record<string, Record<st
   }
 }
 
-/** On every answer, the HTTP layer's own included (request-logging.ts, `requestIdOf`). */
+/** On every answer, the HTTP layer's own included (request-id.ts, `requestIdOf`). */
 export const REQUEST_ID_HEADER = responseHeader(
   "The request's id: the client's own `X-Request-Id` when it is 1 to 128 letters, digits or `._:-` and holds " +
     'no API key, else a new one. It names the request in the log; quote it when reporting a problem.',

@@ -2,12 +2,12 @@ import pino, { type Logger } from 'pino'
 import { maskApiKeys } from '../log/key-masking.ts'
 import { escapedInLine } from '../log/line-chunks.ts'
 import type { BufferedLogOutput } from '../log/log-output.ts'
+import { escaped, FixedPieces, flat, hundredths, isPlain, LineStart } from './access-line-parts.ts'
 import { TARGET_USERINFO } from './request-head.ts'
-import { escaped, FixedPieces, flat, hundredths, isPlain, LineStart } from './request-line-parts.ts'
 
 /** What the line of one answered request says. */
-export interface RequestLine {
-  /** Written as it is: request ids hold only letters, digits and `._:-` (requestIdOf, request-logging.ts). */
+export interface AccessLine {
+  /** Written as it is: request ids hold only letters, digits and `._:-` (requestIdOf, request-id.ts). */
   reqId: string
   /** The request logger's bindings as pino serializes them (`,"pid":…,"reqId":"…"`, any added later), if known. */
   bindings: string | undefined
@@ -30,7 +30,7 @@ export interface RequestLine {
 
 /** A line waiting to be made, with what was true when it was taken. */
 interface TakenLine {
-  line: RequestLine
+  line: AccessLine
   /** When it was taken: the line's `time`. */
   time: number
   /** The process logger's bindings then. */
@@ -126,22 +126,17 @@ function rememberingLastEnd(): typeof lineEnd {
 }
 
 /**
- * The writer of the one line per request at `level`, or undefined when the log is below it. The line is
- * the one pino would write (same fields and order; a method, operation or key name past ASCII escaped),
- * concatenated from pieces made once (request-line-parts.ts) instead of a child logger and a
- * serialization per request, which cost more than twice as much; a line all ASCII, as nearly all are, is
- * copied into the service's output rather than encoded. On the service's output the line is made later,
- * with others in a run, from what was true when it was taken (its time, the process's bindings): made
- * between the requests' own work, its code left the core's caches each time (docs/decisions.md, "The
- * request log is buffered"). Keys are masked field by field, where a client or a proxy can put one: the
- * URL and the user agent (masked, then cut), the forwarded client address, the key's name and bindings;
- * the request id never holds one, nor anything JSON would escape (requestIdOf, request-logging.ts). The
- * line given is kept until it is made: give a new one each time, and leave it as it is.
+ * The writer of the one line per request at `level`, or undefined when the log is below it: the line pino
+ * would write (same fields and order), made from pieces made once (access-line-parts.ts), later and with
+ * others in a run (docs/decisions.md, "The request log is buffered"). Keys are masked field by field where
+ * a client or a proxy can put one (URL, user agent, forwarded address, key name, bindings); the request id
+ * never holds one (requestIdOf, request-id.ts). The line given is kept until it is made: give a new one
+ * each time, and leave it as it is.
  */
-export function requestLineWriter(
+export function accessLineWriter(
   logger: Logger,
   level: keyof typeof LEVELS,
-): ((line: RequestLine) => void) | undefined {
+): ((line: AccessLine) => void) | undefined {
   if (!logger.isLevelEnabled(level)) return undefined
   const stream = (logger as unknown as Record<symbol, LineStream | undefined>)[pino.symbols.streamSym]
   if (stream === undefined) return undefined

@@ -5,8 +5,8 @@ import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { type RequestLine, requestLineWriter } from '../src/http/request-line.ts'
-import { requestIdOf } from '../src/http/request-logging.ts'
+import { type AccessLine, accessLineWriter } from '../src/http/access-line.ts'
+import { requestIdOf } from '../src/http/request-id.ts'
 import { escapeControls } from '../src/log/line-chunks.ts'
 import { BufferedLogOutput } from '../src/log/log-output.ts'
 import { within } from './helpers/bounded-wait.ts'
@@ -16,13 +16,13 @@ import { outputFile } from './helpers/cleanup.ts'
 function capturedWriter() {
   const lines: string[] = []
   const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
-  const write = requestLineWriter(logger, 'info')
+  const write = accessLineWriter(logger, 'info')
   assert.ok(write)
   return { lines, write, logger }
 }
 
 const anyText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a"b', 'c\\d', 'é 🐕'))
-const requestLine: fc.Arbitrary<RequestLine> = fc.record({
+const requestLine: fc.Arbitrary<AccessLine> = fc.record({
   reqId: fc.uuid(),
   bindings: fc.constant(undefined),
   method: fc.constantFrom('GET', 'POST', 'HEAD'),
@@ -44,7 +44,7 @@ const requestLine: fc.Arbitrary<RequestLine> = fc.record({
 const copyOf = (text: string | undefined) => (text === undefined ? undefined : text.split('').join(''))
 
 // A listing's line with no optional field.
-const A_LISTING: RequestLine = {
+const A_LISTING: AccessLine = {
   reqId: 'r-1',
   bindings: undefined,
   method: 'GET',
@@ -58,7 +58,7 @@ const A_LISTING: RequestLine = {
   userAgent: undefined,
 }
 
-describe('the request line', () => {
+describe('the access line', () => {
   test('when any request is written, then the line is one JSON object with its fields as given, the time of its writing, the duration to the hundredth', () => {
     const { lines, write } = capturedWriter()
     fc.assert(
@@ -123,7 +123,7 @@ describe('the request line', () => {
 
   test('when consecutive requests share their address, their user agent, both or neither, then each line ends with its own', () => {
     const { lines, write } = capturedWriter()
-    const ends: Array<Pick<RequestLine, 'remoteAddress' | 'userAgent'>> = [
+    const ends: Array<Pick<AccessLine, 'remoteAddress' | 'userAgent'>> = [
       { remoteAddress: '203.0.113.7', userAgent: 'curl/8.5.0' },
       { remoteAddress: '203.0.113.7', userAgent: 'curl/8.5.0' },
       { remoteAddress: '203.0.113.7', userAgent: 'undici' },
@@ -147,7 +147,7 @@ describe('the request line', () => {
     t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
     const { lines, write } = capturedWriter()
     const key = generateApiKey()
-    const ends: Array<Pick<RequestLine, 'remoteAddress' | 'userAgent'>> = [
+    const ends: Array<Pick<AccessLine, 'remoteAddress' | 'userAgent'>> = [
       { remoteAddress: '203.0.113.7', userAgent: `tool/1.0 (${key})` },
       { remoteAddress: '203.0.113.7', userAgent: 'a'.repeat(300) },
       { remoteAddress: '"quoted" é', userAgent: 'é 🐕' },
@@ -229,7 +229,7 @@ describe('the request line', () => {
   })
 })
 
-describe('the request line against pino', () => {
+describe('the access line against pino', () => {
   // Request ids as requestIdOf keeps them; a request bound more than its id, sometimes (a 503's condition).
   const asPinoWrites = fc.record({
     line: requestLine.map((line) => ({ ...line, key: line.key === 'caisse-é 🐕' ? 'ops' : line.key })),
@@ -299,7 +299,7 @@ describe('the request line against pino', () => {
   })
 })
 
-describe("the request line on the service's own output", () => {
+describe("the access line on the service's own output", () => {
   test("when any request is written, then the output holds the same text as pino's destination gets (C1 controls and line separators escaped), a line all ASCII copied as it is", async (t) => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
@@ -310,13 +310,13 @@ describe("the request line on the service's own output", () => {
       return writeAscii(line)
     }
     const logger = pino({ level: 'info' }, output)
-    const write = requestLineWriter(logger, 'info')
+    const write = accessLineWriter(logger, 'info')
     assert.ok(write)
     const asString = capturedWriter()
     t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
     const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
     let plain = 0
-    const check = (line: RequestLine) => {
+    const check = (line: AccessLine) => {
       const before = copied
       write(line)
       // The line is made later; a flush makes it now.
@@ -355,7 +355,7 @@ describe("the request line on the service's own output", () => {
     const { path, fd } = outputFile(t)
     const output = new BufferedLogOutput({ fd })
     const logger = pino({ level: 'info' }, output)
-    const write = requestLineWriter(logger, 'info')
+    const write = accessLineWriter(logger, 'info')
     assert.ok(write)
     t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
     write({ ...A_LISTING, reqId: 'taken-first' })
