@@ -91,7 +91,7 @@ export const createPetSchema = {
 }
 
 /** Sent on every answer of getPet (errors included) but those refused before it runs (overload, HTTP layer). */
-function deprecationHeaders(required: boolean) {
+function deprecationHeaderSchemas(required: boolean) {
   return {
     Deprecation: responseHeader(
       '`@<epoch seconds>` (RFC 9745): when this operation was deprecated.',
@@ -114,7 +114,7 @@ function deprecationHeaders(required: boolean) {
   }
 }
 
-const getPetHeaders = { ...deprecationHeaders(true), ...cachedRead }
+const getPetHeaders = { ...deprecationHeaderSchemas(true), ...cachedRead }
 
 export const getPetSchema = {
   operationId: 'getPet',
@@ -132,7 +132,7 @@ export const getPetSchema = {
     ...notModified(getPetHeaders),
     ...errorResponses(
       [...COMMON_ERRORS, 'invalid_query', 'invalid_path_parameter', 'pet_not_found', 'gone'],
-      deprecationHeaders(false),
+      deprecationHeaderSchemas(false),
     ),
   },
 }
