@@ -14,6 +14,7 @@ import {
   REDIS_URL_FORM,
   repeatedInApiKeys,
   sslmodeRefusal,
+  storeLocationOf,
   TRUSTED_PROXIES_FORM,
 } from './setting-forms.ts'
 
@@ -37,9 +38,7 @@ export const ConfigSchema = Type.Object({
       description:
         'Where pets and keys live: `sqlite:<file path>` (embedded; `sqlite::memory:` for a throwaway store) or `postgres://user:password@host:5432/db` (many instances).',
     }),
-    (value) =>
-      (value.startsWith('sqlite:') && !value.startsWith('sqlite:file:')) ||
-      (isPostgresUrl(value) && sslmodeRefusal(value) === undefined),
+    (value) => !('refusal' in storeLocationOf(value)),
     (value) => (isPostgresUrl(value) && sslmodeRefusal(value)) || `must be ${DATABASE_URL_FORM}`,
   ),
   PG_POOL_SIZE: Type.Integer({

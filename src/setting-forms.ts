@@ -105,6 +105,29 @@ export function sslmodeRefusal(url: string): string | undefined {
   return `has sslmode ${JSON.stringify(unknown.slice(0, 40))}, which is none of ${SSL_MODES.join(', ')}`
 }
 
+/** What a store's URL names (DATABASE_URL, copy's --from and --to), or why it names none: one clause. */
+export type StoreLocation = { engine: 'sqlite'; path: string } | { engine: 'postgres' } | { refusal: string }
+
+/**
+ * The one reading of a store's URL: `sqlite:PATH` (`sqlite::memory:` included) or a `postgres://` URL the
+ * client reads with a known sslmode. A refusal never echoes the URL, which may hold a password.
+ */
+export function storeLocationOf(url: string): StoreLocation {
+  // SQLite would read a `file:` URI's options, and make the file itself.
+  if (url.startsWith('sqlite:file:'))
+    return {
+      refusal: 'names a SQLite file by a file: URI: name it by its path (./file:… for a file so named)',
+    }
+  if (url === 'sqlite:') return { refusal: 'sqlite: names no file: sqlite:PATH' }
+  if (url.startsWith('sqlite:')) return { engine: 'sqlite', path: url.slice('sqlite:'.length) }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    if (!isPostgresUrl(url)) return { refusal: 'is not a valid postgres:// URL (its host or port?)' }
+    const refusal = sslmodeRefusal(url)
+    return refusal === undefined ? { engine: 'postgres' } : { refusal }
+  }
+  return { refusal: 'is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)' }
+}
+
 export const CORS_ORIGINS_FORM =
   "origins (https://app.example.com, http://localhost:3000: a scheme, a host, a port if not the scheme's own, no path), separated by commas"
 

@@ -76,6 +76,10 @@ describe('petstore copy, SQLite to SQLite', () => {
       ],
       ['postgres://u:secret@host:port/db', '--to is not a valid postgres:// URL (its host or port?)'],
       [
+        'postgres://u:secret@host/db?sslmode=verify_full',
+        '--to has sslmode "verify_full", which is none of disable, prefer, require, verify-ca, verify-full, no-verify',
+      ],
+      [
         'mysql://u:secret@host/db',
         '--to is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)',
       ],

@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
 import { linkToNothing } from '../file-kind.ts'
-import { isPostgresUrl, sslmodeRefusal } from '../setting-forms.ts'
+import { storeLocationOf } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
 import * as sqliteBackup from '../store/sqlite/sqlite-backup.ts'
@@ -227,27 +227,14 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
  * said of `option` (`--from`, `--to`), the value never echoed (a URL may hold a password).
  */
 export function sqlitePathOf(url: string, option = 'a store'): string | undefined {
-  // As DATABASE_URL (config-schema.ts): SQLite would read a `file:` URI's options and make the file itself.
-  if (url.startsWith('sqlite:file:'))
-    throw new UsageError(
-      `${option} names a SQLite file by a file: URI: name it by its path (./file:… for a file so named)`,
-    )
-  if (url === 'sqlite:') throw new UsageError(`${option} sqlite: names no file: sqlite:PATH`)
-  if (url === 'sqlite::memory:')
+  const location = storeLocationOf(url)
+  if ('refusal' in location) throw new UsageError(`${option} ${location.refusal}`)
+  if (location.engine === 'postgres') return undefined
+  if (location.path === ':memory:')
     throw new UsageError(
       `${option} names an in-memory store, gone when the copy ends: sqlite:PATH names a file`,
     )
-  if (url.startsWith('sqlite:')) return url.slice('sqlite:'.length)
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    if (!isPostgresUrl(url))
-      throw new UsageError(`${option} is not a valid postgres:// URL (its host or port?)`)
-    const refusal = sslmodeRefusal(url)
-    if (refusal !== undefined) throw new UsageError(`${option}, a postgres:// store, ${refusal}`)
-    return undefined
-  }
-  throw new UsageError(
-    `${option} is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)`,
-  )
+  return location.path
 }
 
 /**
