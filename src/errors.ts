@@ -114,6 +114,27 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A 503, with `Retry-After`: a second for what passes by itself (a store's hiccup, a burst, a stop under
+ * way: the retry goes to this instance or another), five for what only a deploy mends (a schema this
+ * release cannot run on). `headers`: what else the answer carries (`Connection: close`).
+ */
+export function serviceUnavailable(
+  message: string,
+  {
+    retryAfterS = 1,
+    headers = {},
+    cause,
+  }: { retryAfterS?: 1 | 5; headers?: Record<string, string>; cause?: unknown } = {},
+): ApiError {
+  return new ApiError(
+    'service_unavailable',
+    message,
+    { ...headers, 'retry-after': String(retryAfterS) },
+    cause === undefined ? undefined : { cause },
+  )
+}
+
 export function isApiError(error: unknown): error is ApiError {
   return error instanceof ApiError
 }

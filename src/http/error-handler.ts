@@ -1,6 +1,13 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, codeForStatus, isApiError, NewerSchemaError, StoreUnavailableError } from '../errors.ts'
+import {
+  ApiError,
+  codeForStatus,
+  isApiError,
+  NewerSchemaError,
+  StoreUnavailableError,
+  serviceUnavailable,
+} from '../errors.ts'
 import { maskApiKeys, maskCutApiKeys } from '../log/key-masking.ts'
 import { logCondition } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
@@ -71,16 +78,13 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (isApiError(error)) return error
   // Only a deploy mends it: the balancer is sent elsewhere by /readyz, and a retry should go there too.
   if (error instanceof NewerSchemaError) {
-    return new ApiError(
-      'service_unavailable',
+    return serviceUnavailable(
       "this instance's release is older than the database schema; retry on another instance",
-      { 'retry-after': '5' },
+      { retryAfterS: 5 },
     )
   }
   if (error instanceof StoreUnavailableError) {
-    return new ApiError('service_unavailable', 'the store is unavailable; retry shortly', {
-      'retry-after': '1',
-    })
+    return serviceUnavailable('the store is unavailable; retry shortly')
   }
   // A client that went away or was cut off mid-body makes the body stream fail with Node's own error:
   // the client's doing, not ours (and nobody is left to answer). An incomplete body means no handler ran.

@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { ApiError } from '../errors.ts'
+import { serviceUnavailable } from '../errors.ts'
 
 /** `MAX_EVENT_LOOP_DELAY_MS` and `MAX_HEAP_USED_BYTES`; 0 switches either measure off. */
 export interface LoadSheddingLimits {
@@ -31,9 +31,7 @@ const NEVER_OVERLOADED: LoadWatch = Object.freeze({ overloaded: false })
 
 // One answer for every shed request, logged per condition, at warn (condition-log.ts); not frozen, as pino's
 // error serializer marks an error while writing it.
-const OVERLOADED = new ApiError('service_unavailable', 'the service is overloaded; retry shortly', {
-  'retry-after': '1',
-})
+const OVERLOADED = serviceUnavailable('the service is overloaded; retry shortly')
 
 /**
  * Watches the process while the app is up (from onReady to onClose, as the periodic jobs do): overloaded

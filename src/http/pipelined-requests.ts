@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { ApiError } from '../errors.ts'
+import { serviceUnavailable } from '../errors.ts'
 import { lingerOnClose } from './connection-close.ts'
 
 /**
@@ -15,11 +15,10 @@ export const PIPELINED_MAX = 32
 const waiting = new Map<Socket, number>()
 
 export const TOO_MANY_PIPELINED = () =>
-  new ApiError(
-    'service_unavailable',
+  serviceUnavailable(
     `over ${PIPELINED_MAX} requests of this connection wait for their answers; read them, or send fewer at ` +
       'once, and retry on a new connection',
-    { connection: 'close', 'retry-after': '1' },
+    { headers: { connection: 'close' } },
   )
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { ApiError } from '../errors.ts'
+import { serviceUnavailable } from '../errors.ts'
 import { clientAddressOf } from '../log/client-address.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { CLIENT_CLOSED_REQUEST, watchAbandoned } from './abandoned-requests.ts'
@@ -28,9 +28,8 @@ declare module 'fastify' {
 }
 
 const SHUTTING_DOWN = () =>
-  new ApiError('service_unavailable', `${SHUTTING_DOWN_CONDITION}; retry on another instance`, {
-    connection: 'close',
-    'retry-after': '1',
+  serviceUnavailable(`${SHUTTING_DOWN_CONDITION}; retry on another instance`, {
+    headers: { connection: 'close' },
   })
 
 const COMMON_HEADERS = Object.entries(HEADERS_OF_EVERY_ANSWER)

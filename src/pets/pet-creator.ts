@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto'
-import { ApiError, WriteInDoubtError } from '../errors.ts'
+import { ApiError, serviceUnavailable, WriteInDoubtError } from '../errors.ts'
 import { INT64_MAX } from '../schemas/int64.ts'
 import type { NewPet } from '../schemas/pet.ts'
 import {
@@ -102,10 +102,8 @@ function inDoubt(keyed: boolean, cause: WriteInDoubtError): ApiError {
   const retry = keyed
     ? 'retry with the same Idempotency-Key, which answers with that pet if it was'
     : 'look for it before creating it again (a create sent with an Idempotency-Key can be retried safely)'
-  return new ApiError(
-    'service_unavailable',
+  return serviceUnavailable(
     `the database did not confirm the create before its connection was lost, so it may have been made: ${retry}`,
-    { 'retry-after': '1' },
     { cause },
   )
 }

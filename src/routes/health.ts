@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
-import { ApiError, SchemaMissingError } from '../errors.ts'
+import { ApiError, SchemaMissingError, serviceUnavailable } from '../errors.ts'
 import { logReady } from '../http/condition-log.ts'
 import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
@@ -10,11 +10,7 @@ import { incompatibility, type SchemaStatus, type Store, type StoreHealth } from
 // frozen database: up to its own 8 s bound) is a 503 saying so, not a probe that times out saying nothing.
 const STORE_CHECK_BOUND_MS = 900
 const STORE_SILENT = () =>
-  new ApiError(
-    'service_unavailable',
-    `not ready: the store did not answer within ${STORE_CHECK_BOUND_MS / 1000} s`,
-    { 'retry-after': '1' },
-  )
+  serviceUnavailable(`not ready: the store did not answer within ${STORE_CHECK_BOUND_MS / 1000} s`)
 
 const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String() }) } }
 
@@ -34,13 +30,11 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
   app.get('/readyz', { schema: hidden }, async (request) => {
     // Told before the listener closes (SHUTDOWN_DELAY_MS), so the balancer stops sending here first.
     if (request.server.stopAnnounced()) {
-      throw new ApiError('service_unavailable', 'not ready: the service is stopping', { 'retry-after': '1' })
+      throw serviceUnavailable('not ready: the service is stopping')
     }
     // Ready means served: while /v1 sheds, the balancer is told to send elsewhere.
     if (load.overloaded) {
-      throw new ApiError('service_unavailable', 'not ready: the service is overloaded', {
-        'retry-after': '1',
-      })
+      throw serviceUnavailable('not ready: the service is overloaded')
     }
     let schema: SchemaStatus
     let health: StoreHealth
@@ -59,19 +53,18 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
       // error once per condition (condition-log.ts), not once per probe. A missing schema is said as such
       // (its words name no table): the store answers.
       const why = error instanceof SchemaMissingError ? error.message : 'the store cannot be reached'
-      throw new ApiError('service_unavailable', `not ready: ${why}`, { 'retry-after': '1' }, { cause: error })
+      throw serviceUnavailable(`not ready: ${why}`, { cause: error })
     } finally {
       clearTimeout(bound)
     }
     // The store logged the fault once; this says which, without detail, to whoever asks.
     if (!health.writable) {
-      throw new ApiError('service_unavailable', `not ready: ${health.reason}`, { 'retry-after': '1' })
+      throw serviceUnavailable(`not ready: ${health.reason}`)
     }
     if (schema.current < schema.latest) {
-      throw new ApiError(
-        'service_unavailable',
+      throw serviceUnavailable(
         `not ready: database schema ${schema.current}, this release needs ${schema.latest}`,
-        { 'retry-after': '5' },
+        { retryAfterS: 5 },
       )
     }
     // A newer release migrated (its first instance, or a pipeline's `migrate`). Its migrations say whether
@@ -79,7 +72,7 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     // leave a rolling deploy with no ready instance of the old release (docs/versioning.md, "Storage").
     const refused = incompatibility(schema)
     if (refused !== undefined) {
-      throw new ApiError('service_unavailable', `not ready: ${refused}`, { 'retry-after': '5' })
+      throw serviceUnavailable(`not ready: ${refused}`, { retryAfterS: 5 })
     }
     if (schema.current > schema.latest && !newerSchemaSaid) {
       newerSchemaSaid = true
