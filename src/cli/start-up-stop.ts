@@ -1,9 +1,7 @@
 import type { Logger } from 'pino'
+import { afterLogFlush } from '../log/logger.ts'
 import { STOP_SIGNALS } from '../server.ts'
 import { signalExitCode } from './command.ts'
-
-// How long the log is given to write its lines before the signal ends the process anyway (a stuck stdout).
-const FLUSH_WAIT_MS = 1000
 
 /**
  * Until the server takes the stop signals over (server.ts), one that comes during the start ends the
@@ -31,11 +29,8 @@ export function stopDuringStartUp(log: Logger): () => void {
       // the log was written is the server's, listening by then: it drains, as for any stop.
       process.kill(process.pid, signal)
     }
-    const timer = setTimeout(end, FLUSH_WAIT_MS)
-    log.flush(() => {
-      clearTimeout(timer)
-      end()
-    })
+    // Within a second, whatever the log: a stuck stdout does not keep the process from its signal.
+    afterLogFlush(log, end)
   }
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
   return release

@@ -121,6 +121,19 @@ export function droppedLinesReport(log: Logger, output?: Pick<BufferedLogOutput,
 // How long the log is given, at most, to write its last lines before the process exits without them.
 const FLUSH_TIMEOUT_MS = 1000
 
+/** Calls `then`, once, when the log's buffered lines are written, or after `waitMs` if stdout is stuck. */
+export function afterLogFlush(log: Pick<Logger, 'flush'>, then: () => void, waitMs = FLUSH_TIMEOUT_MS): void {
+  let called = false
+  const once = () => {
+    if (called) return
+    called = true
+    clearTimeout(timer)
+    then()
+  }
+  const timer = setTimeout(once, waitMs)
+  log.flush(once)
+}
+
 /**
  * Exits with `code` once the log's buffered lines are written, or, if stdout is stuck, so as to be gone
  * within `withinMs`: the wait (at most a second) leaves the synchronous write at exit its own time.
@@ -131,11 +144,7 @@ export function exitAfterLogFlush(
   withinMs = FLUSH_TIMEOUT_MS + LOG_OUTPUT.exitWaitMs,
 ): void {
   const waitMs = Math.max(0, Math.min(withinMs - LOG_OUTPUT.exitWaitMs, FLUSH_TIMEOUT_MS))
-  const timer = setTimeout(() => process.exit(code), waitMs)
-  log.flush(() => {
-    clearTimeout(timer)
-    process.exit(code)
-  })
+  afterLogFlush(log, () => process.exit(code), waitMs)
 }
 
 /** Whether logs should be pretty: asked for, or `auto` on a terminal. */
