@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
-import { integerOption, UsageError } from '../src/cli/command.ts'
+import { UsageError } from '../src/cli/command.ts'
+import { integerOption } from '../src/cli/command-args.ts'
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.ts'
 import { LOG_SINKS, type LogSink } from './service-output.ts'
 

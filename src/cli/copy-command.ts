@@ -11,17 +11,8 @@ import {
   TargetNotEmptyError,
 } from '../store/shared/store-copy.ts'
 import { NoSchemaError } from '../store/store.ts'
-import {
-  type Command,
-  CommandError,
-  counted,
-  integerOption,
-  nonEmptyOption,
-  onStopSignal,
-  parseCommandArgs,
-  signalExitCode,
-  UsageError,
-} from './command.ts'
+import { type Command, CommandError, counted, UsageError } from './command.ts'
+import { integerOption, nonEmptyOption, parseCommandArgs } from './command-args.ts'
 import {
   discardFailedTarget,
   openCopySource,
@@ -30,6 +21,7 @@ import {
   sameFile,
   sqlitePathOf,
 } from './open-store.ts'
+import { onStopSignal, signalExitCode } from './stop-signals.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
 const PROGRESS_EVERY_MS = 2000

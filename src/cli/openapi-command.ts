@@ -1,4 +1,5 @@
-import { type Command, parseCommandArgs } from './command.ts'
+import type { Command } from './command.ts'
+import { parseCommandArgs } from './command-args.ts'
 import { composeApp } from './compose-app.ts'
 import { openThrowawayStore } from './open-store.ts'
 import { startUp } from './start-up.ts'

@@ -1,5 +1,6 @@
 import type { RestoreSummary } from '../store/shared/backup-role.ts'
-import { type Command, counted, nonEmptyOption, parseCommandArgs, UsageError } from './command.ts'
+import { type Command, counted, UsageError } from './command.ts'
+import { nonEmptyOption, parseCommandArgs } from './command-args.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
 

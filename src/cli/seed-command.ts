@@ -1,17 +1,9 @@
 import type { NewPet, PetStatus } from '../schemas/pet.ts'
-import {
-  type Command,
-  CommandError,
-  counted,
-  failureLine,
-  integerOption,
-  type Output,
-  onStopSignal,
-  parseCommandArgs,
-  signalExitCode,
-} from './command.ts'
+import { type Command, CommandError, counted, failureLine, type Output } from './command.ts'
+import { integerOption, parseCommandArgs } from './command-args.ts'
 import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
+import { onStopSignal, signalExitCode } from './stop-signals.ts'
 
 const NAMES = [
   'Bella',

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import { afterLogFlush } from '../log/logger.ts'
 import { STOP_SIGNALS } from '../server.ts'
-import { signalExitCode } from './command.ts'
+import { signalExitCode } from './stop-signals.ts'
 
 /**
  * Until the server takes the stop signals over (server.ts), one that comes during the start ends the
