@@ -62,6 +62,32 @@ describe(
         assert.deepEqual(after, before, 'nothing of the keys went back to the source')
       })
 
+      test(`when a re-run finds that both stores gave a new pet the same id since a copy into ${engine}, then it exits 1 naming it, and the target is not left marked as a copy under way`, {
+        timeout: 120_000,
+      }, async (t) => {
+        const { cwd, source, target, copy } = await copiedOnce(t, engine, 10)
+        const targetStore = () =>
+          engine === 'sqlite'
+            ? new SqliteStore({ path: join(cwd, 'target.db'), busyTimeoutMs: 5000 })
+            : storeOn(t, target)
+        // Both stores live on: each gives the next id, 11, to a pet of its own.
+        for (const store of [source, target])
+          assert.equal(runCli(['seed', '--count', '1'], { DATABASE_URL: store }, cwd).status, 0)
+
+        const again = copy()
+        assert.equal(again.status, 1)
+        assert.match(
+          again.stderr,
+          /1 pet of the source has an id the target holds with other content \(id 11\)/,
+        )
+        // Marked under way, the target would warn at every start and keep no list page for good: no re-run
+        // can get past the conflict to finish it.
+        const store = targetStore()
+        const marks = await store.copyMarks()
+        await store.close()
+        assert.equal(marks.unfinishedSince, undefined)
+      })
+
       test(`when a key was rotated on the source under its own name after a copy into ${engine}, then a re-run carries the revocation and the new key`, {
         timeout: 120_000,
       }, async (t) => {

@@ -2,14 +2,8 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { messageWithCause, StoreUnavailableError } from '../errors.ts'
 import { kindAt } from '../file-kind.ts'
-import {
-  CopyConflictError,
-  type CopySource,
-  type CopyTarget,
-  copyStore,
-  SourceKeysActiveError,
-  TargetNotEmptyError,
-} from '../store/shared/store-copy.ts'
+import { CopyConflictError, SourceKeysActiveError, TargetNotEmptyError } from '../store/shared/copy-errors.ts'
+import { type CopySource, type CopyTarget, copyStore } from '../store/shared/store-copy.ts'
 import { NoSchemaError } from '../store/store.ts'
 import { type Command, CommandError, counted, UsageError } from './command.ts'
 import { integerOption, nonEmptyOption, parseCommandArgs } from './command-args.ts'

@@ -1,3 +1,4 @@
+import { refuseConflicts } from '../shared/copy-errors.ts'
 import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopyTarget, TargetContents } from '../shared/store-copy.ts'
@@ -80,7 +81,7 @@ export class PostgresLoad implements CopyTarget {
            (SELECT 1 FROM api_keys a WHERE a.id = k.id AND a.name = k.name AND a.hash = k.hash) ORDER BY k.id`,
         columns,
       )
-      copy.refuseConflicts(
+      refuseConflicts(
         'keys',
         missing.rows.map((row) => row.id),
       )
@@ -116,7 +117,7 @@ export class PostgresLoad implements CopyTarget {
          WHERE p.id IS NULL OR ${PET_DIFFERS} ORDER BY k.id`,
         columns,
       )
-      copy.refuseConflicts(
+      refuseConflicts(
         'pets',
         differing.rows.map((row) => row.id),
       )

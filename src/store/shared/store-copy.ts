@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { setImmediate } from 'node:timers/promises'
 import { INT64_MIN } from '../../schemas/int64.ts'
+import { CopyConflictError, IDS_SHOWN, SourceKeysActiveError, TargetNotEmptyError } from './copy-errors.ts'
+import { UNFINISHED_MARK } from './copy-mark.ts'
 import type { IdempotencyRecordRow, KeyRow, PetRow } from './rows.ts'
 
 /** A pet as copied: its row and when it was created (ISO 8601 UTC). */
@@ -38,16 +40,20 @@ export interface TargetContents {
   pets: number
   keys: number
   secret: string | undefined
+  /** Whether an earlier run left it marked as a copy under way (`markUnfinished`). */
+  unfinished: boolean
 }
 
 /** What the target holds, in one statement both engines run (`contentsOf` reads its row). */
 export const TARGET_CONTENTS_SQL = `SELECT (SELECT count(*) FROM pets) AS pets, (SELECT count(*) FROM api_keys) AS keys,
-  (SELECT value FROM service_settings WHERE name = 'service_secret') AS secret`
+  (SELECT value FROM service_settings WHERE name = 'service_secret') AS secret,
+  (SELECT value FROM service_settings WHERE name = '${UNFINISHED_MARK}') AS unfinished`
 
 export interface TargetContentsRow {
   pets: bigint
   keys: bigint
   secret: string | null
+  unfinished: string | null
 }
 
 /** The target's active keys, in id order, in one statement both engines run (`activeKeys`). */
@@ -55,7 +61,12 @@ export const ACTIVE_KEYS_SQL = 'SELECT name, hash FROM api_keys WHERE revoked_at
 
 export function contentsOf(row: TargetContentsRow | undefined): TargetContents {
   if (row === undefined) throw new Error('the target did not answer')
-  return { pets: Number(row.pets), keys: Number(row.keys), secret: row.secret ?? undefined }
+  return {
+    pets: Number(row.pets),
+    keys: Number(row.keys),
+    secret: row.secret ?? undefined,
+    unfinished: row.unfinished !== null,
+  }
 }
 
 /**
@@ -91,70 +102,6 @@ export interface CopyTarget {
   /** Clears that mark and notes when the copy finished (`at`), in one transaction. */
   markFinished(at: string): Promise<void>
   close(): Promise<void>
-}
-
-export class TargetNotEmptyError extends Error {
-  constructor({ pets, keys }: TargetContents, sourceHasSecret: boolean) {
-    const holds = `the target already holds ${pets} pet${pets === 1 ? '' : 's'} and ${keys} API key${keys === 1 ? '' : 's'}`
-    super(
-      sourceHasSecret
-        ? `${holds}, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)`
-        : `${holds}; the source holds no cursor secret (no server has opened it), so an earlier copy of it ` +
-            'cannot be recognised: give --into-non-empty to copy what is missing (a row that differs stops it)',
-    )
-    this.name = 'TargetNotEmptyError'
-  }
-}
-
-// Ids named in a conflict's message: enough to look at, short enough for one line.
-const IDS_SHOWN = 5
-
-/** Source rows whose ids the target gives to other rows: copying keeps ids, so the stores cannot merge. */
-export class CopyConflictError extends Error {
-  readonly count: number
-  readonly ids: readonly bigint[]
-
-  constructor(rows: 'pets' | 'keys', ids: readonly bigint[], count = ids.length) {
-    const shown = `${ids.slice(0, IDS_SHOWN).join(', ')}${count > IDS_SHOWN ? ', …' : ''}`
-    const one = count === 1
-    const what =
-      rows === 'pets'
-        ? `${one ? 'pet of the source has an id' : 'pets of the source have ids'} the target holds with other content`
-        : `${one ? 'API key of the source collides' : 'API keys of the source collide'} with the target's by id or name`
-    // Every store numbers its keys from 1: a target a service has started on holds one at the first id.
-    const advice =
-      rows === 'pets'
-        ? 'copy into an empty target'
-        : "a target with API keys of its own takes none of the source's; copy into one no service has started on"
-    super(
-      `${count} ${what} (${one ? 'id' : 'ids'} ${shown}): stores whose ids collide cannot be merged; ${advice}`,
-    )
-    this.name = 'CopyConflictError'
-    this.count = count
-    this.ids = ids.slice(0, IDS_SHOWN)
-  }
-}
-
-/**
- * A copy --without-keys into a target where keys of the source (the same hash) are active, as an earlier
- * full copy left them: the production keys would go on working on a staging copy.
- */
-export class SourceKeysActiveError extends Error {
-  constructor(names: readonly string[]) {
-    const shown = `${names.slice(0, IDS_SHOWN).join(', ')}${names.length > IDS_SHOWN ? ', …' : ''}`
-    const them = names.length === 1 ? 'it' : 'them'
-    super(
-      `the target holds ${names.length} of the source's API keys active (${shown}), which --without-keys ` +
-        `would leave working there: revoke ${them} on the target (petstore keys revoke NAME), ` +
-        'or copy into a new database',
-    )
-    this.name = 'SourceKeysActiveError'
-  }
-}
-
-/** Throws CopyConflictError when `ids` (of rows the target holds otherwise) is not empty. */
-export function refuseConflicts(rows: 'pets' | 'keys', ids: readonly bigint[]): void {
-  if (ids.length > 0) throw new CopyConflictError(rows, ids)
 }
 
 export interface CopyOptions {
@@ -247,6 +194,25 @@ export async function copyStore(
     if (conflicts !== undefined) throw conflicts
   }
   await target.markUnfinished(new Date().toISOString())
+  try {
+    return await copyMarked(source, target, options, { sourceKeys, secret })
+  } catch (error) {
+    // A conflict no re-run gets past: a target that was not under way before this run (a finished copy
+    // serving since) is not left marked so, which would warn at every start and keep no list page; its
+    // services let go of the pages this run may have changed, as at a finish.
+    if (error instanceof CopyConflictError && !held.unfinished)
+      await target.markFinished(new Date().toISOString())
+    throw error
+  }
+}
+
+/** The copy's writes, once the target is marked as a copy under way. */
+async function copyMarked(
+  source: CopySource,
+  target: CopyTarget,
+  options: CopyOptions,
+  { sourceKeys, secret }: { sourceKeys: readonly CopiedKey[]; secret: string },
+): Promise<CopyReport> {
   const keys = options.withoutKeys ? [] : sourceKeys
   const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)

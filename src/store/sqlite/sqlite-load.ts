@@ -1,4 +1,5 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
+import { refuseConflicts } from '../shared/copy-errors.ts'
 import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
 import type { IdempotencyRecordRow } from '../shared/rows.ts'
 import {
@@ -7,7 +8,6 @@ import {
   type CopiedPet,
   type CopyTarget,
   contentsOf,
-  refuseConflicts,
   TARGET_CONTENTS_SQL,
   type TargetContents,
   type TargetContentsRow,
