@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto'
 import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 
 /** Flushes a file (or a directory's entries) to the disk. */
@@ -11,21 +13,33 @@ export function fsyncPath(path: string): void {
   }
 }
 
-/** A temporary name beside `path` (same directory, so the final rename is atomic on one file system). */
+// The host a copy is made on, as a name can hold it: a process id says whether its maker runs only there.
+const HOST =
+  hostname()
+    .replace(/[^A-Za-z0-9_-]/g, '_')
+    .slice(0, 64) || 'host'
+
+/**
+ * A temporary name beside `path` (same directory, so the final rename is atomic on one file system), new
+ * at each call: two containers' commands, each PID 1, once took one name and removed each other's copy.
+ * It names the process and its host, for `removeAbandoned`.
+ */
 export function temporaryBeside(path: string, purpose: string): string {
-  return join(dirname(path), `.${basename(path)}.${purpose}-${process.pid}.tmp`)
+  const unique = `${process.pid}-${HOST}-${randomBytes(4).toString('hex')}`
+  return join(dirname(path), `.${basename(path)}.${purpose}-${unique}.tmp`)
 }
 
 /**
  * Removes what a killed command left beside `path`: hidden copies (`temporaryBeside(…, purpose)`, with
- * their SQLite companions) of `path` whose process is gone, and of any file there once a day old (a
- * backup to a dated name leaves them under another name; a process id says nothing across containers).
+ * their SQLite companions) of `path` made on this host by a process that is gone, and of any file there
+ * once a day old (a backup to a dated name leaves them under another name; another host's process id says
+ * nothing here: a container's, on a shared volume). Names without a host are an older release's.
  * A backup or restore killed mid-way left a copy as large as the database, which filled the volume over
  * time. Best effort: one that cannot be removed (another user's) is left.
  */
 export function removeAbandoned(path: string, purpose: string): void {
   const ours = `.${basename(path)}.`
-  const name = new RegExp(`^\\..+\\.${purpose}-(\\d+)\\.tmp(-journal|-wal|-shm)?$`)
+  const name = new RegExp(`^\\..+\\.${purpose}-(\\d+)(?:-([\\w-]+)-[0-9a-f]{8})?\\.tmp(-journal|-wal|-shm)?$`)
   let entries: string[]
   try {
     entries = readdirSync(dirname(path))
@@ -33,10 +47,12 @@ export function removeAbandoned(path: string, purpose: string): void {
     return
   }
   for (const entry of entries) {
-    const pid = Number(name.exec(entry)?.[1])
+    const found = name.exec(entry)
+    const pid = Number(found?.[1])
     if (!(pid > 0)) continue
     const file = join(dirname(path), entry)
-    const gone = entry.startsWith(ours) && pid !== process.pid && !running(pid)
+    const here = found?.[2] === undefined || found[2] === HOST
+    const gone = entry.startsWith(ours) && here && pid !== process.pid && !running(pid)
     const dayOld = Date.now() - (statOrNothing(file)?.mtimeMs ?? Date.now()) > ABANDONED_AFTER_MS
     if (!gone && !dayOld) continue
     try {
