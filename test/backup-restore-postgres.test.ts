@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { requesterFor, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
+import { requesterFor, runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
 import { walkCatalogue } from './helpers/set-test.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
@@ -26,7 +26,7 @@ describe(
   'backup and restore (PostgreSQL runbook)',
   suiteNeeding('the PostgreSQL runbook suite', postgresLack()),
   () => {
-    test('when a database is dumped with pg_dump -Fc and restored with pg_restore into a fresh one, then the service serves every pet byte for byte and the next id comes after', {
+    test('when a database is dumped with pg_dump -Fc, restored with pg_restore into a fresh one and finished with restore --replacing, then the service serves every pet byte for byte, a key revoked since stays revoked, and no id given out since is given again', {
       timeout: 120_000,
     }, async (t) => {
       const cwd = temporaryDirectory(t)
@@ -68,7 +68,9 @@ describe(
         highest = BigInt(/"id":(\d+)/.exec(await response.text())?.[1] ?? 0)
       }
       const served = await walkCatalogue(before.origin, key)
-      await stop(before)
+      const leaked = runCli(['keys', 'create', '--name', 'leaked'], { DATABASE_URL: original }, cwd)
+      assert.equal(leaked.status, 0, leaked.stderr)
+      const leakedKey = leaked.stdout.trim()
 
       const dump = join(cwd, 'petstore.dump')
       // As the README runs it, in a shell with umask 077: the dump holds key hashes and the cursor secret.
@@ -76,6 +78,17 @@ describe(
       const dumped = spawnSync('sh', pgDump, { encoding: 'utf8', timeout: 120_000 })
       assert.equal(dumped.status, 0, dumped.stderr)
       assert.equal(statSync(dump).mode & 0o777, 0o600, "the dump is its owner's alone")
+      // Since the dump: the leaked key revoked, and pets given ids a client now holds.
+      assert.equal(runCli(['keys', 'revoke', '--name', 'leaked'], { DATABASE_URL: original }, cwd).status, 0)
+      for (let i = 0; i < 3; i++) {
+        const response = await request(before, '/v1/pets', {
+          method: 'POST',
+          body: '{"name":"since","categoryId":1}',
+        })
+        assert.equal(response.status, 201)
+        highest = BigInt(/"id":(\d+)/.exec(await response.text())?.[1] ?? 0)
+      }
+      await stop(before)
       // createdb as the README has it, as the throwaway server's superuser, the service's role its owner.
       const restored = `petstore_restored_${randomBytes(4).toString('hex')}`
       runbook(
@@ -95,9 +108,22 @@ describe(
       )
       const fresh = Object.assign(new URL(original), { pathname: `/${restored}` }).href
       runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', fresh, dump])
+      const carried = runCli(['restore', '--replacing', original], { DATABASE_URL: fresh }, cwd)
+      assert.deepEqual(
+        [carried.status, carried.stdout, carried.stderr],
+        [
+          0,
+          'kept what the database it replaces (253 pets) passes on; 1 revocation made since the backup kept\n',
+          '',
+        ],
+      )
 
       const after = await serve(fresh)
       assert.deepEqual(await walkCatalogue(after.origin, key), served)
+      const withLeaked = await fetch(new URL('/v1/pets', after.origin), {
+        headers: { authorization: `Bearer ${leakedKey}` },
+      })
+      assert.equal(withLeaked.status, 401, 'the key revoked since the dump stays revoked')
       const created = await request(after, '/v1/pets', {
         method: 'POST',
         body: '{"name":"after","categoryId":1}',
@@ -105,9 +131,30 @@ describe(
       assert.equal(created.status, 201)
       assert.ok(
         BigInt(/"id":(\d+)/.exec(await created.text())?.[1] ?? 0) > highest,
-        'the id sequence was restored',
+        'no id given out since the dump is given again',
       )
       await stop(after)
     })
   },
 )
+
+describe('restore: which of its two forms', () => {
+  test('when restore is given both --from and --replacing, or neither, or --replacing where DATABASE_URL is SQLite, then it refuses in one line saying what to give', (t) => {
+    const cwd = temporaryDirectory(t)
+    const sqlite = { DATABASE_URL: `sqlite:${join(cwd, 'petstore.db')}` }
+    const usage = 'give --from FILE (SQLite) or --replacing URL (PostgreSQL, after pg_restore)'
+    for (const args of [[], ['--from', 'b.db', '--replacing', 'postgres://u@h/db']]) {
+      const result = runCli(['restore', ...args], sqlite, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [2, `petstore restore: ${usage} (see "petstore restore --help")\n`],
+      )
+    }
+    const onSqlite = runCli(['restore', '--replacing', 'postgres://u@h/db'], sqlite, cwd)
+    assert.equal(onSqlite.status, 1)
+    assert.match(onSqlite.stderr, /--replacing is for a PostgreSQL database pg_restore made/)
+    const notPostgres = runCli(['restore', '--replacing', 'sqlite:old.db'], sqlite, cwd)
+    assert.equal(notPostgres.status, 2)
+    assert.match(notPostgres.stderr, /--replacing names the PostgreSQL database the restored one replaces/)
+  })
+})

@@ -419,7 +419,7 @@ describe('backup and restore (SQLite)', () => {
     )
   })
 
-  test('when the store is PostgreSQL, then backup and restore refuse in one line pointing to pg_dump and pg_restore', (t) => {
+  test('when the store is PostgreSQL, then backup and restore --from refuse in one line pointing to pg_dump, pg_restore and restore --replacing', (t) => {
     const cwd = temporaryDirectory(t)
     const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }
     for (const args of [
@@ -430,7 +430,7 @@ describe('backup and restore (SQLite)', () => {
       assert.equal(result.status, 1)
       assert.match(
         result.stderr,
-        /^petstore \w+: \w+ \S+ a SQLite file only: on PostgreSQL, back up with pg_dump -Fc and restore with pg_restore \(README, "Backups and restores"\)\n$/,
+        /^petstore \w+: \w+ \S+ a SQLite file only: on PostgreSQL, back up with pg_dump -Fc, restore with pg_restore into a new database, then run petstore restore --replacing \(README, "Backups and restores"\)\n$/,
       )
     }
   })

@@ -1,18 +1,14 @@
-import type { RestoreSummary } from '../store/shared/backup-role.ts'
-import { type Command, counted, UsageError } from './command.ts'
+import type { DatabaseSettings } from '../config.ts'
+import { storeLocationOf } from '../setting-forms.ts'
+import type { CarriedForward, RestoreSummary } from '../store/shared/backup-role.ts'
+import { type Command, counted, type Output, UsageError } from './command.ts'
 import { nonEmptyOption, parseCommandArgs } from './command-args.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
-/** What the line adds after the restore: where the replaced database is, and what was kept of it. */
-function afterRestore({ replaced }: RestoreSummary): string {
-  if (replaced === undefined) return ''
-  const { replacedPets, keptAt, revocations, idsKept, keysNotInBackup: missing, unreadable } = replaced
-  const pets = replacedPets === undefined ? '' : ` (${counted(replacedPets, 'pet')})`
-  const kept =
-    'path' in keptAt
-      ? `; the database it replaced${pets} is kept at ${keptAt.path}: delete it once this one is checked`
-      : `; the database it replaced${pets} could not be kept: ${keptAt.notKept}`
+/** What a restore kept of the database it replaced, part by part, as its line says it. */
+function carriedLine(carried: CarriedForward): string {
+  const { revocations, idsKept, keysNotInBackup: missing, unreadable } = carried
   const lost = [
     ...(revocations === undefined
       ? ['revocations made since the backup may be undone (check keys list)']
@@ -29,13 +25,54 @@ function afterRestore({ replaced }: RestoreSummary): string {
     missing === undefined || missing === 0
       ? ''
       : `; ${counted(missing, 'key')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
-  return `${kept}${unread}${revoked}${keys}`
+  return `${unread}${revoked}${keys}`
+}
+
+/** What the line adds after the restore: where the replaced database is, and what was kept of it. */
+function afterRestore({ replaced }: RestoreSummary): string {
+  if (replaced === undefined) return ''
+  const { replacedPets, keptAt } = replaced
+  const pets = replacedPets === undefined ? '' : ` (${counted(replacedPets, 'pet')})`
+  const kept =
+    'path' in keptAt
+      ? `; the database it replaced${pets} is kept at ${keptAt.path}: delete it once this one is checked`
+      : `; the database it replaced${pets} could not be kept: ${keptAt.notKept}`
+  return `${kept}${carriedLine(replaced)}`
+}
+
+/**
+ * `--replacing URL` on PostgreSQL, once pg_restore has made the database of DATABASE_URL: what the one it
+ * replaces must pass on is kept in it, and the line says what.
+ */
+async function carryOnPostgres(
+  replacing: string,
+  database: DatabaseSettings,
+  stdout: Output,
+): Promise<number> {
+  const location = storeLocationOf(replacing)
+  if ('refusal' in location) throw new UsageError(`--replacing ${location.refusal}`)
+  if (location.engine !== 'postgres')
+    throw new UsageError(
+      '--replacing names the PostgreSQL database the restored one replaces: a postgres:// URL',
+    )
+  if (database.engine === 'postgres' && replacing === database.url)
+    throw new UsageError(
+      '--replacing names DATABASE_URL itself: DATABASE_URL is the new database pg_restore made',
+    )
+  const { role } = await backupRole(database)
+  const carried = await role.carryForward(replacing, database.engine === 'postgres' ? database.url : '')
+  const pets = carried.replacedPets === undefined ? '' : ` (${counted(carried.replacedPets, 'pet')})`
+  stdout.write(
+    `kept what the database it replaces${pets} passes on${carriedLine(carried) || ': nothing to keep'}\n`,
+  )
+  return 0
 }
 
 export const restoreCommand: Command = {
   name: 'restore',
-  summary: 'Replace the SQLite database with a backup (servers stopped)',
-  help: `Usage: petstore restore --from FILE
+  summary: 'Replace the SQLite database with a backup; on PostgreSQL, finish a pg_restore',
+  help: `Usage: petstore restore --from FILE          (SQLite)
+       petstore restore --replacing URL     (PostgreSQL, after pg_restore)
 
 Replaces the database of DATABASE_URL (SQLite) with the backup FILE. The restore is refused while any
 process (a server, a worker, a command) has the database open: stop the service, restore, start it.
@@ -49,16 +86,24 @@ unfinished -journal) beside it is refused: back it up first
 FILE is a regular file, or a symbolic link to one: a FIFO, a socket or a device is refused.
 The database replaced is kept beside it (petstore.db.replaced-<time>), and the restored one keeps from it
 every revocation (a key revoked since the backup stays revoked) and its id sequences (no pet id given out
-since is given again). On PostgreSQL, use pg_restore (README, "Backups and restores").`,
+since is given again).
+On PostgreSQL, pg_restore makes the restored database (README, "Backups and restores"); then, before
+any instance serves it, --replacing URL (the database it replaces, password in PGPASSWORD) keeps the
+same in it: DATABASE_URL names the restored database.`,
   async run(args, { stdout }) {
-    const { values } = parseCommandArgs(args, { from: { type: 'string' } })
-    if (values.from === undefined) throw new UsageError('missing --from FILE')
-    nonEmptyOption('from', values.from, 'a FILE')
+    const { values } = parseCommandArgs(args, { from: { type: 'string' }, replacing: { type: 'string' } })
+    if ((values.from === undefined) === (values.replacing === undefined))
+      throw new UsageError('give --from FILE (SQLite) or --replacing URL (PostgreSQL, after pg_restore)')
+    if (values.replacing !== undefined) {
+      const { config } = startUp()
+      return carryOnPostgres(nonEmptyOption('replacing', values.replacing, 'a URL'), config.database, stdout)
+    }
+    const from = nonEmptyOption('from', values.from as string, 'a FILE')
     const { config } = startUp()
     const { path, role } = await backupRole(config.database)
-    const restored = await role.restoreDatabase(values.from, path)
+    const restored = await role.restoreDatabase(from, path)
     stdout.write(
-      `restored ${counted(restored.pets, 'pet')} from ${values.from} into ${path}${afterRestore(restored)}\n`,
+      `restored ${counted(restored.pets, 'pet')} from ${from} into ${path}${afterRestore(restored)}\n`,
     )
     return 0
   },

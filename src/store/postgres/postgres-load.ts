@@ -7,6 +7,7 @@ import { PostgresPool } from './postgres-connection.ts'
 import { migrate } from './postgres-migrator.ts'
 import { highestPetIdGiven } from './postgres-pet-queries.ts'
 import type { PostgresStoreOptions } from './postgres-pool-config.ts'
+import { raiseIdSequence } from './postgres-sequences.ts'
 
 const PET_ROWS =
   'unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[]) AS k(id, name, category_id, status, created_at)'
@@ -144,18 +145,8 @@ export class PostgresLoad implements CopyTarget {
 
   async raiseSequences(petId: bigint, keyId: bigint): Promise<bigint> {
     // Never lowered: ids given out on the target before stay below the next one too.
-    for (const [table, id] of [
-      ['pets', petId],
-      ['api_keys', keyId],
-    ] as const) {
-      await this.#pool.query({
-        name: `copy.raise-${table}`,
-        text: `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table}),
-           (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${table}_id_seq)), true)
-         WHERE GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table})) > 0`,
-        values: [String(id)],
-      })
-    }
+    await this.#pool.query(raiseIdSequence('pets', petId))
+    await this.#pool.query(raiseIdSequence('api_keys', keyId))
     // Read after: with nothing to raise the statement sets nothing, and the sequence may still be ahead.
     return highestPetIdGiven(this.#pool)
   }

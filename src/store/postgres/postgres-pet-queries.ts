@@ -3,6 +3,7 @@ import type { Pet } from '../../schemas/pet.ts'
 import { type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
+import { highestIdGiven } from './postgres-sequences.ts'
 import type { Queryable, Statement } from './postgres-statements.ts'
 
 export const PET_COLUMNS = 'id, name, category_id, status'
@@ -57,10 +58,6 @@ export async function petsById(client: Queryable, ids: readonly bigint[]): Promi
 
 /** The highest pet id given out: the highest row, or the sequence's mark when ids were drawn past it. */
 export async function highestPetIdGiven(pool: PostgresPool): Promise<bigint> {
-  const [row] = await pool.query<{ id: bigint }>({
-    name: 'pets.highest-given',
-    text: `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM pets),
-         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pets_id_seq)) AS id`,
-  })
+  const [row] = await pool.query<{ id: bigint }>(highestIdGiven('pets'))
   return row?.id ?? 0n
 }

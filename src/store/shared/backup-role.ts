@@ -1,12 +1,15 @@
 /**
  * The backup role an engine may have (`<engine>-backup.ts`): `petstore backup` and `restore` speak to it
- * alone. SQLite's copies and replaces its file; PostgreSQL's refuses, pointing to pg_dump and pg_restore.
+ * alone. SQLite's copies and replaces its file, carrying forward what the replaced one holds; PostgreSQL's
+ * leaves copying to pg_dump and pg_restore, and carries forward into the database pg_restore made.
  */
 export interface BackupRole {
   /** Copies the live database at `path` to the file `to`, replacing one there only with `force`. */
   backupDatabase(path: string, to: string, options?: { force?: boolean }): Promise<BackupSummary>
   /** Puts the backup `from` in place of the database at `path`. */
   restoreDatabase(from: string, path: string): RestoreSummary
+  /** Keeps in the restored database `restored` what the database it replaces (`replacing`) must pass on. */
+  carryForward(replacing: string, restored: string): Promise<CarriedForward>
 }
 
 /** What a backup or a restore put in place. */

@@ -21,6 +21,13 @@ import { directorySlip, notADatabaseFile } from './sqlite-path-slips.ts'
 // The backup role of the embedded engine: `backup` here, `restore` in sqlite-restore.ts.
 export { restoreDatabase } from './sqlite-restore.ts'
 
+/** `restore --replacing` is PostgreSQL's: SQLite's restore carries forward from the file it replaces. */
+export function carryForward(): never {
+  throw new Error(
+    '--replacing is for a PostgreSQL database pg_restore made: a SQLite restore (--from FILE) keeps what the database it replaces must pass on by itself',
+  )
+}
+
 // One step copies every page: one read transaction, one snapshot, while writers go on in the WAL. Copied
 // in steps, every commit made by the server between two steps would restart the copy (SQLite's backup
 // API), which under steady writes might never end.
