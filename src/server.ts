@@ -131,6 +131,9 @@ export async function startServer(
       // shutdown that finished must not be reported as one that did not.
       () => {
         clearTimeout(hardLimit)
+        // A journal tells a stop that drained from one cut short (SIGKILL at the stop timeout) by it.
+        const durationMs = Math.round(performance.now() - (exitBy - boundMs))
+        app.log.info({ signal, durationMs }, 'stopped')
         // The app's logger flushes as pino's does (the service's is http/lazy-logger.ts).
         exitAfterLogFlush(
           app.log as unknown as Pick<Logger, 'flush'>,

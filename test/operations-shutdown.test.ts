@@ -82,14 +82,19 @@ async function signalUnderLoad(t: TestContext, signal: NodeJS.Signals = 'SIGTERM
     .split('\n')
     .filter((line) => line !== '' && !/^\{"level":(20|30),/.test(line))
     .slice(0, 8)
-  return { exitCode, records, said }
+  const stopLines = server
+    .output()
+    .split('\n')
+    .filter((line) => /"msg":"(shutting down|stopped)"/.test(line))
+    .map((line) => JSON.parse(line).msg)
+  return { exitCode, records, said, stopLines }
 }
 
 /** Every request a connection wrote was answered (served, or 503 with Connection: close), and exit 0. */
 function assertDrained(
   t: TestContext,
   round: number,
-  { exitCode, records, said }: Awaited<ReturnType<typeof signalUnderLoad>>,
+  { exitCode, records, said, stopLines }: Awaited<ReturnType<typeof signalUnderLoad>>,
 ): void {
   const context = `exit code ${exitCode}; the server's warnings and errors: ${JSON.stringify(said)}`
   const written = records.reduce((sum, record) => sum + record.written, 0)
@@ -123,6 +128,8 @@ function assertDrained(
   )
   assert.ok(refusals.length > 0, 'the drain was exercised: some requests came after the signal')
   assert.equal(exitCode, 0)
+  // A journal tells a drained stop from one cut short (SIGKILL at the stop timeout) by a line of its own.
+  assert.deepEqual(stopLines, ['shutting down', 'stopped'])
 }
 
 describe('shutdown under keep-alive load', () => {
