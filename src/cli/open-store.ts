@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
@@ -35,6 +35,24 @@ export async function openStore(
   }
   const { PostgresStore } = await import('../store/postgres/postgres-store.ts')
   return new PostgresStore({ ...database, onIdleError: idleFailuresLog(log) })
+}
+
+/**
+ * Why the SQLite database file is too open, if it is: a first start makes it 0600, but a file made by
+ * 1.0.0 (or copied in) may be 0644, and it holds every pet and every key's hash. Its -wal and -shm take
+ * its mode. Said, not changed: the operator may have meant it (a group of readers).
+ */
+export function databaseModeWarning(
+  database: DatabaseSettings,
+): { message: string; details: { files: string[]; mode: string } } | undefined {
+  if (database.engine !== 'sqlite' || database.path === ':memory:') return undefined
+  const mode = statSync(database.path, { throwIfNoEntry: false })?.mode
+  if (mode === undefined || (mode & 0o077) === 0) return undefined
+  const { path } = database
+  return {
+    message: `other users can read the database file (and the -wal and -shm SQLite gives its mode): it holds every pet and every key's hash; chmod 600 ${path} ${path}-wal ${path}-shm`,
+    details: { files: [resolve(path)], mode: (mode & 0o777).toString(8).padStart(4, '0') },
+  }
 }
 
 // Failures this close to the first are one event (a restart, a terminate, a network cut drops them all).

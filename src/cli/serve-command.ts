@@ -19,7 +19,7 @@ import { HeldFaultLines } from './held-fault-lines.ts'
 import { namingListener, resolveListenerHosts } from './listener-failure.ts'
 import { openMetricsListener } from './metrics-listener.ts'
 import { warnOfOpenFileLimit } from './open-file-limit.ts'
-import { openStore, sayingWaits } from './open-store.ts'
+import { databaseModeWarning, openStore, sayingWaits } from './open-store.ts'
 import { provisionKeys } from './provision-keys.ts'
 import { startUp } from './start-up.ts'
 import { stopDuringStartUp } from './start-up-stop.ts'
@@ -44,6 +44,8 @@ async function prepareStore(store: Store, config: Config, log: Logger, terminal:
       'the database schema is newer than this release, and compatible with it: serving',
     )
   }
+  const tooOpen = databaseModeWarning(config.database)
+  if (tooOpen !== undefined) log.warn(tooOpen.details, tooOpen.message)
   const dataDirectory = config.database.engine === 'sqlite' ? config.database.dataDirectory : undefined
   await provisionKeys({ store, config, log, dataDirectory, terminal })
   // Served as it is (a staging copy may be wanted so), but not without a word: its lists lack pets.
