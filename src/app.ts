@@ -154,7 +154,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   if (options.docs) await app.register(docsPage, { baseUrls })
   // Watched for the whole app: /v1 sheds while it says overloaded, and /readyz says not ready.
   const load = watchLoad(app, options.api)
-  await app.register(healthRoutes, { store, load })
+  await app.register(healthRoutes, { store, load, metrics })
   await app.register(v1Api, {
     prefix: API_PREFIX,
     settings: options.api,

@@ -123,4 +123,18 @@ describe('metrics', () => {
     )
     assert.doesNotMatch(text, /operation="createPet",outcome="ok"/)
   })
+
+  test('when the instance is ready, then petstore_ready reads 1; when /readyz would answer 503 (the store cannot be reached), then 0', async (t) => {
+    const ready = createMetrics()
+    await startTestServer(t, { app: { metrics: ready } })
+    assert.match(await ready.registry.metrics(), /^petstore_ready 1$/m)
+
+    const down = createMetrics()
+    const server = await startTestServer(t, {
+      store: failingStore('health', new Error('connect ECONNREFUSED')),
+      app: { metrics: down },
+    })
+    assert.equal((await call(server, 'GET', '/readyz')).status, 503)
+    assert.match(await down.registry.metrics(), /^petstore_ready 0$/m)
+  })
 })

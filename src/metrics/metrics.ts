@@ -112,6 +112,22 @@ function countPoolConnections(registry: Registry, poolStats: () => PoolStats): v
   })
 }
 
+/**
+ * `petstore_ready`: 1 while /readyz would answer 200, checked at each scrape (`ready`), else 0. Under
+ * WORKERS the least of the workers': 1 only while every one is ready.
+ */
+export function gaugeReadiness(registry: Registry, ready: () => Promise<boolean>): void {
+  new Gauge({
+    name: 'petstore_ready',
+    help: 'Whether this instance is ready (what /readyz answers, checked at each scrape): 1 ready, 0 not.',
+    registers: [registry],
+    aggregator: 'min',
+    async collect() {
+      this.set((await ready()) ? 1 : 0)
+    },
+  })
+}
+
 /** The log lines (standard output) this process dropped, in `registry` (a supervisor adds its workers'). */
 export function countDroppedLogLines(registry: Registry): void {
   droppedLinesCounter(registry, 'stdout', {

@@ -4,6 +4,7 @@ import { ApiError, SchemaMissingError, serviceUnavailable } from '../errors.ts'
 import { logReady } from '../http/condition-log.ts'
 import type { LoadWatch } from '../http/load-shedding.ts'
 import { guardMethods } from '../http/method-guard.ts'
+import { gaugeReadiness, type Metrics } from '../metrics/metrics.ts'
 import { incompatibility, type SchemaStatus, type Store, type StoreHealth } from '../store/store.ts'
 
 // Under the 1 s a probe waits by default (Kubernetes' timeoutSeconds): a store that does not answer (a
@@ -18,24 +19,16 @@ const hidden = { hide: true, response: { 200: Type.Object({ status: Type.String(
 export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 
 /**
- * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
- * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
- * `Store.health`) and its schema is the one this release needs, or a newer one it still runs on; otherwise
- * 503 in the Error body, so a load balancer stops sending traffic here (also while the service shuts down).
+ * What /readyz checks, in order, as a function that resolves to the store's schema status when the
+ * instance is ready and throws the 503 saying why when it is not: not stopping, not shedding, the store
+ * answering within its bound, writable, at a schema this release runs on.
  */
-export async function healthRoutes(app: FastifyInstance, { store, load }: { store: Store; load: LoadWatch }) {
-  app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
-
-  let newerSchemaSaid = false
-  app.get('/readyz', { schema: hidden }, async (request) => {
+function readinessCheck(app: FastifyInstance, store: Store, load: LoadWatch): () => Promise<SchemaStatus> {
+  return async () => {
     // Told before the listener closes (SHUTDOWN_DELAY_MS), so the balancer stops sending here first.
-    if (request.server.stopAnnounced()) {
-      throw serviceUnavailable('not ready: the service is stopping')
-    }
+    if (app.stopAnnounced()) throw serviceUnavailable('not ready: the service is stopping')
     // Ready means served: while /v1 sheds, the balancer is told to send elsewhere.
-    if (load.overloaded) {
-      throw serviceUnavailable('not ready: the service is overloaded')
-    }
+    if (load.overloaded) throw serviceUnavailable('not ready: the service is overloaded')
     let schema: SchemaStatus
     let health: StoreHealth
     let bound: NodeJS.Timeout | undefined
@@ -58,9 +51,7 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
       clearTimeout(bound)
     }
     // The store logged the fault once; this says which, without detail, to whoever asks.
-    if (!health.writable) {
-      throw serviceUnavailable(`not ready: ${health.reason}`)
-    }
+    if (!health.writable) throw serviceUnavailable(`not ready: ${health.reason}`)
     if (schema.current < schema.latest) {
       throw serviceUnavailable(
         `not ready: database schema ${schema.current}, this release needs ${schema.latest}`,
@@ -71,9 +62,27 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     // this release still runs on the result: if so, this instance serves on until replaced rather than
     // leave a rolling deploy with no ready instance of the old release (docs/versioning.md, "Storage").
     const refused = incompatibility(schema)
-    if (refused !== undefined) {
-      throw serviceUnavailable(`not ready: ${refused}`, { retryAfterS: 5 })
-    }
+    if (refused !== undefined) throw serviceUnavailable(`not ready: ${refused}`, { retryAfterS: 5 })
+    return schema
+  }
+}
+
+/**
+ * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
+ * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
+ * `Store.health`) and its schema is the one this release needs, or a newer one it still runs on; otherwise
+ * 503 in the Error body, so a load balancer stops sending traffic here (also while the service shuts down).
+ */
+export async function healthRoutes(
+  app: FastifyInstance,
+  { store, load, metrics }: { store: Store; load: LoadWatch; metrics?: Metrics },
+) {
+  app.get('/healthz', { schema: hidden }, async () => ({ status: 'ok' }))
+
+  const checkReadiness = readinessCheck(app, store, load)
+  let newerSchemaSaid = false
+  app.get('/readyz', { schema: hidden }, async (request) => {
+    const schema = await checkReadiness()
     if (schema.current > schema.latest && !newerSchemaSaid) {
       newerSchemaSaid = true
       request.log.warn(
@@ -84,6 +93,15 @@ export async function healthRoutes(app: FastifyInstance, { store, load }: { stor
     logReady(request)
     return { status: 'ready' }
   })
+  // For alerts where nothing probes /readyz (systemd, compose): its answer, taken at each scrape.
+  if (metrics !== undefined) {
+    gaugeReadiness(metrics.registry, () =>
+      checkReadiness().then(
+        () => true,
+        () => false,
+      ),
+    )
+  }
 
   guardMethods(app, '/healthz', ['GET', 'HEAD'])
   guardMethods(app, '/readyz', ['GET', 'HEAD'])
