@@ -14,8 +14,7 @@ import { identityOf } from '../store/sqlite/sqlite-file-identity.ts'
 import { discardIfEmpty, SqliteLoad } from '../store/sqlite/sqlite-load.ts'
 import { directorySlip } from '../store/sqlite/sqlite-path-slips.ts'
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts'
-import type { StorageLog } from '../store/store.ts'
-import { type MigrateOptions, NoSchemaError, type Store } from '../store/store.ts'
+import { type MigrateOptions, NoSchemaError, type StorageLog, type Store } from '../store/store.ts'
 import { CommandError, type Output, UsageError } from './command.ts'
 
 /**
