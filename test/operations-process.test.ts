@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitFor } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
+  CLI,
+  cliEnvironment,
   exitWithin,
   logLines,
   requesterFor,
@@ -16,7 +20,7 @@ import {
   waitForLog,
 } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
-import { exchange } from './helpers/raw-http.ts'
+import { exchange, openSocket } from './helpers/raw-http.ts'
 
 const TYPE_STRIPPER_PROBE = fileURLToPath(new URL('./helpers/type-stripper-probe.mjs', import.meta.url))
 const SLOW_COMPILE_CACHE_PROBE = fileURLToPath(
@@ -180,13 +184,38 @@ describe('start-up', () => {
   })
   test('when the port opens into a stall longer than the delay limit, then no request is shed and /readyz agrees', async (t) => {
     // The start's last cold paths on a busy host: the stall is the start's own, not an overload.
-    const server = await startServeProcess(
-      { ...env, NODE_OPTIONS: `--import=${SLOW_LISTENING_PROBE}` },
-      temporaryDirectory(t),
+    const child = spawn(process.execPath, [CLI, 'serve'], {
+      env: cliEnvironment({
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        METRICS: 'off',
+        LOG_LEVEL: 'info',
+        NODE_OPTIONS: `--import=${SLOW_LISTENING_PROBE}`,
+      }),
+      cwd: temporaryDirectory(t),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    let output = ''
+    for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk) => void (output += chunk))
+    const port = await waitFor(
+      () => /slow-listening-probe: listening on (\d+)/.exec(output)?.[1],
+      () => `the port did not open:\n${output}`,
+      { timeoutMs: 15_000 },
     )
-    t.after(() => server.child.kill('SIGKILL'))
-    const first = await Promise.all(Array.from({ length: 4 }, () => request(server, '/v1/pets')))
-    const statuses = first.map((response) => response.status)
+    const server = { origin: `http://127.0.0.1:${port}` } as ServeProcess
+    // Sent while the port's stall holds the loop: read at its end, as a busy host's first clients are.
+    const sockets = await Promise.all(Array.from({ length: 4 }, () => openSocket(server.origin)))
+    t.after(() => {
+      for (const socket of sockets) socket.destroy()
+    })
+    const first = await Promise.all(
+      sockets.map((socket) =>
+        exchange(socket, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`),
+      ),
+    )
+    const statuses = first.map((answer) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]))
     const ready: number[] = []
     for (const deadline = Date.now() + 2500; Date.now() < deadline; await sleep(50)) {
       statuses.push((await request(server, '/v1/pets')).status)
