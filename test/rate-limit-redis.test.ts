@@ -348,9 +348,9 @@ describe('counts asked of a Redis that hung', redisSuiteOptions(), () => {
       )
       return !Number.isNaN(remaining)
     }, 'counting did not resume once Redis answered')
-    // Every request made (1, the 10, those that waited for the count): Redis may run the 10 it received
-    // while hung, but none twice.
-    assert.ok(remaining >= 99 - 10 - 10, `remaining ${remaining}`)
+    // Redis may run the 10 it received while hung, but none twice: 99, less those 10, the request that
+    // read the count, and one re-ask the thaw may answer after it timed out (88 in every run seen).
+    assert.ok(remaining >= 99 - 10 - 1 - 1, `remaining ${remaining}`)
   })
 })
 
