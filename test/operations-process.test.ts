@@ -198,7 +198,11 @@ describe('start-up', () => {
     })
     t.after(() => child.kill('SIGKILL'))
     let output = ''
-    for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk) => void (output += chunk))
+    for (const stream of [child.stdout, child.stderr]) {
+      stream.on('data', (chunk) => {
+        output += chunk
+      })
+    }
     const port = await waitFor(
       () => /slow-listening-probe: listening on (\d+)/.exec(output)?.[1],
       () => `the port did not open:\n${output}`,
