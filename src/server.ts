@@ -120,7 +120,8 @@ export async function startServer(
   const stopNow = (signal: NodeJS.Signals) => {
     app.log.info({ signal }, 'shutting down')
     const boundMs = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS
-    const exitBy = performance.now() + boundMs
+    const began = performance.now()
+    const exitBy = began + boundMs
     // Not unref'd: a close waiting on nothing the event loop holds would otherwise end the process with 0.
     const hardLimit = setTimeout(() => {
       app.log.error({ boundMs }, 'shutdown did not finish in time; exiting')
@@ -132,8 +133,7 @@ export async function startServer(
       () => {
         clearTimeout(hardLimit)
         // A journal tells a stop that drained from one cut short (SIGKILL at the stop timeout) by it.
-        const durationMs = Math.round(performance.now() - (exitBy - boundMs))
-        app.log.info({ signal, durationMs }, 'stopped')
+        app.log.info({ signal, durationMs: Math.round(performance.now() - began) }, 'stopped')
         // The app's logger flushes as pino's does (the service's is http/lazy-logger.ts).
         exitAfterLogFlush(
           app.log as unknown as Pick<Logger, 'flush'>,
