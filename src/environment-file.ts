@@ -2,7 +2,7 @@ import { closeSync, constants, existsSync, openSync, readSync, type Stats, statS
 import { parseEnv } from 'node:util'
 import { SETTING_NAMES } from './config-schema.ts'
 import { ConfigError } from './errors.ts'
-import { kindOfFile, ownerRefusal } from './file-kind.ts'
+import { kindOfFile, modeInOctal, ownerRefusal } from './file-kind.ts'
 import { linesSettingNothing, postgresUrlOf, SECRET_SETTINGS } from './setting-forms.ts'
 
 /** `environment` (the process's, handed in by cli/) with the settings file at `path` underneath it. */
@@ -106,11 +106,10 @@ export function environmentFileWarnings(path: string): string[] {
   const secrets = Object.entries(fromFile)
     .filter(([name, value]) => holdsSecret(name, value ?? ''))
     .map(([name]) => name)
-  const mode = statSync(path).mode & 0o777
+  const { mode } = statSync(path)
   if (secrets.length > 0 && (mode & 0o044) !== 0) {
-    const octal = mode.toString(8).padStart(4, '0')
     warnings.push(
-      `.env holds ${secrets.join(', ')}, and other users can read it (mode ${octal}): chmod 600 .env`,
+      `.env holds ${secrets.join(', ')}, and other users can read it (mode ${modeInOctal(mode)}): chmod 600 .env`,
     )
   }
   return warnings

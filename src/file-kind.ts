@@ -61,6 +61,11 @@ export function runAsServiceUser(): string {
   return `run the command as the user the service runs as${unlessRoot(', or as root')}`
 }
 
+/** A file's permission bits as `ls` and `chmod` write them: `0644`. */
+export function modeInOctal(mode: number): string {
+  return (mode & 0o777).toString(8).padStart(4, '0')
+}
+
 /**
  * Why the owner and mode in `stats` keep this user from `access` to `path`: this user's own file is
  * told to chmod, another user's gets `otherwise` (whom to run as, or whom to give it).
@@ -73,7 +78,7 @@ export function ownerRefusal(
 ): string {
   if (uid !== process.geteuid?.())
     return `${path} belongs to ${uid}:${gid}, and ${thisUser()} cannot ${access} it: ${otherwise}`
-  const octal = (mode & 0o777).toString(8).padStart(4, '0')
+  const octal = modeInOctal(mode)
   const [doing, bits] = access === 'read' ? ['reading', 'r'] : ['writing', 'rw']
   return `${path} is this user's, and its mode ${octal} keeps this user from ${doing} it: chmod u+${bits} it`
 }

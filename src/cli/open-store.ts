@@ -2,7 +2,7 @@ import { existsSync, lstatSync, mkdirSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
-import { linkToNothing } from '../file-kind.ts'
+import { linkToNothing, modeInOctal } from '../file-kind.ts'
 import { storeLocationOf } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
@@ -50,7 +50,7 @@ export function databaseModeWarning(
   const { path } = database
   return {
     message: `other users can read the database file (and the -wal and -shm SQLite gives its mode): it holds every pet and every key's hash; chmod 600 ${path} ${path}-wal ${path}-shm`,
-    details: { files: [resolve(path)], mode: (mode & 0o777).toString(8).padStart(4, '0') },
+    details: { files: [resolve(path)], mode: modeInOctal(mode) },
   }
 }
 
