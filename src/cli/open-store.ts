@@ -210,9 +210,6 @@ export async function backupRole(database: DatabaseSettings): Promise<{ path: st
   return { path: database.path, role: sqliteBackup }
 }
 
-// A copy runs few, long statements: one connection each way, a minute per chunk.
-const COPY_POOL = { poolSize: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000, onIdleError: () => {} }
-
 /** Where `petstore copy` reads, from `sqlite:PATH` or a postgres:// URL (the engine's dump role). */
 export async function openCopySource(url: string): Promise<CopySource> {
   const path = sqlitePathOf(url)
@@ -222,7 +219,8 @@ export async function openCopySource(url: string): Promise<CopySource> {
     return new SqliteDump(path)
   }
   const { PostgresDump } = await import('../store/postgres/postgres-dump.ts')
-  return new PostgresDump({ url, ...COPY_POOL })
+  const { commandPool } = await import('../store/postgres/postgres-pool-config.ts')
+  return new PostgresDump(commandPool(url))
 }
 
 /** After a failed copy into `url`, a SQLite file the copy made and left without a row is removed. */
@@ -236,7 +234,8 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
   const path = sqlitePathOf(url)
   if (path !== undefined) return new SqliteLoad(path)
   const { PostgresLoad } = await import('../store/postgres/postgres-load.ts')
-  return new PostgresLoad({ url, ...COPY_POOL })
+  const { commandPool } = await import('../store/postgres/postgres-pool-config.ts')
+  return new PostgresLoad(commandPool(url))
 }
 
 /**

@@ -12,6 +12,14 @@ export interface PostgresStoreOptions {
   onIdleError: (error: Error) => void
 }
 
+/**
+ * The pool of a command on `url` (copy's dump and load, restore's carry): few statements, so one
+ * connection, and a minute for each (a copy's chunk).
+ */
+export function commandPool(url: string): PostgresStoreOptions {
+  return { url, poolSize: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000, onIdleError: () => {} }
+}
+
 // int8 arrives as text; it becomes a bigint here, so no id or category is ever rounded.
 const INT8_OID = 20
 const types = {

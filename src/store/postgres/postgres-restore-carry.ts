@@ -1,14 +1,7 @@
 import type { CarriedForward } from '../shared/backup-role.ts'
 import { PostgresPool } from './postgres-connection.ts'
+import { commandPool } from './postgres-pool-config.ts'
 import { highestIdGiven, raiseIdSequence } from './postgres-sequences.ts'
-
-// Few, short statements on each side: one connection each, a minute per statement.
-const CARRY_POOL = {
-  poolSize: 1,
-  statementTimeoutMs: 60_000,
-  connectTimeoutMs: 10_000,
-  onIdleError: () => {},
-}
 
 /**
  * Keeps in the database `restored` (pg_restore's, not yet served) what must outlive a restore, read from
@@ -19,7 +12,7 @@ const CARRY_POOL = {
  */
 export async function carryForward(replacing: string, restored: string): Promise<CarriedForward> {
   let unreadable: string | undefined
-  const old = new PostgresPool({ url: replacing, ...CARRY_POOL })
+  const old = new PostgresPool(commandPool(replacing))
   const fromOld = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
     try {
       return await read()
@@ -55,7 +48,7 @@ export async function carryForward(replacing: string, restored: string): Promise
     await old.close()
   }
 
-  const db = new PostgresPool({ url: restored, ...CARRY_POOL })
+  const db = new PostgresPool(commandPool(restored))
   try {
     const revocations = await db.transaction(async (client) => {
       const revokedHere =
