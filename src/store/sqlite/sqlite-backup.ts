@@ -4,8 +4,8 @@ import { backup, type DatabaseSync } from 'node:sqlite'
 import { kindOfFile } from '../../file-kind.ts'
 import type { BackupSummary } from '../shared/backup-role.ts'
 import { isServiceBookkeeping } from '../shared/migration-plan.ts'
-import { NoSchemaError } from '../store.ts'
-import { leaveNothing, open, verified, writing } from './sqlite-copy-checks.ts'
+import { incompatibility, NoSchemaError } from '../store.ts'
+import { leaveNothing, open, schemaOf, verified, writing } from './sqlite-copy-checks.ts'
 import { databaseFileAt, isDatabaseFile, notOpenToThisUser } from './sqlite-database-files.ts'
 import {
   lstatOrNothing,
@@ -53,8 +53,10 @@ function openSource(path: string): DatabaseSync {
   // Said of the source before it is copied, where the copy's check blamed the backup made of it.
   const unfinished = unfinishedRestoreRefusal(path, pragmaOf(db, 'application_id'))
   const foreign = !isServiceBookkeeping(bookkeepingColumnsOf(db))
-  if (unfinished === undefined && !foreign) return db
+  const tooNew = foreign ? undefined : incompatibility(schemaOf(db))
+  if (unfinished === undefined && !foreign && tooNew === undefined) return db
   db.close()
+  if (tooNew !== undefined) throw new Error(`${tooNew}: back it up with that release`)
   throw new Error(unfinished ?? `${new NoSchemaError(resolve(path)).message}${WHERE_THE_SERVICE_RUNS}`)
 }
 

@@ -2,6 +2,7 @@ import { dirname, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { thisUser, unlessRoot } from '../../file-kind.ts'
 import { appliedMigrationsOf, isServiceBookkeeping, schemaStatusOf } from '../shared/migration-plan.ts'
+import type { SchemaStatus } from '../store.ts'
 import { COMMAND_BUSY_TIMEOUT_MS } from './sqlite-connection.ts'
 import { removeWithCompanions } from './sqlite-durable-files.ts'
 import { volumeFaultOf } from './sqlite-errors.ts'
@@ -15,6 +16,14 @@ export function open(path: string): DatabaseSync {
   const db = new DatabaseSync(path)
   db.exec(`PRAGMA busy_timeout = ${COMMAND_BUSY_TIMEOUT_MS}`)
   return db
+}
+
+/** Where a Pet Store database's schema stands for this release. */
+export function schemaOf(db: DatabaseSync): SchemaStatus {
+  return schemaStatusOf(
+    sqliteMigrations,
+    appliedMigrationsOf(db.prepare('SELECT * FROM schema_migrations').all()),
+  )
 }
 
 /**
@@ -42,10 +51,7 @@ export function verified(path: string, name: string): bigint {
     if (table.get() === undefined) throw new Error('is not a Pet Store database (no schema_migrations table)')
     if (!isServiceBookkeeping(bookkeepingColumnsOf(db)))
       throw new Error("is not a Pet Store database (its schema_migrations is another tool's)")
-    const schema = schemaStatusOf(
-      sqliteMigrations,
-      appliedMigrationsOf(db.prepare('SELECT * FROM schema_migrations').all()),
-    )
+    const schema = schemaOf(db)
     if (schema.current < 1) throw new Error('is not a Pet Store database (no migration applied)')
     // A newer schema this release runs on (after a rollback) is backed up and restored as its own.
     if (schema.compatibleFrom > schema.latest) {
