@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { CLI, cliEnvironment } from './cli-process.ts'
 import { type Lack, suiteNeeding } from './suite-requirements.ts'
@@ -111,8 +111,10 @@ export async function startTracedServe(env: Record<string, string>, cwd: string)
 export interface HeldAtCall {
   /** Resolves with the command's exit status and what it wrote, once it has ended. */
   ended: Promise<{ status: number | null; output: string }>
-  /** Whether the command now waits in the call held, held there by strace. */
+  /** Whether the command now waits in the call held (on any of its threads), held there by strace. */
   atHeldCall(): boolean
+  /** Sends `signal` to the command itself (not to strace). */
+  signal(signal: NodeJS.Signals): void
   /** Kills strace and the command, so a failed test leaves neither running. */
   kill(): void
 }
@@ -121,6 +123,7 @@ export interface HeldAtCall {
 const CALLS = {
   rename: { names: 'rename,renameat,renameat2', numbers: new Set([82, 264, 316, 38, 276]) },
   link: { names: 'link,linkat', numbers: new Set([86, 265, 37]) },
+  fsync: { names: 'fsync,fdatasync', numbers: new Set([74, 75, 82, 83]) },
 }
 
 /**
@@ -163,19 +166,26 @@ export function runWithFirstCallHeld(
   const ended = new Promise<{ status: number | null; output: string }>((resolve) =>
     child.once('exit', (status) => resolve({ status, output })),
   )
+  const traced = () => readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
   return {
     ended,
     kill() {
-      // The command first: strace killed alone would let it go on, past its rename.
-      const traced = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
-      if (traced !== '') process.kill(Number(traced), 'SIGKILL')
+      // The command first: strace killed alone would let it go on, past its held call.
+      const command = traced()
+      if (command !== '') process.kill(Number(command), 'SIGKILL')
       child.kill('SIGKILL')
+    },
+    signal(signal) {
+      process.kill(Number(traced()), signal)
     },
     atHeldCall() {
       try {
-        const traced = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
-        const number = readFileSync(`/proc/${traced}/syscall`, 'utf8').split(' ')[0]
-        return traced !== '' && numbers.has(Number(number))
+        const command = traced()
+        if (command === '') return false
+        // A call may be held on a thread of libuv's pool (an fsync of node:sqlite's backup), not the main one.
+        return readdirSync(`/proc/${command}/task`).some((thread) =>
+          numbers.has(Number(readFileSync(`/proc/${command}/task/${thread}/syscall`, 'utf8').split(' ')[0])),
+        )
       } catch {
         return false
       }

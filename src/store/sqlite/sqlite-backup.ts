@@ -97,6 +97,9 @@ export async function backupDatabase(
   const temporary = temporaryBeside(to, 'backup')
   removeWithCompanions(temporary)
   const source = openSource(path)
+  // A command stopped by a signal ends in process.exit, the copy under way with it.
+  const removeAtExit = () => leaveNothing(temporary)
+  process.once('exit', removeAtExit)
   try {
     const elsewhere = 'back up into another directory'
     await writing(
@@ -126,6 +129,7 @@ export async function backupDatabase(
     return { pets, bytes: statSync(to).size }
   } finally {
     if (source.isOpen) source.close()
+    process.off('exit', removeAtExit)
     leaveNothing(temporary)
   }
 }
