@@ -98,6 +98,8 @@ describe('all cores', () => {
     const counted = 'operation="createPet",status="201"'
     assert.equal(sampleSum(scrape, 'petstore_http_request_duration_seconds_count', counted), sent)
     assert.equal(sampleSum(scrape, 'petstore_pets_created_total'), sent)
+    // What runs, said once for the service: the workers' samples are one release's, never summed.
+    assert.equal(sampleSum(scrape, 'petstore_build_info'), 1)
     // A limit of each process, not a quantity the workers share: the same for all, never their sum.
     const limits = readFileSync(`/proc/${workers[0]}/limits`, 'utf8')
     const maxFds = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1])

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test'
 import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts'
 import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCli } from './helpers/cli-process.ts'
+import { runCli, serveForTest } from './helpers/cli-process.ts'
 
 const changelog = readFileSync(new URL('../CHANGELOG.md', import.meta.url), 'utf8')
 const { version: packageVersion } = JSON.parse(
@@ -61,6 +61,20 @@ describe('versions', () => {
     assert.equal(result.status, 0)
     assert.equal(result.stdout, `petstore ${packageVersion}\n`)
     assert.equal(releases[0]?.name, packageVersion, 'the latest release is the package version')
+  })
+
+  test('when the service serves, then its metrics name the release, the API version and the Node.js that run it, in one petstore_build_info sample of 1', async (t) => {
+    const server = await serveForTest(t, {}, temporaryDirectory(t))
+    const metricsPort = /metrics on port (\d+)/.exec(server.output())?.[1]
+    assert.ok(metricsPort, server.output())
+    const scrape = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    const apiVersion = /^API version: (\d+\.\d+\.\d+)/m.exec(changelog)?.[1]
+    assert.deepEqual(
+      scrape.split('\n').filter((line) => line.startsWith('petstore_build_info')),
+      [
+        `petstore_build_info{version="${packageVersion}",api_version="${apiVersion}",nodejs="${process.version}"} 1`,
+      ],
+    )
   })
 
   test('when the OpenAPI document is printed, then info.version is the API version the CHANGELOG names last, with the major of its path', (t) => {

@@ -5,8 +5,10 @@ import type { RedisConnection } from '../admission/rate-limit/redis-connection.t
 import { RedisWindowCounter } from '../admission/rate-limit/redis-counter.ts'
 import { type AppOptions, buildApp } from '../app.ts'
 import type { Config } from '../config.ts'
-import { createMetrics, type Metrics } from '../metrics/metrics.ts'
+import { createMetrics, gaugeBuildInfo, type Metrics } from '../metrics/metrics.ts'
+import { API_VERSION } from '../routes/openapi/openapi.ts'
 import type { Store } from '../store/store.ts'
+import { releaseVersion } from './release.ts'
 
 // API keys counted in memory at once; beyond it the least recently seen key starts a new window.
 const COUNTED_KEYS = 10_000
@@ -37,9 +39,16 @@ export async function composeApp(
   services: AppServices,
 ): Promise<{ app: FastifyInstance; metrics: Metrics }> {
   const { store } = services
-  const metrics = services.metrics ?? createMetrics(store.poolStats?.bind(store))
+  const metrics = services.metrics ?? madeMetrics(store)
   const app = await buildApp(appOptions(config, { ...services, metrics }))
   return { app, metrics }
+}
+
+/** The service's metrics, with what runs named in them (`petstore_build_info`). */
+function madeMetrics(store: Store): Metrics {
+  const metrics = createMetrics(store.poolStats?.bind(store))
+  gaugeBuildInfo(metrics.registry, { version: releaseVersion(), apiVersion: API_VERSION })
+  return metrics
 }
 
 /**

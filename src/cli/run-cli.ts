@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import { ConfigError } from '../errors.ts'
 import { backupCommand } from './backup-command.ts'
 import { CONFIG_EXIT_CODE, type Command, type CommandIo, failureLine, UsageError } from './command.ts'
@@ -6,6 +5,7 @@ import { copyCommand } from './copy-command.ts'
 import { keysCommand } from './keys-command.ts'
 import { migrateCommand } from './migrate-command.ts'
 import { openapiCommand } from './openapi-command.ts'
+import { releaseVersion } from './release.ts'
 import { restoreCommand } from './restore-command.ts'
 import { seedCommand } from './seed-command.ts'
 import { serveCommand } from './serve-command.ts'
@@ -29,11 +29,6 @@ ${COMMANDS.map((command) => `  ${command.name.padEnd(9)} ${command.summary}`).jo
 Run "petstore <command> --help" for a command's options. Without a command, "serve" runs.
 "petstore --version" prints the version.`
 
-/** The version of this release, as package.json gives it. */
-function version(): string {
-  return JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version
-}
-
 /** What `--help` or `--version` prints, or the one line refusing what came with it. */
 function topLevelAnswer(flag: string, rest: string[]): { stdout: string } | { usage: string } {
   const help = flag !== '--version' && flag !== '-v'
@@ -42,7 +37,7 @@ function topLevelAnswer(flag: string, rest: string[]): { stdout: string } | { us
   if (command !== undefined) return { stdout: command.help }
   const extra = rest.find((arg) => !COMMANDS.some(({ name }) => name === arg)) ?? rest[rest.length - 1]
   if (extra !== undefined) return { usage: `${flag} takes no "${extra}"` }
-  return { stdout: help ? HELP : `petstore ${version()}` }
+  return { stdout: help ? HELP : `petstore ${releaseVersion()}` }
 }
 
 export async function runCli(argv: string[], io: CommandIo): Promise<number> {

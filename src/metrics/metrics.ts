@@ -128,6 +128,20 @@ export function gaugeReadiness(registry: Registry, ready: () => Promise<boolean>
   })
 }
 
+/**
+ * `petstore_build_info`: always 1, labelled with what runs, so that a dashboard tells releases apart during
+ * a rolling deploy. Under WORKERS one sample, the first worker's: they all run the supervisor's release.
+ */
+export function gaugeBuildInfo(registry: Registry, build: { version: string; apiVersion: string }): void {
+  new Gauge({
+    name: 'petstore_build_info',
+    help: 'Always 1: the labels name the service release, the API version it serves and the Node.js that runs it.',
+    labelNames: ['version', 'api_version', 'nodejs'] as const,
+    registers: [registry],
+    aggregator: 'first',
+  }).set({ version: build.version, api_version: build.apiVersion, nodejs: process.version }, 1)
+}
+
 /** The log lines (standard output) this process dropped, in `registry` (a supervisor adds its workers'). */
 export function countDroppedLogLines(registry: Registry): void {
   droppedLinesCounter(registry, 'stdout', {

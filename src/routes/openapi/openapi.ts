@@ -16,7 +16,7 @@ signed 64-bit range: parse them with a JSON library that keeps big integers.`
  * The API's version (`info.version`), not the service's (package.json): its major is the `/v1` of the
  * paths, and it changes only with the interface (docs/versioning.md); each CHANGELOG release names it.
  */
-const API_VERSION = '1.1.0'
+export const API_VERSION = '1.1.0'
 
 // The service's code is not licensed to anyone (package.json: UNLICENSED).
 const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' }
