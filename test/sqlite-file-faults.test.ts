@@ -160,6 +160,31 @@ describe('SQLite: the database file changes under a running server', () => {
   }
 
   for (const writeThread of ['off', 'on']) {
+    test(`when the -shm file is deleted and a command then opens the database (write thread ${writeThread}), then the server acknowledges no create beside it, and after a restart the command's key and every acknowledged pet are there, the file whole`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      await setup.ledger.createAcknowledged(server, 10)
+      // The command makes a new -shm: its locks and the server's no longer exclude each other.
+      unlinkSync(`${setup.database}-shm`)
+      const made = runCli(['keys', 'create', '--name', 'after'], {}, setup.cwd)
+      assert.equal(made.status, 0, made.stderr)
+
+      await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
+      const [line] = storageFaultLines(server)
+      assert.match(
+        String(line?.msg),
+        /-shm was deleted or replaced while in use .*: new creates are refused .*; restart the service/,
+      )
+      await setup.kill(server)
+      assert.deepEqual(rowsOf(setup.database, 'PRAGMA integrity_check'), [{ integrity_check: 'ok' }])
+      const restarted = await setup.start()
+      assert.equal((await requesterFor(made.stdout.trim())(restarted, '/v1/pets')).status, 200)
+      await setup.ledger.createAcknowledged(restarted, 1)
+      await setup.ledger.assertAllPresent(restarted)
+    })
+  }
+
+  for (const writeThread of ['off', 'on']) {
     test(`when the database file is deleted while a create waits for the write lock (write thread ${writeThread}), then that create, committed into the deleted file, is not acknowledged`, async (t) => {
       const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
       const server = await setup.start()

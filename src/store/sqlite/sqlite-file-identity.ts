@@ -1,6 +1,6 @@
 import { readdirSync, readlinkSync, statSync } from 'node:fs'
 
-export type WatchedFile = 'database' | 'wal'
+export type WatchedFile = 'database' | 'wal' | 'shm'
 
 /** The file a path names, as device and inode (one file whatever the path: a link, `./`); none if absent. */
 export function identityOf(path: string): string | undefined {
@@ -9,23 +9,30 @@ export function identityOf(path: string): string | undefined {
 }
 
 /**
- * Which files the connection opened (device and inode of the database and its write-ahead log, taken
- * once it has opened both), so a write can check that the paths still name them: a file deleted, renamed
- * or replaced under a running server keeps taking writes that no restart will find. Two stat calls.
+ * Which files the connection opened (device and inode of the database, its write-ahead log and its shared
+ * memory index, taken once it has opened them), so a write can check that the paths still name them: a
+ * file deleted, renamed or replaced under a running server keeps taking writes that no restart will find,
+ * and a new `-shm` holds the locks of the next process to open the database, not this one's, so their
+ * writes overwrite each other in the log. Three stat calls.
  */
 export class SqliteFileIdentity {
   readonly #paths: Record<WatchedFile, string>
   readonly #opened: Record<WatchedFile, string | undefined>
 
   constructor(path: string) {
-    this.#paths = { database: path, wal: `${path}-wal` }
-    this.#opened = { database: identityOf(path), wal: identityOf(`${path}-wal`) }
+    this.#paths = { database: path, wal: `${path}-wal`, shm: `${path}-shm` }
+    this.#opened = {
+      database: identityOf(path),
+      wal: identityOf(`${path}-wal`),
+      shm: identityOf(`${path}-shm`),
+    }
   }
 
   /** The first file whose path no longer names the file opened, if any. */
   changed(): WatchedFile | undefined {
     if (identityOf(this.#paths.database) !== this.#opened.database) return 'database'
     if (identityOf(this.#paths.wal) !== this.#opened.wal) return 'wal'
+    if (identityOf(this.#paths.shm) !== this.#opened.shm) return 'shm'
     return undefined
   }
 

@@ -160,6 +160,17 @@ export class SqliteHealth {
    * path — so after a deleted -wal the next start still finds every pet acknowledged so far.
    */
   #filesReplaced(changed: WatchedFile): void {
+    if (changed === 'shm') {
+      // No checkpoint: this index may be stale beside another process's, and copying by it would damage
+      // the database file. The log holds every commit, and a restart rebuilds the index from it.
+      this.#enter(
+        'file_replaced',
+        { file: `${this.#path}-shm`, checkpointed: false },
+        `${this.#path}-shm was deleted or replaced while in use (another process opening the database ` +
+          `now shares no lock with this one): ${REFUSED}; restart the service, which rebuilds it from the log`,
+      )
+      return
+    }
     // With another database at the path, the log there (still this one's) is emptied once copied: its
     // next open would replay this database's pages onto the other one. With none, it stays, and a start
     // refuses it instead of beginning an empty database beside it.
