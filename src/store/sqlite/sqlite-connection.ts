@@ -36,6 +36,8 @@ export class SqliteConnection {
   readonly #statements = new Map<string, StatementSync>()
   readonly #onFault: (error: StorageFaultError) => void
   #closed = false
+  /** When every wait for the lock ends, whatever is left of it: set as the store closes (`endWaitsBy`). */
+  #waitsEndBy = Number.POSITIVE_INFINITY
 
   /** The database file's path as given (`:memory:` for none). */
   readonly path: string
@@ -80,6 +82,19 @@ export class SqliteConnection {
   }
 
   /**
+   * Ends every wait for the lock, begun or to come, by `moment` (`performance.now()`): a stop's last writes
+   * then fail as busy, said by their callers, within the stop's bound rather than past it.
+   */
+  endWaitsBy(moment: number): void {
+    this.#waitsEndBy = Math.min(this.#waitsEndBy, moment)
+  }
+
+  /** Of `waitMs`, what a wait starting now may take before `endWaitsBy`'s moment. */
+  waitAllowed(waitMs: number): number {
+    return Math.min(waitMs, this.#waitsEndBy - performance.now())
+  }
+
+  /**
    * Runs `work`, retrying it while another connection holds the lock, for up to `waitMs` (`busyTimeoutMs`
    * unless the caller already waited part of it: tried once when none is left). A fault of the storage
    * (full, read-only, I/O error…) rejects with StorageFaultError, answered 503.
@@ -87,13 +102,13 @@ export class SqliteConnection {
   async run<T>(work: () => T, waitMs = this.#busyTimeoutMs): Promise<T> {
     this.ensureOpen()
     // On the monotonic clock: a wall clock stepped back would stretch the wait past its bound.
-    const deadline = performance.now() + waitMs
+    const deadline = performance.now() + this.waitAllowed(waitMs)
     for (let attempt = 0; ; attempt++) {
       try {
         return work()
       } catch (error) {
         if (!isBusy(error)) throw this.#storageError(error)
-        if (performance.now() >= deadline)
+        if (performance.now() >= Math.min(deadline, this.#waitsEndBy))
           throw new StoreUnavailableError('the database is busy', { cause: error })
         // Jittered, growing pauses (up to ~25 ms) so competing processes do not retry in lockstep.
         await sleep(Math.min(2 ** attempt, 25) * (0.5 + Math.random()))

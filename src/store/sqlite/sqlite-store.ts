@@ -31,6 +31,9 @@ export interface SqliteStoreOptions extends SqliteConnectionOptions {
   log?: StorageLog
 }
 
+// Kept of a stop's bound for what follows the last writes: the batches' flush and the files' close.
+const CLOSE_GRACE_MS = 250
+
 const SILENT: StorageLog = { error: () => {}, info: () => {} }
 
 /**
@@ -58,7 +61,7 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     const writeThread = onThread ? new SqliteWriteThread(options, options.writeThreadEntry) : undefined
     this.#writeThread = writeThread
     // A create's wait for the lock counts from its arrival: queued behind a batch that waited, it has less.
-    const waitLeft = (since: number) => options.busyTimeoutMs - (performance.now() - since)
+    const waitLeft = (since: number) => db.waitAllowed(options.busyTimeoutMs - (performance.now() - since))
     const commit = writeThread
       ? (batch: CreatePetRequest[], since: number) => writeThread.commit(batch, waitLeft(since))
       : (batch: CreatePetRequest[], since: number) => db.run(() => createPetBatch(db, batch), waitLeft(since))
@@ -105,7 +108,12 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     return ownAnswer(this.#creates.submit(request))
   }
 
-  async close(after?: Promise<unknown>): Promise<void> {
+  async close(after?: Promise<unknown>, doneBy?: number): Promise<void> {
+    // Another process may hold the lock past the stop's bound: the last writes give up before it.
+    if (doneBy !== undefined) {
+      this.#db.endWaitsBy(doneBy - CLOSE_GRACE_MS)
+      this.#writeThread?.endWaitsBy(doneBy - CLOSE_GRACE_MS)
+    }
     await after?.catch(() => {})
     if (this.#db.closed) return
     await this.#creates.flush()

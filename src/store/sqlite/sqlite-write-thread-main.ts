@@ -19,6 +19,8 @@ port.on('message', async (message: WriteThreadMessage) => {
     port.close()
     return
   }
+  // Taken while a batch waits for the lock: its wait retries asynchronously, so this message comes between.
+  if ('endWaitsIn' in message) return db.endWaitsBy(performance.now() + message.endWaitsIn)
   let reply: WriteThreadReply
   try {
     reply = batchToWire(await db.run(() => createPetBatch(db, message.requests), message.waitMs))

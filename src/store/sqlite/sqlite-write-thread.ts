@@ -32,7 +32,10 @@ export interface WireFailure {
 
 export type WriteThreadReply = { outcomes: WireOutcome[]; refused?: WireFailure } | { failure: WireFailure }
 /** A batch, and how long it may wait for the lock (what is left of its oldest create's bound). */
-export type WriteThreadMessage = { requests: CreatePetRequest[]; waitMs: number } | { close: true }
+export type WriteThreadMessage =
+  | { requests: CreatePetRequest[]; waitMs: number }
+  | { endWaitsIn: number }
+  | { close: true }
 
 export function batchToWire({ outcomes, refusedBy }: SqliteBatch): WriteThreadReply {
   return {
@@ -152,6 +155,14 @@ export class SqliteWriteThread {
     const pending = this.#pending
     this.#pending = undefined
     return pending
+  }
+
+  /**
+   * Ends the thread's waits for the lock, the batch's under way included, by `moment` (`performance.now()`
+   * of this thread: the thread's clock has another origin, so what is left is sent).
+   */
+  endWaitsBy(moment: number): void {
+    this.#worker?.postMessage({ endWaitsIn: moment - performance.now() } satisfies WriteThreadMessage)
   }
 
   /** Ends the thread once its connection is closed (call after the last batch was answered). */
