@@ -102,12 +102,13 @@ export class SqliteConnection {
   async run<T>(work: () => T, waitMs = this.#busyTimeoutMs): Promise<T> {
     this.ensureOpen()
     // On the monotonic clock: a wall clock stepped back would stretch the wait past its bound.
-    const deadline = performance.now() + this.waitAllowed(waitMs)
+    const deadline = performance.now() + waitMs
     for (let attempt = 0; ; attempt++) {
       try {
         return work()
       } catch (error) {
         if (!isBusy(error)) throw this.#storageError(error)
+        // A stop's end of waits (`endWaitsBy`) may come while this one is under way.
         if (performance.now() >= Math.min(deadline, this.#waitsEndBy))
           throw new StoreUnavailableError('the database is busy', { cause: error })
         // Jittered, growing pauses (up to ~25 ms) so competing processes do not retry in lockstep.
