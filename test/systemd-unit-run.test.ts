@@ -222,8 +222,18 @@ describe('deploy/petstore.service, run by systemd', {
     )
   })
 
-  test('when a stray signal ends it cleanly (exit 0), then systemd starts it again', async () => {
+  test('when a stray signal ends it cleanly (exit 0), then systemd starts it again, with a compile cache made anew (none outlives a run)', async () => {
     const first = await show('MainPID')
+    // The compile cache the run made, the service's alone: an entry per module, and its directory's inode.
+    const cache = async () => {
+      const [owner, mode, inode] = (await inVm(['stat', '-c', '%u %a %i', '/run/petstore'])).trim().split(' ')
+      const entries = await inVm(['sh', '-c', 'ls /run/petstore/compile-cache/*/ | wc -l'])
+      return { owner, mode, inode, entries: Number(entries.trim()) }
+    }
+    const before = await cache()
+    const uid = (await inVm(['stat', '-c', '%u', '/var/lib/private/petstore/petstore.db'])).trim()
+    assert.deepEqual([before.owner, before.mode], [uid, '700'])
+    assert.ok(before.entries > 1000, `${before.entries} compile cache entries`)
     // The shell's own kill: the machine has no kill(1), and `systemctl kill` would be systemd's doing.
     await inVm(['sh', '-c', 'kill -TERM "$1"', 'sh', first])
     await waitFor(
@@ -240,6 +250,9 @@ describe('deploy/petstore.service, run by systemd', {
       const journal = await inVm(['journalctl', '-u', 'petstore', '--no-pager', '-n', '60']).catch(String)
       assert.fail(`${restarts} restarts, not 1:\n${journal}`)
     }
+    const after = await cache()
+    assert.notEqual(after.inode, before.inode, 'the runtime directory was removed at the stop and made again')
+    assert.ok(after.entries > 1000, `${after.entries} compile cache entries after the restart`)
   })
 
   test("when an upgrade links another release's directory and restarts, then the service runs from it, on the same data", async () => {
