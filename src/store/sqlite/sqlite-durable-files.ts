@@ -1,5 +1,17 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import {
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs'
 import { hostname } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 
@@ -108,4 +120,31 @@ export const COMPANION_SUFFIXES = ['-journal', '-wal', '-shm'] as const
 /** Removes a SQLite file and the companions SQLite may have left beside it. */
 export function removeWithCompanions(path: string): void {
   for (const suffix of ['', ...COMPANION_SUFFIXES]) rmSync(`${path}${suffix}`, { force: true })
+}
+
+// A copy's reads and writes: large enough that a database of a few hundred MB takes a few hundred calls.
+const COPY_CHUNK_BYTES = 1024 * 1024
+
+/**
+ * Copies `from` into a new file `to`, for its owner alone from its first byte: `copyFileSync` makes the
+ * file with the source's mode and changes it only once the copy is done, so another user could open a
+ * backup kept 0644 meanwhile, and read it for good. A file already at `to` (one planted there) fails it.
+ */
+export function copyToNewPrivateFile(from: string, to: string): void {
+  const source = openSync(from, 'r')
+  try {
+    const target = openSync(to, 'wx', 0o600)
+    try {
+      // Whatever the umask left, never more than the owner's.
+      fchmodSync(target, 0o600)
+      const chunk = Buffer.allocUnsafe(COPY_CHUNK_BYTES)
+      for (let read = readSync(source, chunk); read > 0; read = readSync(source, chunk)) {
+        for (let written = 0; written < read; ) written += writeSync(target, chunk, written, read - written)
+      }
+    } finally {
+      closeSync(target)
+    }
+  } finally {
+    closeSync(source)
+  }
 }

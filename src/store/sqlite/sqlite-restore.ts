@@ -1,4 +1,4 @@
-import { constants, copyFileSync, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
+import { constants, existsSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { accessRefused, kindAt, thisUser, unlessRoot } from '../../file-kind.ts'
 import type { RestoreSummary } from '../shared/backup-role.ts'
@@ -15,6 +15,7 @@ import {
 } from './sqlite-database-files.ts'
 import {
   COMPANION_SUFFIXES,
+  copyToNewPrivateFile,
   fsyncPath,
   removeAbandoned,
   removeWithCompanions,
@@ -80,7 +81,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     besideIt(() => settleLeftovers(path))
     removeWithCompanions(temporary)
     // A new file only: one planted under its name makes the copy fail rather than be written through.
-    besideIt(() => copyFileSync(from, temporary, constants.COPYFILE_EXCL))
+    besideIt(() => copyToNewPrivateFile(from, temporary))
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
     // A failure to write the copy (a full volume) stops the restore; one to read the old database does not.
