@@ -37,6 +37,18 @@ describe('read cache', () => {
     assert.ok(cache.get('small'))
   })
 
+  test('when answers hold letters of several bytes (UTF-8 bodies of long pages included), then each is charged its bytes, not its characters', () => {
+    // 100 characters of 3 bytes each: 300 bytes and 200 more, as a Buffer (a long page) or as a string.
+    const cjk = '猫'.repeat(100)
+    for (const body of [Buffer.from(cjk), cjk]) {
+      const cache = new ReadCache(999)
+      cache.set('a', representationOf(cjk))
+      cache.set('b', { ...representationOf(cjk), body })
+      assert.equal(cache.get('a'), undefined, `two entries of 500 bytes are over 999 (${typeof body})`)
+      assert.ok(cache.get('b'))
+    }
+  })
+
   test('when the budget is 0, then nothing is kept', () => {
     const cache = new ReadCache(0)
     cache.set('a', answer('a'))

@@ -27,7 +27,9 @@ export class ReadCache {
         ? undefined
         : new LRUCache({
             maxSize: maxBytes,
-            sizeCalculation: (entry) => entry.body.length + ENTRY_OVERHEAD_BYTES,
+            // Bytes, not characters: a long page is UTF-8 bytes (3 per CJK letter), and a string's UTF-8
+            // length is at least what V8 keeps of it (1 or 2 bytes per unit).
+            sizeCalculation: (entry) => Buffer.byteLength(entry.body) + ENTRY_OVERHEAD_BYTES,
           })
   }
 
