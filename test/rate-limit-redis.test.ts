@@ -278,15 +278,17 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
       assert.equal(response.status, 200, 'served while Redis hangs')
       assert.equal(response.headers.get('ratelimit-remaining'), null, 'and no count is claimed')
     }
-    // Requests go on coming, a tenth of a second apart, for long enough that Redis is asked again.
-    while (performance.now() - started < 3200) {
+    // Requests go on coming, a tenth of a second apart, for long enough that Redis is asked again, and
+    // that the connection made anew meanwhile times out its own ready check (a review's 9 s hang: 'Redis is
+    // unreachable' was said too, and a second line when it answered).
+    while (performance.now() - started < 6000) {
       await sleep(100)
       assert.equal((await call(server, 'GET', '/v1/pets')).status, 200, 'served while Redis hangs')
     }
     // The first two wait out the command timeout (500 ms); the others pass Redis by, but one a second
     // asks it. Counted in commands, not in request times, which a loaded host stretches.
     const gaps = askedAt.slice(2).map((at, i) => Math.round(at - (askedAt[i + 1] as number)))
-    assert.ok(gaps.length >= 1, `Redis was asked again within 3.2 s: ${askedAt.length} asked; took ${took}`)
+    assert.ok(gaps.length >= 1, `Redis was asked again within 6 s: ${askedAt.length} asked; took ${took}`)
     assert.ok(
       gaps.every((gap) => gap >= 900),
       `asked again at most once a second, after the two that timed out: gaps ${gaps} ms`,

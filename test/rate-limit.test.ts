@@ -127,7 +127,7 @@ describe('a Redis answer that is no count', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
     const server = await startTestServer(t, {
       env: { RATE_LIMIT_PER_MINUTE: '100' },
-      app: { redis: { client: redis, steps }, logger },
+      app: { redis: { client: redis, steps, silence: { since: undefined } }, logger },
     })
     const redisLines = () =>
       lines.filter((line) => /Redis/.test(String(line.msg))).map((line) => [line.level, line.msg])

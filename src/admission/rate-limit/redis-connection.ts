@@ -1,12 +1,14 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { refusedCertificate } from '../../certificate-refusal.ts'
-import { keepInStep, OUT_OF_STEP, type ReplySteps, Steps } from './redis-reply-steps.ts'
+import { COMMAND_TIMED_OUT, keepInStep, OUT_OF_STEP, type ReplySteps, Steps } from './redis-reply-steps.ts'
 
 /** A Redis client for shared rate-limit counts, and how its replies keep step with its commands. */
 export interface RedisConnection {
   client: Redis
   steps: ReplySteps
+  /** Since when Redis takes connections but answers no count (set by the counter, which says so). */
+  silence: { since: number | undefined }
 }
 
 /**
@@ -43,8 +45,9 @@ export async function connectRedis(
     redis.disconnect()
     throw new Error(`REDIS_URL: ${refused.atStart}`)
   }
-  logOutages(redis, url, log, first, steps)
-  return { client: redis, steps }
+  const silence = { since: undefined }
+  logOutages(redis, url, log, first, steps, silence)
+  return { client: redis, steps, silence }
 }
 
 // Redis's replies to a missing or wrong password (`ERR invalid password` from Redis before 6).
@@ -148,12 +151,15 @@ function logOutages(
   log: Pick<Logger, 'error' | 'warn' | 'info'>,
   first: Error | undefined,
   steps: Steps,
+  silence: RedisConnection['silence'],
 ): void {
   let downSince: number | undefined
   let refusedSaid = false
   const down = (error: Error) => {
     // Reachable, said by keepInStep; so is what a connection it drops still reports (its ready check).
     if (steps.dropping || OUT_OF_STEP.test(error.message)) return
+    // A Redis that hangs, said by the counter: the new connection it asked for times out its ready check.
+    if (silence.since !== undefined && error.message === COMMAND_TIMED_OUT) return
     // Refused later (not up yet at start, or its password or certificate changed since): a setting to
     // correct, said once until Redis takes it again; Redis is up, so it is not said to be unreachable.
     const refused = settingRefused(error, url)

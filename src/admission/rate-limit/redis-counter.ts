@@ -1,7 +1,7 @@
 import { type Redis, ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import type { RedisConnection } from './redis-connection.ts'
-import type { ReplySteps } from './redis-reply-steps.ts'
+import { COMMAND_TIMED_OUT, type ReplySteps } from './redis-reply-steps.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
@@ -44,16 +44,21 @@ export class RedisWindowCounter implements WindowCounter {
   readonly #steps: ReplySteps
   readonly #prefix: string
   readonly #log: Pick<Logger, 'warn' | 'info'>
-  #silentSince: number | undefined
+  readonly #silence: RedisConnection['silence']
   #refusingSince: number | undefined
   #askAgainAt = 0
   #timeoutsInARow = 0
 
-  constructor({ client: redis, steps }: RedisConnection, prefix: string, log: Pick<Logger, 'warn' | 'info'>) {
+  constructor(
+    { client: redis, steps, silence }: RedisConnection,
+    prefix: string,
+    log: Pick<Logger, 'warn' | 'info'>,
+  ) {
     // ioredis sends the script by its digest, and the script itself only when Redis does not know it yet.
     if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: INCREMENT })
     this.#redis = redis as WithIncrement
     this.#steps = steps
+    this.#silence = silence
     this.#prefix = prefix
     this.#log = log
   }
@@ -66,7 +71,7 @@ export class RedisWindowCounter implements WindowCounter {
       probe = this.#steps.probe()
       if (probe === undefined) throw OUT_OF_STEP
     }
-    if (this.#silentSince !== undefined) {
+    if (this.#silence.since !== undefined) {
       const now = performance.now()
       if (now < this.#askAgainAt) throw PASSED_BY
       this.#askAgainAt = now + SILENT_RETRY_MS
@@ -76,7 +81,7 @@ export class RedisWindowCounter implements WindowCounter {
     try {
       answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
     } catch (error) {
-      if ((error as Error).message === 'Command timed out') this.#timedOut(error, connection)
+      if ((error as Error).message === COMMAND_TIMED_OUT) this.#timedOut(error, connection)
       else if (error instanceof ReplyError) this.#refused(error)
       throw error
     }
@@ -101,12 +106,12 @@ export class RedisWindowCounter implements WindowCounter {
       )
       this.#refusingSince = undefined
     }
-    if (this.#silentSince !== undefined) {
+    if (this.#silence.since !== undefined) {
       this.#log.info(
-        { silentMs: Math.round(performance.now() - this.#silentSince) },
+        { silentMs: Math.round(performance.now() - this.#silence.since) },
         'Redis answers again: rate limits are counted',
       )
-      this.#silentSince = undefined
+      this.#silence.since = undefined
     }
     const [count, resetInMs] = answer
     return { count, resetInMs }
@@ -130,9 +135,9 @@ export class RedisWindowCounter implements WindowCounter {
     // address), which the kernel gives up only after some 15 minutes: another is made, in the background.
     // Once: the other counts that timed out on it, and late ones, leave the next connection alone.
     if (connection === this.#redis.stream && this.#redis.status === 'ready') this.#redis.disconnect(true)
-    if (this.#silentSince !== undefined) return
+    if (this.#silence.since !== undefined) return
     this.#askAgainAt = performance.now() + SILENT_RETRY_MS
-    this.#silentSince = performance.now()
+    this.#silence.since = performance.now()
     this.#log.warn({ err: error }, 'Redis does not answer: rate limits are not counted until it does')
   }
 }

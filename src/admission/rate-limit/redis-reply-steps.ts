@@ -5,6 +5,9 @@ import type { Logger } from 'pino'
 // between, sent more replies than commands, so the replies after it may answer the wrong commands.
 export const OUT_OF_STEP = /^Command queue state error\b/
 
+// ioredis's error for a command (a ready check's INFO included) unanswered past its `commandTimeout`.
+export const COMMAND_TIMED_OUT = 'Command timed out'
+
 // How long after a count asked of a connection (a probe) no reply out of step may come, for it to be
 // in step: a Redis may answer the ready check in step and only the count out of step.
 const IN_STEP_MS = 1000
