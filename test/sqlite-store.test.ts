@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
@@ -31,6 +32,15 @@ function otherConnection(t: Cleanup, path: string) {
 }
 
 describe('SQLite engine', () => {
+  test('when the -shm was replaced under the store (another process opened the database after its deletion), then the idempotency purge is refused too, not written by a stale index', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const store = await openStore(t, path)
+    assert.equal(await store.purgeIdempotencyRecords(Date.now()), 0)
+    unlinkSync(`${path}-shm`)
+    otherConnection(t, path).prepare('SELECT count(*) FROM pets').get()
+    await assert.rejects(store.purgeIdempotencyRecords(Date.now()), { name: 'StorageFaultError' })
+  })
+
   test('when the database file is opened, then it is in WAL mode', async (t) => {
     const path = join(temporaryDirectory(t), 'pets.db')
     await openStore(t, path)

@@ -144,4 +144,12 @@ export class SqliteConnection {
     this.#closed = true
     this.#db.close()
   }
+
+  /**
+   * Refuses every later call without closing the file: the process's exit then leaves the log for the
+   * next open to recover from, where SQLite's close would checkpoint it (SqliteHealth, `indexReplaced`).
+   */
+  abandon(): void {
+    this.#closed = true
+  }
 }

@@ -44,6 +44,8 @@ export class SqliteHealth {
   #volumeCheckedAt = Number.NEGATIVE_INFINITY
   /** A damaged file does not mend: once found, the fault outlasts every other until a restart. */
   #damaged = false
+  /** The `-shm` was replaced: this process's index of the log may be stale (see `indexReplaced`). */
+  #indexReplaced = false
 
   constructor(db: SqliteConnection, path: string, log: StorageLog) {
     this.#db = db
@@ -73,6 +75,14 @@ export class SqliteHealth {
    */
   assertUndamaged(): void {
     if (this.#damaged) throw new StorageFaultError('corrupt')
+  }
+
+  /**
+   * Whether the `-shm` was replaced under this process: SQLite's close would then checkpoint by a stale
+   * index and drop from the log what another process committed, so the store leaves the log as it is.
+   */
+  get indexReplaced(): boolean {
+    return this.#indexReplaced
   }
 
   /** Records a failed operation: a storage fault becomes the store's state until a write succeeds. */
@@ -161,6 +171,7 @@ export class SqliteHealth {
    */
   #filesReplaced(changed: WatchedFile): void {
     if (changed === 'shm') {
+      this.#indexReplaced = true
       // No checkpoint: this index may be stale beside another process's, and copying by it would damage
       // the database file. The log holds every commit, and a restart rebuilds the index from it.
       this.#enter(

@@ -118,7 +118,14 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     if (this.#db.closed) return
     await this.#creates.flush()
     await this.#writeThread?.close()
-    this.#db.close()
+    if (this.#health.indexReplaced) this.#db.abandon()
+    else this.#db.close()
+  }
+
+  // Not through `write` (engine-store.ts says why), but never into files that are no longer the ones opened.
+  override async purgeIdempotencyRecords(nowMs: number, signal?: AbortSignal): Promise<number> {
+    this.#health.assertFilesInPlace()
+    return super.purgeIdempotencyRecords(nowMs, signal)
   }
 }
 
