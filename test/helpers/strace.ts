@@ -119,11 +119,13 @@ export interface HeldAtCall {
   kill(): void
 }
 
-// Each call and its system call numbers: x86-64's, then arm64's (which has only the `…at` forms).
+// Each call and its system call numbers on this processor: one architecture's number may be another's
+// call (x86-64's rename is arm64's fsync), and every thread is looked at. Arm64 has only the `…at` forms.
+const ARM64 = process.arch === 'arm64'
 const CALLS = {
-  rename: { names: 'rename,renameat,renameat2', numbers: new Set([82, 264, 316, 38, 276]) },
-  link: { names: 'link,linkat', numbers: new Set([86, 265, 37]) },
-  fsync: { names: 'fsync,fdatasync', numbers: new Set([74, 75, 82, 83]) },
+  rename: { names: 'rename,renameat,renameat2', numbers: new Set(ARM64 ? [38, 276] : [82, 264, 316]) },
+  link: { names: 'link,linkat', numbers: new Set(ARM64 ? [37] : [86, 265]) },
+  fsync: { names: 'fsync,fdatasync', numbers: new Set(ARM64 ? [82, 83] : [74, 75]) },
 }
 
 /**
@@ -176,7 +178,10 @@ export function runWithFirstCallHeld(
       child.kill('SIGKILL')
     },
     signal(signal) {
-      process.kill(Number(traced()), signal)
+      // Never pid 0, which is the whole process group (the test runner's included).
+      const command = traced()
+      if (command === '') throw new Error('the traced command has ended')
+      process.kill(Number(command), signal)
     },
     atHeldCall() {
       try {
