@@ -108,6 +108,18 @@ describe('all cores', () => {
     assert.equal(await exitWithin(server), 0)
   })
 
+  test("when the compile cache begins empty (as systemd's does at every start), then the workers start warm from what the supervisor loaded", async (t) => {
+    const cwd = temporaryDirectory(t)
+    // Node says of each module whether it found it in the cache ("accepted") or compiled it.
+    const cached = { NODE_COMPILE_CACHE: join(cwd, 'compile-cache'), NODE_DEBUG_NATIVE: 'COMPILE_CACHE' }
+    const server = await startServeProcess({ ...env, ...cached }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    await servingWorkers(server, 2)
+    const accepted = server.output().match(/ accepted/g)?.length ?? 0
+    // About 1,150 modules each; a cold worker accepts a few dozen at most (what another wrote meanwhile).
+    assert.ok(accepted > 2 * 1000, `${accepted} modules found in the cache by the workers`)
+  })
+
   test('when a worker is killed, then the supervisor starts a replacement that serves, and counts the restart', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))

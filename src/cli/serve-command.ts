@@ -205,6 +205,9 @@ uncaught failure (see README, "Operating").`,
       } finally {
         await store.close()
       }
+      // The modules a worker loads are this process's too (imported to prepare): written before the
+      // workers start, so that they start warm where the cache begins empty at every start (systemd's).
+      flushCompileCache()
     })
     // Its own listeners are in place once it supervises.
     return supervising.finally(() => startingUp?.())
