@@ -14,7 +14,8 @@ consistent snapshot (every create acknowledged before the command started is in 
 Pet Store schema), synced, then renamed into place, so FILE is never half-written. FILE is one
 self-contained SQLite file. An existing FILE is replaced only with --force, and only a regular file:
 a symbolic link, a device, a FIFO or a socket is refused. Stopped by a signal (Ctrl-C, SIGTERM), it says
-so, removes its unfinished copy and leaves FILE as it was.
+so, removes its unfinished copy and leaves FILE as it was (a journal SQLite's copying thread makes at
+that very moment may stay, hidden beside FILE: the next backup there removes it).
 On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
   async run(args, { stdout, stderr }) {
     const { values } = parseCommandArgs(args, { to: { type: 'string' }, force: { type: 'boolean' } })
