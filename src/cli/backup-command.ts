@@ -2,7 +2,7 @@ import { type Command, counted, UsageError } from './command.ts'
 import { nonEmptyOption, parseCommandArgs } from './command-args.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
-import { onStopSignal, signalExitCode } from './stop-signals.ts'
+import { exitStopped, onStopSignal } from './stop-signals.ts'
 
 export const backupCommand: Command = {
   name: 'backup',
@@ -24,10 +24,9 @@ On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
     const { config } = startUp()
     const to = values.to
     // The copy under way is removed as the process exits (backupDatabase); FILE is only ever renamed over.
-    const release = onStopSignal((signal) => {
-      stderr.write(`petstore backup: stopped by ${signal} before the end; ${to} is as it was (not written)\n`)
-      process.exit(signalExitCode(signal))
-    })
+    const release = onStopSignal((signal) =>
+      exitStopped(stderr, 'backup', signal, `before the end; ${to} is as it was (not written)`),
+    )
     try {
       const { path, role } = await backupRole(config.database)
       const { pets, bytes } = await role.backupDatabase(path, to, { force: values.force ?? false })

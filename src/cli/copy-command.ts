@@ -15,7 +15,7 @@ import {
   sameFile,
   sqlitePathOf,
 } from './open-store.ts'
-import { onStopSignal, signalExitCode } from './stop-signals.ts'
+import { exitStopped, onStopSignal } from './stop-signals.ts'
 
 // Progress lines at most this often, whatever the chunk size: readable in a terminal and in a log.
 const PROGRESS_EVERY_MS = 2000
@@ -41,9 +41,8 @@ function stopOnSignal(stderr: { write(text: string): unknown }, beforeExit: () =
     const held = beforeExit()
       ? 'the new target held no pet yet and is removed'
       : 'the target holds whole chunks: run the same command again to finish'
-    stderr.write(`petstore copy: stopped by ${signal} before the end; ${held}\n`)
-    // The shell's code for a command ended by the signal; the transaction under way is rolled back.
-    process.exit(signalExitCode(signal))
+    // The transaction under way is rolled back.
+    exitStopped(stderr, 'copy', signal, `before the end; ${held}`)
   })
 }
 const SOURCE = '--from (the source)'

@@ -3,7 +3,7 @@ import { type Command, CommandError, counted, failureLine, type Output } from '.
 import { integerOption, parseCommandArgs } from './command-args.ts'
 import { openCommandStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
-import { onStopSignal, signalExitCode } from './stop-signals.ts'
+import { exitStopped, onStopSignal, signalExitCode } from './stop-signals.ts'
 
 const NAMES = [
   'Bella',
@@ -83,8 +83,7 @@ function stopOnSignal(stderr: Output) {
   const release = onStopSignal((signal) => {
     stopped = signal
     if (seeding) return
-    stderr.write(`petstore seed: stopped by ${signal} before adding any pet\n`)
-    process.exit(signalExitCode(signal))
+    exitStopped(stderr, 'seed', signal, 'before adding any pet')
   })
   const started = () => {
     seeding = true

@@ -7,6 +7,20 @@ export function signalExitCode(signal: NodeJS.Signals): number {
 }
 
 /**
+ * Ends a command a stop signal reached before its end: one line on `stderr` saying so and what it leaves
+ * (`rest`, after the signal's name), then the shell's code for the signal.
+ */
+export function exitStopped(
+  stderr: { write(text: string): unknown },
+  command: string,
+  signal: NodeJS.Signals,
+  rest: string,
+): never {
+  stderr.write(`petstore ${command}: stopped by ${signal} ${rest}\n`)
+  process.exit(signalExitCode(signal))
+}
+
+/**
  * Calls `stop` on the first of the signals a server stops on (SIGHUP too: the terminal went away), once;
  * returns the function that takes the handlers off again, for a command that ended on its own.
  */
