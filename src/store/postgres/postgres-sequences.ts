@@ -4,6 +4,8 @@ type Table = 'pets' | 'api_keys'
 
 // What `table`'s sequence has drawn: nothing until its first draw (`is_called`), whatever `last_value` says.
 const drawn = (table: Table) => `(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${table}_id_seq)`
+// `table`'s highest row id, 0 when it has none.
+const highestRow = (table: Table) => `(SELECT coalesce(max(id), 0) FROM ${table})`
 
 /**
  * The highest id `table` has given out: its highest row, or its sequence's mark when ids were drawn past
@@ -12,7 +14,7 @@ const drawn = (table: Table) => `(SELECT CASE WHEN is_called THEN last_value ELS
 export function highestIdGiven(table: Table): Statement {
   return {
     name: `${table}.highest-given`,
-    text: `SELECT GREATEST((SELECT coalesce(max(id), 0) FROM ${table}), ${drawn(table)}) AS id`,
+    text: `SELECT GREATEST(${highestRow(table)}, ${drawn(table)}) AS id`,
   }
 }
 
@@ -23,9 +25,9 @@ export function highestIdGiven(table: Table): Statement {
 export function raiseIdSequence(table: Table, id: bigint): Statement {
   return {
     name: `${table}.raise-sequence`,
-    text: `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table}),
+    text: `SELECT setval(pg_get_serial_sequence('${table}', 'id'), GREATEST($1::bigint, ${highestRow(table)},
          ${drawn(table)}), true)
-       WHERE GREATEST($1::bigint, (SELECT coalesce(max(id), 0) FROM ${table})) > 0`,
+       WHERE GREATEST($1::bigint, ${highestRow(table)}) > 0`,
     values: [String(id)],
   }
 }

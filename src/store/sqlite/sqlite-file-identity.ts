@@ -1,6 +1,8 @@
 import { readdirSync, readlinkSync, statSync } from 'node:fs'
 
-export type WatchedFile = 'database' | 'wal' | 'shm'
+// In the order a change is reported: the database before its companions.
+const WATCHED = ['database', 'wal', 'shm'] as const
+export type WatchedFile = (typeof WATCHED)[number]
 
 /** The file a path names, as device and inode (one file whatever the path: a link, `./`); none if absent. */
 export function identityOf(path: string): string | undefined {
@@ -21,19 +23,17 @@ export class SqliteFileIdentity {
 
   constructor(path: string) {
     this.#paths = { database: path, wal: `${path}-wal`, shm: `${path}-shm` }
+    const paths = this.#paths
     this.#opened = {
-      database: identityOf(path),
-      wal: identityOf(`${path}-wal`),
-      shm: identityOf(`${path}-shm`),
+      database: identityOf(paths.database),
+      wal: identityOf(paths.wal),
+      shm: identityOf(paths.shm),
     }
   }
 
   /** The first file whose path no longer names the file opened, if any. */
   changed(): WatchedFile | undefined {
-    if (identityOf(this.#paths.database) !== this.#opened.database) return 'database'
-    if (identityOf(this.#paths.wal) !== this.#opened.wal) return 'wal'
-    if (identityOf(this.#paths.shm) !== this.#opened.shm) return 'shm'
-    return undefined
+    return WATCHED.find((file) => identityOf(this.#paths[file]) !== this.#opened[file])
   }
 
   /**
