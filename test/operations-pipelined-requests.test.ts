@@ -29,6 +29,34 @@ describe('requests pipelined on one connection', () => {
     assert.equal(after.length, before.length, 'the create pipelined behind the 503 was not processed')
   })
 
+  // Each refused with Connection: close by the service (not by the client's own close, which stops Node).
+  const closingRefusals = (key: string): Record<string, string> => ({
+    'Host twice': 'GET /v1/pets HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n',
+    'an Expect other than 100-continue': 'GET /v1/pets HTTP/1.1\r\nHost: a\r\nExpect: foo\r\n\r\n',
+    'a key missing, its large body sent': `POST /v1/pets HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n${' '.repeat(70_000)}`,
+    'a chunked body over the limit': `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1400\r\n${' '.repeat(5120)}\r\n0\r\n\r\n`,
+  })
+  test('when a request the service refuses with Connection: close has a create pipelined behind it, then only the refusal is answered and the create is not processed', async (t) => {
+    const server = await startTestServer(t)
+    for (const [refusal, bytes] of Object.entries(closingRefusals(server.key))) {
+      const name = `behind ${refusal}`
+      const pet = JSON.stringify({ name, categoryId: 1 })
+      const create =
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(pet)}\r\n\r\n${pet}`
+      const text = await readUntilClosed(server.origin, bytes + create)
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
+      assert.equal(statuses.length, 1, `${refusal}: one answer, then the connection closed (${statuses})`)
+      assert.match(text, /\r\nconnection: close\r\n/i, refusal)
+      const pets = (await call(server, 'GET', '/v1/pets?limit=100')).json as { name: string }[]
+      assert.deepEqual(
+        pets.filter((stored) => stored.name === name),
+        [],
+        `${refusal}: the create pipelined behind it was not processed`,
+      )
+    }
+  })
+
   for (const path of ['/docs/static/swagger-ui-bundle.js', '/docs/json']) {
     test(`when a client pipelines 3,000 requests for ${path} and reads nothing, then the answers waiting hold megabytes, not hundreds`, {
       timeout: 30_000,

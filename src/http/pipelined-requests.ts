@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { serviceUnavailable } from '../errors.ts'
+import { ApiError, serviceUnavailable } from '../errors.ts'
 import { lingerOnClose } from './connection-close.ts'
 
 /**
@@ -20,6 +20,12 @@ export const TOO_MANY_PIPELINED = () =>
       'once, and retry on a new connection',
     { headers: { connection: 'close' } },
   )
+
+// Never sent (its connection is closed): it gives the request's line its code, as a refusal, not a fault.
+export const CLOSED_BEFORE_TURN = () =>
+  new ApiError('bad_request', 'sent behind an answer that closed the connection; not processed', {
+    connection: 'close',
+  })
 
 /**
  * Counts a request in as waiting on its connection, and says whether it may be served: not once more than
@@ -45,6 +51,37 @@ export function admitPipelined(socket: Socket, response: ServerResponse): boolea
   }
   waiting.set(socket, known + 1)
   return true
+}
+
+/**
+ * Calls `proceed` once the answers before this request's are sent: with true if its connection stays open
+ * for it, false if it closes first (an answer before it said `close`: RFC 9112 §9.6, nothing after it is
+ * processed). Node parses and emits pipelined requests before the answers ahead of them are decided.
+ */
+export function whenItsTurn(
+  socket: Socket,
+  response: ServerResponse,
+  proceed: (open: boolean) => void,
+): void {
+  // Ended: the answer before said `close`, and Node had parsed this request from what it had read already.
+  if (socket.writableEnded || socket.destroyed) {
+    proceed(false)
+    return
+  }
+  if (response.socket !== null) {
+    proceed(true)
+    return
+  }
+  const onSocket = () => {
+    socket.off('close', onClose)
+    proceed(!socket.writableEnded)
+  }
+  const onClose = () => {
+    response.off('socket', onSocket)
+    proceed(false)
+  }
+  response.once('socket', onSocket)
+  socket.once('close', onClose)
 }
 
 /** A request of this connection has its answer sent (or given up). */

@@ -10,7 +10,13 @@ import { dropContentTypeWithoutBody } from './empty-body.ts'
 import { BAD_URL } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
-import { admitPipelined, answeredPipelined, TOO_MANY_PIPELINED } from './pipelined-requests.ts'
+import {
+  admitPipelined,
+  answeredPipelined,
+  CLOSED_BEFORE_TURN,
+  TOO_MANY_PIPELINED,
+  whenItsTurn,
+} from './pipelined-requests.ts'
 import { MALFORMED_QUERY } from './query-memo.ts'
 import { HEADERS_OF_EVERY_ANSWER, handleConnect, handleUnmetExpectation } from './raw-answers.ts'
 import type { RecordRawRefusal } from './raw-refusals.ts'
@@ -120,13 +126,18 @@ export function addRequestLifecycle(
       lingerOnClose(socket)
       return done(TOO_MANY_PIPELINED())
     }
+    whenItsTurn(socket, reply.raw, (open) =>
+      open ? admitHead(request, reply, done) : done(CLOSED_BEFORE_TURN()),
+    )
+  })
+  const admitHead = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const refusal = headRefusal(request.raw)
     if (refusal !== undefined) return done(refusal)
     // Past the head, the request is its operation's call: its answer carries that operation's headers.
     if (request.query !== MALFORMED_QUERY) return done()
     setOperationHeaders?.(request, reply)
     done(BAD_URL())
-  })
+  }
 
   // Decided once per level: below it the line is not even built (building it is most of its cost).
   const appLogger = pinoLoggerOf(app.log)
