@@ -158,6 +158,30 @@ describe('provisioning keys at start', () => {
     assert.doesNotMatch(JSON.stringify(lines), /psk_/, 'never the key')
   })
 
+  test('when API_KEYS still gives a revoked key whose name a new key has since, then the start goes on, the entry said at warn as revoked, and the new key keeps its name', async (t) => {
+    const { store } = await sqliteEngine.open(t)
+    const [revoked, successor] = [generateApiKey(), generateApiKey()]
+    await store.createApiKey(storedFormOf('ci', revoked))
+    await store.revokeApiKey('ci')
+    await store.createApiKey(storedFormOf('ci', successor))
+    const lines: Array<{ level: number; msg: string; entry?: string }> = []
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+    await provisionKeys({
+      store,
+      config: testConfig({ API_KEYS: `ci:${revoked}` }),
+      log: captured,
+      dataDirectory: undefined,
+      terminal: terminal(false),
+    })
+    assert.equal(await store.findActiveApiKey(hashApiKey(revoked)), undefined, 'still revoked')
+    assert.equal((await store.findActiveApiKey(hashApiKey(successor)))?.name, 'ci')
+    assert.deepEqual(
+      lines.map(({ level, entry }) => ({ level, entry })),
+      [{ level: 40, entry: 'ci' }],
+    )
+    assert.match(lines[0]?.msg ?? '', /a key that was revoked/)
+  })
+
   test('when API_KEYS reuses the name of another active key, then start fails with a ConfigError naming API_KEYS', async (t) => {
     const { store } = await sqliteEngine.open(t)
     await store.createApiKey(storedFormOf('ci', generateApiKey()))

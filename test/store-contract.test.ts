@@ -224,6 +224,8 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       await store.revokeApiKey('deploy')
       await store.ensureApiKey(key)
       assert.equal(await store.findActiveApiKey(key.hash), undefined)
+      assert.equal(await store.apiKeyStored(key.hash), true, 'a revoked key is still known')
+      assert.equal(await store.apiKeyStored('0'.repeat(64)), false)
       await assert.rejects(
         (async () => {
           await store.createApiKey({ name: 'taken', hash: 'e'.repeat(64), hint: 'x' })

@@ -43,8 +43,10 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
   const activeNames = new Set(
     (await store.listApiKeys()).filter((key) => key.revokedAt === undefined).map((key) => key.name),
   )
+  // Only a key never stored takes its name: one known (revoked since, its name given to a new key) is left
+  // as it is, and said below.
   for (const { name, hash } of entries) {
-    if (activeNames.has(name) && (await store.findActiveApiKey(hash))?.name !== name) throw nameTaken(name)
+    if (activeNames.has(name) && !(await store.apiKeyStored(hash))) throw nameTaken(name)
   }
   for (const stored of entries) {
     const { name } = stored

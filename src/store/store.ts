@@ -186,6 +186,8 @@ export interface Store {
    * revoked stays revoked. Rejects with `DuplicateKeyNameError` when another active key has the name.
    */
   ensureApiKey(key: NewApiKey): Promise<void>
+  /** Whether a key with this hash was ever stored, revoked or not. */
+  apiKeyStored(hash: string): Promise<boolean>
   /** The active (not revoked) key with this hash, if any. */
   findActiveApiKey(hash: string): Promise<KeyIdentity | undefined>
   /** The active keys with these hashes, in their order (undefined where none is): one query for them all. */

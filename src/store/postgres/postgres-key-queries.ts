@@ -22,14 +22,18 @@ export async function createApiKey(
   return keyRecordFromRow(row as KeyRow)
 }
 
-export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: NewApiKey): Promise<void> {
-  // Looked up first: a start on a read-only database (a standby) finds its keys there, and writes nothing.
+export async function apiKeyStored(pool: PostgresPool, hash: string): Promise<boolean> {
   const stored = await pool.query({
     name: 'keys.stored',
     text: 'SELECT 1 FROM api_keys WHERE hash = $1',
     values: [hash],
   })
-  if (stored.length > 0) return
+  return stored.length > 0
+}
+
+export async function ensureApiKey(pool: PostgresPool, { name, hash, hint }: NewApiKey): Promise<void> {
+  // Looked up first: a start on a read-only database (a standby) finds its keys there, and writes nothing.
+  if (await apiKeyStored(pool, hash)) return
   await pool
     .query({
       name: 'keys.ensure',

@@ -31,6 +31,7 @@ export interface EngineQueries<Connection> {
   copyMarks(db: Connection): Promise<CopyMarks>
   createApiKey(db: Connection, key: NewApiKey): Promise<ApiKeyRecord>
   ensureApiKey(db: Connection, key: NewApiKey): Promise<void>
+  apiKeyStored(db: Connection, hash: string): Promise<boolean>
   findActiveApiKeys(db: Connection, hashes: readonly string[]): Promise<(KeyIdentity | undefined)[]>
   listApiKeys(db: Connection): Promise<ApiKeyRecord[]>
   revokeApiKey(db: Connection, name: string): Promise<boolean>
@@ -116,6 +117,10 @@ export abstract class EngineStore<Connection> implements Store {
 
   ensureApiKey(key: NewApiKey): Promise<void> {
     return this.#guardedWrite(() => this.#queries.ensureApiKey(this.#db, key))
+  }
+
+  apiKeyStored(hash: string): Promise<boolean> {
+    return this.#queries.apiKeyStored(this.#db, hash)
   }
 
   async findActiveApiKey(hash: string): Promise<KeyIdentity | undefined> {

@@ -20,10 +20,13 @@ export async function createApiKey(
   return keyRecordFromRow(row as unknown as KeyRow)
 }
 
+export async function apiKeyStored(db: SqliteConnection, hash: string): Promise<boolean> {
+  return (await db.run(() => db.statement('SELECT 1 FROM api_keys WHERE hash = ?').get(hash))) !== undefined
+}
+
 export async function ensureApiKey(db: SqliteConnection, { name, hash, hint }: NewApiKey): Promise<void> {
   // Looked up first: a start on a read-only database finds its keys there, and writes nothing.
-  const stored = await db.run(() => db.statement('SELECT 1 FROM api_keys WHERE hash = ?').get(hash))
-  if (stored !== undefined) return
+  if (await apiKeyStored(db, hash)) return
   await db
     .run(() =>
       db
