@@ -12,12 +12,21 @@ import { temporaryDirectory } from './helpers/test-server.ts'
 const HELD_SECONDS = 3
 
 /** `petstore backup ARGS` in `cwd`, stopped by `signal` while its copy's first sync waits (held by strace). */
-async function backupStoppedBy(t: TestContext, signal: NodeJS.Signals, args: string[], cwd: string) {
+async function backupStoppedBy(
+  t: TestContext,
+  signal: NodeJS.Signals,
+  args: string[],
+  cwd: string,
+  { mainThread = false } = {},
+) {
   const backup = runWithFirstCallHeld('fsync', ['backup', ...args], {}, cwd, HELD_SECONDS)
   t.after(() => {
     if (backup.atHeldCall()) backup.kill()
   })
-  await waitUntil(backup.atHeldCall, 'the backup never reached its first sync', { timeoutMs: 30_000 })
+  // The main thread's first sync is the copy's own (its journal mode changed), after which its check and
+  // sync run without a turn of the event loop: a signal then waits for the first turn after them.
+  const held = mainThread ? backup.mainThreadAtHeldCall : backup.atHeldCall
+  await waitUntil(held, 'the backup never reached its first sync', { timeoutMs: 30_000 })
   backup.signal(signal)
   return within(backup.ended, 30_000, `the backup did not end on ${signal}`)
 }
@@ -46,6 +55,22 @@ describe(
       assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
 
       const ended = await backupStoppedBy(t, 'SIGINT', ['--to', 'b.db', '--force'], cwd)
+
+      assert.deepEqual(
+        [ended.status, ended.output],
+        [130, 'petstore backup: stopped by SIGINT before the end; b.db is as it was (not written)\n'],
+      )
+      assert.deepEqual(readdirSync(cwd).sort(), ['b.db', 'data'])
+      assert.equal(petCountOf(join(cwd, 'b.db')), 3)
+    })
+
+    test('when a backup replacing an older one (--force) is stopped by SIGINT in its last steps, which run without a turn of the event loop (the copy checked, synced), then the older backup is kept whole, exit 130', async (t) => {
+      const cwd = temporaryDirectory(t)
+      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+      assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+
+      const ended = await backupStoppedBy(t, 'SIGINT', ['--to', 'b.db', '--force'], cwd, { mainThread: true })
 
       assert.deepEqual(
         [ended.status, ended.output],

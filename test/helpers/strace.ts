@@ -113,6 +113,8 @@ export interface HeldAtCall {
   ended: Promise<{ status: number | null; output: string }>
   /** Whether the command now waits in the call held (on any of its threads), held there by strace. */
   atHeldCall(): boolean
+  /** Whether the command's main thread (where its synchronous steps run) now waits in the call held. */
+  mainThreadAtHeldCall(): boolean
   /** Sends `signal` to the command itself (not to strace). */
   signal(signal: NodeJS.Signals): void
   /** Kills strace and the command, so a failed test leaves neither running. */
@@ -169,6 +171,18 @@ export function runWithFirstCallHeld(
     child.once('exit', (status) => resolve({ status, output })),
   )
   const traced = () => readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim()
+  // Whether one of the command's `threads` is in the call.
+  const threadsAtCall = (threads: (command: string) => string[]) => {
+    try {
+      const command = traced()
+      if (command === '') return false
+      return threads(command).some((thread) =>
+        numbers.has(Number(readFileSync(`/proc/${command}/task/${thread}/syscall`, 'utf8').split(' ')[0])),
+      )
+    } catch {
+      return false
+    }
+  }
   return {
     ended,
     kill() {
@@ -184,16 +198,11 @@ export function runWithFirstCallHeld(
       process.kill(Number(command), signal)
     },
     atHeldCall() {
-      try {
-        const command = traced()
-        if (command === '') return false
-        // A call may be held on a thread of libuv's pool (an fsync of node:sqlite's backup), not the main one.
-        return readdirSync(`/proc/${command}/task`).some((thread) =>
-          numbers.has(Number(readFileSync(`/proc/${command}/task/${thread}/syscall`, 'utf8').split(' ')[0])),
-        )
-      } catch {
-        return false
-      }
+      // A call may be held on a thread of libuv's pool (an fsync of node:sqlite's backup), not the main one.
+      return threadsAtCall((command) => readdirSync(`/proc/${command}/task`))
+    },
+    mainThreadAtHeldCall() {
+      return threadsAtCall((command) => [command])
     },
   }
 }

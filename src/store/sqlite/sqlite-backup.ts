@@ -8,6 +8,7 @@ import { incompatibility, NoSchemaError } from '../store.ts'
 import { leaveNothing, open, schemaOf, verified, writing } from './sqlite-copy-checks.ts'
 import { databaseFileAt, isDatabaseFile, notOpenToThisUser } from './sqlite-database-files.ts'
 import {
+  fsyncPath,
   lstatOrNothing,
   removeAbandoned,
   removeWithCompanions,
@@ -125,6 +126,10 @@ export async function backupDatabase(
     )
     source.close()
     const pets = verified(temporary, 'the backup')
+    writing(to, 'the backup', () => fsyncPath(temporary), elsewhere)
+    // The check and the sync run without a turn of the event loop: a stop signal sent meanwhile (Ctrl-C
+    // on a large database) is handled here, before `to` is replaced, not lost after it.
+    await signalsDelivered()
     writing(to, 'the backup', () => renameDurably(temporary, to), elsewhere)
     return { pets, bytes: statSync(to).size }
   } finally {
@@ -157,4 +162,9 @@ function refuseOthersFileInStickyDirectory(to: string): void {
 function kindOfOrNothing(path: string): string | undefined {
   const stats = lstatOrNothing(path)
   return stats && kindOfFile(stats)
+}
+
+/** Resolves after a turn of the event loop that polls for I/O, where a pending signal's handler runs. */
+function signalsDelivered(): Promise<void> {
+  return new Promise((done) => setImmediate(() => setImmediate(done)))
 }
