@@ -20,11 +20,14 @@ describe('HTTP edge cases answered in the Error body', () => {
     server = await startTestServer(cleanup)
   })
 
-  test('when an HTTP/1.1 request has no Host header, then 400 bad_request', async () => {
-    const request = 'GET /v1/pets HTTP/1.1\r\nConnection: close\r\n\r\n'
+  test('when an HTTP/1.1 request has no Host header, then 400 bad_request and the connection closes, as for every other refused head', async () => {
+    // Not asked to close: the service closes it, and the request behind it is never answered.
+    const request = 'GET /v1/pets HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
     const response = await checkedRawHttp(server.origin, request)
     assert.equal(response.status, 400)
+    assert.equal(response.headers.connection, 'close')
     assert.equal(errorBody(response.body).code, 'bad_request')
+    assert.doesNotMatch(response.body, /HTTP\/1\.1 200/, 'the request behind it was not answered')
   })
 
   test('when Expect asks for something other than 100-continue, then 417 expectation_failed, carrying the request id as every other answer does', async () => {

@@ -54,7 +54,7 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   }
   const host = raw.headers.host
   if (host === undefined) {
-    if (version === '1.1') return new ApiError('bad_request', 'the Host header is required')
+    if (version === '1.1') return refused('the Host header is required (RFC 9112 §3.2)')
   } else if (!isValidHost(host)) {
     return refused(`the Host header is not a valid host[:port] (RFC 9112 §3.2)`)
   } else if (countHeader(raw.rawHeaders, 'host') > 1) {
