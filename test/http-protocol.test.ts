@@ -42,6 +42,17 @@ describe('HTTP edge cases answered in the Error body', () => {
     assert.equal(response.headers['cache-control'], 'no-store')
   })
 
+  test('when Expect asks for 100-continue and something more, then 417 expectation_failed, as for any other expectation', async () => {
+    for (const expect of ['100-continue, foo', 'foo 100-continue']) {
+      const response = await rawHttp(
+        server.origin,
+        `GET /v1/pets HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\n\r\n`,
+      )
+      assert.equal(response.status, 417, expect)
+      assert.equal(errorBody(response.body).code, 'expectation_failed')
+    }
+  })
+
   test('when the method is CONNECT, then not a dropped connection: on a path of this API 405 with its Allow, on another 404, on a host and port 405 allowing nothing', async () => {
     const cases = [
       ['/v1/pets/1', 405, 'method_not_allowed', 'GET, HEAD'],

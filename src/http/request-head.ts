@@ -74,10 +74,15 @@ export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   return undefined
 }
 
-// Node's own reading of the header (RFC 9110 §10.1.1), which it answers only on HTTP/1.1.
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+/**
+ * Whether `Expect` asks for 100-continue alone (RFC 9110 §10.1.1). Node reads any value holding the word
+ * as it; one asking for more is answered 417 here, as any expectation the service does not meet.
+ */
+export function expectsContinueAlone({ headers }: IncomingMessage): boolean {
+  return headers.expect?.trim().toLowerCase() === '100-continue'
+}
 
 /** Whether the client waits for `100 Continue` before it sends the body (RFC 9110 §10.1.1). */
-export function awaitsInvitation({ httpVersion, headers }: IncomingMessage): boolean {
-  return httpVersion === '1.1' && CONTINUE.test(headers.expect ?? '')
+export function awaitsInvitation(request: IncomingMessage): boolean {
+  return request.httpVersion === '1.1' && expectsContinueAlone(request)
 }

@@ -20,7 +20,7 @@ import {
 import { MALFORMED_QUERY } from './query-memo.ts'
 import { HEADERS_OF_EVERY_ANSWER, handleConnect, handleUnmetExpectation } from './raw-answers.ts'
 import type { RecordRawRefusal } from './raw-refusals.ts'
-import { headRefusal } from './request-head.ts'
+import { expectsContinueAlone, headRefusal } from './request-head.ts'
 import { operationOf } from './request-operation.ts'
 
 declare module 'fastify' {
@@ -189,7 +189,11 @@ export function addRequestLifecycle(
   app.server.on('checkExpectation', (request, response) =>
     handleUnmetExpectation(request, response, recordRefusal),
   )
-  app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
+  app.server.on('checkContinue', (request, response) =>
+    expectsContinueAlone(request)
+      ? app.server.emit('request', request, response)
+      : handleUnmetExpectation(request, response, recordRefusal),
+  )
   app.server.on('connect', (request, socket) =>
     handleConnect(request, socket, (path) => allowedAt(app.server, path), recordRefusal),
   )
