@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { DatabaseSync } from 'node:sqlite'
 import { before, describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { apiKeyHint, generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
+import { generateApiKey, storedFormOf } from '../src/auth/api-key.ts'
 import { createAuthenticator } from '../src/auth/authenticator.ts'
 import { call } from './helpers/api-client.ts'
 import { checkedRawHttp } from './helpers/conformance-fetch.ts'
@@ -213,7 +213,8 @@ describe('API_KEYS setting', () => {
     await provision()
     assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 200)
     const stored = (await server.store.listApiKeys()).find((record) => record.name === 'deploy')
-    assert.equal(stored?.hint, apiKeyHint(key))
+    // Written out, not the service's own function: `keys list` shows `psk_` and four characters.
+    assert.equal(stored?.hint, `${key.slice(0, 8)}…`)
     const database = new DatabaseSync((server.databaseUrl ?? '').slice('sqlite:'.length), { readOnly: true })
     const rows = JSON.stringify(database.prepare('SELECT name, hash, hint FROM api_keys').all())
     database.close()

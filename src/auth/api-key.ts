@@ -16,11 +16,8 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex')
 }
 
-/**
- * What `keys list` shows of a key: the prefix and four characters, enough to tell keys apart (exported
- * so a test can check a hint against its key).
- */
-export function apiKeyHint(key: string): string {
+/** What `keys list` shows of a key: the prefix and four characters, enough to tell keys apart. */
+function apiKeyHint(key: string): string {
   return `${key.slice(0, API_KEY_PREFIX.length + 4)}…`
 }
 
