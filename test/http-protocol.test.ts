@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { connect } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
@@ -51,6 +52,28 @@ describe('HTTP edge cases answered in the Error body', () => {
       assert.equal(response.status, 417, expect)
       assert.equal(errorBody(response.body).code, 'expectation_failed')
     }
+  })
+
+  test('when a GET announces a large body and keeps sending it, then its answer comes with Connection: close and the connection ends, the body never read to its end', async (t) => {
+    const { hostname, port } = new URL(server.origin)
+    const socket = connect({ host: hostname, port: Number(port) })
+    t.after(() => socket.destroy())
+    socket.on('error', () => {})
+    let answer = ''
+    socket.on('data', (chunk: Buffer) => {
+      answer += chunk
+    })
+    const closed = once(socket, 'close')
+    socket.write(
+      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Length: 1000000000\r\n\r\n`,
+    )
+    // Sent until the server ends the connection: REQUEST_TIMEOUT_MS (10 s) would end it otherwise.
+    const chunk = Buffer.alloc(64 * 1024, 0x20)
+    const feeding = setInterval(() => socket.writable && socket.write(chunk), 20)
+    t.after(() => clearInterval(feeding))
+    await within(closed, 5000, 'the connection was still open 5 s after the answer')
+    assert.match(answer, /^HTTP\/1\.1 200 /)
+    assert.match(answer, /\r\nconnection: close\r\n/i)
   })
 
   test('when the method is CONNECT, then not a dropped connection: on a path of this API 405 with its Allow, on another 404, on a host and port 405 allowing nothing', async () => {

@@ -137,7 +137,7 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
 const UNREAD_BODY_READ_BYTES = 64 * 1024
 
 /** Whether the request announces a body over that (a chunked one may be any size). */
-function largeBodyAnnounced({ headers }: IncomingMessage): boolean {
+export function largeBodyAnnounced({ headers }: IncomingMessage): boolean {
   const length = headers['content-length']
   return (
     headers['transfer-encoding'] !== undefined ||

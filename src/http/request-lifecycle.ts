@@ -7,7 +7,7 @@ import { accessLineWriter } from './access-line.ts'
 import { SHUTTING_DOWN_CONDITION } from './condition-log.ts'
 import { lingerOnClose } from './connection-close.ts'
 import { dropContentTypeWithoutBody } from './empty-body.ts'
-import { BAD_URL } from './error-handler.ts'
+import { BAD_URL, largeBodyAnnounced } from './error-handler.ts'
 import { pinoLoggerOf, serializedBindingsOf } from './lazy-logger.ts'
 import { allowedAt } from './method-guard.ts'
 import {
@@ -133,6 +133,12 @@ export function addRequestLifecycle(
   const admitHead = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const refusal = headRefusal(request.raw)
     if (refusal !== undefined) return done(refusal)
+    // A body on GET or HEAD is never read (RFC 9110 §9.3.1): a large one would be read and thrown away up
+    // to REQUEST_TIMEOUT_MS. The connection ends after the answer instead, as after a refused large body.
+    if (!request.raw.complete && bodiless(request.method) && largeBodyAnnounced(request.raw)) {
+      reply.header('connection', 'close')
+      lingerOnClose(request.raw.socket)
+    }
     // Past the head, the request is its operation's call: its answer carries that operation's headers.
     if (request.query !== MALFORMED_QUERY) return done()
     setOperationHeaders?.(request, reply)
@@ -205,4 +211,9 @@ export function addRequestLifecycle(
     reply.raw.once('close', () => record(request, reply, performance.now() - started))
   }
   return { recordWhenAnswered }
+}
+
+/** The methods whose body has no meaning, and is never read (RFC 9110 §9.3.1, §9.3.2). */
+function bodiless(method: string): boolean {
+  return method === 'GET' || method === 'HEAD'
 }
