@@ -135,6 +135,23 @@ describe(
       )
       await stop(after)
     })
+
+    test('when restore --replacing names a database that is not a Pet Store database, then it says what it could not read and exits 1, for the script that ran it to see', async (t) => {
+      const cwd = temporaryDirectory(t)
+      const postgres = await sharedPostgres()
+      const [restored, other] = [await postgres.createDatabase(), await postgres.createDatabase()]
+      assert.equal(runCli(['migrate'], { DATABASE_URL: restored }, cwd).status, 0)
+      const admin = new pg.Client({ connectionString: other })
+      await admin.connect()
+      try {
+        await admin.query('CREATE TABLE invoices (id int)')
+      } finally {
+        await admin.end()
+      }
+      const carried = runCli(['restore', '--replacing', other], { DATABASE_URL: restored }, cwd)
+      assert.equal(carried.status, 1, carried.stdout + carried.stderr)
+      assert.match(carried.stderr, /it could not all be read/)
+    })
   },
 )
 

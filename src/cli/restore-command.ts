@@ -47,7 +47,7 @@ function afterRestore({ replaced }: RestoreSummary): string {
 async function carryOnPostgres(
   replacing: string,
   database: DatabaseSettings,
-  stdout: Output,
+  { stdout, stderr }: { stdout: Output; stderr: Output },
 ): Promise<number> {
   const location = storeLocationOf(replacing)
   if ('refusal' in location) throw new UsageError(`--replacing ${location.refusal}`)
@@ -62,10 +62,14 @@ async function carryOnPostgres(
   const { role } = await backupRole(database)
   const carried = await role.carryForward(replacing, database.engine === 'postgres' ? database.url : '')
   const pets = carried.replacedPets === undefined ? '' : ` (${counted(carried.replacedPets, 'pet')})`
-  stdout.write(
-    `kept what the database it replaces${pets} passes on${carriedLine(carried) || ': nothing to keep'}\n`,
-  )
-  return 0
+  const line = `kept what the database it replaces${pets} passes on${carriedLine(carried) || ': nothing to keep'}\n`
+  // Not all read (a wrong URL, another application's database, a server down): the runbook's script stops.
+  if (carried.unreadable === undefined) {
+    stdout.write(line)
+    return 0
+  }
+  stderr.write(line)
+  return 1
 }
 
 export const restoreCommand: Command = {
@@ -89,14 +93,17 @@ every revocation (a key revoked since the backup stays revoked) and its id seque
 since is given again).
 On PostgreSQL, pg_restore makes the restored database (README, "Backups and restores"); then, before
 any instance serves it, --replacing URL (the database it replaces, password in PGPASSWORD) keeps the
-same in it: DATABASE_URL names the restored database.`,
-  async run(args, { stdout }) {
+same in it: DATABASE_URL names the restored database. Stop the instances on the database it replaces
+first. When that database cannot all be read (not a Pet Store database, or down), it says what may be
+lost and exits 1.`,
+  async run(args, { stdout, stderr }) {
     const { values } = parseCommandArgs(args, { from: { type: 'string' }, replacing: { type: 'string' } })
     if ((values.from === undefined) === (values.replacing === undefined))
       throw new UsageError('give --from FILE (SQLite) or --replacing URL (PostgreSQL, after pg_restore)')
     if (values.replacing !== undefined) {
       const { config } = startUp()
-      return carryOnPostgres(nonEmptyOption('replacing', values.replacing, 'a URL'), config.database, stdout)
+      const replacing = nonEmptyOption('replacing', values.replacing, 'a URL')
+      return carryOnPostgres(replacing, config.database, { stdout, stderr })
     }
     const from = nonEmptyOption('from', values.from as string, 'a FILE')
     const { config } = startUp()
