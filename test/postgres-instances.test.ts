@@ -146,6 +146,8 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     await admin.query('BEGIN')
     await admin.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     const starting = startServeProcess({ DATABASE_URL: url }, temporaryDirectory(t))
+    // Killed however the test ends: a start still waiting serves once the lock is let go with the admin.
+    t.after(async () => (await starting.catch(() => undefined))?.child.kill('SIGKILL'))
     // Released once the start waits for it, however long a busy machine takes to get there.
     await untilRows(
       admin,
@@ -155,7 +157,6 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     )
     await admin.query('COMMIT')
     const server = await starting
-    t.after(() => server.child.kill('SIGKILL'))
     const waits = logLines(server).filter((line) => /migrat/.test(String(line.msg)))
     assert.deepEqual(
       waits.map(({ level, msg }) => [level, msg]),
