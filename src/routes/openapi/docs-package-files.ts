@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { noneMatch } from '../../http/entity-tags.ts'
+import { ifNoneMatchHits } from '../../http/entity-tags.ts'
 
 // Where @fastify/swagger-ui keeps the page's files (its static folder, beside its entry point).
 const PACKAGE_FILES = fileURLToPath(new URL('./static/', import.meta.resolve('@fastify/swagger-ui')))
@@ -55,7 +55,7 @@ export function packageFilesFromMemory(route: string) {
       return
     }
     reply.header('etag', file.etag).type(file.type)
-    if (noneMatch(request.headers['if-none-match'], file.etag)) reply.code(304).send()
+    if (ifNoneMatchHits(request.headers['if-none-match'], file.etag)) reply.code(304).send()
     else reply.send(file.body)
   }
 }

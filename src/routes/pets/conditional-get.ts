@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { noneMatch } from '../../http/entity-tags.ts'
+import { ifNoneMatchHits } from '../../http/entity-tags.ts'
 import type { Representation } from '../../pets/representation.ts'
 
 /**
@@ -11,7 +11,7 @@ function sendRepresentation(request: FastifyRequest, reply: FastifyReply, repres
     .headers(representation.headers)
     .header('etag', representation.etag)
     .header('cache-control', 'private, no-cache')
-  if (noneMatch(request.headers['if-none-match'], representation.etag)) return reply.code(304).send()
+  if (ifNoneMatchHits(request.headers['if-none-match'], representation.etag)) return reply.code(304).send()
   return reply.type('application/json; charset=utf-8').send(representation.body)
 }
 
