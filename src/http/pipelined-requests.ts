@@ -73,7 +73,7 @@ export function whenItsTurn(
     return
   }
   const onSocket = () => {
-    socket.off('close', onClose)
+    turns.get(socket)?.delete(onClose)
     proceed(!socket.writableEnded)
   }
   const onClose = () => {
@@ -81,7 +81,25 @@ export function whenItsTurn(
     proceed(false)
   }
   response.once('socket', onSocket)
-  socket.once('close', onClose)
+  waitForClose(socket, onClose)
+}
+
+// The requests of a connection waiting for their turn, told of its close by one listener (up to
+// PIPELINED_MAX of them: a listener each would draw Node's warning of a leak from the eleventh).
+const turns = new WeakMap<Socket, Set<() => void>>()
+
+function waitForClose(socket: Socket, onClose: () => void): void {
+  let waiting = turns.get(socket)
+  if (waiting === undefined) {
+    const all = new Set<() => void>()
+    socket.once('close', () => {
+      for (const waiter of all) waiter()
+      all.clear()
+    })
+    turns.set(socket, all)
+    waiting = all
+  }
+  waiting.add(onClose)
 }
 
 /** A request of this connection has its answer sent (or given up). */
