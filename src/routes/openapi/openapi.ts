@@ -13,10 +13,10 @@ Every operation needs an API key as \`Authorization: Bearer <key>\`; every error
 signed 64-bit range: parse them with a JSON library that keeps big integers.`
 
 /**
- * The API's version (`info.version`), not the service's (package.json): its major is the `/v1` of the
- * paths, and it changes only with the interface (docs/versioning.md); each CHANGELOG release names it.
+ * The API's version (`info.version`), not the service's (package.json): the interface specification's, whose
+ * major is the `/v1` of the paths; it changes only with the specification (docs/versioning.md).
  */
-export const API_VERSION = '1.1.0'
+export const API_VERSION = '1.0.0'
 
 // The service's code is not licensed to anyone (package.json: UNLICENSED).
 const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' }
