@@ -150,13 +150,19 @@ for (const engine of storeEngines) {
       assert.equal(new Set(requestIds).size, 3)
     })
 
-    test('when the request is unauthenticated, then the body is not even read (401 before 413/415)', async () => {
+    test('when the request is unauthenticated, then the body is not even read (401 before 413/415, and before Content-Type sent twice)', async () => {
       const response = await call(server, 'POST', '/v1/pets', {
         body: 'x'.repeat(10_000),
         headers: { 'content-type': 'text/plain' },
         key: false,
       })
       assert.equal(response.status, 401)
+      // Content-Type twice is a content-type rule, as README says: a 400 with a key, a 401 without one.
+      const twice = await checkedRawHttp(
+        server.origin,
+        'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+      )
+      assert.equal(twice.status, 401, twice.body)
     })
 
     test('when the request is unauthenticated, then a petId of any length is 401, as a short bad one is', async () => {
