@@ -39,7 +39,10 @@ describe('PostgreSQL privileges', engineSuiteOptions(postgresEngine), () => {
     }
   })
 
-  test('when the search_path names no schema the role may use (a typo in the URL, or USAGE revoked), then migrate, serve, keys and copy, either way, say so in one line with what to do', async (t) => {
+  // Eleven commands started one after another: about 12 s on a quiet host, over 30 s on a busy one.
+  test('when the search_path names no schema the role may use (a typo in the URL, or USAGE revoked), then migrate, serve, keys and copy, either way, say so in one line with what to do', {
+    timeout: 120_000,
+  }, async (t) => {
     const admin = await (await sharedPostgres()).createDatabase()
     const database = new URL(admin).pathname.slice(1)
     const user = `${ROLE}_usage`
