@@ -336,6 +336,11 @@ describe('supervisor shutdown', () => {
     assert.doesNotMatch(server.output(), /did not stop cleanly|a worker died/)
     const drained = logLines(server).filter((line) => line.msg === 'shutting down')
     assert.deepEqual(drained.map((line) => line.pid).sort(), [...workers].sort(), server.output())
+    // The supervisor's own last line says the stop finished, as a lone process's does.
+    const own = logLines(server).filter((line) => line.pid === server.child.pid)
+    const last = own.at(-1)
+    assert.deepEqual([last?.level, last?.msg, last?.signal], [30, 'stopped', 'SIGHUP'], server.output())
+    assert.ok(Number(last?.durationMs) >= 0, server.output())
   })
 
   test('when SIGHUP reaches a worker, then it drains and exits 0 of itself rather than being killed by it', async (t) => {
@@ -366,6 +371,12 @@ describe('supervisor shutdown', () => {
     assert.equal(await exitWithin(server), 1)
     assert.ok(Date.now() - started < 5000, 'at once, not after the shutdown deadline')
     assert.match(server.output(), /a worker did not stop cleanly/)
+    const own = logLines(server).filter((line) => line.pid === server.child.pid)
+    assert.equal(
+      own.filter((line) => line.msg === 'stopped').length,
+      0,
+      'a stop that lost a worker is no clean stop',
+    )
   })
 
   // A timeout of its own: without the bound, the supervisor would wait for the stuck worker forever.

@@ -43,4 +43,15 @@ describe('a stop signal while the service starts', () => {
       })
     })
   }
+
+  test('when SIGTERM comes as soon as the process is started, while its modules load, then it ends at once by that signal, having logged nothing', async (t) => {
+    const { child, exited, output } = spawnCollecting(t, process.execPath, [CLI, 'serve'], {
+      env: cliEnvironment({ PORT: '0', LOG_LEVEL: 'info' }),
+      cwd: temporaryDirectory(t),
+    })
+    child.kill('SIGTERM')
+    const [code, endedBy] = await within(exited, 10_000, 'SIGTERM did not end the start')
+    assert.deepEqual([code, endedBy], [null, 'SIGTERM'], output())
+    assert.equal(output(), '')
+  })
 })

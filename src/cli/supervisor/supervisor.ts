@@ -167,13 +167,19 @@ export async function superviseWorkers(
     Object.values(cluster.workers ?? {}).filter(
       (worker): worker is Worker => worker !== undefined && !worker.isDead() && !unresponsive.has(worker),
     )
-  /** Drains every worker (once); resolves with whether all stopped cleanly. */
+  /**
+   * Drains every worker (once); resolves with whether all stopped cleanly. A stop a signal began at `began`
+   * ends, when clean, with the line a lone process ends with.
+   */
   let draining: Promise<boolean> | undefined
-  const stopWorkers = (signal: NodeJS.Signals = 'SIGTERM'): Promise<boolean> => {
+  const stopWorkers = (signal: NodeJS.Signals = 'SIGTERM', began?: number): Promise<boolean> => {
     stopping = true
     liveness.stop()
     draining ??= drainWorkers(stoppable(), workerStopMs, log, (worker) => stops.ask(worker, signal))
       .then(async (clean) => {
+        if (clean && began !== undefined) {
+          log.info({ signal, durationMs: Math.round(performance.now() - began) }, 'stopped')
+        }
         // Read to the end, then written: a write still under way at exit would count what follows as dropped.
         // Its own log too, in the same second: the line saying why it stops must not be behind a write.
         const ownLog = new Promise<void>((done) => log.flush(() => done()))
@@ -198,8 +204,9 @@ export async function superviseWorkers(
       if (again) for (const worker of stoppable()) stops.ask(worker, signal)
       return
     }
+    const began = performance.now()
     log.info({ signal }, 'stopping workers')
-    const clean = await stopWorkers(signal)
+    const clean = await stopWorkers(signal, began)
     // An orchestrator reads the exit code: a worker that failed its drain may have lost requests.
     process.exit(clean ? 0 : 1)
   }
