@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import { promisify } from 'node:util'
 import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { runCliAsync } from './helpers/cli-async.ts'
 import { requesterFor, runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
 import { walkCatalogue } from './helpers/set-test.ts'
@@ -68,18 +70,28 @@ describe(
         highest = BigInt(/"id":(\d+)/.exec(await response.text())?.[1] ?? 0)
       }
       const served = await walkCatalogue(before.origin, key)
-      const leaked = runCli(['keys', 'create', '--name', 'leaked'], { DATABASE_URL: original }, cwd)
+      // Run without blocking this process while `before` serves: a client blocked longer than the keep-alive
+      // timeout (a busy host) sends its next request on the connection the server has just closed.
+      const leaked = await runCliAsync(
+        ['keys', 'create', '--name', 'leaked'],
+        { DATABASE_URL: original },
+        cwd,
+      )
       assert.equal(leaked.status, 0, leaked.stderr)
       const leakedKey = leaked.stdout.trim()
 
       const dump = join(cwd, 'petstore.dump')
       // As the README runs it, in a shell with umask 077: the dump holds key hashes and the cursor secret.
       const pgDump = ['-c', 'umask 077 && "$0" -Fc -f "$1" "$2"', postgresProgram('pg_dump'), dump, original]
-      const dumped = spawnSync('sh', pgDump, { encoding: 'utf8', timeout: 120_000 })
-      assert.equal(dumped.status, 0, dumped.stderr)
+      await promisify(execFile)('sh', pgDump, { timeout: 120_000 })
       assert.equal(statSync(dump).mode & 0o777, 0o600, "the dump is its owner's alone")
       // Since the dump: the leaked key revoked, and pets given ids a client now holds.
-      assert.equal(runCli(['keys', 'revoke', '--name', 'leaked'], { DATABASE_URL: original }, cwd).status, 0)
+      const revoked = await runCliAsync(
+        ['keys', 'revoke', '--name', 'leaked'],
+        { DATABASE_URL: original },
+        cwd,
+      )
+      assert.equal(revoked.status, 0, revoked.stderr)
       for (let i = 0; i < 3; i++) {
         const response = await request(before, '/v1/pets', {
           method: 'POST',
