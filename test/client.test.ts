@@ -61,31 +61,6 @@ describe('typed client', () => {
     assert.deepEqual(listed, [INT64_MAX, INT64_MIN, ABOVE_DOUBLES, -ABOVE_DOUBLES])
   })
 
-  test('when the key is wrong, then a PetStoreError carries unauthorized, the status and the response', async (t) => {
-    const { client } = await clientOnServer(t, { apiKey: `psk_${'A'.repeat(43)}` })
-    const error = await rejection(client.listPets())
-    assert.equal(error.code, 'unauthorized')
-    assert.equal(error.status, 401)
-    assert.equal(error.response.status, 401)
-    assert.match(error.response.headers.get('www-authenticate') ?? '', /^Bearer/)
-    assert.ok(error instanceof Error && error.message.length > 0)
-  })
-
-  test('when getPet asks for an id nobody has, then a PetStoreError carries pet_not_found and 404', async (t) => {
-    const { client } = await clientOnServer(t)
-    const error = await rejection(client.getPet(INT64_MAX))
-    assert.equal(error.code, 'pet_not_found')
-    assert.equal(error.status, 404)
-  })
-
-  test('when the body breaks the schema, then a PetStoreError carries invalid_body and 400 naming the field', async (t) => {
-    const { client } = await clientOnServer(t)
-    const error = await rejection(client.createPet({ name: '', categoryId: 1n }))
-    assert.equal(error.code, 'invalid_body')
-    assert.equal(error.status, 400)
-    assert.match(error.message, /name/)
-  })
-
   test('when the service never answers, then the call is aborted at the timeout, or when its own signal aborts', async (t) => {
     // Accepts connections and never answers: a hung service, or a proxy holding the call.
     const { port } = await silentListener(t)
@@ -184,51 +159,6 @@ describe('typed client', () => {
     )
   })
 
-  test('when timeoutMs is past what a timer can wait, then createClient refuses it', () => {
-    for (const timeoutMs of [2 ** 31, 2 ** 32, -1, 1.5]) {
-      assert.throws(
-        () => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'psk_unused', timeoutMs }),
-        /timeoutMs must be a whole number of milliseconds from 0 to 2147483647/,
-      )
-    }
-  })
-
-  test('when the key holds a character a header cannot carry, then createClient refuses without echoing it', () => {
-    for (const apiKey of ['psk_SECRET\r\nX-Evil: 1', 'psk_SECRET\u0000', 'psk_SECRET é', '', ' \n']) {
-      assert.throws(
-        () => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey }),
-        (error: Error) => error instanceof TypeError && !error.message.includes('SECRET'),
-      )
-    }
-  })
-
-  test('when baseUrl is not an http(s) URL a path can follow, then createClient refuses it in one sentence', () => {
-    for (const baseUrl of [
-      'localhost:8080/v1',
-      'ftp://host/v1',
-      'http://host/v1?x=1',
-      'http://host/v1#top',
-      '',
-    ]) {
-      assert.throws(
-        () => createClient({ baseUrl, apiKey: 'psk_unused' }),
-        /^TypeError: baseUrl must be an http:\/\/ or https:\/\/ URL with no query or fragment/,
-        baseUrl,
-      )
-    }
-    assert.doesNotThrow(() =>
-      createClient({ baseUrl: 'https://api.example.com/petstore/v1/', apiKey: 'psk_unused' }),
-    )
-  })
-
-  test('when baseUrl has white space around it (a line read from a file), then calls go to the URL it names', async (t) => {
-    const server = await startTestServer(t)
-    for (const baseUrl of [`${server.origin}/v1 `, ` ${server.origin}/v1\t`, `${server.origin}/v1/ \n`]) {
-      const client = createClient({ baseUrl, apiKey: server.key })
-      assert.deepEqual((await client.listPets({ limit: 1 })).pets, [], JSON.stringify(baseUrl))
-    }
-  })
-
   test('when the engine has exact JSON and AbortSignal.any but no URL.canParse (Chrome 116 to 119), then the client works', async (t) => {
     const server = await startTestServer(t)
     const canParse = Object.getOwnPropertyDescriptor(URL, 'canParse')
@@ -242,36 +172,6 @@ describe('typed client', () => {
       () => createClient({ baseUrl: 'localhost:8080/v1', apiKey: 'psk_unused' }),
       /^TypeError: baseUrl must/,
     )
-  })
-
-  test("when baseUrl names the pets collection rather than the API's root, then createClient says so instead of a call answering 400 for petId", async (t) => {
-    const server = await startTestServer(t)
-    for (const baseUrl of [
-      `${server.origin}/v1/pets`,
-      `${server.origin}/v1/pets/`,
-      'https://api.example.com/v1/PETS',
-    ]) {
-      assert.throws(
-        () => createClient({ baseUrl, apiKey: server.key }),
-        /^TypeError: baseUrl names the pets collection: give the API's root, e.g\. http:\/\/localhost:8080\/v1/,
-        baseUrl,
-      )
-    }
-    const client = createClient({ baseUrl: `${server.origin}/v1/`, apiKey: server.key })
-    assert.deepEqual((await client.listPets({ limit: 1 })).pets, [])
-  })
-
-  test('when baseUrl holds a user name or password, then createClient refuses it without echoing them', () => {
-    for (const baseUrl of ['http://user:SECRET@127.0.0.1:9/v1', 'https://SECRET@api.example.com/v1']) {
-      assert.throws(
-        () => createClient({ baseUrl, apiKey: 'psk_unused' }),
-        (error: Error) =>
-          error instanceof TypeError &&
-          /^baseUrl must not hold a user name or password/.test(error.message) &&
-          !error.message.includes('SECRET'),
-        baseUrl,
-      )
-    }
   })
 
   test('when a library has given bigints a toJSON (to a string or a number), then int64 values are still sent exact', async (t) => {
@@ -321,123 +221,5 @@ describe('typed client', () => {
       )
     }
     assert.equal(sent(), 0)
-  })
-
-  test('when a call fails, then the PetStoreError carries the request id, and JSON keeps its message', async (t) => {
-    const { client } = await clientOnServer(t, { apiKey: 'psk_wrongwrongwrongwrongwrongwrongwrongwrongwro' })
-    const error = await rejection(client.listPets())
-    assert.match(error.requestId ?? '', /^[\w.:-]{1,128}$/)
-    assert.equal(error.requestId, error.response.headers.get('x-request-id'))
-    assert.deepEqual(JSON.parse(JSON.stringify(error)), {
-      name: 'PetStoreError',
-      code: 'unauthorized',
-      message: error.message,
-      status: 401,
-      requestId: error.requestId,
-    })
-  })
-
-  test('when a page without an Error body echoes the key, then the message masks it', async () => {
-    const client = createClient({
-      baseUrl: 'http://127.0.0.1:9/v1',
-      apiKey: 'psk_unused',
-      fetch: async (_url, init) =>
-        new Response(`<pre>${new Headers(init.headers).get('authorization')}</pre>`, { status: 502 }),
-    })
-    const error = await rejection(client.listPets())
-    assert.match(error.message, /Bearer psk_…/)
-    assert.doesNotMatch(error.message, /psk_unused/)
-  })
-
-  test('when a failure carries no Error body, then the PetStoreError says unexpected_response with the status', async () => {
-    const client = createClient({
-      baseUrl: 'http://127.0.0.1:9/v1',
-      apiKey: 'psk_unused',
-      fetch: async () => new Response('<html>Bad Gateway</html>', { status: 502 }),
-    })
-    const error = await rejection(client.listPets())
-    assert.equal(error.code, 'unexpected_response')
-    assert.equal(error.status, 502)
-    assert.match(error.message, /Bad Gateway/)
-  })
-
-  test('when a success status carries a body that is not JSON, then the PetStoreError says unexpected_response', async () => {
-    const client = createClient({
-      baseUrl: 'http://127.0.0.1:9/v1',
-      apiKey: 'psk_unused',
-      fetch: async () => new Response('<html>Sign in to the Wi-Fi</html>', { status: 200 }),
-    })
-    const error = await rejection(client.getPet(1n))
-    assert.equal(error.code, 'unexpected_response')
-    assert.equal(error.status, 200)
-    assert.match(error.message, /Wi-Fi/)
-  })
-
-  test("when a success status carries JSON not of the operation's kind (null, a number, a string, a page for a pet, a pet for a page), then the PetStoreError says unexpected_response", async () => {
-    for (const text of ['null', '42', '"ok"', '[]', '{}']) {
-      const client = createClient({
-        baseUrl: 'http://127.0.0.1:9/v1',
-        apiKey: 'psk_unused',
-        fetch: async () =>
-          new Response(text, { status: 200, headers: { 'content-type': 'application/json' } }),
-      })
-      const calls = {
-        object: [() => client.getPet(1n), () => client.createPet({ name: 'Rex', categoryId: 1n })],
-        array: [() => client.listPets()],
-      }
-      // Each call's own kind is what it returns; the tests above show those.
-      const wrong =
-        text === '[]' ? calls.object : text === '{}' ? calls.array : [...calls.object, ...calls.array]
-      for (const call of wrong) {
-        const error = await rejection(call())
-        assert.equal(error.code, 'unexpected_response', text)
-        assert.equal(error.status, 200)
-        assert.ok(error.message.endsWith(text), error.message)
-      }
-    }
-  })
-
-  test('when a success carries JSON that is no pet (a field missing or of another type, a status the API has not), then the PetStoreError says unexpected_response', async () => {
-    const clientAnswering = (text: string) =>
-      createClient({
-        baseUrl: 'http://127.0.0.1:9/v1',
-        apiKey: 'psk_unused',
-        fetch: async () =>
-          new Response(text, { status: 200, headers: { 'content-type': 'application/json' } }),
-      })
-    const notPets = [
-      '{"name":"x"}',
-      '{"id":1,"name":"x","categoryId":"1"}',
-      '{"id":"1","name":"x","categoryId":1}',
-      '{"id":1,"name":2,"categoryId":1}',
-      '{"id":1,"name":"x","categoryId":1,"status":"weird"}',
-      '{"id":1.5,"name":"x","categoryId":1}',
-    ]
-    for (const text of notPets) {
-      const client = clientAnswering(text)
-      for (const call of [() => client.getPet(1n), () => client.createPet({ name: 'Rex', categoryId: 1n })]) {
-        assert.equal((await rejection(call())).code, 'unexpected_response', text)
-      }
-      assert.equal(
-        (await rejection(clientAnswering(`[${text}]`).listPets())).code,
-        'unexpected_response',
-        text,
-      )
-    }
-    // A field this client does not know is one a later minor version added: taken, as the versioning says.
-    const later = await clientAnswering('{"id":1,"name":"x","categoryId":2,"color":"red"}').getPet(1n)
-    assert.deepEqual(
-      { id: later.id, name: later.name, categoryId: later.categoryId },
-      { id: 1n, name: 'x', categoryId: 2n },
-    )
-    // One holding an object with an `id` of its own, not an int64: kept as sent.
-    const nested = await clientAnswering('{"id":1,"name":"x","categoryId":2,"owner":{"id":1.5}}').getPet(1n)
-    assert.deepEqual((nested as unknown as { owner: unknown }).owner, { id: 1.5 })
-    // An integer a number cannot hold, in a field not known: kept exact, a bigint; a smaller one a number.
-    const wide = await clientAnswering(
-      '{"id":1,"name":"x","categoryId":2,"ownerId":9007199254740993,"age":3,"weight":2.5}',
-    ).getPet(1n)
-    const { ownerId, age, weight } = wide as unknown as Record<string, unknown>
-    assert.deepEqual({ ownerId, age, weight }, { ownerId: 9007199254740993n, age: 3, weight: 2.5 })
   })
 })

@@ -8,6 +8,16 @@ import { CLI, cliEnvironment, type ServeProcess, startServeProcess, waitForLog }
 
 type Requester = (server: ServeProcess, path: string, init?: RequestInit) => Promise<Response>
 
+/**
+ * Waits for the supervisor to log that the worker `pid` died (a crash, a kill) or, with `how` 'stopped',
+ * that it stopped cleanly (a stop signal sent to it alone).
+ */
+export function supervisorSawDeath(server: ServeProcess, pid: number, how: 'died' | 'stopped' = 'died') {
+  return waitForLog(server, (lines) =>
+    lines.find((line) => line.msg === `a worker ${how}; replacing it` && line.worker === pid),
+  )
+}
+
 /** The pids of the workers that announced "serving …", in order, once there are `count` of them. */
 export function servingWorkers(server: ServeProcess, count: number): Promise<number[]> {
   return waitForLog(server, (lines) => {
