@@ -1,62 +1,12 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import pino from 'pino'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { type AccessLine, accessLineWriter } from '../src/http/access-line.ts'
+import type { AccessLine } from '../src/http/access-line.ts'
 import { requestIdOf } from '../src/http/request-id.ts'
-import { escapeControls } from '../src/log/line-chunks.ts'
-import { BufferedLogOutput } from '../src/log/log-output.ts'
-import { within } from './helpers/bounded-wait.ts'
-import { outputFile } from './helpers/cleanup.ts'
-
-/** A writer at info to an array of lines, with pino's usual base bindings (pid, hostname). */
-function capturedWriter() {
-  const lines: string[] = []
-  const logger = pino({ level: 'info' }, { write: (text: string) => void lines.push(text) })
-  const write = accessLineWriter(logger, 'info')
-  assert.ok(write)
-  return { lines, write, logger }
-}
-
-const anyText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a"b', 'c\\d', 'é 🐕'))
-const requestLine: fc.Arbitrary<AccessLine> = fc.record({
-  reqId: fc.uuid(),
-  bindings: fc.constant(undefined),
-  method: fc.constantFrom('GET', 'POST', 'HEAD'),
-  url: anyText,
-  operation: fc.constantFrom('listPets', 'getPet', 'createPet', '/healthz'),
-  status: fc.constantFrom(200, 201, 401, 404, 503),
-  code: fc.option(fc.constantFrom('unauthorized', 'invalid_query', 'rate_limited'), { nil: undefined }),
-  // Any double, and durations in whole hundredths as clocks give them (1.5, 0.07, 12).
-  durationMs: fc.oneof(
-    fc.double({ min: 0, max: 1e7, noNaN: true }),
-    fc.integer({ min: 0, max: 1_000_000 }).map((hundredths) => hundredths / 100),
-  ),
-  key: fc.option(fc.constantFrom('ops', 'web.front-1', 'caisse-é 🐕'), { nil: undefined }),
-  remoteAddress: fc.option(fc.oneof(fc.ipV4(), fc.ipV6(), anyText), { nil: undefined }),
-  userAgent: fc.option(anyText, { nil: undefined }),
-})
-
-/** A new string of the same text, as the next request's header is (undefined stays undefined). */
-const copyOf = (text: string | undefined) => (text === undefined ? undefined : text.split('').join(''))
-
-// A listing's line with no optional field.
-const A_LISTING: AccessLine = {
-  reqId: 'r-1',
-  bindings: undefined,
-  method: 'GET',
-  url: '/v1/pets',
-  operation: 'listPets',
-  status: 200,
-  code: undefined,
-  durationMs: 1,
-  key: undefined,
-  remoteAddress: undefined,
-  userAgent: undefined,
-}
+import { A_LISTING, anyText, capturedWriter, copyOf, requestLine } from './helpers/access-line-cases.ts'
 
 describe('the access line', () => {
   test('when any request is written, then the line is one JSON object with its fields as given, the time of its writing, the duration to the hundredth', () => {
@@ -296,78 +246,5 @@ describe('the access line against pino', () => {
       ),
       { numRuns: 500 },
     )
-  })
-})
-
-describe("the access line on the service's own output", () => {
-  test("when any request is written, then the output holds the same text as pino's destination gets (C1 controls and line separators escaped), a line all ASCII copied as it is", async (t) => {
-    const { path, fd } = outputFile(t)
-    const output = new BufferedLogOutput({ fd })
-    let copied = 0
-    const writeAscii = output.writeAscii.bind(output)
-    output.writeAscii = (line) => {
-      copied++
-      return writeAscii(line)
-    }
-    const logger = pino({ level: 'info' }, output)
-    const write = accessLineWriter(logger, 'info')
-    assert.ok(write)
-    const asString = capturedWriter()
-    t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
-    const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
-    let plain = 0
-    const check = (line: AccessLine) => {
-      const before = copied
-      write(line)
-      // The line is made later; a flush makes it now.
-      output.flush()
-      asString.write(line)
-      const fields = [line.url, line.remoteAddress ?? '', line.userAgent ?? '']
-      if (fields.every((text) => plainText.test(text))) {
-        plain++
-        assert.equal(copied, before + 1, `copied: ${JSON.stringify(line)}`)
-      } else assert.equal(copied, before, `encoded: ${JSON.stringify(line)}`)
-    }
-    // Each line twice, the second with its address and user agent as new strings of the same text, as the
-    // next request of a connection has them: the second line's end is the one kept from the first.
-    fc.assert(
-      fc.property(requestLine, (line) => {
-        check(line)
-        check({ ...line, remoteAddress: copyOf(line.remoteAddress), userAgent: copyOf(line.userAgent) })
-      }),
-      { numRuns: 3000 },
-    )
-    // Bindings past ASCII: no line is copied as it is any more.
-    logger.setBindings({ region: 'zürich' })
-    asString.logger.setBindings({ region: 'zürich' })
-    const before = copied
-    write(A_LISTING)
-    output.flush()
-    asString.write(A_LISTING)
-    assert.equal(copied, before)
-    await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
-    assert.ok(plain > 100, `${plain} plain lines of 3000`)
-    assert.deepEqual(readFileSync(path, 'utf8').split(/(?<=\n)/), asString.lines.map(escapeControls))
-    assert.equal(JSON.parse(asString.lines.at(-1) as string).region, 'zürich')
-  })
-
-  test('when a line waits to be made while the clock moves on and the process logger gains a binding, then it carries the time and bindings of when it was taken', async (t) => {
-    const { path, fd } = outputFile(t)
-    const output = new BufferedLogOutput({ fd })
-    const logger = pino({ level: 'info' }, output)
-    const write = accessLineWriter(logger, 'info')
-    assert.ok(write)
-    t.mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 })
-    write({ ...A_LISTING, reqId: 'taken-first' })
-    t.mock.timers.setTime(1_700_000_001_234)
-    logger.setBindings({ region: 'north' })
-    write({ ...A_LISTING, reqId: 'taken-after' })
-    await within(new Promise<void>((resolve) => output.flush(resolve)), 5000, 'the flush never finished')
-    const [first, after] = readFileSync(path, 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-    assert.deepEqual([first.reqId, first.time, first.region], ['taken-first', 1_700_000_000_000, undefined])
-    assert.deepEqual([after.reqId, after.time, after.region], ['taken-after', 1_700_000_001_234, 'north'])
   })
 })
