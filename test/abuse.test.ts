@@ -191,9 +191,9 @@ describe('API4:2023 unrestricted resource consumption', () => {
   })
 })
 
-// Covered elsewhere: http-service-failures.test.ts (a failing getPet store call → 500 with no detail; a 503 without
-// the host); operations-http.test.ts (nosniff, no-store, no banner on a 201, TRACE /v1/pets → 405, CORS off
-// by default and allow-listed); operations-process.test.ts (metrics not on the API port).
+// Covered elsewhere: http-service-failures.test.ts (a failing getPet store call → 500 with no detail; a
+// 503 without the host); operations-http.test.ts (nosniff, no-store, no banner on a 201, TRACE /v1/pets →
+// 405, CORS off by default and allow-listed); operations-process.test.ts (metrics not on the API port).
 describe('API8:2023 security misconfiguration', () => {
   const internal = new Error('SQLITE_CORRUPT: SELECT hash FROM api_keys at /srv/petstore/src/store/x.ts:42:7')
   const pet = { name: 'Rex', categoryId: 1 }
