@@ -116,9 +116,10 @@ describe('API3:2023 property-level authorization (mass assignment)', () => {
 })
 
 // Covered elsewhere: http-strict-url.test.ts (limit 0, 101 and huge; twelve unknown parameters);
-// http-errors.test.ts (declared and chunked bodies over the limit → 413, headers over 16 KiB → 431);
-// http-protocol.test.ts and operations-http.test.ts (slow headers and bodies cut off with 408 while others
-// are served, MAX_CONNECTIONS, event-loop shedding, per-key rate limits); rate-limit-redis.test.ts.
+// http-errors.test.ts (declared and chunked bodies over the limit → 413); http-head-limits.test.ts
+// (headers over 16 KiB → 431); http-protocol.test.ts and operations-http.test.ts (slow headers and bodies
+// cut off with 408 while others are served, MAX_CONNECTIONS, event-loop shedding, per-key rate limits);
+// rate-limit-redis.test.ts.
 describe('API4:2023 unrestricted resource consumption', () => {
   let server: TestServer
   const cleanup = suiteCleanup()

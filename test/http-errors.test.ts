@@ -3,8 +3,8 @@ import { METHODS } from 'node:http'
 import { before, describe, test } from 'node:test'
 import { HEADERS_OF_EVERY_ANSWER } from '../src/http/raw-answers.ts'
 import { call } from './helpers/api-client.ts'
-import { assertErrorBody, checkedRawHttp } from './helpers/conformance-fetch.ts'
-import { openSocket, rawHttp } from './helpers/raw-http.ts'
+import { assertErrorBody, assertHeadersOfEveryAnswer, checkedRawHttp } from './helpers/conformance-fetch.ts'
+import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer, suiteCleanup, type TestServer } from './helpers/test-server.ts'
 
 describe('errors raised before any handler', () => {
@@ -205,46 +205,6 @@ describe('errors raised before any handler', () => {
     })
   }
 
-  test('when the headers are larger than Node accepts, then 431 in the Error body', async () => {
-    const response = await rawHttp(
-      server.origin,
-      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
-    )
-    assert.equal(response.status, 431)
-    assertErrorBody(response.body, 431, 'headers_too_large')
-    assertHeadersOfEveryAnswer(response.headers)
-  })
-
-  test('when the request target is longer than 8 KiB, then 414 uri_too_long, before the key is read', async () => {
-    const response = await checkedRawHttp(
-      server.origin,
-      `GET /v1/pets/${'1'.repeat(8192)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
-    )
-    assert.equal(response.status, 414)
-    assertErrorBody(response.body, 414, 'uri_too_long')
-    assertHeadersOfEveryAnswer(response.headers)
-  })
-
-  test('when the request target is 8 KiB exactly, then it is routed as any other', async () => {
-    const target = `/nope/${'a'.repeat(8192 - '/nope/'.length)}`
-    const response = await checkedRawHttp(
-      server.origin,
-      `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
-    )
-    assert.equal(response.status, 404)
-    assertErrorBody(response.body, 404, 'route_not_found')
-  })
-
-  test('when the request line alone is over the 16 KiB a head may take, then 414 too, not 431', async () => {
-    const response = await rawHttp(
-      server.origin,
-      `GET /v1/pets?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
-    )
-    assert.equal(response.status, 414)
-    assertErrorBody(response.body, 414, 'uri_too_long')
-    assertHeadersOfEveryAnswer(response.headers)
-  })
-
   test('when HEAD asks for a path with no operation, then its Content-Length is the one GET would have (RFC 9110 §8.6)', async () => {
     const ask = (method: string) =>
       rawHttp(server.origin, `${method} /no/such/path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
@@ -266,19 +226,6 @@ describe('errors raised before any handler', () => {
       assert.equal(response.status, 400, method)
       if (method !== 'HEAD') assertErrorBody(response.body, 400, 'bad_request')
     }
-  })
-
-  test('when a long header arrives in pieces and the piece that overflows the head starts like a request line, then 431, not 414', async () => {
-    const socket = await openSocket(server.origin)
-    let text = ''
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk
-    })
-    socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Data: ${'a'.repeat(9000)}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    socket.write(`foo ${'b'.repeat(9000)}\r\n\r\n`)
-    await new Promise((resolve) => socket.once('close', resolve))
-    assert.match(text, /^HTTP\/1\.1 431 /)
   })
 
   test('when an absolute-form target does not parse as a URL (a port out of range), then 400 says so, not a percent-encoding', async () => {
@@ -311,15 +258,3 @@ describe('errors raised before any handler', () => {
     assertErrorBody(response.body, 413, 'body_too_large')
   })
 })
-
-/**
- * What every answer carries, those the parser's errors make on the raw socket included: the date (RFC
- * 9110 §6.6.1), the request id, no sniffing, no caching.
- */
-function assertHeadersOfEveryAnswer(headers: Record<string, string>): void {
-  const date = Date.parse(headers.date ?? '')
-  assert.ok(Math.abs(Date.now() - date) < 60_000, `Date: ${headers.date}`)
-  assert.match(headers['x-request-id'] ?? '', /^[\w.:-]{1,128}$/)
-  assert.equal(headers['x-content-type-options'], 'nosniff')
-  assert.equal(headers['cache-control'], 'no-store')
-}

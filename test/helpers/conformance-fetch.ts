@@ -82,6 +82,18 @@ export async function checkedRawHttp(origin: string, request: string): Promise<R
   return checkRawResponse(origin, method, target, await rawHttp(origin, request))
 }
 
+/**
+ * What every answer carries, those the parser's errors make on the raw socket included: the date (RFC
+ * 9110 §6.6.1), the request id, no sniffing, no caching.
+ */
+export function assertHeadersOfEveryAnswer(headers: Record<string, string>): void {
+  const date = Date.parse(headers.date ?? '')
+  assert.ok(Math.abs(Date.now() - date) < 60_000, `Date: ${headers.date}`)
+  assert.match(headers['x-request-id'] ?? '', /^[\w.:-]{1,128}$/)
+  assert.equal(headers['x-content-type-options'], 'nosniff')
+  assert.equal(headers['cache-control'], 'no-store')
+}
+
 /** The Error body in `text`: exactly its three fields, with the status and code expected. */
 export function assertErrorBody(text: string, status: number, code: string): { message: string } {
   const body = JSON.parse(text)
