@@ -167,7 +167,11 @@ describe('resource defences', () => {
       env: { MAX_HEAP_USED_BYTES: String(1024 * 1024), MAX_EVENT_LOOP_DELAY_MS: '0' },
       app: { logger },
     })
-    await sleep(400)
+    // The sampler's first look at the heap, however late a busy host runs it.
+    await waitUntil(
+      () => lines.some((line) => String(line.msg).startsWith('overloaded:')),
+      'never overloaded',
+    )
     for (let i = 0; i < 2; i++) {
       const shed = await call(server, 'GET', '/v1/pets')
       assert.equal(shed.status, 503)
@@ -209,8 +213,10 @@ describe('resource defences', () => {
     let held: number[][] | undefined = Array.from({ length: 12 * 1024 }, (_, i) =>
       new Array<number>(1000).fill(i + 0.5),
     )
-    await sleep(300)
-    assert.equal((await call(server, 'GET', '/v1/pets')).status, 503, 'a heap truly over its limit sheds')
+    await waitUntil(
+      async () => (await call(server, 'GET', '/v1/pets')).status === 503,
+      'a heap truly over its limit sheds',
+    )
     assert.ok(held.length > 0)
     held = undefined
     await waitUntil(async () => (await call(server, 'GET', '/v1/pets')).status === 200, 'still shedding', {
@@ -224,7 +230,7 @@ describe('resource defences', () => {
     const server = await startTestServer(t, {
       env: { MAX_HEAP_USED_BYTES: String(1024 * 1024), MAX_EVENT_LOOP_DELAY_MS: '0', CORS_ORIGINS: origin },
     })
-    await sleep(400)
+    await waitUntil(async () => (await call(server, 'GET', '/v1/pets')).status === 503, 'never shed')
     const preflight = await fetch(`${server.origin}/v1/pets`, {
       method: 'OPTIONS',
       headers: { origin, 'access-control-request-method': 'POST' },
