@@ -7,7 +7,6 @@ import { describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
 import { requesterFor, runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
 import { walkCatalogue } from './helpers/set-test.ts'
@@ -72,11 +71,9 @@ describe(
       const served = await walkCatalogue(before.origin, key)
       // Run without blocking this process while `before` serves: a client blocked longer than the keep-alive
       // timeout (a busy host) sends its next request on the connection the server has just closed.
-      const leaked = await runCliAsync(
-        ['keys', 'create', '--name', 'leaked'],
-        { DATABASE_URL: original },
-        cwd,
-      )
+      const leaked = await runCli(['keys', 'create', '--name', 'leaked'], { DATABASE_URL: original }, cwd, {
+        timeoutMs: 120_000,
+      })
       assert.equal(leaked.status, 0, leaked.stderr)
       const leakedKey = leaked.stdout.trim()
 
@@ -86,11 +83,9 @@ describe(
       await promisify(execFile)('sh', pgDump, { timeout: 120_000 })
       assert.equal(statSync(dump).mode & 0o777, 0o600, "the dump is its owner's alone")
       // Since the dump: the leaked key revoked, and pets given ids a client now holds.
-      const revoked = await runCliAsync(
-        ['keys', 'revoke', '--name', 'leaked'],
-        { DATABASE_URL: original },
-        cwd,
-      )
+      const revoked = await runCli(['keys', 'revoke', '--name', 'leaked'], { DATABASE_URL: original }, cwd, {
+        timeoutMs: 120_000,
+      })
       assert.equal(revoked.status, 0, revoked.stderr)
       for (let i = 0; i < 3; i++) {
         const response = await request(before, '/v1/pets', {
@@ -120,7 +115,7 @@ describe(
       )
       const fresh = Object.assign(new URL(original), { pathname: `/${restored}` }).href
       runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', fresh, dump])
-      const carried = runCli(['restore', '--replacing', original], { DATABASE_URL: fresh }, cwd)
+      const carried = await runCli(['restore', '--replacing', original], { DATABASE_URL: fresh }, cwd)
       assert.deepEqual(
         [carried.status, carried.stdout, carried.stderr],
         [
@@ -152,7 +147,7 @@ describe(
       const cwd = temporaryDirectory(t)
       const postgres = await sharedPostgres()
       const [restored, other] = [await postgres.createDatabase(), await postgres.createDatabase()]
-      assert.equal(runCli(['migrate'], { DATABASE_URL: restored }, cwd).status, 0)
+      assert.equal((await runCli(['migrate'], { DATABASE_URL: restored }, cwd)).status, 0)
       const admin = new pg.Client({ connectionString: other })
       await admin.connect()
       try {
@@ -160,7 +155,7 @@ describe(
       } finally {
         await admin.end()
       }
-      const carried = runCli(['restore', '--replacing', other], { DATABASE_URL: restored }, cwd)
+      const carried = await runCli(['restore', '--replacing', other], { DATABASE_URL: restored }, cwd)
       assert.equal(carried.status, 1, carried.stdout + carried.stderr)
       assert.match(carried.stderr, /it could not all be read/)
     })
@@ -168,21 +163,21 @@ describe(
 )
 
 describe('restore: which of its two forms', () => {
-  test('when restore is given both --from and --replacing, or neither, or --replacing where DATABASE_URL is SQLite, then it refuses in one line saying what to give', (t) => {
+  test('when restore is given both --from and --replacing, or neither, or --replacing where DATABASE_URL is SQLite, then it refuses in one line saying what to give', async (t) => {
     const cwd = temporaryDirectory(t)
     const sqlite = { DATABASE_URL: `sqlite:${join(cwd, 'petstore.db')}` }
     const usage = 'give --from FILE (SQLite) or --replacing URL (PostgreSQL, after pg_restore)'
     for (const args of [[], ['--from', 'b.db', '--replacing', 'postgres://u@h/db']]) {
-      const result = runCli(['restore', ...args], sqlite, cwd)
+      const result = await runCli(['restore', ...args], sqlite, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [2, `petstore restore: ${usage} (see "petstore restore --help")\n`],
       )
     }
-    const onSqlite = runCli(['restore', '--replacing', 'postgres://u@h/db'], sqlite, cwd)
+    const onSqlite = await runCli(['restore', '--replacing', 'postgres://u@h/db'], sqlite, cwd)
     assert.equal(onSqlite.status, 1)
     assert.match(onSqlite.stderr, /--replacing is for a PostgreSQL database pg_restore made/)
-    const notPostgres = runCli(['restore', '--replacing', 'sqlite:old.db'], sqlite, cwd)
+    const notPostgres = await runCli(['restore', '--replacing', 'sqlite:old.db'], sqlite, cwd)
     assert.equal(notPostgres.status, 2)
     assert.match(notPostgres.stderr, /--replacing names the PostgreSQL database the restored one replaces/)
   })

@@ -17,7 +17,6 @@ import { describe, test } from 'node:test'
 import { setTimeout } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
 import { runCli, stop } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { openElsewhere } from './helpers/open-files.ts'
@@ -47,7 +46,7 @@ describe('backup and restore (SQLite)', () => {
     )
 
     const acknowledgedBefore = new Map(log.ok)
-    const backup = await runCliAsync(['backup', '--to', 'petstore-backup.db'], env, cwd)
+    const backup = await runCli(['backup', '--to', 'petstore-backup.db'], env, cwd, { timeoutMs: 120_000 })
     const acknowledgedDuring = log.ok.size - acknowledgedBefore.size
     await writers.stop()
     assert.equal(backup.status, 0, backup.stderr)
@@ -60,7 +59,11 @@ describe('backup and restore (SQLite)', () => {
     // Restored where another service starts: a new directory, a database that does not exist yet.
     const elsewhere = temporaryDirectory(t)
     const restoredEnv = { ...env, DATABASE_URL: `sqlite:${join(elsewhere, 'restored.db')}` }
-    const restore = runCli(['restore', '--from', join(cwd, 'petstore-backup.db')], restoredEnv, elsewhere)
+    const restore = await runCli(
+      ['restore', '--from', join(cwd, 'petstore-backup.db')],
+      restoredEnv,
+      elsewhere,
+    )
     assert.equal(restore.status, 0, restore.stderr)
     const restored = await serve(t, restoredEnv, elsewhere)
     const served = await walkCatalogue(restored.origin, key)
@@ -81,11 +84,11 @@ describe('backup and restore (SQLite)', () => {
     const ledger = petLedger(key)
     let server = await serve(t, env, cwd)
     await ledger.createAcknowledged(server, 3)
-    assert.equal(runCli(['backup', '--to', 'three.db'], env, cwd).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'three.db'], env, cwd)).status, 0)
     const threePets = new Map(ledger.acknowledged)
     await ledger.createAcknowledged(server, 3)
 
-    const refused = runCli(['restore', '--from', 'three.db'], env, cwd)
+    const refused = await runCli(['restore', '--from', 'three.db'], env, cwd)
     assert.equal(refused.status, 1)
     assert.match(
       refused.stderr,
@@ -99,7 +102,7 @@ describe('backup and restore (SQLite)', () => {
     )
     await stop(server)
 
-    const restored = runCli(['restore', '--from', 'three.db'], env, cwd)
+    const restored = await runCli(['restore', '--from', 'three.db'], env, cwd)
     assert.equal(restored.status, 0, restored.stderr)
     assert.match(
       restored.stdout,
@@ -116,8 +119,8 @@ describe('backup and restore (SQLite)', () => {
     timeout: 60_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
     const data = join(cwd, 'data')
     const database = join(data, 'petstore.db')
     // Read, a FIFO waited for a writer for ever, the database held; a SIGKILL then left a -wal beside it.
@@ -134,7 +137,7 @@ describe('backup and restore (SQLite)', () => {
       ['/dev/null', 'a character device'],
     ]
     for (const [from, kind] of kinds) {
-      const refused = await runCliAsync(['restore', '--from', from], {}, cwd, { timeoutMs: 15_000 })
+      const refused = await runCli(['restore', '--from', from], {}, cwd, { timeoutMs: 15_000 })
       assert.deepEqual(
         [refused.status, refused.stderr],
         [1, `petstore restore: ${from} is ${kind}: name a backup file\n`],
@@ -146,7 +149,7 @@ describe('backup and restore (SQLite)', () => {
     assert.deepEqual([after.ino, after.mtimeMs], [before.stats.ino, before.stats.mtimeMs], 'the same file')
 
     symlinkSync('b.db', join(cwd, 'linked.db'))
-    const restored = runCli(['restore', '--from', 'linked.db'], {}, cwd)
+    const restored = await runCli(['restore', '--from', 'linked.db'], {}, cwd)
     assert.equal(restored.status, 0, restored.stderr)
     assert.match(restored.stdout, /^restored 3 pets from linked\.db into data\/petstore\.db/)
   })
@@ -159,8 +162,8 @@ describe('backup and restore (SQLite)', () => {
   }, async (t) => {
     const cwd = temporaryDirectory(t)
     const key = generateApiKey()
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
     const backup = join(cwd, 'b.db')
     const reader = new DatabaseSync(backup, { readOnly: true })
     t.after(() => reader.close())
@@ -193,14 +196,14 @@ describe('backup and restore (SQLite)', () => {
   test('when the backup file exists, or the restore file is not a Pet Store database, then the command refuses and changes nothing', async (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `cli:${generateApiKey()}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], env, cwd).status, 0)
-    const again = runCli(['backup', '--to', 'b.db'], env, cwd)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], env, cwd)).status, 0)
+    const again = await runCli(['backup', '--to', 'b.db'], env, cwd)
     assert.deepEqual(
       [again.status, again.stderr],
       [1, 'petstore backup: b.db already exists (give --force to replace it)\n'],
     )
-    assert.equal(runCli(['backup', '--to', 'b.db', '--force'], env, cwd).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db', '--force'], env, cwd)).status, 0)
     // A file that stands alone: the rollback journal (header bytes 18 and 19 are 1), not a WAL it would need.
     const backupBytes = readFileSync(join(cwd, 'b.db'))
     assert.deepEqual([backupBytes[18], backupBytes[19]], [1, 1], 'the backup is not in WAL mode')
@@ -210,7 +213,7 @@ describe('backup and restore (SQLite)', () => {
     const pageSize = damaged.readUInt16BE(16)
     damaged.fill(0x5a, pageSize * 2 + 8, pageSize * 3)
     writeFileSync(join(cwd, 'damaged.db'), damaged)
-    const broken = runCli(['restore', '--from', 'damaged.db'], env, cwd)
+    const broken = await runCli(['restore', '--from', 'damaged.db'], env, cwd)
     assert.equal(broken.status, 1, broken.stderr)
     assert.match(
       broken.stderr,
@@ -220,14 +223,14 @@ describe('backup and restore (SQLite)', () => {
 
     // Cut short, as a copy that ran out of room: SQLite's own words, said of the file.
     writeFileSync(join(cwd, 'cut.db'), backupBytes.subarray(0, pageSize * 2))
-    const cut = runCli(['restore', '--from', 'cut.db'], env, cwd)
+    const cut = await runCli(['restore', '--from', 'cut.db'], env, cwd)
     assert.equal(cut.status, 1, cut.stderr)
     assert.match(
       cut.stderr,
       /^petstore restore: cut\.db (fails the integrity check|cannot be read as a database \(SQLite: .+\))\n$/,
     )
     mkdirSync(join(cwd, 'backups'))
-    const directory = runCli(['restore', '--from', 'backups'], env, cwd)
+    const directory = await runCli(['restore', '--from', 'backups'], env, cwd)
     assert.deepEqual(
       [directory.status, directory.stderr],
       [1, 'petstore restore: backups is a directory: name a backup file\n'],
@@ -237,12 +240,12 @@ describe('backup and restore (SQLite)', () => {
       join(cwd, 'junk.db'),
       'not a database at all, but long enough to look like a header\n'.repeat(20),
     )
-    const junk = runCli(['restore', '--from', 'junk.db'], env, cwd)
+    const junk = await runCli(['restore', '--from', 'junk.db'], env, cwd)
     assert.deepEqual([junk.status, junk.stderr], [1, 'petstore restore: junk.db is not a SQLite database\n'])
     const other = new DatabaseSync(join(cwd, 'other.db'))
     other.exec('CREATE TABLE t (x)')
     other.close()
-    const foreign = runCli(['restore', '--from', 'other.db'], env, cwd)
+    const foreign = await runCli(['restore', '--from', 'other.db'], env, cwd)
     assert.deepEqual(
       [foreign.status, foreign.stderr],
       [1, 'petstore restore: other.db is not a Pet Store database (no schema_migrations table)\n'],
@@ -253,7 +256,7 @@ describe('backup and restore (SQLite)', () => {
       'CREATE TABLE schema_migrations (version INTEGER, dirty INTEGER); INSERT INTO schema_migrations VALUES (2, 0)',
     )
     tool.close()
-    const tools = runCli(['restore', '--from', 'tool.db'], env, cwd)
+    const tools = await runCli(['restore', '--from', 'tool.db'], env, cwd)
     assert.deepEqual(
       [tools.status, tools.stderr],
       [
@@ -262,7 +265,7 @@ describe('backup and restore (SQLite)', () => {
       ],
     )
     assert.equal(
-      runCli(['seed', '--count', '1'], env, cwd).stdout,
+      (await runCli(['seed', '--count', '1'], env, cwd)).stdout,
       'added 1 pet\n',
       'the database still works',
     )
@@ -272,7 +275,7 @@ describe('backup and restore (SQLite)', () => {
   test('when the backup would replace the database itself (or a companion file), or names a directory, then it refuses in one line and the database is untouched', async (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `cli:${generateApiKey()}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
     const database = join(cwd, 'data', 'petstore.db')
     const before = statSync(database).ino
     for (const to of [
@@ -282,7 +285,7 @@ describe('backup and restore (SQLite)', () => {
       'data/petstore.db-wal',
       'data/petstore.db/',
     ]) {
-      const refused = runCli(['backup', '--to', to, '--force'], env, cwd)
+      const refused = await runCli(['backup', '--to', to, '--force'], env, cwd)
       assert.deepEqual(
         [refused.status, refused.stderr],
         [
@@ -292,7 +295,7 @@ describe('backup and restore (SQLite)', () => {
       )
     }
     for (const to of ['data', 'data/']) {
-      const directory = runCli(['backup', '--to', to, '--force'], env, cwd)
+      const directory = await runCli(['backup', '--to', to, '--force'], env, cwd)
       assert.deepEqual(
         [directory.status, directory.stderr],
         [1, `petstore backup: ${to} is a directory: name the backup file\n`],
@@ -306,7 +309,7 @@ describe('backup and restore (SQLite)', () => {
     )
     assert.equal(statSync(database).ino, before, 'the same file')
     assert.equal(
-      runCli(['seed', '--count', '1'], env, cwd).stdout,
+      (await runCli(['seed', '--count', '1'], env, cwd)).stdout,
       'added 1 pet\n',
       'the database still works',
     )
@@ -315,7 +318,7 @@ describe('backup and restore (SQLite)', () => {
 
   test('when the backup names a symbolic link, a FIFO, a socket or a device, then it refuses in one line naming what it is, with --force too, and each is left as it was', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
     // A link to a file elsewhere, which --force replaced with the backup (the link gone, its file unread).
     const elsewhere = join(temporaryDirectory(t), 'kept.db')
     writeFileSync(elsewhere, 'kept')
@@ -337,7 +340,7 @@ describe('backup and restore (SQLite)', () => {
     const before = new Map(kinds.map(([name]) => [name, lstatSync(join(cwd, name))]))
     // Without --force, the same line: "give --force" would send the operator on to the same refusal.
     for (const args of [...kinds.map(([to]) => ['--to', to, '--force']), ['--to', 'linked.db']]) {
-      const refused = runCli(['backup', ...args], {}, cwd)
+      const refused = await runCli(['backup', ...args], {}, cwd)
       const [, to] = args
       const kind = kinds.find(([name]) => name === to)?.[1]
       assert.deepEqual(
@@ -354,10 +357,10 @@ describe('backup and restore (SQLite)', () => {
     assert.deepEqual(readdirSync(cwd).sort(), ['data', ...before.keys()].sort(), 'no file left beside them')
   })
 
-  test('when DATABASE_URL names a FIFO, then backup refuses at once in one line saying what it is, and writes nothing', (t) => {
+  test('when DATABASE_URL names a FIFO, then backup refuses at once in one line saying what it is, and writes nothing', async (t) => {
     const cwd = temporaryDirectory(t)
     execFileSync('mkfifo', [join(cwd, 'pipe')])
-    const refused = runCli(['backup', '--to', 'b.db'], { DATABASE_URL: 'sqlite:pipe' }, cwd)
+    const refused = await runCli(['backup', '--to', 'b.db'], { DATABASE_URL: 'sqlite:pipe' }, cwd)
     assert.deepEqual(
       [refused.status, refused.stderr],
       [
@@ -368,9 +371,9 @@ describe('backup and restore (SQLite)', () => {
     assert.deepEqual(readdirSync(cwd), ['pipe'])
   })
 
-  test("when a backup is written, then only its owner may read or write it (0600), whatever the umask, the database's mode or the file it replaces", (t) => {
+  test("when a backup is written, then only its owner may read or write it (0600), whatever the umask, the database's mode or the file it replaces", async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
     chmodSync(join(cwd, 'data', 'petstore.db'), 0o644)
     writeFileSync(join(cwd, 'replaced.db'), '')
     chmodSync(join(cwd, 'replaced.db'), 0o666)
@@ -378,15 +381,15 @@ describe('backup and restore (SQLite)', () => {
       ['--to', 'fresh.db'],
       ['--to', 'replaced.db', '--force'],
     ]) {
-      const result = runCli(['backup', ...args], {}, cwd)
+      const result = await runCli(['backup', ...args], {}, cwd)
       assert.equal(result.status, 0, result.stderr)
       assert.equal(statSync(join(cwd, args[1] as string)).mode & 0o777, 0o600, args.join(' '))
     }
   })
 
-  test('when the database is at a newer schema this release runs on (after a rollback), then backup and restore take it and copy refuses it; at one that needs a newer release, backup refuses too', (t) => {
+  test('when the database is at a newer schema this release runs on (after a rollback), then backup and restore take it and copy refuses it; at one that needs a newer release, backup refuses too', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
     const database = join(cwd, 'data', 'petstore.db')
     const newer = (version: number, floor: number) => {
       const db = new DatabaseSync(database)
@@ -398,11 +401,15 @@ describe('backup and restore (SQLite)', () => {
       db.close()
     }
     newer(3, 2)
-    const backup = runCli(['backup', '--to', 'rollback.db'], {}, cwd)
+    const backup = await runCli(['backup', '--to', 'rollback.db'], {}, cwd)
     assert.equal(backup.status, 0, backup.stderr)
-    const restore = runCli(['restore', '--from', 'rollback.db'], {}, cwd)
+    const restore = await runCli(['restore', '--from', 'rollback.db'], {}, cwd)
     assert.equal(restore.status, 0, restore.stderr)
-    const copy = runCli(['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:copy.db'], {}, cwd)
+    const copy = await runCli(
+      ['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:copy.db'],
+      {},
+      cwd,
+    )
     assert.deepEqual(
       [copy.status, copy.stderr],
       [
@@ -411,7 +418,7 @@ describe('backup and restore (SQLite)', () => {
       ],
     )
     newer(4, 4)
-    const refused = runCli(['backup', '--to', 'later.db'], {}, cwd)
+    const refused = await runCli(['backup', '--to', 'later.db'], {}, cwd)
     // Said of the database, before a copy is made of it (it blamed "the backup" the copy made).
     assert.deepEqual(
       [refused.status, refused.stderr],
@@ -423,14 +430,14 @@ describe('backup and restore (SQLite)', () => {
     assert.deepEqual(readdirSync(cwd).sort(), ['data', 'rollback.db'])
   })
 
-  test('when the store is PostgreSQL, then backup and restore --from refuse in one line pointing to pg_dump, pg_restore and restore --replacing', (t) => {
+  test('when the store is PostgreSQL, then backup and restore --from refuse in one line pointing to pg_dump, pg_restore and restore --replacing', async (t) => {
     const cwd = temporaryDirectory(t)
     const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }
     for (const args of [
       ['backup', '--to', 'x.db'],
       ['restore', '--from', 'x.db'],
     ]) {
-      const result = runCli(args, env, cwd)
+      const result = await runCli(args, env, cwd)
       assert.equal(result.status, 1)
       assert.match(
         result.stderr,

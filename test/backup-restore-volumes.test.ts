@@ -9,12 +9,12 @@ import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/stor
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('backup and restore on a volume that cannot take them', mountingSuiteOptions(), () => {
-  test('when the backup volume is full, or read-only, then backup says which directory and why in one line, exit 1, and leaves nothing there', (t) => {
+  test('when the backup volume is full, or read-only, then backup says which directory and why in one line, exit 1, and leaves nothing there', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20000'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '20000'], {}, cwd)).status, 0)
     const volume = mountTmpfs(t, 1024 * 1024)
     const filler = fillFileSystem(volume)
-    const full = runCli(['backup', '--to', join(volume, 'petstore.db')], {}, cwd)
+    const full = await runCli(['backup', '--to', join(volume, 'petstore.db')], {}, cwd)
     assert.deepEqual(
       [full.status, full.stderr],
       [1, `petstore backup: ${volume} has no space left for the backup\n`],
@@ -22,21 +22,21 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     assert.deepEqual(readdirSync(volume), ['filler'], 'nothing left behind')
     rmSync(filler)
     execFileSync('mount', ['-o', 'remount,ro', volume])
-    const readOnly = runCli(['backup', '--to', join(volume, 'petstore.db')], {}, cwd)
+    const readOnly = await runCli(['backup', '--to', join(volume, 'petstore.db')], {}, cwd)
     assert.deepEqual(
       [readOnly.status, readOnly.stderr],
       [1, `petstore backup: ${volume} is on a read-only file system\n`],
     )
   })
 
-  test("when the database's own volume is full, or read-only, then backup says which directory and why in one line, exit 1", (t) => {
+  test("when the database's own volume is full, or read-only, then backup says which directory and why in one line, exit 1", async (t) => {
     const cwd = temporaryDirectory(t)
     const volume = mountTmpfs(t, 8 * 1024 * 1024)
     const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
     // The service stopped: reading a WAL database makes its -shm beside it first.
     const filler = fillFileSystem(volume)
-    const full = runCli(['backup', '--to', join(cwd, 'b.db')], env, cwd)
+    const full = await runCli(['backup', '--to', join(cwd, 'b.db')], env, cwd)
     assert.equal(full.status, 1, full.stderr)
     assert.match(
       full.stderr,
@@ -46,7 +46,7 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     for (const leftover of readdirSync(volume).filter((name) => name.endsWith('-shm')))
       rmSync(join(volume, leftover))
     execFileSync('mount', ['-o', 'remount,ro', volume])
-    const readOnly = runCli(['backup', '--to', join(cwd, 'b.db')], env, cwd)
+    const readOnly = await runCli(['backup', '--to', join(cwd, 'b.db')], env, cwd)
     assert.equal(readOnly.status, 1, readOnly.stderr)
     assert.match(
       readOnly.stderr,
@@ -56,15 +56,15 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     )
   })
 
-  test("when the database's volume is full, then restore names it in one line, exit 1, and the database is as it was", (t) => {
+  test("when the database's volume is full, then restore names it in one line, exit 1, and the database is as it was", async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20000'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'saved.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '20000'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'saved.db'], {}, cwd)).status, 0)
     const volume = mountTmpfs(t, 8 * 1024 * 1024)
     const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
     const filler = fillFileSystem(volume)
-    const restore = runCli(['restore', '--from', 'saved.db'], env, cwd)
+    const restore = await runCli(['restore', '--from', 'saved.db'], env, cwd)
     assert.deepEqual(
       [restore.status, restore.stderr],
       [1, `petstore restore: ${volume} has no space left for the restored database\n`],
@@ -76,31 +76,31 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     assert.equal(petCountOf(join(volume, 'petstore.db')), 5, 'its own 5 pets, not 20,000')
   })
 
-  test('when the volume is nearly full but the restore fails for another reason (the file is not a database), then that reason is said, not the volume', (t) => {
+  test('when the volume is nearly full but the restore fails for another reason (the file is not a database), then that reason is said, not the volume', async (t) => {
     const cwd = temporaryDirectory(t)
     const volume = mountTmpfs(t, 8 * 1024 * 1024)
     const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
     writeFileSync(join(cwd, 'notes.txt'), 'x'.repeat(300 * 1024))
     const filler = fillFileSystem(volume)
     // Room for the copy, and under 1 MiB left once it is made.
     truncateSync(filler, statSync(filler).size - 900 * 1024)
-    const restore = runCli(['restore', '--from', 'notes.txt'], env, cwd)
+    const restore = await runCli(['restore', '--from', 'notes.txt'], env, cwd)
     assert.deepEqual(
       [restore.status, restore.stderr],
       [1, 'petstore restore: notes.txt is not a SQLite database\n'],
     )
   })
 
-  test('when the database volume is read-only, then restore says so in one line and changes nothing', (t) => {
+  test('when the database volume is read-only, then restore says so in one line and changes nothing', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'saved.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '20'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'saved.db'], {}, cwd)).status, 0)
     const volume = mountTmpfs(t, 8 * 1024 * 1024)
     const env = { DATABASE_URL: `sqlite:${join(volume, 'petstore.db')}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
     execFileSync('mount', ['-o', 'remount,ro', volume])
-    const restore = runCli(['restore', '--from', 'saved.db'], env, cwd)
+    const restore = await runCli(['restore', '--from', 'saved.db'], env, cwd)
     assert.deepEqual(
       [restore.status, restore.stderr],
       [1, `petstore restore: ${volume} is on a read-only file system\n`],
@@ -108,20 +108,20 @@ describe('backup and restore on a volume that cannot take them', mountingSuiteOp
     assert.deepEqual(readdirSync(volume), ['petstore.db'])
   })
 
-  test('when the database was left with writes in its write-ahead log (a killed server) and its volume is full, then restore refuses before removing anything, and every one of those writes is still there', (t) => {
+  test('when the database was left with writes in its write-ahead log (a killed server) and its volume is full, then restore refuses before removing anything, and every one of those writes is still there', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'saved.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '20'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'saved.db'], {}, cwd)).status, 0)
     const volume = mountTmpfs(t, 16 * 1024 * 1024)
     const database = join(volume, 'petstore.db')
     const env = { DATABASE_URL: `sqlite:${database}` }
-    assert.equal(runCli(['seed', '--count', '5'], env, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], env, cwd)).status, 0)
     commitIntoLogThenDie(database, 20_000)
     assert.ok(statSync(`${database}-wal`).size > 0, 'the writes are in the log')
     // Room for the copy of the backup, not for the log's pages folded into the database.
     const filler = fillFileSystem(volume)
     truncateSync(filler, statSync(filler).size - 4 * statSync(join(cwd, 'saved.db')).size)
-    const restore = runCli(['restore', '--from', 'saved.db'], env, cwd)
+    const restore = await runCli(['restore', '--from', 'saved.db'], env, cwd)
     assert.deepEqual(
       [restore.status, restore.stderr],
       [1, `petstore restore: ${volume} has no space left for the restored database\n`],

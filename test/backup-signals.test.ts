@@ -37,7 +37,7 @@ describe(
   () => {
     test('when a backup to a new file is stopped by SIGTERM part way, then it says so in one line, exits 143 and leaves no file, its hidden copy included', async (t) => {
       const cwd = temporaryDirectory(t)
-      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
 
       const ended = await backupStoppedBy(t, 'SIGTERM', ['--to', 'b.db'], cwd)
 
@@ -50,9 +50,9 @@ describe(
 
     test('when a backup replacing an older one (--force) is stopped by SIGINT part way, then the older backup is kept whole, exit 130', async (t) => {
       const cwd = temporaryDirectory(t)
-      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
-      assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['seed', '--count', '5'], {}, cwd)).status, 0)
 
       const ended = await backupStoppedBy(t, 'SIGINT', ['--to', 'b.db', '--force'], cwd)
 
@@ -66,9 +66,9 @@ describe(
 
     test('when a backup replacing an older one (--force) is stopped by SIGINT in its last steps, which run without a turn of the event loop (the copy checked, synced), then the older backup is kept whole, exit 130', async (t) => {
       const cwd = temporaryDirectory(t)
-      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
-      assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['seed', '--count', '5'], {}, cwd)).status, 0)
 
       const ended = await backupStoppedBy(t, 'SIGINT', ['--to', 'b.db', '--force'], cwd, { mainThread: true })
 

@@ -118,10 +118,10 @@ describe(
       }
     })
 
-    test('when a backup is written into a directory not open to the user running it, then one line naming the directory, not a bare EACCES', (t) => {
+    test('when a backup is written into a directory not open to the user running it, then one line naming the directory, not a bare EACCES', async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)
-      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
       const { uid, gid } = userIds(OTHER_USER)
       for (const file of ['data', ...readdirSync(join(cwd, 'data')).map((name) => join('data', name))])
         chownSync(join(cwd, file), uid, gid)
@@ -139,7 +139,7 @@ describe(
       assert.deepEqual(readdirSync(backups), [])
     })
 
-    test("when backup --force names another user's file in a sticky directory (/tmp, a shared backups directory), then it refuses before copying, in one line naming the file, its owner and what to do; its own file, or one in its own directory, is replaced, and root replaces any", (t) => {
+    test("when backup --force names another user's file in a sticky directory (/tmp, a shared backups directory), then it refuses before copying, in one line naming the file, its owner and what to do; its own file, or one in its own directory, is replaced, and root replaces any", async (t) => {
       const { cwd, uid } = dataOfOtherUser(t)
       assert.equal(runAsOtherUser(['seed', '--count', '3'], {}, cwd).status, 0)
       const shared = join(cwd, 'shared')
@@ -170,15 +170,15 @@ describe(
         const replaced = runAsOtherUser(['backup', '--to', to, '--force'], {}, cwd)
         assert.equal(replaced.status, 0, `${to}: ${replaced.stderr}`)
       }
-      const asRoot = runCli(['backup', '--to', roots, '--force'], {}, cwd)
+      const asRoot = await runCli(['backup', '--to', roots, '--force'], {}, cwd)
       assert.equal(asRoot.status, 0, asRoot.stderr)
     })
 
-    test("when restore runs as the database's owner in a directory not open to it (root's, 0755), then one line naming the directory and what to do, not a bare EACCES on a hidden copy, and the database is unchanged", (t) => {
+    test("when restore runs as the database's owner in a directory not open to it (root's, 0755), then one line naming the directory and what to do, not a bare EACCES on a hidden copy, and the database is unchanged", async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)
-      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
       chmodSync(join(cwd, 'b.db'), 0o644)
       const { uid, gid } = userIds(OTHER_USER)
       const rd = join(cwd, 'rd')
@@ -242,11 +242,11 @@ describe(
       assert.deepEqual(readdirSync(cwd), ['.env'], 'no database was made')
     })
 
-    test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", (t) => {
+    test("when root runs a command that makes the database in the service user's directory, then the files are that user's, and it opens them", async (t) => {
       const { cwd, data, uid, gid } = dataOfOtherUser(t)
       const env = { DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` }
       // As the README's "Back to SQLite" and `keys create` are run with sudo.
-      const made = runCli(['keys', 'create', '--name', 'web'], env, cwd)
+      const made = await runCli(['keys', 'create', '--name', 'web'], env, cwd)
       assert.equal(made.status, 0, made.stderr)
       for (const name of readdirSync(data)) {
         const stats = statSync(join(data, name))
@@ -273,10 +273,10 @@ describe(
     })
 
     for (const args of [['serve'], ['keys', 'create', '--name', 'web']]) {
-      test(`when the database file belongs to another user who lets others read it, then "${args.join(' ')}" refuses with one line naming its owner, not a read-only disk, and leaves no files beside it`, (t) => {
+      test(`when the database file belongs to another user who lets others read it, then "${args.join(' ')}" refuses with one line naming its owner, not a read-only disk, and leaves no files beside it`, async (t) => {
         const { cwd, data, uid } = dataOfOtherUser(t)
         const database = join(data, 'petstore.db')
-        assert.equal(runCli(['migrate'], { DATABASE_URL: `sqlite:${database}` }, cwd).status, 0)
+        assert.equal((await runCli(['migrate'], { DATABASE_URL: `sqlite:${database}` }, cwd)).status, 0)
         for (const name of readdirSync(data)) if (name !== 'petstore.db') rmSync(join(data, name))
         chownSync(database, 0, 0)
         chmodSync(database, 0o644)
@@ -294,10 +294,10 @@ describe(
       })
     }
 
-    test("when the database file is the user's own but its mode keeps it from writing, then serve refuses with one line saying so, not a read-only disk", (t) => {
+    test("when the database file is the user's own but its mode keeps it from writing, then serve refuses with one line saying so, not a read-only disk", async (t) => {
       const { cwd, data, uid, gid } = dataOfOtherUser(t)
       const database = join(data, 'petstore.db')
-      assert.equal(runCli(['migrate'], { DATABASE_URL: `sqlite:${database}` }, cwd).status, 0)
+      assert.equal((await runCli(['migrate'], { DATABASE_URL: `sqlite:${database}` }, cwd)).status, 0)
       for (const name of readdirSync(data)) if (name !== 'petstore.db') rmSync(join(data, name))
       chownSync(database, uid, gid)
       chmodSync(database, 0o444)

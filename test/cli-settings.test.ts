@@ -3,13 +3,12 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { runCliAsync } from './helpers/cli-async.ts'
 import { runCli, startServeProcess } from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('petstore CLI: settings and what stops a start', () => {
-  test('when the configuration is invalid, then exit 78 (a setting to correct) with one line naming the variable', (t) => {
-    const result = runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
+  test('when the configuration is invalid, then exit 78 (a setting to correct) with one line naming the variable', async (t) => {
+    const result = await runCli(['migrate'], { SQLITE_BUSY_TIMEOUT_MS: '-5' }, temporaryDirectory(t))
     assert.equal(result.status, 78)
     assert.equal(
       result.stderr,
@@ -17,10 +16,10 @@ describe('petstore CLI: settings and what stops a start', () => {
     )
   })
 
-  test('when API_KEYS gives a name twice, then serve exits 78 with one line naming it, and stores nothing', (t) => {
+  test('when API_KEYS gives a name twice, then serve exits 78 with one line naming it, and stores nothing', async (t) => {
     const cwd = temporaryDirectory(t)
     const [first, second] = [`psk_${'a'.repeat(43)}`, `psk_${'b'.repeat(43)}`]
-    const result = runCli(['serve'], { API_KEYS: `dup:${first},dup:${second}`, PORT: '0' }, cwd)
+    const result = await runCli(['serve'], { API_KEYS: `dup:${first},dup:${second}`, PORT: '0' }, cwd)
     assert.equal(result.status, 78)
     assert.equal(
       result.stderr,
@@ -35,9 +34,9 @@ describe('petstore CLI: settings and what stops a start', () => {
     ['HOST', 'a..b'],
     ['METRICS_HOST', 'local host'],
   ]) {
-    test(`when ${name} is "${value}", neither an address nor a host name, then serve exits 78 with one line naming it, and makes nothing`, (t) => {
+    test(`when ${name} is "${value}", neither an address nor a host name, then serve exits 78 with one line naming it, and makes nothing`, async (t) => {
       const cwd = temporaryDirectory(t)
-      const result = runCli(
+      const result = await runCli(
         ['serve'],
         { [name as string]: value as string, PORT: '0', METRICS_PORT: '0' },
         cwd,
@@ -55,9 +54,9 @@ describe('petstore CLI: settings and what stops a start', () => {
   }
 
   for (const host of ['no-such-host.invalid', '999.1.1.1']) {
-    test(`when HOST is ${host}, a host name that does not resolve, then serve exits 1 saying so, before a database or key is made`, (t) => {
+    test(`when HOST is ${host}, a host name that does not resolve, then serve exits 1 saying so, before a database or key is made`, async (t) => {
       const cwd = temporaryDirectory(t)
-      const result = runCli(['serve'], { HOST: host, PORT: '0', METRICS_PORT: '0' }, cwd)
+      const result = await runCli(['serve'], { HOST: host, PORT: '0', METRICS_PORT: '0' }, cwd)
       assert.equal(result.status, 1)
       assert.ok(
         result.stderr.includes(`cannot listen on HOST:PORT (${host}:0): the host name does not resolve`),
@@ -67,10 +66,10 @@ describe('petstore CLI: settings and what stops a start', () => {
     })
   }
 
-  test('when .env is a directory (a bind mount of a file that was missing), then a command exits 78 with one line naming it, and makes nothing', (t) => {
+  test('when .env is a directory (a bind mount of a file that was missing), then a command exits 78 with one line naming it, and makes nothing', async (t) => {
     const cwd = temporaryDirectory(t)
     mkdirSync(join(cwd, '.env'))
-    const result = runCli(['keys', 'list'], {}, cwd)
+    const result = await runCli(['keys', 'list'], {}, cwd)
     assert.equal(result.status, 78, result.stderr)
     assert.equal(
       result.stderr,
@@ -96,7 +95,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     ]
     for (const [make, what] of cases) {
       make()
-      const refused = await runCliAsync(['keys', 'list'], {}, cwd, { timeoutMs: 15_000 })
+      const refused = await runCli(['keys', 'list'], {}, cwd, { timeoutMs: 15_000 })
       assert.deepEqual(
         [refused.status, refused.stderr],
         [78, `petstore: invalid configuration: .env is ${what}\n`],
@@ -108,7 +107,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     mkdirSync(join(cwd, 'settings'))
     writeFileSync(join(cwd, 'settings', 'petstore.env'), 'DATABASE_URL=sqlite:linked.db\n', { mode: 0o600 })
     symlinkSync(join('settings', 'petstore.env'), env)
-    const linked = runCli(['migrate'], {}, cwd)
+    const linked = await runCli(['migrate'], {}, cwd)
     assert.equal(linked.status, 0, linked.stderr)
     assert.ok(existsSync(join(cwd, 'linked.db')), "the linked file's DATABASE_URL was read")
   })
@@ -119,11 +118,11 @@ describe('petstore CLI: settings and what stops a start', () => {
     [' sqlite:data/petstore.db', '" " at its start'],
     ['postgres://app:s3cret@127.0.0.1:1/pets\t', '"\\t" at its end'],
   ]) {
-    test(`when DATABASE_URL is ${JSON.stringify(url)}, with white space around it, then serve exits 78 with one line naming it, and makes nothing`, (t) => {
+    test(`when DATABASE_URL is ${JSON.stringify(url)}, with white space around it, then serve exits 78 with one line naming it, and makes nothing`, async (t) => {
       const cwd = temporaryDirectory(t)
       // Where a service already runs: data/ is there.
       mkdirSync(join(cwd, 'data'), { mode: 0o700 })
-      const result = runCli(['serve'], { DATABASE_URL: url as string, PORT: '0' }, cwd)
+      const result = await runCli(['serve'], { DATABASE_URL: url as string, PORT: '0' }, cwd)
       assert.equal(result.status, 78, result.stderr)
       assert.equal(
         result.stderr,
@@ -133,7 +132,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     })
   }
 
-  test('when .env sets what is no setting, or other users can read the key it holds, then each command says so at warn, and runs', (t) => {
+  test('when .env sets what is no setting, or other users can read the key it holds, then each command says so at warn, and runs', async (t) => {
     const directory = temporaryDirectory(t)
     const path = join(directory, '.env')
     const key = `psk_${'a'.repeat(43)}`
@@ -149,7 +148,7 @@ describe('petstore CLI: settings and what stops a start', () => {
         .map((line) => JSON.parse(line) as { level: number; msg: string })
         .filter((line) => line.level === 40)
         .map((line) => line.msg)
-    const first = runCli(['migrate'], {}, directory)
+    const first = await runCli(['migrate'], {}, directory)
     assert.equal(first.status, 0, first.stderr)
     const said = warned(first.stderr)
     for (const name of ['PGPASSWORD', 'NODE_EXTRA_CA_CERTS', 'PROT']) {
@@ -167,15 +166,15 @@ describe('petstore CLI: settings and what stops a start', () => {
 
     writeFileSync(path, `API_KEYS=ops:${key}\n`)
     chmodSync(path, 0o600)
-    const second = runCli(['migrate'], {}, directory)
+    const second = await runCli(['migrate'], {}, directory)
     assert.equal(second.status, 0, second.stderr)
     assert.deepEqual(warned(second.stderr), [])
   })
 
-  test('when .env begins with a byte order mark (UTF-8 as editors on Windows save it), then its first setting is read, and nothing is said of it', (t) => {
+  test('when .env begins with a byte order mark (UTF-8 as editors on Windows save it), then its first setting is read, and nothing is said of it', async (t) => {
     const cwd = temporaryDirectory(t)
     writeFileSync(join(cwd, '.env'), '\uFEFFDATABASE_URL=sqlite:other.db\n', { mode: 0o600 })
-    const result = runCli(['migrate'], {}, cwd)
+    const result = await runCli(['migrate'], {}, cwd)
     assert.equal(result.status, 0, result.stderr)
     assert.equal(
       result.stderr,
@@ -184,8 +183,8 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.equal(existsSync(join(cwd, 'data')), false, 'not the default database')
   })
 
-  test('when the database is unreachable at start, then exit 1 with one line and no password', (t) => {
-    const result = runCli(
+  test('when the database is unreachable at start, then exit 1 with one line and no password', async (t) => {
+    const result = await runCli(
       ['serve'],
       { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/pets' },
       temporaryDirectory(t),
@@ -200,7 +199,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     const first = await startServeProcess({}, cwd)
     t.after(() => first.child.kill('SIGKILL'))
     const port = new URL(first.origin).port
-    const taken = runCli(['serve'], { PORT: port, API_KEYS: '' }, cwd)
+    const taken = await runCli(['serve'], { PORT: port, API_KEYS: '' }, cwd)
     assert.deepEqual(
       [taken.status, taken.stderr],
       [
@@ -208,7 +207,7 @@ describe('petstore CLI: settings and what stops a start', () => {
         `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
       ],
     )
-    const metricsTaken = runCli(['serve'], { PORT: '0', METRICS_PORT: port, API_KEYS: '' }, cwd)
+    const metricsTaken = await runCli(['serve'], { PORT: '0', METRICS_PORT: port, API_KEYS: '' }, cwd)
     assert.deepEqual(
       [metricsTaken.status, metricsTaken.stderr],
       [
@@ -216,7 +215,7 @@ describe('petstore CLI: settings and what stops a start', () => {
         `petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
       ],
     )
-    const unknownHost = runCli(['serve'], { PORT: '0', METRICS_HOST: 'no-such-host.invalid' }, cwd)
+    const unknownHost = await runCli(['serve'], { PORT: '0', METRICS_HOST: 'no-such-host.invalid' }, cwd)
     assert.equal(unknownHost.status, 1)
     assert.match(
       unknownHost.stderr,

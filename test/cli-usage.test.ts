@@ -7,7 +7,7 @@ import { temporaryDirectory } from './helpers/test-server.ts'
 
 // How the command line reads its arguments: what it refuses, and how it says so (exit 2, one line).
 describe('petstore CLI usage', () => {
-  test('when --version or --help comes with more, then the more is refused in one line, exit 2; "--help <command>" is that command\'s help', (t) => {
+  test('when --version or --help comes with more, then the more is refused in one line, exit 2; "--help <command>" is that command\'s help', async (t) => {
     const cwd = temporaryDirectory(t)
     for (const [args, extra] of [
       [['--version', '--foo'], '--foo'],
@@ -15,7 +15,7 @@ describe('petstore CLI usage', () => {
       [['--help', 'seed', '--count'], '--count'],
       [['--help', 'nothing'], 'nothing'],
     ] as const) {
-      const result = runCli([...args], {}, cwd)
+      const result = await runCli([...args], {}, cwd)
       assert.deepEqual(
         [result.status, result.stdout, result.stderr],
         [2, '', `petstore: ${args[0]} takes no "${extra}" (see "petstore --help")\n`],
@@ -27,22 +27,22 @@ describe('petstore CLI usage', () => {
       ['help', 'seed'],
       ['-h', 'seed'],
     ]) {
-      const result = runCli(args, {}, cwd)
+      const result = await runCli(args, {}, cwd)
       assert.equal(result.status, 0, args.join(' '))
       assert.match(result.stdout, /^Usage: petstore seed \[--count N\]/, args.join(' '))
     }
   })
 
-  test('when an option is followed by what starts with a dash, then the line names it and says how to write such a value, exit 2', (t) => {
+  test('when an option is followed by what starts with a dash, then the line names it and says how to write such a value, exit 2', async (t) => {
     const cwd = temporaryDirectory(t)
     // A forgotten value: the next option is named as what was read.
-    const forgotten = runCli(['backup', '--to', '--force'], {}, cwd)
+    const forgotten = await runCli(['backup', '--to', '--force'], {}, cwd)
     assert.equal(forgotten.status, 2)
     assert.match(
       forgotten.stderr,
       /^petstore backup: --to needs a value, and "--force" after it reads as an option /,
     )
-    const result = runCli(['seed', '--count', '5', '--count', '-5'], {}, cwd)
+    const result = await runCli(['seed', '--count', '5', '--count', '-5'], {}, cwd)
     assert.deepEqual(
       [result.status, result.stderr],
       [
@@ -67,7 +67,7 @@ describe('petstore CLI usage', () => {
       ],
     ] as const) {
       const command = args[0] === 'keys' ? 'keys' : args[0]
-      const result = runCli([...args], {}, cwd)
+      const result = await runCli([...args], {}, cwd)
       assert.deepEqual(
         [result.status, result.stdout, result.stderr],
         [2, '', `petstore ${command}: ${line} (see "petstore ${command} --help")\n`],
@@ -77,10 +77,10 @@ describe('petstore CLI usage', () => {
     assert.equal(existsSync(join(cwd, 'data')), false, 'no command ran')
   })
 
-  test('when a file or store is given as an empty value (--to "", an unset variable), or with white space around it, then it is refused in one line naming the option, exit 2, before anything is read or written', (t) => {
+  test('when a file or store is given as an empty value (--to "", an unset variable), or with white space around it, then it is refused in one line naming the option, exit 2, before anything is read or written', async (t) => {
     const cwd = temporaryDirectory(t)
     const database = { DATABASE_URL: 'sqlite:a.db' }
-    assert.equal(runCli(['seed', '--count', '3'], database, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], database, cwd)).status, 0)
     const before = readdirSync(cwd).sort()
     for (const [args, line] of [
       [['backup', '--to', ''], '--to needs a FILE (got "")'],
@@ -100,7 +100,7 @@ describe('petstore CLI usage', () => {
       ],
     ] as const) {
       const command = args[0]
-      const result = runCli([...args], database, cwd)
+      const result = await runCli([...args], database, cwd)
       assert.deepEqual(
         [result.status, result.stdout, result.stderr],
         [2, '', `petstore ${command}: ${line} (see "petstore ${command} --help")\n`],
@@ -110,7 +110,7 @@ describe('petstore CLI usage', () => {
     assert.deepEqual(readdirSync(cwd).sort(), before, 'no file made or removed')
   })
 
-  test('when asked for help, then every command answers with its usage and exit 0', (t) => {
+  test('when asked for help, then every command answers with its usage and exit 0', async (t) => {
     const cwd = temporaryDirectory(t)
     for (const args of [
       ['--help'],
@@ -121,23 +121,23 @@ describe('petstore CLI usage', () => {
       ['openapi', '--help'],
       ['keys', 'create', '--help'],
     ]) {
-      const result = runCli(args, {}, cwd)
+      const result = await runCli(args, {}, cwd)
       assert.equal(result.status, 0, args.join(' '))
       assert.match(result.stdout, /Usage/)
     }
   })
 
-  test('when asked for its version, then it prints "petstore" and the package version, exit 0', (t) => {
+  test('when asked for its version, then it prints "petstore" and the package version, exit 0', async (t) => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
     for (const flag of ['--version', '-v']) {
-      const result = runCli([flag], {}, temporaryDirectory(t))
+      const result = await runCli([flag], {}, temporaryDirectory(t))
       assert.equal(result.status, 0, flag)
       assert.equal(result.stdout, `petstore ${version}\n`, flag)
     }
   })
 
-  test('when a key name breaks the rule, then the one line says the rule, and points to the help once', (t) => {
-    const result = runCli(['keys', 'create', '--name', ''], {}, temporaryDirectory(t))
+  test('when a key name breaks the rule, then the one line says the rule, and points to the help once', async (t) => {
+    const result = await runCli(['keys', 'create', '--name', ''], {}, temporaryDirectory(t))
     assert.deepEqual(
       [result.status, result.stderr],
       [
@@ -147,12 +147,12 @@ describe('petstore CLI usage', () => {
     )
   })
 
-  test('when a key action lacks its name, then the reason quotes the usage that action expects', (t) => {
+  test('when a key action lacks its name, then the reason quotes the usage that action expects', async (t) => {
     const cwd = temporaryDirectory(t)
-    const revoke = runCli(['keys', 'revoke'], {}, cwd)
+    const revoke = await runCli(['keys', 'revoke'], {}, cwd)
     assert.equal(revoke.status, 2)
     assert.match(revoke.stderr, /^petstore keys: .*petstore keys revoke <name>/)
-    const create = runCli(['keys', 'create'], {}, cwd)
+    const create = await runCli(['keys', 'create'], {}, cwd)
     assert.equal(create.status, 2)
     assert.match(create.stderr, /^petstore keys: .*petstore keys create --name <name>/)
   })
@@ -176,9 +176,9 @@ describe('petstore CLI usage', () => {
     ['copy', '--from', 'sqlite:x.db', '--to', 'postgres://db/petstore?sslmode=verify_full'],
   ]
   for (const args of wrongUsage) {
-    test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, (t) => {
+    test(`when run as "petstore ${args.join(' ')}", then exit 2 with a one-line reason and nothing made`, async (t) => {
       const cwd = temporaryDirectory(t)
-      const result = runCli(args, {}, cwd)
+      const result = await runCli(args, {}, cwd)
       assert.deepEqual(readdirSync(cwd), [], 'no file made')
       assert.equal(result.status, 2)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)

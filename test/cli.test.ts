@@ -55,7 +55,7 @@ describe('petstore CLI: commands on a database', () => {
     const cwd = temporaryDirectory(t)
     const umask = process.umask(0o022)
     t.after(() => process.umask(umask))
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], {}, cwd).status, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], {}, cwd)).status, 0)
     const modeOf = (path: string) => (statSync(join(cwd, path)).mode & 0o777).toString(8)
     assert.deepEqual([modeOf('data'), modeOf('data/petstore.db')], ['700', '600'])
     // A server's connection keeps the write-ahead log and its index open: they take the database's mode.
@@ -67,7 +67,7 @@ describe('petstore CLI: commands on a database', () => {
     // Through a link to no file yet, the file made at its end is the database's owner's alone too.
     mkdirSync(join(cwd, 'linked'))
     symlinkSync('real.db', join(cwd, 'linked', 'petstore.db'))
-    const linked = runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:linked/petstore.db' }, cwd)
+    const linked = await runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:linked/petstore.db' }, cwd)
     assert.equal(linked.status, 0, linked.stderr)
     assert.equal(modeOf('linked/real.db'), '600')
     // A relative link read from where its directory really is (here, through a linked directory).
@@ -75,13 +75,13 @@ describe('petstore CLI: commands on a database', () => {
     mkdirSync(join(cwd, 'deep', 'db'))
     symlinkSync('deep/real', join(cwd, 'via'))
     symlinkSync('../db/real.db', join(cwd, 'deep', 'real', 'petstore.db'))
-    const via = runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:via/petstore.db' }, cwd)
+    const via = await runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:via/petstore.db' }, cwd)
     assert.equal(via.status, 0, via.stderr)
     assert.equal(modeOf('deep/db/real.db'), '600')
     assert.deepEqual(readdirSync(cwd).sort(), ['data', 'deep', 'linked', 'via'], 'nothing made beside')
   })
 
-  test('when a database lacks one migration, then migrate applies it and says which', (t) => {
+  test('when a database lacks one migration, then migrate applies it and says which', async (t) => {
     const cwd = temporaryDirectory(t)
     mkdirSync(join(cwd, 'data'))
     // A database at schema 1, as the migrator leaves one: the first migration and its record.
@@ -94,40 +94,40 @@ describe('petstore CLI: commands on a database', () => {
       first.name,
     )
     db.close()
-    assert.equal(runCli(['migrate'], {}, cwd).stdout, 'applied migration 2; schema version 2\n')
+    assert.equal((await runCli(['migrate'], {}, cwd)).stdout, 'applied migration 2; schema version 2\n')
   })
 
-  test('when migrating twice, then the second run has nothing to do', (t) => {
+  test('when migrating twice, then the second run has nothing to do', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.match(runCli(['migrate'], {}, cwd).stdout, /applied migrations 1, 2; schema version 2/)
-    assert.match(runCli(['migrate'], {}, cwd).stdout, /database is up to date \(schema version 2\)/)
+    assert.match((await runCli(['migrate'], {}, cwd)).stdout, /applied migrations 1, 2; schema version 2/)
+    assert.match((await runCli(['migrate'], {}, cwd)).stdout, /database is up to date \(schema version 2\)/)
     assert.ok(statSync(join(cwd, 'data', 'petstore.db')).isFile(), 'the default store is ./data/petstore.db')
     // A newer release's migration that keeps this release working (a rollback): nothing to do either.
     const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
     db.exec("INSERT INTO schema_migrations (version, name, compatible_from) VALUES (3, 'newer', 2)")
     db.close()
     assert.equal(
-      runCli(['migrate'], {}, cwd).stdout,
+      (await runCli(['migrate'], {}, cwd)).stdout,
       "database schema version 3 is newer than this release's (2), and compatible with it: nothing to apply\n",
     )
   })
 
   test('when keys are created, listed and revoked, then the key is shown once and a server refuses it after revocation', async (t) => {
     const cwd = temporaryDirectory(t)
-    const created = runCli(['keys', 'create', '--name', 'alice'], {}, cwd)
+    const created = await runCli(['keys', 'create', '--name', 'alice'], {}, cwd)
     assert.equal(created.status, 0)
     const key = created.stdout.trim()
     assert.match(key, KEY)
     assert.equal(
-      runCli(['keys', 'create', '--name', 'alice'], {}, cwd).status,
+      (await runCli(['keys', 'create', '--name', 'alice'], {}, cwd)).status,
       1,
       'names are unique among active keys',
     )
 
-    const listed = runCli(['keys', 'list'], {}, cwd)
+    const listed = await runCli(['keys', 'list'], {}, cwd)
     assert.match(listed.stdout, /alice\s+psk_\S{4}…/)
     assert.equal(listed.stdout.includes(key), false, 'the key itself is never shown again')
-    const json = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout)
+    const json = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)
     assert.equal(json[0].name, 'alice')
 
     const server = await startServeProcess({ API_KEY_CACHE_TTL_MS: '300' }, cwd)
@@ -138,8 +138,8 @@ describe('petstore CLI: commands on a database', () => {
       400,
       'a key in the URL is refused',
     )
-    assert.equal(runCli(['keys', 'revoke', 'alice'], {}, cwd).status, 0)
-    assert.equal(runCli(['keys', 'revoke', 'alice'], {}, cwd).status, 1)
+    assert.equal((await runCli(['keys', 'revoke', 'alice'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['keys', 'revoke', 'alice'], {}, cwd)).status, 1)
     await sleep(400)
     assert.equal((await get(server.origin, '/v1/pets', key)).status, 401)
     assert.equal(server.output().includes(key), false, 'the key never reaches the log, not even from a URL')
@@ -148,8 +148,8 @@ describe('petstore CLI: commands on a database', () => {
 
   test('when a key calls the deprecated getPet, then keys list shows how often and when it last did', async (t) => {
     const cwd = temporaryDirectory(t)
-    const key = runCli(['keys', 'create', '--name', 'legacy'], {}, cwd).stdout.trim()
-    runCli(['keys', 'create', '--name', 'modern'], {}, cwd)
+    const key = (await runCli(['keys', 'create', '--name', 'legacy'], {}, cwd)).stdout.trim()
+    await runCli(['keys', 'create', '--name', 'modern'], {}, cwd)
     const server = await startServeProcess({}, cwd)
     t.after(() => server.child.kill('SIGKILL'))
     const started = Date.now()
@@ -159,13 +159,13 @@ describe('petstore CLI: commands on a database', () => {
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
 
-    const [legacy, modern] = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout)
+    const [legacy, modern] = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)
     assert.equal(legacy.deprecatedCalls, 3)
     const last = Date.parse(legacy.lastDeprecatedCallAt)
     assert.ok(last >= started - 1000 && last <= Date.now(), legacy.lastDeprecatedCallAt)
     assert.equal(modern.deprecatedCalls, 0)
     assert.equal(modern.lastDeprecatedCallAt, undefined)
-    const table = runCli(['keys', 'list'], {}, cwd).stdout
+    const table = (await runCli(['keys', 'list'], {}, cwd)).stdout
     assert.match(table, /^NAME\s+KEY\s+CREATED\s+REVOKED\s+DEPRECATED CALLS\s+LAST DEPRECATED CALL$/m)
     assert.match(table, /^legacy\s+psk_\S{4}…\s+\S+\s+active\s+3\s+\d{4}-\d\d-\d\dT[\d:.]+Z$/m)
     assert.match(table, /^modern\s+psk_\S{4}…\s+\S+\s+active\s+0\s+-$/m)
@@ -173,8 +173,8 @@ describe('petstore CLI: commands on a database', () => {
 
   test('when seeding 25 pets, then the API lists them with realistic names and mixed statuses', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.match(runCli(['seed', '--count', '25'], {}, cwd).stdout, /added 25 pets/)
-    const key = runCli(['keys', 'create', '--name', 'seed'], {}, cwd).stdout.trim()
+    assert.match((await runCli(['seed', '--count', '25'], {}, cwd)).stdout, /added 25 pets/)
+    const key = (await runCli(['keys', 'create', '--name', 'seed'], {}, cwd)).stdout.trim()
     const server = await startServeProcess({}, cwd)
     t.after(() => server.child.kill('SIGKILL'))
     const pets = JSON.parse((await get(server.origin, '/v1/pets?limit=100', key)).text)
@@ -183,13 +183,13 @@ describe('petstore CLI: commands on a database', () => {
     assert.match(pets[0].name, /^[A-Z][a-z]+ 1$/)
   })
 
-  test('when `keys list` or `keys revoke` runs where no database is (the wrong directory), then it refuses, naming the path, and creates nothing', (t) => {
+  test('when `keys list` or `keys revoke` runs where no database is (the wrong directory), then it refuses, naming the path, and creates nothing', async (t) => {
     const cwd = temporaryDirectory(t)
     for (const args of [
       ['keys', 'list'],
       ['keys', 'revoke', 'ci'],
     ]) {
-      const result = runCli(args, {}, cwd)
+      const result = await runCli(args, {}, cwd)
       assert.equal(result.status, 1, args.join(' '))
       assert.equal(result.stdout, '')
       assert.equal(
@@ -212,13 +212,13 @@ describe('petstore CLI: commands on a database', () => {
       ],
     ] as const) {
       writeFileSync(join(cwd, 'b.db'), '')
-      const result = runCli([...args], {}, cwd)
+      const result = await runCli([...args], {}, cwd)
       assert.deepEqual([result.status, result.stderr], [1, said], args.join(' '))
       rmSync(join(cwd, 'b.db'))
     }
   })
 
-  test('when `keys`, `seed` or `migrate` runs on sqlite::memory:, then it refuses in one line, as what it made would be gone at its exit', (t) => {
+  test('when `keys`, `seed` or `migrate` runs on sqlite::memory:, then it refuses in one line, as what it made would be gone at its exit', async (t) => {
     const cwd = temporaryDirectory(t)
     for (const args of [
       ['keys', 'create', '--name', 'x'],
@@ -226,7 +226,7 @@ describe('petstore CLI: commands on a database', () => {
       ['seed', '--count', '3'],
       ['migrate'],
     ]) {
-      const result = runCli(args, { DATABASE_URL: 'sqlite::memory:' }, cwd)
+      const result = await runCli(args, { DATABASE_URL: 'sqlite::memory:' }, cwd)
       const name = args[0]
       assert.deepEqual(
         [result.status, result.stdout, result.stderr],
@@ -240,31 +240,31 @@ describe('petstore CLI: commands on a database', () => {
     }
   })
 
-  test('when `keys create`, `seed` or `migrate` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', (t) => {
+  test('when `keys create`, `seed` or `migrate` makes a new database, then stderr says so with its path; on an existing one it says nothing of it', async (t) => {
     const cwd = temporaryDirectory(t)
     const notice = `petstore keys: no database was at ${join(cwd, 'data', 'petstore.db')}; created a new one\n`
-    const first = runCli(['keys', 'create', '--name', 'ci'], {}, cwd)
+    const first = await runCli(['keys', 'create', '--name', 'ci'], {}, cwd)
     assert.equal(first.status, 0)
     assert.match(first.stdout, /^psk_\S+\n$/)
     assert.ok(first.stderr.startsWith(notice), first.stderr)
-    const second = runCli(['keys', 'create', '--name', 'deploy'], {}, cwd)
+    const second = await runCli(['keys', 'create', '--name', 'deploy'], {}, cwd)
     assert.doesNotMatch(second.stderr, /no database was at/)
     const elsewhere = temporaryDirectory(t)
-    const seed = runCli(['seed', '--count', '1'], {}, elsewhere)
+    const seed = await runCli(['seed', '--count', '1'], {}, elsewhere)
     assert.equal(seed.stdout, 'added 1 pet\n')
     assert.equal(seed.stderr, notice.replace('keys', 'seed').replace(cwd, elsewhere))
     // A pipeline's migrate run from the wrong directory made an empty database there, and said nothing.
     const third = temporaryDirectory(t)
-    const migrated = runCli(['migrate'], {}, third)
+    const migrated = await runCli(['migrate'], {}, third)
     assert.equal(migrated.status, 0)
     assert.match(migrated.stdout, /^applied migrations 1, /)
     assert.equal(migrated.stderr, notice.replace('keys', 'migrate').replace(cwd, third))
-    assert.equal(runCli(['migrate'], {}, third).stderr, '')
+    assert.equal((await runCli(['migrate'], {}, third)).stderr, '')
   })
 
-  test('when the store reports a fault during a command (a damaged database), then it says so on stderr in one line with what to do, and stdout holds only results', (t) => {
+  test('when the store reports a fault during a command (a damaged database), then it says so on stderr in one line with what to do, and stdout holds only results', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], {}, cwd)).status, 0)
     const path = join(cwd, 'data', 'petstore.db')
     const db = new DatabaseSync(path)
     const { rootpage, pageSize } = db
@@ -277,7 +277,7 @@ describe('petstore CLI: commands on a database', () => {
     const file = openSync(path, 'r+')
     writeSync(file, Buffer.from([0xff]), 0, 1, (rootpage - 1) * pageSize)
     closeSync(file)
-    const seed = runCli(['seed', '--count', '5'], {}, cwd)
+    const seed = await runCli(['seed', '--count', '5'], {}, cwd)
     assert.equal(seed.status, 1)
     assert.equal(seed.stdout, '', 'no log line among the results')
     assert.match(
@@ -288,7 +288,7 @@ describe('petstore CLI: commands on a database', () => {
 
   test('when printing the OpenAPI document, then it is the one the server serves', async (t) => {
     const cwd = temporaryDirectory(t)
-    const printed = runCli(['openapi'], { PORT: '0' }, cwd)
+    const printed = await runCli(['openapi'], { PORT: '0' }, cwd)
     assert.equal(printed.status, 0)
     const server = await startServeProcess({ API_KEYS: '' }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
@@ -317,7 +317,7 @@ describe('petstore CLI: commands on a database', () => {
 
   test('when the server is stopped with SIGTERM and started again, then the data is still there', async (t) => {
     const cwd = temporaryDirectory(t)
-    const key = runCli(['keys', 'create', '--name', 'restart'], {}, cwd).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'restart'], {}, cwd)).stdout.trim()
     const first = await startServeProcess({}, cwd)
     t.after(() => first.child.kill('SIGKILL'))
     const response = await checkedFetch(first.origin, '/v1/pets', {
@@ -340,7 +340,7 @@ describe('petstore CLI: commands on a database', () => {
     const cwd = temporaryDirectory(t)
     const full = openSync('/dev/full', 'w')
     t.after(() => closeSync(full))
-    const onFullDisk = runCli(['keys', 'create', '--name', 'lost'], {}, cwd, full)
+    const onFullDisk = await runCli(['keys', 'create', '--name', 'lost'], {}, cwd, { stdout: full })
     assert.equal(onFullDisk.status, 1, onFullDisk.stderr)
     assert.match(
       onFullDisk.stderr,
@@ -352,21 +352,25 @@ describe('petstore CLI: commands on a database', () => {
     assert.equal(code, 1, stderr)
     assert.match(stderr, /standard output did not take the key \(EPIPE\): it was revoked/)
 
-    const keys = JSON.parse(runCli(['keys', 'list', '--json'], {}, cwd).stdout) as Array<
+    const keys = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout) as Array<
       Record<string, unknown>
     >
     const active = keys.filter((key) => key.revokedAt === null).map((key) => key.name)
     assert.deepEqual(active, [], 'no active key is one nobody was shown')
-    assert.equal(runCli(['keys', 'create', '--name', 'lost'], {}, cwd).status, 0, 'and the name is free')
+    assert.equal(
+      (await runCli(['keys', 'create', '--name', 'lost'], {}, cwd)).status,
+      0,
+      'and the name is free',
+    )
   })
 
-  test('when standard output is on a full disk, then a command says so in one line, without a stack, and exits 1', (t) => {
+  test('when standard output is on a full disk, then a command says so in one line, without a stack, and exits 1', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], {}, cwd).status, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], {}, cwd)).status, 0)
     const full = openSync('/dev/full', 'w')
     t.after(() => closeSync(full))
     for (const args of [['openapi'], ['keys', 'list']]) {
-      const result = runCli(args, {}, cwd, full)
+      const result = await runCli(args, {}, cwd, { stdout: full })
       assert.equal(result.status, 1, result.stderr)
       assert.match(
         result.stderr,

@@ -5,7 +5,6 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
 import { logLines, runCli, startServeProcess, stop } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { rowCount } from './helpers/sqlite-file.ts'
@@ -35,23 +34,23 @@ function killOnceCopying(child: ChildProcess, target: string, signal: NodeJS.Sig
 // `petstore copy` between two SQLite files, as an operator runs it: its refusals, a failed or stopped
 // copy and what it leaves, a staging copy; the engines' copies have files of their own (copy-*.test.ts).
 describe('petstore copy, SQLite to SQLite', () => {
-  test('when copy names a SQLite file that is not there, then exit 1 with one line naming it, not a configuration error', (t) => {
+  test('when copy names a SQLite file that is not there, then exit 1 with one line naming it, not a configuration error', async (t) => {
     const cwd = temporaryDirectory(t)
-    const result = runCli(['copy', '--from', 'sqlite:missing.db', '--to', 'sqlite:x.db'], {}, cwd)
+    const result = await runCli(['copy', '--from', 'sqlite:missing.db', '--to', 'sqlite:x.db'], {}, cwd)
     assert.deepEqual(
       [result.status, result.stderr],
       [1, `petstore copy: --from names ${join(cwd, 'missing.db')}, which does not exist\n`],
     )
   })
 
-  test("when --from names a SQLite file with no Pet Store tables (an empty file, another application's database), then exit 1 with one line naming --from and saying so, and no target is left", (t) => {
+  test("when --from names a SQLite file with no Pet Store tables (an empty file, another application's database), then exit 1 with one line naming --from and saying so, and no target is left", async (t) => {
     const cwd = temporaryDirectory(t)
     const other = new DatabaseSync(join(cwd, 'other.db'))
     other.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY)')
     other.close()
     execFileSync('touch', [join(cwd, 'empty.db')])
     for (const name of ['empty.db', 'other.db']) {
-      const result = runCli(['copy', '--from', `sqlite:${name}`, '--to', 'sqlite:x.db'], {}, cwd)
+      const result = await runCli(['copy', '--from', `sqlite:${name}`, '--to', 'sqlite:x.db'], {}, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [
@@ -64,7 +63,7 @@ describe('petstore copy, SQLite to SQLite', () => {
     }
   })
 
-  test('when --from or --to names no store a copy can use, then exit 2 naming the option and what is wrong, the value not echoed', (t) => {
+  test('when --from or --to names no store a copy can use, then exit 2 naming the option and what is wrong, the value not echoed', async (t) => {
     const cwd = temporaryDirectory(t)
     const other = ['--from', 'sqlite:a.db']
     for (const [store, said] of [
@@ -84,29 +83,29 @@ describe('petstore copy, SQLite to SQLite', () => {
         '--to is neither sqlite:PATH nor postgres://user@host:5432/db (password in PGPASSWORD)',
       ],
     ] as const) {
-      const result = runCli(['copy', ...other, '--to', store], {}, cwd)
+      const result = await runCli(['copy', ...other, '--to', store], {}, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [2, `petstore copy: ${said} (see "petstore copy --help")\n`],
         store,
       )
     }
-    const result = runCli(['copy', '--from', 'sqlite:', '--to', 'sqlite:b.db'], {}, cwd)
+    const result = await runCli(['copy', '--from', 'sqlite:', '--to', 'sqlite:b.db'], {}, cwd)
     assert.equal(
       result.stderr,
       'petstore copy: --from sqlite: names no file: sqlite:PATH (see "petstore copy --help")\n',
     )
   })
 
-  test('when --from or --to names a FIFO, then exit 1 at once with one line saying what it is, nothing read or made', (t) => {
+  test('when --from or --to names a FIFO, then exit 1 at once with one line saying what it is, nothing read or made', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd)).status, 0)
     execFileSync('mkfifo', [join(cwd, 'pipe')])
     for (const [from, to, option] of [
       ['sqlite:pipe', 'sqlite:b.db', '--from'],
       ['sqlite:a.db', 'sqlite:pipe', '--to'],
     ] as const) {
-      const result = runCli(['copy', '--from', from, '--to', to], {}, cwd)
+      const result = await runCli(['copy', '--from', from, '--to', to], {}, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [
@@ -119,12 +118,12 @@ describe('petstore copy, SQLite to SQLite', () => {
     assert.equal(existsSync(join(cwd, 'b.db')), false, 'a target was made')
   })
 
-  test('when copy names one SQLite file twice under two paths, then exit 2 saying so, nothing copied', (t) => {
+  test('when copy names one SQLite file twice under two paths, then exit 2 saying so, nothing copied', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '2'], { DATABASE_URL: 'sqlite:a.db' }, cwd)).status, 0)
     symlinkSync(join(cwd, 'a.db'), join(cwd, 'link.db'))
     for (const to of ['sqlite:./a.db', `sqlite:${join(cwd, 'a.db')}`, 'sqlite:link.db']) {
-      const result = runCli(['copy', '--from', 'sqlite:a.db', '--to', to], {}, cwd)
+      const result = await runCli(['copy', '--from', 'sqlite:a.db', '--to', to], {}, cwd)
       assert.deepEqual(
         [result.status, result.stdout, result.stderr],
         [2, '', 'petstore copy: --from and --to name the same store (see "petstore copy --help")\n'],
@@ -133,9 +132,9 @@ describe('petstore copy, SQLite to SQLite', () => {
     }
   })
 
-  test('when --to names a symbolic link, or its log or journal is one (planted in a shared directory), then exit 1 naming it, and nothing is written where it points', (t) => {
+  test('when --to names a symbolic link, or its log or journal is one (planted in a shared directory), then exit 1 naming it, and nothing is written where it points', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], { DATABASE_URL: 'sqlite:s.db' }, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], { DATABASE_URL: 'sqlite:s.db' }, cwd)).status, 0)
     mkdirSync(join(cwd, 'shared'))
     for (const [link, named] of [
       ['shared/copy.db', 'shared/copy.db'],
@@ -143,7 +142,7 @@ describe('petstore copy, SQLite to SQLite', () => {
       ['shared/third.db-journal', 'shared/third.db'],
     ] as const) {
       symlinkSync(join(cwd, 'planted'), join(cwd, link))
-      const result = runCli(['copy', '--from', 'sqlite:s.db', '--to', `sqlite:${named}`], {}, cwd)
+      const result = await runCli(['copy', '--from', 'sqlite:s.db', '--to', `sqlite:${named}`], {}, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [1, `petstore copy: ${link} (--to) is a symbolic link: name a file of its own\n`],
@@ -156,11 +155,11 @@ describe('petstore copy, SQLite to SQLite', () => {
   test('when a copy is made --without-keys (a staging copy of production), then every pet is there and no key, so no production key works on it', async (t) => {
     const cwd = temporaryDirectory(t)
     const production = { DATABASE_URL: 'sqlite:production.db' }
-    assert.equal(runCli(['seed', '--count', '30'], production, cwd).status, 0)
-    const created = runCli(['keys', 'create', '--name', 'ops'], production, cwd)
+    assert.equal((await runCli(['seed', '--count', '30'], production, cwd)).status, 0)
+    const created = await runCli(['keys', 'create', '--name', 'ops'], production, cwd)
     assert.equal(created.status, 0, created.stderr)
     const key = created.stdout.trim()
-    const copy = runCli(
+    const copy = await runCli(
       ['copy', '--from', 'sqlite:production.db', '--to', 'sqlite:staging.db', '--without-keys'],
       {},
       cwd,
@@ -182,17 +181,17 @@ describe('petstore copy, SQLite to SQLite', () => {
     assert.equal(listed.status, 401)
   })
 
-  test("when a copy --without-keys is run over an earlier full copy, whose target still holds the source's keys active, then exit 1 with one line saying how many and what to do, nothing copied; once they are revoked there, it copies", (t) => {
+  test("when a copy --without-keys is run over an earlier full copy, whose target still holds the source's keys active, then exit 1 with one line saying how many and what to do, nothing copied; once they are revoked there, it copies", async (t) => {
     const cwd = temporaryDirectory(t)
     const production = { DATABASE_URL: 'sqlite:production.db' }
-    assert.equal(runCli(['seed', '--count', '30'], production, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '30'], production, cwd)).status, 0)
     for (const name of ['ops', 'ci'])
-      assert.equal(runCli(['keys', 'create', '--name', name], production, cwd).status, 0)
+      assert.equal((await runCli(['keys', 'create', '--name', name], production, cwd)).status, 0)
     const args = ['copy', '--from', 'sqlite:production.db', '--to', 'sqlite:staging.db']
-    assert.equal(runCli(args, {}, cwd).status, 0)
-    assert.equal(runCli(['seed', '--count', '5'], production, cwd).status, 0)
+    assert.equal((await runCli(args, {}, cwd)).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], production, cwd)).status, 0)
 
-    const refused = runCli([...args, '--without-keys'], {}, cwd)
+    const refused = await runCli([...args, '--without-keys'], {}, cwd)
     assert.deepEqual(
       [refused.status, refused.stdout, refused.stderr],
       [
@@ -206,16 +205,19 @@ describe('petstore copy, SQLite to SQLite', () => {
     assert.equal(rowCount(join(cwd, 'staging.db'), 'pets'), 30, 'nothing copied')
 
     for (const name of ['ops', 'ci'])
-      assert.equal(runCli(['keys', 'revoke', name], { DATABASE_URL: 'sqlite:staging.db' }, cwd).status, 0)
-    const copied = runCli([...args, '--without-keys'], {}, cwd)
+      assert.equal(
+        (await runCli(['keys', 'revoke', name], { DATABASE_URL: 'sqlite:staging.db' }, cwd)).status,
+        0,
+      )
+    const copied = await runCli([...args, '--without-keys'], {}, cwd)
     assert.equal(copied.status, 0, copied.stderr)
     assert.match(copied.stdout, /^copied 5 pets, no API key copied \(--without-keys\), /)
   })
 
-  test('when a copy into a new SQLite file fails (its source cannot be reached), then exit 1 with one line saying which store, and no file is left where the target was named', (t) => {
+  test('when a copy into a new SQLite file fails (its source cannot be reached), then exit 1 with one line saying which store, and no file is left where the target was named', async (t) => {
     const cwd = temporaryDirectory(t)
     // Port 9 (discard) on the loopback: refused at once.
-    const result = runCli(
+    const result = await runCli(
       ['copy', '--from', 'postgres://petstore@127.0.0.1:9/petstore', '--to', 'sqlite:x.db'],
       {},
       cwd,
@@ -233,25 +235,33 @@ describe('petstore copy, SQLite to SQLite', () => {
 
   test('when a copy into a new SQLite file is stopped by SIGTERM after its first chunks, then the file is kept with them, and a re-run finishes it', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
+    assert.equal(
+      (await runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd)).status,
+      0,
+    )
     const pets = () => petsIn(join(cwd, 'target.db'))
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db']
     // A pet per transaction: seconds for the whole, so it is stopped part way.
-    const stopped = await runCliAsync([...args, '--chunk-size', '1'], {}, cwd, {
+    const stopped = await runCli([...args, '--chunk-size', '1'], {}, cwd, {
+      timeoutMs: 120_000,
       started: (child) => killOnceCopying(child, join(cwd, 'target.db'), 'SIGTERM'),
     })
     assert.equal(stopped.status, 143, stopped.stderr)
     assert.ok(pets() > 0 && pets() < 20000, `${pets()} pets kept`)
-    const again = runCli(args, {}, cwd)
+    const again = await runCli(args, {}, cwd)
     assert.equal(again.status, 0, again.stderr)
     assert.equal(pets(), 20000)
   })
 
   test('when the terminal a copy runs in goes away (SIGHUP, an ssh session dropped), then it stops as for SIGTERM: one line saying to run it again, exit 129', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
+    assert.equal(
+      (await runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:source.db' }, cwd)).status,
+      0,
+    )
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '1']
-    const stopped = await runCliAsync(args, {}, cwd, {
+    const stopped = await runCli(args, {}, cwd, {
+      timeoutMs: 120_000,
       started: (child) => killOnceCopying(child, join(cwd, 'target.db'), 'SIGHUP'),
     })
     assert.deepEqual(
@@ -266,10 +276,10 @@ describe('petstore copy, SQLite to SQLite', () => {
   test('when the service starts on a copy stopped part way, then it says so at warn, with what to run; once a re-run finishes the copy, it says nothing of it', async (t) => {
     const cwd = temporaryDirectory(t)
     const source = { DATABASE_URL: 'sqlite:source.db' }
-    assert.equal(runCli(['seed', '--count', '50'], source, cwd).status, 0)
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], source, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '50'], source, cwd)).status, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], source, cwd)).status, 0)
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
-    assert.equal(runCli([...args, '--max-chunks', '2'], {}, cwd).status, 3)
+    assert.equal((await runCli([...args, '--max-chunks', '2'], {}, cwd)).status, 3)
     const warningsOf = async () => {
       const server = await startServeProcess({ DATABASE_URL: 'sqlite:target.db' }, cwd)
       t.after(() => server.child.kill('SIGKILL'))
@@ -286,7 +296,7 @@ describe('petstore copy, SQLite to SQLite', () => {
         copyStartedAt: 'string',
       },
     ])
-    assert.equal(runCli(args, {}, cwd).status, 0)
+    assert.equal((await runCli(args, {}, cwd)).status, 0)
     assert.deepEqual(await warningsOf(), [])
   })
 
@@ -294,12 +304,15 @@ describe('petstore copy, SQLite to SQLite', () => {
     timeout: 60_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '30'], { DATABASE_URL: 'sqlite:source.db' }, cwd).status, 0)
+    assert.equal(
+      (await runCli(['seed', '--count', '30'], { DATABASE_URL: 'sqlite:source.db' }, cwd)).status,
+      0,
+    )
     const server = await serve(t, { DATABASE_URL: 'sqlite:target.db' }, cwd)
     const key = readFileSync(join(cwd, 'initial-api-key'), 'utf8').trim()
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
     const into = [...args, '--into-non-empty', '--without-keys']
-    assert.equal(runCli([...into, '--max-chunks', '1'], {}, cwd).status, 3)
+    assert.equal((await runCli([...into, '--max-chunks', '1'], {}, cwd)).status, 3)
     // Created above the source's ids (the copy raised the sequence): pets 31 to 33.
     for (const name of ['a', 'b', 'c']) {
       const created = await call(server, key, '/v1/pets', {
@@ -314,7 +327,7 @@ describe('petstore copy, SQLite to SQLite', () => {
       )
     // The page after pet 10 is full ([31, 32], 33 after it): kept, it would hide pets 11 to 30 for good.
     assert.deepEqual(await ids(), [...Array.from({ length: 10 }, (_, i) => i + 1), 31, 32, 33])
-    assert.equal(runCli(into, {}, cwd).status, 0)
+    assert.equal((await runCli(into, {}, cwd)).status, 0)
     const every = Array.from({ length: 33 }, (_, i) => i + 1)
     let last: number[] = []
     await waitUntil(
@@ -328,21 +341,21 @@ describe('petstore copy, SQLite to SQLite', () => {
     await stop(server)
   })
 
-  test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', (t) => {
+  test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', async (t) => {
     const cwd = temporaryDirectory(t)
     const source = { DATABASE_URL: 'sqlite:source.db' }
-    assert.equal(runCli(['seed', '--count', '50'], source, cwd).status, 0)
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], source, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '50'], source, cwd)).status, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], source, cwd)).status, 0)
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
-    const stopped = runCli([...args, '--max-chunks', '2'], {}, cwd)
+    const stopped = await runCli([...args, '--max-chunks', '2'], {}, cwd)
     assert.equal(stopped.status, 3, stopped.stderr)
     const partial = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
     const copiedFirst = partial.prepare('SELECT count(*) AS n FROM pets').get()?.n
     partial.close()
     assert.equal(copiedFirst, 20, 'two chunks of 10, no more')
-    const rerun = runCli(args, {}, cwd)
+    const rerun = await runCli(args, {}, cwd)
     assert.equal(rerun.status, 0, rerun.stderr)
-    const again = runCli(args, {}, cwd)
+    const again = await runCli(args, {}, cwd)
     assert.equal(again.status, 0, `a copy run over a finished one: ${again.stderr}`)
     const target = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
     t.after(() => target.close())

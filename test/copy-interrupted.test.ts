@@ -7,7 +7,6 @@ import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
 import { CLI, runCli, stop } from './helpers/cli-process.ts'
 import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
 import { newSetTestLog, startWriters } from './helpers/set-test.ts'
@@ -139,7 +138,7 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
       assert.ok(held > 0 && held < PETS, `the kill came mid-copy (${held} of ${PETS + 3} pets there)`)
       assert.equal(held % CHUNK, 0, `whole chunks only (${held} pets)`)
 
-      const resumed = runCli(copy, {}, cwd)
+      const resumed = await runCli(copy, {}, cwd)
       assert.equal(resumed.status, 0, resumed.stderr)
       assert.match(
         resumed.stdout,
@@ -172,7 +171,8 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
       }
     }
     let cutting: Promise<void> = Promise.resolve()
-    const lost = await runCliAsync(copy, {}, cwd, {
+    const lost = await runCli(copy, {}, cwd, {
+      timeoutMs: 120_000,
       started: (child) => {
         cutting = cut(child)
       },
@@ -184,7 +184,7 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
       /^petstore copy: --to \(the target\): the database .+; the target holds whole chunks: run the same command again once it answers$/,
     )
     assert.ok((await count()) < PETS, 'cut mid-way')
-    const resumed = runCli(copy, {}, cwd)
+    const resumed = await runCli(copy, {}, cwd)
     assert.equal(resumed.status, 0, resumed.stderr)
     await assertCopied(t, cwd, sqlite, url, oldKey)
   })
@@ -194,7 +194,10 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
   }, async (t) => {
     const cwd = temporaryDirectory(t)
     const { sqlite, server, oldKey } = await sourceStore(t, cwd, 20_000)
-    assert.equal(runCli(['keys', 'create', '--name', 'late'], { DATABASE_URL: sqlite }, cwd).status, 0)
+    assert.equal(
+      (await runCli(['keys', 'create', '--name', 'late'], { DATABASE_URL: sqlite }, cwd)).status,
+      0,
+    )
     const url = await (await sharedPostgres()).createDatabase()
     const copy = ['copy', '--from', sqlite, '--to', url, '--chunk-size', String(CHUNK)]
 
@@ -208,19 +211,19 @@ describe('copy interrupted and re-run', suiteNeeding('the copy suite', postgresL
     })
     t.after(() => writers.stop())
     await waitUntil(() => log.ok.size > 0, 'a create was acknowledged before the copy', { timeoutMs: 60_000 })
-    const first = await runCliAsync(copy, {}, cwd)
+    const first = await runCli(copy, {}, cwd, { timeoutMs: 120_000 })
     assert.equal(first.status, 0, first.stderr)
     // Creates acknowledged after the first run ended are what the second run is for.
     const acknowledgedByThen = log.ok.size
     await waitUntil(() => log.ok.size > acknowledgedByThen, 'a create was acknowledged after the copy', {
       timeoutMs: 60_000,
     })
-    assert.equal(runCli(['keys', 'revoke', 'late'], { DATABASE_URL: sqlite }, cwd).status, 0)
+    assert.equal((await runCli(['keys', 'revoke', 'late'], { DATABASE_URL: sqlite }, cwd)).status, 0)
     await writers.stop()
     await stop(server)
     assert.equal(log.unknown.size, 0, 'every create was answered')
 
-    const second = runCli(copy, {}, cwd)
+    const second = await runCli(copy, {}, cwd)
     assert.equal(second.status, 0, second.stderr)
     assert.match(
       second.stdout,

@@ -34,7 +34,7 @@ async function newTarget(engine: 'sqlite' | 'postgres', cwd: string): Promise<st
 
 /** Makes the target's next pet id `HIGH_ID + 1`, as a store that has given out that many would. */
 async function raisePetIds(t: TestContext, url: string, cwd: string): Promise<void> {
-  assert.equal(runCli(['migrate'], { DATABASE_URL: url }, cwd).status, 0)
+  assert.equal((await runCli(['migrate'], { DATABASE_URL: url }, cwd)).status, 0)
   if (url.startsWith('sqlite:')) {
     const db = new DatabaseSync(url.slice('sqlite:'.length))
     t.after(() => db.isOpen && db.close())
@@ -58,7 +58,7 @@ function copy(source: string, target: string, cwd: string, ...more: string[]) {
 /** `copy --into-non-empty` exits 1 with `line` alone, and the target is as it was before. */
 async function assertRefused(source: string, target: string, cwd: string, line: string): Promise<void> {
   const before = await storeContents(target)
-  const refused = copy(source, target, cwd, '--into-non-empty')
+  const refused = await copy(source, target, cwd, '--into-non-empty')
   assert.deepEqual([refused.status, refused.stdout, refused.stderr], [1, '', `petstore copy: ${line}\n`])
   assert.deepEqual(await storeContents(target), before, 'the target is as it was')
 }
@@ -71,7 +71,7 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
       const cwd = temporaryDirectory(t)
       const source = await sourceStore(cwd)
       const target = await newTarget(engine, cwd)
-      assert.equal(runCli(['seed', '--count', '5'], { DATABASE_URL: target }, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '5'], { DATABASE_URL: target }, cwd)).status, 0)
       assert.deepEqual(
         (await storeContents(target)).pets.map((pet) => pet.id),
         [1n, 2n, 3n, 4n, 5n],
@@ -91,7 +91,10 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
       const cwd = temporaryDirectory(t)
       const source = await sourceStore(cwd)
       const target = await newTarget(engine, cwd)
-      assert.equal(runCli(['keys', 'create', '--name', 'someone'], { DATABASE_URL: target }, cwd).status, 0)
+      assert.equal(
+        (await runCli(['keys', 'create', '--name', 'someone'], { DATABASE_URL: target }, cwd)).status,
+        0,
+      )
       assert.deepEqual(
         (await storeContents(target)).keys.map((key) => key.id),
         [1n],
@@ -113,17 +116,17 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
       const source = await sourceStore(cwd)
       const target = await newTarget(engine, cwd)
       await raisePetIds(t, target, cwd)
-      assert.equal(runCli(['seed', '--count', '20'], { DATABASE_URL: target }, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '20'], { DATABASE_URL: target }, cwd)).status, 0)
       const own = (await storeContents(target)).pets
       assert.equal(own[0]?.id, BigInt(HIGH_ID + 1))
 
-      const stopped = copy(source, target, cwd, '--into-non-empty', '--max-chunks', '1')
+      const stopped = await copy(source, target, cwd, '--into-non-empty', '--max-chunks', '1')
       assert.equal(stopped.status, 3, stopped.stderr)
       assert.match(
         stopped.stdout,
         /^copied 100 pets, 2 API keys, 0 idempotency records in [\d.]+ s, then stopped/,
       )
-      const resumed = copy(source, target, cwd)
+      const resumed = await copy(source, target, cwd)
       assert.equal(resumed.status, 0, resumed.stderr)
       // The target gave out ids far above the source's: its next id comes after those, as the line says.
       assert.match(
@@ -140,7 +143,7 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
       const store = sqliteStore(source)
       await store.createPet({ pet: { name: 'created after the copy', categoryId: 1n } })
       await store.close()
-      const again = copy(source, target, cwd)
+      const again = await copy(source, target, cwd)
       assert.equal(again.status, 0, again.stderr)
       assert.match(again.stdout, /^copied 1 pet, 0 API keys \(2 already there, brought up to date\),/)
       ;[from, to] = await Promise.all([storeContents(source), storeContents(target)])

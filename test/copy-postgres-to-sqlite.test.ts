@@ -37,7 +37,7 @@ describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgr
   test('when --from names a PostgreSQL database with no Pet Store tables, then exit 1 with one line naming --from, the database and schema, and what to do, and no SQLite target is left', async (t) => {
     const cwd = temporaryDirectory(t)
     const empty = await emptyDatabase()
-    const copied = runCli(['copy', '--from', empty, '--to', 'sqlite:x.db'], {}, cwd)
+    const copied = await runCli(['copy', '--from', empty, '--to', 'sqlite:x.db'], {}, cwd)
     const database = new URL(empty).pathname.slice(1)
     assert.deepEqual(
       [copied.status, copied.stderr],
@@ -74,7 +74,7 @@ describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgr
     // Read as from a standby, by a role that may only read: the copy writes nothing to its source.
     const reader = await readOnlyRole(url)
     const sqlite = `sqlite:${join(cwd, 'staging.db')}`
-    const copied = runCli(['copy', '--from', reader, '--to', sqlite, '--chunk-size', '500'], {}, cwd)
+    const copied = await runCli(['copy', '--from', reader, '--to', sqlite, '--chunk-size', '500'], {}, cwd)
     assert.equal(copied.status, 0, copied.stderr)
     assert.match(
       copied.stdout,
@@ -124,14 +124,14 @@ describe('copy from PostgreSQL to SQLite', suiteNeeding('the copy suite', postgr
     )
     assert.ok(Number(micro.rows[0]?.n) > 0, 'some timestamps hold microseconds')
     const sqlite = `sqlite:${join(cwd, 'staging.db')}`
-    const there = runCli(['copy', '--from', url, '--to', sqlite], {}, cwd)
+    const there = await runCli(['copy', '--from', url, '--to', sqlite], {}, cwd)
     assert.equal(there.status, 0, there.stderr)
-    const back = runCli(['copy', '--from', sqlite, '--to', url, '--into-non-empty'], {}, cwd)
+    const back = await runCli(['copy', '--from', sqlite, '--to', url, '--into-non-empty'], {}, cwd)
     assert.equal(back.status, 0, back.stderr)
     assert.match(back.stdout, /^copied 0 pets/)
 
     const other = await emptyDatabase()
-    assert.equal(runCli(['copy', '--from', url, '--to', other], {}, cwd).status, 0)
+    assert.equal((await runCli(['copy', '--from', url, '--to', other], {}, cwd)).status, 0)
     const [from, to, staged] = await Promise.all([
       storeContents(url),
       storeContents(other),

@@ -8,7 +8,7 @@ import { generateApiKey } from '../src/auth/api-key.ts'
 import { progressLine } from '../src/cli/copy-command.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
+import { runCli } from './helpers/cli-process.ts'
 import { holdsOpen } from './helpers/open-files.ts'
 import { seedStore } from './helpers/store-copy-fixtures.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -43,11 +43,12 @@ describe('copy progress', () => {
 
     let pid: number | undefined
     const began = performance.now()
-    const copying = runCliAsync(
+    const copying = runCli(
       ['copy', '--from', `sqlite:${source}`, '--to', `sqlite:${target}`, '--chunk-size', String(CHUNK)],
       {},
       cwd,
       {
+        timeoutMs: 120_000,
         started: (child) => {
           pid = child.pid
         },

@@ -25,7 +25,7 @@ async function copiedOnce(t: TestContext, engine: 'sqlite' | 'postgres', pets: n
   const target =
     engine === 'sqlite' ? `sqlite:${join(cwd, 'target.db')}` : await (await sharedPostgres()).createDatabase()
   const copy = () => runCli(['copy', '--from', source, '--to', target], {}, cwd)
-  const first = copy()
+  const first = await copy()
   assert.equal(first.status, 0, first.stderr)
   return { cwd, source, target, copy }
 }
@@ -42,7 +42,10 @@ describe(
       }, async (t) => {
         const { cwd, target, copy } = await copiedOnce(t, engine, 30)
 
-        assert.equal(runCli(['keys', 'revoke', '--name', 'old'], { DATABASE_URL: target }, cwd).status, 0)
+        assert.equal(
+          (await runCli(['keys', 'revoke', '--name', 'old'], { DATABASE_URL: target }, cwd)).status,
+          0,
+        )
         const targetStore =
           engine === 'sqlite'
             ? new SqliteStore({ path: join(cwd, 'target.db'), busyTimeoutMs: 5000 })
@@ -54,7 +57,7 @@ describe(
         await targetStore.close()
         const before = (await storeContents(target)).keys
 
-        const again = copy()
+        const again = await copy()
         assert.equal(again.status, 0, again.stderr)
         const after = (await storeContents(target)).keys
         const revoked = after.find((key) => key.name === 'old')
@@ -72,9 +75,9 @@ describe(
             : storeOn(t, target)
         // Both stores live on: each gives the next id, 11, to a pet of its own.
         for (const store of [source, target])
-          assert.equal(runCli(['seed', '--count', '1'], { DATABASE_URL: store }, cwd).status, 0)
+          assert.equal((await runCli(['seed', '--count', '1'], { DATABASE_URL: store }, cwd)).status, 0)
 
-        const again = copy()
+        const again = await copy()
         assert.equal(again.status, 1)
         assert.match(
           again.stderr,
@@ -95,10 +98,10 @@ describe(
 
         // The README's rotation, done with the old name kept: revoke, then create under the same name.
         const onSource = (...args: string[]) => runCli(['keys', ...args], { DATABASE_URL: source }, cwd)
-        assert.equal(onSource('revoke', '--name', 'old').status, 0)
-        assert.equal(onSource('create', '--name', 'old').status, 0)
+        assert.equal((await onSource('revoke', '--name', 'old')).status, 0)
+        assert.equal((await onSource('create', '--name', 'old')).status, 0)
 
-        const again = copy()
+        const again = await copy()
         assert.equal(again.status, 0, again.stderr)
         assert.deepEqual((await storeContents(target)).keys, (await storeContents(source)).keys)
       })

@@ -14,33 +14,33 @@ import { temporaryDirectory } from './helpers/test-server.ts'
 const digestOf = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex')
 
 describe('petstore copy reads its SQLite source and never writes it', () => {
-  test('when copy reads a backup file, then the file is left byte for byte as it was, in its rollback-journal mode, with nothing made beside it', (t) => {
+  test('when copy reads a backup file, then the file is left byte for byte as it was, in its rollback-journal mode, with nothing made beside it', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '40'], {}, cwd).status, 0)
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '40'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], {}, cwd)).status, 0)
     mkdirSync(join(cwd, 'saved'))
-    assert.equal(runCli(['backup', '--to', 'saved/b.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'saved/b.db'], {}, cwd)).status, 0)
     const before = digestOf(join(cwd, 'saved', 'b.db'))
-    const copy = runCli(['copy', '--from', 'sqlite:saved/b.db', '--to', 'sqlite:target.db'], {}, cwd)
+    const copy = await runCli(['copy', '--from', 'sqlite:saved/b.db', '--to', 'sqlite:target.db'], {}, cwd)
     assert.equal(copy.status, 0, copy.stderr)
     assert.equal(rowCount(join(cwd, 'target.db'), 'pets'), 40)
     assert.equal(digestOf(join(cwd, 'saved', 'b.db')), before)
     assert.deepEqual(readdirSync(join(cwd, 'saved')), ['b.db'])
   })
 
-  test('when the source holds no cursor secret (no server nor command of this release has opened it), then the copy leaves it without one, and a re-run of a stopped copy is refused naming --into-non-empty, which finishes it', (t) => {
+  test('when the source holds no cursor secret (no server nor command of this release has opened it), then the copy leaves it without one, and a re-run of a stopped copy is refused naming --into-non-empty, which finishes it', async (t) => {
     const cwd = temporaryDirectory(t)
     const source = { DATABASE_URL: 'sqlite:source.db' }
-    assert.equal(runCli(['seed', '--count', '50'], source, cwd).status, 0)
-    assert.equal(runCli(['keys', 'create', '--name', 'ops'], source, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '50'], source, cwd)).status, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], source, cwd)).status, 0)
     const made = new DatabaseSync(join(cwd, 'source.db'))
     made.exec("DELETE FROM service_settings WHERE name = 'service_secret'")
     made.close()
     const before = digestOf(join(cwd, 'source.db'))
     const args = ['copy', '--from', 'sqlite:source.db', '--to', 'sqlite:target.db', '--chunk-size', '10']
-    const stopped = runCli([...args, '--max-chunks', '2'], {}, cwd)
+    const stopped = await runCli([...args, '--max-chunks', '2'], {}, cwd)
     assert.equal(stopped.status, 3, stopped.stderr)
-    const refused = runCli(args, {}, cwd)
+    const refused = await runCli(args, {}, cwd)
     assert.deepEqual(
       [refused.status, refused.stderr],
       [
@@ -50,7 +50,7 @@ describe('petstore copy reads its SQLite source and never writes it', () => {
           'to copy what is missing (a row that differs stops it)\n',
       ],
     )
-    const rerun = runCli([...args, '--into-non-empty'], {}, cwd)
+    const rerun = await runCli([...args, '--into-non-empty'], {}, cwd)
     assert.equal(rerun.status, 0, rerun.stderr)
     assert.deepEqual(
       [rowCount(join(cwd, 'target.db'), 'pets'), rowCount(join(cwd, 'target.db'), 'api_keys')],
@@ -61,14 +61,14 @@ describe('petstore copy reads its SQLite source and never writes it', () => {
 })
 
 describe('petstore copy from a read-only file system', mountingSuiteOptions(), () => {
-  test('when the backup copied from sits on a read-only file system, then the copy reads it whole', (t) => {
+  test('when the backup copied from sits on a read-only file system, then the copy reads it whole', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '30'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '30'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
     const volume = mountTmpfs(t, 4 * 1024 * 1024)
     copyFileSync(join(cwd, 'b.db'), join(volume, 'b.db'))
     execFileSync('mount', ['-o', 'remount,ro', volume])
-    const copy = runCli(
+    const copy = await runCli(
       ['copy', '--from', `sqlite:${join(volume, 'b.db')}`, '--to', 'sqlite:target.db'],
       {},
       cwd,
@@ -77,13 +77,13 @@ describe('petstore copy from a read-only file system', mountingSuiteOptions(), (
     assert.equal(rowCount(join(cwd, 'target.db'), 'pets'), 30)
   })
 
-  test('when the file on a read-only file system is a database in WAL mode (not a backup), then copy says it cannot be read there and how to go on, in one line', (t) => {
+  test('when the file on a read-only file system is a database in WAL mode (not a backup), then copy says it cannot be read there and how to go on, in one line', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
     const volume = mountTmpfs(t, 4 * 1024 * 1024)
     copyFileSync(join(cwd, 'data', 'petstore.db'), join(volume, 'live.db'))
     execFileSync('mount', ['-o', 'remount,ro', volume])
-    const copy = runCli(
+    const copy = await runCli(
       ['copy', '--from', `sqlite:${join(volume, 'live.db')}`, '--to', 'sqlite:t.db'],
       {},
       cwd,
@@ -102,19 +102,19 @@ describe('petstore copy from a read-only file system', mountingSuiteOptions(), (
 })
 
 describe('petstore copy onto a full disk', mountingSuiteOptions(), () => {
-  test('when the disk of the SQLite target fills during the copy, then copy says so and what to do (free space, run it again), and a second run ends the copy', (t) => {
+  test('when the disk of the SQLite target fills during the copy, then copy says so and what to do (free space, run it again), and a second run ends the copy', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:s.db' }, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '20000'], { DATABASE_URL: 'sqlite:s.db' }, cwd)).status, 0)
     const volume = mountTmpfs(t, 600 * 1024)
     const copy = ['copy', '--from', 'sqlite:s.db', '--to', `sqlite:${join(volume, 't.db')}`]
-    const full = runCli(copy, {}, cwd)
+    const full = await runCli(copy, {}, cwd)
     assert.equal(full.status, 1, full.stderr)
     assert.match(
       full.stderr,
       /^petstore copy: --to \(the target\): the disk holding the database is full: .+; the target holds whole chunks: free space on its volume, then run it again\n$/,
     )
     execFileSync('mount', ['-o', 'remount,size=8m', volume])
-    const again = runCli(copy, {}, cwd)
+    const again = await runCli(copy, {}, cwd)
     assert.equal(again.status, 0, again.stderr)
     assert.equal(rowCount(join(volume, 't.db'), 'pets'), 20000)
   })

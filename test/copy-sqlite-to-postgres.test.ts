@@ -16,12 +16,12 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
   test('when the PostgreSQL target answers but takes no writes (read-only), then copy says it refuses them, not that it went away', async (t) => {
     const cwd = temporaryDirectory(t)
     const source = `sqlite:${join(cwd, 'source.db')}`
-    assert.equal(runCli(['seed', '--count', '5'], { DATABASE_URL: source }, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '5'], { DATABASE_URL: source }, cwd)).status, 0)
     const target = await (await sharedPostgres()).createDatabase()
-    assert.equal(runCli(['migrate'], { DATABASE_URL: target }, cwd).status, 0)
+    assert.equal((await runCli(['migrate'], { DATABASE_URL: target }, cwd)).status, 0)
     const database = new URL(target).pathname.slice(1)
     await postgresSql(target, `ALTER DATABASE "${database}" SET default_transaction_read_only = on`)
-    const copied = runCli(['copy', '--from', source, '--to', target], {}, cwd)
+    const copied = await runCli(['copy', '--from', source, '--to', target], {}, cwd)
     assert.equal(copied.status, 1, copied.stderr)
     assert.match(
       copied.stderr,
@@ -62,12 +62,12 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     ).text()
     const pagesOnSqlite = await walk(before, oldKey, '/v1/pets?limit=100')
     await stop(before)
-    const keysOnSqlite = runCli(['keys', 'list', '--json'], { DATABASE_URL: sqlite }, cwd).stdout
+    const keysOnSqlite = (await runCli(['keys', 'list', '--json'], { DATABASE_URL: sqlite }, cwd)).stdout
 
     const postgres = await sharedPostgres()
     const url = await postgres.createDatabase()
     const copy = ['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000']
-    const stopped = runCli([...copy, '--max-chunks', '3'], {}, cwd)
+    const stopped = await runCli([...copy, '--max-chunks', '3'], {}, cwd)
     assert.equal(stopped.status, 3, stopped.stderr)
     assert.match(
       stopped.stdout,
@@ -75,8 +75,11 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     )
 
     const occupied = await postgres.createDatabase()
-    assert.equal(runCli(['keys', 'create', '--name', 'someone'], { DATABASE_URL: occupied }, cwd).status, 0)
-    const refused = runCli(['copy', '--from', sqlite, '--to', occupied], {}, cwd)
+    assert.equal(
+      (await runCli(['keys', 'create', '--name', 'someone'], { DATABASE_URL: occupied }, cwd)).status,
+      0,
+    )
+    const refused = await runCli(['copy', '--from', sqlite, '--to', occupied], {}, cwd)
     assert.deepEqual(
       [refused.status, refused.stderr],
       [
@@ -85,7 +88,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
       ],
     )
 
-    const resumed = runCli(copy, {}, cwd)
+    const resumed = await runCli(copy, {}, cwd)
     assert.equal(resumed.status, 0, resumed.stderr)
     const highest = JSON.parse(replays[2]?.answer as string).id as number
     assert.match(
@@ -127,7 +130,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     assert.ok(JSON.parse(await created.text()).id > highest, 'the next id is above the highest copied')
     await stop(after)
     assert.equal(
-      runCli(['keys', 'list', '--json'], { DATABASE_URL: url }, cwd).stdout,
+      (await runCli(['keys', 'list', '--json'], { DATABASE_URL: url }, cwd)).stdout,
       keysOnSqlite,
       'keys, revocations, counts',
     )
@@ -144,7 +147,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
       revokedKey: generateApiKey(),
     })
     const url = await (await sharedPostgres()).createDatabase()
-    const stopped = runCli(
+    const stopped = await runCli(
       ['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000', '--max-chunks', '1'],
       {},
       cwd,
@@ -163,7 +166,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     const unfinished = (server: ServeProcess) =>
       logLines(server).some((line) => line.level === 40 && /unfinished copy/.test(String(line.msg)))
     assert.ok(unfinished(partial), `the start warned of the unfinished copy:\n${partial.output()}`)
-    const finished = runCli(['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000'], {}, cwd)
+    const finished = await runCli(['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000'], {}, cwd)
     assert.equal(finished.status, 0, finished.stderr)
     const whole = await serve(t, { DATABASE_URL: url }, cwd)
     await stop(whole)

@@ -15,7 +15,7 @@ const warnings = (output: string) =>
 describe('the database file, readable by others', () => {
   test('when the SQLite database is readable by other users (a file made by 1.0.0, mode 0644), then the start says so at warn, naming the files and the chmod that mends it', async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '1'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '1'], {}, cwd)).status, 0)
     const database = join(cwd, 'data', 'petstore.db')
     chmodSync(database, 0o644)
     const server = await serveForTest(t, {}, cwd)

@@ -195,7 +195,7 @@ describe('readiness during an upgrade', () => {
     assert.deepEqual([warned.level, warned.schema, warned.release], [40, latest + 1, latest])
     await stop(server)
     newerMigration(cwd, 'incompatible')
-    const refused = runCli(['serve'], { API_KEYS: `ops:${key}`, PORT: '0', METRICS_PORT: '0' }, cwd)
+    const refused = await runCli(['serve'], { API_KEYS: `ops:${key}`, PORT: '0', METRICS_PORT: '0' }, cwd)
     assert.equal(refused.status, 1)
     assert.equal(
       refused.stderr,

@@ -129,8 +129,8 @@ describe('start-up', () => {
     NODE_OPTIONS: `--import=${TYPE_STRIPPER_PROBE}`,
   })
 
-  test('when the command runs, then its entry point turns the compile cache on, next to the dependencies', () => {
-    const { status, stderr } = runCli(
+  test('when the command runs, then its entry point turns the compile cache on, next to the dependencies', async () => {
+    const { status, stderr } = await runCli(
       ['--help'],
       { NODE_OPTIONS: `--import=${TYPE_STRIPPER_PROBE}` },
       REPOSITORY,

@@ -4,8 +4,14 @@ import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
-import { type LogLine, logLines, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import {
+  type LogLine,
+  logLines,
+  requesterFor,
+  runCli,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
 import { startThrowawayPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
 
@@ -47,7 +53,7 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
     for (const command of ['migrate', 'serve']) {
       const started = performance.now()
       // The server would keep the half-done login open for its authentication_timeout (60 s).
-      const result = await runCliAsync([command], env, cwd, { timeoutMs: 20_000 })
+      const result = await runCli([command], env, cwd, { timeoutMs: 20_000 })
       const seconds = (performance.now() - started) / 1000
       assert.equal(result.status, 1, result.stderr)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
@@ -55,14 +61,18 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
       assert.ok(seconds < 10, `${command} ended after ${seconds.toFixed(1)} s`)
     }
     // copy names its target with --to, not DATABASE_URL: the line says which URLs it means.
-    const source = await runCliAsync(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd)
+    const source = await runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd, {
+      timeoutMs: 120_000,
+    })
     assert.equal(source.status, 0, source.stderr)
-    const copy = await runCliAsync(['copy', '--from', 'sqlite:s.db', '--to', withoutPassword], {}, cwd, {
+    const copy = await runCli(['copy', '--from', 'sqlite:s.db', '--to', withoutPassword], {}, cwd, {
       timeoutMs: 20_000,
     })
     assert.equal(copy.status, 1, copy.stderr)
     assert.match(copy.stderr, NO_PASSWORD)
-    const withIt = await runCliAsync(['migrate'], { ...env, DATABASE_URL: withPassword }, cwd)
+    const withIt = await runCli(['migrate'], { ...env, DATABASE_URL: withPassword }, cwd, {
+      timeoutMs: 120_000,
+    })
     assert.equal(withIt.status, 0, `the role logs in with its password: ${withIt.stderr}`)
   })
 
@@ -136,7 +146,9 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
     assert.doesNotMatch(server.output(), /rotated|secret/, 'no password in the log')
 
     // A command started meanwhile says the same in its one line, the server's reason with it.
-    const migrate = await runCliAsync(['migrate'], { DATABASE_URL: withPassword }, temporaryDirectory(t))
+    const migrate = await runCli(['migrate'], { DATABASE_URL: withPassword }, temporaryDirectory(t), {
+      timeoutMs: 120_000,
+    })
     assert.equal(migrate.status, 1)
     assert.match(
       migrate.stderr,

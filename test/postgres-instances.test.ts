@@ -70,7 +70,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       DATABASE_URL: await (await sharedPostgres()).createDatabase(),
       API_KEY_CACHE_TTL_MS: String(TTL_MS),
     }
-    const key = runCli(['keys', 'create', '--name', 'shared'], env, cwd).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'shared'], env, cwd)).stdout.trim()
     const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
     for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
 
@@ -177,13 +177,13 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       DATABASE_URL: await (await sharedPostgres()).createDatabase(),
       API_KEY_CACHE_TTL_MS: String(ttlMs),
     }
-    const key = runCli(['keys', 'create', '--name', 'leaving'], env, cwd).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'leaving'], env, cwd)).stdout.trim()
     const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
     for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
     for (const instance of instances)
       assert.equal((await call(instance.origin, key, 'GET', '/v1/pets')).status, 200)
 
-    assert.equal(runCli(['keys', 'revoke', 'leaving'], env, cwd).status, 0)
+    assert.equal((await runCli(['keys', 'revoke', 'leaving'], env, cwd)).status, 0)
     // Every lookup either instance cached was made before this moment, so none outlives it by more than the TTL.
     const bound = Date.now() + ttlMs
     const answers = await Promise.all(
@@ -221,7 +221,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
   test('when both instances get the same Idempotency-Key at once, then exactly one pet is created and every answer replays it or is the in-flight 409', async (t) => {
     const cwd = temporaryDirectory(t)
     const env = { DATABASE_URL: await (await sharedPostgres()).createDatabase() }
-    const key = runCli(['keys', 'create', '--name', 'retrying'], env, cwd).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'retrying'], env, cwd)).stdout.trim()
     const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
     for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
     const responses = await Promise.all(
@@ -249,7 +249,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       `ALTER DATABASE ${pg.escapeIdentifier(new URL(url).pathname.slice(1))} SET default_transaction_isolation = serializable`,
     )
     const env = { DATABASE_URL: url }
-    const key = runCli(['keys', 'create', '--name', 'retrying'], env, cwd).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'retrying'], env, cwd)).stdout.trim()
     const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
     for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
     for (let round = 0; round < 10; round++) {
@@ -267,7 +267,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     const cwd = temporaryDirectory(t)
     const url = await (await sharedPostgres()).createDatabase()
     const env = { DATABASE_URL: url }
-    const key = runCli(['keys', 'create', '--name', 'retrying'], env, cwd).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'retrying'], env, cwd)).stdout.trim()
     const [first, second] = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
     for (const instance of [first, second]) t.after(() => instance.child.kill('SIGKILL'))
     // The first insert waits inside its transaction for a lock this test holds: uncommitted until released.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
+import { runCli } from './helpers/cli-process.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
 
@@ -28,10 +28,12 @@ describe('PostgreSQL privileges', engineSuiteOptions(postgresEngine), () => {
     const cwd = temporaryDirectory(t)
     for (const args of [['migrate'], ['serve'], ['copy', '--from', 'sqlite:s.db', '--to', url.href]]) {
       if (args[0] === 'copy') {
-        const seeded = await runCliAsync(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd)
+        const seeded = await runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd, {
+          timeoutMs: 120_000,
+        })
         assert.equal(seeded.status, 0, seeded.stderr)
       }
-      const result = await runCliAsync(args, { DATABASE_URL: url.href, PORT: '0' }, cwd, {
+      const result = await runCli(args, { DATABASE_URL: url.href, PORT: '0' }, cwd, {
         timeoutMs: 20_000,
       })
       assert.equal(result.status, 1, result.stderr)
@@ -53,7 +55,9 @@ describe('PostgreSQL privileges', engineSuiteOptions(postgresEngine), () => {
     const typo = Object.assign(new URL(admin), { search: '?options=-c%20search_path%3Dmissing' })
     const revoked = Object.assign(new URL(admin), { username: user })
     const cwd = temporaryDirectory(t)
-    const seeded = await runCliAsync(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd)
+    const seeded = await runCli(['seed', '--count', '1'], { DATABASE_URL: 'sqlite:s.db' }, cwd, {
+      timeoutMs: 120_000,
+    })
     assert.equal(seeded.status, 0, seeded.stderr)
     for (const [url, role, path] of [
       [typo, new URL(admin).username, 'missing'],
@@ -70,7 +74,7 @@ describe('PostgreSQL privileges', engineSuiteOptions(postgresEngine), () => {
         ['copy', '--from', 'sqlite:s.db', '--to', url.href],
         ['copy', '--from', url.href, '--to', 'sqlite:x.db'],
       ]) {
-        const result = await runCliAsync(args, { DATABASE_URL: url.href, PORT: '0' }, cwd, {
+        const result = await runCli(args, { DATABASE_URL: url.href, PORT: '0' }, cwd, {
           timeoutMs: 20_000,
         })
         assert.deepEqual([result.status, result.stderr], [1, `petstore ${args[0]}: ${said}`], args.join(' '))

@@ -77,13 +77,13 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
   test('when `migrate` runs twice from the CLI, then the first applies every migration and the second nothing', async (t) => {
     const env = { DATABASE_URL: await emptyDatabase() }
     const cwd = temporaryDirectory(t)
-    const first = runCli(['migrate'], env, cwd)
+    const first = await runCli(['migrate'], env, cwd)
     assert.equal(first.status, 0, first.stderr)
     assert.equal(
       first.stdout,
       `applied migrations ${postgresMigrations.map((m) => m.version).join(', ')}; schema version ${LATEST}\n`,
     )
-    const second = runCli(['migrate'], env, cwd)
+    const second = await runCli(['migrate'], env, cwd)
     assert.equal(second.status, 0, second.stderr)
     assert.equal(second.stdout, `database is up to date (schema version ${LATEST})\n`)
   })

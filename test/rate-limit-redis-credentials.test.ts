@@ -4,8 +4,7 @@ import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCliAsync } from './helpers/cli-async.ts'
-import { type LogLine, logLines, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import { type LogLine, logLines, runCli, startServeProcess, waitForLog } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { trackedServer } from './helpers/tcp-proxy.ts'
@@ -22,7 +21,7 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
       [redis.url, '2'],
     ] as const) {
       const env = { REDIS_URL: url, PORT: '0', WORKERS: workers }
-      const result = await runCliAsync(['serve'], env, cwd, { timeoutMs: 20_000 })
+      const result = await runCli(['serve'], env, cwd, { timeoutMs: 20_000 })
       assert.equal(result.status, 1, result.stderr)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
       assert.match(result.stderr, /REDIS_URL: Redis refused its credentials \((NOAUTH|WRONGPASS)\)/)
@@ -39,7 +38,7 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     t.after(() => redis.stop())
     const cwd = temporaryDirectory(t)
     const env = { REDIS_URL: `${redis.url}/99`, PORT: '0' }
-    const result = await runCliAsync(['serve'], env, cwd, { timeoutMs: 20_000 })
+    const result = await runCli(['serve'], env, cwd, { timeoutMs: 20_000 })
     assert.equal(result.status, 1, result.stderr)
     assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
     assert.match(
@@ -54,7 +53,7 @@ describe('Redis credentials at start', redisSuiteOptions(), () => {
     })
     const cwd = temporaryDirectory(t)
     const env = { REDIS_URL: `redis://127.0.0.1:${port}`, PORT: '0' }
-    const result = await runCliAsync(['serve'], env, cwd, { timeoutMs: 20_000 })
+    const result = await runCli(['serve'], env, cwd, { timeoutMs: 20_000 })
     assert.equal(result.status, 1, result.stderr)
     assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
     assert.match(

@@ -8,10 +8,10 @@ import { CLI, cliEnvironment, runCli } from './helpers/cli-process.ts'
 import { straceSuiteOptions } from './helpers/strace.ts'
 
 describe('the files a restore writes (SQLite, their creation traced by strace)', straceSuiteOptions(), () => {
-  test("when the backup is readable by others, then the restore's copy of it is made for its owner alone from its first byte, not made so afterwards", (t) => {
+  test("when the backup is readable by others, then the restore's copy of it is made for its owner alone from its first byte, not made so afterwards", async (t) => {
     const cwd = temporaryDirectory(t)
-    assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-    assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
     chmodSync(join(cwd, 'b.db'), 0o644)
     const trace = join(cwd, 'opens.trace')
     const restore = spawnSync(

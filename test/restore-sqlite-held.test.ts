@@ -24,11 +24,11 @@ async function serveAttempt(cwd: string): Promise<string> {
 }
 
 /** A directory with a backup of 3 pets, `b.db`, and an empty data directory: a first restore's. */
-function backupWithNoDatabase(t: TestContext): string {
+async function backupWithNoDatabase(t: TestContext): Promise<string> {
   const source = temporaryDirectory(t)
-  assert.equal(runCli(['seed', '--count', '3'], {}, source).status, 0)
+  assert.equal((await runCli(['seed', '--count', '3'], {}, source)).status, 0)
   const cwd = temporaryDirectory(t)
-  assert.equal(runCli(['backup', '--to', join(cwd, 'b.db')], {}, source).status, 0)
+  assert.equal((await runCli(['backup', '--to', join(cwd, 'b.db')], {}, source)).status, 0)
   mkdirSync(join(cwd, 'data'), { mode: 0o700 })
   return cwd
 }
@@ -64,7 +64,7 @@ async function serveDuringRestore(t: TestContext, cwd: string): Promise<string> 
 
 /** After the restore: a key made and a server started list the backup's pets, and nothing else is left. */
 async function servesTheBackup(cwd: string): Promise<void> {
-  const key = runCli(['keys', 'create', '--name', 'after'], {}, cwd)
+  const key = await runCli(['keys', 'create', '--name', 'after'], {}, cwd)
   assert.equal(key.status, 0, key.stderr)
   const server = await startServeProcess({}, cwd)
   try {
@@ -86,9 +86,9 @@ describe(
       timeout: 90_000,
     }, async (t) => {
       const cwd = temporaryDirectory(t)
-      assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-      assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
-      assert.equal(runCli(['seed', '--count', '5'], {}, cwd).status, 0)
+      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
+      assert.equal((await runCli(['seed', '--count', '5'], {}, cwd)).status, 0)
 
       assert.match(await serveDuringRestore(t, cwd), HELD)
 
@@ -105,7 +105,7 @@ describe(
     test('when a server starts while a first restore puts the backup where there was no database, then it is refused as held, not left serving a database of its own the restore then replaces', {
       timeout: 90_000,
     }, async (t) => {
-      const cwd = backupWithNoDatabase(t)
+      const cwd = await backupWithNoDatabase(t)
 
       assert.match(await serveDuringRestore(t, cwd), HELD)
 
@@ -116,7 +116,7 @@ describe(
     test('when a first restore is killed before its rename, then a start and the commands (backup and copy --from too) refuse the empty place it held, saying to run the restore again, which restores the backup', {
       timeout: 90_000,
     }, async (t) => {
-      const cwd = backupWithNoDatabase(t)
+      const cwd = await backupWithNoDatabase(t)
       const restore = await restoreHeldAt(t, 'rename', cwd)
       restore.kill()
       await within(restore.ended, 30_000, 'the killed restore did not end')
@@ -127,7 +127,7 @@ describe(
         ['keys', 'list'],
         ['seed', '--count', '1'],
       ]) {
-        const refused = runCli(args, {}, cwd)
+        const refused = await runCli(args, {}, cwd)
         assert.equal(refused.status, 1, args.join(' '))
         assert.match(refused.stderr, unfinished, args.join(' '))
       }
@@ -135,13 +135,13 @@ describe(
       const said = (path: string) =>
         `${path} is the place a restore held that did not finish: run the restore again (petstore restore ` +
         '--from …); or, to begin an empty database there, remove it\n'
-      const backup = runCli(['backup', '--to', 'x.db'], {}, cwd)
+      const backup = await runCli(['backup', '--to', 'x.db'], {}, cwd)
       assert.deepEqual([backup.status, backup.stderr], [1, `petstore backup: ${said('data/petstore.db')}`])
-      const copy = runCli(['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:c.db'], {}, cwd)
+      const copy = await runCli(['copy', '--from', 'sqlite:data/petstore.db', '--to', 'sqlite:c.db'], {}, cwd)
       const database = join(cwd, 'data', 'petstore.db')
       assert.deepEqual([copy.status, copy.stderr], [1, `petstore copy: ${said(database)}`])
       assert.deepEqual(readdirSync(cwd).sort(), ['b.db', 'data'], 'no backup, no copy made')
-      const again = runCli(['restore', '--from', 'b.db'], {}, cwd)
+      const again = await runCli(['restore', '--from', 'b.db'], {}, cwd)
       assert.equal(again.status, 0, again.stderr)
       await servesTheBackup(cwd)
     })
@@ -149,7 +149,7 @@ describe(
     test('when a server makes the database while a first restore is about to take its place, then the restore refuses, saying so, and the server keeps its database', {
       timeout: 90_000,
     }, async (t) => {
-      const cwd = backupWithNoDatabase(t)
+      const cwd = await backupWithNoDatabase(t)
       // Held where the restore links its locked empty file at the database's name.
       const restore = await restoreHeldAt(t, 'link', cwd)
       const server = await startServeProcess({}, cwd)
@@ -171,11 +171,11 @@ describe(
 )
 
 describe('a first restore that fails (SQLite)', () => {
-  test('when a first restore is given a file that is not a Pet Store database, then it is refused and nothing is left in the data directory, the place it held included', (t) => {
+  test('when a first restore is given a file that is not a Pet Store database, then it is refused and nothing is left in the data directory, the place it held included', async (t) => {
     const cwd = temporaryDirectory(t)
     mkdirSync(join(cwd, 'data'), { mode: 0o700 })
     writeFileSync(join(cwd, 'b.db'), 'not a database')
-    const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    const restore = await runCli(['restore', '--from', 'b.db'], {}, cwd)
     assert.equal(restore.status, 1)
     assert.match(restore.stderr, /^petstore restore: b\.db is not a SQLite database/)
     assert.deepEqual(readdirSync(join(cwd, 'data')), [])
@@ -184,10 +184,10 @@ describe('a first restore that fails (SQLite)', () => {
       [],
     )
   })
-  test('when an empty file is where the database would be (the place a killed first restore held), then a restore puts the backup there and keeps nothing of it aside', (t) => {
-    const cwd = backupWithNoDatabase(t)
+  test('when an empty file is where the database would be (the place a killed first restore held), then a restore puts the backup there and keeps nothing of it aside', async (t) => {
+    const cwd = await backupWithNoDatabase(t)
     writeFileSync(join(cwd, 'data', 'petstore.db'), '', { mode: 0o600 })
-    const restore = runCli(['restore', '--from', 'b.db'], {}, cwd)
+    const restore = await runCli(['restore', '--from', 'b.db'], {}, cwd)
     assert.equal(restore.status, 0, restore.stderr)
     assert.match(restore.stdout, /^restored 3 pets from b\.db into [^;]+\n$/)
     assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'])

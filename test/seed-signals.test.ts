@@ -60,7 +60,7 @@ async function seedStopped(
     stored: () => Promise<number>
   },
 ) {
-  assert.equal(runCli(['migrate'], env, cwd).status, 0)
+  assert.equal((await runCli(['migrate'], env, cwd)).status, 0)
   const seed = startSeed(t, cwd, env)
   await waitUntil(async () => (await stored().catch(() => 0)) > 0, 'the seed stored its first pets', {
     timeoutMs: 60_000,
@@ -164,7 +164,7 @@ describe(
         DATABASE_URL: await (await sharedPostgres()).createDatabase(),
         PG_STATEMENT_TIMEOUT_MS: '60000',
       }
-      assert.equal(runCli(['migrate'], env, cwd).status, 0)
+      assert.equal((await runCli(['migrate'], env, cwd)).status, 0)
       const admin = await adminOn(t, env.DATABASE_URL)
       await admin.query('BEGIN')
       await admin.query('LOCK TABLE pets IN SHARE MODE')

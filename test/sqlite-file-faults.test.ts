@@ -71,7 +71,7 @@ function rowsOf(path: string, sql: string): unknown[] {
 describe('SQLite: the database file changes under a running server', () => {
   test('when pages of the database file are damaged under it, then reading them is a 503, creates are refused and /readyz stays 503 until a restore, and pets on sound pages are still served', async (t) => {
     const setup = setUp(t)
-    const seeded = runCli(['seed', '--count', '20000'], {}, setup.cwd)
+    const seeded = await runCli(['seed', '--count', '20000'], {}, setup.cwd)
     assert.equal(seeded.status, 0, seeded.stderr)
     const server = await setup.start()
     damageSecondHalf(setup.database)
@@ -134,7 +134,10 @@ describe('SQLite: the database file changes under a running server', () => {
       const server = await setup.start()
       await setup.ledger.createAcknowledged(server, 10)
       const other = join(setup.cwd, 'other.db')
-      assert.equal(runCli(['seed', '--count', '3'], { DATABASE_URL: `sqlite:${other}` }, setup.cwd).status, 0)
+      assert.equal(
+        (await runCli(['seed', '--count', '3'], { DATABASE_URL: `sqlite:${other}` }, setup.cwd)).status,
+        0,
+      )
       const otherPets = rowsOf(other, 'SELECT id, name FROM pets ORDER BY id')
       renameSync(other, setup.database)
 
@@ -166,7 +169,7 @@ describe('SQLite: the database file changes under a running server', () => {
       await setup.ledger.createAcknowledged(server, 10)
       // The command makes a new -shm: its locks and the server's no longer exclude each other.
       unlinkSync(`${setup.database}-shm`)
-      const made = runCli(['keys', 'create', '--name', 'after'], {}, setup.cwd)
+      const made = await runCli(['keys', 'create', '--name', 'after'], {}, setup.cwd)
       assert.equal(made.status, 0, made.stderr)
 
       await assertStorageFaultReported(server, setup.ledger, 'file_replaced')

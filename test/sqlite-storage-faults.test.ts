@@ -196,7 +196,7 @@ describe('SQLite: a full disk when a start or a command writes', mountingSuiteOp
       { args: ['seed', '--count', '10'], env: database },
     ]
     for (const { args, env } of runs) {
-      const { status, stdout, stderr } = runCli(args, env, temporaryDirectory(t))
+      const { status, stdout, stderr } = await runCli(args, env, temporaryDirectory(t))
       assert.equal(status, 1, `${args[0]}: ${stderr}`)
       assert.match(
         stderr,
@@ -222,7 +222,7 @@ describe('SQLite: a full disk when a start or a command writes', mountingSuiteOp
     // Room for some batches of the seed, far from all of 100000 pets.
     truncateSync(filler, statSync(filler).size - MIB)
     const path = join(directory, 'petstore.db')
-    const { status, stdout, stderr } = runCli(
+    const { status, stdout, stderr } = await runCli(
       ['seed', '--count', '100000'],
       { DATABASE_URL: `sqlite:${path}` },
       temporaryDirectory(t),

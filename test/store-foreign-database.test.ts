@@ -25,16 +25,16 @@ async function publicTables(url: string): Promise<unknown[]> {
   return (await postgresSql(url, tables)).map((row) => row.table_name)
 }
 
-function refusedEverywhere(env: Record<string, string>, cwd: string, refusal = REFUSAL): void {
+async function refusedEverywhere(env: Record<string, string>, cwd: string, refusal = REFUSAL): Promise<void> {
   for (const args of COMMANDS) {
-    const result = runCli(args, { PORT: '0', ...env }, cwd)
+    const result = await runCli(args, { PORT: '0', ...env }, cwd)
     assert.equal(result.status, 1, `${args.join(' ')}: ${result.stderr}`)
     assert.match(result.stderr, refusal, args.join(' '))
   }
 }
 
 describe("a DATABASE_URL that points at another application's database", () => {
-  test('when a SQLite file holds other tables and no schema_migrations, then every command refuses it and leaves it byte for byte', (t) => {
+  test('when a SQLite file holds other tables and no schema_migrations, then every command refuses it and leaves it byte for byte', async (t) => {
     const cwd = temporaryDirectory(t)
     const path = join(cwd, 'other-app.db')
     const db = new DatabaseSync(path)
@@ -42,11 +42,11 @@ describe("a DATABASE_URL that points at another application's database", () => {
     db.close()
     const digest = () => createHash('sha256').update(readFileSync(path)).digest('hex')
     const before = digest()
-    refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd)
+    await refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd)
     assert.equal(digest(), before, 'no table added, no WAL mode')
   })
 
-  test("when a SQLite file holds another migration tool's schema_migrations, then every command refuses it and leaves it byte for byte", (t) => {
+  test("when a SQLite file holds another migration tool's schema_migrations, then every command refuses it and leaves it byte for byte", async (t) => {
     const cwd = temporaryDirectory(t)
     const path = join(cwd, 'other-app.db')
     const db = new DatabaseSync(path)
@@ -56,16 +56,16 @@ describe("a DATABASE_URL that points at another application's database", () => {
     db.close()
     const digest = () => createHash('sha256').update(readFileSync(path)).digest('hex')
     const before = digest()
-    refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd, OTHER_TOOLS_REFUSAL)
+    await refusedEverywhere({ DATABASE_URL: `sqlite:${path}` }, cwd, OTHER_TOOLS_REFUSAL)
     assert.equal(digest(), before, 'no column, table or row added, no WAL mode')
   })
 
-  test('when the SQLite file holds nothing (an empty file), then keys list refuses it, naming it, and makes no table; keys create makes the tables and says so on stderr', (t) => {
+  test('when the SQLite file holds nothing (an empty file), then keys list refuses it, naming it, and makes no table; keys create makes the tables and says so on stderr', async (t) => {
     const cwd = temporaryDirectory(t)
     const path = join(cwd, 'empty.db')
     writeFileSync(path, '')
     const env = { DATABASE_URL: `sqlite:${path}` }
-    const listed = runCli(['keys', 'list'], env, cwd)
+    const listed = await runCli(['keys', 'list'], env, cwd)
     assert.deepEqual(
       [listed.status, listed.stderr],
       [
@@ -76,12 +76,12 @@ describe("a DATABASE_URL that points at another application's database", () => {
     const tables = new DatabaseSync(path)
     assert.deepEqual(tables.prepare('SELECT name FROM sqlite_schema').all(), [], 'no table made')
     tables.close()
-    const created = runCli(['keys', 'create', '--name', 'web'], env, cwd)
+    const created = await runCli(['keys', 'create', '--name', 'web'], env, cwd)
     assert.equal(created.status, 0, created.stderr)
     assert.ok(created.stderr.startsWith(`petstore keys: ${path}, held no Pet Store tables; made them\n`))
   })
 
-  test("when DATABASE_URL names another application's SQLite file, one with another tool's schema_migrations, or an empty file, then backup refuses at once in one line naming it, makes no backup, and leaves it byte for byte", (t) => {
+  test("when DATABASE_URL names another application's SQLite file, one with another tool's schema_migrations, or an empty file, then backup refuses at once in one line naming it, makes no backup, and leaves it byte for byte", async (t) => {
     const cwd = temporaryDirectory(t)
     for (const [name, tables] of [
       [
@@ -96,7 +96,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
       db.exec(tables)
       db.close()
       const before = readFileSync(path)
-      const refused = runCli(['backup', '--to', 'b.db'], { DATABASE_URL: `sqlite:${path}` }, cwd)
+      const refused = await runCli(['backup', '--to', 'b.db'], { DATABASE_URL: `sqlite:${path}` }, cwd)
       assert.deepEqual(
         [refused.status, refused.stderr],
         [
@@ -115,7 +115,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
     test("when the schema holds another migration tool's schema_migrations, then every command refuses it and changes nothing", async (t) => {
       const url = await (await sharedPostgres()).createDatabase()
       await postgresSql(url, `${OTHER_TOOLS_BOOKKEEPING}; INSERT INTO schema_migrations VALUES (2, false)`)
-      refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t), OTHER_TOOLS_REFUSAL)
+      await refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t), OTHER_TOOLS_REFUSAL)
       const columns = await postgresSql(
         url,
         "SELECT column_name FROM information_schema.columns WHERE table_name = 'schema_migrations' ORDER BY 1",
@@ -133,7 +133,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
         url,
         'CREATE TABLE users (id int PRIMARY KEY, name text); CREATE TABLE orders (id int)',
       )
-      refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t))
+      await refusedEverywhere({ DATABASE_URL: url }, temporaryDirectory(t))
       assert.deepEqual(await publicTables(url), ['orders', 'users'])
     })
 
@@ -146,18 +146,18 @@ describe("a DATABASE_URL that points at another application's database", () => {
         ['keys', 'list'],
         ['keys', 'revoke', 'web'],
       ]) {
-        const refused = runCli(args, { DATABASE_URL: url }, cwd)
+        const refused = await runCli(args, { DATABASE_URL: url }, cwd)
         assert.deepEqual([refused.status, refused.stderr], [1, `petstore keys: ${absent}\n`], args.join(' '))
       }
       assert.deepEqual(await publicTables(url), [], 'nothing made')
       const made = `petstore keys: database ${database}, schema public, held no Pet Store tables; made them\n`
-      const created = runCli(['keys', 'create', '--name', 'web'], { DATABASE_URL: url }, cwd)
+      const created = await runCli(['keys', 'create', '--name', 'web'], { DATABASE_URL: url }, cwd)
       assert.equal(created.status, 0, created.stderr)
       assert.ok(created.stderr.startsWith(made), created.stderr)
-      const again = runCli(['keys', 'create', '--name', 'ci'], { DATABASE_URL: url }, cwd)
+      const again = await runCli(['keys', 'create', '--name', 'ci'], { DATABASE_URL: url }, cwd)
       assert.equal(again.status, 0, again.stderr)
       assert.doesNotMatch(again.stderr, /held no Pet Store tables/, 'said once, when made')
-      const seeded = runCli(
+      const seeded = await runCli(
         ['seed', '--count', '1'],
         { DATABASE_URL: await (await sharedPostgres()).createDatabase() },
         cwd,
@@ -182,7 +182,7 @@ describe("a DATABASE_URL that points at another application's database", () => {
         url,
         'CREATE EXTENSION IF NOT EXISTS pg_trgm; CREATE VIEW pg_stat_statements AS SELECT 1 AS x',
       )
-      const migrated = runCli(['migrate'], { DATABASE_URL: url }, temporaryDirectory(t))
+      const migrated = await runCli(['migrate'], { DATABASE_URL: url }, temporaryDirectory(t))
       assert.equal(migrated.status, 0, migrated.stderr)
     })
   })

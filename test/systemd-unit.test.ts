@@ -48,7 +48,7 @@ describe('deploy/petstore.service', suiteNeeding('the systemd unit checks', lack
 
 // Read, not run: needs no systemd at all.
 describe('deploy/petstore.service, as text', () => {
-  test('when it stops the service, then SIGTERM comes first and SIGKILL only after the service has had its time, and a refused setting is not restarted', (t) => {
+  test('when it stops the service, then SIGTERM comes first and SIGKILL only after the service has had its time, and a refused setting is not restarted', async (t) => {
     assert.deepEqual(directive('KillSignal'), ['SIGTERM'])
     const stopSeconds = Number(/^(\d+)s$/.exec(directive('TimeoutStopSec')[0] ?? '')?.[1])
     // With the settings it is installed with: the delay, the service's own bound, and the WORKERS
@@ -60,7 +60,7 @@ describe('deploy/petstore.service, as text', () => {
     assert.ok(stopSeconds * 1000 > worst, `TimeoutStopSec=${stopSeconds}s, the stop's worst ${worst} ms`)
     // Restarted whenever it ends, but for a setting refused (petstore's own exit code for it).
     assert.deepEqual(directive('Restart'), ['always'])
-    const refused = runCli(['migrate'], { PORT: 'none' }, temporaryDirectory(t))
+    const refused = await runCli(['migrate'], { PORT: 'none' }, temporaryDirectory(t))
     assert.deepEqual(directive('RestartPreventExitStatus'), [String(refused.status)])
     assert.deepEqual(directive('EnvironmentFile'), ['/etc/petstore/petstore.env'])
     assert.deepEqual(directive('DynamicUser'), ['yes'])

@@ -102,7 +102,7 @@ describe('TLS to PostgreSQL', { ...certificatesMade, ...throwawayPostgresSuiteOp
         'no CA file': join(directory, 'absent-ca.pem'),
         'no TLS': undefined,
       }[certificate]
-      const result = runCli(['serve'], { DATABASE_URL: verifiedUrl(url, ca), PORT: '0' }, directory)
+      const result = await runCli(['serve'], { DATABASE_URL: verifiedUrl(url, ca), PORT: '0' }, directory)
       assert.equal(result.status, 1, result.stderr)
       assert.match(result.stderr, said)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
@@ -141,7 +141,7 @@ describe('TLS to Redis', { ...certificatesMade, ...redisSuiteOptions() }, () => 
     const directory = temporaryDirectory(t)
     const redis = await startRedis({ tls: makeTestCertificates(directory) })
     t.after(() => redis.stop())
-    const result = runCli(['serve'], { REDIS_URL: redis.url, PORT: '0' }, directory)
+    const result = await runCli(['serve'], { REDIS_URL: redis.url, PORT: '0' }, directory)
     assert.equal(result.status, 1, result.stderr)
     assert.match(
       result.stderr,

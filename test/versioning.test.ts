@@ -56,8 +56,8 @@ describe('versions', () => {
     }
   })
 
-  test('when petstore --version runs, then it agrees with package.json and the latest CHANGELOG release', (t) => {
-    const result = runCli(['--version'], {}, temporaryDirectory(t))
+  test('when petstore --version runs, then it agrees with package.json and the latest CHANGELOG release', async (t) => {
+    const result = await runCli(['--version'], {}, temporaryDirectory(t))
     assert.equal(result.status, 0)
     assert.equal(result.stdout, `petstore ${packageVersion}\n`)
     assert.equal(releases[0]?.name, packageVersion, 'the latest release is the package version')
@@ -77,8 +77,8 @@ describe('versions', () => {
     )
   })
 
-  test('when the OpenAPI document is printed, then info.version is the API version the CHANGELOG names last, with the major of its path', (t) => {
-    const result = runCli(['openapi'], { LOG_LEVEL: 'silent' }, temporaryDirectory(t))
+  test('when the OpenAPI document is printed, then info.version is the API version the CHANGELOG names last, with the major of its path', async (t) => {
+    const result = await runCli(['openapi'], { LOG_LEVEL: 'silent' }, temporaryDirectory(t))
     assert.equal(result.status, 0, result.stderr)
     const document = JSON.parse(result.stdout) as {
       info: { version: string }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import type { Readable } from 'node:stream'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { waitFor, within } from './bounded-wait.ts'
@@ -18,25 +19,62 @@ export function cliEnvironment(env: Record<string, string>): Record<string, stri
   return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }
 }
 
+export interface CliResult {
+  /** The exit code; null if a signal ended the process. */
+  status: number | null
+  stdout: string
+  stderr: string
+}
+
+async function textOf(stream: Readable | null): Promise<string> {
+  let text = ''
+  if (stream) for await (const chunk of stream.setEncoding('utf8')) text += chunk
+  return text
+}
+
 /**
- * Runs one command to its end; one still running after 60 s (a `serve` that should have refused) is killed.
+ * Runs one command to its end; one still running after `timeoutMs` (a `serve` that should have refused) is
+ * killed, which fails the call. It does not block: a blocked test cannot see a kept-alive connection it holds
+ * being closed, and its next request would meet the closed socket.
  * `stdout`: an open file for its standard output (`/dev/full`), else a pipe read into the result.
+ * `started` is given the process as it starts.
  */
-export function runCli(args: string[], env: Record<string, string>, cwd: string, stdout?: number) {
-  const result = spawnSync(process.execPath, [CLI, ...args], {
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  {
+    stdout,
+    timeoutMs = 60_000,
+    started,
+  }: { stdout?: number; timeoutMs?: number; started?: (child: ChildProcess) => void } = {},
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: cliEnvironment(env),
     cwd,
     stdio: ['pipe', stdout ?? 'pipe', 'pipe'],
-    encoding: 'utf8',
-    timeout: 60_000,
-    killSignal: 'SIGKILL',
   })
-  assert.equal(
-    result.error,
-    undefined,
-    `petstore ${args.join(' ')} did not end within 60 s:\n${result.stderr}`,
-  )
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
+  // Its standard input ends at once, as spawnSync's with no input did.
+  child.stdin?.end()
+  started?.(child)
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    child.kill('SIGKILL')
+  }, timeoutMs)
+  try {
+    const [output, stderr, [status]] = await Promise.all([
+      textOf(child.stdout),
+      textOf(child.stderr),
+      once(child, 'close') as Promise<[number | null]>,
+    ])
+    if (timedOut) {
+      throw new Error(`petstore ${args.join(' ')} did not end within ${timeoutMs / 1000} s:\n${stderr}`)
+    }
+    return { status, stdout: output, stderr }
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Runs `command`, killed once the test ends, keeping what it writes to stdout; `exited`: its code and signal. */

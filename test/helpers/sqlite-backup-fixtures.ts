@@ -19,11 +19,11 @@ export function rootLack() {
 }
 
 /** A directory (of `mode`) with a database of 3 pets and its backup `b.db`, which any user may read. */
-export function backedUpForAnotherUser(t: TestContext, mode: number): string {
+export async function backedUpForAnotherUser(t: TestContext, mode: number): Promise<string> {
   const cwd = temporaryDirectory(t)
   chmodSync(cwd, mode)
-  assert.equal(runCli(['seed', '--count', '3'], {}, cwd).status, 0)
-  assert.equal(runCli(['backup', '--to', 'b.db'], {}, cwd).status, 0)
+  assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+  assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
   chmodSync(join(cwd, 'b.db'), 0o644)
   return cwd
 }
