@@ -246,3 +246,18 @@ describe('rate limits when Redis refuses to count', redisSuiteOptions(), () => {
     ])
   })
 })
+
+describe('a count in Redis set to outlast its window', redisSuiteOptions(), () => {
+  test('when a key in Redis expires later than the window (written by hand, or by an instance with a longer window), then the answer promises at most the window and the key ends with it', async (t) => {
+    const { redis, server } = await serverLoggingTo(t, 100)
+    assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
+    const [key, ...others] = await redis.keys('*')
+    assert.ok(key !== undefined && others.length === 0, 'one key counted')
+    await redis.pexpire(key, 3_000_000)
+    const response = await call(server, 'GET', '/v1/pets')
+    assert.equal(response.headers.get('ratelimit-remaining'), '98')
+    const reset = Number(response.headers.get('ratelimit-reset'))
+    assert.ok(reset >= 1 && reset <= 60, `RateLimit-Reset within the 60 s window: ${reset}`)
+    assert.ok((await redis.pttl(key)) <= 60_000, 'and the key expires with the window')
+  })
+})

@@ -5,16 +5,18 @@ import { COMMAND_TIMED_OUT, type ReplySteps } from './redis-reply-steps.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
-// without one gets it, so no key can stay over its limit for ever.
+// without one, or with one past the window (set by hand, or by an instance with a longer window), gets the
+// window's: no key stays over its limit for longer than a window, and no answer promises a later reset.
 const INCREMENT = `
 local count = redis.call('INCR', KEYS[1])
-local ttl = tonumber(ARGV[1])
+local window = tonumber(ARGV[1])
+local ttl = window
 if count == 1 then
   redis.call('PEXPIRE', KEYS[1], ttl)
 else
   ttl = redis.call('PTTL', KEYS[1])
-  if ttl < 0 then
-    ttl = tonumber(ARGV[1])
+  if ttl < 0 or ttl > window then
+    ttl = window
     redis.call('PEXPIRE', KEYS[1], ttl)
   end
 end
