@@ -109,3 +109,32 @@ describe('counts asked of a Redis that hung', redisSuiteOptions(), () => {
     assert.ok(remaining >= 99 - 10 - 1 - 1, `remaining ${remaining}`)
   })
 })
+
+describe('many counts waiting on a Redis that hangs', redisSuiteOptions(), () => {
+  test('when Redis stops answering while many requests wait on their counts, then they are served uncounted, with no warning of a listener leak, and counted again once it answers', async (t) => {
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => void warnings.push(`${warning.name}: ${warning.message}`)
+    process.on('warning', onWarning)
+    t.after(() => process.off('warning', onWarning))
+    const { redisServer, server } = await serverLoggingTo(t, 1000)
+    assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '999')
+    redisServer.freeze()
+    t.after(() => redisServer.thaw())
+    // Thirty at once: every count times out on the same connection, the first two of them in a row.
+    const served = await Promise.all(Array.from({ length: 30 }, () => call(server, 'GET', '/v1/pets')))
+    assert.deepEqual(new Set(served.map((answer) => answer.status)), new Set([200]))
+    assert.ok(
+      served.every((answer) => answer.headers.get('ratelimit-remaining') === null),
+      'none counted',
+    )
+    redisServer.thaw()
+    await waitUntil(
+      async () => (await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining') !== null,
+      'counting did not resume once Redis answered',
+    )
+    assert.deepEqual(
+      warnings.filter((warning) => /MaxListeners/.test(warning)),
+      [],
+    )
+  })
+})

@@ -54,8 +54,15 @@ async function spawnRedis(
     [...listen, ...tlsClients, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  process.once('exit', () => child.kill('SIGKILL'))
+  // Killed if the test process ends first, and forgotten once it exits: many servers, no listeners left.
+  const killOnExit = () => child.kill('SIGKILL')
+  process.once('exit', killOnExit)
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      process.off('exit', killOnExit)
+      resolve()
+    }),
+  )
   await new Promise<void>((resolve, reject) => {
     let output = ''
     const timer = setTimeout(() => reject(new Error(`redis-server did not start: ${output}`)), 10_000)
