@@ -16,7 +16,7 @@ import {
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { CLI, cliEnvironment, runCli } from './helpers/cli-process.ts'
+import { CLI, cliEnvironment, runCli, runCommand } from './helpers/cli-process.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
 
 const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((path) => existsSync(path))
@@ -27,10 +27,11 @@ const OTHER_USER = 'postgres'
 /** Runs the CLI as OTHER_USER, in `cwd`, with `env`. */
 function runAsOtherUser(args: string[], env: Record<string, string>, cwd: string) {
   const environment = Object.entries(cliEnvironment(env)).map(([name, value]) => `${name}=${value}`)
-  return spawnSync(
+  return runCommand(
     RUNUSER as string,
     ['-u', OTHER_USER, '--', 'env', ...environment, process.execPath, CLI, ...args],
-    { cwd, encoding: 'utf8', timeout: 30_000 },
+    { cwd },
+    { timeoutMs: 30_000 },
   )
 }
 
@@ -48,12 +49,12 @@ describe(
   'a command run by a user the data is not open to',
   suiteNeeding('the other-user CLI suite', otherUserLack()),
   () => {
-    test('when the database directory is not open to the user running the service, then one line naming it, not a bare EACCES', (t) => {
+    test('when the database directory is not open to the user running the service, then one line naming it, not a bare EACCES', async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)
       const data = join(cwd, 'data')
       mkdirSync(data, { mode: 0o700 })
-      const result = runAsOtherUser(
+      const result = await runAsOtherUser(
         ['serve'],
         { PORT: '0', DATABASE_URL: `sqlite:${join(data, 'petstore.db')}` },
         cwd,
@@ -67,7 +68,7 @@ describe(
       )
     })
 
-    test("when the database, or its directory, is a link into a directory not open to the user, then it is said to be out of this user's reach, not a link to nothing (one to remove)", (t) => {
+    test("when the database, or its directory, is a link into a directory not open to the user, then it is said to be out of this user's reach, not a link to nothing (one to remove)", async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)
       const closed = join(cwd, 'closed')
@@ -78,7 +79,7 @@ describe(
       symlinkSync(join(closed, 'petstore.db'), join(cwd, 'a', 'petstore.db'))
       symlinkSync(join(closed, 'data'), join(cwd, 'b'))
       for (const database of ['a/petstore.db', 'b/petstore.db']) {
-        const result = runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
+        const result = await runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
         assert.equal(result.status, 1, result.stderr)
         assert.doesNotMatch(result.stderr, /link to nothing|remove it/, database)
         assert.match(
@@ -88,7 +89,7 @@ describe(
       }
     })
 
-    test("when root is kept out of the database (NFS root_squash, a capability dropped), then it is told to run as the service's user, not as root", (t) => {
+    test("when root is kept out of the database (NFS root_squash, a capability dropped), then it is told to run as the service's user, not as root", async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)
       const closed = join(cwd, 'closed')
@@ -99,15 +100,11 @@ describe(
       symlinkSync(join(closed, 'data', 'petstore.db'), join(cwd, 'link.db'))
       for (const database of [join(closed, 'data', 'petstore.db'), 'link.db']) {
         // Root without the capabilities that pass file permissions, as an NFS server's root_squash makes it.
-        const result = spawnSync(
+        const result = await runCommand(
           SETPRIV as string,
           ['--bounding-set=-dac_override,-dac_read_search', process.execPath, CLI, 'keys', 'list'],
-          {
-            cwd,
-            encoding: 'utf8',
-            env: cliEnvironment({ DATABASE_URL: `sqlite:${database}` }),
-            timeout: 30_000,
-          },
+          { cwd, env: cliEnvironment({ DATABASE_URL: `sqlite:${database}` }) },
+          { timeoutMs: 30_000 },
         )
         assert.equal(result.status, 1, result.stderr)
         assert.match(
@@ -128,7 +125,7 @@ describe(
       // As a container's host directory owned by root is to the image's user.
       const backups = join(cwd, 'backups')
       mkdirSync(backups, { mode: 0o755 })
-      const result = runAsOtherUser(['backup', '--to', join(backups, 'petstore-1.db')], {}, cwd)
+      const result = await runAsOtherUser(['backup', '--to', join(backups, 'petstore-1.db')], {}, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [
@@ -141,13 +138,13 @@ describe(
 
     test("when backup --force names another user's file in a sticky directory (/tmp, a shared backups directory), then it refuses before copying, in one line naming the file, its owner and what to do; its own file, or one in its own directory, is replaced, and root replaces any", async (t) => {
       const { cwd, uid } = dataOfOtherUser(t)
-      assert.equal(runAsOtherUser(['seed', '--count', '3'], {}, cwd).status, 0)
+      assert.equal((await runAsOtherUser(['seed', '--count', '3'], {}, cwd)).status, 0)
       const shared = join(cwd, 'shared')
       mkdirSync(shared)
       chmodSync(shared, 0o1777)
       const roots = join(shared, 'root.db')
       writeFileSync(roots, 'kept')
-      const refused = runAsOtherUser(['backup', '--to', roots, '--force'], {}, cwd)
+      const refused = await runAsOtherUser(['backup', '--to', roots, '--force'], {}, cwd)
       assert.deepEqual(
         [refused.status, refused.stderr],
         [
@@ -167,7 +164,7 @@ describe(
       chownSync(own, uid, uid)
       writeFileSync(join(own, 'root.db'), 'kept')
       for (const to of [mine, join(own, 'root.db')]) {
-        const replaced = runAsOtherUser(['backup', '--to', to, '--force'], {}, cwd)
+        const replaced = await runAsOtherUser(['backup', '--to', to, '--force'], {}, cwd)
         assert.equal(replaced.status, 0, `${to}: ${replaced.stderr}`)
       }
       const asRoot = await runCli(['backup', '--to', roots, '--force'], {}, cwd)
@@ -191,7 +188,7 @@ describe(
       const before = readFileSync(database)
       const restore = () =>
         runAsOtherUser(['restore', '--from', 'b.db'], { DATABASE_URL: `sqlite:${database}` }, cwd)
-      const result = restore()
+      const result = await restore()
       assert.deepEqual(
         [result.status, result.stderr],
         [
@@ -202,7 +199,7 @@ describe(
       )
       // A backup this user may not read is said of the backup, not put down to the directory.
       chmodSync(join(cwd, 'b.db'), 0o600)
-      const unread = restore()
+      const unread = await restore()
       assert.deepEqual(
         [unread.status, unread.stderr],
         [
@@ -215,18 +212,18 @@ describe(
       assert.ok(readFileSync(database).equals(before), 'the database unchanged')
     })
 
-    test("when .env cannot be read by the user running a command (root's, 0600; its own, mode 0200), then exit 78 with one line naming it and what to do, not a bare EACCES", (t) => {
+    test("when .env cannot be read by the user running a command (root's, 0600; its own, mode 0200), then exit 78 with one line naming it and what to do, not a bare EACCES", async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)
       const env = join(cwd, '.env')
       writeFileSync(env, 'LOG_LEVEL=info\n', { mode: 0o600 })
       const { uid, gid } = userIds(OTHER_USER)
-      const refused = () => {
-        const result = runAsOtherUser(['keys', 'list'], {}, cwd)
+      const refused = async () => {
+        const result = await runAsOtherUser(['keys', 'list'], {}, cwd)
         return [result.status, result.stderr]
       }
       const line = (why: string) => `petstore: invalid configuration: .env ${why}\n`
-      assert.deepEqual(refused(), [
+      assert.deepEqual(await refused(), [
         78,
         line(
           `belongs to 0:0, and this user (uid ${uid}) cannot read it: run the command as the user the ` +
@@ -235,7 +232,7 @@ describe(
       ])
       chownSync(env, uid, gid)
       chmodSync(env, 0o200)
-      assert.deepEqual(refused(), [
+      assert.deepEqual(await refused(), [
         78,
         line("is this user's, and its mode 0200 keeps this user from reading it: chmod u+r it"),
       ])
@@ -252,16 +249,16 @@ describe(
         const stats = statSync(join(data, name))
         assert.deepEqual([name, stats.uid, stats.gid], [name, uid, gid])
       }
-      const listed = runAsOtherUser(['keys', 'list'], env, cwd)
+      const listed = await runAsOtherUser(['keys', 'list'], env, cwd)
       assert.equal(listed.status, 0, listed.stderr)
       assert.match(listed.stdout, /\bweb\b/)
     })
 
-    test('when the database file belongs to another user, then one line naming its owner, not a bare "unable to open"', (t) => {
+    test('when the database file belongs to another user, then one line naming its owner, not a bare "unable to open"', async (t) => {
       const { cwd, data, uid } = dataOfOtherUser(t)
       const database = join(data, 'petstore.db')
       writeFileSync(database, '', { mode: 0o600 })
-      const result = runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
+      const result = await runAsOtherUser(['keys', 'list'], { DATABASE_URL: `sqlite:${database}` }, cwd)
       assert.equal(result.status, 1, result.stderr)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
       assert.match(
@@ -280,7 +277,7 @@ describe(
         for (const name of readdirSync(data)) if (name !== 'petstore.db') rmSync(join(data, name))
         chownSync(database, 0, 0)
         chmodSync(database, 0o644)
-        const result = runAsOtherUser([...args], { PORT: '0', DATABASE_URL: `sqlite:${database}` }, cwd)
+        const result = await runAsOtherUser([...args], { PORT: '0', DATABASE_URL: `sqlite:${database}` }, cwd)
         assert.equal(result.status, 1, result.stderr)
         assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
         assert.doesNotMatch(result.stderr, /read-only/)
@@ -301,7 +298,7 @@ describe(
       for (const name of readdirSync(data)) if (name !== 'petstore.db') rmSync(join(data, name))
       chownSync(database, uid, gid)
       chmodSync(database, 0o444)
-      const result = runAsOtherUser(['serve'], { PORT: '0', DATABASE_URL: `sqlite:${database}` }, cwd)
+      const result = await runAsOtherUser(['serve'], { PORT: '0', DATABASE_URL: `sqlite:${database}` }, cwd)
       assert.deepEqual(
         [result.status, result.stderr],
         [

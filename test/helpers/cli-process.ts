@@ -32,28 +32,36 @@ async function textOf(stream: Readable | null): Promise<string> {
   return text
 }
 
+export interface RunOptions {
+  /** An open file for its standard output (`/dev/full`), else a pipe read into the result. */
+  stdout?: number
+  timeoutMs?: number
+  /** Given the process as it starts. */
+  started?: (child: ChildProcess) => void
+}
+
 /**
- * Runs one command to its end; one still running after `timeoutMs` (a `serve` that should have refused) is
+ * Runs the CLI to its end; one still running after `timeoutMs` (a `serve` that should have refused) is
  * killed, which fails the call. It does not block: a blocked test cannot see a kept-alive connection it holds
  * being closed, and its next request would meet the closed socket.
- * `stdout`: an open file for its standard output (`/dev/full`), else a pipe read into the result.
- * `started` is given the process as it starts.
  */
-export async function runCli(
+export function runCli(
   args: string[],
   env: Record<string, string>,
   cwd: string,
-  {
-    stdout,
-    timeoutMs = 60_000,
-    started,
-  }: { stdout?: number; timeoutMs?: number; started?: (child: ChildProcess) => void } = {},
+  options: RunOptions = {},
 ): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    env: cliEnvironment(env),
-    cwd,
-    stdio: ['pipe', stdout ?? 'pipe', 'pipe'],
-  })
+  return runCommand(process.execPath, [CLI, ...args], { env: cliEnvironment(env), cwd }, options)
+}
+
+/** Runs `command` to its end as runCli runs the CLI (through runuser, setpriv…); `env` unset: this one's. */
+export async function runCommand(
+  command: string,
+  args: string[],
+  { env, cwd }: { env?: Record<string, string>; cwd: string },
+  { stdout, timeoutMs = 60_000, started }: RunOptions = {},
+): Promise<CliResult> {
+  const child = spawn(command, args, { env, cwd, stdio: ['pipe', stdout ?? 'pipe', 'pipe'] })
   // Its standard input ends at once, as spawnSync's with no input did.
   child.stdin?.end()
   started?.(child)
@@ -69,7 +77,7 @@ export async function runCli(
       once(child, 'close') as Promise<[number | null]>,
     ])
     if (timedOut) {
-      throw new Error(`petstore ${args.join(' ')} did not end within ${timeoutMs / 1000} s:\n${stderr}`)
+      throw new Error(`${[command, ...args].join(' ')} did not end within ${timeoutMs / 1000} s:\n${stderr}`)
     }
     return { status, stdout: output, stderr }
   } finally {
