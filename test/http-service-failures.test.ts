@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
 import { StoreUnavailableError } from '../src/errors.ts'
@@ -6,7 +7,7 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
-import { within } from './helpers/bounded-wait.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { assertErrorBody, checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
@@ -62,9 +63,11 @@ describe('failures inside the service', () => {
     socket.write(request)
     await entered
     const closing = server.app.close()
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The listener closes once the app is closing; the second request must be read while the first waits.
+    await waitUntil(() => !server.app.server.listening, 'the app did not stop listening')
+    const secondRead = once(server.app.server, 'request')
     socket.write(request)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await within(secondRead, 10_000, 'the second request was not read')
     release()
     await within(Promise.all([closing, ended]), 10_000, 'the app did not close, or left the connection open')
     const [first, second] = received.split(/(?=HTTP\/1\.1 )/)
