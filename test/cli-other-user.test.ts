@@ -1,49 +1,27 @@
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
 import {
   chmodSync,
   chownSync,
-  copyFileSync,
-  existsSync,
   mkdirSync,
   readdirSync,
-  readFileSync,
   rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
-import { describe, type TestContext, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { CLI, cliEnvironment, runCli, runCommand } from './helpers/cli-process.ts'
+import {
+  dataOfOtherUser,
+  OTHER_USER,
+  otherUserLack,
+  runAsOtherUser,
+  SETPRIV,
+  userIds,
+} from './helpers/other-user.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
-
-const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((path) => existsSync(path))
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path))
-// A user other than the one that owns the data: PostgreSQL's, which the machine has for its server.
-const OTHER_USER = 'postgres'
-
-/** Runs the CLI as OTHER_USER, in `cwd`, with `env`. */
-function runAsOtherUser(args: string[], env: Record<string, string>, cwd: string) {
-  const environment = Object.entries(cliEnvironment(env)).map(([name, value]) => `${name}=${value}`)
-  return runCommand(
-    RUNUSER as string,
-    ['-u', OTHER_USER, '--', 'env', ...environment, process.execPath, CLI, ...args],
-    { cwd },
-    { timeoutMs: 30_000 },
-  )
-}
-
-function otherUserLack() {
-  if (process.getuid?.() !== 0) return { missing: 'not running as root', remedy: 'run the tests as root' }
-  if (RUNUSER === undefined || SETPRIV === undefined || spawnSync('id', ['-u', OTHER_USER]).status !== 0)
-    return {
-      missing: `no runuser, no setpriv or no ${OTHER_USER} user`,
-      remedy: 'apt-get install util-linux postgresql',
-    }
-  return undefined
-}
 
 describe(
   'a command run by a user the data is not open to',
@@ -113,103 +91,6 @@ describe(
           database,
         )
       }
-    })
-
-    test('when a backup is written into a directory not open to the user running it, then one line naming the directory, not a bare EACCES', async (t) => {
-      const cwd = temporaryDirectory(t)
-      chmodSync(cwd, 0o755)
-      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
-      const { uid, gid } = userIds(OTHER_USER)
-      for (const file of ['data', ...readdirSync(join(cwd, 'data')).map((name) => join('data', name))])
-        chownSync(join(cwd, file), uid, gid)
-      // As a container's host directory owned by root is to the image's user.
-      const backups = join(cwd, 'backups')
-      mkdirSync(backups, { mode: 0o755 })
-      const result = await runAsOtherUser(['backup', '--to', join(backups, 'petstore-1.db')], {}, cwd)
-      assert.deepEqual(
-        [result.status, result.stderr],
-        [
-          1,
-          `petstore backup: ${backups} is not open to this user (uid ${uid}): give it this user, or back up into another directory\n`,
-        ],
-      )
-      assert.deepEqual(readdirSync(backups), [])
-    })
-
-    test("when backup --force names another user's file in a sticky directory (/tmp, a shared backups directory), then it refuses before copying, in one line naming the file, its owner and what to do; its own file, or one in its own directory, is replaced, and root replaces any", async (t) => {
-      const { cwd, uid } = dataOfOtherUser(t)
-      assert.equal((await runAsOtherUser(['seed', '--count', '3'], {}, cwd)).status, 0)
-      const shared = join(cwd, 'shared')
-      mkdirSync(shared)
-      chmodSync(shared, 0o1777)
-      const roots = join(shared, 'root.db')
-      writeFileSync(roots, 'kept')
-      const refused = await runAsOtherUser(['backup', '--to', roots, '--force'], {}, cwd)
-      assert.deepEqual(
-        [refused.status, refused.stderr],
-        [
-          1,
-          `petstore backup: ${roots} belongs to 0:0, and in ${shared} (a sticky directory) only its ` +
-            `owner or the directory's may replace it, not this user (uid ${uid}): name another file, or ` +
-            'have its owner remove it\n',
-        ],
-      )
-      assert.deepEqual([readFileSync(roots, 'utf8'), readdirSync(shared)], ['kept', ['root.db']])
-      const mine = join(shared, 'mine.db')
-      writeFileSync(mine, '')
-      chownSync(mine, uid, uid)
-      const own = join(cwd, 'own')
-      mkdirSync(own)
-      chmodSync(own, 0o1777)
-      chownSync(own, uid, uid)
-      writeFileSync(join(own, 'root.db'), 'kept')
-      for (const to of [mine, join(own, 'root.db')]) {
-        const replaced = await runAsOtherUser(['backup', '--to', to, '--force'], {}, cwd)
-        assert.equal(replaced.status, 0, `${to}: ${replaced.stderr}`)
-      }
-      const asRoot = await runCli(['backup', '--to', roots, '--force'], {}, cwd)
-      assert.equal(asRoot.status, 0, asRoot.stderr)
-    })
-
-    test("when restore runs as the database's owner in a directory not open to it (root's, 0755), then one line naming the directory and what to do, not a bare EACCES on a hidden copy, and the database is unchanged", async (t) => {
-      const cwd = temporaryDirectory(t)
-      chmodSync(cwd, 0o755)
-      assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
-      assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
-      chmodSync(join(cwd, 'b.db'), 0o644)
-      const { uid, gid } = userIds(OTHER_USER)
-      const rd = join(cwd, 'rd')
-      mkdirSync(rd)
-      chmodSync(rd, 0o755)
-      const database = join(rd, 'petstore.db')
-      copyFileSync(join(cwd, 'b.db'), database)
-      chownSync(database, uid, gid)
-      chmodSync(database, 0o600)
-      const before = readFileSync(database)
-      const restore = () =>
-        runAsOtherUser(['restore', '--from', 'b.db'], { DATABASE_URL: `sqlite:${database}` }, cwd)
-      const result = await restore()
-      assert.deepEqual(
-        [result.status, result.stderr],
-        [
-          1,
-          `petstore restore: ${rd} is not open to this user (uid ${uid}): give it this user, or restore ` +
-            'as root\n',
-        ],
-      )
-      // A backup this user may not read is said of the backup, not put down to the directory.
-      chmodSync(join(cwd, 'b.db'), 0o600)
-      const unread = await restore()
-      assert.deepEqual(
-        [unread.status, unread.stderr],
-        [
-          1,
-          `petstore restore: b.db cannot be read by this user (uid ${uid}): restore as root, or as its ` +
-            'owner\n',
-        ],
-      )
-      assert.deepEqual(readdirSync(rd), ['petstore.db'])
-      assert.ok(readFileSync(database).equals(before), 'the database unchanged')
     })
 
     test("when .env cannot be read by the user running a command (root's, 0600; its own, mode 0200), then exit 78 with one line naming it and what to do, not a bare EACCES", async (t) => {
@@ -309,19 +190,3 @@ describe(
     })
   },
 )
-
-function userIds(name: string): { uid: number; gid: number } {
-  const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim())
-  return { uid: id('-u'), gid: id('-g') }
-}
-
-/** A directory any user may enter, holding `data/` (mode 0700), OTHER_USER's, as a service's state directory is. */
-function dataOfOtherUser(t: TestContext) {
-  const cwd = temporaryDirectory(t)
-  chmodSync(cwd, 0o755)
-  const { uid, gid } = userIds(OTHER_USER)
-  const data = join(cwd, 'data')
-  mkdirSync(data, { mode: 0o700 })
-  chownSync(data, uid, gid)
-  return { cwd, data, uid, gid }
-}
