@@ -7,6 +7,7 @@ import { describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { requesterFor, runCli, type ServeProcess, startServeProcess, stop } from './helpers/cli-process.ts'
 import { postgresLack, postgresProgram, sharedPostgres } from './helpers/postgres-server.ts'
 import { walkCatalogue } from './helpers/set-test.ts'
@@ -158,6 +159,69 @@ describe(
       const carried = await runCli(['restore', '--replacing', other], { DATABASE_URL: restored }, cwd)
       assert.equal(carried.status, 1, carried.stdout + carried.stderr)
       assert.match(carried.stderr, /it could not all be read/)
+    })
+
+    test('when restore --replacing names a database an instance still serves, then it refuses in one line saying how many sessions and what to do, and changes nothing; once that database is read-only for the service, it goes ahead', async (t) => {
+      const cwd = temporaryDirectory(t)
+      const postgres = await sharedPostgres()
+      const [old, restored] = [await postgres.createDatabase(), await postgres.createDatabase()]
+      assert.equal((await runCli(['migrate'], { DATABASE_URL: restored }, cwd)).status, 0)
+      const key = generateApiKey()
+      const server = await startServeProcess({ API_KEYS: `ops:${key}`, DATABASE_URL: old }, cwd)
+      t.after(() => server.child.kill('SIGKILL'))
+      const request = requesterFor(key)
+      for (let i = 0; i < 3; i++) {
+        const body = '{"name":"Rex","categoryId":1}'
+        assert.equal((await request(server, '/v1/pets', { method: 'POST', body })).status, 201)
+      }
+      const drawn = async () => {
+        const client = new pg.Client({ connectionString: restored })
+        await client.connect()
+        try {
+          return (await client.query('SELECT is_called FROM pets_id_seq')).rows[0]?.is_called
+        } finally {
+          await client.end()
+        }
+      }
+
+      const refused = await runCli(['restore', '--replacing', old], { DATABASE_URL: restored }, cwd)
+      assert.equal(refused.status, 1, refused.stdout + refused.stderr)
+      assert.match(
+        refused.stderr,
+        /^petstore restore: the database it replaces is in use by \d+ sessions? of the service: stop the instances on it, or make it read-only .+: nothing was changed\n$/,
+      )
+      assert.equal(refused.stdout, '')
+      assert.equal(await drawn(), false, 'the restored database is unchanged')
+
+      // The README's other way: the database read-only for the service, its sessions ended; the instance
+      // connects again, read-only, and still serves reads.
+      const admin = new pg.Client({ connectionString: old })
+      await admin.connect()
+      try {
+        const name = new URL(old).pathname.slice(1)
+        await admin.query(`ALTER DATABASE "${name}" SET default_transaction_read_only = on`)
+        await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = $1 AND application_name = 'petstore'`,
+          [name],
+        )
+      } finally {
+        await admin.end()
+      }
+      await waitUntil(
+        async () => (await request(server, '/v1/pets')).status === 200,
+        'the instance did not serve reads again',
+      )
+      const carried = await runCli(['restore', '--replacing', old], { DATABASE_URL: restored }, cwd)
+      assert.deepEqual(
+        [carried.status, carried.stdout, carried.stderr],
+        [
+          0,
+          'kept what the database it replaces (3 pets) passes on; 1 key made since the backup is not in it\n',
+          '',
+        ],
+      )
+      assert.equal(await drawn(), true, 'its id sequence raised past the pets given out')
     })
   },
 )

@@ -3,12 +3,28 @@ import { PostgresPool } from './postgres-connection.ts'
 import { commandPool } from './postgres-pool-config.ts'
 import { highestIdGiven, raiseIdSequence } from './postgres-sequences.ts'
 
+interface ServingSessions {
+  sessions: bigint
+  read_only: string
+}
+
+// Sessions of the service (or its commands) on the replaced database, other than this one: what they write
+// after the carry is lost, and a pet they create takes an id the restored database gives again. A database
+// made read-only for new sessions (this one's setting says so) lets them read on (README, "Running instances
+// after a restore"). Behind a pooler that names its sessions itself, they cannot be told apart.
+const SERVING_SESSIONS = {
+  name: 'carry.serving',
+  text: `SELECT count(*) AS sessions, current_setting('default_transaction_read_only') AS read_only
+    FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'petstore'`,
+}
+
 /**
  * Keeps in the database `restored` (pg_restore's, not yet served) what must outlive a restore, read from
  * the database it replaces (`replacing`), as SQLite's restore does (sqlite-restore-carry.ts): a key
  * revoked there stays revoked, and the id sequences stay above every id given out there. Keys made since
  * the dump are only counted. Each part is read apart, so a damaged database still gives what it can; a
- * failure to reach or write `restored` is thrown.
+ * failure to reach or write `restored` is thrown, and so is a replaced database the service still writes to.
  */
 export async function carryForward(replacing: string, restored: string): Promise<CarriedForward> {
   let unreadable: string | undefined
@@ -28,6 +44,15 @@ export async function carryForward(replacing: string, restored: string): Promise
   let given: { pets: bigint; keys: bigint } | undefined
   let active: { hash: string }[] | undefined
   try {
+    const serving = await fromOld(async () => (await old.query<ServingSessions>(SERVING_SESSIONS))[0])
+    if (serving !== undefined && serving.sessions > 0n && serving.read_only !== 'on') {
+      const sessions = `${serving.sessions} session${serving.sessions === 1n ? '' : 's'}`
+      throw new Error(
+        `the database it replaces is in use by ${sessions} of the service: stop the instances on it, or ` +
+          "make it read-only for the service's role (ALTER DATABASE … SET default_transaction_read_only " +
+          '= on) and end their sessions: nothing was changed',
+      )
+    }
     const count = { name: 'carry.pets', text: 'SELECT count(*) AS n FROM pets' }
     replacedPets = await fromOld(async () => (await old.query<{ n: bigint }>(count))[0]?.n ?? 0n)
     revoked = await fromOld(() =>
