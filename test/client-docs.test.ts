@@ -89,8 +89,9 @@ describe(
   'docs/clients.md: each generator recipe, run as written',
   suiteNeeding('the client recipes', missingGenerators()),
   () => {
-    test('when the page names a generator version, then it is the one the recipes run with', () => {
-      const table = read('docs/clients.md').match(/^\| (openapi|@hey-api|orval).*$/gm) ?? []
+    test('when the page names a generator version, then it is the one the recipes run with, and its install lines pin it', () => {
+      const page = read('docs/clients.md')
+      const table = page.match(/^\| (openapi|@hey-api|orval).*$/gm) ?? []
       const named = table.flatMap((row) => [...(row.split('|')[1] ?? '').matchAll(/([@\w/-]+) (\d+\.\d+)/g)])
       assert.equal(named.length, 4, table.join('\n'))
       for (const [, name = '', version] of named) {
@@ -99,6 +100,8 @@ describe(
           installed.startsWith(`${version}.`),
           `the page says ${name} ${version}, npm install gives ${installed}`,
         )
+        // npm on an older Node.js would otherwise pick an older release whose engines it meets.
+        assert.match(page, new RegExp(`^npm install .*${name}@${version}\\b`, 'm'), `${name}'s install line`)
       }
     })
 

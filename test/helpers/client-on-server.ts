@@ -8,9 +8,15 @@ import {
 import type { Cleanup } from './cleanup.ts'
 import { startTestServer, type TestServer } from './test-server.ts'
 
-/** A fresh server and a client holding its key; `seen` collects every request the client sent. */
-export async function clientOnServer(t: Cleanup, options: { apiKey?: string } = {}) {
-  const server: TestServer = await startTestServer(t)
+/**
+ * A fresh server (with `env`'s settings) and a client holding its key; `seen` collects every request the
+ * client sent.
+ */
+export async function clientOnServer(
+  t: Cleanup,
+  options: { apiKey?: string; env?: Record<string, string> } = {},
+) {
+  const server: TestServer = await startTestServer(t, options.env === undefined ? {} : { env: options.env })
   const seen: Request[] = []
   const client: PetStoreClient = createClient({
     baseUrl: `${server.origin}/v1`,

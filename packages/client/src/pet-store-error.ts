@@ -24,6 +24,11 @@ export class PetStoreError extends Error {
   readonly status: number
   /** The service's `X-Request-Id` for this call, which its log lines carry: quote it when asking why. */
   readonly requestId: string | undefined
+  /**
+   * How long the answer asks to wait before trying again (`Retry-After`, on a 429, a 503, or a 409 for an
+   * Idempotency-Key still in flight), in milliseconds; undefined when it does not say.
+   */
+  readonly retryAfterMs: number | undefined
   readonly response: Response
 
   constructor(body: { code: ErrorCode; message: string; status: number }, response: Response) {
@@ -33,6 +38,7 @@ export class PetStoreError extends Error {
     // The status the answer came with, whatever its body claims.
     this.status = response.status || body.status
     this.requestId = response.headers.get('x-request-id') ?? undefined
+    this.retryAfterMs = retryAfterMs(response.headers.get('retry-after'))
     this.response = response
   }
 
@@ -45,12 +51,37 @@ export class PetStoreError extends Error {
   }
 
   /** For structured logs: an Error's message is not an own property, so JSON.stringify would drop it. */
-  toJSON(): { name: string; code: ErrorCode; message: string; status: number; requestId?: string } {
-    const { name, code, message, status, requestId } = this
-    return requestId === undefined
-      ? { name, code, message, status }
-      : { name, code, message, status, requestId }
+  toJSON(): {
+    name: string
+    code: ErrorCode
+    message: string
+    status: number
+    requestId?: string
+    retryAfterMs?: number
+  } {
+    const { name, code, message, status, requestId, retryAfterMs } = this
+    return {
+      name,
+      code,
+      message,
+      status,
+      ...(requestId === undefined ? {} : { requestId }),
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    }
   }
+}
+
+/**
+ * `Retry-After` in milliseconds: its seconds (RFC 9110: digits only), or the time until its HTTP-date, 0 for
+ * a date past; undefined for no header or one that is neither.
+ */
+function retryAfterMs(value: string | null): number | undefined {
+  if (value === null) return undefined
+  const text = value.trim()
+  if (/^\d+$/.test(text)) return Number(text) * 1000
+  // An HTTP-date opens with its day's name (Sun, Sunday): Date.parse alone would read "-1" as a year.
+  const at = /^[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 function isErrorBody(body: unknown): body is ErrorBody {
