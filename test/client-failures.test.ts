@@ -45,6 +45,15 @@ describe('typed client: failures', () => {
     })
   })
 
+  test('when baseUrl leaves out the API version (/v1), then the 404 route_not_found says to check it', async (t) => {
+    const { server } = await clientOnServer(t)
+    const client = createClient({ baseUrl: server.origin, apiKey: server.key })
+    const error = await rejection(client.listPets())
+    assert.equal(error.code, 'route_not_found')
+    assert.equal(error.status, 404)
+    assert.match(error.message, /^no operation at GET \/pets.*: is baseUrl the API's root, ending in \/v1\?$/)
+  })
+
   test('when a page without an Error body echoes the key, then the message masks it', async () => {
     const client = createClient({
       baseUrl: 'http://127.0.0.1:9/v1',

@@ -88,7 +88,7 @@ export async function send<P extends keyof paths, M extends Method>(
       )
     }
     const text = await boundedText(response)
-    if (!response.ok) throw PetStoreError.from(parsedOrText(text), response)
+    if (!response.ok) throw PetStoreError.from(withBaseUrlHint(parsedOrText(text)), response)
     let parsed: unknown
     try {
       parsed = parseExactJson(text)
@@ -204,4 +204,15 @@ function parsedOrText(text: string): unknown {
   } catch {
     return text
   }
+}
+
+/**
+ * The client asks only for the API's own paths: the service saying it has no operation at one means the
+ * baseUrl is not the API's root (`http://host:8080` without `/v1`, most often), which the answer names.
+ */
+function withBaseUrlHint(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null) return body
+  const { code, message } = body as { code?: unknown; message?: unknown }
+  if (code !== 'route_not_found' || typeof message !== 'string') return body
+  return { ...body, message: `${message}: is baseUrl the API's root, ending in /v1?` }
 }
