@@ -117,9 +117,9 @@ describe('API3:2023 property-level authorization (mass assignment)', () => {
 
 // Covered elsewhere: http-strict-url.test.ts (limit 0, 101 and huge; twelve unknown parameters);
 // http-errors.test.ts (declared and chunked bodies over the limit → 413); http-head-limits.test.ts
-// (headers over 16 KiB → 431); http-protocol.test.ts and operations-http.test.ts (slow headers and bodies
-// cut off with 408 while others are served, MAX_CONNECTIONS, event-loop shedding, per-key rate limits);
-// rate-limit-redis.test.ts.
+// (headers over 16 KiB → 431); http-protocol.test.ts and operations-http-headers.test.ts (slow headers and
+// bodies cut off with 408 while others are served, MAX_CONNECTIONS, event-loop shedding, per-key rate
+// limits); rate-limit-redis.test.ts.
 describe('API4:2023 unrestricted resource consumption', () => {
   let server: TestServer
   const cleanup = suiteCleanup()
@@ -193,8 +193,9 @@ describe('API4:2023 unrestricted resource consumption', () => {
 })
 
 // Covered elsewhere: http-service-failures.test.ts (a failing getPet store call → 500 with no detail; a
-// 503 without the host); operations-http.test.ts (nosniff, no-store, no banner on a 201, TRACE /v1/pets →
-// 405, CORS off by default and allow-listed); operations-process.test.ts (metrics not on the API port).
+// 503 without the host); operations-http-headers.test.ts (nosniff, no-store, no banner on a 201, TRACE
+// /v1/pets → 405, CORS off by default and allow-listed); operations-process.test.ts (metrics not on the API
+// port).
 describe('API8:2023 security misconfiguration', () => {
   const internal = new Error('SQLITE_CORRUPT: SELECT hash FROM api_keys at /srv/petstore/src/store/x.ts:42:7')
   const pet = { name: 'Rex', categoryId: 1 }

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import {
   closeSync,
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -16,39 +13,12 @@ import {
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Migration } from '../src/store/shared/migration-plan.ts'
 import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts'
-import { within } from './helpers/bounded-wait.ts'
-import { CLI, cliEnvironment, exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
+import { get } from './helpers/cli-http-get.ts'
+import { exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
-
-const KEY = /^psk_[A-Za-z0-9_-]{43}$/
-
-async function get(origin: string, path: string, key?: string) {
-  const response = await checkedFetch(origin, path, {
-    headers: key ? { authorization: `Bearer ${key}` } : {},
-  })
-  return { status: response.status, text: await response.text() }
-}
-
-/** Runs a command whose stdout's reader is gone before it writes, like `| head -c 0`; its exit and stderr. */
-async function withReaderGone(t: { after(fn: () => unknown): void }, args: string[], cwd: string) {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd,
-    env: cliEnvironment({}),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  t.after(() => child.kill('SIGKILL'))
-  let stderr = ''
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk
-  })
-  child.stdout.destroy()
-  const [code] = await within(once(child, 'exit'), 20_000, 'the command did not end')
-  return { code, stderr }
-}
 
 describe('petstore CLI: commands on a database', () => {
   test('when a command makes the database under a permissive umask, then data/ is 0700 and the database and its log 0600', async (t) => {
@@ -110,65 +80,6 @@ describe('petstore CLI: commands on a database', () => {
       (await runCli(['migrate'], {}, cwd)).stdout,
       "database schema version 3 is newer than this release's (2), and compatible with it: nothing to apply\n",
     )
-  })
-
-  test('when keys are created, listed and revoked, then the key is shown once and a server refuses it after revocation', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const created = await runCli(['keys', 'create', '--name', 'alice'], {}, cwd)
-    assert.equal(created.status, 0)
-    const key = created.stdout.trim()
-    assert.match(key, KEY)
-    assert.equal(
-      (await runCli(['keys', 'create', '--name', 'alice'], {}, cwd)).status,
-      1,
-      'names are unique among active keys',
-    )
-
-    const listed = await runCli(['keys', 'list'], {}, cwd)
-    assert.match(listed.stdout, /alice\s+psk_\S{4}…/)
-    assert.equal(listed.stdout.includes(key), false, 'the key itself is never shown again')
-    const json = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)
-    assert.equal(json[0].name, 'alice')
-
-    const server = await startServeProcess({ API_KEY_CACHE_TTL_MS: '300' }, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    assert.equal((await get(server.origin, '/v1/pets', key)).status, 200)
-    assert.equal(
-      (await get(server.origin, `/v1/pets?api_key=${key}`, key)).status,
-      400,
-      'a key in the URL is refused',
-    )
-    assert.equal((await runCli(['keys', 'revoke', 'alice'], {}, cwd)).status, 0)
-    assert.equal((await runCli(['keys', 'revoke', 'alice'], {}, cwd)).status, 1)
-    await sleep(400)
-    assert.equal((await get(server.origin, '/v1/pets', key)).status, 401)
-    assert.equal(server.output().includes(key), false, 'the key never reaches the log, not even from a URL')
-    assert.match(server.output(), /api_key=psk_\[redacted\]/)
-  })
-
-  test('when a key calls the deprecated getPet, then keys list shows how often and when it last did', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const key = (await runCli(['keys', 'create', '--name', 'legacy'], {}, cwd)).stdout.trim()
-    await runCli(['keys', 'create', '--name', 'modern'], {}, cwd)
-    const server = await startServeProcess({}, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const started = Date.now()
-    for (let i = 0; i < 3; i++) assert.equal((await get(server.origin, '/v1/pets/1', key)).status, 404)
-    assert.equal((await get(server.origin, '/v1/pets', key)).status, 200, 'listPets is not deprecated')
-    // Counts are written every few seconds and when the server stops.
-    server.child.kill('SIGTERM')
-    assert.equal(await exitWithin(server), 0)
-
-    const [legacy, modern] = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)
-    assert.equal(legacy.deprecatedCalls, 3)
-    const last = Date.parse(legacy.lastDeprecatedCallAt)
-    assert.ok(last >= started - 1000 && last <= Date.now(), legacy.lastDeprecatedCallAt)
-    assert.equal(modern.deprecatedCalls, 0)
-    assert.equal(modern.lastDeprecatedCallAt, undefined)
-    const table = (await runCli(['keys', 'list'], {}, cwd)).stdout
-    assert.match(table, /^NAME\s+KEY\s+CREATED\s+REVOKED\s+DEPRECATED CALLS\s+LAST DEPRECATED CALL$/m)
-    assert.match(table, /^legacy\s+psk_\S{4}…\s+\S+\s+active\s+3\s+\d{4}-\d\d-\d\dT[\d:.]+Z$/m)
-    assert.match(table, /^modern\s+psk_\S{4}…\s+\S+\s+active\s+0\s+-$/m)
   })
 
   test('when seeding 25 pets, then the API lists them with realistic names and mixed statuses', async (t) => {
@@ -286,35 +197,6 @@ describe('petstore CLI: commands on a database', () => {
     )
   })
 
-  test('when printing the OpenAPI document, then it is the one the server serves', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const printed = await runCli(['openapi'], { PORT: '0' }, cwd)
-    assert.equal(printed.status, 0)
-    const server = await startServeProcess({ API_KEYS: '' }, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const served = JSON.parse((await get(server.origin, '/v1/openapi.json')).text)
-    assert.deepEqual(JSON.parse(printed.stdout), served)
-  })
-
-  test('when the first start finds no key and no terminal, then it writes one to data/initial-api-key (0600), never to the log', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const server = await startServeProcess({}, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    const path = join(cwd, 'data', 'initial-api-key')
-    const key = readFileSync(path, 'utf8').trim()
-    assert.match(key, KEY)
-    assert.equal(statSync(path).mode & 0o777, 0o600)
-    assert.equal((await get(server.origin, '/v1/pets', key)).status, 200)
-    assert.equal(server.output().includes(key), false)
-    assert.match(server.output(), /initial-api-key/)
-
-    server.child.kill('SIGTERM')
-    assert.equal(await exitWithin(server), 0)
-    const again = await startServeProcess({}, cwd)
-    t.after(() => again.child.kill('SIGKILL'))
-    assert.equal(readFileSync(path, 'utf8').trim(), key, 'a second start creates no other key')
-  })
-
   test('when the server is stopped with SIGTERM and started again, then the data is still there', async (t) => {
     const cwd = temporaryDirectory(t)
     const key = (await runCli(['keys', 'create', '--name', 'restart'], {}, cwd)).stdout.trim()
@@ -334,56 +216,5 @@ describe('petstore CLI: commands on a database', () => {
     t.after(() => second.child.kill('SIGKILL'))
     const id = /"id":(\d+)/.exec(created)?.[1]
     assert.equal((await get(second.origin, `/v1/pets/${id}`, key)).text, created)
-  })
-
-  test('when standard output cannot take the new key (a full disk, a reader gone), then keys create revokes it, says so in one line and exits 1', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const full = openSync('/dev/full', 'w')
-    t.after(() => closeSync(full))
-    const onFullDisk = await runCli(['keys', 'create', '--name', 'lost'], {}, cwd, { stdout: full })
-    assert.equal(onFullDisk.status, 1, onFullDisk.stderr)
-    assert.match(
-      onFullDisk.stderr,
-      /^petstore keys: standard output did not take the key \(ENOSPC\): it was revoked/m,
-    )
-    assert.doesNotMatch(onFullDisk.stderr, /only time it is shown|\n\s+at /)
-
-    const { code, stderr } = await withReaderGone(t, ['keys', 'create', '--name', 'gone'], cwd)
-    assert.equal(code, 1, stderr)
-    assert.match(stderr, /standard output did not take the key \(EPIPE\): it was revoked/)
-
-    const keys = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout) as Array<
-      Record<string, unknown>
-    >
-    const active = keys.filter((key) => key.revokedAt === null).map((key) => key.name)
-    assert.deepEqual(active, [], 'no active key is one nobody was shown')
-    assert.equal(
-      (await runCli(['keys', 'create', '--name', 'lost'], {}, cwd)).status,
-      0,
-      'and the name is free',
-    )
-  })
-
-  test('when standard output is on a full disk, then a command says so in one line, without a stack, and exits 1', async (t) => {
-    const cwd = temporaryDirectory(t)
-    assert.equal((await runCli(['keys', 'create', '--name', 'ops'], {}, cwd)).status, 0)
-    const full = openSync('/dev/full', 'w')
-    t.after(() => closeSync(full))
-    for (const args of [['openapi'], ['keys', 'list']]) {
-      const result = await runCli(args, {}, cwd, { stdout: full })
-      assert.equal(result.status, 1, result.stderr)
-      assert.match(
-        result.stderr,
-        /^petstore: standard output could not be written \(ENOSPC\)/m,
-        args.join(' '),
-      )
-      assert.doesNotMatch(result.stderr, /\n\s+at /)
-    }
-  })
-
-  test('when the reader of its output stops early, then the command ends quietly, without a stack', async (t) => {
-    const { code, stderr } = await withReaderGone(t, ['openapi'], temporaryDirectory(t))
-    assert.equal(stderr, '')
-    assert.equal(code, 0)
   })
 })

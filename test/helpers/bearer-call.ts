@@ -1,0 +1,11 @@
+import { checkedFetch } from './conformance-fetch.ts'
+
+/** One request to `origin` with `key` as its bearer (and `body` as JSON): its status, text and Link header. */
+export async function call(origin: string, key: string, method: string, path: string, body?: string) {
+  const response = await checkedFetch(origin, path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body,
+  })
+  return { status: response.status, text: await response.text(), link: response.headers.get('link') }
+}
