@@ -95,8 +95,8 @@ On PostgreSQL, pg_restore makes the restored database (README, "Backups and rest
 any instance serves it, --replacing URL (the database it replaces, password in PGPASSWORD) keeps the
 same in it: DATABASE_URL names the restored database. Stop the instances on the database it replaces
 first (or make it read-only for new sessions): while sessions of the service are connected to it, the
-command refuses and changes nothing. When that database cannot all be read (not a Pet Store database, or down), it says what may be
-lost and exits 1.`,
+command refuses and changes nothing. When that database cannot all be read (not a Pet Store database,
+or down), it says what may be lost and exits 1.`,
   async run(args, { stdout, stderr }) {
     const { values } = parseCommandArgs(args, { from: { type: 'string' }, replacing: { type: 'string' } })
     if ((values.from === undefined) === (values.replacing === undefined))

@@ -8,10 +8,10 @@ interface ServingSessions {
   read_only: string
 }
 
-// Sessions of the service (or its commands) on the replaced database, other than this one: what they write
-// after the carry is lost, and a pet they create takes an id the restored database gives again. A database
-// made read-only for new sessions (this one's setting says so) lets them read on (README, "Running instances
-// after a restore"). Behind a pooler that names its sessions itself, they cannot be told apart.
+// Sessions of the service (or its commands) on the replaced database, other than this one: what they
+// write after the carry is lost, and a pet they create takes an id the restored database gives again. A
+// database read-only for new sessions (as this one's setting shows) lets them read on (README, "Running
+// instances after a restore"). Behind a pooler whose sessions do not carry the name, none are seen.
 const SERVING_SESSIONS = {
   name: 'carry.serving',
   text: `SELECT count(*) AS sessions, current_setting('default_transaction_read_only') AS read_only
