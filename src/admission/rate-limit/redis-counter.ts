@@ -50,7 +50,6 @@ export class RedisWindowCounter implements WindowCounter {
   #refusingSince: number | undefined
   #askAgainAt = 0
   #timeoutsInARow = 0
-  #dropped: unknown
 
   constructor(
     { client: redis, steps, silence }: RedisConnection,
@@ -137,11 +136,8 @@ export class RedisWindowCounter implements WindowCounter {
     // The connection may be what is silent (its peer gone without a reset, a failover that moved the
     // address), which the kernel gives up only after some 15 minutes: another is made, in the background.
     // Once: the other counts that timed out on it, and late ones, leave the next connection alone, and this
-    // one too while it closes (each disconnect adds a listener to it: 11 counts at once made Node warn).
-    if (this.#redis.status === 'ready' && this.#dropped !== connection) {
-      this.#dropped = connection
-      this.#redis.disconnect(true)
-    }
+    // one too once its end is sent (each disconnect adds a listener to it: 11 at once made Node warn).
+    if (this.#redis.status === 'ready' && !this.#redis.stream.writableEnded) this.#redis.disconnect(true)
     if (this.#silence.since !== undefined) return
     this.#askAgainAt = performance.now() + SILENT_RETRY_MS
     this.#silence.since = performance.now()
