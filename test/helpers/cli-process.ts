@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import type { Readable } from 'node:stream'
+import { text } from 'node:stream/consumers'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { waitFor, within } from './bounded-wait.ts'
@@ -24,12 +24,6 @@ export interface CliResult {
   status: number | null
   stdout: string
   stderr: string
-}
-
-async function textOf(stream: Readable | null): Promise<string> {
-  let text = ''
-  if (stream) for await (const chunk of stream.setEncoding('utf8')) text += chunk
-  return text
 }
 
 export interface RunOptions {
@@ -72,8 +66,8 @@ export async function runCommand(
   }, timeoutMs)
   try {
     const [output, stderr, [status]] = await Promise.all([
-      textOf(child.stdout),
-      textOf(child.stderr),
+      child.stdout ? text(child.stdout) : '',
+      child.stderr ? text(child.stderr) : '',
       once(child, 'close') as Promise<[number | null]>,
     ])
     if (timedOut) {
