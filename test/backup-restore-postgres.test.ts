@@ -126,6 +126,21 @@ describe(
         ],
       )
 
+      // Kept as it was, to the microsecond PostgreSQL's clock gave it, not cut to the millisecond.
+      const revokedAt = async (url: string) => {
+        const client = new pg.Client({
+          connectionString: Object.assign(new URL(superuser), { pathname: new URL(url).pathname }).href,
+        })
+        await client.connect()
+        try {
+          return (await client.query("SELECT revoked_at::text AS at FROM api_keys WHERE name = 'leaked'"))
+            .rows[0]?.at
+        } finally {
+          await client.end()
+        }
+      }
+      assert.equal(await revokedAt(fresh), await revokedAt(original))
+
       const after = await serve(fresh)
       assert.deepEqual(await walkCatalogue(after.origin, key), served)
       const withLeaked = await fetch(new URL('/v1/pets', after.origin), {

@@ -8,15 +8,7 @@ import { highestPetIdGiven } from './postgres-pet-queries.ts'
 import { refuseSourceWithoutTables } from './postgres-place.ts'
 import type { PostgresStoreOptions } from './postgres-pool-config.ts'
 import { storedSecret } from './postgres-settings-queries.ts'
-
-/**
- * `column` as UTC ISO text, to the microsecond PostgreSQL keeps: with milliseconds alone, a copy changed
- * every timestamp PostgreSQL's clock made, and a copy back onto the source took its own pets for others.
- * A whole millisecond is written as SQLite writes it (`.753Z`), so SQLite's text survives a round trip.
- */
-const exactUtc = (column: string) => `CASE WHEN extract(microseconds FROM ${column})::bigint % 1000 = 0
-  THEN to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-  ELSE to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS ${column}`
+import { exactUtc } from './postgres-statements.ts'
 
 const KEY_COLUMNS = `id, name, hash, hint, ${exactUtc('created_at')}, ${exactUtc('revoked_at')}, deprecated_calls, ${exactUtc('last_deprecated_call_at')}`
 

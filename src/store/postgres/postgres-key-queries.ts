@@ -2,10 +2,8 @@ import { type KeyRow, keyRecordFromRow } from '../shared/rows.ts'
 import type { ApiKeyRecord, DeprecatedCallCount, KeyIdentity, NewApiKey } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { keyNameTaken } from './postgres-errors.ts'
+import { isoUtc } from './postgres-statements.ts'
 
-/** Timestamps leave the database as ISO 8601 UTC text, the form both engines report. */
-const isoUtc = (column: string) =>
-  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
 const KEY_COLUMNS = `id, name, hint, ${isoUtc('created_at')}, ${isoUtc('revoked_at')}, deprecated_calls, ${isoUtc('last_deprecated_call_at')}`
 
 export async function createApiKey(

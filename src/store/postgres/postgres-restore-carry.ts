@@ -2,6 +2,7 @@ import type { CarriedForward } from '../shared/backup-role.ts'
 import { PostgresPool } from './postgres-connection.ts'
 import { commandPool } from './postgres-pool-config.ts'
 import { highestIdGiven, raiseIdSequence } from './postgres-sequences.ts'
+import { exactUtc } from './postgres-statements.ts'
 
 interface ServingSessions {
   sessions: bigint
@@ -58,8 +59,7 @@ export async function carryForward(replacing: string, restored: string): Promise
     revoked = await fromOld(() =>
       old.query<{ hash: string; revoked_at: string }>({
         name: 'carry.revoked',
-        text: `SELECT hash, to_char(revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS revoked_at
-          FROM api_keys WHERE revoked_at IS NOT NULL`,
+        text: `SELECT hash, ${exactUtc('revoked_at')} FROM api_keys WHERE revoked_at IS NOT NULL`,
       }),
     )
     given = await fromOld(async () => ({ pets: await highest('pets'), keys: await highest('api_keys') }))

@@ -15,6 +15,20 @@ export interface Queryable {
   ): Promise<pg.QueryResult<Row>>
 }
 
+/** `column` as ISO 8601 UTC text to the millisecond: the form both engines report (`keys list`). */
+export const isoUtc = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
+
+/**
+ * `column` as UTC ISO text, to the microsecond PostgreSQL keeps, for what is written back (a copy, a
+ * restore's carry): with milliseconds alone, a copy changed every timestamp PostgreSQL's clock made, and a
+ * copy back onto the source took its own pets for others. A whole millisecond is written as SQLite writes
+ * it (`.753Z`), so SQLite's text survives a round trip.
+ */
+export const exactUtc = (column: string) => `CASE WHEN extract(microseconds FROM ${column})::bigint % 1000 = 0
+  THEN to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+  ELSE to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS ${column}`
+
 /** `statement` as the driver takes it, given up on `ms` after it is sent (the driver's query_timeout). */
 export function bounded(statement: string | pg.QueryConfig, ms: number, values?: unknown[]): pg.QueryConfig {
   // Values given apart win over a config's own, as the driver has it.
