@@ -5,24 +5,35 @@ import { ConfigError } from './errors.ts'
 import { kindOfFile, modeInOctal, ownerRefusal } from './file-kind.ts'
 import { linesSettingNothing, postgresUrlOf, SECRET_SETTINGS } from './setting-forms.ts'
 
-/** `environment` (the process's, handed in by cli/) with the settings file at `path` underneath it. */
+/** What the settings file gives: the environment it makes, and what is wrong with it (`fileWarnings`). */
+export interface EnvironmentRead {
+  environment: Record<string, string | undefined>
+  warnings: string[]
+}
+
+/**
+ * `environment` (the process's, handed in by cli/) with the settings file at `path` underneath it, and
+ * what is wrong with that file, both from one read of it: a file edited or removed between two reads
+ * would give settings the warnings do not speak of.
+ */
 export function readEnvironment(
   path: string,
   environment: Record<string, string | undefined>,
-): Record<string, string | undefined> {
-  const text = environmentFileText(path)
-  const fromFile = text === undefined ? {} : parseEnv(text)
-  return { ...fromFile, ...environment }
+): EnvironmentRead {
+  const file = environmentFile(path)
+  if (file === undefined) return { environment: { ...environment }, warnings: [] }
+  const fromFile = parseEnv(file.text)
+  return { environment: { ...fromFile, ...environment }, warnings: fileWarnings(file, fromFile) }
 }
 
 // A settings file is a few KB: one far larger is something else (a log, a dump), and is not read whole.
 const MAX_SETTINGS_BYTES = 1024 * 1024
 
 /**
- * The text of `.env`, or undefined when there is none; read here alone, so the settings and the warnings
- * agree. A byte order mark (UTF-8 as editors on Windows save it) would be read as part of the first name.
+ * The text of `.env` and its mode, or undefined when there is none. A byte order mark (UTF-8 as editors
+ * on Windows save it) would be read as part of the first name.
  */
-function environmentFileText(path: string): string | undefined {
+function environmentFile(path: string): { text: string; mode: number } | undefined {
   if (!existsSync(path)) return undefined
   // Told before it is opened (through a link, of what it names): a FIFO's read waited for a writer for ever,
   // and /dev/zero's grew without bound.
@@ -52,7 +63,7 @@ function environmentFileText(path: string): string | undefined {
       length += read
     } while (read > 0 && length < bytes.length)
     if (length > MAX_SETTINGS_BYTES) throw tooLarge(path, `over ${MAX_SETTINGS_BYTES} bytes`)
-    return bytes.toString('utf8', 0, length).replace(/^\uFEFF/, '')
+    return { text: bytes.toString('utf8', 0, length).replace(/^\uFEFF/, ''), mode: stats.mode }
   } finally {
     closeSync(fd)
   }
@@ -91,10 +102,10 @@ function holdsSecret(name: string, value: string): boolean {
  * no setting (a typo, or a variable Node or libpq read only from the environment, which this file never
  * reaches), a line that sets nothing, and secrets in a file other users can read. Never a value.
  */
-export function environmentFileWarnings(path: string): string[] {
-  const text = environmentFileText(path)
-  if (text === undefined) return []
-  const fromFile = parseEnv(text)
+function fileWarnings(
+  { text, mode }: { text: string; mode: number },
+  fromFile: Record<string, string | undefined>,
+): string[] {
   const warnings = Object.keys(fromFile)
     .filter((name) => !SETTING_NAMES.has(name))
     .map(
@@ -106,7 +117,6 @@ export function environmentFileWarnings(path: string): string[] {
   const secrets = Object.entries(fromFile)
     .filter(([name, value]) => holdsSecret(name, value ?? ''))
     .map(([name]) => name)
-  const { mode } = statSync(path)
   if (secrets.length > 0 && (mode & 0o044) !== 0) {
     warnings.push(
       `.env holds ${secrets.join(', ')}, and other users can read it (mode ${modeInOctal(mode)}): chmod 600 .env`,

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { loadConfig } from '../src/config.ts'
-import { environmentFileWarnings, readEnvironment } from '../src/environment-file.ts'
+import { readEnvironment } from '../src/environment-file.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('configuration: the .env file', () => {
@@ -18,7 +18,7 @@ describe('configuration: the .env file', () => {
       writeFileSync(path, `DATABASE_URL=${url}\n`, { mode: 0o644 })
       chmodSync(path, 0o644)
       assert.deepEqual(
-        environmentFileWarnings(path),
+        readEnvironment(path, {}).warnings,
         ['.env holds DATABASE_URL, and other users can read it (mode 0644): chmod 600 .env'],
         url,
       )
@@ -29,7 +29,7 @@ describe('configuration: the .env file', () => {
     const path = join(temporaryDirectory(t), '.env')
     writeFileSync(path, 'PGPASSWORD=secret\n', { mode: 0o644 })
     chmodSync(path, 0o644)
-    const warnings = environmentFileWarnings(path)
+    const warnings = readEnvironment(path, {}).warnings
     assert.equal(warnings.length, 2, warnings.join(' | '))
     assert.match(warnings[0] ?? '', /^\.env sets PGPASSWORD, which is no setting of this service/)
     assert.equal(
@@ -52,7 +52,7 @@ describe('configuration: the .env file', () => {
       `API_KEYS ops:${generateApiKey()}`,
     ].join('\n')
     writeFileSync(path, text, { mode: 0o600 })
-    const warnings = environmentFileWarnings(path)
+    const warnings = readEnvironment(path, {}).warnings
     assert.deepEqual(warnings.slice(1), [
       '.env line 1 has no "=": it sets nothing',
       '.env line 4 has no "=": it sets nothing',
@@ -65,11 +65,11 @@ describe('configuration: the .env file', () => {
     const directory = temporaryDirectory(t)
     const path = join(directory, '.env')
     writeFileSync(path, 'PORT=9090\nLOG_LEVEL=debug\nHOST=0.0.0.0\n')
-    const env = readEnvironment(path, { HOST: '127.0.0.2' })
+    const env = readEnvironment(path, { HOST: '127.0.0.2' }).environment
     const config = loadConfig(env)
     assert.equal(config.server.port, 9090, 'from the file')
     assert.equal(config.log.level, 'debug', 'from the file')
     assert.equal(config.server.host, '127.0.0.2', 'the environment wins over the file')
-    assert.equal(readEnvironment(join(directory, 'absent.env'), {}).PORT, undefined)
+    assert.deepEqual(readEnvironment(join(directory, 'absent.env'), {}), { environment: {}, warnings: [] })
   })
 })

@@ -35,6 +35,6 @@ describe('.env.example', () => {
       // The schema's description, as plain text: the README's table and --help say the same.
       assert.equal(lines[at - 1], `# ${schema.description?.replaceAll('`', '')}`, `${name}'s comment`)
     }
-    assert.deepEqual(loadConfig(readEnvironment(EXAMPLE, {})), loadConfig({}))
+    assert.deepEqual(loadConfig(readEnvironment(EXAMPLE, {}).environment), loadConfig({}))
   })
 })

@@ -2,7 +2,7 @@ import cluster from 'node:cluster'
 import { isatty } from 'node:tty'
 import type { Logger } from 'pino'
 import { type Config, loadConfig, settingsEnvironment } from '../config.ts'
-import { environmentFileWarnings, readEnvironment } from '../environment-file.ts'
+import { readEnvironment } from '../environment-file.ts'
 import { BufferedLogOutput } from '../log/log-output.ts'
 import { createLogger, reportDroppedLogLines, wantsPrettyLogs } from '../log/logger.ts'
 import type { Output } from './command.ts'
@@ -26,7 +26,9 @@ export function startUp(
 ): { config: Config; log: Logger; settings: Record<string, string> } {
   // A WORKERS worker is given every setting by its supervisor, as read at the service's start: `.env`
   // edited (or made unreadable) since is not read again.
-  const environment = cluster.isWorker ? process.env : readEnvironment(SETTINGS_FILE, process.env)
+  const { environment, warnings } = cluster.isWorker
+    ? { environment: process.env, warnings: [] }
+    : readEnvironment(SETTINGS_FILE, process.env)
   const config = loadConfig(environment)
   const settings = settingsEnvironment(environment)
   if (silent) return { config, log: createLogger({ level: 'silent' }), settings }
@@ -36,7 +38,7 @@ export function startUp(
     pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
   const log = createLogger(config.log, pretty, output, logFd)
   // Said by the process that read the file: a WORKERS worker's settings come from its supervisor.
-  if (!cluster.isWorker) for (const warning of environmentFileWarnings(SETTINGS_FILE)) log.warn(warning)
+  for (const warning of warnings) log.warn(warning)
   // A server's, pretty too: a supervisor's relay of its workers' output is buffered whatever its log is.
   if (bufferedLog) reportDroppedLogLines(log, output)
   return { config, log, settings }
