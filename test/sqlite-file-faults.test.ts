@@ -1,5 +1,14 @@
 import assert from 'node:assert/strict'
-import { closeSync, fstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  fstatSync,
+  openSync,
+  renameSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, type TestContext, test } from 'node:test'
@@ -159,6 +168,38 @@ describe('SQLite: the database file changes under a running server', () => {
       const restarted = await setup.start()
       await setup.ledger.createAcknowledged(restarted, 1)
       await setup.ledger.assertAllPresent(restarted)
+    })
+  }
+
+  // Zeroed: cut to nothing and grown back to its length, as a commit past the cut grows it (sparse).
+  for (const [cut, writeThread] of [
+    ['to nothing', 'off'],
+    ['to zeros', 'off'],
+    ['to zeros', 'on'],
+    ['to half its length', 'off'],
+  ] as const) {
+    test(`when the -wal file is cut ${cut} under a running server (write thread ${writeThread}), then no create is acknowledged after the cut, and a stop leaves the database file whole, without the cut log copied in`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      // Committed into the log, not yet copied into the database file: what the cut takes away.
+      await setup.ledger.createAcknowledged(server, 10)
+      const log = `${setup.database}-wal`
+      const { size } = statSync(log)
+      truncateSync(log, cut === 'to half its length' ? Math.floor(size / 2) : 0)
+      if (cut === 'to zeros') truncateSync(log, size)
+
+      await assertStorageFaultReported(server, setup.ledger, 'log_cut')
+      const [line] = storageFaultLines(server)
+      assert.match(
+        String(line?.msg),
+        /-wal was cut short while in use .*; new creates are refused .*; restart the service/,
+      )
+      // The close must not checkpoint: the index would copy the cut log's missing pages over the database.
+      server.child.kill('SIGTERM')
+      assert.equal(await exitWithin(server), 0)
+      assert.deepEqual(rowsOf(setup.database, 'PRAGMA integrity_check'), [{ integrity_check: 'ok' }])
+      const restarted = await setup.start()
+      await setup.ledger.createAcknowledged(restarted, 1)
     })
   }
 

@@ -36,6 +36,7 @@ export type StorageFault =
   | 'cannot_open'
   | 'corrupt'
   | 'file_replaced'
+  | 'log_cut'
 
 /** What readiness says about each fault: shown to anyone, so no path and no detail. */
 export const FAULT_REASONS: Record<StorageFault, string> = {
@@ -45,6 +46,7 @@ export const FAULT_REASONS: Record<StorageFault, string> = {
   cannot_open: 'the database files cannot be opened',
   corrupt: 'the database file is damaged',
   file_replaced: 'the database file was deleted, moved or replaced while in use',
+  log_cut: "the database's write-ahead log was cut short while in use",
 }
 
 // What to do when a command, or a service's start, stops on each: a serving process says its own
@@ -56,6 +58,7 @@ const REMEDIES: Record<StorageFault, string> = {
   cannot_open: 'check the database files and their permissions, then run it again',
   corrupt: 'restore the database from a backup (petstore restore)',
   file_replaced: 'put the database file back at its path, then run it again',
+  log_cut: 'restart the service on it (what the cut log held is lost), then run it again',
 }
 
 // SQLite's primary result codes (the low byte of every extended code) that are faults of the storage.

@@ -8,6 +8,7 @@ import {
   storageFaultOf,
 } from './sqlite-errors.ts'
 import { SqliteFileIdentity, type WatchedFile } from './sqlite-file-identity.ts'
+import { SqliteLogLength } from './sqlite-log-length.ts'
 import { probeWrite } from './sqlite-settings-queries.ts'
 import { FREE_BYTES_FLOOR, SqliteVolume } from './sqlite-volume.ts'
 
@@ -15,7 +16,7 @@ import { FREE_BYTES_FLOOR, SqliteVolume } from './sqlite-volume.ts'
 // volume's free space and read-only state are looked at as often, found or not.
 const PROBE_INTERVAL_MS = 1000
 
-const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced'>, string> = {
+const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced' | 'log_cut'>, string> = {
   disk_full: 'free space and the service resumes by itself',
   read_only:
     'make it writable again (a file system the kernel turned read-only after disk errors needs a repair and a restart)',
@@ -34,6 +35,7 @@ export class SqliteHealth {
   readonly #db: SqliteConnection
   readonly #path: string
   readonly #files: SqliteFileIdentity | undefined
+  readonly #logLength: SqliteLogLength | undefined
   readonly #volume: SqliteVolume | undefined
   readonly #log: StorageLog
   #fault: StorageFault | undefined
@@ -44,24 +46,32 @@ export class SqliteHealth {
   #volumeCheckedAt = Number.NEGATIVE_INFINITY
   /** A damaged file does not mend: once found, the fault outlasts every other until a restart. */
   #damaged = false
-  /** The `-shm` was replaced: this process's index of the log may be stale (see `indexReplaced`). */
+  /** The `-shm` was replaced: this process's index of the log may be stale (see `leaveLog`). */
   #indexReplaced = false
+  /** The log was cut short: it no longer holds what the index says, until a restart (see `leaveLog`). */
+  #logCut = false
 
   constructor(db: SqliteConnection, path: string, log: StorageLog) {
     this.#db = db
     this.#path = path
     this.#files = path === ':memory:' ? undefined : new SqliteFileIdentity(path)
+    this.#logLength = path === ':memory:' ? undefined : new SqliteLogLength(path)
     this.#volume = path === ':memory:' ? undefined : new SqliteVolume(path)
     this.#log = log
   }
 
   /**
-   * Throws StorageFaultError while a path no longer names the file opened: what is committed then would
-   * not be found by a restart. Called before and after every write, so no such write is acknowledged.
+   * Throws StorageFaultError while a path no longer names the file opened, or once the log is found cut
+   * short: what is committed then would not be found by a restart. Called before and after every write,
+   * so no such write is acknowledged.
    */
   assertFilesInPlace(): void {
     const changed = this.#files?.changed()
     if (changed === undefined) {
+      if (this.#logCut || this.#logLength?.cutShort()) {
+        if (!this.#logCut) this.#logWasCut()
+        throw new StorageFaultError('log_cut')
+      }
       if (this.#fault === 'file_replaced') this.#recovered()
       return
     }
@@ -78,22 +88,29 @@ export class SqliteHealth {
   }
 
   /**
-   * Whether the `-shm` was replaced under this process: SQLite's close would then checkpoint by a stale
-   * index and drop from the log what another process committed, so the store leaves the log as it is.
+   * Whether the store must close leaving the log as it is, for the next open to recover from: SQLite's
+   * close would checkpoint by a stale index (the `-shm` replaced), dropping from the log what another
+   * process committed, or (the log cut short) copy the cut pages, zeros, over the database.
    */
-  get indexReplaced(): boolean {
-    return this.#indexReplaced
+  leaveLog(): boolean {
+    return this.#indexReplaced || this.#logCut || this.#logLength?.cutShort() === true
+  }
+
+  /** Lets go of the files it reads beside SQLite: only once the connection is closed. */
+  close(): void {
+    this.#logLength?.close()
   }
 
   /** Records a failed operation: a storage fault becomes the store's state until a write succeeds. */
   noteFailure(error: unknown): void {
     const reported = storageFaultOf(error)
-    if (reported === undefined || reported === 'file_replaced' || this.#fault === 'file_replaced') return
+    if (reported === undefined || reported === 'file_replaced' || reported === 'log_cut') return
+    if (this.#fault === 'file_replaced' || this.#fault === 'log_cut') return
     // An I/O error is told apart once; while it lasts the next ones are the same fault.
     if (reported === this.#fault || (reported === 'io_error' && this.#fault === 'read_only')) return
     const fault =
       reported === 'io_error' && this.#path !== ':memory:' ? diagnoseIoError(this.#path) : reported
-    if (fault === this.#fault || fault === 'file_replaced') return
+    if (fault === this.#fault || fault === 'file_replaced' || fault === 'log_cut') return
     const cause = error instanceof StorageFaultError ? error.cause : error
     const { message, errcode } = cause as { message?: string; errcode?: number }
     const detail = message === undefined ? '' : ` (SQLite: ${message}${errcode ? `, code ${errcode}` : ''})`
@@ -105,8 +122,8 @@ export class SqliteHealth {
   }
 
   noteWriteSucceeded(): void {
-    if (this.#fault === undefined || this.#fault === 'file_replaced' || this.#volumeFault !== undefined)
-      return
+    const lasting = this.#fault === 'file_replaced' || this.#fault === 'log_cut'
+    if (this.#fault === undefined || lasting || this.#volumeFault !== undefined) return
     // A write that found room (in the log's own pages, say) before a probe looked at the volume is no
     // recovery while the volume is still under readiness's floor: said so, it flapped with the next fault.
     if (this.#fault === 'disk_full' && this.#volume?.check(true).fault !== undefined) return
@@ -120,8 +137,8 @@ export class SqliteHealth {
   async health(): Promise<StoreHealth> {
     try {
       this.assertFilesInPlace()
-    } catch {
-      return { writable: false, reason: FAULT_REASONS.file_replaced }
+    } catch (error) {
+      return { writable: false, reason: FAULT_REASONS[(error as StorageFaultError).fault] }
     }
     this.#checkVolume()
     const probeDue = performance.now() - this.#probedAt >= PROBE_INTERVAL_MS
@@ -211,6 +228,20 @@ export class SqliteHealth {
       { file, checkpointed },
       `${file} was deleted, moved or replaced while in use: ${REFUSED}; ${advice} (a restart opens ` +
         `whatever is at ${this.#path})`,
+    )
+  }
+
+  /** Reports the log cut short, once; no checkpoint, which would copy the cut pages over the database. */
+  #logWasCut(): void {
+    this.#logCut = true
+    const file = `${this.#path}-wal`
+    this.#enter(
+      'log_cut',
+      { file, checkpointed: false },
+      `${file} was cut short while in use (emptied or truncated): the pets committed since its last ` +
+        `checkpoint into ${this.#path} are no longer in it, and are lost unless a backup holds them; ` +
+        `${REFUSED}; restart the service, which opens ${this.#path} as last checkpointed (the stop leaves ` +
+        'the cut log as it is, not copied in)',
     )
   }
 

@@ -118,8 +118,11 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
     if (this.#db.closed) return
     await this.#creates.flush()
     await this.#writeThread?.close()
-    if (this.#health.indexReplaced) this.#db.abandon()
-    else this.#db.close()
+    if (this.#health.leaveLog()) this.#db.abandon()
+    else {
+      this.#db.close()
+      this.#health.close()
+    }
   }
 
   // Not through `write` (engine-store.ts says why), but never into files that are no longer the ones opened.

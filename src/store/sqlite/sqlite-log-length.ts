@@ -1,0 +1,99 @@
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs'
+import { endianness } from 'node:os'
+
+// The -wal's own header: 32 bytes, its magic number (either checksum order) and its two salts at 16.
+const LOG_HEADER_BYTES = 32
+const LOG_MAGIC = new Set([0x377f0682, 0x377f0683])
+const SALTS_AT_IN_LOG = 16
+const SALTS_AT_IN_INDEX = 32
+const FRAME_HEADER_BYTES = 24
+// The -shm opens with two copies of the index's header, 48 bytes each (SQLite's WalIndexHdr).
+const INDEX_HEADER_BYTES = 48
+const LITTLE_ENDIAN = endianness() === 'LE'
+
+/**
+ * Whether the write-ahead log still holds what the shared index (`-shm`) says it commits: a log cut short
+ * under a running server (`> petstore.db-wal`, a `truncate`, a log rotation's copytruncate) keeps its
+ * inode, so the file's identity does not tell; SQLite then reads the cut pages as zeros and a checkpoint
+ * copies them over the database. The index's header is read from the file, never through SQLite.
+ */
+export class SqliteLogLength {
+  readonly #logPath: string
+  readonly #indexPath: string
+  // Open until the connection is closed: closing any descriptor of the -shm would drop the locks SQLite
+  // holds on it (POSIX locks belong to the process and the file, not to a descriptor).
+  #indexFd: number | undefined
+  // SQLite locks no byte of the log itself: this one may close at any time.
+  #logFd: number | undefined
+  readonly #index = Buffer.alloc(INDEX_HEADER_BYTES * 2)
+  readonly #header = Buffer.alloc(LOG_HEADER_BYTES)
+
+  constructor(path: string) {
+    this.#logPath = `${path}-wal`
+    this.#indexPath = `${path}-shm`
+  }
+
+  /**
+   * True when the index commits frames the log no longer holds: the log shorter than they need, or its
+   * header gone or of another log (its salts). An index being rewritten, or none, is no finding.
+   */
+  cutShort(): boolean {
+    try {
+      return this.#cutShort()
+    } catch {
+      // A file that cannot be read here is for SQLite's own reads and writes to report.
+      return false
+    }
+  }
+
+  #cutShort(): boolean {
+    const index = this.#readIndexHeader()
+    if (index === undefined || index.frames === 0) return false
+    if (this.#logFd === undefined) {
+      // A log deleted is the file identity's finding, not this one's.
+      if (!existsSync(this.#logPath)) return false
+      this.#logFd = openSync(this.#logPath, 'r')
+    }
+    const size = fstatSync(this.#logFd).size
+    if (size < LOG_HEADER_BYTES + index.frames * (index.pageSize + FRAME_HEADER_BYTES)) return true
+    // Cut to nothing, the log grows again with the next commit: its header, zeros now, still tells.
+    const header = this.#header
+    if (readSync(this.#logFd, header, 0, LOG_HEADER_BYTES, 0) < LOG_HEADER_BYTES) return true
+    if (!LOG_MAGIC.has(header.readUInt32BE(0))) return true
+    // The index keeps the salts as the log's header has them, byte for byte.
+    return (
+      header.compare(
+        this.#index,
+        SALTS_AT_IN_INDEX,
+        SALTS_AT_IN_INDEX + 8,
+        SALTS_AT_IN_LOG,
+        SALTS_AT_IN_LOG + 8,
+      ) !== 0
+    )
+  }
+
+  /** Closes both descriptors: only once the connection is closed (see `#indexFd`). */
+  close(): void {
+    if (this.#indexFd !== undefined) closeSync(this.#indexFd)
+    if (this.#logFd !== undefined) closeSync(this.#logFd)
+    this.#indexFd = undefined
+    this.#logFd = undefined
+  }
+
+  /** The index's frame count and page size (the machine's byte order), from its header's agreeing copies. */
+  #readIndexHeader(): { frames: number; pageSize: number } | undefined {
+    if (this.#indexFd === undefined) {
+      if (!existsSync(this.#indexPath)) return undefined
+      this.#indexFd = openSync(this.#indexPath, 'r')
+    }
+    const bytes = this.#index
+    if (readSync(this.#indexFd, bytes, 0, bytes.length, 0) < bytes.length) return undefined
+    // SQLite writes the second copy, then the first: copies that differ are a header being written.
+    if (bytes.compare(bytes, 0, INDEX_HEADER_BYTES, INDEX_HEADER_BYTES) !== 0 || bytes[12] !== 1)
+      return undefined
+    const size = LITTLE_ENDIAN ? bytes.readUInt16LE(14) : bytes.readUInt16BE(14)
+    // The page size in 16 bits: 65,536 is written as 1.
+    const pageSize = size === 1 ? 65_536 : size
+    return { frames: LITTLE_ENDIAN ? bytes.readUInt32LE(16) : bytes.readUInt32BE(16), pageSize }
+  }
+}
