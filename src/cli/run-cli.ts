@@ -77,7 +77,3 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
     return 1
   }
 }
-
-if (import.meta.main) {
-  process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr })
-}

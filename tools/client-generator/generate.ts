@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import openapiTS, { astToString } from 'openapi-typescript'
 import ts from 'typescript'
 
-const CLI = fileURLToPath(new URL('../../src/cli/run-cli.ts', import.meta.url))
+const CLI = fileURLToPath(new URL('../../bin/petstore.js', import.meta.url))
 const OUTPUT = fileURLToPath(new URL('../../packages/client/src/openapi-types.ts', import.meta.url))
 
 const HEADER = `// Generated from the service's OpenAPI document by \`npm run client:generate\`: do not edit.
