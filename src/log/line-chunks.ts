@@ -3,8 +3,9 @@
 
 // DEL, U+0080 to U+009F (C1 controls: U+009B is a terminal's CSI, as ESC [ is) and U+2028/U+2029, which
 // some readers take for line ends. JSON allows them raw; only inside strings can they be, where \u escapes
-// them. The units `escapedInLine` names.
-const CONTROLS = /[\u007f-\u009f\u2028\u2029]/g
+// them. The units `escapedInLine` names; the class is the pretty output's too (logger.ts).
+export const CONTROL_CLASS = '[\\u007f-\\u009f\\u2028\\u2029]'
+const CONTROLS = new RegExp(CONTROL_CLASS, 'g')
 
 /** Whether a line holds UTF-16 unit `code` as its `\uXXXX` escape though JSON allows it raw (CONTROLS). */
 export function escapedInLine(code: number): boolean {

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { clientAddressOf } from './client-address.ts'
 import { maskApiKeys } from './key-masking.ts'
-import { escapedInLine } from './line-chunks.ts'
+import { CONTROL_CLASS, escapedInLine, unicodeEscape } from './line-chunks.ts'
 import type { BufferedLogOutput } from './log-output.ts'
 import { LOG_OUTPUT } from './log-output-limits.ts'
 import { droppedLogLines, type LogStream, markReported, unreportedDrops } from './standard-streams.ts'
@@ -60,7 +60,7 @@ export function createLogger(
 
 // In a JSON line, each escape whole (so that `\\u001b`, a backslash and text, is never taken for one) and
 // each character JSON allows raw that a terminal acts on: DEL, C1 controls, line separators.
-const ESCAPE_OR_CONTROL = /\\(?:u[0-9a-fA-F]{4}|.)|[\u007f-\u009f\u2028\u2029]/g
+const ESCAPE_OR_CONTROL = new RegExp(`\\\\(?:u[0-9a-fA-F]{4}|.)|${CONTROL_CLASS}`, 'g')
 const SHORT_ESCAPES: Record<string, number> = { b: 0x08, f: 0x0c, n: 0x0a, r: 0x0d, t: 0x09 }
 
 /** Whether a terminal acts on `code`: a control (but the newline and tab a stack holds) or a separator. */
@@ -68,7 +68,7 @@ const actsOnTerminal = (code: number): boolean =>
   (code < 0x20 && code !== 0x09 && code !== 0x0a) || escapedInLine(code)
 
 const visibleControl = (found: string): string => {
-  if (found.length === 1) return `\\\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`
+  if (found.length === 1) return `\\${unicodeEscape(found)}`
   const code = found[1] === 'u' ? Number.parseInt(found.slice(2), 16) : SHORT_ESCAPES[found[1] as string]
   // Its backslash escaped: the value holds the escape as text.
   return code !== undefined && actsOnTerminal(code) ? `\\${found}` : found
