@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import {
   ApiError,
   codeForStatus,
+  type ErrorCode,
   isApiError,
   NewerSchemaError,
   StoreUnavailableError,
@@ -19,7 +20,7 @@ type FrameworkError = FastifyError & { validationContext?: string }
 declare module 'fastify' {
   interface FastifyRequest {
     /** The Error body's code this request was answered with, for its access line; null until then. */
-    errorCode: string | null
+    errorCode: ErrorCode | null
   }
 }
 
