@@ -38,7 +38,7 @@ function environmentFile(path: string): { text: string; mode: number } | undefin
   // Told before it is opened (through a link, of what it names): a FIFO's read waited for a writer for ever,
   // and /dev/zero's grew without bound.
   const stats = statSync(path)
-  // Read, it failed as a bare EISDIR naming no file.
+  // Read, a directory fails as a bare EISDIR naming no file.
   if (stats.isDirectory()) {
     throw new ConfigError(
       `${path} is a directory, not a settings file (remove it; a bind mount of a missing file makes one)`,

@@ -16,7 +16,7 @@ import {
 const BASE_URL_FORM = 'an http:// or https:// URL ending in /v1, without credentials, query or fragment'
 
 /**
- * A base URL setting (`PUBLIC_BASE_URL`…): one that parses, too (a port out of range failed the start as a
+ * A base URL setting (`PUBLIC_BASE_URL`…): one that parses, too (a port out of range would fail the start as a
  * bare "Invalid URL"), with no user or password, which `Location` and the OpenAPI `servers` would publish.
  */
 export function baseUrlSetting(description: string) {
@@ -175,8 +175,8 @@ export function listSetting(form: string, description: string, isEntry: (entry: 
 }
 
 /**
- * What `API_KEYS` repeats, in words (the names only, never a key), or undefined. A name given twice stored
- * the first key and then refused the start; a key given twice was stored under its first name only.
+ * What `API_KEYS` repeats, in words (the names only, never a key), or undefined. A name given twice would
+ * store the first key and then refuse the start; a key given twice would be stored under its first name.
  */
 export function repeatedInApiKeys(value: string): string | undefined {
   const nameOfKey = new Map<string, string>()

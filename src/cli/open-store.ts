@@ -183,7 +183,7 @@ function prepareDirectory({
   if (dataDirectory === undefined || existsSync(dataDirectory)) return
   // There, but this user may not pass it (a link into a closed directory): not "does not exist".
   if (databaseFileAt(path) === 'unreachable') throw notOpenToThisUser(path)
-  // A link to a volume not mounted: mkdir failed with a bare EEXIST, or it was said not to exist.
+  // A link to a volume not mounted: mkdir would fail with a bare EEXIST, or say it does not exist.
   const dangling = linkToNothing(dataDirectory)
   if (dangling !== undefined) throw new Error(`cannot open the database ${path}: ${dangling}`)
   if (createsDataDirectory) {

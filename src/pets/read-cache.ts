@@ -13,8 +13,8 @@ const ENTRY_OVERHEAD_BYTES = 200
  * database restored from an older backup under a running server is not covered: restart after a restore.)
  *
  * A hit only relinks the entry's index in lru-cache's arrays. Recency kept by deleting and re-inserting in
- * a Map instead made V8 rebuild the long-lived Map's table in old space every few hits: about 200 bytes of
- * old-generation garbage per request, which set the process's peak memory under load.
+ * a Map would make V8 rebuild the long-lived Map's table in old space every few hits: about 200 bytes of
+ * old-generation garbage per request, which would set the process's peak memory under load.
  */
 export class ReadCache {
   readonly #entries: LRUCache<string, Representation> | undefined
