@@ -93,4 +93,26 @@ describe('PostgreSQL store', engineSuiteOptions(postgresEngine), () => {
       'the timed-out create left nothing behind',
     )
   })
+
+  test("when the database's own lock_timeout ends a statement that waits for a lock, then it rejects with StoreUnavailableError naming the lock wait, not an unreachable database", async (t) => {
+    const { url, store, admin } = await migratedStore(t)
+    const existing = await create(store, { name: 'Rex', categoryId: 1n })
+    // An operator's setting, which every new session of the database takes.
+    await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET lock_timeout = '200ms'`)
+    const later = storeOn(t, url)
+    await admin.query('BEGIN')
+    await admin.query('LOCK TABLE pets IN ACCESS EXCLUSIVE MODE')
+    const stuck = await later.getPet(existing.id).then(
+      () => assert.fail('the read did not wait for the lock'),
+      (error: unknown) => error,
+    )
+    await admin.query('ROLLBACK')
+    assert.ok(stuck instanceof StoreUnavailableError, String(stuck))
+    assert.equal((stuck.cause as { code?: string }).code, '55P03')
+    assert.equal(
+      stuck.message,
+      'a statement waited for a lock past lock_timeout (set on the database or its role)',
+    )
+    assert.deepEqual(await later.getPet(existing.id), existing, 'the store answers again')
+  })
 })

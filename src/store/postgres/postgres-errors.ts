@@ -22,7 +22,7 @@ const NO_TLS = 'the database takes no TLS connections, and its URL asks for them
 const SCHEMA_GONE = new Set(['42P01', '42703', '3F000'])
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
-const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^40001$|^40P01$/
+const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^55P03$|^40001$|^40P01$/
 const NETWORK_ERRORS = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -102,6 +102,8 @@ function unavailableReason(code: string): string {
   if (code.startsWith('57P')) return 'the database is shutting down, starting, or gone'
   if (code.startsWith('58')) return 'the database reports a system error (its disk or files)'
   if (code === '57014') return 'a statement was cancelled (PG_STATEMENT_TIMEOUT_MS, or an operator)'
+  if (code === '55P03')
+    return 'a statement waited for a lock past lock_timeout (set on the database or its role)'
   return 'a transaction met another (a serialization failure or a deadlock)'
 }
 
