@@ -12,7 +12,7 @@ import type { V1ApiSettings } from './routes/v1-api.ts'
 import { brokenRule, type SchemaNode } from './schemas/schema-rules.ts'
 import { decodeString } from './schemas/string-decoding.ts'
 import type { ListenSettings } from './server.ts'
-import { entriesOf, SECRET_SETTINGS, surroundingSpaceRefusal } from './setting-forms.ts'
+import { entriesOf, SECRET_SETTINGS, storeLocationOf, surroundingSpaceRefusal } from './setting-forms.ts'
 
 /** Where pets and keys live: the engine `DATABASE_URL` names, with that engine's settings. */
 export type DatabaseSettings =
@@ -60,8 +60,6 @@ export interface Config {
   workerLivenessTimeoutMs: number
   docs: boolean
 }
-
-const SQLITE = 'sqlite:'
 
 const properties = ConfigSchema.properties as unknown as Record<string, SchemaNode & { default?: unknown }>
 const validator = Compile(ConfigSchema)
@@ -204,7 +202,9 @@ function decode(s: Settings): Config {
 
 function databaseOf(s: Settings): DatabaseSettings {
   const maxBatch = s.WRITE_BATCH_MAX
-  if (!s.DATABASE_URL.startsWith(SQLITE)) {
+  const location = storeLocationOf(s.DATABASE_URL)
+  // The schema has refused every URL that names no store.
+  if (!('engine' in location) || location.engine !== 'sqlite') {
     return {
       engine: 'postgres',
       url: s.DATABASE_URL,
@@ -214,7 +214,7 @@ function databaseOf(s: Settings): DatabaseSettings {
       maxBatch,
     }
   }
-  const path = s.DATABASE_URL.slice(SQLITE.length)
+  const { path } = location
   return {
     engine: 'sqlite',
     path,
