@@ -1,21 +1,21 @@
-import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readSync } from 'node:fs'
 import { endianness } from 'node:os'
 
-// The -wal's own header: 32 bytes, its magic number (either checksum order) and its two salts at 16.
+// The -wal: a 32-byte header, then frames of a 24-byte header (its two salts at 8) and a page each.
 const LOG_HEADER_BYTES = 32
-const LOG_MAGIC = new Set([0x377f0682, 0x377f0683])
-const SALTS_AT_IN_LOG = 16
-const SALTS_AT_IN_INDEX = 32
 const FRAME_HEADER_BYTES = 24
-// The -shm opens with two copies of the index's header, 48 bytes each (SQLite's WalIndexHdr).
+const SALTS_AT_IN_FRAME = 8
+// The -shm opens with two copies of the index's header, 48 bytes each (SQLite's WalIndexHdr), which
+// keeps the log's salts at 32, byte for byte as the log has them.
 const INDEX_HEADER_BYTES = 48
+const SALTS_AT_IN_INDEX = 32
 const LITTLE_ENDIAN = endianness() === 'LE'
 
 /**
  * Whether the write-ahead log still holds what the shared index (`-shm`) says it commits: a log cut short
  * under a running server (`> petstore.db-wal`, a `truncate`, a log rotation's copytruncate) keeps its
  * inode, so the file's identity does not tell; SQLite then reads the cut pages as zeros and a checkpoint
- * copies them over the database. The index's header is read from the file, never through SQLite.
+ * copies them over the database. Both are read from their files, never through SQLite.
  */
 export class SqliteLogLength {
   readonly #logPath: string
@@ -26,7 +26,7 @@ export class SqliteLogLength {
   // SQLite locks no byte of the log itself: this one may close at any time.
   #logFd: number | undefined
   readonly #index = Buffer.alloc(INDEX_HEADER_BYTES * 2)
-  readonly #header = Buffer.alloc(LOG_HEADER_BYTES)
+  readonly #frame = Buffer.alloc(FRAME_HEADER_BYTES)
 
   constructor(path: string) {
     this.#logPath = `${path}-wal`
@@ -34,8 +34,9 @@ export class SqliteLogLength {
   }
 
   /**
-   * True when the index commits frames the log no longer holds: the log shorter than they need, or its
-   * header gone or of another log (its salts). An index being rewritten, or none, is no finding.
+   * True when the last frame the index commits is not in the log: cut off (the log shorter), or zeros
+   * where it was (cut, then grown again by a later commit), which lack the index's salts. An index being
+   * rewritten, or none, is no finding. Two reads, one of each file.
    */
   cutShort(): boolean {
     try {
@@ -54,22 +55,12 @@ export class SqliteLogLength {
       if (!existsSync(this.#logPath)) return false
       this.#logFd = openSync(this.#logPath, 'r')
     }
-    const size = fstatSync(this.#logFd).size
-    if (size < LOG_HEADER_BYTES + index.frames * (index.pageSize + FRAME_HEADER_BYTES)) return true
-    // Cut to nothing, the log grows again with the next commit: its header, zeros now, still tells.
-    const header = this.#header
-    if (readSync(this.#logFd, header, 0, LOG_HEADER_BYTES, 0) < LOG_HEADER_BYTES) return true
-    if (!LOG_MAGIC.has(header.readUInt32BE(0))) return true
-    // The index keeps the salts as the log's header has them, byte for byte.
-    return (
-      header.compare(
-        this.#index,
-        SALTS_AT_IN_INDEX,
-        SALTS_AT_IN_INDEX + 8,
-        SALTS_AT_IN_LOG,
-        SALTS_AT_IN_LOG + 8,
-      ) !== 0
-    )
+    // Any cut below the end of the log's committed frames takes the last one with it.
+    const lastFrameAt = LOG_HEADER_BYTES + (index.frames - 1) * (index.pageSize + FRAME_HEADER_BYTES)
+    const frame = this.#frame
+    if (readSync(this.#logFd, frame, 0, FRAME_HEADER_BYTES, lastFrameAt) < FRAME_HEADER_BYTES) return true
+    const salts = SALTS_AT_IN_FRAME
+    return this.#index.compare(frame, salts, salts + 8, SALTS_AT_IN_INDEX, SALTS_AT_IN_INDEX + 8) !== 0
   }
 
   /** Closes both descriptors: only once the connection is closed (see `#indexFd`). */
