@@ -16,7 +16,12 @@ import { FREE_BYTES_FLOOR, SqliteVolume } from './sqlite-volume.ts'
 // volume's free space and read-only state are looked at as often, found or not.
 const PROBE_INTERVAL_MS = 1000
 
-const WHAT_TO_DO: Record<Exclude<StorageFault, 'file_replaced' | 'log_cut'>, string> = {
+// Faults no write's success ends: files no longer the ones opened, a log cut short (until a restart).
+type LastingFault = 'file_replaced' | 'log_cut'
+const lasts = (fault: StorageFault | undefined): fault is LastingFault =>
+  fault === 'file_replaced' || fault === 'log_cut'
+
+const WHAT_TO_DO: Record<Exclude<StorageFault, LastingFault>, string> = {
   disk_full: 'free space and the service resumes by itself',
   read_only:
     'make it writable again (a file system the kernel turned read-only after disk errors needs a repair and a restart)',
@@ -104,13 +109,12 @@ export class SqliteHealth {
   /** Records a failed operation: a storage fault becomes the store's state until a write succeeds. */
   noteFailure(error: unknown): void {
     const reported = storageFaultOf(error)
-    if (reported === undefined || reported === 'file_replaced' || reported === 'log_cut') return
-    if (this.#fault === 'file_replaced' || this.#fault === 'log_cut') return
+    if (reported === undefined || lasts(reported) || lasts(this.#fault)) return
     // An I/O error is told apart once; while it lasts the next ones are the same fault.
     if (reported === this.#fault || (reported === 'io_error' && this.#fault === 'read_only')) return
     const fault =
       reported === 'io_error' && this.#path !== ':memory:' ? diagnoseIoError(this.#path) : reported
-    if (fault === this.#fault || fault === 'file_replaced' || fault === 'log_cut') return
+    if (fault === this.#fault || lasts(fault)) return
     const cause = error instanceof StorageFaultError ? error.cause : error
     const { message, errcode } = cause as { message?: string; errcode?: number }
     const detail = message === undefined ? '' : ` (SQLite: ${message}${errcode ? `, code ${errcode}` : ''})`
@@ -122,8 +126,7 @@ export class SqliteHealth {
   }
 
   noteWriteSucceeded(): void {
-    const lasting = this.#fault === 'file_replaced' || this.#fault === 'log_cut'
-    if (this.#fault === undefined || lasting || this.#volumeFault !== undefined) return
+    if (this.#fault === undefined || lasts(this.#fault) || this.#volumeFault !== undefined) return
     // A write that found room (in the log's own pages, say) before a probe looked at the volume is no
     // recovery while the volume is still under readiness's floor: said so, it flapped with the next fault.
     if (this.#fault === 'disk_full' && this.#volume?.check(true).fault !== undefined) return
@@ -238,10 +241,10 @@ export class SqliteHealth {
     this.#enter(
       'log_cut',
       { file, checkpointed: false },
-      `${file} was cut short while in use (emptied or truncated): the pets committed since its last ` +
-        `checkpoint into ${this.#path} are no longer in it, and are lost unless a backup holds them; ` +
-        `${REFUSED}; restart the service, which opens ${this.#path} as last checkpointed (the stop leaves ` +
-        'the cut log as it is, not copied in)',
+      `${file} was cut short while in use (emptied or truncated): pets committed since its last checkpoint ` +
+        `into ${this.#path} that were in the part cut off are lost, unless a backup holds them; ` +
+        `${REFUSED}; restart the service, which opens ${this.#path} whole, with what is left of the log ` +
+        '(the stop leaves the cut log as it is, not copied in)',
     )
   }
 
