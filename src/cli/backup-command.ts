@@ -5,8 +5,6 @@ import { startUp } from './start-up.ts'
 import { exitStopped, onStopSignal } from './stop-signals.ts'
 
 export const backupCommand: Command = {
-  name: 'backup',
-  summary: 'Copy the SQLite database to a file while it serves',
   help: `Usage: petstore backup --to FILE [--force]
 
 Copies the database of DATABASE_URL (SQLite) to FILE while servers keep serving and writing it: one

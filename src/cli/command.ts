@@ -21,9 +21,8 @@ export interface CommandIo {
   stderr: Output
 }
 
+/** A command's module: loaded only when the command runs or shows its help (run-cli.ts's table). */
 export interface Command {
-  name: string
-  summary: string
   /** The whole `--help` text. */
   help: string
   /** Resolves to the exit code; `serve` resolves once listening and keeps the process alive. */

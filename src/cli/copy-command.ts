@@ -98,8 +98,6 @@ function refuseNonFile(option: '--from' | '--to', path: string | undefined): voi
 const INCOMPLETE_EXIT = 3
 
 export const copyCommand: Command = {
-  name: 'copy',
-  summary: 'Copy every pet, key and setting from one store to another',
   help: `Usage: petstore copy --from STORE --to STORE [--into-non-empty] [--without-keys]
                     [--chunk-size N] [--max-chunks N]
 

@@ -60,8 +60,6 @@ async function revokeUnshown(
 }
 
 export const keysCommand: Command = {
-  name: 'keys',
-  summary: 'Create, list or revoke API keys',
   help: HELP,
   async run(args, { stdout, stderr }) {
     const [action, ...rest] = args

@@ -4,8 +4,6 @@ import { missingDatabaseFile, openStore, refuseMemoryStore, sayCreated, sayingWa
 import { startUp } from './start-up.ts'
 
 export const migrateCommand: Command = {
-  name: 'migrate',
-  summary: 'Apply pending database migrations, then exit',
   help: `Usage: petstore migrate
 
 Applies every migration the database does not have yet, in order, and prints what was done.

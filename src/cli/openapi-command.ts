@@ -5,8 +5,6 @@ import { openThrowawayStore } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
 export const openapiCommand: Command = {
-  name: 'openapi',
-  summary: 'Print the OpenAPI 3.1 document',
   help: `Usage: petstore openapi
 
 Prints the OpenAPI document the server serves at /v1/openapi.json, with the servers from the current

@@ -73,8 +73,6 @@ async function carryOnPostgres(
 }
 
 export const restoreCommand: Command = {
-  name: 'restore',
-  summary: 'Replace the SQLite database with a backup; on PostgreSQL, finish a pg_restore',
   help: `Usage: petstore restore --from FILE          (SQLite)
        petstore restore --replacing URL     (PostgreSQL, after pg_restore)
 

@@ -1,24 +1,59 @@
 import { ConfigError } from '../errors.ts'
-import { backupCommand } from './backup-command.ts'
 import { CONFIG_EXIT_CODE, type Command, type CommandIo, failureLine, UsageError } from './command.ts'
-import { copyCommand } from './copy-command.ts'
-import { keysCommand } from './keys-command.ts'
-import { migrateCommand } from './migrate-command.ts'
-import { openapiCommand } from './openapi-command.ts'
 import { releaseVersion } from './release.ts'
-import { restoreCommand } from './restore-command.ts'
-import { seedCommand } from './seed-command.ts'
-import { serveCommand } from './serve-command.ts'
 
-const COMMANDS: Command[] = [
-  serveCommand,
-  migrateCommand,
-  keysCommand,
-  seedCommand,
-  backupCommand,
-  restoreCommand,
-  copyCommand,
-  openapiCommand,
+/**
+ * Every command, and where its module is: each is loaded only to run or to show its help, so that
+ * `--help`, `--version` and the data commands start without the server's framework (docs/decisions.md,
+ * "Each command loads its own modules").
+ */
+interface CommandEntry {
+  name: string
+  summary: string
+  load(): Promise<Command>
+}
+
+const COMMANDS: CommandEntry[] = [
+  {
+    name: 'serve',
+    summary: 'Serve the API (the default command)',
+    load: async () => (await import('./serve-command.ts')).serveCommand,
+  },
+  {
+    name: 'migrate',
+    summary: 'Apply pending database migrations, then exit',
+    load: async () => (await import('./migrate-command.ts')).migrateCommand,
+  },
+  {
+    name: 'keys',
+    summary: 'Create, list or revoke API keys',
+    load: async () => (await import('./keys-command.ts')).keysCommand,
+  },
+  {
+    name: 'seed',
+    summary: 'Add demo pets to the store',
+    load: async () => (await import('./seed-command.ts')).seedCommand,
+  },
+  {
+    name: 'backup',
+    summary: 'Copy the SQLite database to a file while it serves',
+    load: async () => (await import('./backup-command.ts')).backupCommand,
+  },
+  {
+    name: 'restore',
+    summary: 'Replace the SQLite database with a backup; on PostgreSQL, finish a pg_restore',
+    load: async () => (await import('./restore-command.ts')).restoreCommand,
+  },
+  {
+    name: 'copy',
+    summary: 'Copy every pet, key and setting from one store to another',
+    load: async () => (await import('./copy-command.ts')).copyCommand,
+  },
+  {
+    name: 'openapi',
+    summary: 'Print the OpenAPI 3.1 document',
+    load: async () => (await import('./openapi-command.ts')).openapiCommand,
+  },
 ]
 
 const HELP = `Usage: petstore [command] [options]
@@ -30,11 +65,11 @@ Run "petstore <command> --help" for a command's options. Without a command, "ser
 "petstore --version" prints the version.`
 
 /** What `--help` or `--version` prints, or the one line refusing what came with it. */
-function topLevelAnswer(flag: string, rest: string[]): { stdout: string } | { usage: string } {
+async function topLevelAnswer(flag: string, rest: string[]): Promise<{ stdout: string } | { usage: string }> {
   const help = flag !== '--version' && flag !== '-v'
   // "petstore --help seed" is "petstore seed --help", as in git or npm.
   const command = help && rest.length === 1 ? COMMANDS.find(({ name }) => name === rest[0]) : undefined
-  if (command !== undefined) return { stdout: command.help }
+  if (command !== undefined) return { stdout: (await command.load()).help }
   const extra = rest.find((arg) => !COMMANDS.some(({ name }) => name === arg)) ?? rest[rest.length - 1]
   if (extra !== undefined) return { usage: `${flag} takes no "${extra}"` }
   return { stdout: help ? HELP : `petstore ${releaseVersion()}` }
@@ -43,7 +78,7 @@ function topLevelAnswer(flag: string, rest: string[]): { stdout: string } | { us
 export async function runCli(argv: string[], io: CommandIo): Promise<number> {
   const [first, ...rest] = argv
   if (first === '--help' || first === '-h' || first === 'help' || first === '--version' || first === '-v') {
-    const answer = topLevelAnswer(first, rest)
+    const answer = await topLevelAnswer(first, rest)
     if ('stdout' in answer) {
       io.stdout.write(`${answer.stdout}\n`)
       return 0
@@ -52,11 +87,12 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
     return 2
   }
   const implicitServe = first === undefined || first.startsWith('-')
-  const command = implicitServe ? serveCommand : COMMANDS.find((candidate) => candidate.name === first)
-  const name = command?.name ?? first ?? 'serve'
+  const entry = COMMANDS.find((candidate) => candidate.name === (implicitServe ? 'serve' : first))
+  const name = entry?.name ?? first ?? 'serve'
   const args = implicitServe ? argv : rest
   try {
-    if (command === undefined) throw new UsageError(`unknown command "${first}"`)
+    if (entry === undefined) throw new UsageError(`unknown command "${first}"`)
+    const command = await entry.load()
     if (args.includes('--help') || args.includes('-h')) {
       io.stdout.write(`${command.help}\n`)
       return 0
@@ -65,7 +101,7 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(
-        `petstore ${name}: ${error.message} (see "petstore ${command ? `${name} ` : ''}--help")\n`,
+        `petstore ${name}: ${error.message} (see "petstore ${entry ? `${name} ` : ''}--help")\n`,
       )
       return 2
     }

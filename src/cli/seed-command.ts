@@ -92,8 +92,6 @@ function stopOnSignal(stderr: Output) {
 }
 
 export const seedCommand: Command = {
-  name: 'seed',
-  summary: 'Add demo pets to the store',
   help: `Usage: petstore seed [--count N]
 
 Adds N demo pets (default 100, at most 10000000) with realistic names, categories 1 to 8 and a mix of

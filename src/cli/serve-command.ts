@@ -147,8 +147,6 @@ async function serveInProcess(
 }
 
 export const serveCommand: Command = {
-  name: 'serve',
-  summary: 'Serve the API (the default command)',
   help: `Usage: petstore serve
 
 Applies pending migrations, makes sure an API key exists (see README, "API keys"), and serves the API
