@@ -3,7 +3,7 @@ import { execFile, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { generateApiKey } from '../src/auth/api-key.ts'
@@ -22,6 +22,18 @@ function runbook(program: string, args: string[], env: Record<string, string> = 
     env: { ...process.env, ...env },
   })
   assert.equal(result.status, 0, `${program} ${args.join(' ')}: ${result.error?.message ?? result.stderr}`)
+}
+
+/** A database an instance serves (`old`), and a migrated one (`restored`, as pg_restore makes it). */
+async function servedAndMigrated(t: TestContext) {
+  const cwd = temporaryDirectory(t)
+  const postgres = await sharedPostgres()
+  const [old, restored] = [await postgres.createDatabase(), await postgres.createDatabase()]
+  assert.equal((await runCli(['migrate'], { DATABASE_URL: restored }, cwd)).status, 0)
+  const key = generateApiKey()
+  const server = await startServeProcess({ API_KEYS: `ops:${key}`, DATABASE_URL: old }, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  return { cwd, old, restored, server, request: requesterFor(key) }
 }
 
 describe(
@@ -177,14 +189,7 @@ describe(
     })
 
     test('when restore --replacing names a database an instance still serves, then it refuses in one line saying how many sessions and what to do, and changes nothing; once that database is read-only for the service, it goes ahead', async (t) => {
-      const cwd = temporaryDirectory(t)
-      const postgres = await sharedPostgres()
-      const [old, restored] = [await postgres.createDatabase(), await postgres.createDatabase()]
-      assert.equal((await runCli(['migrate'], { DATABASE_URL: restored }, cwd)).status, 0)
-      const key = generateApiKey()
-      const server = await startServeProcess({ API_KEYS: `ops:${key}`, DATABASE_URL: old }, cwd)
-      t.after(() => server.child.kill('SIGKILL'))
-      const request = requesterFor(key)
+      const { cwd, old, restored, server, request } = await servedAndMigrated(t)
       for (let i = 0; i < 3; i++) {
         const body = '{"name":"Rex","categoryId":1}'
         assert.equal((await request(server, '/v1/pets', { method: 'POST', body })).status, 201)
@@ -228,15 +233,40 @@ describe(
         'the instance did not serve reads again',
       )
       const carried = await runCli(['restore', '--replacing', old], { DATABASE_URL: restored }, cwd)
-      assert.deepEqual(
-        [carried.status, carried.stdout, carried.stderr],
-        [
-          0,
-          'kept what the database it replaces (3 pets) passes on; 1 key made since the backup is not in it\n',
-          '',
-        ],
+      assert.deepEqual([carried.status, carried.stderr], [0, ''])
+      // The instance's new sessions are ended too: from here the command cannot tell them from older ones.
+      assert.match(
+        carried.stdout,
+        /^kept what the database it replaces \(3 pets\) passes on; ended \d+ sessions? of the service on it, which may have begun before it was read-only; 1 key made since the backup is not in it\n$/,
       )
       assert.equal(await drawn(), true, 'its id sequence raised past the pets given out')
+      await waitUntil(
+        async () => (await request(server, '/v1/pets')).status === 200,
+        'the instance did not serve reads again after the restore',
+      )
+    })
+
+    test('when the database it replaces is made read-only but the sessions an instance opened before are not ended, then restore --replacing ends them before it reads what to carry, so the instance can no longer create a pet whose id the restored database gives again', async (t) => {
+      const { cwd, old, restored, server, request } = await servedAndMigrated(t)
+      const create = () =>
+        request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' })
+      assert.equal((await create()).status, 201)
+      // Read-only for new sessions only: the instance's open ones could still write.
+      const admin = new pg.Client({ connectionString: old })
+      await admin.connect()
+      await admin.query(
+        `ALTER DATABASE "${new URL(old).pathname.slice(1)}" SET default_transaction_read_only = on`,
+      )
+      await admin.end()
+
+      const carried = await runCli(['restore', '--replacing', old], { DATABASE_URL: restored }, cwd)
+      assert.equal(carried.status, 0, carried.stdout + carried.stderr)
+      assert.match(
+        carried.stdout,
+        /^kept what the database it replaces \(1 pet\) passes on; ended \d+ sessions? of the service on it, which may have begun before it was read-only;/,
+      )
+      const after = await create()
+      assert.notEqual(after.status, 201, `a create on the replaced database was acknowledged: ${after.text}`)
     })
   },
 )

@@ -8,7 +8,11 @@ import { startUp } from './start-up.ts'
 
 /** What a restore kept of the database it replaced, part by part, as its line says it. */
 function carriedLine(carried: CarriedForward): string {
-  const { revocations, idsKept, keysNotInBackup: missing, unreadable } = carried
+  const { sessionsEnded = 0, revocations, idsKept, keysNotInBackup: missing, unreadable } = carried
+  const ended =
+    sessionsEnded === 0
+      ? ''
+      : `; ended ${counted(sessionsEnded, 'session')} of the service on it, which may have begun before it was read-only`
   const lost = [
     ...(revocations === undefined
       ? ['revocations made since the backup may be undone (check keys list)']
@@ -25,7 +29,7 @@ function carriedLine(carried: CarriedForward): string {
     missing === undefined || missing === 0
       ? ''
       : `; ${counted(missing, 'key')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
-  return `${unread}${revoked}${keys}`
+  return `${ended}${unread}${revoked}${keys}`
 }
 
 /** What the line adds after the restore: where the replaced database is, and what was kept of it. */

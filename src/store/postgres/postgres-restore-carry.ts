@@ -13,11 +13,42 @@ interface ServingSessions {
 // write after the carry is lost, and a pet they create takes an id the restored database gives again. A
 // database read-only for new sessions (as this one's setting shows) lets them read on (README, "Running
 // instances after a restore"). Behind a pooler whose sessions do not carry the name, none are seen.
+const SERVICE_SESSIONS = `FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'petstore'`
 const SERVING_SESSIONS = {
   name: 'carry.serving',
   text: `SELECT count(*) AS sessions, current_setting('default_transaction_read_only') AS read_only
-    FROM pg_stat_activity
-    WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'petstore'`,
+    ${SERVICE_SESSIONS}`,
+}
+// A database made read-only binds new sessions only: one opened before could still write. Each is ended
+// (waiting up to 5 s for it to go) before anything is read; its instance connects again, read-only.
+const END_SESSIONS = {
+  name: 'carry.end-sessions',
+  text: `SELECT count(*) AS sessions, count(*) FILTER (WHERE ended) AS ended
+    FROM (SELECT pg_terminate_backend(pid, 5000) AS ended ${SERVICE_SESSIONS}) AS terminated`,
+}
+
+/** The refusal while sessions of the service are connected to the replaced database: nothing is changed. */
+function inUse(sessions: bigint, why: string): Error {
+  return new Error(
+    `the database it replaces is in use by ${sessions} session${sessions === 1n ? '' : 's'} of the service` +
+      `${why}: stop the instances on it, or make it read-only for the service's role (ALTER DATABASE … SET ` +
+      'default_transaction_read_only = on) and end their sessions: nothing was changed',
+  )
+}
+
+/** Ends the service's sessions on a database read-only for new ones, and answers how many were ended. */
+async function endSessions(old: PostgresPool, seen: bigint): Promise<number> {
+  let counts: { sessions: bigint; ended: bigint } | undefined
+  try {
+    counts = (await old.query<{ sessions: bigint; ended: bigint }>(END_SESSIONS))[0]
+  } catch (error) {
+    throw inUse(seen, ` (ending them here failed: ${(error as Error).message})`)
+  }
+  const { sessions = 0n, ended = 0n } = counts ?? {}
+  if (ended < sessions)
+    throw inUse(sessions - ended, ' (ending them here failed: one is still there after 5 s)')
+  return Number(ended)
 }
 
 /**
@@ -44,15 +75,12 @@ export async function carryForward(replacing: string, restored: string): Promise
   let revoked: { hash: string; revoked_at: string }[] | undefined
   let given: { pets: bigint; keys: bigint } | undefined
   let active: { hash: string }[] | undefined
+  let sessionsEnded = 0
   try {
     const serving = await fromOld(async () => (await old.query<ServingSessions>(SERVING_SESSIONS))[0])
-    if (serving !== undefined && serving.sessions > 0n && serving.read_only !== 'on') {
-      const sessions = `${serving.sessions} session${serving.sessions === 1n ? '' : 's'}`
-      throw new Error(
-        `the database it replaces is in use by ${sessions} of the service: stop the instances on it, or ` +
-          "make it read-only for the service's role (ALTER DATABASE … SET default_transaction_read_only " +
-          '= on) and end their sessions: nothing was changed',
-      )
+    if (serving !== undefined && serving.sessions > 0n) {
+      if (serving.read_only !== 'on') throw inUse(serving.sessions, '')
+      sessionsEnded = await endSessions(old, serving.sessions)
     }
     const count = { name: 'carry.pets', text: 'SELECT count(*) AS n FROM pets' }
     replacedPets = await fromOld(async () => (await old.query<{ n: bigint }>(count))[0]?.n ?? 0n)
@@ -104,7 +132,8 @@ export async function carryForward(replacing: string, restored: string): Promise
       ),
     )
     const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).length
-    return { replacedPets, revocations, idsKept: given !== undefined, keysNotInBackup, unreadable }
+    const idsKept = given !== undefined
+    return { replacedPets, sessionsEnded, revocations, idsKept, keysNotInBackup, unreadable }
   } finally {
     await db.close()
   }

@@ -30,6 +30,8 @@ export interface RestoreSummary extends BackupSummary {
 export interface CarriedForward {
   /** Its pets, if they could be counted. */
   replacedPets: bigint | undefined
+  /** Sessions of the service it ended first (PostgreSQL: opened before the database was made read-only). */
+  sessionsEnded?: number
   /** Keys revoked there that the backup holds active, revoked again; undefined if they could not be read. */
   revocations: number | undefined
   /** Whether the id sequences were raised past every id given out there. */
