@@ -47,6 +47,20 @@ describe('backup and restore (SQLite)', () => {
         [1, `petstore backup: ${to} is a directory: name the backup file\n`],
       )
     }
+    // A relative path is taken from where the command runs (npm run: the repository's root): named whole.
+    const missing = await runCli(['backup', '--to', 'backups/pets.db'], env, cwd)
+    assert.deepEqual(
+      [missing.status, missing.stderr],
+      [
+        1,
+        `petstore backup: ${join(cwd, 'backups')} does not exist: make it (mkdir -m 700 ${join(cwd, 'backups')}), or name a file in another directory\n`,
+      ],
+    )
+    const absent = await runCli(['restore', '--from', 'backups/pets.db'], env, cwd)
+    assert.deepEqual(
+      [absent.status, absent.stderr],
+      [1, `petstore restore: there is no file at ${join(cwd, 'backups', 'pets.db')}\n`],
+    )
     assert.deepEqual(readdirSync(cwd).sort(), ['data'], 'no file left beside it')
     assert.deepEqual(
       readdirSync(join(cwd, 'data')).filter((name) => name.endsWith('.tmp')),

@@ -43,7 +43,7 @@ async function passwordProtectedDatabase(): Promise<{
 }
 
 const NO_PASSWORD =
-  /the PostgreSQL server asks for a password, and its URL has none \(DATABASE_URL, or copy's --from or --to: put it in the URL, or set PGPASSWORD\)/
+  /the PostgreSQL server asks for a password, and none was given \(DATABASE_URL, or copy's --from or --to\): set PGPASSWORD, or put it in DATABASE_URL \(not in copy's arguments: ps shows them\)/
 
 describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
   test('when the server asks for a password and the URL gives none, then migrate, serve and copy exit 1 at once, with one line saying so', async (t) => {

@@ -158,7 +158,8 @@ async function boundedText(response: Response): Promise<string> {
     bytes += value.byteLength
     if (bytes > MAX_ANSWER_BYTES) {
       await reader.cancel().catch(() => {})
-      throw PetStoreError.from(`an answer longer than ${MAX_ANSWER_BYTES} bytes`, response)
+      const message = `HTTP ${response.status}: an answer longer than ${MAX_ANSWER_BYTES} bytes (read no further)`
+      throw new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
     }
     text += decoder.decode(value, { stream: true })
   }

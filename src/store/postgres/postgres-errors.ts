@@ -50,7 +50,8 @@ const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
 /** The driver's words when the server asks for a password and none was given (URL, PGPASSWORD, .pgpass). */
 const NO_PASSWORD = /client password must be a string/
 const NO_PASSWORD_GIVEN =
-  "the PostgreSQL server asks for a password, and its URL has none (DATABASE_URL, or copy's --from or --to: put it in the URL, or set PGPASSWORD)"
+  "the PostgreSQL server asks for a password, and none was given (DATABASE_URL, or copy's --from or --to): " +
+  "set PGPASSWORD, or put it in DATABASE_URL (not in copy's arguments: ps shows them)"
 
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the

@@ -93,7 +93,12 @@ export async function backupDatabase(
   if (existsSync(to) && !force) throw new Error(`${to} already exists (give --force to replace it)`)
   const slip = directorySlip(to)
   if (slip !== undefined) throw new Error(slip)
-  if (!existsSync(dirname(to))) throw new Error(`${dirname(to)} does not exist`)
+  const directory = resolve(dirname(to))
+  if (!existsSync(directory)) {
+    throw new Error(
+      `${directory} does not exist: make it (mkdir -m 700 ${directory}), or name a file in another directory`,
+    )
+  }
   removeAbandoned(to, 'backup')
   const temporary = temporaryBeside(to, 'backup')
   removeWithCompanions(temporary)

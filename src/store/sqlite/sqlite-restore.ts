@@ -36,7 +36,7 @@ import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.t
  * must outlive a restore is carried from it into the copy first (`carryForward`).
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
-  if (!existsSync(from)) throw new Error(`there is no file at ${from}`)
+  if (!existsSync(from)) throw new Error(`there is no file at ${resolve(from)}`)
   // What a link names is read: a FIFO's read would wait for a writer for ever, the database held meanwhile.
   const kind = kindAt(from)
   if (kind !== undefined) throw new Error(`${from} is ${kind}: name a backup file`)
