@@ -237,7 +237,7 @@ describe(
       // The instance's new sessions are ended too: from here the command cannot tell them from older ones.
       assert.match(
         carried.stdout,
-        /^kept what the database it replaces \(3 pets\) passes on; ended \d+ sessions? of the service on it, which may have begun before it was read-only; 1 key made since the backup is not in it\n$/,
+        /^kept what the database it replaces \(3 pets\) passes on; ended \d+ sessions? of the service on it, which may have begun before it was read-only; 1 key made since the backup is not in it: ops\n$/,
       )
       assert.equal(await drawn(), true, 'its id sequence raised past the pets given out')
       await waitUntil(

@@ -54,7 +54,7 @@ describe('restore over a database (SQLite)', () => {
     const restored = await runCli(['restore', '--from', 'b.db'], {}, cwd)
     assert.equal(restored.status, 0, restored.stderr)
     const said =
-      /^restored 3 pets from b\.db into (.+); the database it replaced \(8 pets\) is kept at (.+): delete it once this one is checked; 1 revocation made since the backup kept; 1 key made since the backup is not in it\n$/.exec(
+      /^restored 3 pets from b\.db into (.+); the database it replaced \(8 pets\) is kept at (.+): delete it once this one is checked; 1 revocation made since the backup kept; 1 key made since the backup is not in it: newer\n$/.exec(
         restored.stdout,
       )
     assert.ok(said, restored.stdout)

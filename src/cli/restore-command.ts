@@ -6,13 +6,22 @@ import { nonEmptyOption, parseCommandArgs } from './command-args.ts'
 import { backupRole } from './open-store.ts'
 import { startUp } from './start-up.ts'
 
+// The keys to make again, by name, in one line: at most this many named, the rest counted.
+const NAMED_KEYS = 10
+function namesOf(names: string[]): string {
+  if (names.length <= NAMED_KEYS) return names.join(', ')
+  const more = `${names.length - NAMED_KEYS} more (keys list on the database it replaced names them)`
+  return `${names.slice(0, NAMED_KEYS).join(', ')} and ${more}`
+}
+
 /** What a restore kept of the database it replaced, part by part, as its line says it. */
 function carriedLine(carried: CarriedForward): string {
   const { sessionsEnded = 0, revocations, idsKept, keysNotInBackup: missing, unreadable } = carried
   const ended =
     sessionsEnded === 0
       ? ''
-      : `; ended ${counted(sessionsEnded, 'session')} of the service on it, which may have begun before it was read-only`
+      : `; ended ${counted(sessionsEnded, 'session')} of the service on it, ` +
+        'which may have begun before it was read-only'
   const lost = [
     ...(revocations === undefined
       ? ['revocations made since the backup may be undone (check keys list)']
@@ -26,9 +35,10 @@ function carriedLine(carried: CarriedForward): string {
       ? ''
       : `; ${counted(revocations, 'revocation')} made since the backup kept`
   const keys =
-    missing === undefined || missing === 0
+    missing === undefined || missing.length === 0
       ? ''
-      : `; ${counted(missing, 'key')} made since the backup ${missing === 1 ? 'is' : 'are'} not in it`
+      : `; ${counted(missing.length, 'key')} made since the backup ${missing.length === 1 ? 'is' : 'are'} ` +
+        `not in it: ${namesOf(missing)}`
   return `${ended}${unread}${revoked}${keys}`
 }
 

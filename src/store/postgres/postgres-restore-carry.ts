@@ -74,7 +74,7 @@ export async function carryForward(replacing: string, restored: string): Promise
   let replacedPets: bigint | undefined
   let revoked: { hash: string; revoked_at: string }[] | undefined
   let given: { pets: bigint; keys: bigint } | undefined
-  let active: { hash: string }[] | undefined
+  let active: { hash: string; name: string }[] | undefined
   let sessionsEnded = 0
   try {
     const serving = await fromOld(async () => (await old.query<ServingSessions>(SERVING_SESSIONS))[0])
@@ -92,9 +92,9 @@ export async function carryForward(replacing: string, restored: string): Promise
     )
     given = await fromOld(async () => ({ pets: await highest('pets'), keys: await highest('api_keys') }))
     active = await fromOld(() =>
-      old.query<{ hash: string }>({
+      old.query<{ hash: string; name: string }>({
         name: 'carry.active',
-        text: 'SELECT hash FROM api_keys WHERE revoked_at IS NULL',
+        text: 'SELECT hash, name FROM api_keys WHERE revoked_at IS NULL ORDER BY id',
       }),
     )
   } finally {
@@ -131,7 +131,7 @@ export async function carryForward(replacing: string, restored: string): Promise
         (row) => row.hash,
       ),
     )
-    const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).length
+    const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).map((row) => row.name)
     const idsKept = given !== undefined
     return { replacedPets, sessionsEnded, revocations, idsKept, keysNotInBackup, unreadable }
   } finally {

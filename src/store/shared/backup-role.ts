@@ -36,8 +36,8 @@ export interface CarriedForward {
   revocations: number | undefined
   /** Whether the id sequences were raised past every id given out there. */
   idsKept: boolean
-  /** Active keys there that the backup does not hold (made since it was taken): gone with the restore. */
-  keysNotInBackup: number | undefined
+  /** Names of active keys there that the backup does not hold (made since it was taken): gone with it. */
+  keysNotInBackup: string[] | undefined
   /** The first read of the replaced database that failed (it is damaged), if one did. */
   unreadable: string | undefined
 }

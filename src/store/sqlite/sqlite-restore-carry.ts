@@ -32,7 +32,9 @@ export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
       (table) => [table, highestIdGiven((sql) => old.prepare(sql), table)] as const,
     ),
   )
-  const active = fromOld(() => old.prepare('SELECT hash FROM api_keys WHERE revoked_at IS NULL').all())
+  const active = fromOld(() =>
+    old.prepare('SELECT hash, name FROM api_keys WHERE revoked_at IS NULL ORDER BY id').all(),
+  )
 
   const db = new DatabaseSync(copy)
   try {
@@ -54,7 +56,7 @@ export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
         .all()
         .map((row) => row.hash),
     )
-    const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).length
+    const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).map((row) => String(row.name))
     return { replacedPets, revocations, idsKept: given !== undefined, keysNotInBackup, unreadable }
   } finally {
     db.close()
