@@ -132,4 +132,21 @@ describe('backup and restore (SQLite)', () => {
       assert.equal(statSync(join(cwd, args[1] as string)).mode & 0o777, 0o600, args.join(' '))
     }
   })
+
+  test('when more than ten keys were made since the backup, then the restore line names ten and counts the rest', async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal((await runCli(['seed', '--count', '1'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
+    const names = Array.from({ length: 11 }, (_, i) => `k${String(i + 1).padStart(2, '0')}`)
+    for (const name of names)
+      assert.equal((await runCli(['keys', 'create', '--name', name], {}, cwd)).status, 0, name)
+    const restored = await runCli(['restore', '--from', 'b.db'], {}, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
+    assert.ok(
+      restored.stdout.endsWith(
+        `; 11 keys made since the backup are not in it: ${names.slice(0, 10).join(', ')} and 1 more (keys list on the database it replaced names them)\n`,
+      ),
+      restored.stdout,
+    )
+  })
 })
