@@ -36,6 +36,25 @@ async function servedAndMigrated(t: TestContext) {
   return { cwd, old, restored, server, request: requesterFor(key) }
 }
 
+/** Makes a database read-only for the sessions opened from now on, and ends the service's if asked. */
+async function makeReadOnly(url: string, { endSessions }: { endSessions: boolean }): Promise<void> {
+  const name = new URL(url).pathname.slice(1)
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  try {
+    await admin.query(`ALTER DATABASE "${name}" SET default_transaction_read_only = on`)
+    if (endSessions) {
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = $1 AND application_name = 'petstore'`,
+        [name],
+      )
+    }
+  } finally {
+    await admin.end()
+  }
+}
+
 describe(
   'backup and restore (PostgreSQL runbook)',
   suiteNeeding('the PostgreSQL runbook suite', postgresLack()),
@@ -215,19 +234,7 @@ describe(
 
       // The README's other way: the database read-only for the service, its sessions ended; the instance
       // connects again, read-only, and still serves reads.
-      const admin = new pg.Client({ connectionString: old })
-      await admin.connect()
-      try {
-        const name = new URL(old).pathname.slice(1)
-        await admin.query(`ALTER DATABASE "${name}" SET default_transaction_read_only = on`)
-        await admin.query(
-          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE datname = $1 AND application_name = 'petstore'`,
-          [name],
-        )
-      } finally {
-        await admin.end()
-      }
+      await makeReadOnly(old, { endSessions: true })
       await waitUntil(
         async () => (await request(server, '/v1/pets')).status === 200,
         'the instance did not serve reads again',
@@ -252,12 +259,7 @@ describe(
         request(server, '/v1/pets', { method: 'POST', body: '{"name":"Rex","categoryId":1}' })
       assert.equal((await create()).status, 201)
       // Read-only for new sessions only: the instance's open ones could still write.
-      const admin = new pg.Client({ connectionString: old })
-      await admin.connect()
-      await admin.query(
-        `ALTER DATABASE "${new URL(old).pathname.slice(1)}" SET default_transaction_read_only = on`,
-      )
-      await admin.end()
+      await makeReadOnly(old, { endSessions: false })
 
       const carried = await runCli(['restore', '--replacing', old], { DATABASE_URL: restored }, cwd)
       assert.equal(carried.status, 0, carried.stdout + carried.stderr)
