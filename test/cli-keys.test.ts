@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { get } from './helpers/cli-http-get.ts'
+import { get } from './helpers/bearer-call.ts'
 import { exitWithin, runCli, startServeProcess } from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
