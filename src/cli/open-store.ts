@@ -98,7 +98,8 @@ async function openMigratedStore(
     await store.serviceSecret()
     return { store, made }
   } catch (error) {
-    await store.close()
+    // Its failure to close is not the migration's: the error that stopped it is the one said.
+    await store.close().catch(() => undefined)
     throw error
   }
 }

@@ -139,9 +139,9 @@ async function serveInProcess(
     metricsServer?.close()
     redis?.client.disconnect()
     // Before the store: the app's jobs (the schema check, the purge) would meet it closed, and say so.
-    // Its own failure to close is not the start's: the error that stopped the start is the one said.
+    // Their own failures to close are not the start's: the error that stopped the start is the one said.
     await composed?.close().catch(() => undefined)
-    await store.close()
+    await store.close().catch(() => undefined)
     throw error
   }
 }
@@ -200,9 +200,12 @@ uncaught failure (see README, "Operating").`,
       const store = await openStore(config.database, log)
       try {
         await prepareStore(store, config, log, stdout)
-      } finally {
-        await store.close()
+      } catch (error) {
+        // Its failure to close is not the preparation's: the error that stopped it is the one said.
+        await store.close().catch(() => undefined)
+        throw error
       }
+      await store.close()
       // The modules a worker loads are this process's too (imported to prepare): written before the
       // workers start, so that they start warm where the cache begins empty at every start (systemd's).
       flushCompileCache()
