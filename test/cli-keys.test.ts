@@ -44,28 +44,30 @@ describe('petstore CLI: commands on a database', () => {
     assert.match(server.output(), /api_key=psk_\[redacted\]/)
   })
 
-  test('when a key calls the deprecated getPet, then keys list shows how often and when it last did', async (t) => {
+  test('when a key calls the deprecated getPet, then keys list shows how often and when it last did, calls refused as malformed or by the rate limit included', async (t) => {
     const cwd = temporaryDirectory(t)
     const key = (await runCli(['keys', 'create', '--name', 'legacy'], {}, cwd)).stdout.trim()
     await runCli(['keys', 'create', '--name', 'modern'], {}, cwd)
-    const server = await startServeProcess({}, cwd)
+    const server = await startServeProcess({ RATE_LIMIT_PER_MINUTE: '5' }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
     const started = Date.now()
     for (let i = 0; i < 3; i++) assert.equal((await get(server.origin, '/v1/pets/1', key)).status, 404)
     assert.equal((await get(server.origin, '/v1/pets', key)).status, 200, 'listPets is not deprecated')
+    assert.equal((await get(server.origin, '/v1/pets/abc', key)).status, 400)
+    assert.equal((await get(server.origin, '/v1/pets/1', key)).status, 429)
     // Counts are written every few seconds and when the server stops.
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
 
     const [legacy, modern] = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)
-    assert.equal(legacy.deprecatedCalls, 3)
+    assert.equal(legacy.deprecatedCalls, 5)
     const last = Date.parse(legacy.lastDeprecatedCallAt)
     assert.ok(last >= started - 1000 && last <= Date.now(), legacy.lastDeprecatedCallAt)
     assert.equal(modern.deprecatedCalls, 0)
     assert.equal(modern.lastDeprecatedCallAt, undefined)
     const table = (await runCli(['keys', 'list'], {}, cwd)).stdout
     assert.match(table, /^NAME\s+KEY\s+CREATED\s+REVOKED\s+DEPRECATED CALLS\s+LAST DEPRECATED CALL$/m)
-    assert.match(table, /^legacy\s+psk_\S{4}…\s+\S+\s+active\s+3\s+\d{4}-\d\d-\d\dT[\d:.]+Z$/m)
+    assert.match(table, /^legacy\s+psk_\S{4}…\s+\S+\s+active\s+5\s+\d{4}-\d\d-\d\dT[\d:.]+Z$/m)
     assert.match(table, /^modern\s+psk_\S{4}…\s+\S+\s+active\s+0\s+-$/m)
   })
 

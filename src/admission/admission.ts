@@ -73,6 +73,8 @@ export function admission({ checkBearer, limitRate, deprecation }: AdmissionOpti
       return
     }
     request.apiKey = checked
+    // Counted once the key is known, whatever comes next (a 429, a 400): a refused call to a deprecated
+    // operation still shows the key's owner has code that makes it.
     deprecation?.calls.count(checked)
     if (request.headers.expect !== undefined) inviteBodyWhenRead(request, reply)
     if (limitRate === undefined) done()
