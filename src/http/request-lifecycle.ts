@@ -139,6 +139,9 @@ export function addRequestLifecycle(
       reply.header('connection', 'close')
       lingerOnClose(request.raw.socket)
     }
+    // Asked to upgrade (never done here), Node reads nothing more of the connection: a request pipelined
+    // behind would wait unanswered. The connection ends after this answer, so the client sends it again.
+    if (request.headers.upgrade !== undefined) reply.header('connection', 'close')
     // Past the head, the request is its operation's call: its answer carries that operation's headers.
     if (request.query !== MALFORMED_QUERY) return done()
     setOperationHeaders?.(request, reply)
