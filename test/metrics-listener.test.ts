@@ -54,6 +54,13 @@ describe('the metrics listener', () => {
       assert.match(answer, /^HTTP\/1\.1 421 /, host)
       assert.doesNotMatch(answer, /up 1/, host)
     }
+    // Node keeps the first of two Host headers: the second could name any host.
+    const twice = await opened(port)
+    twice.end('GET /metrics HTTP/1.1\r\nHost: localhost\r\nHost: rebind.attacker.example\r\n\r\n')
+    let answer = ''
+    for await (const chunk of twice) answer += chunk
+    assert.match(answer, /^HTTP\/1\.1 400 [\s\S]*the Host header is repeated/)
+    assert.doesNotMatch(answer, /up 1/)
     for (const host of [
       `127.0.0.1:${port}`,
       `localhost:${port}`,
