@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { runCli, startServeProcess } from './helpers/cli-process.ts'
+import { CLI, cliEnvironment, runCli, runCommand, startServeProcess } from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 describe('petstore CLI: settings and what stops a start', () => {
@@ -220,6 +220,26 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.match(
       unknownHost.stderr,
       /^petstore serve: cannot listen on METRICS_HOST:METRICS_PORT \(no-such-host\.invalid:\d+\): the host name (does not resolve \(ENOTFOUND\)|could not be resolved now \(EAI_AGAIN\))\n$/,
+    )
+  })
+
+  test('when serve fails to start after logging (a first start writes its key file, then the port is taken), then the lines logged come out before the one saying why it stopped, which is last', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const first = await startServeProcess({ API_KEYS: '' }, cwd)
+    t.after(() => first.child.kill('SIGKILL'))
+    const port = new URL(first.origin).port
+    // Both streams into one pipe, as a terminal shows them: their order is the order they were written.
+    const env = cliEnvironment({ PORT: port, DATABASE_URL: `sqlite:${join(cwd, 'other.db')}` })
+    const both = await runCommand('/bin/sh', ['-c', 'exec "$0" "$1" serve 2>&1', process.execPath, CLI], {
+      env,
+      cwd,
+    })
+    assert.equal(both.status, 1)
+    const lines = both.stdout.trimEnd().split('\n')
+    assert.match(lines[0] ?? '', /"msg":"no API key existed: created one and wrote it to this file/)
+    assert.equal(
+      lines.at(-1),
+      `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)`,
     )
   })
 })

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { connectRedis } from '../admission/rate-limit/redis-connection.ts'
 import type { Config, DatabaseSettings } from '../config.ts'
+import { afterLogFlush } from '../log/logger.ts'
 import { startServer } from '../server.ts'
 import { postgresUrlOf } from '../setting-forms.ts'
 import type { Store } from '../store/store.ts'
@@ -167,51 +168,59 @@ uncaught failure (see README, "Operating").`,
     const { config, log, settings } = cluster.isWorker
       ? startUp({ isTTY: isatty(logFd) }, { bufferedLog: true, logFd })
       : startUp(stdout, { bufferedLog: true, logFd: 1 })
-    // A worker's stop during its start is its supervisor's to ask (supervisor/worker-stop.ts).
-    const startingUp = cluster.isWorker ? undefined : stopDuringStartUp(log)
-    if (!cluster.isWorker) {
-      await resolveListenerHosts([
-        { settings: 'HOST:PORT', address: config.server },
-        { settings: 'METRICS_HOST:METRICS_PORT', address: config.metrics },
-      ])
-    }
-    if (config.workers === 1 || !cluster.isPrimary) return serveInProcess(config, log, stdout, startingUp)
-    // Up to 999 are taken (every limit explicit), but past the CPUs they only take turns on them, each
-    // with its own memory and pool.
-    const cpus = availableParallelism()
-    if (config.workers > cpus) {
-      log.warn(
-        { workers: config.workers, cpus },
-        'WORKERS is above the CPUs available: the workers take turns on them, each with its own memory and database connections',
-      )
-    }
-    const { perMinute, redisUrl } = config.rateLimit
-    if (perMinute > 0 && redisUrl === undefined) {
-      log.warn(
-        { workers: config.workers, perMinute },
-        'each worker counts the rate limit alone: a key may make up to WORKERS times RATE_LIMIT_PER_MINUTE requests a minute here; set REDIS_URL for one count',
-      )
-    }
-    // The supervisor prepares the store once, before any worker starts, and closes it again; credentials
-    // Redis refuses stop it first, as they would stop every worker.
-    const supervised = { ...config, environment: settings }
-    const supervising = superviseWorkers(config.workers, supervised, log, async () => {
-      if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).client.disconnect()
-      const store = await openStore(config.database, log)
-      try {
-        await prepareStore(store, config, log, stdout)
-      } catch (error) {
-        // Its failure to close is not the preparation's: the error that stopped it is the one said.
-        await store.close().catch(() => undefined)
-        throw error
+    try {
+      // A worker's stop during its start is its supervisor's to ask (supervisor/worker-stop.ts).
+      const startingUp = cluster.isWorker ? undefined : stopDuringStartUp(log)
+      if (!cluster.isWorker) {
+        await resolveListenerHosts([
+          { settings: 'HOST:PORT', address: config.server },
+          { settings: 'METRICS_HOST:METRICS_PORT', address: config.metrics },
+        ])
       }
-      await store.close()
-      // The modules a worker loads are this process's too (imported to prepare): written before the
-      // workers start, so that they start warm where the cache begins empty at every start (systemd's).
-      flushCompileCache()
-    })
-    // Its own listeners are in place once it supervises.
-    return supervising.finally(() => startingUp?.())
+      if (config.workers === 1 || !cluster.isPrimary)
+        return await serveInProcess(config, log, stdout, startingUp)
+      // Up to 999 are taken (every limit explicit), but past the CPUs they only take turns on them, each
+      // with its own memory and pool.
+      const cpus = availableParallelism()
+      if (config.workers > cpus) {
+        log.warn(
+          { workers: config.workers, cpus },
+          'WORKERS is above the CPUs available: the workers take turns on them, each with its own memory and database connections',
+        )
+      }
+      const { perMinute, redisUrl } = config.rateLimit
+      if (perMinute > 0 && redisUrl === undefined) {
+        log.warn(
+          { workers: config.workers, perMinute },
+          'each worker counts the rate limit alone: a key may make up to WORKERS times RATE_LIMIT_PER_MINUTE requests a minute here; set REDIS_URL for one count',
+        )
+      }
+      // The supervisor prepares the store once, before any worker starts, and closes it again; credentials
+      // Redis refuses stop it first, as they would stop every worker.
+      const supervised = { ...config, environment: settings }
+      const supervising = superviseWorkers(config.workers, supervised, log, async () => {
+        if (redisUrl !== undefined) (await connectRedis(redisUrl, log)).client.disconnect()
+        const store = await openStore(config.database, log)
+        try {
+          await prepareStore(store, config, log, stdout)
+        } catch (error) {
+          // Its failure to close is not the preparation's: the error that stopped it is the one said.
+          await store.close().catch(() => undefined)
+          throw error
+        }
+        await store.close()
+        // The modules a worker loads are this process's too (imported to prepare): written before the
+        // workers start, so that they start warm where the cache begins empty at every start (systemd's).
+        flushCompileCache()
+      })
+      // Its own listeners are in place once it supervises.
+      return await supervising.finally(() => startingUp?.())
+    } catch (error) {
+      // The lines logged so far wait in the log's buffer: out first, so that the line saying why the start
+      // failed (on stderr, at once) comes last on a terminal.
+      await new Promise<void>((done) => afterLogFlush(log, done))
+      throw error
+    }
   },
 }
 
