@@ -19,7 +19,8 @@ const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
 if (major < needMajor || (major === needMajor && minor < needMinor)) {
   // `npm install` puts the project's own Node.js in node_modules/.bin, first on the PATH of npm's scripts.
   const how = existsSync(new URL('node_modules/.bin/node', root))
-    ? 'npm start and npm run petstore -- <command> use the one npm install put in node_modules/.bin'
+    ? 'npm start and npm run petstore -- <command> use the one npm install put in node_modules/.bin (or, ' +
+      'in this shell: export PATH="$PWD/node_modules/.bin:$PATH")'
     : "run npm install (it installs the project's own Node.js), then npm start or npm run petstore -- <command>"
   process.stderr.write(
     `petstore: needs Node.js ${needMajor}.${needMinor} or newer, and ${process.execPath} is ${process.version}; ${how}\n`,

@@ -64,7 +64,7 @@ describe('the entry point on an older Node.js', options, () => {
     assert.equal(result.status, 1)
     assert.equal(
       result.stderr,
-      `${needs}npm start and npm run petstore -- <command> use the one npm install put in node_modules/.bin\n`,
+      `${needs}npm start and npm run petstore -- <command> use the one npm install put in node_modules/.bin (or, in this shell: export PATH="$PWD/node_modules/.bin:$PATH")\n`,
     )
   })
 
