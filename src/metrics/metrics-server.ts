@@ -61,14 +61,14 @@ export async function startMetricsServer(
         response.writeHead(503, headers).end('too many requests of this connection wait for their answers\n')
         return
       }
-      // On loopback, only a scraper on this machine is meant: a web page it opens may point a name of its
-      // own at 127.0.0.1 (DNS rebinding) and read the metrics (key names, traffic), naming its own host.
       // Node keeps the first of two Host headers: the second could name any host (RFC 9112 §3.2).
       if ((request.headersDistinct.host?.length ?? 0) > 1) {
         const headers = { 'content-type': 'text/plain', connection: 'close' }
         response.writeHead(400, headers).end('bad request: the Host header is repeated\n')
         return
       }
+      // On loopback, only a scraper on this machine is meant: a web page it opens may point a name of its
+      // own at 127.0.0.1 (DNS rebinding) and read the metrics (key names, traffic), naming its own host.
       if (loopbackOnly && !namesLoopback(request.headers.host)) {
         const headers = { 'content-type': 'text/plain', connection: 'close' }
         response.writeHead(421, headers).end('misdirected: on loopback, scrape as localhost or 127.0.0.1\n')
