@@ -7,9 +7,10 @@ import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
 import { suiteCleanup, temporaryDirectory } from './helpers/cleanup.ts'
-import { containerLack, podman, podmanQuietly, RUNTIME_FLAGS, run } from './helpers/podman.ts'
+import { containerLack, podman, podmanQuietly, run } from './helpers/podman.ts'
 import { ensureStandInServiceImages } from './helpers/stand-in-service-images.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
+import { bootedState, startMachine } from './helpers/systemd-machine.ts'
 
 // deploy/petstore.service run for real: the README's steps on a VM, in a container that boots systemd as
 // its PID 1 (a stand-in Debian 12 machine, stand-ins/vm.Containerfile), the release bind-mounted read-only
@@ -102,15 +103,7 @@ describe('deploy/petstore.service, run by systemd', {
       // SYS_ADMIN: the unit's namespacing directives (ProtectSystem=, PrivateTmp=…) unshare a mount
       // namespace, which a VM's systemd may and podman's default capabilities do not allow. SYS_PTRACE:
       // root reads which node a process of the service's user runs (/proc/PID/exe), as on a VM.
-      await podman([
-        'run',
-        '--detach',
-        // A container left by a run that was killed, under a pid used again, is replaced.
-        '--replace',
-        '--name',
-        container,
-        ...RUNTIME_FLAGS,
-        '--systemd=always',
+      await startMachine(container, VM, [
         '--cap-add',
         'SYS_ADMIN',
         '--cap-add',
@@ -122,19 +115,9 @@ describe('deploy/petstore.service, run by systemd', {
         `${release}:${RELEASES[1]}:ro`,
         '--publish',
         '127.0.0.1::8080',
-        VM,
       ])
       started = performance.now()
-      // Asked again until systemd's bus is up; then `--wait` returns once the boot is done.
-      const state = await waitFor(
-        () =>
-          inVm(['systemctl', 'is-system-running', '--wait']).then(
-            (out) => out.trim(),
-            (error: Error) => (/Failed to connect to bus/.test(error.message) ? undefined : error.message),
-          ),
-        'systemd did not start',
-        { timeoutMs: MINUTE, everyMs: 100 },
-      )
+      const state = await bootedState(container, MINUTE)
       if (state !== 'running') {
         const failed = await inVm(['systemctl', '--failed', '--no-legend']).catch(String)
         assert.fail(`the machine booted ${state}, not running:\n${failed}`)
