@@ -36,13 +36,16 @@ describe('the metrics listener', () => {
   })
 
   test("when the listener is on loopback and a request names another host (a web page's DNS rebinding), then 421 and no metrics; loopback names get them, and a listener on every address answers any name (a scrape by service name)", async (t) => {
-    const scrape = async (port: number, host: string) => {
+    /** What the listener answers to `head`, sent whole on a connection of its own. */
+    const answerTo = async (port: number, head: string) => {
       const socket = await opened(port)
-      socket.end(`GET /metrics HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      socket.end(head)
       let text = ''
       for await (const chunk of socket) text += chunk
       return text
     }
+    const scrape = (port: number, host: string) =>
+      answerTo(port, `GET /metrics HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
     const port = await opening(t)
     for (const host of [
       'rebind.attacker.example',
@@ -55,10 +58,10 @@ describe('the metrics listener', () => {
       assert.doesNotMatch(answer, /up 1/, host)
     }
     // Node keeps the first of two Host headers: the second could name any host.
-    const twice = await opened(port)
-    twice.end('GET /metrics HTTP/1.1\r\nHost: localhost\r\nHost: rebind.attacker.example\r\n\r\n')
-    let answer = ''
-    for await (const chunk of twice) answer += chunk
+    const answer = await answerTo(
+      port,
+      'GET /metrics HTTP/1.1\r\nHost: localhost\r\nHost: rebind.attacker.example\r\n\r\n',
+    )
     assert.match(answer, /^HTTP\/1\.1 400 [\s\S]*the Host header is repeated/)
     assert.doesNotMatch(answer, /up 1/)
     for (const host of [

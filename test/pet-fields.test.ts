@@ -8,7 +8,6 @@ interface FieldSchema {
   $ref?: string
   type?: string
   enum?: unknown[]
-  minLength?: number
 }
 
 type Schemas = Record<string, FieldSchema & { properties?: Record<string, FieldSchema> }>
