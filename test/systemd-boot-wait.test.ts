@@ -4,11 +4,10 @@ import { suiteCleanup } from './helpers/cleanup.ts'
 import { containerLack, podmanQuietly } from './helpers/podman.ts'
 import { ensureStandInServiceImages } from './helpers/stand-in-service-images.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
-import { bootedState, startMachine } from './helpers/systemd-machine.ts'
+import { bootedState, startMachine, VM_IMAGE as VM } from './helpers/systemd-machine.ts'
 
 // The wait the systemd unit's suite makes for its machine to boot, on a machine slow to boot (as a busy one
 // is): until systemd is up, `systemctl` says "offline", which is no state the machine booted to.
-const VM = 'localhost/petstore-test-vm:bookworm'
 const MINUTE = 60_000
 
 describe('waiting for a machine that boots systemd', {

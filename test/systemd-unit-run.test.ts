@@ -10,14 +10,13 @@ import { suiteCleanup, temporaryDirectory } from './helpers/cleanup.ts'
 import { containerLack, podman, podmanQuietly, run } from './helpers/podman.ts'
 import { ensureStandInServiceImages } from './helpers/stand-in-service-images.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
-import { bootedState, startMachine } from './helpers/systemd-machine.ts'
+import { bootedState, startMachine, VM_IMAGE as VM } from './helpers/systemd-machine.ts'
 
 // deploy/petstore.service run for real: the README's steps on a VM, in a container that boots systemd as
 // its PID 1 (a stand-in Debian 12 machine, stand-ins/vm.Containerfile), the release bind-mounted read-only
 // where the steps put it. Every directive of the unit applies, its hardening included.
 const REPOSITORY = fileURLToPath(new URL('../', import.meta.url))
 const UNIT = join(REPOSITORY, 'deploy/petstore.service')
-const VM = 'localhost/petstore-test-vm:bookworm'
 const MINUTE = 60_000
 // Where the README's steps would put two releases (`/opt/petstore-<commit>`).
 const RELEASES = ['/opt/petstore-1a2b3c4', '/opt/petstore-5d6e7f8'] as const

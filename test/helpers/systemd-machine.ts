@@ -1,6 +1,9 @@
 import { waitFor } from './bounded-wait.ts'
 import { podman, RUNTIME_FLAGS } from './podman.ts'
 
+/** The stand-in Debian 12 machine that boots systemd (stand-ins/vm.Containerfile). */
+export const VM_IMAGE = 'localhost/petstore-test-vm:bookworm'
+
 /**
  * Starts `image` as `container`, a machine: systemd its PID 1, podman's `flags` given before the image and
  * `command` after it. A container left by a run that was killed, under a pid used again, is replaced.
