@@ -1,11 +1,18 @@
 import assert from 'node:assert/strict'
 import { statSync, truncateSync, unlinkSync } from 'node:fs'
+import { Agent, request } from 'node:http'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { LOG_OUTPUT } from '../src/log/log-output-limits.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { logLines, type ServeProcess, waitForLog } from './helpers/cli-process.ts'
-import { limitFileSize, MAX_CREATES_UNTIL_FULL, MIB, setUp } from './helpers/faulty-volume-server.ts'
+import {
+  exhaustFileDescriptors,
+  limitFileSize,
+  MAX_CREATES_UNTIL_FULL,
+  MIB,
+  setUp,
+} from './helpers/faulty-volume-server.ts'
 import { assertUnavailable } from './helpers/pet-ledger.ts'
 import {
   assertStorageFaultReported,
@@ -197,5 +204,52 @@ describe(
         await setup.ledger.assertAllPresent(await setup.start())
       })
     }
+  },
+)
+
+/** Calls `server` on one kept-alive connection: made first, it needs no descriptor once they run out. */
+function keptAliveCaller(t: TestContext, server: ServeProcess, key: string) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  t.after(() => agent.destroy())
+  const { hostname, port } = new URL(server.origin)
+  return (method: string, path: string, body?: string) =>
+    new Promise<{ status: number; body: { code?: string; message?: string } }>((resolve, reject) => {
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+      const call = request({ hostname, port, method, path, agent, headers }, (response) => {
+        let text = ''
+        response.setEncoding('utf8').on('data', (chunk: string) => {
+          text += chunk
+        })
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }))
+      })
+      call.on('error', reject).end(body)
+    })
+}
+
+describe(
+  'SQLite: no file descriptor left when the write thread starts',
+  suiteNeedingPrlimit('the descriptor suite'),
+  () => {
+    test('when the write thread cannot start (the open-file limit reached), then the create is refused with 503 as not made, not as possibly made; with descriptors free again, creates resume and the refused one is not stored', async (t) => {
+      const setup = setUp(t, temporaryDirectory(t), 'on')
+      const server = await setup.start()
+      const call = keptAliveCaller(t, server, setup.key)
+      const pet = JSON.stringify({ name: 'Rex', categoryId: 1 })
+      assert.equal((await call('GET', '/v1/pets')).status, 200)
+      const restore = exhaustFileDescriptors(server)
+      const refused = await call('POST', '/v1/pets', pet)
+      restore()
+      assert.deepEqual(refused, {
+        status: 503,
+        body: {
+          code: 'service_unavailable',
+          message: 'the store is unavailable; retry shortly',
+          status: 503,
+        },
+      })
+      assert.equal((await call('POST', '/v1/pets', pet)).status, 201)
+      const stored = await call('GET', '/v1/pets')
+      assert.equal((stored.body as unknown as unknown[]).length, 1, 'the refused create was not stored')
+    })
   },
 )

@@ -175,6 +175,22 @@ describe('SQLite engine', () => {
     )
   })
 
+  test('when the write thread cannot open the database, then the create fails as unavailable, not in doubt, and nothing is stored', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const writeThreadEntry = new URL('./helpers/unopenable-write-thread.ts', import.meta.url)
+    const store = await openStore(t, path, 2000, { writeThread: true, writeThreadEntry })
+    for (const name of ['first', 'second'])
+      await assert.rejects(
+        store.createPet({ pet: { name, categoryId: 1n } }),
+        (error: Error) =>
+          error instanceof StoreUnavailableError &&
+          !(error instanceof WriteInDoubtError) &&
+          /cannot open the database .*pets\.db\/pets\.db/.test(`${error.message} ${error.cause}`),
+        name,
+      )
+    assert.deepEqual(await store.listPets({ limit: 10 }), [])
+  })
+
   test('when two stores on one file create concurrently, then every create commits with a distinct id', async (t) => {
     const path = join(temporaryDirectory(t), 'pets.db')
     const [a, b] = [await openStore(t, path), await openStore(t, path)]

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { generateApiKey } from '../../src/auth/api-key.ts'
@@ -42,4 +43,20 @@ export function setUp(t: TestContext, directory: string, writeThread = 'off') {
 /** Sets the soft limit on the size of files `server` writes (EFBIG past it), as `ulimit -f` would. */
 export function limitFileSize(server: ServeProcess, bytes: number | 'unlimited') {
   execFileSync('prlimit', ['--pid', String(server.child.pid), `--fsize=${bytes}:`])
+}
+
+/**
+ * Sets `server`'s soft limit on open files to the lowest descriptor it has free, so that nothing it opens
+ * next gets one (EMFILE), as when its connections have used them all; returns what puts the limit back.
+ */
+export function exhaustFileDescriptors(server: ServeProcess): () => void {
+  const pid = String(server.child.pid)
+  const limits = readFileSync(`/proc/${pid}/limits`, 'utf8')
+  const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1]
+  if (soft === undefined) throw new Error(`no open-file limit in /proc/${pid}/limits`)
+  const used = new Set(readdirSync(`/proc/${pid}/fd`).map(Number))
+  let free = 0
+  while (used.has(free)) free++
+  execFileSync('prlimit', ['--pid', pid, `--nofile=${free}:`])
+  return () => execFileSync('prlimit', ['--pid', pid, `--nofile=${soft}:`])
 }

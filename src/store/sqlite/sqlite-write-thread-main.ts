@@ -1,5 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
+import { StoreUnavailableError } from '../../errors.ts'
 import { SqliteConnection, type SqliteConnectionOptions } from './sqlite-connection.ts'
+import { storageFaultOf } from './sqlite-errors.ts'
 import { createPetBatch } from './sqlite-pet-inserts.ts'
 import {
   batchToWire,
@@ -11,19 +13,37 @@ import {
 // The write thread's entry point (see SqliteWriteThread): one connection, one batch at a time.
 const port = parentPort
 if (port === null) throw new Error('sqlite-write-thread-main.ts runs as a worker thread only')
-const db = new SqliteConnection(workerData as SqliteConnectionOptions)
+let db: SqliteConnection | undefined
+
+/**
+ * The connection, opened with the first batch and again with the next if that failed (no descriptor left,
+ * say): a failed open answers its batch as not written, where a thread dying of it would leave it in doubt.
+ */
+function connection(): SqliteConnection {
+  try {
+    db ??= new SqliteConnection(workerData as SqliteConnectionOptions)
+    return db
+  } catch (error) {
+    if (storageFaultOf(error) !== undefined) throw error
+    const reason = error instanceof Error ? error.message : String(error)
+    throw new StoreUnavailableError(`the write thread could not open the database: ${reason}`, {
+      cause: error,
+    })
+  }
+}
 
 port.on('message', async (message: WriteThreadMessage) => {
   if ('close' in message) {
-    db.close()
+    db?.close()
     port.close()
     return
   }
   // Taken while a batch waits for the lock: its wait retries asynchronously, so this message comes between.
-  if ('endWaitsIn' in message) return db.endWaitsBy(performance.now() + message.endWaitsIn)
+  if ('endWaitsIn' in message) return db?.endWaitsBy(performance.now() + message.endWaitsIn)
   let reply: WriteThreadReply
   try {
-    reply = batchToWire(await db.run(() => createPetBatch(db, message.requests), message.waitMs))
+    const open = connection()
+    reply = batchToWire(await open.run(() => createPetBatch(open, message.requests), message.waitMs))
   } catch (error) {
     reply = { failure: failureToWire(error) }
   }

@@ -137,10 +137,12 @@ export class SqliteWriteThread {
     })
     // A thread that dies with a batch may have committed it (out of memory, say, between its COMMIT and
     // its answer): its callers are told the write is in doubt (a 503 naming Idempotency-Key), as a
-    // connection lost after a commit was sent is, and the next batch starts a new thread.
+    // connection lost after a commit was sent is, and the next batch starts a new thread. One that never
+    // started (no descriptor left for its event loop) ran nothing: its batch was not written.
     worker.on('error', (error) => {
       const cause = new StoreUnavailableError('the write thread failed', { cause: error })
-      this.#settle()?.reject(new WriteInDoubtError({ cause }))
+      const started = (error as { code?: unknown }).code !== 'ERR_WORKER_INIT_FAILED'
+      this.#settle()?.reject(started ? new WriteInDoubtError({ cause }) : cause)
     })
     worker.on('exit', (code) => {
       if (this.#worker === worker) this.#worker = undefined
