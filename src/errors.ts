@@ -201,6 +201,22 @@ export class SchemaMissingError extends StoreUnavailableError {
   }
 }
 
+/**
+ * The database refuses the service's role a table its statements use (SQLSTATE 42501): the table given
+ * to another role (a restore run as one, ALTER TABLE … OWNER TO) or a grant revoked. Answered 503 meanwhile.
+ */
+export class TableAccessRefusedError extends StoreUnavailableError {
+  constructor(options?: ErrorOptions) {
+    super("the database refuses this service's role a table it uses (insufficient privilege)", {
+      ...options,
+      remedy:
+        'give the role its tables back (ALTER TABLE … OWNER TO it, or GRANT SELECT, INSERT, UPDATE, DELETE ' +
+        'ON them TO it), then run it again',
+    })
+    this.name = 'TableAccessRefusedError'
+  }
+}
+
 /** The database's schema needs a newer release than this one: writes are refused until one replaces it. */
 export class NewerSchemaError extends StoreUnavailableError {
   constructor(message: string) {

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { type CertificateRefusal, refusedCertificate } from '../../certificate-refusal.ts'
-import { SchemaMissingError, StoreUnavailableError } from '../../errors.ts'
+import { SchemaMissingError, StoreUnavailableError, TableAccessRefusedError } from '../../errors.ts'
 import { DuplicateKeyNameError } from '../store.ts'
 
 // SQLSTATE 25006, read_only_sql_transaction: a failover onto a standby, or a read-only default. Every
@@ -20,6 +20,11 @@ const NO_TLS = 'the database takes no TLS connections, and its URL asks for them
 // undefined_table, undefined_column, invalid_schema_name: what the statements name is gone from under a
 // running service (SchemaMissingError), as it is from every instance until an operator acts.
 const SCHEMA_GONE = new Set(['42P01', '42703', '3F000'])
+
+// insufficient_privilege: a table the statements use taken from the service's role under it (its owner
+// changed by a restore run as another role, a grant revoked). As a dropped table, every instance's until
+// an operator acts; a role that may not create in its schema is said by migrate (postgres-migrator.ts).
+const NO_PRIVILEGE = '42501'
 
 /** SQLSTATE classes and codes that mean "the database cannot do this now" rather than "this is wrong". */
 const UNAVAILABLE_STATES = /^(08|53|57P|58)|^57014$|^55P03$|^40001$|^40P01$/
@@ -56,7 +61,7 @@ const NO_PASSWORD_GIVEN =
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
  * database is down, overloaded, takes no writes, refuses this service's connections (its TLS included),
- * lacks a table the statements name, the statement ran past its timeout, or the pool had no free
+ * lacks a table the statements name or refuses the role one, the statement ran past its timeout, or the pool had no free
  * connection in time, naming which; a
  * missing password said in our words (the driver's name a SASL message); any other error unchanged.
  */
@@ -64,6 +69,7 @@ export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
   if (code === '25006') return new StoreUnavailableError(READ_ONLY, { cause: error, remedy: TAKE_WRITES })
   if (code !== undefined && SCHEMA_GONE.has(code)) return new SchemaMissingError({ cause: error })
+  if (code === NO_PRIVILEGE) return new TableAccessRefusedError({ cause: error })
   // The server's reason (no password in it) is the cause, which the log and the CLI's line append.
   if (code !== undefined && CONNECTION_REFUSED.test(code)) {
     return new StoreUnavailableError("the database refuses this service's connections", { cause: error })
