@@ -46,6 +46,22 @@ describe(
       )
     })
 
+    test("when the default data directory cannot be made where the service starts (a directory not its user's to write), then one line naming it and what to do, not a bare EACCES", async (t) => {
+      const cwd = temporaryDirectory(t)
+      chmodSync(cwd, 0o755)
+      const { uid } = userIds(OTHER_USER)
+      const result = await runAsOtherUser(['serve'], { PORT: '0' }, cwd)
+      assert.deepEqual(
+        [result.status, result.stderr],
+        [
+          1,
+          `petstore serve: cannot create ${join(cwd, 'data')} for the database: ${cwd} belongs to 0:0, and ` +
+            `this user (uid ${uid}) cannot write it: start it in a directory this user may write, or name ` +
+            'another place in DATABASE_URL\n',
+        ],
+      )
+    })
+
     test("when the database, or its directory, is a link into a directory not open to the user, then it is said to be out of this user's reach, not a link to nothing (one to remove)", async (t) => {
       const cwd = temporaryDirectory(t)
       chmodSync(cwd, 0o755)

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { statSync, truncateSync, unlinkSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync, truncateSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, runCli } from './helpers/cli-process.ts'
+import { exitWithin, runCli, serveForTest } from './helpers/cli-process.ts'
 import { MIB, setUp } from './helpers/faulty-volume-server.ts'
 import { rowCount } from './helpers/sqlite-file.ts'
 import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
@@ -120,5 +120,31 @@ describe('SQLite: a full disk when a start or a command writes', mountingSuiteOp
           `(--count ${100000 - added} adds the rest)\n`,
       ],
     )
+  })
+})
+
+describe('SQLite: no file left for the first API key', mountingSuiteOptions(), () => {
+  test('when a first start cannot make the file its API key is handed over in (the volume out of inodes), then one line naming the file and what to do, and no key is stored; given room, the next start makes one', async (t) => {
+    // Its root, data/, and the database's three files: no sixth.
+    const cwd = mountTmpfs(t, 8 * MIB, 5)
+    const started = await runCli(['serve'], { PORT: '0', METRICS: 'off' }, cwd)
+    assert.deepEqual(
+      [started.status, started.stderr],
+      [
+        1,
+        'petstore serve: cannot write the first API key to data/initial-api-key: the disk holding it is full ' +
+          '(ENOSPC): free space on it, then start again\n',
+      ],
+    )
+    assert.deepEqual(readdirSync(join(cwd, 'data')), ['petstore.db'], 'no key file, whole or part')
+    const listed = await runCli(['keys', 'list'], {}, cwd)
+    assert.deepEqual(
+      [listed.status, listed.stdout],
+      [0, 'NAME  KEY  CREATED  REVOKED  DEPRECATED CALLS  LAST DEPRECATED CALL\n'],
+      'no key stored',
+    )
+    execFileSync('mount', ['-o', 'remount,nr_inodes=16', cwd])
+    await serveForTest(t, {}, cwd)
+    assert.match(readFileSync(join(cwd, 'data', 'initial-api-key'), 'utf8'), /^psk_\S+\n$/)
   })
 })

@@ -2,7 +2,7 @@ import { existsSync, lstatSync, mkdirSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { DatabaseSettings } from '../config.ts'
-import { linkToNothing, modeInOctal } from '../file-kind.ts'
+import { linkToNothing, modeInOctal, ownerRefusal } from '../file-kind.ts'
 import { storeLocationOf } from '../setting-forms.ts'
 import type { BackupRole } from '../store/shared/backup-role.ts'
 import type { CopySource, CopyTarget } from '../store/shared/store-copy.ts'
@@ -188,14 +188,31 @@ function prepareDirectory({
   const dangling = linkToNothing(dataDirectory)
   if (dangling !== undefined) throw new Error(`cannot open the database ${path}: ${dangling}`)
   if (createsDataDirectory) {
-    // Its owner's alone, as the database in it (sqlite-open.ts).
-    mkdirSync(dataDirectory, { mode: 0o700 })
+    try {
+      // Its owner's alone, as the database in it (sqlite-open.ts).
+      mkdirSync(dataDirectory, { mode: 0o700 })
+    } catch (error) {
+      throw new Error(
+        `cannot create ${resolve(dataDirectory)} for the database: ${whyNotMade(dataDirectory, error)}`,
+      )
+    }
     return
   }
   // Exit 1, not a setting refused: a volume mounted late is there at a restart.
   throw new Error(
     `DATABASE_URL names a file in ${resolve(dataDirectory)}, a directory that does not exist (create it first, mount its volume, or correct the path)`,
   )
+}
+
+/** Why the default data directory could not be made where the command started, and what to do. */
+function whyNotMade(directory: string, error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException
+  const parent = resolve(directory, '..')
+  const elsewhere = 'start it in a directory this user may write, or name another place in DATABASE_URL'
+  if (code === 'EACCES' || code === 'EPERM') return ownerRefusal(parent, statSync(parent), 'write', elsewhere)
+  if (code === 'EROFS') return `${parent} is on a read-only file system: ${elsewhere}`
+  if (code === 'ENOSPC') return `the disk holding ${parent} is full: free space on it, or ${elsewhere}`
+  return message
 }
 
 /**

@@ -101,7 +101,13 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
     const path = join(dataDirectory, INITIAL_KEY_FILE)
     // A stale file (from a key since revoked) is replaced, never reused with whatever mode it had.
     rmSync(path, { force: true })
-    writeFileSync(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
+    try {
+      writeFileSync(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
+    } catch (error) {
+      // Nothing is stored yet: the next start makes another key; a part written is removed first.
+      rmSync(path, { force: true })
+      throw new Error(`cannot write the first API key to ${path}: ${whyNotWritten(error)}`)
+    }
     await store.createApiKey(storedFormOf(INITIAL_KEY_NAME, key))
     log.warn(
       { path },
@@ -117,4 +123,12 @@ export async function provisionKeys({ store, config, log, dataDirectory, termina
       'no API key exists: every call will get 401; create one with "petstore keys create --name <name>" or set API_KEYS',
     )
   }
+}
+
+/** What the start's line says of a key file it could not write, and what to do. */
+function whyNotWritten(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return `the disk holding it is full (${code}): free space on it, then start again`
+  return message
 }

@@ -103,10 +103,11 @@ function mountPoint(t: Cleanup): string {
   return directory
 }
 
-/** A tmpfs of `bytes` mounted on a new directory, unmounted after the test. */
-export function mountTmpfs(t: Cleanup, bytes: number): string {
+/** A tmpfs of `bytes` (and at most `inodes` files, if given) mounted on a new directory, unmounted after the test. */
+export function mountTmpfs(t: Cleanup, bytes: number, inodes?: number): string {
   const directory = mountPoint(t)
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', directory])
+  const limit = inodes === undefined ? '' : `,nr_inodes=${inodes}`
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}${limit}`, 'tmpfs', directory])
   return directory
 }
 
