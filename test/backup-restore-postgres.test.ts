@@ -190,7 +190,7 @@ describe(
       await stop(after)
     })
 
-    test('when restore --replacing names a database that is not a Pet Store database, then it says what it could not read and exits 1, for the script that ran it to see', async (t) => {
+    test('when restore --replacing names a database that is not a Pet Store database, or none, then it says what it could not read, why and what to do, and exits 1, for the script that ran it to see', async (t) => {
       const cwd = temporaryDirectory(t)
       const postgres = await sharedPostgres()
       const [restored, other] = [await postgres.createDatabase(), await postgres.createDatabase()]
@@ -202,9 +202,21 @@ describe(
       } finally {
         await admin.end()
       }
-      const carried = await runCli(['restore', '--replacing', other], { DATABASE_URL: restored }, cwd)
-      assert.equal(carried.status, 1, carried.stdout + carried.stderr)
-      assert.match(carried.stderr, /it could not all be read/)
+      const none = Object.assign(new URL(other), { pathname: '/no_such_database' }).href
+      for (const [replacing, why] of [
+        [other, 'the database lacks the Pet Store schema, or part of it .*'],
+        [none, `the database refuses this service's connections: database "no_such_database" does not exist`],
+      ] as const) {
+        const carried = await runCli(['restore', '--replacing', replacing], { DATABASE_URL: restored }, cwd)
+        assert.equal(carried.status, 1, carried.stdout + carried.stderr)
+        assert.match(
+          carried.stderr,
+          new RegExp(
+            `^could not keep all that the database it replaces passes on; it could not all be read \\(${why}\\): ` +
+              ".*; mend --replacing's URL, or bring that database up, then run it again\n$",
+          ),
+        )
+      }
     })
 
     test('when restore --replacing names a database an instance still serves, then it refuses in one line saying how many sessions and what to do, and changes nothing; once that database is read-only for the service, it goes ahead', async (t) => {

@@ -76,13 +76,17 @@ async function carryOnPostgres(
   const { role } = await backupRole(database)
   const carried = await role.carryForward(replacing, database.engine === 'postgres' ? database.url : '')
   const pets = carried.replacedPets === undefined ? '' : ` (${counted(carried.replacedPets, 'pet')})`
-  const line = `kept what the database it replaces${pets} passes on${carriedLine(carried) || ': nothing to keep'}\n`
-  // Not all read (a wrong URL, another application's database, a server down): the runbook's script stops.
   if (carried.unreadable === undefined) {
-    stdout.write(line)
+    stdout.write(
+      `kept what the database it replaces${pets} passes on${carriedLine(carried) || ': nothing to keep'}\n`,
+    )
     return 0
   }
-  stderr.write(line)
+  // Not all read (a wrong URL, another application's database, a server down): the runbook's script stops.
+  stderr.write(
+    `could not keep all that the database it replaces${pets} passes on${carriedLine(carried)}; ` +
+      "mend --replacing's URL, or bring that database up, then run it again\n",
+  )
   return 1
 }
 

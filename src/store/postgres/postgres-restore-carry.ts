@@ -1,3 +1,4 @@
+import { messageWithCause } from '../../errors.ts'
 import type { CarriedForward } from '../shared/backup-role.ts'
 import { PostgresPool } from './postgres-connection.ts'
 import { commandPool } from './postgres-pool-config.ts'
@@ -65,7 +66,7 @@ export async function carryForward(replacing: string, restored: string): Promise
     try {
       return await read()
     } catch (error) {
-      unreadable ??= (error as Error).message
+      unreadable ??= messageWithCause(error as Error)
       return undefined
     }
   }
