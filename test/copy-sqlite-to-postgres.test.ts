@@ -84,9 +84,15 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
       [refused.status, refused.stderr],
       [
         1,
-        'petstore copy: the target already holds 0 pets and 1 API key, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)\n',
+        'petstore copy: the target already holds 0 pets and 1 API key, and is not an earlier copy of this ' +
+          "source; its API keys and the source's would collide (each store numbers its keys from 1): copy " +
+          'into a database no service has started on, or give --without-keys --into-non-empty to copy the ' +
+          'pets alone\n',
       ],
     )
+    const petsAlone = ['copy', '--from', sqlite, '--to', occupied, '--without-keys', '--into-non-empty']
+    const alone = await runCli(petsAlone, {}, cwd)
+    assert.equal(alone.status, 0, `the way it names works: ${alone.stderr}`)
 
     const resumed = await runCli(copy, {}, cwd)
     assert.equal(resumed.status, 0, resumed.stderr)

@@ -3,13 +3,19 @@ import type { TargetContents } from './store-copy.ts'
 // What stops a copy (store-copy.ts) before or while it writes: each says why and what to do instead.
 
 export class TargetNotEmptyError extends Error {
-  constructor({ pets, keys }: TargetContents, sourceHasSecret: boolean) {
+  /** `keysCollide`: both stores hold keys and the copy takes them, so --into-non-empty alone would fail. */
+  constructor({ pets, keys }: TargetContents, sourceHasSecret: boolean, keysCollide: boolean) {
     const holds = `the target already holds ${pets} pet${pets === 1 ? '' : 's'} and ${keys} API key${keys === 1 ? '' : 's'}`
+    const notACopy = `${holds}, and is not an earlier copy of this source`
     super(
-      sourceHasSecret
-        ? `${holds}, and is not an earlier copy of this source (give --into-non-empty to copy into it anyway)`
-        : `${holds}; the source holds no cursor secret (no server has opened it), so an earlier copy of it ` +
-            'cannot be recognised: give --into-non-empty to copy what is missing (a row that differs stops it)',
+      !sourceHasSecret
+        ? `${holds}; the source holds no cursor secret (no server has opened it), so an earlier copy of it ` +
+            'cannot be recognised: give --into-non-empty to copy what is missing (a row that differs stops it)'
+        : keysCollide
+          ? `${notACopy}; its API keys and the source's would collide (each store numbers its keys from 1): ` +
+            'copy into a database no service has started on, or give --without-keys --into-non-empty to copy ' +
+            'the pets alone'
+          : `${notACopy} (give --into-non-empty to copy into it anyway)`,
     )
     this.name = 'TargetNotEmptyError'
   }

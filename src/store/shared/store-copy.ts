@@ -176,11 +176,13 @@ export async function copyStore(
   const held = await target.prepare()
   const sourceSecret = await source.secret()
   const resuming = sourceSecret !== undefined && held.secret === sourceSecret
-  if (!resuming && !options.intoNonEmpty && (held.pets > 0 || held.keys > 0))
-    throw new TargetNotEmptyError(held, sourceSecret !== undefined)
+  const sourceKeys = await source.keys()
+  if (!resuming && !options.intoNonEmpty && (held.pets > 0 || held.keys > 0)) {
+    const keysCollide = !options.withoutKeys && held.keys > 0 && sourceKeys.length > 0
+    throw new TargetNotEmptyError(held, sourceSecret !== undefined, keysCollide)
+  }
   // A source no server has opened signed no cursor: the target keeps its own secret, or gets a new one.
   const secret = sourceSecret ?? held.secret ?? randomBytes(32).toString('base64url')
-  const sourceKeys = await source.keys()
   // Refused rather than revoked by the copy: the target may be a live store whose clients hold them.
   if (options.withoutKeys) {
     const hashes = new Set(sourceKeys.map((key) => key.hash))
