@@ -51,6 +51,13 @@ for (const engine of storeEngines) {
         challenge: /error="invalid_token"/,
       },
       { name: 'two tokens', header: 'Bearer a b', challenge: /error="invalid_request"/ },
+      // RFC 6750 §2.1: a token is b64token characters; anything else is a malformed request, not a bad key.
+      { name: 'a quoted key', header: `Bearer "${generateApiKey()}"`, challenge: /error="invalid_request"/ },
+      {
+        name: 'a token with a character outside b64token',
+        header: 'Bearer psk_é',
+        challenge: /error="invalid_request"/,
+      },
       {
         name: 'a tab after the scheme',
         header: `Bearer\t${generateApiKey()}`,

@@ -8,7 +8,8 @@ import type { KeyIdentity } from '../store/store.ts'
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
 const INVALID_REQUEST = `${CHALLENGE}, error="invalid_request"`
-const BEARER = /^bearer +(\S+) *$/i
+// RFC 6750 §2.1's b64token: every key is of it (psk_ and base64url); any other token is malformed.
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 const BEARER_SCHEME = /^bearer(?:[ \t]|$)/i
 
 // The refusals never vary, so each is built once: 401s are what a service receives by the thousand when it is
