@@ -12,7 +12,8 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.equal(result.status, 78)
     assert.equal(
       result.stderr,
-      'petstore: invalid configuration: SQLITE_BUSY_TIMEOUT_MS must be an integer from 0 to 3600000 (got "-5")\n',
+      'petstore: invalid configuration: SQLITE_BUSY_TIMEOUT_MS must be an integer from 0 to 3600000, written ' +
+        'without a plus sign, leading zeros, a fraction or an exponent (got "-5")\n',
     )
   })
 

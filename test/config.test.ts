@@ -19,7 +19,15 @@ describe('configuration', () => {
   })
 
   const bad: Array<[Record<string, string>, RegExp]> = [
-    [{ PORT: 'abc' }, /^PORT must be an integer from 0 to 65535 \(got "abc"\)$/],
+    [
+      { PORT: 'abc' },
+      /^PORT must be an integer from 0 to 65535, written without a plus sign, .* \(got "abc"\)$/,
+    ],
+    // In range, but not written plainly: the rule says how it must be written.
+    [
+      { PORT: '08080' },
+      /^PORT must be .*, written without a plus sign, leading zeros, a fraction or an exponent/,
+    ],
     [{ PORT: '70000' }, /^PORT must be an integer from 0 to 65535/],
     [{ PORT: '80.5' }, /^PORT must be an integer/],
     [{ PORT: ' 80' }, /^PORT must be an integer/],
@@ -229,7 +237,9 @@ describe('configuration', () => {
       () => loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '0' }),
       (error: Error) =>
         error instanceof ConfigError &&
-        /^KEEP_ALIVE_TIMEOUT_MS must be an integer from 1 to 3600000 \(got "0"\)$/.test(error.message),
+        /^KEEP_ALIVE_TIMEOUT_MS must be an integer from 1 to 3600000, written .* \(got "0"\)$/.test(
+          error.message,
+        ),
     )
     assert.equal(loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '1' }).http.keepAliveTimeoutMs, 1)
   })

@@ -10,7 +10,10 @@ export function isInt64(value: unknown): value is bigint {
   return typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX
 }
 
-export const INT64_RULE = 'must be an integer from -9223372036854775808 to 9223372036854775807'
+/** How an integer must be written (INTEGER_LITERAL), said with every integer's rule: `01` is in range. */
+export const LITERAL_FORM = 'written without a plus sign, leading zeros, a fraction or an exponent'
+
+export const INT64_RULE = `must be an integer from -9223372036854775808 to 9223372036854775807, ${LITERAL_FORM}`
 
 /**
  * An int64 as OpenAPI writes it. In the process it is always a `bigint`: JavaScript numbers round above

@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox'
 import type { TLocalizedValidationError } from 'typebox/error'
 import type { ErrorCode } from '../errors.ts'
-import { INT64_RULE, isInt64Schema } from './int64.ts'
+import { INT64_RULE, isInt64Schema, LITERAL_FORM } from './int64.ts'
 
 /** The JSON Schema keywords our schemas use, as the error messages read them. */
 export interface SchemaNode {
@@ -28,7 +28,8 @@ function ruleOf(node: SchemaNode | undefined): string {
   if (node === undefined) return 'is not valid'
   if (isInt64Schema(node as TSchema)) return INT64_RULE
   if (node.enum) return `must be one of: ${node.enum.join(', ')}`
-  if (node.type === 'integer') return `must be an integer from ${node.minimum} to ${node.maximum}`
+  if (node.type === 'integer')
+    return `must be an integer from ${node.minimum} to ${node.maximum}, ${LITERAL_FORM}`
   if (node.allowedForm !== undefined) return `must be ${node.allowedForm}`
   if (node.type === 'string' && node.maxLength !== undefined) {
     return `must be a string of ${node.minLength ?? 0} to ${node.maxLength} characters`
