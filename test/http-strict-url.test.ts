@@ -81,6 +81,23 @@ for (const engine of storeEngines) {
       })
     }
 
+    test('when an unknown parameter is named with a bidirectional override, a control character or at great length, then the message shows it escaped and cut, never as it would render', async () => {
+      const cases = [
+        ['%E2%80%AEtxt.exe=1', '\\u202etxt.exe'],
+        ['a%00b=1', 'a\\u0000b'],
+        [`${'x'.repeat(200)}=1`, `${'x'.repeat(64)}…`],
+      ] as const
+      for (const [query, shown] of cases) {
+        const response = await call(server, 'GET', `/v1/pets?${query}`)
+        assert.equal(response.status, 400)
+        assert.equal(
+          response.json.message,
+          `query parameter "${shown}" is not allowed (allowed: limit, status, cursor)`,
+          query.slice(0, 20),
+        )
+      }
+    })
+
     test('when createPet or getPet gets any query parameter, then 400 and nothing is created', async () => {
       const before = await call(server, 'GET', '/v1/pets?limit=100')
       for (const query of ['bogus=1', 'limit=5', 'api_key=x&api_key=y', 'status=sold']) {

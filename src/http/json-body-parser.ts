@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { contentTypeParameters } from './content-type-parameters.ts'
+import { echoed } from './echoed-text.ts'
 import { parseExactly } from './json-exact-parse.ts'
 import { contentTypeRepeated } from './raw-headers.ts'
 
@@ -13,14 +14,17 @@ function checkCharset(contentType: string): void {
   if (!contentType.includes(';')) return
   const read = contentTypeParameters(contentType)
   if (!read.valid) {
-    throw new ApiError('unsupported_media_type', `Content-Type ${JSON.stringify(contentType)} is not valid`)
+    throw new ApiError('unsupported_media_type', `Content-Type ${echoed(contentType)} is not valid`)
   }
   if (read.repeated !== undefined) {
     throw new ApiError('bad_request', `${read.repeated} is given more than once in Content-Type`)
   }
   const charset = read.parameters.get('charset')?.toLowerCase()
   if (charset !== undefined && !UTF8.has(charset)) {
-    throw new ApiError('unsupported_media_type', `charset "${charset}" is not supported: send UTF-8 JSON`)
+    throw new ApiError(
+      'unsupported_media_type',
+      `charset ${echoed(charset)} is not supported: send UTF-8 JSON`,
+    )
   }
 }
 
@@ -31,7 +35,7 @@ function checkEnvelope(request: FastifyRequest): void {
   checkCharset(request.headers['content-type'] ?? '')
   const encoding = request.headers['content-encoding']
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    throw new ApiError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported`, {
+    throw new ApiError('unsupported_media_type', `Content-Encoding ${echoed(encoding)} is not supported`, {
       'accept-encoding': 'identity',
     })
   }
@@ -58,10 +62,10 @@ function parse(request: FastifyRequest, body: Buffer): unknown {
   if (duplicateWithin !== undefined)
     throw new ApiError(
       'invalid_body',
-      `body field "${duplicateWithin}" holds the key "${duplicateKey}" more than once`,
+      `body field ${echoed(duplicateWithin)} holds the key ${echoed(duplicateKey ?? '')} more than once`,
     )
   if (duplicateKey !== undefined)
-    throw new ApiError('invalid_body', `body field "${duplicateKey}" is given more than once`)
+    throw new ApiError('invalid_body', `body field ${echoed(duplicateKey)} is given more than once`)
   return value
 }
 

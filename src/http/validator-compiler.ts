@@ -6,6 +6,7 @@ import { ApiError, type ErrorCode } from '../errors.ts'
 import { INT64_RULE, isInt64, isInt64Schema } from '../schemas/int64.ts'
 import { brokenRule, type SchemaNode } from '../schemas/schema-rules.ts'
 import { decodeString } from '../schemas/string-decoding.ts'
+import { echoed } from './echoed-text.ts'
 import { isSharedQuery } from './query-memo.ts'
 
 type Part = 'body' | 'querystring' | 'params' | 'headers'
@@ -40,7 +41,7 @@ function forChecking(schema: unknown): unknown {
 
 /** The message refusing a field the part's schema does not list. */
 function notAllowed(part: Part, name: string, properties: Record<string, unknown>): string {
-  return `${PART[part].field} "${name}" is not allowed (allowed: ${Object.keys(properties).join(', ') || 'none'})`
+  return `${PART[part].field} ${echoed(name)} is not allowed (allowed: ${Object.keys(properties).join(', ') || 'none'})`
 }
 
 function describe(
