@@ -10,6 +10,9 @@ export interface PeriodicJobOptions {
   onLastRunFailed?: (error: unknown) => void
 }
 
+// Distinct errors said in one run of failures; the next are counted in the success's line only.
+const SAID_AT_MOST = 8
+
 /**
  * Runs `job` every `everyMs` while the app is up. A run still going when the next is due makes that one
  * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and the
@@ -32,8 +35,13 @@ export function runPeriodically(
   const warn = (error: unknown) => {
     failedRuns++
     const message = error instanceof Error ? error.message : String(error)
-    if (said.has(message)) return
+    if (said.has(message) || said.size > SAID_AT_MOST) return
     said.add(message)
+    // Errors whose words change every run (an address, a count) would each be said, and kept, for days.
+    if (said.size > SAID_AT_MOST) {
+      app.log.warn({ job: name }, 'periodic job keeps failing with other errors, not said until it succeeds')
+      return
+    }
     app.log.warn(
       { err: error, job: name },
       'periodic job failed; retried at every run, and said again once it succeeds',

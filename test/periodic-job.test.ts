@@ -126,4 +126,27 @@ describe('periodic jobs', () => {
     )
     assert.equal((said[0]?.err as { message?: string } | undefined)?.message, 'the store is unavailable')
   })
+
+  test('when a job keeps failing with a new message every run (an address, a count in it), then at most 8 are said and one line says the rest are not, so an outage of days neither floods the log nor grows memory', async (t) => {
+    const lines: Array<Record<string, unknown>> = []
+    const app = Fastify({
+      logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    })
+    t.after(() => app.close())
+    let runs = 0
+    runPeriodically(app, 'flush', { everyMs: 2, atClose: false }, async () => {
+      runs++
+      if (runs <= 40) throw new Error(`connect ECONNREFUSED 10.0.0.${runs}:5432`)
+    })
+    await app.ready()
+    await waitFor(() => runs >= 42, 'forty-two runs')
+    await app.close()
+    const said = lines.filter((line) => line.job === 'flush').map((line) => [line.msg, line.failedRuns])
+    const failed = ['periodic job failed; retried at every run, and said again once it succeeds', undefined]
+    assert.deepEqual(said, [
+      ...Array.from({ length: 8 }, () => failed),
+      ['periodic job keeps failing with other errors, not said until it succeeds', undefined],
+      ['periodic job succeeded again', 40],
+    ])
+  })
 })
