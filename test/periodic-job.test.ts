@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
 import { runPeriodically } from '../src/periodic-job.ts'
@@ -14,6 +14,16 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000)
     if (Date.now() > deadline) assert.fail(`${what} did not happen within ${timeoutMs} ms`)
     await sleep(5)
   }
+}
+
+/** An app whose log lines are kept, parsed, for the test to read; closed after it. */
+function appKeepingItsLog(t: TestContext) {
+  const lines: Array<Record<string, unknown>> = []
+  const app = Fastify({
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+  })
+  t.after(() => app.close())
+  return { app, lines }
 }
 
 describe('periodic jobs', () => {
@@ -94,11 +104,7 @@ describe('periodic jobs', () => {
   })
 
   test('when a job keeps failing, then the first failure is logged with its error, the next ones are not, and its first success after them says how many failed', async (t) => {
-    const lines: Array<Record<string, unknown>> = []
-    const app = Fastify({
-      logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
-    })
-    t.after(() => app.close())
+    const { app, lines } = appKeepingItsLog(t)
     let runs = 0
     runPeriodically(app, 'flush', { everyMs: 5, atClose: false }, async () => {
       runs++
@@ -128,11 +134,7 @@ describe('periodic jobs', () => {
   })
 
   test('when a job keeps failing with a new message every run (an address, a count in it), then at most 8 are said and one line says the rest are not, so an outage of days neither floods the log nor grows memory', async (t) => {
-    const lines: Array<Record<string, unknown>> = []
-    const app = Fastify({
-      logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
-    })
-    t.after(() => app.close())
+    const { app, lines } = appKeepingItsLog(t)
     let runs = 0
     runPeriodically(app, 'flush', { everyMs: 2, atClose: false }, async () => {
       runs++
