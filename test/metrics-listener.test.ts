@@ -35,6 +35,21 @@ describe('the metrics listener', () => {
     await elsewhere.text()
   })
 
+  test("when collecting the metrics fails, then the scrape gets 500 without the error's words, and the error is logged with what it failed", async (t) => {
+    const logged: unknown[][] = []
+    const failing = { ...source, metrics: () => Promise.reject(new Error('metric petstore_x has two types')) }
+    const port = await opening(t, failing, {
+      info: () => {},
+      error: (...args: unknown[]) => logged.push(args),
+    })
+    const scrape = await fetch(`http://127.0.0.1:${port}/metrics`)
+    assert.deepEqual([scrape.status, await scrape.text()], [500, 'metrics unavailable\n'])
+    assert.equal(logged.length, 1)
+    const [fields, message] = logged[0] as [{ err?: Error }, string]
+    assert.equal(fields.err?.message, 'metric petstore_x has two types')
+    assert.equal(message, 'a scrape got 500: collecting the metrics failed')
+  })
+
   test("when the listener is on loopback and a request names another host (a web page's DNS rebinding), then 421 and no metrics; loopback names get them, and a listener on every address answers any name (a scrape by service name)", async (t) => {
     /** What the listener answers to `head`, sent whole on a connection of its own. */
     const answerTo = async (port: number, head: string) => {
@@ -74,7 +89,7 @@ describe('the metrics listener', () => {
     ]) {
       assert.match(await scrape(port, host), /^HTTP\/1\.1 200 [\s\S]*up 1\n/, host)
     }
-    const everywhere = await openMetricsListener(source, { host: '0.0.0.0', port: 0 }, { info: () => {} })
+    const everywhere = await openMetricsListener(source, { host: '0.0.0.0', port: 0 }, QUIET)
     t.after(() => {
       everywhere.closeAllConnections()
       everywhere.close()
@@ -167,11 +182,16 @@ describe('the metrics listener', () => {
 })
 
 const SCRAPE = 'GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n'
+const QUIET = { info: () => {}, error: () => {} }
 const MB = 1024 * 1024
 
 /** The listener as the service opens it (its checks on connections included), on a free port. */
-async function opening(t: { after(fn: () => unknown): void }, from = source): Promise<number> {
-  const server = await openMetricsListener(from, { host: '127.0.0.1', port: 0 }, { info: () => {} })
+async function opening(
+  t: { after(fn: () => unknown): void },
+  from = source,
+  log: Parameters<typeof openMetricsListener>[2] = QUIET,
+): Promise<number> {
+  const server = await openMetricsListener(from, { host: '127.0.0.1', port: 0 }, log)
   t.after(() => {
     server.closeAllConnections()
     server.close()

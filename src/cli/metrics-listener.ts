@@ -18,11 +18,12 @@ import { namingListener } from './listener-failure.ts'
 export function openMetricsListener(
   source: MetricsSource,
   listener: MetricsListener,
-  log: Pick<Logger, 'info'>,
+  log: Pick<Logger, 'info' | 'error'>,
 ): Promise<Server> {
   const scraping = startMetricsServer(source, listener, {
     connections: (server) => closeStalledSends(server, METRICS_LISTENER_LIMITS.sendTimeoutMs, log),
     admits: admitPipelinedRaw,
+    failed: (error) => log.error({ err: error }, 'a scrape got 500: collecting the metrics failed'),
   })
   return namingListener(scraping, 'METRICS_HOST:METRICS_PORT', listener)
 }

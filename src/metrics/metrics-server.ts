@@ -34,6 +34,8 @@ export interface MetricsGuards {
   connections?: (server: Server) => unknown
   /** Whether a request may be served: not when too many of its connection's wait for their answers. */
   admits?: (request: IncomingMessage, response: ServerResponse) => boolean
+  /** Told why a scrape got 500 (collecting failed), which the scraper is not. */
+  failed?: (error: unknown) => void
 }
 
 /**
@@ -43,7 +45,7 @@ export interface MetricsGuards {
 export async function startMetricsServer(
   source: MetricsSource,
   { host, port }: MetricsListener,
-  { connections, admits }: MetricsGuards = {},
+  { connections, admits, failed }: MetricsGuards = {},
 ): Promise<Server> {
   const limits = METRICS_LISTENER_LIMITS
   const loopbackOnly = isLoopbackName(host)
@@ -86,7 +88,10 @@ export async function startMetricsServer(
       }
       source.metrics().then(
         (text) => response.writeHead(200, { 'content-type': source.contentType }).end(text),
-        () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+        (error: unknown) => {
+          failed?.(error)
+          response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n')
+        },
       )
     },
   )
