@@ -61,9 +61,9 @@ const NO_PASSWORD_GIVEN =
 /**
  * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
  * database is down, overloaded, takes no writes, refuses this service's connections (its TLS included),
- * lacks a table the statements name or refuses the role one, the statement ran past its timeout, or the pool had no free
- * connection in time, naming which; a
- * missing password said in our words (the driver's name a SASL message); any other error unchanged.
+ * lacks a table the statements name or refuses the role one, the statement ran past its timeout, or the
+ * pool had no free connection in time, naming which; a missing password said in our words (the driver's
+ * name a SASL message); any other error unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }
