@@ -103,7 +103,10 @@ function mountPoint(t: Cleanup): string {
   return directory
 }
 
-/** A tmpfs of `bytes` (and at most `inodes` files, if given) mounted on a new directory, unmounted after the test. */
+/**
+ * A tmpfs of `bytes` (and at most `inodes` files and directories, if given) mounted on a new directory,
+ * unmounted after the test.
+ */
 export function mountTmpfs(t: Cleanup, bytes: number, inodes?: number): string {
   const directory = mountPoint(t)
   const limit = inodes === undefined ? '' : `,nr_inodes=${inodes}`
