@@ -17,7 +17,7 @@ function checkCharset(contentType: string): void {
     throw new ApiError('unsupported_media_type', `Content-Type ${echoed(contentType)} is not valid`)
   }
   if (read.repeated !== undefined) {
-    throw new ApiError('bad_request', `${read.repeated} is given more than once in Content-Type`)
+    throw new ApiError('bad_request', `${echoed(read.repeated)} is given more than once in Content-Type`)
   }
   const charset = read.parameters.get('charset')?.toLowerCase()
   if (charset !== undefined && !UTF8.has(charset)) {
