@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { openFileLimit } from '../src/cli/open-file-limit.ts'
 import { RestartBackoff } from '../src/cli/supervisor/restart-backoff.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { exitWithin, requesterFor, startServeProcess, waitForLog } from './helpers/cli-process.ts'
@@ -77,8 +78,7 @@ describe('all cores', () => {
     // What runs, said once for the service: the workers' samples are one release's, never summed.
     assert.equal(sampleSum(scrape, 'petstore_build_info'), 1)
     // A limit of each process, not a quantity the workers share: the same for all, never their sum.
-    const limits = readFileSync(`/proc/${workers[0]}/limits`, 'utf8')
-    const maxFds = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1])
+    const maxFds = openFileLimit(workers[0] as number)
     assert.equal(sampleSum(scrape, 'process_max_fds'), maxFds)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)

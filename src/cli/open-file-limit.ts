@@ -6,10 +6,13 @@ import type { DatabaseSettings } from '../config.ts'
 // three, the metrics listener and its clients, Redis, and libuv's own descriptors.
 const FILES_OF_ITS_OWN = 64
 
-/** The process's soft limit on open files (RLIMIT_NOFILE), from Linux's /proc; undefined elsewhere. */
-function openFileLimit(): number | undefined {
+/**
+ * A process's soft limit on open files (RLIMIT_NOFILE), this one's by default, from Linux's /proc;
+ * undefined elsewhere.
+ */
+export function openFileLimit(pid: number | 'self' = 'self'): number | undefined {
   try {
-    const limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]
+    const limit = /^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'))?.[1]
     return limit === undefined ? undefined : Number(limit)
   } catch {
     return undefined

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { generateApiKey } from '../../src/auth/api-key.ts'
+import { openFileLimit } from '../../src/cli/open-file-limit.ts'
 import { temporaryDirectory } from './cleanup.ts'
 import { exitWithin, type ServeProcess, startServeProcess } from './cli-process.ts'
 import { petLedger } from './pet-ledger.ts'
@@ -51,8 +52,7 @@ export function limitFileSize(server: ServeProcess, bytes: number | 'unlimited')
  */
 export function exhaustFileDescriptors(server: ServeProcess): () => void {
   const pid = String(server.child.pid)
-  const limits = readFileSync(`/proc/${pid}/limits`, 'utf8')
-  const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1]
+  const soft = openFileLimit(Number(pid))
   if (soft === undefined) throw new Error(`no open-file limit in /proc/${pid}/limits`)
   const used = new Set(readdirSync(`/proc/${pid}/fd`).map(Number))
   let free = 0
