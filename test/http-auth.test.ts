@@ -110,6 +110,16 @@ for (const engine of storeEngines) {
       }
     })
 
+    test('when a valid key is stuck to the scheme, with no space between, then 401 with the bare challenge', async () => {
+      for (const scheme of ['Bearer', 'bearer']) {
+        const response = await call(server, 'GET', '/v1/pets', {
+          headers: { authorization: `${scheme}${server.key}` },
+        })
+        assert.equal(response.status, 401, scheme)
+        assert.equal(response.headers.get('www-authenticate'), 'Bearer realm="petstore"')
+      }
+    })
+
     test('when the key is sent in the query string instead of the header, then it is ignored (401)', async () => {
       for (const name of ['api_key', 'access_token', 'key']) {
         const response = await call(server, 'GET', `/v1/pets?${name}=${server.key}`, { key: false })

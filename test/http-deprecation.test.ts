@@ -84,11 +84,11 @@ describe('getPet deprecation', () => {
     assert.equal(byName.other?.lastDeprecatedCallAt, '2027-01-01T00:01:00.000Z')
   })
 
-  test('when the sunset has passed and GET_PET_AFTER_SUNSET=gone, then getPet is 410 gone; by default it keeps serving', async (t) => {
+  test('when the sunset has come and GET_PET_AFTER_SUNSET=gone, then getPet is 410 gone from the moment Sunset names; by default it keeps serving', async (t) => {
     const afterSunset = () => GET_PET_SUNSET_AT_MS + 1
     const gone = await startTestServer(t, {
       env: { GET_PET_AFTER_SUNSET: 'gone' },
-      app: { now: afterSunset },
+      app: { now: () => GET_PET_SUNSET_AT_MS },
     })
     const response = await call(gone, 'GET', '/v1/pets/1')
     assert.equal(response.status, 410)

@@ -91,14 +91,26 @@ for (const engine of storeEngines) {
       assert.equal(await petCount(server), 1)
     })
 
-    test('when another API key uses the same idempotency key, then it creates its own pet', async (t) => {
-      const server = await startTestServer(t, { engine })
+    test('when another API key uses the same idempotency key, even while the first is still running, then it creates its own pet', async (t) => {
+      const held = holdFirstCreate((await engine.open(t)).store)
+      t.after(held.release)
+      const server = await startTestServer(t, { store: held.store })
       const other = generateApiKey()
       await server.store.createApiKey(storedFormOf('other', other))
-      const mine = await post(server, 'shared-key')
-      const theirs = await post(server, 'shared-key', REX, other)
-      assert.equal(theirs.status, 201)
+      const first = post(server, 'shared-key')
+      await within(held.entered, 5000, 'the first create did not reach the store')
+      const theirs = await within(post(server, 'shared-key', REX, other), 5000, 'the other key waited')
+      assert.equal(theirs.status, 201, theirs.text)
+      held.release()
+      const mine = await within(first, 5000, 'the first create did not finish once released')
+      assert.equal(mine.status, 201, mine.text)
       assert.notEqual(theirs.json.id, mine.json.id)
+      assert.equal(
+        (await post(server, 'shared-key', REX, other)).text,
+        theirs.text,
+        'each key replays its own',
+      )
+      assert.equal((await post(server, 'shared-key')).text, mine.text)
       assert.equal(await petCount(server), 2)
     })
 
@@ -125,12 +137,16 @@ for (const engine of storeEngines) {
       })
       const first = await post(server, 'short-lived')
       assert.equal(first.status, 201, first.text)
-      clock += 61_000
+      clock += 59_999
+      const kept = await post(server, 'short-lived')
+      assert.equal(kept.headers.get('idempotent-replayed'), 'true', 'replayed until its last millisecond')
+      // Expired at its retention's end, as the purge (which deletes at expires_at <= now) takes it.
+      clock += 1
       const later = await post(server, 'short-lived')
       assert.equal(later.status, 201)
       assert.notEqual(later.json.id, first.json.id)
       assert.equal(later.headers.get('idempotent-replayed'), null)
-      clock += 61_000
+      clock += 60_000
       assert.equal(await server.store.purgeIdempotencyRecords(clock), 1)
     })
 

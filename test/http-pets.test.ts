@@ -182,6 +182,21 @@ for (const engine of storeEngines) {
         const second = await call(server, 'GET', '/v1/pets?limit=50')
         assert.equal(first.text, second.text)
       })
+      test('when a pet is created after a list was read, then the same list read again shows it', async (t) => {
+        const server = await startTestServer(t, { engine })
+        await seed(server, 3)
+        const queries = ['/v1/pets', '/v1/pets?status=available', '/v1/pets?limit=100']
+        const before = await Promise.all(
+          queries.map(async (query) => (await call(server, 'GET', query)).json),
+        )
+        const { json: added } = await call(server, 'POST', '/v1/pets', {
+          body: { name: 'Late', categoryId: 1, status: 'available' },
+        })
+        for (const [index, query] of queries.entries()) {
+          const after = (await call(server, 'GET', query)).json
+          assert.deepEqual(after, [...(before[index] ?? []), added], query)
+        }
+      })
     })
 
     describe('getPet', () => {

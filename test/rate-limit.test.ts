@@ -199,12 +199,13 @@ describe('rate limit in memory', () => {
       [(await call(server, 'GET', '/v1/pets')).status, (await call(server, 'GET', '/v1/pets')).status],
       [200, 200],
     )
-    now += 30_000
+    now += 30_600
     const limited = await call(server, 'GET', '/v1/pets')
     assert.equal(limited.status, 429)
-    assert.equal(limited.headers.get('retry-after'), '30', 'the half minute left of the window')
+    assert.equal(limited.headers.get('retry-after'), '30', "the window's 29.4 s left, rounded up")
+    assert.equal(limited.headers.get('ratelimit-reset'), '30')
     assert.equal(limited.headers.get('ratelimit-remaining'), '0')
-    now += 30_000
+    now += 29_400
     const served = await call(server, 'GET', '/v1/pets')
     assert.equal(served.status, 200)
     assert.equal(served.headers.get('ratelimit-remaining'), '1')
