@@ -110,9 +110,15 @@ describe(
       const leakedKey = leaked.stdout.trim()
 
       const dump = join(cwd, 'petstore.dump')
-      // As the README runs it, in a shell with umask 077: the dump holds key hashes and the cursor secret.
-      const pgDump = ['-c', 'umask 077 && "$0" -Fc -f "$1" "$2"', postgresProgram('pg_dump'), dump, original]
-      await promisify(execFile)('sh', pgDump, { timeout: 120_000 })
+      // As the README runs them: the password in PGPASSWORD, never in an argument (`ps` shows those).
+      const unsaid = (url: string) => Object.assign(new URL(url), { password: '' }).href
+      const password = { PGPASSWORD: 'runbook' }
+      // In a shell with umask 077: the dump holds key hashes and the cursor secret.
+      const pgDump = ['-c', 'umask 077 && "$0" -Fc -f "$1" "$2"', postgresProgram('pg_dump'), dump]
+      await promisify(execFile)('sh', [...pgDump, unsaid(original)], {
+        timeout: 120_000,
+        env: { ...process.env, ...password },
+      })
       assert.equal(statSync(dump).mode & 0o777, 0o600, "the dump is its owner's alone")
       // Since the dump: the leaked key revoked, and pets given ids a client now holds.
       const revoked = await runCli(['keys', 'revoke', '--name', 'leaked'], { DATABASE_URL: original }, cwd, {
@@ -146,13 +152,18 @@ describe(
         { PGPASSWORD: decodeURIComponent(superuser.password) },
       )
       const fresh = Object.assign(new URL(original), { pathname: `/${restored}` }).href
-      runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', fresh, dump])
-      const carried = await runCli(['restore', '--replacing', original], { DATABASE_URL: fresh }, cwd)
+      runbook('pg_restore', ['--no-owner', '--exit-on-error', '-d', unsaid(fresh), dump], password)
+      const carried = await runCli(
+        ['restore', '--replacing', unsaid(original)],
+        { DATABASE_URL: unsaid(fresh), ...password },
+        cwd,
+      )
       assert.deepEqual(
         [carried.status, carried.stdout, carried.stderr],
         [
           0,
-          'kept what the database it replaces (253 pets) passes on; 1 revocation made since the backup kept\n',
+          'kept what the database it replaces (253 pets) passes on; 1 revocation made since the backup kept; ' +
+            `pet ids it gave out (up to ${highest}) not given again\n`,
           '',
         ],
       )
@@ -256,7 +267,7 @@ describe(
       // The instance's new sessions are ended too: from here the command cannot tell them from older ones.
       assert.match(
         carried.stdout,
-        /^kept what the database it replaces \(3 pets\) passes on; ended \d+ sessions? of the service on it, which may have begun before it was read-only; 1 key made since the backup is not in it: ops\n$/,
+        /^kept what the database it replaces \(3 pets\) passes on; ended \d+ sessions? of the service on it, which may have begun before it was read-only; pet ids it gave out \(up to \d+\) not given again; 1 key made since the backup is not in it: ops\n$/,
       )
       assert.equal(await drawn(), true, 'its id sequence raised past the pets given out')
       await waitUntil(

@@ -39,7 +39,9 @@ describe('backup and restore (SQLite)', () => {
     const acknowledgedDuring = log.ok.size - acknowledgedBefore.size
     await writers.stop()
     assert.equal(backup.status, 0, backup.stderr)
-    assert.match(backup.stdout, /^backed up \d+ pets to petstore-backup\.db \(\d+ bytes\)\n$/)
+    // Named whole: `npm run` runs a command from the repository's root, whatever directory it was typed in.
+    const backupPath = RegExp.escape(join(cwd, 'petstore-backup.db'))
+    assert.match(backup.stdout, new RegExp(`^backed up \\d+ pets to ${backupPath} \\(\\d+ bytes\\)\n$`))
     t.diagnostic(
       `${acknowledgedBefore.size} pets acknowledged before the backup, ${acknowledgedDuring} during it`,
     )
@@ -95,7 +97,11 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(restored.status, 0, restored.stderr)
     assert.match(
       restored.stdout,
-      /^restored 3 pets from three\.db into data\/petstore\.db; the database it replaced \(\d+ pets\) is kept at \S+petstore\.db\.replaced-\S+: delete it once this one is checked\n$/,
+      new RegExp(
+        `^restored 3 pets from ${RegExp.escape(join(cwd, 'three.db'))} into ${RegExp.escape(join(cwd, 'data', 'petstore.db'))}; ` +
+          'the database it replaced \\((\\d+) pets\\) is kept at /\\S+petstore\\.db\\.replaced-\\S+: delete it once this one is checked; ' +
+          'pet ids it gave out \\(up to \\d+\\) not given again\n$',
+      ),
     )
     server = await serve(t, env, cwd)
     ledger.acknowledged.clear()

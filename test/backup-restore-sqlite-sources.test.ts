@@ -47,7 +47,8 @@ describe('backup and restore (SQLite)', () => {
     symlinkSync('b.db', join(cwd, 'linked.db'))
     const restored = await runCli(['restore', '--from', 'linked.db'], {}, cwd)
     assert.equal(restored.status, 0, restored.stderr)
-    assert.match(restored.stdout, /^restored 3 pets from linked\.db into data\/petstore\.db/)
+    const [from, into] = [join(cwd, 'linked.db'), join(cwd, 'data', 'petstore.db')].map(RegExp.escape)
+    assert.match(restored.stdout, new RegExp(`^restored 3 pets from ${from} into ${into};`))
   })
 
   test('when the backup file exists, or the restore file is not a Pet Store database, then the command refuses and changes nothing', async (t) => {

@@ -54,7 +54,7 @@ describe('restore over a database (SQLite)', () => {
     const restored = await runCli(['restore', '--from', 'b.db'], {}, cwd)
     assert.equal(restored.status, 0, restored.stderr)
     const said =
-      /^restored 3 pets from b\.db into (.+); the database it replaced \(8 pets\) is kept at (.+): delete it once this one is checked; 1 revocation made since the backup kept; 1 key made since the backup is not in it: newer\n$/.exec(
+      /^restored 3 pets from \/\S+\/b\.db into (\/.+); the database it replaced \(8 pets\) is kept at (\/.+): delete it once this one is checked; 1 revocation made since the backup kept; pet ids it gave out \(up to 8\) not given again; 1 key made since the backup is not in it: newer\n$/.exec(
         restored.stdout,
       )
     assert.ok(said, restored.stdout)
@@ -97,7 +97,7 @@ describe('restore over a database (SQLite)', () => {
     assert.equal(restored.status, 0, restored.stderr)
     assert.match(
       restored.stdout,
-      /^restored 5 pets from b\.db into .*; the database it replaced .*is kept at \S+: delete it once this one is checked; it could not all be read \(database disk image is malformed\): /,
+      /^restored 5 pets from \/\S+\/b\.db into .*; the database it replaced .*is kept at \S+: delete it once this one is checked; it could not all be read \(database disk image is malformed\): /,
     )
     assert.deepEqual(
       readdirSync(join(cwd, 'data')).filter((name) => name.includes('.replac')).length,

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { type Command, counted, UsageError } from './command.ts'
 import { nonEmptyOption, parseCommandArgs } from './command-args.ts'
 import { backupRole } from './open-store.ts'
@@ -28,7 +29,8 @@ On PostgreSQL, use pg_dump and pg_restore (README, "Backups and restores").`,
     try {
       const { path, role } = await backupRole(config.database)
       const { pets, bytes } = await role.backupDatabase(path, to, { force: values.force ?? false })
-      stdout.write(`backed up ${counted(pets, 'pet')} to ${to} (${bytes} bytes)\n`)
+      // Named whole: `npm run` runs the command in the repository's root, not where it was typed.
+      stdout.write(`backed up ${counted(pets, 'pet')} to ${resolve(to)} (${bytes} bytes)\n`)
       return 0
     } finally {
       release()

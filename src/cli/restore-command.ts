@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { DatabaseSettings } from '../config.ts'
 import { storeLocationOf } from '../setting-forms.ts'
 import type { CarriedForward, RestoreSummary } from '../store/shared/backup-role.ts'
@@ -16,7 +17,7 @@ function namesOf(names: string[]): string {
 
 /** What a restore kept of the database it replaced, part by part, as its line says it. */
 function carriedLine(carried: CarriedForward): string {
-  const { sessionsEnded = 0, revocations, idsKept, keysNotInBackup: missing, unreadable } = carried
+  const { sessionsEnded = 0, revocations, petIdsGivenUpTo, keysNotInBackup: missing, unreadable } = carried
   const ended =
     sessionsEnded === 0
       ? ''
@@ -26,7 +27,7 @@ function carriedLine(carried: CarriedForward): string {
     ...(revocations === undefined
       ? ['revocations made since the backup may be undone (check keys list)']
       : []),
-    ...(idsKept ? [] : ['pet ids given out since the backup may be given again']),
+    ...(petIdsGivenUpTo === undefined ? ['pet ids given out since the backup may be given again'] : []),
   ]
   const unread =
     unreadable === undefined ? '' : `; it could not all be read (${unreadable}): ${lost.join(', and ')}`
@@ -34,12 +35,17 @@ function carriedLine(carried: CarriedForward): string {
     revocations === undefined || revocations === 0
       ? ''
       : `; ${counted(revocations, 'revocation')} made since the backup kept`
+  // Said even when nothing else is: that no id a client holds is given again is what the step is for.
+  const ids =
+    petIdsGivenUpTo === undefined || petIdsGivenUpTo === 0n
+      ? ''
+      : `; pet ids it gave out (up to ${petIdsGivenUpTo}) not given again`
   const keys =
     missing === undefined || missing.length === 0
       ? ''
       : `; ${counted(missing.length, 'key')} made since the backup ${missing.length === 1 ? 'is' : 'are'} ` +
         `not in it: ${namesOf(missing)}`
-  return `${ended}${unread}${revoked}${keys}`
+  return `${ended}${unread}${revoked}${ids}${keys}`
 }
 
 /** What the line adds after the restore: where the replaced database is, and what was kept of it. */
@@ -49,7 +55,7 @@ function afterRestore({ replaced }: RestoreSummary): string {
   const pets = replacedPets === undefined ? '' : ` (${counted(replacedPets, 'pet')})`
   const kept =
     'path' in keptAt
-      ? `; the database it replaced${pets} is kept at ${keptAt.path}: delete it once this one is checked`
+      ? `; the database it replaced${pets} is kept at ${resolve(keptAt.path)}: delete it once this one is checked`
       : `; the database it replaced${pets} could not be kept: ${keptAt.notKept}`
   return `${kept}${carriedLine(replaced)}`
 }
@@ -127,7 +133,8 @@ or down), it says what may be lost and exits 1.`,
     const { path, role } = await backupRole(config.database)
     const restored = await role.restoreDatabase(from, path)
     stdout.write(
-      `restored ${counted(restored.pets, 'pet')} from ${from} into ${path}${afterRestore(restored)}\n`,
+      `restored ${counted(restored.pets, 'pet')} from ${resolve(from)} into ${resolve(path)}` +
+        `${afterRestore(restored)}\n`,
     )
     return 0
   },

@@ -133,8 +133,8 @@ export async function carryForward(replacing: string, restored: string): Promise
       ),
     )
     const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).map((row) => row.name)
-    const idsKept = given !== undefined
-    return { replacedPets, sessionsEnded, revocations, idsKept, keysNotInBackup, unreadable }
+    const petIdsGivenUpTo = given?.pets
+    return { replacedPets, sessionsEnded, revocations, petIdsGivenUpTo, keysNotInBackup, unreadable }
   } finally {
     await db.close()
   }

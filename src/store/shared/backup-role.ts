@@ -34,8 +34,8 @@ export interface CarriedForward {
   sessionsEnded?: number
   /** Keys revoked there that the backup holds active, revoked again; undefined if they could not be read. */
   revocations: number | undefined
-  /** Whether the id sequences were raised past every id given out there. */
-  idsKept: boolean
+  /** The highest pet id given out there, past which the id sequences were raised; undefined if unread. */
+  petIdsGivenUpTo: bigint | undefined
   /** Names of active keys there that the backup does not hold (made since it was taken): gone with it. */
   keysNotInBackup: string[] | undefined
   /** The first read of the replaced database that failed (it is damaged), if one did. */

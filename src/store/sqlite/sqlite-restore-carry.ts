@@ -57,7 +57,8 @@ export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
         .map((row) => row.hash),
     )
     const keysNotInBackup = active?.filter((row) => !held.has(row.hash)).map((row) => String(row.name))
-    return { replacedPets, revocations, idsKept: given !== undefined, keysNotInBackup, unreadable }
+    const petIdsGivenUpTo = given?.find(([table]) => table === 'pets')?.[1]
+    return { replacedPets, revocations, petIdsGivenUpTo, keysNotInBackup, unreadable }
   } finally {
     db.close()
   }
