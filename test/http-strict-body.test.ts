@@ -216,9 +216,17 @@ for (const engine of storeEngines) {
       assert.deepEqual([zeros.status, JSON.parse(zeros.body).code], [400, 'invalid_body'])
     })
 
-    test('when the content type has a UTF-8 charset or another case, then JSON is still accepted', async () => {
+    test('when the content type has a UTF-8 charset (or its utf8 alias) or another case, or the body is sent with Content-Encoding identity in any case, then JSON is still accepted', async () => {
+      for (const encoding of ['identity', 'IDENTITY']) {
+        const response = await call(server, 'POST', '/v1/pets', {
+          body: pet(''),
+          headers: { 'content-encoding': encoding },
+        })
+        assert.equal(response.status, 201, encoding)
+      }
       for (const contentType of [
         'application/json; charset=utf-8',
+        'application/json; charset=UTF8',
         'application/json;charset="UTF-8"',
         'Application/JSON',
         // A parameter of another name whose quoted value holds "; charset=…" names no charset.

@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import fs, { readFileSync } from 'node:fs'
+import fs, { readdirSync, readFileSync } from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
-import { describe, test } from 'node:test'
+import { join } from 'node:path'
+import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import { BufferedLogOutput } from '../src/log/log-output.ts'
 import { LOG_OUTPUT } from '../src/log/log-output-limits.ts'
 import { droppedLogLines } from '../src/log/standard-streams.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
-import { outputFile } from './helpers/cleanup.ts'
+import { outputFile, temporaryDirectory } from './helpers/cleanup.ts'
+import { fillFileSystem, mountingSuiteOptions, mountTmpfs } from './helpers/storage-faults.ts'
+import { straceSuiteOptions } from './helpers/strace.ts'
 import { suiteNeedingPrlimit } from './helpers/suite-requirements.ts'
 
 /** Lines of every shape a log holds: short, multi-byte, and longer than a whole write. */
@@ -59,6 +62,19 @@ describe('buffered log output', () => {
     const written = readFileSync(path, 'utf8')
     assert.doesNotMatch(written, /[\u007f-\u009f\u2028\u2029]/)
     assert.equal(JSON.parse(written).userAgent, agent)
+  })
+
+  test('when a line alone is taken, far from filling a batch, then it is held until the next flush, half a second on, and written then', async (t) => {
+    // The interval's clock is the test's: the half second passes when the test says so.
+    t.mock.timers.enable({ apis: ['setInterval'] })
+    const { path, fd } = outputFile(t)
+    const output = new BufferedLogOutput({ fd })
+    output.writeAscii('{"msg":"request"}\n')
+    t.mock.timers.tick(499)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.equal(readFileSync(path, 'utf8'), '', 'held until the flush')
+    t.mock.timers.tick(1)
+    await waitUntil(() => readFileSync(path, 'utf8') === '{"msg":"request"}\n', 'the line was not written')
   })
 
   test('when a long line comes first, then it is written, and so are the lines after it', async (t) => {
@@ -157,38 +173,92 @@ describe('buffered log output', () => {
   }
 })
 
+/**
+ * Runs the refusing-file fixture on `path` (refused by a file-size limit, or by a full disk until `filler` is
+ * removed) and checks that every line was kept and written, the refusal said once on stderr as one that may
+ * pass, never as an output gone for good.
+ */
+async function refusedThenTaken(t: TestContext, path: string, code: string, filler?: string) {
+  const fixture = fileURLToPath(new URL('./fixtures/refusing-file.fixture.ts', import.meta.url))
+  const total = 200
+  const child = spawn(process.execPath, [fixture, path, String(total), ...(filler ? [filler] : [])], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.after(() => child.kill('SIGKILL'))
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    stdout += text
+  })
+  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    stderr += text
+  })
+  const [exitCode] = await within(once(child, 'exit'), 15_000, 'the child did not exit')
+  assert.equal(exitCode, 0, stderr)
+  assert.deepEqual(JSON.parse(stdout), { flushed: true, dropped: 0 }, stderr)
+  const numbers = readFileSync(path, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line).n)
+  assert.deepEqual(numbers, [...Array.from({ length: total }, (_, n) => n), 'after'])
+  const said = stderr.split('\n').filter((line) => line.includes(code))
+  assert.equal(said.length, 1, stderr)
+  assert.doesNotMatch(stderr, /is gone/)
+}
+
 describe(
   'a log file that refuses writes for a while',
   suiteNeedingPrlimit('the refused-writes check'),
   () => {
-    test('when its writes fail with EFBIG (as a full disk fails them with ENOSPC), then lines are kept, written once it takes them again, and it is not given up as gone', async (t) => {
-      const { path } = outputFile(t)
-      const fixture = fileURLToPath(new URL('./fixtures/refusing-file.fixture.ts', import.meta.url))
-      const total = 200
-      const child = spawn(process.execPath, [fixture, path, String(total)], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      t.after(() => child.kill('SIGKILL'))
-      let stdout = ''
-      let stderr = ''
-      child.stdout.setEncoding('utf8').on('data', (text: string) => {
-        stdout += text
-      })
-      child.stderr.setEncoding('utf8').on('data', (text: string) => {
-        stderr += text
-      })
-      const [code] = await within(once(child, 'exit'), 15_000, 'the child did not exit')
-      assert.equal(code, 0, stderr)
-      assert.deepEqual(JSON.parse(stdout), { flushed: true, dropped: 0 }, stderr)
-      const numbers = readFileSync(path, 'utf8')
-        .trimEnd()
-        .split('\n')
-        .map((line) => JSON.parse(line).n)
-      assert.deepEqual(numbers, [...Array.from({ length: total }, (_, n) => n), 'after'])
-      // Said once on stderr, as a refusal that may pass, not as an output gone for good.
-      const said = stderr.split('\n').filter((line) => line.includes('EFBIG'))
-      assert.equal(said.length, 1, stderr)
-      assert.doesNotMatch(stderr, /is gone/)
+    test('when its writes fail with EFBIG (a file-size limit), then lines are kept, written once it takes them again, and it is not given up as gone', async (t) => {
+      await refusedThenTaken(t, outputFile(t).path, 'EFBIG')
     })
   },
 )
+
+describe('a log file on a full disk', mountingSuiteOptions(), () => {
+  test('when its writes fail with ENOSPC until space is freed, then lines are kept, written once there is room, and it is not given up as gone', async (t) => {
+    const directory = mountTmpfs(t, 1024 * 1024)
+    const filler = fillFileSystem(directory)
+    await refusedThenTaken(t, join(directory, 'petstore.log'), 'ENOSPC', filler)
+  })
+})
+
+describe('lines of workers sharing one stdout (their writes traced by strace)', straceSuiteOptions(), () => {
+  test('when an output shared on a pipe writes lines of every size, then each write is at most PIPE_BUF (4096 bytes), or one longer line alone, so that two writers never interleave', async (t) => {
+    const directory = temporaryDirectory(t)
+    const lines = mixedLines(400)
+    const module = new URL('../src/log/log-output.ts', import.meta.url).href
+    const script = `const { BufferedLogOutput } = await import(${JSON.stringify(module)})
+const output = new BufferedLogOutput({ shared: true, fd: 1 })
+for (const line of ${JSON.stringify(lines)}) output.write(line)
+output.flush()`
+    // A file per thread (-ff): no call split in two by another thread's, as one shared file would have.
+    const traced = ['-ff', '-qq', '-e', 'trace=write', '-e', 'signal=none', '-o', join(directory, 'w')]
+    const child = spawn('strace', [...traced, process.execPath], { stdio: ['pipe', 'pipe', 'inherit'] })
+    t.after(() => child.kill('SIGKILL'))
+    child.stdin.end(`${script}\n`)
+    let written = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      written += text
+    })
+    const [code] = await within(once(child, 'exit'), 30_000, 'the writer did not exit')
+    assert.equal(code, 0)
+    assert.equal(written, lines.join(''))
+    const traces = readdirSync(directory).map((name) => readFileSync(join(directory, name), 'utf8'))
+    const sizes = traces.flatMap((trace) =>
+      [...trace.matchAll(/^write\(1, .*\) = (\d+)$/gm)].map((w) => Number(w[1])),
+    )
+    const longLines = new Set(lines.map((line) => Buffer.byteLength(line)).filter((bytes) => bytes > 4096))
+    assert.deepEqual(
+      sizes.filter((size) => size > 4096 && !longLines.has(size)),
+      [],
+      'writes over PIPE_BUF of more than one line',
+    )
+    assert.equal(
+      sizes.reduce((sum, size) => sum + size, 0),
+      Buffer.byteLength(written),
+      'every byte seen written',
+    )
+  })
+})
