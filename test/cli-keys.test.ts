@@ -38,6 +38,14 @@ describe('petstore CLI: commands on a database', () => {
     )
     assert.equal((await runCli(['keys', 'revoke', 'alice'], {}, cwd)).status, 0)
     assert.equal((await runCli(['keys', 'revoke', 'alice'], {}, cwd)).status, 1)
+    const afterRevoke = (await runCli(['keys', 'list'], {}, cwd)).stdout
+    assert.match(
+      afterRevoke,
+      /^alice\s+psk_\S{4}…\s+\S+\s+\d{4}-\d\d-\d\dT\S+Z\s/m,
+      'listed as revoked, and when',
+    )
+    const revokedAt = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)[0].revokedAt
+    assert.ok(afterRevoke.includes(revokedAt), afterRevoke)
     await sleep(400)
     assert.equal((await get(server.origin, '/v1/pets', key)).status, 401)
     assert.equal(server.output().includes(key), false, 'the key never reaches the log, not even from a URL')
