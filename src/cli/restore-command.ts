@@ -55,7 +55,8 @@ function afterRestore({ replaced }: RestoreSummary): string {
   const pets = replacedPets === undefined ? '' : ` (${counted(replacedPets, 'pet')})`
   const kept =
     'path' in keptAt
-      ? `; the database it replaced${pets} is kept at ${resolve(keptAt.path)}: delete it once this one is checked`
+      ? `; the database it replaced${pets} is kept at ${resolve(keptAt.path)}: ` +
+        'delete it once this one is checked'
       : `; the database it replaced${pets} could not be kept: ${keptAt.notKept}`
   return `${kept}${carriedLine(replaced)}`
 }
