@@ -225,7 +225,7 @@ describe('a log file on a full disk', mountingSuiteOptions(), () => {
 })
 
 describe('lines of workers sharing one stdout (their writes traced by strace)', straceSuiteOptions(), () => {
-  test('when an output shared on a pipe writes lines of every size, then each write is at most PIPE_BUF (4096 bytes), or one longer line alone, so that two writers never interleave', async (t) => {
+  test('when an output shared with other writers writes lines of every size, then each write is at most PIPE_BUF (4096 bytes), or one longer line alone, so that on a pipe two writers never interleave', async (t) => {
     const directory = temporaryDirectory(t)
     const lines = mixedLines(400)
     const module = new URL('../src/log/log-output.ts', import.meta.url).href
