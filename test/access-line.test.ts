@@ -140,13 +140,20 @@ describe('the access line', () => {
     }
   })
 
-  test('when a client sends any X-Request-Id, then the id kept is one the line may write as it is', () => {
+  test('when a client sends any X-Request-Id, then the id kept is one the line may write as it is: its own when plain, 1–128 characters and holding no key', () => {
     const { lines, write } = capturedWriter()
-    const anyHeader = fc.oneof(anyText, fc.stringMatching(/^[A-Za-z0-9._:"\\ -]{1,130}$/))
+    // Any text, text of the id's characters and some others, and plain ids around the 128 kept at most.
+    const anyHeader = fc.oneof(
+      anyText,
+      fc.stringMatching(/^[A-Za-z0-9._:"\\ -]{1,130}$/),
+      fc.stringMatching(/^[A-Za-z0-9._:-]{120,136}$/),
+    )
     fc.assert(
       fc.property(anyHeader, (given) => {
         const reqId = requestIdOf({ headers: { 'x-request-id': given } } as unknown as IncomingMessage)
-        assert.match(reqId, /^[A-Za-z0-9._:-]+$/)
+        assert.match(reqId, /^[A-Za-z0-9._:-]{1,128}$/)
+        // The client's own, as the README says, when plain, short and holding no key.
+        if (/^[A-Za-z0-9._:-]{1,128}$/.test(given) && !given.includes('psk_')) assert.equal(reqId, given)
         lines.length = 0
         write({ ...A_LISTING, reqId })
         assert.equal(JSON.parse(lines[0] as string).reqId, reqId)

@@ -206,6 +206,20 @@ for (const engine of storeEngines) {
         assert.equal(response.json.code, 'invalid_query')
         assert.match(response.json.message, /"cursor"/)
       }
+      // A payload respelt, which the status filter's cursor may not allow: a list without one, after id 2.
+      const plain = new URL(`http://x${nextPath(await call(server, 'GET', '/v1/pets?limit=2'))}`)
+      const [plainPayload, plainMac] = (plain.searchParams.get('cursor') as string).split('.') as [
+        string,
+        string,
+      ]
+      assert.notEqual(plainPayload.length % 4, 0, `${plainPayload}: a last character with unused bits`)
+      const respeltPlain = await call(
+        server,
+        'GET',
+        `/v1/pets?limit=2&cursor=${sameBytes(plainPayload)}.${plainMac}`,
+      )
+      assert.equal(respeltPlain.status, 400)
+      assert.match(respeltPlain.json.message, /"cursor" is malformed or was altered/)
       const other = await call(server, 'GET', `/v1/pets?limit=2&cursor=${cursor}`)
       assert.equal(other.status, 400)
       assert.match(other.json.message, /another status filter/)
