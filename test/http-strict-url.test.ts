@@ -85,6 +85,8 @@ for (const engine of storeEngines) {
       const cases = [
         ['%E2%80%AEtxt.exe=1', '\\u202etxt.exe'],
         ['a%00b=1', 'a\\u0000b'],
+        // Beyond the first plane (a private-use character): its code point whole, as JavaScript writes it.
+        ['a%F3%B0%80%80b=1', 'a\\u{f0000}b'],
         [`${'x'.repeat(200)}=1`, `${'x'.repeat(64)}…`],
       ] as const
       for (const [query, shown] of cases) {

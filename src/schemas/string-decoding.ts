@@ -10,8 +10,8 @@ interface ScalarSchema {
 
 /**
  * Turns a string from a URL or the environment into the value its schema describes, without guessing:
- * only a canonical integer literal becomes a number (or a bigint for int64), only `true`/`false` a boolean.
- * Anything else is returned unchanged, so the schema check refuses it with a message naming the rule.
+ * only a canonical integer literal becomes a number (or a bigint for int64); no setting or parameter is
+ * a boolean. Anything else is returned unchanged, so the schema check refuses it naming the rule.
  */
 export function decodeString(schema: ScalarSchema, raw: string): unknown {
   if (schema.type === 'integer' && INTEGER_LITERAL.test(raw)) {
@@ -19,6 +19,5 @@ export function decodeString(schema: ScalarSchema, raw: string): unknown {
     if (schema.format === 'int64') return raw.length > INT64_LITERAL_MAX ? raw : BigInt(raw)
     return Number(raw)
   }
-  if (schema.type === 'boolean' && (raw === 'true' || raw === 'false')) return raw === 'true'
   return raw
 }
