@@ -127,4 +127,27 @@ describe('typed client: paging', () => {
     assert.equal(error.code, 'unexpected_response')
     assert.deepEqual(handed, [1n, 2n, 3n, 4n], 'the page that linked back was handed out, once')
   })
+
+  test('when a proxy writes the next link in other letters (REL="Next"), beside another link, then listAllPets still follows it', async (t) => {
+    const server = await startTestServer(t)
+    const seed = createClient({ baseUrl: `${server.origin}/v1`, apiKey: server.key })
+    for (let i = 0; i < 5; i++) await seed.createPet({ name: `Pet ${i}`, categoryId: 1n })
+    // Relation types and parameter names are compared without regard to case (RFC 8288 §2.1.1, §3).
+    const client = createClient({
+      baseUrl: `${server.origin}/v1`,
+      apiKey: server.key,
+      fetch: async (url, init) => {
+        const answer = await fetch(url, init)
+        const link = answer.headers.get('link')
+        if (link === null) return answer
+        const headers = new Headers(answer.headers)
+        const next = link.replace('rel="next"', 'REL="Next"')
+        headers.set('link', `</v1/pets>; rel="collection", ${next}`)
+        return new Response(await answer.arrayBuffer(), { status: answer.status, headers })
+      },
+    })
+    const handed: bigint[] = []
+    for await (const pet of client.listAllPets({ limit: 2 })) handed.push(pet.id)
+    assert.deepEqual(handed, [1n, 2n, 3n, 4n, 5n])
+  })
 })
