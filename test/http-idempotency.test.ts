@@ -41,6 +41,15 @@ for (const engine of storeEngines) {
       assert.equal(retry.headers.get('idempotent-replayed'), 'true')
       assert.equal(await petCount(server), 1)
       assert.equal((await post(server, '"order-1"')).text, first.text, 'the quoted form is the same key')
+      // A key holding `"` and `\`: quoted, each escaped; unescaped, it is the key sent bare.
+      const bare = await post(server, 'order"1\\b')
+      assert.equal(bare.status, 201)
+      assert.equal(
+        (await post(server, '"order\\"1\\\\b"')).text,
+        bare.text,
+        'quoted and escaped, the same key',
+      )
+      assert.equal(await petCount(server), 2)
     })
 
     test('when the same key comes with a body that differs in any one field, then 422 and nothing is created', async (t) => {
