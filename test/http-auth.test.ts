@@ -202,6 +202,15 @@ describe('key revocation', () => {
     assert.equal(response.status, 401)
     assert.equal(response.json.message, 'invalid or revoked API key')
   })
+
+  test('when API_KEY_CACHE_TTL_MS is 0 and a key is revoked, then its very next request is refused: no lookup is reused', async (t) => {
+    const server = await startTestServer(t, { env: { API_KEY_CACHE_TTL_MS: '0' } })
+    const key = generateApiKey()
+    await server.store.createApiKey(storedFormOf('uncached', key))
+    assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 200)
+    assert.equal(await server.store.revokeApiKey('uncached'), true)
+    assert.equal((await call(server, 'GET', '/v1/pets', { key })).status, 401)
+  })
 })
 
 describe('a wall clock that steps back', () => {
