@@ -82,8 +82,14 @@ describe('petstore CLI: commands on a database', () => {
     )
   })
 
-  test('when seeding 25 pets, then the API lists them with realistic names and mixed statuses', async (t) => {
+  test('when seeding 25 pets, then the API lists them with realistic names and mixed statuses; a seed without --count adds 100', async (t) => {
     const cwd = temporaryDirectory(t)
+    const other = join(cwd, 'other')
+    mkdirSync(other)
+    assert.match((await runCli(['seed'], {}, other)).stdout, /added 100 pets/)
+    const database = new DatabaseSync(join(other, 'data', 'petstore.db'), { readOnly: true })
+    assert.deepEqual({ ...database.prepare('SELECT count(*) AS pets FROM pets').get() }, { pets: 100 })
+    database.close()
     assert.match((await runCli(['seed', '--count', '25'], {}, cwd)).stdout, /added 25 pets/)
     const key = (await runCli(['keys', 'create', '--name', 'seed'], {}, cwd)).stdout.trim()
     const server = await startServeProcess({}, cwd)
