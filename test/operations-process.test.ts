@@ -75,16 +75,22 @@ describe('logs', () => {
 })
 
 describe('metrics', () => {
-  test('when scraped on their own port, then Prometheus metrics count requests, creates, 401s and deprecated calls', async (t) => {
+  test('when scraped on their own port, then Prometheus metrics count requests, creates (not their replays), 401s and deprecated calls', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const port = /metrics on port (\d+)/.exec(server.output())?.[1]
     assert.ok(port, 'the metrics listener is announced')
-    const response = await request(server, '/v1/pets', {
-      method: 'POST',
-      body: '{"name":"M","categoryId":1}',
-    })
-    const created = (await response.json()) as { id: number }
+    const create = () =>
+      request(server, '/v1/pets', {
+        method: 'POST',
+        body: '{"name":"M","categoryId":1}',
+        headers: { 'idempotency-key': 'metrics-1' },
+      })
+    const created = (await (await create()).json()) as { id: number }
+    // The same create again: its first answer replayed, no pet created.
+    const replay = await create()
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true')
+    assert.equal(((await replay.json()) as { id: number }).id, created.id)
     await request(server, `/v1/pets/${created.id}`)
     await request(server, '/v1/pets', { headers: { authorization: 'Bearer wrong' } })
     assert.equal((await checkedFetch(server.origin, '/metrics')).status, 404, 'not served on the API port')
@@ -96,7 +102,7 @@ describe('metrics', () => {
       samples.filter((s) => s.name === name && s.labels.includes(labels)).reduce((sum, s) => sum + s.value, 0)
     assert.equal(
       value('petstore_http_request_duration_seconds_count', 'operation="createPet",status="201"'),
-      1,
+      2,
     )
     assert.equal(value('petstore_http_request_duration_seconds_count', 'operation="getPet",status="200"'), 1)
     assert.equal(value('petstore_pets_created_total'), 1)
