@@ -49,10 +49,19 @@ describe('HTTP hygiene', () => {
     assert.equal(response.status, 405)
   })
 
-  test('when CORS is off (the default), then no browser origin is allowed', async (t) => {
+  test('when CORS is off (the default), then no browser origin is allowed, and a preflight is 405 with Allow, without CORS headers', async (t) => {
     const server = await startTestServer(t)
     const response = await call(server, 'GET', '/v1/pets', { headers: { origin: 'https://evil.example' } })
     assert.equal(response.headers.get('access-control-allow-origin'), null)
+    const preflight = await fetch(`${server.origin}/v1/pets`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+    })
+    assert.equal(preflight.status, 405)
+    assert.equal(preflight.headers.get('allow'), 'GET, HEAD, POST')
+    assert.equal(((await preflight.json()) as { code: string }).code, 'method_not_allowed')
+    const cors = [...preflight.headers.keys()].filter((name) => name.startsWith('access-control-'))
+    assert.deepEqual(cors, [])
   })
 
   test('when CORS_ORIGINS lists an origin, then that origin may call and preflight; others may not', async (t) => {
