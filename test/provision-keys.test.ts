@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readFileSync, rmSync, statSync } from 'node:fs'
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import pino from 'pino'
@@ -33,16 +33,25 @@ describe('provisioning keys at start', () => {
     assert.equal((await store.listApiKeys()).length, 1, 'a second start creates nothing')
   })
 
-  test('when there is no terminal, then the key goes to a 0600 file next to the database', async (t) => {
-    const { store } = await sqliteEngine.open(t)
-    const directory = temporaryDirectory(t)
-    const screen = terminal(false)
-    await provisionKeys({ store, config: testConfig(), log, dataDirectory: directory, terminal: screen })
-    const path = join(directory, INITIAL_KEY_FILE)
-    assert.match(readFileSync(path, 'utf8'), KEY)
-    assert.equal(statSync(path).mode & 0o777, 0o600)
-    assert.equal(screen.output(), '')
-  })
+  // A stale file: a key from a database since deleted, readable by others.
+  for (const stale of [false, true]) {
+    test(`when there is no terminal${stale ? ' and a stale key file is there' : ''}, then the key goes to a 0600 file next to the database${stale ? ', in its place' : ''}`, async (t) => {
+      const { store } = await sqliteEngine.open(t)
+      const directory = temporaryDirectory(t)
+      const path = join(directory, INITIAL_KEY_FILE)
+      const old = `${generateApiKey()}\n`
+      if (stale) writeFileSync(path, old, { mode: 0o644 })
+      const screen = terminal(false)
+      await provisionKeys({ store, config: testConfig(), log, dataDirectory: directory, terminal: screen })
+      const written = readFileSync(path, 'utf8')
+      assert.match(written, KEY)
+      assert.notEqual(written, old)
+      const [found] = await store.findActiveApiKeys([hashApiKey(written.trim())])
+      assert.equal(found?.name, 'initial', 'the key in the file is the one stored')
+      assert.equal(statSync(path).mode & 0o777, 0o600)
+      assert.equal(screen.output(), '')
+    })
+  }
 
   test('when the initial key file is still there at a later start, then a warn line names it, never the key', async (t) => {
     const { store } = await sqliteEngine.open(t)
