@@ -295,24 +295,3 @@ describe(
     })
   },
 )
-
-describe('restore: which of its two forms', () => {
-  test('when restore is given both --from and --replacing, or neither, or --replacing where DATABASE_URL is SQLite, then it refuses in one line saying what to give', async (t) => {
-    const cwd = temporaryDirectory(t)
-    const sqlite = { DATABASE_URL: `sqlite:${join(cwd, 'petstore.db')}` }
-    const usage = 'give --from FILE (SQLite) or --replacing URL (PostgreSQL, after pg_restore)'
-    for (const args of [[], ['--from', 'b.db', '--replacing', 'postgres://u@h/db']]) {
-      const result = await runCli(['restore', ...args], sqlite, cwd)
-      assert.deepEqual(
-        [result.status, result.stderr],
-        [2, `petstore restore: ${usage} (see "petstore restore --help")\n`],
-      )
-    }
-    const onSqlite = await runCli(['restore', '--replacing', 'postgres://u@h/db'], sqlite, cwd)
-    assert.equal(onSqlite.status, 1)
-    assert.match(onSqlite.stderr, /--replacing is for a PostgreSQL database pg_restore made/)
-    const notPostgres = await runCli(['restore', '--replacing', 'sqlite:old.db'], sqlite, cwd)
-    assert.equal(notPostgres.status, 2)
-    assert.match(notPostgres.stderr, /--replacing names the PostgreSQL database the restored one replaces/)
-  })
-})
