@@ -42,5 +42,32 @@ describe(
         )
       })
     }
+
+    test('when WRITE_BATCH_MAX is 1 and 50 creates arrive at once, then each is committed, and synced, on its own', async (t) => {
+      const cwd = temporaryDirectory(t)
+      const key = generateApiKey()
+      const env = { API_KEYS: `sync:${key}`, RATE_LIMIT_PER_MINUTE: '0', WRITE_BATCH_MAX: '1' }
+      const server = await startTracedServe(env, cwd)
+      t.after(() => server.kill())
+      const walSyncs = () => server.syncsOf('petstore.db-wal')
+      const before = walSyncs()
+      // Together, as one batch would take them all by default (500): only the setting parts them.
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          fetch(`${server.origin}/v1/pets`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: `{"name":"alone ${i}","categoryId":${i}}`,
+            signal: AbortSignal.timeout(10_000),
+          }),
+        ),
+      )
+      assert.deepEqual(new Set(answers.map(({ status }) => status)), new Set([201]))
+      await waitUntil(
+        () => walSyncs() - before >= 50,
+        () => `50 creates, one to a batch, but the WAL was synced ${walSyncs() - before} times`,
+        { timeoutMs: 3000, everyMs: 50 },
+      )
+    })
   },
 )
