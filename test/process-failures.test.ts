@@ -122,28 +122,39 @@ describe('process-level failures', () => {
     )
   })
 
-  test('when a promise is rejected with nobody to handle it, outside any request, then one fatal line and exit 1 within the grace, though a request is still in flight', async (t) => {
-    const server = await startServeProcess(faulty({ TEST_FAULT: 'reject' }), temporaryDirectory(t))
-    t.after(() => server.child.kill('SIGKILL'))
-    // Its body never comes: only the bound ends the drain.
-    const held = await heldCreate(server)
-    t.after(() => held.socket.destroy())
-    const started = Date.now()
-    server.child.kill('SIGUSR2')
-    assert.equal(await exitWithin(server, 5000 + 10_000), 1)
-    const waited = Date.now() - started
-    const [fatal, ...more] = fatalLines(server)
-    assert.ok(fatal, `a fatal line:\n${server.output()}`)
-    assert.equal(more.length, 0)
-    assert.equal(fatal.origin, 'unhandledRejection')
-    assert.equal((fatal.err as { message: string }).message, 'injected rejection')
-    assert.equal(fatal.reqId, undefined, 'no request was running it')
-    assert.ok(waited >= 4000, `the request in flight had its grace (${waited} ms)`)
-    assert.match(
-      server.output(),
-      /still stopping 5000 ms after the failure: exiting, requests in flight are cut/,
-    )
-  })
+  // The grace is the drain's bound, SHUTDOWN_TIMEOUT_MS, up to 5 s at most.
+  for (const [shutdownTimeoutMs, graceMs] of [
+    [undefined, 5000],
+    ['1000', 1000],
+  ] as const) {
+    const bound = shutdownTimeoutMs === undefined ? '' : ` (SHUTDOWN_TIMEOUT_MS=${shutdownTimeoutMs})`
+    test(`when a promise is rejected with nobody to handle it, outside any request, then one fatal line and exit 1 within the grace${bound}, though a request is still in flight`, async (t) => {
+      const env = {
+        TEST_FAULT: 'reject',
+        ...(shutdownTimeoutMs && { SHUTDOWN_TIMEOUT_MS: shutdownTimeoutMs }),
+      }
+      const server = await startServeProcess(faulty(env), temporaryDirectory(t))
+      t.after(() => server.child.kill('SIGKILL'))
+      // Its body never comes: only the bound ends the drain.
+      const held = await heldCreate(server)
+      t.after(() => held.socket.destroy())
+      const started = Date.now()
+      server.child.kill('SIGUSR2')
+      assert.equal(await exitWithin(server, graceMs + 10_000), 1)
+      const waited = Date.now() - started
+      const [fatal, ...more] = fatalLines(server)
+      assert.ok(fatal, `a fatal line:\n${server.output()}`)
+      assert.equal(more.length, 0)
+      assert.equal(fatal.origin, 'unhandledRejection')
+      assert.equal((fatal.err as { message: string }).message, 'injected rejection')
+      assert.equal(fatal.reqId, undefined, 'no request was running it')
+      assert.ok(waited >= graceMs * 0.8, `the request in flight had its grace (${waited} ms)`)
+      assert.match(
+        server.output(),
+        new RegExp(`still stopping ${graceMs} ms after the failure: exiting, requests in flight are cut`),
+      )
+    })
+  }
 })
 
 describe('what is not a failure', () => {
