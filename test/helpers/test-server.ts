@@ -49,6 +49,8 @@ export async function startTestServer(
     key?: string
     /** Given to the app as they are (clock, Redis, metrics, logger); by default made as `serve` makes them. */
     app?: Partial<Pick<AppServices, 'now' | 'redis' | 'metrics' | 'logger'>>
+    /** Called with the app before it listens: hooks of the test's own (a stall as it gets ready). */
+    prepare?: (app: FastifyInstance) => void
   } = {},
 ): Promise<TestServer> {
   const config = testConfig(options.env)
@@ -74,6 +76,7 @@ export async function startTestServer(
   const key = options.key ?? generateApiKey()
   if (options.key === undefined) await store.createApiKey(storedFormOf('test', key))
   app = (await composeApp(config, { store, logger: createLogger(config.log), ...options.app })).app
+  options.prepare?.(app)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
