@@ -10,7 +10,8 @@ import { startTestServer } from './helpers/test-server.ts'
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
 // 45 MB of answers (1.5 MB each), more than both ends' socket buffers on loopback hold, so bytes wait
 // unsent; 30 requests, under the 32 a connection may have waiting for their answers.
-const PIPELINED = 'GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(30)
+const BUNDLE = 'GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'
+const PIPELINED = BUNDLE.repeat(30)
 const CLOSED = 'connection closed: its client took no answer bytes for SEND_TIMEOUT_MS'
 
 describe('a client that stops reading its answers', () => {
@@ -63,6 +64,56 @@ describe('a client that stops reading its answers', () => {
     assert.match(await exchange(socket, PROBE), /^HTTP\/1\.1 200 /)
     await new Promise((resolve) => setTimeout(resolve, 1500))
     assert.match(await exchange(socket, PROBE), /^HTTP\/1\.1 200 /)
+  })
+
+  test('when a client reads its answers slowly but steadily, longer in all than SEND_TIMEOUT_MS, then it keeps its connection and gets every byte', {
+    timeout: 60_000,
+  }, async (t) => {
+    const server = await startTestServer(t, {
+      env: { SEND_TIMEOUT_MS: '1000', KEEP_ALIVE_TIMEOUT_MS: '60000' },
+    })
+    const slow = await openSocket(server.origin)
+    t.after(() => slow.destroy())
+    const answers = 8
+    let received = 0
+    let closedAt: number | undefined
+    slow.on('close', () => {
+      closedAt ??= received
+    })
+    // 64 KiB at most every 20 ms: each check sees bytes taken, while 12 MB wait for seconds in all.
+    slow.on('data', (chunk: Buffer) => {
+      received += chunk.length
+      slow.pause()
+      setTimeout(() => slow.resume(), 20)
+    })
+    const started = Date.now()
+    slow.write(BUNDLE.repeat(answers))
+    const bundle = (await fetch(`${server.origin}/docs/static/swagger-ui-bundle.js`)).headers.get(
+      'content-length',
+    )
+    await waitUntil(
+      () => closedAt !== undefined || received >= answers * Number(bundle),
+      () => `${received} bytes read`,
+      { timeoutMs: 50_000 },
+    )
+    assert.equal(closedAt, undefined, `cut after ${closedAt} bytes, ${Date.now() - started} ms`)
+    assert.ok(Date.now() - started > 2000, 'the reading took longer than SEND_TIMEOUT_MS and a check')
+  })
+
+  test('when SEND_TIMEOUT_MS is 0 and a client stops reading, then its connection is kept: no limit', async (t) => {
+    const server = await startTestServer(t, { env: { SEND_TIMEOUT_MS: '0', KEEP_ALIVE_TIMEOUT_MS: '60000' } })
+    const deaf = await openSocket(server.origin)
+    t.after(() => deaf.destroy())
+    deaf.on('error', () => {})
+    deaf.pause()
+    deaf.write(PIPELINED)
+    // Three of the checks a limit would be enforced at, a second apart; a paused client would not see
+    // the close (the end waits behind the unread bytes), the server's count does.
+    await new Promise((resolve) => setTimeout(resolve, 3500))
+    const open = await new Promise<number>((resolve, reject) =>
+      server.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    )
+    assert.equal(open, 1)
   })
 
   test('when a scraper pipelines requests to the metrics listener and never reads, then it too is let go, 10 s after its bytes stop', {
