@@ -11,13 +11,20 @@ import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { CLI, cliEnvironment, exitWithin, startServeProcess, waitForLog } from './helpers/cli-process.ts'
+import {
+  CLI,
+  cliEnvironment,
+  exitWithin,
+  type LogLine,
+  startServeProcess,
+  waitForLog,
+} from './helpers/cli-process.ts'
 import { scrapeSupervisor, serveWorkers, servingWorkers } from './helpers/cluster-process.ts'
 
 const env = { API_KEYS: `ops:${generateApiKey()}`, WORKERS: '2' }
 
 describe('worker start', () => {
-  test('when a replacement worker cannot open the store, then it exits and is tried again, each said at warn and counted as not_started rather than as a crash, until one serves', {
+  test('when a replacement worker cannot open the store, then it exits and is tried again after each pause it says, the pauses growing, each said at warn and counted as not_started rather than as a crash, until one serves', {
     timeout: 60_000,
   }, async (t) => {
     const cwd = temporaryDirectory(t)
@@ -37,13 +44,23 @@ describe('worker start', () => {
         const found = lines.filter(
           (line) => line.msg === 'a replacement worker could not start; trying again',
         )
-        return found.length >= 2 ? found : undefined
+        return found.length >= 3 ? found : undefined
       },
       20_000,
     )
     // `exitCode`, not `code`: the request lines' `code` is a string, and one field has one type in an index.
-    for (const line of notStarted.slice(0, 2)) {
+    for (const line of notStarted.slice(0, 3)) {
       assert.deepEqual([line.level, line.cause, line.exitCode], [40, 'not_started', 1])
+    }
+    // Each pause is kept, and grows: the next replacement failed no sooner than the pause said.
+    const [one, two, three] = notStarted as [LogLine, LogLine, LogLine]
+    assert.ok(Number(two.restartInMs) > Number(one.restartInMs), JSON.stringify([one, two]))
+    for (const [said, next] of [
+      [one, two],
+      [two, three],
+    ] as const) {
+      const gapMs = Number(next.time) - Number(said.time)
+      assert.ok(gapMs >= Number(said.restartInMs), `${gapMs} ms after "restartInMs":${said.restartInMs}`)
     }
     const outage = await scrapeSupervisor(server)
     assert.equal(outage.get('petstore_worker_restarts_total{cause="died"}'), 1, 'the kill alone')
