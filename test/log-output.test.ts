@@ -173,6 +173,37 @@ describe('buffered log output', () => {
   }
 })
 
+describe('the write at exit', () => {
+  test("when the process exits with its stdout full and the reader comes back meanwhile, then the exit's write waits for it and every line gets out, none dropped", async (t) => {
+    const fixture = fileURLToPath(new URL('./fixtures/stuck-stdout.fixture.ts', import.meta.url))
+    // 4.7 MB: far more than the pipe (a socket pair) holds, so the exit's first write meets EAGAIN.
+    const total = 40_000
+    const child = spawn(process.execPath, [fixture, String(total), 'read at exit'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    t.after(() => child.kill('SIGKILL'))
+    const chunks: Buffer[] = []
+    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk)).pause()
+    // Listened for from the start: read at once, stdout may end before the exit is seen.
+    const ended = once(child.stdout, 'end')
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text
+      // The reader comes back once the exit has begun, a moment later.
+      if (text.includes('exit: read at exit')) setTimeout(() => child.stdout.resume(), 50)
+    })
+    const [code] = await within(once(child, 'exit'), 15_000, 'the child did not exit')
+    await within(ended, 5000, 'stdout did not end')
+    assert.equal(code, 0, stderr)
+    assert.match(stderr, /^dropped 0$/m)
+    const lines = Buffer.concat(chunks).toString('utf8').trimEnd().split('\n')
+    assert.deepEqual(
+      lines.map((line) => JSON.parse(line).n),
+      Array.from({ length: total }, (_, n) => n),
+    )
+  })
+})
+
 /**
  * Runs the refusing-file fixture on `path` (refused by a file-size limit, or by a full disk until `filler` is
  * removed) and checks that every line was kept and written, the refusal said once on stderr as one that may
