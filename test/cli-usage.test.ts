@@ -165,6 +165,9 @@ describe('petstore CLI usage', () => {
     ['keys', 'create', '--name', 'bad name!'],
     ['seed', '--count', 'ten'],
     ['seed', '--count', '0'],
+    // One over each bound.
+    ['seed', '--count', '10000001'],
+    ['copy', '--from', 'sqlite:x.db', '--to', 'sqlite:y.db', '--chunk-size', '100001'],
     ['migrate', '--force'],
     ['keys', 'revoke', 'a', 'b'],
     ['copy', '--from', 'foo', '--to', 'sqlite:x.db'],
@@ -183,6 +186,14 @@ describe('petstore CLI usage', () => {
       assert.equal(result.status, 2)
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
       assert.match(result.stderr, new RegExp(`^petstore ${args[0]}: `))
+      // A count out of its range: the line names the option and its range.
+      const [option, value] = args.slice(-2)
+      if (option === '--count' || option === '--chunk-size') {
+        assert.match(
+          result.stderr,
+          new RegExp(`: ${option} must be an integer from 1 to \\d+ \\(got "${value}"\\)`),
+        )
+      }
       assert.doesNotMatch(result.stderr, /Invalid URL/)
     })
   }
