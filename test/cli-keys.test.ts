@@ -22,6 +22,9 @@ describe('petstore CLI: commands on a database', () => {
       'names are unique among active keys',
     )
 
+    // A name as long as a name may be (65 characters are refused: cli-usage.test.ts).
+    const longest = `k${'e'.repeat(63)}`
+    assert.equal((await runCli(['keys', 'create', '--name', longest], {}, cwd)).status, 0)
     const listed = await runCli(['keys', 'list'], {}, cwd)
     assert.match(listed.stdout, /alice\s+psk_\S{4}…/)
     assert.equal(listed.stdout.includes(key), false, 'the key itself is never shown again')

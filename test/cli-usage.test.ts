@@ -163,6 +163,7 @@ describe('petstore CLI usage', () => {
     ['keys', 'rotate'],
     ['keys', 'create'],
     ['keys', 'create', '--name', 'bad name!'],
+    ['keys', 'create', '--name', `k${'e'.repeat(64)}`],
     ['seed', '--count', 'ten'],
     ['seed', '--count', '0'],
     // One over each bound.
