@@ -3,10 +3,12 @@ import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { openFileLimit, warnOfOpenFileLimit } from '../src/cli/open-file-limit.ts'
+import type { DatabaseSettings } from '../src/config.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { logLines, startServeProcess } from './helpers/cli-process.ts'
 import { suiteNeedingPrlimit } from './helpers/suite-requirements.ts'
-import { startTestServer, type TestServer } from './helpers/test-server.ts'
+import { startTestServer, type TestServer, testConfig } from './helpers/test-server.ts'
 
 const PROBE = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
 
@@ -164,5 +166,31 @@ describe('the open-file limit', suiteNeedingPrlimit('the open-file limit check')
     const warned = logLines(server).filter((line) => line.openFileLimit !== undefined)
     assert.equal(warned.length, 1, server.output())
     assert.deepEqual([warned[0]?.level, warned[0]?.openFileLimit, warned[0]?.maxConnections], [40, 256, 1000])
+  })
+})
+
+describe('the files the service keeps open', () => {
+  test("when PostgreSQL's pool would take the files MAX_CONNECTIONS leaves, then the limit is said to be too low; with SQLite, not", () => {
+    // This process's own limit, read as the service reads it; MAX_CONNECTIONS leaves 64 files and 25 more.
+    const limit = openFileLimit()
+    assert.ok(limit !== undefined && limit > 200, `an open-file limit to test under: ${limit}`)
+    const maxConnections = limit - 64 - 25
+    const sqlite = testConfig().database
+    const postgres: DatabaseSettings = {
+      engine: 'postgres',
+      url: 'postgres://petstore@db/petstore',
+      poolSize: 50,
+      statementTimeoutMs: 5000,
+      connectTimeoutMs: 5000,
+      maxBatch: 500,
+    }
+    for (const [database, said] of [
+      [sqlite, 0],
+      [postgres, 1],
+    ] as const) {
+      const warnings: unknown[] = []
+      warnOfOpenFileLimit(maxConnections, database, { warn: (...args: unknown[]) => warnings.push(args) })
+      assert.equal(warnings.length, said, database.engine)
+    }
   })
 })
