@@ -161,7 +161,7 @@ describe('petstore copy, SQLite to SQLite', () => {
     await stop(server)
   })
 
-  test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then the re-run finishes it', async (t) => {
+  test('when a copy of a store no server has opened (seeded, keys made) is stopped and run again, then a re-run with --max-chunks copies that many more, and one without finishes it', async (t) => {
     const cwd = temporaryDirectory(t)
     const source = { DATABASE_URL: 'sqlite:source.db' }
     assert.equal((await runCli(['seed', '--count', '50'], source, cwd)).status, 0)
@@ -173,6 +173,12 @@ describe('petstore copy, SQLite to SQLite', () => {
     const copiedFirst = partial.prepare('SELECT count(*) AS n FROM pets').get()?.n
     partial.close()
     assert.equal(copiedFirst, 20, 'two chunks of 10, no more')
+    // Chunks the first run copied are walked past, not counted: two more are copied.
+    assert.equal((await runCli([...args, '--max-chunks', '2'], {}, cwd)).status, 3)
+    const partialAgain = new DatabaseSync(join(cwd, 'target.db'), { readOnly: true })
+    const copiedThen = partialAgain.prepare('SELECT count(*) AS n FROM pets').get()?.n
+    partialAgain.close()
+    assert.equal(copiedThen, 40, 'two chunks more')
     const rerun = await runCli(args, {}, cwd)
     assert.equal(rerun.status, 0, rerun.stderr)
     const again = await runCli(args, {}, cwd)
