@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { logLines, runCli, type ServeProcess, stop } from './helpers/cli-process.ts'
@@ -11,6 +11,17 @@ import { suiteNeeding } from './helpers/suite-requirements.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 const PETS = 10_000
+
+/** A SQLite source in a directory of the test's own, seeded with `pets` pets and a key. */
+async function seededSource(t: TestContext, pets: number) {
+  const cwd = temporaryDirectory(t)
+  const oldKey = generateApiKey()
+  await seedStore(new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 }), pets, {
+    oldKey,
+    revokedKey: generateApiKey(),
+  })
+  return { cwd, sqlite: `sqlite:${join(cwd, 'source.db')}`, oldKey }
+}
 
 describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgresLack()), () => {
   test('when the PostgreSQL target answers but takes no writes (read-only), then copy says it refuses them, not that it went away', async (t) => {
@@ -145,13 +156,7 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
   test('when a copy stopped partway is served (before the run that finishes it), then its start warns of the unfinished copy and a create gets an id above every source pet, never a 500 on an id a copied pet holds; once finished, no warning', {
     timeout: 120_000,
   }, async (t) => {
-    const cwd = temporaryDirectory(t)
-    const sqlite = `sqlite:${join(cwd, 'source.db')}`
-    const oldKey = generateApiKey()
-    await seedStore(new SqliteStore({ path: join(cwd, 'source.db'), busyTimeoutMs: 5000 }), 2500, {
-      oldKey,
-      revokedKey: generateApiKey(),
-    })
+    const { cwd, sqlite, oldKey } = await seededSource(t, 2500)
     const url = await (await sharedPostgres()).createDatabase()
     const stopped = await runCli(
       ['copy', '--from', sqlite, '--to', url, '--chunk-size', '1000', '--max-chunks', '1'],
@@ -177,5 +182,45 @@ describe('copy from SQLite to PostgreSQL', suiteNeeding('the copy suite', postgr
     const whole = await serve(t, { DATABASE_URL: url }, cwd)
     await stop(whole)
     assert.equal(unfinished(whole), false, whole.output())
+  })
+
+  test("when the source serves creates while it is copied, then the target's ids come after every pet copied: a create on it gets a new id, never one a copied pet holds", {
+    timeout: 120_000,
+  }, async (t) => {
+    const { cwd, sqlite, oldKey } = await seededSource(t, 2500)
+    const source = await serve(t, { DATABASE_URL: sqlite }, cwd)
+    const url = await (await sharedPostgres()).createDatabase()
+    // Small chunks, so the copy takes its time; the source takes creates until it ends, the ids past
+    // the highest there was when the copy began, and those the walk reaches are copied too.
+    const copying = runCli(['copy', '--from', sqlite, '--to', url, '--chunk-size', '10'], {}, cwd)
+    let copyEnded = false
+    void copying.finally(() => {
+      copyEnded = true
+    })
+    let createdMeanwhile = 0
+    while (!copyEnded) {
+      const created = await call(source, oldKey, '/v1/pets', {
+        method: 'POST',
+        body: '{"name":"during the copy","categoryId":1}',
+      })
+      if (created.status === 201) createdMeanwhile++
+      await created.arrayBuffer()
+    }
+    const copied = await copying
+    assert.equal(copied.status, 0, copied.stderr)
+    assert.ok(createdMeanwhile > 0, 'no create landed during the copy')
+    await stop(source)
+    const [highest] = await postgresSql(url, 'SELECT max(id)::text AS id FROM pets')
+    const target = await serve(t, { DATABASE_URL: url }, cwd)
+    const created = await call(target, oldKey, '/v1/pets', {
+      method: 'POST',
+      body: '{"name":"after the copy","categoryId":1}',
+    })
+    const body = await created.text()
+    assert.equal(created.status, 201, body)
+    assert.ok(BigInt(JSON.parse(body).id) > BigInt(String(highest?.id)), `id ${JSON.parse(body).id}`)
+    t.diagnostic(
+      `${createdMeanwhile} pets created on the source during the copy; the highest copied ${highest?.id}`,
+    )
   })
 })
