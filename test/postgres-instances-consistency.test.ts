@@ -1,13 +1,18 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import { call } from './helpers/bearer-call.ts'
+import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
 
 const TTL_MS = 500
+// Key of the advisory lock the test holds to stop an instance's transaction where it wants it.
+const HOLD = 4242
 
 /** The ids of every pet, page by page from `path`, following each page's `Link: rel="next"`. */
 async function walkPages(origin: string, key: string, path: string): Promise<number[]> {
@@ -134,5 +139,74 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       )
       t.diagnostic(`${name}: accepted ${firstRefusal} calls after the revocation, all within the TTL`)
     }
+  })
+
+  test('when an instance stops inside a write transaction holding the insert lock, then the server ends that transaction after the statement timeout and the other instance creates again', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const url = await (await sharedPostgres()).createDatabase()
+    const env = { DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1000', RATE_LIMIT_PER_MINUTE: '0' }
+    const key = (await runCli(['keys', 'create', '--name', 'shared'], env, cwd)).stdout.trim()
+    const [a, b] = (await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])) as [
+      ServeProcess,
+      ServeProcess,
+    ]
+    for (const instance of [a, b]) t.after(() => instance.child.kill('SIGKILL'))
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    t.after(() => admin.end())
+    const keyed = (origin: string) =>
+      checkedFetch(origin, '/v1/pets', {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'k',
+        },
+        body: '{"name":"Rex","categoryId":1}',
+      })
+    assert.equal((await keyed(a.origin)).status, 201)
+    // An expired record not yet purged: the key's next create runs in a transaction under the insert lock,
+    // and replaces the record there, waiting on a lock this test holds.
+    await admin.query('UPDATE idempotency_keys SET expires_at_ms = 0')
+    await admin.query(`CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN PERFORM pg_advisory_xact_lock(${HOLD}); RETURN NEW; END $$`)
+    await admin.query(
+      'CREATE TRIGGER hold BEFORE UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION hold()',
+    )
+    await admin.query(`SELECT pg_advisory_lock(${HOLD})`)
+
+    // Its answer; or, when the test fails before resuming the instance (and kills it), the fetch's failure.
+    const stopped = keyed(a.origin).then(
+      (response) => response.status,
+      (error: Error) => error.message,
+    )
+    await waitUntil(
+      async () =>
+        (
+          await admin.query(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted",
+            [HOLD],
+          )
+        ).rowCount !== 0,
+      'the instance did not reach the held update',
+    )
+    // Paused there, as a host that hangs: once the update goes through, its transaction sits idle.
+    a.child.kill('SIGSTOP')
+    t.after(() => a.child.kill('SIGCONT'))
+    await admin.query(`SELECT pg_advisory_unlock(${HOLD})`)
+
+    const started = Date.now()
+    await waitUntil(
+      async () =>
+        (await call(b.origin, key, 'POST', '/v1/pets', '{"name":"Tom","categoryId":1}')).status === 201,
+      'the other instance could not create while the stopped one held the insert lock',
+      { timeoutMs: 15_000, everyMs: 100 },
+    )
+    t.diagnostic(`the other instance created ${Date.now() - started} ms after the pause`)
+    a.child.kill('SIGCONT')
+    // Its transaction was ended, not committed: its create must not be acknowledged.
+    const answer = await within(stopped, 15_000, 'the resumed instance did not answer')
+    t.diagnostic(`the resumed instance answered ${answer}`)
+    assert.notEqual(answer, 201)
   })
 })
