@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
+import { postgresLack, sharedPostgres } from './helpers/postgres-server.ts'
+import { suiteNeeding } from './helpers/suite-requirements.ts'
 
 describe('restore: which of its two forms', () => {
   test('when restore is given both --from and --replacing, or neither, or --replacing where DATABASE_URL is SQLite or is DATABASE_URL itself, then it refuses in one line saying what to give', async (t) => {
@@ -32,3 +34,25 @@ describe('restore: which of its two forms', () => {
     )
   })
 })
+
+describe(
+  'restore --replacing: the database it names',
+  suiteNeeding('the PostgreSQL restore suite', postgresLack()),
+  () => {
+    test('when --replacing names the database pg_restore made in another spelling (postgresql://, a parameter added), then it refuses in one line and changes nothing, rather than carry from that database into itself', async (t) => {
+      const cwd = temporaryDirectory(t)
+      const restored = await (await sharedPostgres()).createDatabase()
+      assert.equal((await runCli(['migrate'], { DATABASE_URL: restored }, cwd)).status, 0)
+      const schemeSpelt = restored.replace(/^postgres:/, 'postgresql:')
+      for (const replacing of [schemeSpelt, `${restored}?connect_timeout=10`]) {
+        assert.notEqual(replacing, restored)
+        const carried = await runCli(['restore', '--replacing', replacing], { DATABASE_URL: restored }, cwd)
+        assert.deepEqual([carried.status, carried.stdout], [1, ''], carried.stderr)
+        assert.match(
+          carried.stderr,
+          /^petstore restore: --replacing names the database DATABASE_URL names \(spelt another way\): name the database the restored one replaces: nothing was changed\n$/,
+        )
+      }
+    })
+  },
+)

@@ -29,6 +29,23 @@ const END_SESSIONS = {
     FROM (SELECT pg_terminate_backend(pid, 5000) AS ended ${SERVICE_SESSIONS}) AS terminated`,
 }
 
+// Which server and database a connection reached: `--replacing` spelt otherwise than DATABASE_URL (the
+// scheme, a parameter, a host's other name) may still name the database pg_restore made.
+const IDENTITY = {
+  name: 'carry.identity',
+  text: 'SELECT system_identifier::text AS server, current_database() AS database FROM pg_control_system()',
+}
+
+/** The server's and the database's identity, or undefined where it cannot be read (nor compared). */
+async function identityOf(pool: PostgresPool): Promise<string | undefined> {
+  try {
+    const [row] = await pool.query<{ server: string; database: string }>(IDENTITY)
+    return row === undefined ? undefined : `${row.server}/${row.database}`
+  } catch {
+    return undefined
+  }
+}
+
 /** The refusal while sessions of the service are connected to the replaced database: nothing is changed. */
 function inUse(sessions: bigint, why: string): Error {
   return new Error(
@@ -52,58 +69,85 @@ async function endSessions(old: PostgresPool, seen: bigint): Promise<number> {
   return Number(ended)
 }
 
-/**
- * Keeps in the database `restored` (pg_restore's, not yet served) what must outlive a restore, read from
- * the database it replaces (`replacing`), as SQLite's restore does (sqlite-restore-carry.ts): a key
- * revoked there stays revoked, and the id sequences stay above every id given out there. Keys made since
- * the dump are only counted. Each part is read apart, so a damaged database still gives what it can; a
- * failure to reach or write `restored` is thrown, and so is a replaced database the service still writes to.
- */
-export async function carryForward(replacing: string, restored: string): Promise<CarriedForward> {
-  let unreadable: string | undefined
+/** What the replaced database passes on, each part undefined where it could not be read. */
+interface Replaced {
+  replacedPets: bigint | undefined
+  revoked: { hash: string; revoked_at: string }[] | undefined
+  given: { pets: bigint; keys: bigint } | undefined
+  active: { hash: string; name: string }[] | undefined
+  sessionsEnded: number
+  unreadable: string | undefined
+}
+
+/** Reads what the database `replacing` passes on, once it is known not to be `restored` itself. */
+async function readReplaced(replacing: string, restoredIs: string | undefined): Promise<Replaced> {
   const old = new PostgresPool(commandPool(replacing))
-  const fromOld = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
+  const read: Replaced = {
+    replacedPets: undefined,
+    revoked: undefined,
+    given: undefined,
+    active: undefined,
+    sessionsEnded: 0,
+    unreadable: undefined,
+  }
+  const fromOld = async <T>(part: () => Promise<T>): Promise<T | undefined> => {
     try {
-      return await read()
+      return await part()
     } catch (error) {
-      unreadable ??= messageWithCause(error as Error)
+      read.unreadable ??= messageWithCause(error as Error)
       return undefined
     }
   }
   const highest = async (table: 'pets' | 'api_keys') =>
     (await old.query<{ id: bigint }>(highestIdGiven(table)))[0]?.id ?? 0n
-  let replacedPets: bigint | undefined
-  let revoked: { hash: string; revoked_at: string }[] | undefined
-  let given: { pets: bigint; keys: bigint } | undefined
-  let active: { hash: string; name: string }[] | undefined
-  let sessionsEnded = 0
   try {
+    // Before anything is ended or read: its sessions would be the restored database's own.
+    if (restoredIs !== undefined && restoredIs === (await identityOf(old)))
+      throw new Error(
+        '--replacing names the database DATABASE_URL names (spelt another way): name the database the ' +
+          'restored one replaces: nothing was changed',
+      )
     const serving = await fromOld(async () => (await old.query<ServingSessions>(SERVING_SESSIONS))[0])
     if (serving !== undefined && serving.sessions > 0n) {
       if (serving.read_only !== 'on') throw inUse(serving.sessions, '')
-      sessionsEnded = await endSessions(old, serving.sessions)
+      read.sessionsEnded = await endSessions(old, serving.sessions)
     }
     const count = { name: 'carry.pets', text: 'SELECT count(*) AS n FROM pets' }
-    replacedPets = await fromOld(async () => (await old.query<{ n: bigint }>(count))[0]?.n ?? 0n)
-    revoked = await fromOld(() =>
+    read.replacedPets = await fromOld(async () => (await old.query<{ n: bigint }>(count))[0]?.n ?? 0n)
+    read.revoked = await fromOld(() =>
       old.query<{ hash: string; revoked_at: string }>({
         name: 'carry.revoked',
         text: `SELECT hash, ${exactUtc('revoked_at')} FROM api_keys WHERE revoked_at IS NOT NULL`,
       }),
     )
-    given = await fromOld(async () => ({ pets: await highest('pets'), keys: await highest('api_keys') }))
-    active = await fromOld(() =>
+    read.given = await fromOld(async () => ({ pets: await highest('pets'), keys: await highest('api_keys') }))
+    read.active = await fromOld(() =>
       old.query<{ hash: string; name: string }>({
         name: 'carry.active',
         text: 'SELECT hash, name FROM api_keys WHERE revoked_at IS NULL ORDER BY id',
       }),
     )
+    return read
   } finally {
     await old.close()
   }
+}
 
+/**
+ * Keeps in the database `restored` (pg_restore's, not yet served) what must outlive a restore, read from
+ * the database it replaces (`replacing`), as SQLite's restore does (sqlite-restore-carry.ts): a key
+ * revoked there stays revoked, and the id sequences stay above every id given out there. Keys made since
+ * the dump are only counted. Each part is read apart, so a damaged database still gives what it can; a
+ * failure to reach or write `restored` is thrown, and so are a replaced database the service still writes
+ * to and one that is `restored` itself, spelt another way.
+ */
+export async function carryForward(replacing: string, restored: string): Promise<CarriedForward> {
   const db = new PostgresPool(commandPool(restored))
   try {
+    const { replacedPets, revoked, given, active, sessionsEnded, unreadable } = await readReplaced(
+      replacing,
+      await identityOf(db),
+    )
     const revocations = await db.transaction(async (client) => {
       const revokedHere =
         revoked === undefined
