@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
@@ -19,52 +21,75 @@ async function durationCount(metricsOrigin: string, operation: string, status: n
   return line === undefined ? 0 : Number(line.slice(series.length + 1))
 }
 
-test('when a client gives up before its answer (a create waiting on a locked database), then the request still has its line, status 499 with its duration, and is counted; the answer made later adds nothing', async (t) => {
-  const cwd = temporaryDirectory(t)
-  const server = await startServeProcess({ API_KEYS: `ops:${key}`, SQLITE_BUSY_TIMEOUT_MS: '60000' }, cwd)
-  t.after(() => server.child.kill('SIGKILL'))
-  const port = /metrics on port (\d+)/.exec(server.output())?.[1]
-  assert.ok(port, server.output())
-  const metricsOrigin = `http://127.0.0.1:${port}`
+/** Sends a create with `requestId` and gives up on it after 500 ms: closing its connection, or resetting it. */
+async function giveUp(origin: string, requestId: string, how: 'closes' | 'resets'): Promise<void> {
+  const body = JSON.stringify({ name: 'Patient', categoryId: 1 })
+  if (how === 'closes') {
+    const given = fetch(`${origin}/v1/pets`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'x-request-id': requestId,
+      },
+      body,
+      signal: AbortSignal.timeout(500),
+    })
+    await assert.rejects(given, { name: 'TimeoutError' })
+    return
+  }
+  const socket = connect(Number(new URL(origin).port), '127.0.0.1')
+  socket.on('error', () => {})
+  await once(socket, 'connect')
+  socket.write(
+    `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${requestId}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  )
+  await sleep(500)
+  socket.resetAndDestroy()
+}
 
-  const holder = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
-  t.after(() => holder.close())
-  holder.exec('BEGIN IMMEDIATE')
-  const requestId = randomUUID()
-  const given = fetch(`${server.origin}/v1/pets`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      'x-request-id': requestId,
-    },
-    body: JSON.stringify({ name: 'Patient', categoryId: 1 }),
-    signal: AbortSignal.timeout(500),
+for (const how of ['closes', 'resets'] as const) {
+  test(`when a client gives up before its answer (a create waiting on a locked database) and ${how} its connection, then the request still has its line, status 499 with its duration, and is counted; the answer made later adds nothing`, async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess({ API_KEYS: `ops:${key}`, SQLITE_BUSY_TIMEOUT_MS: '60000' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const port = /metrics on port (\d+)/.exec(server.output())?.[1]
+    assert.ok(port, server.output())
+    const metricsOrigin = `http://127.0.0.1:${port}`
+
+    const holder = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    t.after(() => holder.close())
+    holder.exec('BEGIN IMMEDIATE')
+    const requestId = randomUUID()
+    await giveUp(server.origin, requestId, how)
+    const line = await waitForLog(server, (lines) =>
+      lines.find((logged) => logged.reqId === requestId && logged.msg === 'request'),
+    )
+    assert.equal(line.status, 499)
+    assert.equal(line.operation, 'createPet')
+    // Timed until the close, 500 ms after the call began (less its connection's set-up on a busy host).
+    assert.ok(Number(line.durationMs) >= 100, `durationMs ${line.durationMs}`)
+    assert.equal(await durationCount(metricsOrigin, 'createPet', 499), 1)
+
+    // The create goes on once the lock is gone (the client gave up, not the service): no second line.
+    holder.exec('ROLLBACK')
+    await waitFor(
+      async () => {
+        const listed = await fetch(`${server.origin}/v1/pets`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+        return (
+          ((await listed.json()) as Array<{ name: string }>).some((pet) => pet.name === 'Patient') ||
+          undefined
+        )
+      },
+      () => 'the create given up by its client was not made once the lock was gone',
+      { everyMs: 100 },
+    )
+    await sleep(200)
+    assert.equal(logLines(server).filter((logged) => logged.reqId === requestId).length, 1)
+    assert.equal(await durationCount(metricsOrigin, 'createPet', 201), 0)
+    await stop(server)
   })
-  await assert.rejects(given, { name: 'TimeoutError' })
-  const line = await waitForLog(server, (lines) =>
-    lines.find((logged) => logged.reqId === requestId && logged.msg === 'request'),
-  )
-  assert.equal(line.status, 499)
-  assert.equal(line.operation, 'createPet')
-  // Timed until the close, 500 ms after the call began (less its connection's set-up on a busy host).
-  assert.ok(Number(line.durationMs) >= 100, `durationMs ${line.durationMs}`)
-  assert.equal(await durationCount(metricsOrigin, 'createPet', 499), 1)
-
-  // The create goes on once the lock is gone (the client gave up, not the service): no second line.
-  holder.exec('ROLLBACK')
-  await waitFor(
-    async () => {
-      const listed = await fetch(`${server.origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
-      return (
-        ((await listed.json()) as Array<{ name: string }>).some((pet) => pet.name === 'Patient') || undefined
-      )
-    },
-    () => 'the create given up by its client was not made once the lock was gone',
-    { everyMs: 100 },
-  )
-  await sleep(200)
-  assert.equal(logLines(server).filter((logged) => logged.reqId === requestId).length, 1)
-  assert.equal(await durationCount(metricsOrigin, 'createPet', 201), 0)
-  await stop(server)
-})
+}
