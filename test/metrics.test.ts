@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { AggregatorRegistry, Histogram, Registry } from 'prom-client'
 import { ConfigSchema } from '../src/config-schema.ts'
 import { DurationHistogram } from '../src/metrics/duration-histogram.ts'
 import { createMetrics } from '../src/metrics/metrics.ts'
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { failingStore } from './helpers/abuse-cases.ts'
 import { call } from './helpers/api-client.ts'
 import { startTestServer } from './helpers/test-server.ts'
@@ -122,6 +124,33 @@ describe('metrics', () => {
       /petstore_store_duration_seconds_bucket\{le="0.0001",operation="createPet",outcome="error"\} \d/,
     )
     assert.doesNotMatch(text, /operation="createPet",outcome="ok"/)
+  })
+
+  test('when a store call takes 300 ms, then both duration histograms count it in seconds: about 0.3 in their sums', async (t) => {
+    const metrics = createMetrics()
+    const slow = new Proxy(new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 }), {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver)
+        if (typeof value !== 'function') return value
+        if (property !== 'listPets') return value.bind(target)
+        return async (...args: unknown[]) => {
+          await sleep(300)
+          return value.apply(target, args)
+        }
+      },
+    })
+    const server = await startTestServer(t, { store: slow, app: { metrics } })
+    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    const text = await metrics.registry.metrics()
+    for (const series of [
+      'petstore_store_duration_seconds_sum{operation="listPets",outcome="ok"}',
+      'petstore_http_request_duration_seconds_sum{operation="listPets",status="200"}',
+    ]) {
+      const line = text.split('\n').find((sample) => sample.startsWith(`${series} `))
+      const seconds = Number(line?.slice(series.length + 1))
+      // A loaded host may add to the wait, never take from it.
+      assert.ok(seconds >= 0.25 && seconds < 10, `${series}: ${line}`)
+    }
   })
 
   test('when the instance is ready, then petstore_ready reads 1; when /readyz would answer 503 (the store cannot be reached), then 0', async (t) => {
