@@ -195,7 +195,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.equal(result.stderr.includes('s3cret'), false)
   })
 
-  test("when a listener's port is taken or its host does not resolve, then serve exits 1 with one line naming its settings", async (t) => {
+  test("when a listener's port is taken, its address is not this machine's or its host does not resolve, then serve exits 1 with one line naming its settings", async (t) => {
     const cwd = temporaryDirectory(t)
     const first = await startServeProcess({}, cwd)
     t.after(() => first.child.kill('SIGKILL'))
@@ -214,6 +214,15 @@ describe('petstore CLI: settings and what stops a start', () => {
       [
         1,
         `petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+      ],
+    )
+    // 192.0.2.1 is kept for documentation (RFC 5737): no machine has it.
+    const elsewhere = await runCli(['serve'], { PORT: '0', METRICS_HOST: '192.0.2.1', API_KEYS: '' }, cwd)
+    assert.deepEqual(
+      [elsewhere.status, elsewhere.stderr],
+      [
+        1,
+        'petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (192.0.2.1:0): the address is not one of this machine (EADDRNOTAVAIL)\n',
       ],
     )
     const unknownHost = await runCli(['serve'], { PORT: '0', METRICS_HOST: 'no-such-host.invalid' }, cwd)
