@@ -150,4 +150,24 @@ describe('copy into a non-empty target', suiteNeeding('the copy suite', postgres
       assert.deepEqual(to.pets, [...from.pets, ...own], 'the later pet too')
     })
   }
+
+  test("when the source never signed a cursor (no service or command ever opened it) and the target did, then the copy keeps the target's secret: the cursors it gave out stay valid", async (t) => {
+    const cwd = temporaryDirectory(t)
+    const source = `sqlite:${join(cwd, 'source.db')}`
+    // Made by the store alone: every command of the service makes the secret as it migrates.
+    const made = sqliteStore(source)
+    await made.migrate()
+    await made.createPet({ pet: { name: 'Rex', categoryId: 1n } })
+    await made.close()
+    assert.equal((await storeContents(source)).secret, undefined)
+    const target = await newTarget('sqlite', cwd)
+    assert.equal((await runCli(['migrate'], { DATABASE_URL: target }, cwd)).status, 0)
+    const store = sqliteStore(target)
+    const signing = await store.serviceSecret()
+    await store.close()
+
+    const copied = await copy(source, target, cwd)
+    assert.equal(copied.status, 0, copied.stderr)
+    assert.equal((await storeContents(target)).secret, signing)
+  })
 })
