@@ -192,6 +192,40 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
   })
 
+  // Each way the server ends a session while it is idle, and what the test does first and then.
+  const idleEnds = {
+    'its idle_session_timeout (57P05)': {
+      before: (url: string) =>
+        postgresSql(url, `ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_session_timeout = 1000`),
+      end: () => sleep(1500),
+    },
+    'an operator terminating it (57P01)': {
+      before: async () => {},
+      end: (url: string) =>
+        postgresSql(
+          url,
+          `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+           WHERE application_name = 'petstore' AND datname = current_database()`,
+        ),
+    },
+  }
+  for (const [how, { before, end }] of Object.entries(idleEnds)) {
+    test(`when the server has ended the pool's idle connection by ${how} and the instance has not read it yet, then a read is served on a new connection, not answered 503`, async (t) => {
+      const url = await emptyDatabase()
+      await before(url)
+      const proxy = await startTcpProxy(t, url)
+      const server = await startTestServer(t, { store: postgresStoreAt(proxy.url, 1) })
+      // The pool's connection made and idle, the key's lookup cached.
+      assert.equal((await call(server, 'GET', '/v1/pets/1')).status, 404)
+      // The server's last words (its error, then its end) wait in the proxy, as in an unread socket.
+      proxy.holdUntilNextUse()
+      await end(url)
+      const answer = await call(server, 'GET', '/v1/pets/10')
+      assert.equal(answer.status, 404, answer.text)
+      assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
+    })
+  }
+
   test('when the pool is closed with its deadline nearer than the close grace, then the close ends by the deadline, not a grace later', async () => {
     const pool = new PostgresPool(storeOptions(await emptyDatabase()))
     const startedAt = performance.now()

@@ -18,6 +18,12 @@ export interface TcpProxy {
   mute(): void
   /** The connections forwarded so far are reset at their next use, as a proxy that closed them while idle. */
   resetAtNextUse(): void
+  /**
+   * What the server sends on the connections forwarded so far (its end included) reaches the client only
+   * with the client's next write, all at once: as a session the server ended while idle, whose news a
+   * busy client has not read yet when it sends its next statement.
+   */
+  holdUntilNextUse(): void
 }
 
 /**
@@ -61,17 +67,18 @@ export async function startTcpProxy(
 ): Promise<TcpProxy> {
   const target = new URL(targetUrl)
   let silent = false
-  const pairs: Array<{ client: Socket; upstream: Socket }> = []
+  const pairs: Array<{ client: Socket; upstream: Socket; closeClient: () => void }> = []
   const { port, sockets } = await trackedServer(t, (client, track) => {
     if (silent) return
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) })
     track(upstream)
-    pairs.push({ client, upstream })
+    const closeClient = () => client.destroy()
+    pairs.push({ client, upstream, closeClient })
     client.pipe(upstream)
     client.on('close', () => upstream.destroy())
     if (batchMs !== undefined) return passInBatches(upstream, client, batchMs)
     upstream.pipe(client)
-    upstream.on('close', () => client.destroy())
+    upstream.on('close', closeClient)
   })
   const url = new URL(targetUrl)
   url.hostname = '127.0.0.1'
@@ -101,6 +108,30 @@ export async function startTcpProxy(
           upstream.destroy()
         })
         // Unpiped, it was paused: a listener alone would never be told of what comes.
+        client.resume()
+      }
+    },
+    holdUntilNextUse() {
+      for (const { client, upstream, closeClient } of pairs.splice(0)) {
+        upstream.unpipe(client)
+        upstream.off('close', closeClient)
+        let held: Buffer[] | undefined = []
+        let ended = false
+        upstream.on('data', (chunk: Buffer) => (held === undefined ? client.write(chunk) : held.push(chunk)))
+        upstream.on('close', () => {
+          if (held === undefined) client.end()
+          else ended = true
+        })
+        upstream.resume()
+        // Unpiped, as the server's end would unpipe (and pause) it: its writes are passed on here.
+        client.unpipe(upstream)
+        client.on('data', (chunk: Buffer) => {
+          if (!upstream.destroyed) upstream.write(chunk)
+          if (held === undefined) return
+          client.write(Buffer.concat(held))
+          held = undefined
+          if (ended) client.end()
+        })
         client.resume()
       }
     },
