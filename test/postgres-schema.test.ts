@@ -3,7 +3,27 @@ import { describe, test } from 'node:test'
 import { call } from './helpers/api-client.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
-import { startTestServer } from './helpers/test-server.ts'
+import { startTestServer, type TestServer } from './helpers/test-server.ts'
+
+/** Each operation is answered 503 with Retry-After, naming nothing of the database's internals. */
+async function assertEachOperationUnavailable(server: TestServer): Promise<void> {
+  for (const [method, path] of [
+    ['GET', '/v1/pets'],
+    ['GET', '/v1/pets/1'],
+    ['POST', '/v1/pets'],
+  ] as const) {
+    const answer = await call(
+      server,
+      method,
+      path,
+      method === 'POST' ? { body: { name: 'Rex', categoryId: 1 } } : {},
+    )
+    assert.equal(answer.status, 503, `${method} ${path}: ${answer.text}`)
+    assert.equal(answer.json.code, 'service_unavailable')
+    assert.equal(answer.headers.get('retry-after'), '1')
+    assert.doesNotMatch(answer.text, /relation|column|pets_|pet_name|api_keys/, 'no internals')
+  }
+}
 
 describe('the service schema on a shared PostgreSQL database', engineSuiteOptions(postgresEngine), () => {
   test("when another application's schema_migrations is further along the search path, then the service makes its own and leaves that one alone", async (t) => {
@@ -44,24 +64,19 @@ describe('the service schema on a shared PostgreSQL database', engineSuiteOption
       "SELECT string_agg(quote_ident(tablename), ', ') AS names FROM pg_tables WHERE schemaname = current_schema()",
     )
     await postgresSql(server.databaseUrl as string, `DROP TABLE ${tables[0]?.names} CASCADE`)
-    for (const [method, path] of [
-      ['GET', '/v1/pets'],
-      ['GET', '/v1/pets/1'],
-      ['POST', '/v1/pets'],
-    ] as const) {
-      const answer = await call(
-        server,
-        method,
-        path,
-        method === 'POST' ? { body: { name: 'Rex', categoryId: 1 } } : {},
-      )
-      assert.equal(answer.status, 503, `${method} ${path}: ${answer.text}`)
-      assert.equal(answer.json.code, 'service_unavailable')
-      assert.equal(answer.headers.get('retry-after'), '1')
-      assert.doesNotMatch(answer.text, /relation|pets_|api_keys/, 'no internals')
-    }
+    await assertEachOperationUnavailable(server)
     const readiness = await call(server, 'GET', '/readyz', { key: false })
     assert.equal(readiness.status, 503)
     assert.match(readiness.json.message, /^not ready: the database lacks the Pet Store schema/)
+  })
+
+  test("when a column the service's statements name is renamed under a running instance (another tool's migration), then calls get 503 with Retry-After, never a 500", async (t) => {
+    const server = await startTestServer(t, { engine: postgresEngine })
+    assert.equal(
+      (await call(server, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 } })).status,
+      201,
+    )
+    await postgresSql(server.databaseUrl as string, 'ALTER TABLE pets RENAME COLUMN name TO pet_name')
+    await assertEachOperationUnavailable(server)
   })
 })
