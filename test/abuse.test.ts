@@ -163,6 +163,20 @@ describe('API4:2023 unrestricted resource consumption', () => {
     assert.match(answered.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
   })
 
+  test('when a refused POST announces a body of 64 KiB, then it is read and the connection kept; of one byte more, then the connection is closed after the answer, the body not waited for', async () => {
+    const head = (length: number) =>
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${generateApiKey()}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+    const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+    const kept = await rawHttp(server.origin, head(64 * 1024) + ' '.repeat(64 * 1024) + next)
+    assert.equal(kept.status, 401)
+    assert.equal(kept.headers.connection, 'keep-alive')
+    assert.match(kept.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
+    // Its body never sent: answered and closed at once, within rawHttp's wait for the close.
+    const closed = await rawHttp(server.origin, head(64 * 1024 + 1))
+    assert.equal(closed.status, 401)
+    assert.equal(closed.headers.connection, 'close')
+  })
+
   for (const [what, body, status] of [
     ['over the 4 KiB limit (5 KiB, under 64 KiB)', `{"name":"${'x'.repeat(5000)}","categoryId":1}`, 413],
     ['not valid JSON', '{"name":"Rex",', 400],
