@@ -21,7 +21,11 @@ export const ERROR_CODES = {
   invalid_path_parameter: { status: 400, summary: 'A path parameter is not valid (petId must be an int64).' },
   invalid_idempotency_key: { status: 400, summary: 'The Idempotency-Key header is malformed or repeated.' },
   unauthorized: { status: 401, summary: 'The bearer API key is missing, malformed, unknown or revoked.' },
-  route_not_found: { status: 404, summary: 'No operation exists at this path.' },
+  route_not_found: {
+    status: 404,
+    summary:
+      "No operation exists at this path; the message names the method and the path's first 200 characters, never its query.",
+  },
   pet_not_found: { status: 404, summary: 'No pet has the requested id.' },
   method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see Allow.' },
   request_timeout: { status: 408, summary: 'The request was not received in time.' },

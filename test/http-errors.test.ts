@@ -22,6 +22,15 @@ describe('errors raised before any handler', () => {
     })
   }
 
+  test('when a long path names no operation, then the 404 names its first 200 characters and its query not at all', async () => {
+    const path = `/v1/${'a'.repeat(4000)}`
+    const response = await call(server, 'GET', `${path}?q=${'b'.repeat(100)}`)
+    assert.equal(response.status, 404)
+    assert.equal(response.json.message, `no operation at GET ${path.slice(0, 200)}`)
+    const short = await call(server, 'GET', '/nope?q=b')
+    assert.equal(short.json.message, 'no operation at GET /nope')
+  })
+
   for (const [method, path, allow] of [
     ['DELETE', '/v1/pets', 'GET, HEAD, POST'],
     ['PUT', '/v1/pets', 'GET, HEAD, POST'],

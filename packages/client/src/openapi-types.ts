@@ -112,7 +112,7 @@ export interface components {
          *     | 400 | `invalid_path_parameter` | A path parameter is not valid (petId must be an int64). |
          *     | 400 | `invalid_idempotency_key` | The Idempotency-Key header is malformed or repeated. |
          *     | 401 | `unauthorized` | The bearer API key is missing, malformed, unknown or revoked. |
-         *     | 404 | `route_not_found` | No operation exists at this path. |
+         *     | 404 | `route_not_found` | No operation exists at this path; the message names the method and the path's first 200 characters, never its query. |
          *     | 404 | `pet_not_found` | No pet has the requested id. |
          *     | 405 | `method_not_allowed` | The path exists but not with this method; see Allow. |
          *     | 408 | `request_timeout` | The request was not received in time. |
