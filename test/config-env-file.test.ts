@@ -25,6 +25,18 @@ describe('configuration: the .env file', () => {
     }
   })
 
+  test('when .env holding a password is readable by its group alone, then it is said too; by its owner alone, then not', (t) => {
+    for (const [mode, warnings] of [
+      [0o640, ['.env holds DATABASE_URL, and other users can read it (mode 0640): chmod 600 .env']],
+      [0o600, []],
+    ] as const) {
+      const path = join(temporaryDirectory(t), '.env')
+      writeFileSync(path, 'DATABASE_URL=postgres://app:secret@db.internal:5432/pets\n', { mode })
+      chmodSync(path, mode)
+      assert.deepEqual(readEnvironment(path, {}).warnings, warnings, mode.toString(8))
+    }
+  })
+
   test('when .env, readable by other users, holds PGPASSWORD, then the password is said to be readable as well as of no effect', (t) => {
     const path = join(temporaryDirectory(t), '.env')
     writeFileSync(path, 'PGPASSWORD=secret\n', { mode: 0o644 })
