@@ -18,7 +18,7 @@ function opened(port: number): Promise<Socket> {
 }
 
 describe('the metrics listener', () => {
-  test('when /metrics is asked with HEAD, then 200 with its content type and no body; with another method, 405 with Allow; another path, 404', async (t) => {
+  test('when /metrics is asked with HEAD, then 200 with its content type and no body; with a query, as without; with another method, 405 with Allow; another path, 404', async (t) => {
     const port = await opening(t)
     const head = await fetch(`http://127.0.0.1:${port}/metrics`, { method: 'HEAD' })
     assert.deepEqual(
@@ -30,6 +30,9 @@ describe('the metrics listener', () => {
       assert.deepEqual([refused.status, refused.headers.get('allow')], [405, 'GET, HEAD'], method)
       await refused.text()
     }
+    // A query (a federating scraper's `match[]`) names the same path.
+    const queried = await fetch(`http://127.0.0.1:${port}/metrics?match[]=up`)
+    assert.deepEqual([queried.status, await queried.text()], [200, 'up 1\n'])
     const elsewhere = await fetch(`http://127.0.0.1:${port}/other`)
     assert.equal(elsewhere.status, 404)
     await elsewhere.text()
@@ -50,7 +53,7 @@ describe('the metrics listener', () => {
     assert.equal(message, 'a scrape got 500: collecting the metrics failed')
   })
 
-  test("when the listener is on loopback and a request names another host (a web page's DNS rebinding), then 421 and no metrics; loopback names get them, and a listener on every address answers any name (a scrape by service name)", async (t) => {
+  test("when the listener is on loopback and a request names another host (a web page's DNS rebinding), then 421 and no metrics; loopback names get them, as does a request naming none (HTTP/1.0), and a listener on every address answers any name (a scrape by service name)", async (t) => {
     /** What the listener answers to `head`, sent whole on a connection of its own. */
     const answerTo = async (port: number, head: string) => {
       const socket = await opened(port)
@@ -89,6 +92,8 @@ describe('the metrics listener', () => {
     ]) {
       assert.match(await scrape(port, host), /^HTTP\/1\.1 200 [\s\S]*up 1\n/, host)
     }
+    // No Host at all (HTTP/1.0: a shell's probe): a browser always sends one, so no page is behind it.
+    assert.match(await answerTo(port, 'GET /metrics HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 [\s\S]*up 1\n/)
     const everywhere = await openMetricsListener(source, { host: '0.0.0.0', port: 0 }, QUIET)
     t.after(() => {
       everywhere.closeAllConnections()
