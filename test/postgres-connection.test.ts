@@ -226,6 +226,19 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     })
   }
 
+  test('when a call gives up waiting for a connection that is made after all, then that connection goes back to the pool, not held for good', async (t) => {
+    // Every answer of the server passed on 0.3 s late: a new connection takes a second or so.
+    const proxy = await startTcpProxy(t, await emptyDatabase(), { batchMs: 300 })
+    const pool = new PostgresPool(storeOptions(proxy.url, { poolSize: 1 }))
+    t.after(() => pool.close())
+    const one = { name: 'one', text: 'SELECT 1 AS one' }
+    // Its bound all but spent as it starts (it waited behind others): given up before the connection is made.
+    const since = performance.now() - pool.callBoundMs + 100
+    await assert.rejects(pool.query(one, { since }), StoreUnavailableError)
+    // The pool's one connection, made late, serves the next call within the connect timeout.
+    assert.deepEqual(await pool.query(one), [{ one: 1 }])
+  })
+
   test('when the pool is closed with its deadline nearer than the close grace, then the close ends by the deadline, not a grace later', async () => {
     const pool = new PostgresPool(storeOptions(await emptyDatabase()))
     const startedAt = performance.now()
