@@ -196,7 +196,10 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
   const idleEnds = {
     'its idle_session_timeout (57P05)': {
       before: (url: string) =>
-        postgresSql(url, `ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_session_timeout = 1000`),
+        postgresSql(
+          url,
+          `ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET idle_session_timeout = 1000`,
+        ),
       end: () => sleep(1500),
     },
     'an operator terminating it (57P01)': {
