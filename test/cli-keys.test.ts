@@ -30,6 +30,9 @@ describe('petstore CLI: commands on a database', () => {
     assert.equal(listed.stdout.includes(key), false, 'the key itself is never shown again')
     const json = JSON.parse((await runCli(['keys', 'list', '--json'], {}, cwd)).stdout)
     assert.equal(json[0].name, 'alice')
+    // An int64 id as text, exact: a script's JSON parser reads numbers as doubles.
+    assert.equal(json[0].id, '1')
+    assert.deepEqual(Object.keys(json[0]), ['id', 'name', 'hint', 'createdAt', 'deprecatedCalls'])
 
     const server = await startServeProcess({ API_KEY_CACHE_TTL_MS: '300' }, cwd)
     t.after(() => server.child.kill('SIGKILL'))
