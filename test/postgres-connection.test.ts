@@ -10,7 +10,7 @@ import { call } from './helpers/api-client.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { adminOn, emptyDatabase, storeOptions, untilRows } from './helpers/postgres-store-fixtures.ts'
 import { engineSuiteOptions, postgresEngine, postgresSql, postgresStoreAt } from './helpers/store-engines.ts'
-import { startTcpProxy } from './helpers/tcp-proxy.ts'
+import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const pet = (id: bigint, name: string): CopiedPet => ({
@@ -179,52 +179,48 @@ describe('PostgreSQL connections', engineSuiteOptions(postgresEngine), () => {
     assert.equal(String(rows[0]?.last_value), '1', 'it ran once')
   })
 
-  test("when a proxy (or the server) has closed the pool's idle connection and the pool has not seen it yet, then a read is served on a new connection, not answered 503", async (t) => {
-    const proxy = await startTcpProxy(t, await emptyDatabase())
-    const server = await startTestServer(t, { store: postgresStoreAt(proxy.url, 1) })
-    // The pool's connection made and idle, the key's lookup cached.
-    assert.equal((await call(server, 'GET', '/v1/pets/1')).status, 404)
-    proxy.resetAtNextUse()
-    for (const id of [10, 11, 12]) {
-      const answer = await call(server, 'GET', `/v1/pets/${id}`)
-      assert.equal(answer.status, 404, answer.text)
-    }
-    assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
-  })
-
-  // Each way the server ends a session while it is idle, and what the test does first and then.
-  const idleEnds = {
+  // Each way a pooled connection is ended while it sits idle: what the test sets first, and the end itself.
+  // The server's own ends are held in the proxy (its error, then its close), as in a socket not read yet.
+  const idleEnds: Record<
+    string,
+    { before?: (url: string) => Promise<unknown>; end: (proxy: TcpProxy, url: string) => Promise<unknown> }
+  > = {
+    'a proxy (or the server) closing it': { end: async (proxy) => proxy.resetAtNextUse() },
     'its idle_session_timeout (57P05)': {
-      before: (url: string) =>
+      before: (url) =>
         postgresSql(
           url,
           `ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET idle_session_timeout = 1000`,
         ),
-      end: () => sleep(1500),
+      end: (proxy) => {
+        proxy.holdUntilNextUse()
+        return sleep(1500)
+      },
     },
     'an operator terminating it (57P01)': {
-      before: async () => {},
-      end: (url: string) =>
-        postgresSql(
+      end: (proxy, url) => {
+        proxy.holdUntilNextUse()
+        return postgresSql(
           url,
           `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
            WHERE application_name = 'petstore' AND datname = current_database()`,
-        ),
+        )
+      },
     },
   }
   for (const [how, { before, end }] of Object.entries(idleEnds)) {
-    test(`when the server has ended the pool's idle connection by ${how} and the instance has not read it yet, then a read is served on a new connection, not answered 503`, async (t) => {
+    test(`when the pool's idle connection was ended by ${how} and the instance has not seen it yet, then reads are served on a new connection, not answered 503`, async (t) => {
       const url = await emptyDatabase()
-      await before(url)
+      await before?.(url)
       const proxy = await startTcpProxy(t, url)
       const server = await startTestServer(t, { store: postgresStoreAt(proxy.url, 1) })
       // The pool's connection made and idle, the key's lookup cached.
       assert.equal((await call(server, 'GET', '/v1/pets/1')).status, 404)
-      // The server's last words (its error, then its end) wait in the proxy, as in an unread socket.
-      proxy.holdUntilNextUse()
-      await end(url)
-      const answer = await call(server, 'GET', '/v1/pets/10')
-      assert.equal(answer.status, 404, answer.text)
+      await end(proxy, url)
+      for (const id of [10, 11, 12]) {
+        const answer = await call(server, 'GET', `/v1/pets/${id}`)
+        assert.equal(answer.status, 404, answer.text)
+      }
       assert.equal((await call(server, 'GET', '/v1/pets')).status, 200)
     })
   }
