@@ -115,6 +115,12 @@ describe('API3:2023 property-level authorization (mass assignment)', () => {
   })
 })
 
+/** A createPet request's head, with `key`, announcing a JSON body of `length` bytes. */
+const postHead = (key: string, length: number) =>
+  `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+/** A request sent behind another on its connection: answered only if that connection was kept. */
+const NEXT_REQUEST = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+
 // Covered elsewhere: http-strict-url.test.ts (limit 0, 101 and huge; twelve unknown parameters);
 // http-errors.test.ts (declared and chunked bodies over the limit → 413); http-head-limits.test.ts
 // (headers over 16 KiB → 431); http-protocol.test.ts and operations-http-headers.test.ts (slow headers and
@@ -155,19 +161,18 @@ describe('API4:2023 unrestricted resource consumption', () => {
 
   test('when a POST with a small body is refused (an unknown key), then its connection is kept: a request sent after it on the same connection is answered', async () => {
     const body = '{"name":"Rex","categoryId":1}'
-    const refused = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${generateApiKey()}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
-    const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
-    const answered = await rawHttp(server.origin, refused + next)
+    const answered = await rawHttp(
+      server.origin,
+      postHead(generateApiKey(), body.length) + body + NEXT_REQUEST,
+    )
     assert.equal(answered.status, 401)
     assert.equal(answered.headers.connection, 'keep-alive')
     assert.match(answered.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
   })
 
   test('when a refused POST announces a body of 64 KiB, then it is read and the connection kept; of one byte more, then the connection is closed after the answer, the body not waited for', async () => {
-    const head = (length: number) =>
-      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${generateApiKey()}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
-    const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
-    const kept = await rawHttp(server.origin, head(64 * 1024) + ' '.repeat(64 * 1024) + next)
+    const head = (length: number) => postHead(generateApiKey(), length)
+    const kept = await rawHttp(server.origin, head(64 * 1024) + ' '.repeat(64 * 1024) + NEXT_REQUEST)
     assert.equal(kept.status, 401)
     assert.equal(kept.headers.connection, 'keep-alive')
     assert.match(kept.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
@@ -182,9 +187,8 @@ describe('API4:2023 unrestricted resource consumption', () => {
     ['not valid JSON', '{"name":"Rex",', 400],
   ] as const) {
     test(`when a POST with a small body ${what} is refused with a valid key, then its connection is kept: a request sent after it on the same connection is answered`, async () => {
-      const refused = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
-      const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
-      const answered = await rawHttp(server.origin, refused + next)
+      const refused = postHead(server.key, Buffer.byteLength(body)) + body
+      const answered = await rawHttp(server.origin, refused + NEXT_REQUEST)
       assert.equal(answered.status, status)
       assert.notEqual(answered.headers.connection, 'close')
       assert.match(answered.body, /HTTP\/1\.1 200 /, 'the request after it was answered')
