@@ -22,6 +22,9 @@ const SLOW_COMPILE_CACHE_PROBE = fileURLToPath(
   new URL('./helpers/slow-compile-cache-probe.mjs', import.meta.url),
 )
 const SLOW_LISTENING_PROBE = fileURLToPath(new URL('./helpers/slow-listening-probe.mjs', import.meta.url))
+const STILL_LOG_INTERVAL_PROBE = fileURLToPath(
+  new URL('./helpers/still-log-interval-probe.mjs', import.meta.url),
+)
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 
 const key = generateApiKey()
@@ -64,6 +67,20 @@ describe('start-up', () => {
     assert.match(await startAndStop(cache), /type stripper loaded: false/)
     const cold = await startAndStop(temporaryDirectory(t))
     assert.match(cold, /type stripper loaded: true/, 'with an empty cache, the probe does see types stripped')
+  })
+
+  test("when the service starts, then its start-up lines and the serving line are written at once, not held for the log's next batch", async (t) => {
+    // The log is written in batches (docs/decisions.md, "The request log is buffered"); with its interval
+    // stilled, only the start's own flush can bring the serving line that operators and supervisors wait for.
+    const server = await startServeProcess(
+      { ...env, NODE_OPTIONS: `--import=${STILL_LOG_INTERVAL_PROBE}` },
+      temporaryDirectory(t),
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    assert.match(server.output(), /"msg":"Server listening at http:[^"]*"\}\n.*"msg":"serving http:/)
+    assert.equal((await request(server, '/v1/pets')).status, 200)
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
   })
 
   test('when writing the compile cache holds the event loop for longer than the delay limit, then no request is shed once the port is open', async (t) => {

@@ -135,6 +135,8 @@ async function serveInProcess(
       `serving ${server.url}/v1 (OpenAPI document: ${server.url}/v1/openapi.json${docsNote}${metricsNote}; store: ${storeNamed(config.database)})`,
     )
     faultLines.release()
+    // Written now, not at the log's next batch: the serving line is what operators and supervisors wait for.
+    logger.flush()
     return 0
   } catch (error) {
     metricsServer?.close()
