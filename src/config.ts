@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { dirname } from 'node:path'
-import { Compile } from 'typebox/compile'
+import { Errors } from 'typebox/schema'
 import type { HttpSettings } from './app.ts'
 import { ConfigSchema, DEFAULT_DATABASE_URL, type Settings } from './config-schema.ts'
 import { ConfigError } from './errors.ts'
@@ -62,7 +62,6 @@ export interface Config {
 }
 
 const properties = ConfigSchema.properties as unknown as Record<string, SchemaNode & { default?: unknown }>
-const validator = Compile(ConfigSchema)
 
 /**
  * Every setting as this process read it, `''` for one not set: the environment of a process it starts (a
@@ -98,7 +97,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     }
     values[name] = decodeString(schema, raw)
   }
-  const error = validator.Errors(values)[0]
+  const [, [error]] = Errors(ConfigSchema, values)
   if (error !== undefined) {
     const name = error.instancePath.split('/')[1] ?? ''
     const rule = brokenRule(error, properties[name])

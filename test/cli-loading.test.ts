@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { CLI, type CliResult, cliEnvironment, runCommand } from './helpers/cli-process.ts'
+import {
+  CLI,
+  type CliResult,
+  cliEnvironment,
+  runCommand,
+  startServeProcess,
+  stop,
+} from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
 
 const LOADED_PACKAGES = fileURLToPath(new URL('./helpers/loaded-packages.mjs', import.meta.url))
@@ -64,5 +71,22 @@ describe('petstore CLI start-up', () => {
     const { result, packages } = await runCounting(['openapi'], {}, temporaryDirectory(t))
     assert.equal(result.status, 0, result.stderr)
     assert.ok(packages.includes('fastify'), packages.join(' '))
+  })
+
+  test("when the server serves on SQLite without REDIS_URL, then neither Redis's client nor PostgreSQL's is loaded", async (t) => {
+    const cwd = temporaryDirectory(t)
+    const file = join(cwd, 'loaded-serve.txt')
+    const server = await startServeProcess(
+      { NODE_OPTIONS: `--import=${LOADED_PACKAGES}`, LOADED_PACKAGES_FILE: file },
+      cwd,
+    )
+    t.after(() => server.child.kill('SIGKILL'))
+    await stop(server)
+    const packages = readFileSync(file, 'utf8').split('\n')
+    assert.ok(packages.includes('fastify'), packages.join(' '))
+    assert.deepEqual(
+      packages.filter((name) => /^(ioredis|pg)$/.test(name)),
+      [],
+    )
   })
 })

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { MemoryWindowCounter } from '../admission/rate-limit/memory-counter.ts'
 import type { RedisConnection } from '../admission/rate-limit/redis-connection.ts'
-import { RedisWindowCounter } from '../admission/rate-limit/redis-counter.ts'
+import type { RedisWindowCounter } from '../admission/rate-limit/redis-counter.ts'
 import { type AppOptions, buildApp } from '../app.ts'
 import type { Config } from '../config.ts'
 import { createMetrics, gaugeBuildInfo, type Metrics } from '../metrics/metrics.ts'
@@ -40,7 +40,11 @@ export async function composeApp(
 ): Promise<{ app: FastifyInstance; metrics: Metrics }> {
   const { store } = services
   const metrics = services.metrics ?? madeMetrics(store)
-  const app = await buildApp(appOptions(config, { ...services, metrics }))
+  // Loaded only when Redis is configured, as its client library is (redis-connection.ts).
+  const Counter = services.redis
+    ? (await import('../admission/rate-limit/redis-counter.ts')).RedisWindowCounter
+    : undefined
+  const app = await buildApp(appOptions(config, { ...services, metrics }, Counter))
   return { app, metrics }
 }
 
@@ -55,11 +59,15 @@ function madeMetrics(store: Store): Metrics {
  * The app's options, from the configuration and the services: each part of the app gets its own group
  * of settings, and the rate limit its counter, chosen here (memory, or Redis when configured).
  */
-function appOptions(config: Config, services: AppServices & { metrics: Metrics }): AppOptions {
+function appOptions(
+  config: Config,
+  services: AppServices & { metrics: Metrics },
+  Counter: typeof RedisWindowCounter | undefined,
+): AppOptions {
   const { store, logger, metrics, redis, now } = services
   const { perMinute } = config.rateLimit
   const counter = () =>
-    redis ? new RedisWindowCounter(redis, REDIS_PREFIX, logger) : new MemoryWindowCounter(COUNTED_KEYS, now)
+    redis && Counter ? new Counter(redis, REDIS_PREFIX, logger) : new MemoryWindowCounter(COUNTED_KEYS, now)
   return {
     http: config.http,
     baseUrls: config.baseUrls,

@@ -1,7 +1,7 @@
 import type { FastifySchemaCompiler } from 'fastify'
 import Type, { type TSchema } from 'typebox'
-import { Compile } from 'typebox/compile'
 import type { TLocalizedValidationError } from 'typebox/error'
+import { Compile } from 'typebox/schema'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import { INT64_RULE, isInt64, isInt64Schema } from '../schemas/int64.ts'
 import { brokenRule, type SchemaNode } from '../schemas/schema-rules.ts'
@@ -120,7 +120,7 @@ export function createValidatorCompiler(shared: readonly TSchema[]): FastifySche
       delete checked.additionalProperties
     const validator = Compile(context, checked as TSchema)
     const fail = (value: unknown) => {
-      const errors = validator.Errors(value)
+      const [, errors] = validator.Errors(value)
       return {
         error: new ApiError(codeOf(part, resolved, errors), describe(part, resolved, value, errors, byId)),
       }
