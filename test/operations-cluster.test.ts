@@ -94,8 +94,10 @@ describe('all cores', () => {
     t.after(() => server.child.kill('SIGKILL'))
     await servingWorkers(server, 2)
     const accepted = server.output().match(/ accepted/g)?.length ?? 0
-    // About 1,150 modules each; a cold worker accepts a few dozen at most (what another wrote meanwhile).
-    assert.ok(accepted > 2 * 1000, `${accepted} modules found in the cache by the workers`)
+    const compiled = server.output().match(/ was not initialized/g)?.length ?? 0
+    // The supervisor compiles what it loads (1,353 modules), each worker finds in the cache what it loads
+    // (about 990): cold workers would compile theirs too, and accept a few dozen at most between them.
+    assert.ok(accepted > compiled, `${accepted} modules found in the cache, ${compiled} compiled`)
   })
 
   test('when a worker is killed, then the supervisor starts a replacement that serves, and counts the restart', async (t) => {
