@@ -19,13 +19,27 @@ export const GET_PET_DEPRECATED_AT_MS = Date.UTC(2026, 10, 1)
 /** getPet is removed on this day. */
 export const GET_PET_SUNSET_AT_MS = Date.UTC(2030, 11, 5)
 
-/** The removal day as people read it: "5 December 2030". */
-export const GET_PET_SUNSET_DAY = new Date(GET_PET_SUNSET_AT_MS).toLocaleDateString('en-GB', {
-  day: 'numeric',
-  month: 'long',
-  year: 'numeric',
-  timeZone: 'UTC',
-})
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+]
+const sunset = new Date(GET_PET_SUNSET_AT_MS)
+
+/**
+ * The removal day as people read it: "5 December 2030". Not through `Intl`, whose first use costs every
+ * command's start about 20 ms (docs/decisions.md, "Each command loads its own modules").
+ */
+export const GET_PET_SUNSET_DAY = `${sunset.getUTCDate()} ${MONTHS[sunset.getUTCMonth()]} ${sunset.getUTCFullYear()}`
 
 /** A moment as the `Sunset` header writes it (RFC 8594: an HTTP date). */
 export function httpDate(epochMs: number): string {
