@@ -28,7 +28,12 @@ async function runCounting(
     env: cliEnvironment({ ...env, LOADED_PACKAGES_FILE: file }),
     cwd,
   })
-  return { result, packages: readFileSync(file, 'utf8').split('\n').filter(Boolean) }
+  return { result, packages: packagesIn(file) }
+}
+
+/** The packages loaded-packages.mjs wrote to `file` as its process exited. */
+function packagesIn(file: string): string[] {
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean)
 }
 
 // A command loads what it runs, not every command's modules: the help, a usage error and the data
@@ -82,7 +87,7 @@ describe('petstore CLI start-up', () => {
     )
     t.after(() => server.child.kill('SIGKILL'))
     await stop(server)
-    const packages = readFileSync(file, 'utf8').split('\n')
+    const packages = packagesIn(file)
     assert.ok(packages.includes('fastify'), packages.join(' '))
     assert.deepEqual(
       packages.filter((name) => /^(ioredis|pg)$/.test(name)),
