@@ -60,8 +60,9 @@ describe('the bench load generator, on a round of two targets', () => {
         warmupS: 1,
         durationS: 2,
         sliceS: 1,
-        // Longer than the bench's, so that a stall on a busy machine is never taken for one.
-        pauseMs: 300,
+        // Longer than the bench's, so that a stall on a busy machine is never taken for one: 150 ms split
+        // a turn in two with the test run beside two busy loops on the 2 cores.
+        pauseMs: 600,
       }
       const [first, second] = (await runLoad(spec)) as [LoadResult, LoadResult]
 
