@@ -98,14 +98,20 @@ describe('idempotency purge (SQLite)', () => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `purge:${generateApiKey()}` }
     const first = await startServeProcess(env, cwd)
+    t.after(() => first.child.kill('SIGKILL'))
     first.child.kill('SIGTERM')
     assert.equal(await exitWithin(first), 0)
     const path = join(cwd, 'data', 'petstore.db')
     insertExpiredKeys(path, EXPIRED_ROWS)
 
-    // The purge starts with the service: it is in progress when the signal comes.
+    // The purge starts with the service: the signal comes once its first chunks are gone.
     const server = await startServeProcess(env, cwd)
     t.after(() => server.child.kill('SIGKILL'))
+    await waitUntil(
+      () => countKeys(path) < EXPIRED_ROWS,
+      () => 'the purge deleted nothing after the start',
+      { timeoutMs: 60_000 },
+    )
     const stopping = performance.now()
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
@@ -113,5 +119,15 @@ describe('idempotency purge (SQLite)', () => {
     t.diagnostic(`stopped in ${Math.round(performance.now() - stopping)} ms; ${left} keys left`)
     assert.ok(left > EXPIRED_ROWS / 2, `the shutdown purged ${EXPIRED_ROWS - left} keys on its way out`)
     assert.equal(left % PURGE_CHUNK_ROWS, 0, 'whole chunks only')
+
+    const next = await startServeProcess(env, cwd)
+    t.after(() => next.child.kill('SIGKILL'))
+    await waitUntil(
+      () => countKeys(path) === 0,
+      () => `the next start left ${countKeys(path)} expired keys`,
+      { timeoutMs: 90_000 },
+    )
+    next.child.kill('SIGTERM')
+    assert.equal(await exitWithin(next), 0)
   })
 })
