@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { describe, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -12,8 +12,8 @@ import {
   startServeProcess,
   waitForLog,
 } from './helpers/cli-process.ts'
-import { startThrowawayPostgres } from './helpers/postgres-server.ts'
-import { engineSuiteOptions, postgresEngine, postgresSql } from './helpers/store-engines.ts'
+import { startThrowawayPostgres, throwawayPostgresSuiteOptions } from './helpers/postgres-server.ts'
+import { postgresSql } from './helpers/store-engines.ts'
 
 const ROLE = 'needs_password'
 
@@ -21,12 +21,13 @@ const ROLE = 'needs_password'
  * A database owned by a role that must give its password over TCP (SCRAM), as on most real servers; on
  * a server of this test's own, whose other roles keep trusting local connections.
  */
-async function passwordProtectedDatabase(): Promise<{
+async function passwordProtectedDatabase(t: TestContext): Promise<{
   admin: string
   withoutPassword: string
   withPassword: string
 }> {
   const server = await startThrowawayPostgres()
+  t.after(() => server.stop('immediate'))
   const admin = await server.createDatabase()
   const [hba] = await postgresSql(admin, 'SHOW hba_file')
   const file = String(hba?.hba_file)
@@ -45,9 +46,10 @@ async function passwordProtectedDatabase(): Promise<{
 const NO_PASSWORD =
   /the PostgreSQL server asks for a password, and none was given \(DATABASE_URL, or copy's --from or --to\): set PGPASSWORD, or put it in DATABASE_URL \(not in copy's arguments: ps shows them\)/
 
-describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
+// Its servers are its own (a role's password in pg_hba.conf): never one named by URL.
+describe('PostgreSQL credentials', throwawayPostgresSuiteOptions(), () => {
   test('when the server asks for a password and the URL gives none, then migrate, serve and copy exit 1 at once, with one line saying so', async (t) => {
-    const { withoutPassword, withPassword } = await passwordProtectedDatabase()
+    const { withoutPassword, withPassword } = await passwordProtectedDatabase(t)
     const cwd = temporaryDirectory(t)
     const env = { DATABASE_URL: withoutPassword, PG_CONNECT_TIMEOUT_MS: '2000', PORT: '0' }
     for (const command of ['migrate', 'serve']) {
@@ -78,6 +80,7 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
 
   test('when DATABASE_URL reaches PostgreSQL by its Unix socket (no host before the path), then the service starts, serves, and its start line names the socket', async (t) => {
     const server = await startThrowawayPostgres()
+    t.after(() => server.stop('immediate'))
     const tcp = new URL(await server.createDatabase())
     const url = `postgres://postgres@${tcp.pathname}?host=${server.socketDirectory}&port=${tcp.port}`
     const key = generateApiKey()
@@ -101,7 +104,7 @@ describe('PostgreSQL credentials', engineSuiteOptions(postgresEngine), () => {
   })
 
   test("when the role's password changes under a running service, then its requests are 503 with Retry-After (not 500), the log says so once, and it serves again once the password is back", async (t) => {
-    const { admin, withPassword } = await passwordProtectedDatabase()
+    const { admin, withPassword } = await passwordProtectedDatabase(t)
     const key = generateApiKey()
     const server = await startServeProcess(
       { DATABASE_URL: withPassword, API_KEYS: `ops:${key}` },
