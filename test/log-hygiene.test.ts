@@ -96,10 +96,15 @@ describe('keys never reach the log', () => {
     // splits at every prefix: 0.1 to 0.2 s a text, for a request needing no key. Now a few milliseconds.
     const unit = `%70sk_${'%2525'.repeat(14)}22!`
     const crafted = unit.repeat(Math.ceil(16_384 / unit.length)).slice(0, 16_384)
-    const started = performance.now()
-    assert.equal(maskApiKeys(crafted), crafted, 'nothing in it is a key')
-    const tookMs = performance.now() - started
-    assert.ok(tookMs < 30, `masking took ${Math.round(tookMs)} ms`)
+    // The quickest of five: a pause of the whole process (a busy host, a collection) cannot reach all five.
+    const tookMs = Math.min(
+      ...Array.from({ length: 5 }, () => {
+        const started = performance.now()
+        assert.equal(maskApiKeys(crafted), crafted, 'nothing in it is a key')
+        return performance.now() - started
+      }),
+    )
+    assert.ok(tookMs < 30, `masking took ${Math.round(tookMs)} ms at the quickest of five`)
   })
 
   test('when a valid key is sent in the URL (plain or percent-encoded), as the request id, in other headers and in bodies, then the JSON log at info never holds it, and each request still has its line', async (t) => {

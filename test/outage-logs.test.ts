@@ -93,10 +93,11 @@ describe('condition log', () => {
 describe('condition log: requests that wait before they meet it', () => {
   test('when requests meet a condition only after waiting (a lock held, each at its statement timeout), in waves further apart than the quiet period, then it lasts through the gaps: one start, and passed only once no request met it for the quiet period beyond the longest wait', async () => {
     const { lines, logger } = collectingLogger()
-    const conditions = new ConditionLog(logger, { quietMs: 100, repeatMs: 60_000 })
+    const conditions = new ConditionLog(logger, { quietMs: 200, repeatMs: 60_000 })
     const failure = new Error('canceling statement due to statement timeout')
+    // Waves 250 ms apart, the condition's end 2 s after each: a wave late by under 1.7 s is still within.
     const wave = (id: string) =>
-      conditions.met('the store is unavailable', 'error', { err: failure }, id, { waitedMs: 400 })
+      conditions.met('the store is unavailable', 'error', { err: failure }, id, { waitedMs: 1800 })
     wave('r-0')
     await sleep(250)
     wave('r-1')
@@ -106,7 +107,7 @@ describe('condition log: requests that wait before they meet it', () => {
     const passed = await passedIn(lines)
     assert.equal(
       passed.msg,
-      'the store is unavailable: passed, as far as requests tell: none met it for 500 ms',
+      'the store is unavailable: passed, as far as requests tell: none met it for 2000 ms',
     )
     assert.equal(passed.failedRequests, 3)
     assert.ok(Number(passed.durationMs) >= 450, 'from the first wave to the last')
