@@ -5,7 +5,7 @@ import pg from 'pg'
 import { call } from './helpers/bearer-call.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { runCli, type ServeProcess, serveInstancesForTest } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
 import { engineSuiteOptions, postgresEngine } from './helpers/store-engines.ts'
@@ -37,8 +37,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       API_KEY_CACHE_TTL_MS: String(TTL_MS),
     }
     const key = (await runCli(['keys', 'create', '--name', 'shared'], env, cwd)).stdout.trim()
-    const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
-    for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
+    const instances = await serveInstancesForTest(t, env, cwd)
 
     const created = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
@@ -101,8 +100,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
       API_KEY_CACHE_TTL_MS: String(ttlMs),
     }
     const key = (await runCli(['keys', 'create', '--name', 'leaving'], env, cwd)).stdout.trim()
-    const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
-    for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
+    const instances = await serveInstancesForTest(t, env, cwd)
     for (const instance of instances)
       assert.equal((await call(instance.origin, key, 'GET', '/v1/pets')).status, 200)
 
@@ -146,11 +144,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     const url = await (await sharedPostgres()).createDatabase()
     const env = { DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1000', RATE_LIMIT_PER_MINUTE: '0' }
     const key = (await runCli(['keys', 'create', '--name', 'shared'], env, cwd)).stdout.trim()
-    const [a, b] = (await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])) as [
-      ServeProcess,
-      ServeProcess,
-    ]
-    for (const instance of [a, b]) t.after(() => instance.child.kill('SIGKILL'))
+    const [a, b] = (await serveInstancesForTest(t, env, cwd)) as [ServeProcess, ServeProcess]
     const admin = new pg.Client({ connectionString: url })
     await admin.connect()
     t.after(() => admin.end())

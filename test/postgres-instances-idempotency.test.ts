@@ -4,7 +4,7 @@ import pg from 'pg'
 import { call } from './helpers/bearer-call.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { runCli, type ServeProcess, startServeProcess } from './helpers/cli-process.ts'
+import { runCli, type ServeProcess, serveInstancesForTest } from './helpers/cli-process.ts'
 import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { assertOneCreatedRestReplayedOrInFlight } from './helpers/idempotent-answers.ts'
 import { sharedPostgres } from './helpers/postgres-server.ts'
@@ -41,8 +41,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     const cwd = temporaryDirectory(t)
     const env = { DATABASE_URL: await (await sharedPostgres()).createDatabase() }
     const key = (await runCli(['keys', 'create', '--name', 'retrying'], env, cwd)).stdout.trim()
-    const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
-    for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
+    const instances = await serveInstancesForTest(t, env, cwd)
     const responses = await Promise.all(
       Array.from({ length: 20 }, (_, i) => createOnce(instances[i % 2] as ServeProcess, key, 'once')),
     )
@@ -69,8 +68,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     )
     const env = { DATABASE_URL: url }
     const key = (await runCli(['keys', 'create', '--name', 'retrying'], env, cwd)).stdout.trim()
-    const instances = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
-    for (const instance of instances) t.after(() => instance.child.kill('SIGKILL'))
+    const instances = await serveInstancesForTest(t, env, cwd)
     for (let round = 0; round < 10; round++) {
       const sent = Array.from({ length: 40 }, (_, i) =>
         createOnce(instances[Math.floor(i / 10) % 2] as ServeProcess, key, `key-${round}-${i % 10}`),
@@ -87,8 +85,7 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     const url = await (await sharedPostgres()).createDatabase()
     const env = { DATABASE_URL: url }
     const key = (await runCli(['keys', 'create', '--name', 'retrying'], env, cwd)).stdout.trim()
-    const [first, second] = await Promise.all([startServeProcess(env, cwd), startServeProcess(env, cwd)])
-    for (const instance of [first, second]) t.after(() => instance.child.kill('SIGKILL'))
+    const [first, second] = (await serveInstancesForTest(t, env, cwd)) as [ServeProcess, ServeProcess]
     // The first insert waits inside its transaction for a lock this test holds: uncommitted until released.
     const admin = await adminOn(t, url)
     await admin.query(`CREATE FUNCTION hold_insert() RETURNS trigger LANGUAGE plpgsql AS

@@ -17,8 +17,12 @@ describe('many instances on one PostgreSQL database', engineSuiteOptions(postgre
     await admin.query('BEGIN')
     await admin.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     const store = storeOn(t, url, { statementTimeoutMs: 1000 })
-    const migrating = store.migrate()
+    let settled = false
+    const migrating = store.migrate().finally(() => {
+      settled = true
+    })
     await sleep(3000)
+    assert.equal(settled, false, 'the migration ended while another held the lock')
     await admin.query('COMMIT')
     const { current, latest } = await within(migrating, 10_000, 'the migration never ended')
     assert.equal(current, latest)

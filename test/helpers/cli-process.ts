@@ -113,6 +113,24 @@ export async function serveForTest(
 }
 
 /**
+ * Starts `count` serve processes at once, each killed after the test: one that fails to start fails the
+ * call only once every other has started or failed too, so none is left running unkilled.
+ */
+export async function serveInstancesForTest(
+  t: Pick<TestContext, 'after'>,
+  env: Record<string, string>,
+  cwd: string,
+  count = 2,
+): Promise<ServeProcess[]> {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => startServeProcess(env, cwd)))
+  for (const result of started) {
+    if (result.status === 'fulfilled') t.after(() => result.value.child.kill('SIGKILL'))
+  }
+  for (const result of started) if (result.status === 'rejected') throw result.reason
+  return started.map((result) => (result as PromiseFulfilledResult<ServeProcess>).value)
+}
+
+/**
  * Runs `petstore serve` as its own process on a free port and waits until it listens; `under` runs it
  * through a command first (`prlimit --nofile=256:256`).
  */
