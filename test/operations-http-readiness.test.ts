@@ -59,25 +59,6 @@ describe('health probes', () => {
       assert.equal((await checkedFetch(server.origin, '/healthz')).status, 200, 'alive even when not ready')
     }
   })
-
-  test('when the store does not answer (a frozen database), then /readyz says so with 503 after its 0.9 s bound, rather than leaving the probe to time out', async (t) => {
-    const hanging = new Proxy(new SqliteStore({ path: ':memory:', busyTimeoutMs: 100 }), {
-      get(target, property) {
-        if (property === 'health') return () => new Promise(() => {})
-        const value = Reflect.get(target, property)
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-    })
-    const server = await startTestServer(t, { store: hanging })
-    const asked = performance.now()
-    const response = await checkedFetch(server.origin, '/readyz')
-    const tookMs = performance.now() - asked
-    assert.equal(response.status, 503)
-    assert.equal(response.headers.get('retry-after'), '1')
-    const body = (await response.json()) as { message: string }
-    assert.equal(body.message, 'not ready: the store did not answer within 0.9 s')
-    assert.ok(tookMs < 5000, `answered after ${tookMs} ms`)
-  })
 })
 
 /**

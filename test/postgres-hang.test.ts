@@ -140,6 +140,32 @@ describe('PostgreSQL that hangs', throwawayPostgresSuiteOptions(), () => {
     postgres.thaw()
   })
 
+  test("when every PostgreSQL process is frozen, then /readyz answers 503 with Retry-After after its 0.9 s bound, not at the store's timeouts nor never, /healthz stays 200, and once it thaws /readyz is 200 again", async (t) => {
+    const postgres = await startThrowawayPostgres()
+    t.after(() => postgres.stop('immediate'))
+    t.after(() => postgres.thaw())
+    // The default timeouts, far past the probe's bound: the answer comes from the bound.
+    const { service } = await startService(t, await postgres.createDatabase(), {})
+    assert.equal((await fetch(`${service.origin}/readyz`)).status, 200)
+    postgres.freeze()
+    const asked = performance.now()
+    const response = await fetch(`${service.origin}/readyz`, { signal: AbortSignal.timeout(10_000) })
+    const tookMs = performance.now() - asked
+    const body = (await response.json()) as { code: string; message: string }
+    assert.deepEqual(
+      [response.status, response.headers.get('retry-after'), body.code, body.message],
+      [503, '1', 'service_unavailable', 'not ready: the store did not answer within 0.9 s'],
+    )
+    assert.ok(tookMs >= 850 && tookMs < DEFAULT_CONNECT_MS, `answered after ${Math.round(tookMs)} ms`)
+    assert.equal((await fetch(`${service.origin}/healthz`)).status, 200, 'alive while not ready')
+    postgres.thaw()
+    await waitFor(
+      async () => ((await fetch(`${service.origin}/readyz`)).status === 200 ? true : undefined),
+      () => '/readyz did not answer 200 once PostgreSQL thawed',
+      { everyMs: 200 },
+    )
+  })
+
   test('when the database address accepts connections but never answers, then creates and reads are answered 503 within PG_CONNECT_TIMEOUT_MS, not twice it', async (t) => {
     const proxy = await startTcpProxy(t, await (await sharedPostgres()).createDatabase())
     const connectMs = 2000
