@@ -94,7 +94,7 @@ describe('a worker that stops answering', () => {
     assert.equal(await exitWithin(server), 0, 'the service still stops cleanly')
   })
 
-  test('when the supervisor itself is paused for longer than WORKER_LIVENESS_TIMEOUT_MS, then on waking it kills no worker that answers', async (t) => {
+  test('when the supervisor itself is paused for longer than WORKER_LIVENESS_TIMEOUT_MS, then on waking it kills no worker that answers, and still finds one that stops answering', async (t) => {
     const server = await startServeProcess(env, temporaryDirectory(t))
     t.after(() => server.child.kill('SIGKILL'))
     const workers = await servingWorkers(server, 2)
@@ -112,6 +112,14 @@ describe('a worker that stops answering', () => {
     assert.equal(replaced, undefined, `the workers ${workers.join(' and ')} were not all kept`)
     const samples = await scrapeSupervisor(server)
     assert.equal(samples.get('petstore_worker_restarts_total{cause="unresponsive"}'), 0)
+    // Still checking after its pause: a worker that stops answering now is found.
+    const [stuck] = workers as [number]
+    t.after(() => killIfRunning(stuck))
+    process.kill(stuck, 'SIGSTOP')
+    await waitForLog(server, (lines) =>
+      lines.find((line) => line.msg === UNRESPONSIVE && line.worker === stuck),
+    )
+    await servingWorkers(server, 3)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
   })
