@@ -93,3 +93,59 @@ for (const how of ['closes', 'resets'] as const) {
     await stop(server)
   })
 }
+
+test('when a client ends its side of the connection right after a complete create (a half-close), then that is giving up, as nginx reads it: no answer, a 499 line, the pet made all the same, and a retry with its Idempotency-Key answers with that pet', async (t) => {
+  const cwd = temporaryDirectory(t)
+  const server = await startServeProcess({ API_KEYS: `ops:${key}`, SQLITE_BUSY_TIMEOUT_MS: '60000' }, cwd)
+  t.after(() => server.child.kill('SIGKILL'))
+  // The create waits for this lock, so the client's end always comes before its answer could.
+  const holder = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+  t.after(() => holder.close())
+  holder.exec('BEGIN IMMEDIATE')
+  const [requestId, body] = [randomUUID(), JSON.stringify({ name: 'HalfClosed', categoryId: 1 })]
+  const headers = {
+    authorization: `Bearer ${key}`,
+    'content-type': 'application/json',
+    'idempotency-key': 'half-closed-1',
+  }
+  const socket = connect(Number(new URL(server.origin).port), '127.0.0.1')
+  await once(socket, 'connect')
+  let received = ''
+  socket.on('data', (chunk) => {
+    received += chunk
+  })
+  socket.end(
+    `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: ${requestId}\r\n` +
+      `${Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('')}Content-Length: ${body.length}\r\n\r\n${body}`,
+  )
+  await once(socket, 'close')
+  assert.equal(received, '', 'an answer came to a client that had ended its side')
+  const line = await waitForLog(server, (lines) =>
+    lines.find((logged) => logged.reqId === requestId && logged.msg === 'request'),
+  )
+  assert.equal(line.status, 499)
+
+  holder.exec('ROLLBACK')
+  const retried = await waitFor(
+    async () => {
+      const response = await fetch(`${server.origin}/v1/pets`, { method: 'POST', headers, body })
+      // 409 while the first create is still under way: retried, as a client would after Retry-After.
+      return response.status === 409 ? undefined : response
+    },
+    () => 'the retry never stopped meeting the first create under way',
+    { everyMs: 100 },
+  )
+  assert.equal(retried.status, 201)
+  const pet = (await retried.json()) as { id: number; name: string }
+  const listed = (await (
+    await fetch(`${server.origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+  ).json()) as Array<{ id: number; name: string }>
+  assert.deepEqual(
+    listed.filter((listedPet) => listedPet.name === 'HalfClosed').map((listedPet) => listedPet.id),
+    [pet.id],
+    'one pet, the one the retry answered with',
+  )
+  await stop(server)
+})
