@@ -158,13 +158,23 @@ describe('errors raised before any handler', () => {
     assert.equal(response.headers.get('cache-control'), 'no-store')
   })
 
-  for (const path of ['/v1/pets?%zz=1', '/v1/pets?status=%E0%A4', '/v1/pets?limit=5%', '/v1/pets/1?x=%G1']) {
-    test(`when the query string has a malformed percent-encoding (${path}), then 400 bad_request as for the path, with a key or without`, async () => {
+  for (const path of [
+    '/v1/pets?%zz=1',
+    '/v1/pets?status=%E0%A4',
+    '/v1/pets?limit=5%',
+    '/v1/pets/1?x=%G1',
+    '/v1/pets?status=%ff',
+    '/v1/pets/%ff',
+  ]) {
+    test(`when the URL's path or query string has a malformed percent-encoding, or one that is not UTF-8 (${path}), then 400 bad_request naming both, with a key or without`, async () => {
       for (const key of [undefined, false] as const) {
         const response = await call(server, 'GET', path, { key })
         assert.equal(response.status, 400, `key ${key}`)
         assertErrorBody(response.text, 400, 'bad_request')
-        assert.equal(response.json.message, 'the URL has a malformed percent-encoding')
+        assert.equal(
+          response.json.message,
+          'the URL has a malformed percent-encoding: a % not followed by two hex digits, or bytes that are not UTF-8',
+        )
       }
     })
   }

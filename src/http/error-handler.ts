@@ -29,7 +29,12 @@ export function decorateErrorCode(app: FastifyInstance): void {
   app.decorateRequest('errorCode', null)
 }
 
-export const BAD_URL = () => new ApiError('bad_request', 'the URL has a malformed percent-encoding')
+// `%ff` is well formed but no UTF-8: the router refuses both kinds alike, so the message names both.
+export const BAD_URL = () =>
+  new ApiError(
+    'bad_request',
+    'the URL has a malformed percent-encoding: a % not followed by two hex digits, or bytes that are not UTF-8',
+  )
 
 /**
  * Fastify's own errors that a request can meet, raised before any handler runs, in our words (the JSON
