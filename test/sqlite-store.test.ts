@@ -175,6 +175,26 @@ describe('SQLite engine', () => {
     )
   })
 
+  test('when the write thread dies of an uncaught exception with creates queued behind its batch, then only that batch is in doubt: the next goes to a new thread and is made', async (t) => {
+    const path = join(temporaryDirectory(t), 'pets.db')
+    const writeThreadEntry = new URL('./helpers/crashing-write-thread.ts', import.meta.url)
+    const store = await openStore(t, path, 2000, { writeThread: true, writeThreadEntry, maxBatch: 1 })
+    await store.createPet({ pet: { name: 'before', categoryId: 1n } })
+    // One batch each: "queued" waits behind "throw", and is sent as the dying thread's error is reported.
+    const [thrown, queued] = await Promise.allSettled([
+      store.createPet({ pet: { name: 'throw', categoryId: 1n } }),
+      store.createPet({ pet: { name: 'queued', categoryId: 1n } }),
+    ])
+    assert.ok(thrown.status === 'rejected' && thrown.reason instanceof WriteInDoubtError, String(thrown))
+    assert.equal(queued.status, 'fulfilled', `the queued create: ${(queued as PromiseRejectedResult).reason}`)
+    // The thrown batch may have been made (the real handler still ran): in doubt, as its caller was told.
+    const names = (await store.listPets({ limit: 10 })).map((pet) => pet.name)
+    assert.deepEqual(
+      names.filter((name) => name !== 'throw'),
+      ['before', 'queued'],
+    )
+  })
+
   test('when the write thread cannot open the database, then the create fails as unavailable, not in doubt, and nothing is stored', async (t) => {
     const path = join(temporaryDirectory(t), 'pets.db')
     const writeThreadEntry = new URL('./helpers/unopenable-write-thread.ts', import.meta.url)

@@ -104,7 +104,10 @@ export class SqliteWriteThread {
   readonly #options: SqliteConnectionOptions
   readonly #entry: URL
   #worker: Worker | undefined
-  #pending: { resolve: (batch: SqliteBatch) => void; reject: (error: Error) => void } | undefined
+  // The batch sent, with the thread it was sent to: a dying thread's events settle only its own.
+  #pending:
+    | { worker: Worker; resolve: (batch: SqliteBatch) => void; reject: (error: Error) => void }
+    | undefined
 
   constructor(
     options: SqliteConnectionOptions,
@@ -118,7 +121,7 @@ export class SqliteWriteThread {
     if (this.#pending !== undefined) throw new Error('a batch is already being committed')
     const worker = this.#worker ?? this.#start()
     return new Promise((resolve, reject) => {
-      this.#pending = { resolve, reject }
+      this.#pending = { worker, resolve, reject }
       worker.postMessage({ requests, waitMs } satisfies WriteThreadMessage)
     })
   }
@@ -131,30 +134,33 @@ export class SqliteWriteThread {
       stderr: false,
     })
     worker.on('message', (reply: WriteThreadReply) => {
-      const pending = this.#settle()
+      const pending = this.#settle(worker)
       if ('failure' in reply) pending?.reject(failureFromWire(reply.failure))
       else pending?.resolve(batchFromWire(reply.outcomes, reply.refused))
     })
     // A thread that dies with a batch may have committed it (out of memory, say, between its COMMIT and
     // its answer): its callers are told the write is in doubt (a 503 naming Idempotency-Key), as a
-    // connection lost after a commit was sent is, and the next batch starts a new thread. One that never
-    // started (no descriptor left for its event loop) ran nothing: its batch was not written.
+    // connection lost after a commit was sent is, and the next batch starts a new thread (at once: sent
+    // to this one between its error and its exit, it would be lost, and told it may have been made). One
+    // that never started (no descriptor left for its event loop) ran nothing: its batch was not written.
     worker.on('error', (error) => {
+      if (this.#worker === worker) this.#worker = undefined
       const cause = new StoreUnavailableError('the write thread failed', { cause: error })
       const started = (error as { code?: unknown }).code !== 'ERR_WORKER_INIT_FAILED'
-      this.#settle()?.reject(started ? new WriteInDoubtError({ cause }) : cause)
+      this.#settle(worker)?.reject(started ? new WriteInDoubtError({ cause }) : cause)
     })
     worker.on('exit', (code) => {
       if (this.#worker === worker) this.#worker = undefined
       const cause = new StoreUnavailableError(`the write thread exited (code ${code})`)
-      this.#settle()?.reject(new WriteInDoubtError({ cause }))
+      this.#settle(worker)?.reject(new WriteInDoubtError({ cause }))
     })
     this.#worker = worker
     return worker
   }
 
-  #settle() {
+  #settle(worker: Worker) {
     const pending = this.#pending
+    if (pending?.worker !== worker) return undefined
     this.#pending = undefined
     return pending
   }
