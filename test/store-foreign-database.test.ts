@@ -137,6 +137,18 @@ describe("a DATABASE_URL that points at another application's database", () => {
       assert.deepEqual(await publicTables(url), ['orders', 'users'])
     })
 
+    test("when the other application's tables are named like the driver's words for a lost connection (session_timeouts, terminated_jobs), then migrate's refusal still names them, not an unreachable database", async (t) => {
+      const url = await (await sharedPostgres()).createDatabase()
+      await postgresSql(url, 'CREATE TABLE session_timeouts (id int); CREATE TABLE terminated_jobs (id int)')
+      const result = await runCli(['migrate'], { DATABASE_URL: url }, temporaryDirectory(t))
+      assert.equal(result.status, 1, result.stderr)
+      assert.match(
+        result.stderr,
+        /it is not a Pet Store database: it holds other tables \(session_timeouts, terminated_jobs\)/,
+      )
+      assert.doesNotMatch(result.stderr, /unreachable/)
+    })
+
     test('when the schema holds nothing (a new database, or the wrong one), then keys list and keys revoke refuse it, naming it, and make nothing; keys create and seed make the tables and say so on stderr', async (t) => {
       const url = await (await sharedPostgres()).createDatabase()
       const database = new URL(url).pathname.slice(1)

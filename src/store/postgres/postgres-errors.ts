@@ -50,8 +50,15 @@ const DISK_FULL = '53100'
 const TAKE_WRITES = 'make it take writes (a primary, default_transaction_read_only off), then run it again'
 const FREE_SPACE = "free space on the database's disk, then run it again"
 
-/** The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout). */
-const LOST_CONNECTION = /timeout|terminated|Connection ended|not queryable/i
+/**
+ * The driver's words for a connection that is gone, or whose reply is overdue (its query_timeout): how its
+ * messages begin, so that an error the caller's own code threw, naming a table `session_timeouts`, is not
+ * taken for one.
+ */
+const LOST_CONNECTION =
+  /^(Connection terminated|Connection ended|Query read timeout|timeout expired|Client has encountered a connection error|Client was closed)/
+// idle_in_transaction_session_timeout: the server ended a session left idle inside a transaction.
+const IDLE_IN_TRANSACTION_ENDED = '25P03'
 /** The driver's words when the server asks for a password and none was given (URL, PGPASSWORD, .pgpass). */
 const NO_PASSWORD = /client password must be a string/
 const NO_PASSWORD_GIVEN =
@@ -92,7 +99,10 @@ export function storeErrorOf(error: unknown): unknown {
     const remedy = code === DISK_FULL ? FREE_SPACE : undefined
     return new StoreUnavailableError(unavailableReason(code), { cause: error, remedy })
   }
-  const unreachable = (code !== undefined && NETWORK_ERRORS.has(code)) || LOST_CONNECTION.test(message ?? '')
+  const unreachable =
+    (code !== undefined && NETWORK_ERRORS.has(code)) ||
+    code === IDLE_IN_TRANSACTION_ENDED ||
+    LOST_CONNECTION.test(message ?? '')
   return unreachable ? new StoreUnavailableError('the database is unreachable', { cause: error }) : error
 }
 
