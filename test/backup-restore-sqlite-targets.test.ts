@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import {
   chmodSync,
   lstatSync,
@@ -13,6 +13,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { temporaryBeside } from '../src/store/sqlite/sqlite-durable-files.ts'
 import { runCli } from './helpers/cli-process.ts'
 import { integrityOf } from './helpers/sqlite-backup-fixtures.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -131,6 +132,23 @@ describe('backup and restore (SQLite)', () => {
       assert.equal(result.status, 0, result.stderr)
       assert.equal(statSync(join(cwd, args[1] as string)).mode & 0o777, 0o600, args.join(' '))
     }
+  })
+
+  test("when the backup's name is near the file system's limit of 255 bytes, then the backup, and a restore from it, work: the hidden copy made beside it takes a shorter name", async (t) => {
+    const cwd = temporaryDirectory(t)
+    // 250 bytes, é being two: a copy named after it in full, with its suffix, would pass 255.
+    const to = `${'b'.repeat(242)}é${'b'.repeat(3)}.db`
+    assert.equal((await runCli(['seed', '--count', '3'], {}, cwd)).status, 0)
+    // What a backup to the same name killed mid-way left: its name cut as this one's, its process gone.
+    const gone = spawnSync('true').pid as number
+    const leftover = temporaryBeside(join(cwd, to), 'backup').replace(`-${process.pid}-`, `-${gone}-`)
+    writeFileSync(leftover, '')
+    const backup = await runCli(['backup', '--to', to], {}, cwd)
+    assert.equal(backup.status, 0, backup.stderr)
+    assert.equal(integrityOf(join(cwd, to)), 'ok')
+    assert.deepEqual(readdirSync(cwd).sort(), ['data', to].sort(), 'no hidden copy left, nor the leftover')
+    const restored = await runCli(['restore', '--from', to], {}, cwd)
+    assert.equal(restored.status, 0, restored.stderr)
   })
 
   test('when more than ten keys were made since the backup, then the restore line names ten and counts the rest', async (t) => {

@@ -38,7 +38,19 @@ const HOST =
  */
 export function temporaryBeside(path: string, purpose: string): string {
   const unique = `${process.pid}-${HOST}-${randomBytes(4).toString('hex')}`
-  return join(dirname(path), `.${basename(path)}.${purpose}-${unique}.tmp`)
+  const tail = `.${purpose}-${unique}.tmp`
+  return join(dirname(path), `${stemOf(path, Buffer.byteLength(tail))}${tail}`)
+}
+
+// A file name's limit on Linux file systems (NAME_MAX), less SQLite's longest suffix for a companion.
+const NAME_BYTES = 255 - '-journal'.length
+
+/** `.` and `path`'s name, cut (whole characters) so that `tailBytes` more still make a name a file can have. */
+function stemOf(path: string, tailBytes: number): string {
+  let stem = `.${basename(path)}`
+  while (Buffer.byteLength(stem) + tailBytes > NAME_BYTES) stem = stem.slice(0, stem.length - 1)
+  // Not half of a surrogate pair: a name must be whole UTF-8.
+  return /[\uD800-\uDBFF]$/.test(stem) ? stem.slice(0, -1) : stem
 }
 
 /**
@@ -50,7 +62,10 @@ export function temporaryBeside(path: string, purpose: string): string {
  * time. Best effort: one that cannot be removed (another user's) is left.
  */
 export function removeAbandoned(path: string, purpose: string): void {
-  const ours = `.${basename(path)}.`
+  // Its copies' names begin with its own and a dot, or with as much of it as `temporaryBeside` kept for
+  // the longest process id (7 digits).
+  const stem = stemOf(path, Buffer.byteLength(`.${purpose}-9999999-${HOST}-00000000.tmp`))
+  const ours = stem === `.${basename(path)}` ? `${stem}.` : stem
   const name = new RegExp(`^\\..+\\.${purpose}-(\\d+)(?:-([\\w-]+)-[0-9a-f]{8})?\\.tmp(-journal|-wal|-shm)?$`)
   let entries: string[]
   try {
