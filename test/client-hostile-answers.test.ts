@@ -88,6 +88,14 @@ describe('typed client: answers no Pet Store service gives', () => {
     )
   })
 
+  test('when a success body nests deeper than the stack allows (a 200 of 300,000 brackets), then it is no pet: unexpected_response, not a RangeError', async (t) => {
+    const { baseUrl } = await answering(t, (_request, response) =>
+      json(response, 200, `${'['.repeat(300_000)}${']'.repeat(300_000)}`),
+    )
+    const error = await rejection(createClient({ baseUrl, apiKey: KEY }).getPet(1n))
+    assert.deepEqual([error.code, error.status], ['unexpected_response', 200])
+  })
+
   test('when a next link is no URL, or an empty page links on, then paging stops with unexpected_response', async (t) => {
     const { baseUrl: broken } = await answering(t, (_request, response) =>
       json(response, 200, '[{"id":1,"name":"Rex","categoryId":1}]', { link: '<http://[>; rel="next"' }),

@@ -4,6 +4,19 @@ import { createClient } from '../packages/client/src/index.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 describe('typed client: the options createClient takes', () => {
+  test('when a call is given `signal: null` (as fetch takes it, from plain JavaScript), then it runs, with the time limit or without', async (t) => {
+    const server = await startTestServer(t)
+    for (const timeoutMs of [undefined, 0]) {
+      const client = createClient({
+        baseUrl: `${server.origin}/v1`,
+        apiKey: server.key,
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      })
+      const signal = null as unknown as AbortSignal
+      assert.deepEqual((await client.listPets({}, { signal })).pets, [], `timeoutMs ${timeoutMs}`)
+    }
+  })
+
   test('when timeoutMs is past what a timer can wait, then createClient refuses it', () => {
     for (const timeoutMs of [2 ** 31, 2 ** 32, -1, 1.5]) {
       assert.throws(

@@ -48,4 +48,22 @@ describe('typed client: when to try again', () => {
       assert.equal(error.retryAfterMs, undefined, `Retry-After "${value}"`)
     }
   })
+
+  test("when a proxy's Retry-After is a date in asctime's form (no zone: GMT, RFC 9110), then retryAfterMs is the time until it, on a machine whose time zone is not GMT", async (t) => {
+    const zone = process.env.TZ
+    process.env.TZ = 'America/New_York'
+    t.after(() => {
+      if (zone === undefined) delete process.env.TZ
+      else process.env.TZ = zone
+    })
+    // `Sun Nov  6 08:49:37 1994`: day, month, day of the month padded to 2, time, year.
+    const at = new Date(Date.now() + 3_600_000)
+    const [day, , month, year, time] = at.toUTCString().replace(',', '').split(' ')
+    const asctime = `${day} ${month} ${String(at.getUTCDate()).padStart(2, ' ')} ${time} ${year}`
+    const error = await rejection(answeredWith(503, { 'retry-after': asctime }).listPets())
+    assert.ok(
+      error.retryAfterMs !== undefined && error.retryAfterMs > 3_590_000 && error.retryAfterMs <= 3_600_000,
+      `Retry-After "${asctime}": ${error.retryAfterMs} ms`,
+    )
+  })
 })

@@ -1,3 +1,4 @@
+import { parseHttpDate } from './http-date.ts'
 import { linkOf } from './link-header.ts'
 
 /**
@@ -35,7 +36,7 @@ export function deprecationNoticeOf(operation: string, response: Response): Depr
   return {
     operation,
     deprecatedAt: seconds === undefined ? undefined : dateOf(Number(seconds) * 1000),
-    sunset: dateOf(Date.parse(response.headers.get('sunset') ?? '')),
+    sunset: dateOf(parseHttpDate(response.headers.get('sunset') ?? '')),
     successor: successorOf(response),
     status: response.status,
     requestId: response.headers.get('x-request-id') ?? undefined,

@@ -1,3 +1,4 @@
+import { parseHttpDate } from './http-date.ts'
 import type { components } from './openapi-types.ts'
 
 /** The body of every error response the service sends. */
@@ -79,8 +80,7 @@ function retryAfterMs(value: string | null): number | undefined {
   if (value === null) return undefined
   const text = value.trim()
   if (/^\d+$/.test(text)) return Number(text) * 1000
-  // An HTTP-date opens with its day's name (Sun, Sunday): Date.parse alone would read "-1" as a year.
-  const at = /^[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN
+  const at = parseHttpDate(text)
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 

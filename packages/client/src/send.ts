@@ -93,8 +93,10 @@ export async function send<P extends keyof paths, M extends Method>(
     try {
       parsed = parseExactJson(text)
     } catch (error) {
-      // A success status with a body that is not JSON came from something in between (a proxy's page).
-      if (error instanceof SyntaxError) throw PetStoreError.from(text, response)
+      // A success status with a body that is not JSON came from something in between (a proxy's page), as
+      // did one nested past the stack's depth (a RangeError).
+      if (error instanceof SyntaxError || error instanceof RangeError)
+        throw PetStoreError.from(text, response)
       throw error
     }
     // Anything else (`null`, a pet where a page is due, a pet without its id) would be handed on as what
@@ -182,7 +184,8 @@ function signalOf(
   // As `AbortSignal.timeout`'s, it keeps no process alive (untilAborted holds one while a listener runs).
   ;(timer as { unref?: () => void }).unref?.()
   return {
-    signal: signal === undefined ? limit.signal : AbortSignal.any([signal, limit.signal]),
+    // `null` too, as fetch takes it from plain JavaScript (the type says undefined).
+    signal: signal == null ? limit.signal : AbortSignal.any([signal, limit.signal]),
     ended: () => clearTimeout(timer),
   }
 }
