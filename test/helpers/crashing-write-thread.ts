@@ -1,10 +1,11 @@
 import { parentPort } from 'node:worker_threads'
 import type { WriteThreadMessage } from '../../src/store/sqlite/sqlite-write-thread.ts'
 
-// The real write thread, except that a batch holding a pet named "crash" ends the thread before the
-// real handler (registered after this one) sees it, one named "throw" throws there (an uncaught
-// exception: the worker's 'error', then its 'exit'), and one named "crash after commit" ends it once the
-// batch is committed, before its answer is sent: a thread dying in the middle of a batch.
+// The real write thread, except that a batch holding a pet named "crash" ends the thread before the real
+// handler (registered after this one) sees it, one named "throw" throws here (an uncaught exception: the
+// worker's 'error', then its 'exit'; the real handler still runs, so it may be committed), and one named
+// "crash after commit" ends it once the batch is committed, before its answer is sent: a thread dying in
+// the middle of a batch.
 const port = parentPort
 let crashAfterCommit = false
 port?.on('message', (message: WriteThreadMessage) => {
