@@ -138,6 +138,7 @@ test('when a client ends its side of the connection right after a complete creat
     { everyMs: 100 },
   )
   assert.equal(retried.status, 201)
+  assert.equal(retried.headers.get('idempotent-replayed'), 'true', 'the first create, replayed')
   const pet = (await retried.json()) as { id: number; name: string }
   const listed = (await (
     await fetch(`${server.origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
