@@ -5,7 +5,7 @@ import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { PURGE_CHUNK_ROWS } from '../src/store/shared/chunked-purge.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
-import { exitWithin, startServeProcess } from './helpers/cli-process.ts'
+import { serveForTest, stop } from './helpers/cli-process.ts'
 import { startTestServer, temporaryDirectory } from './helpers/test-server.ts'
 
 // One hour of keyed creates at 555/s: the backlog an hourly purge finds.
@@ -102,38 +102,26 @@ describe('idempotency purge (SQLite)', () => {
   }, async (t) => {
     const cwd = temporaryDirectory(t)
     const env = { API_KEYS: `purge:${generateApiKey()}` }
-    const first = await startServeProcess(env, cwd)
-    t.after(() => first.child.kill('SIGKILL'))
-    first.child.kill('SIGTERM')
-    assert.equal(await exitWithin(first), 0)
+    await stop(await serveForTest(t, env, cwd))
     const path = join(cwd, 'data', 'petstore.db')
     insertExpiredKeys(path, EXPIRED_ROWS)
+    /** Starts the service, which starts the purge, and waits until fewer than `count` keys are left. */
+    const purgingBelow = async (count: number, what: string) => {
+      const server = await serveForTest(t, env, cwd)
+      await waitUntil(() => countKeys(path) < count, what, { timeoutMs: 60_000 })
+      return server
+    }
 
-    // The purge starts with the service: the signal comes once its first chunks are gone.
-    const server = await startServeProcess(env, cwd)
-    t.after(() => server.child.kill('SIGKILL'))
-    await waitUntil(
-      () => countKeys(path) < EXPIRED_ROWS,
-      () => 'the purge deleted nothing after the start',
-      { timeoutMs: 60_000 },
-    )
+    // The signal comes once the purge's first chunks are gone.
+    const server = await purgingBelow(EXPIRED_ROWS, 'the purge deleted nothing after the start')
     const stopping = performance.now()
-    server.child.kill('SIGTERM')
-    assert.equal(await exitWithin(server), 0)
+    await stop(server)
     const left = countKeys(path)
     t.diagnostic(`stopped in ${Math.round(performance.now() - stopping)} ms; ${left} keys left`)
     assert.ok(left > EXPIRED_ROWS / 2, `the shutdown purged ${EXPIRED_ROWS - left} keys on its way out`)
     assert.equal(left % PURGE_CHUNK_ROWS, 0, 'whole chunks only')
 
     // The next start takes the purge up again (to its end, as the test above shows of a whole purge).
-    const next = await startServeProcess(env, cwd)
-    t.after(() => next.child.kill('SIGKILL'))
-    await waitUntil(
-      () => countKeys(path) < left,
-      () => 'the next start purged nothing of what was left',
-      { timeoutMs: 60_000 },
-    )
-    next.child.kill('SIGTERM')
-    assert.equal(await exitWithin(next), 0)
+    await stop(await purgingBelow(left, 'the next start purged nothing of what was left'))
   })
 })

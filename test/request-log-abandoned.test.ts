@@ -10,6 +10,7 @@ import { generateApiKey } from '../src/auth/api-key.ts'
 import { waitFor } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { logLines, startServeProcess, stop, waitForLog } from './helpers/cli-process.ts'
+import { openSocket } from './helpers/raw-http.ts'
 
 const key = generateApiKey()
 
@@ -108,8 +109,7 @@ test('when a client ends its side of the connection right after a complete creat
     'content-type': 'application/json',
     'idempotency-key': 'half-closed-1',
   }
-  const socket = connect(Number(new URL(server.origin).port), '127.0.0.1')
-  await once(socket, 'connect')
+  const socket = await openSocket(server.origin)
   let received = ''
   socket.on('data', (chunk) => {
     received += chunk
