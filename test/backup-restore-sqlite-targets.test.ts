@@ -151,6 +151,42 @@ describe('backup and restore (SQLite)', () => {
     assert.equal(restored.status, 0, restored.stderr)
   })
 
+  test("when the database's own name leaves no room for the name the database it replaces is kept under, then the restore refuses in one line naming the limit and changes nothing; at the limit, it restores", async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal((await runCli(['seed', '--count', '2'], {}, cwd)).status, 0)
+    assert.equal((await runCli(['backup', '--to', 'b.db'], {}, cwd)).status, 0)
+    // `<name>.replacing-2026-12-06T05-06-55-427Z`, the kept database's first name, passes 255 bytes from a
+    // name of 221 on; its last, `.replaced-…`, is a byte shorter.
+    for (const [bytes, refused] of [
+      [221, true],
+      [220, false],
+    ] as const) {
+      const name = `${'d'.repeat(bytes - 3)}.db`
+      const env = { DATABASE_URL: `sqlite:${name}` }
+      assert.equal((await runCli(['seed', '--count', '1'], env, cwd)).status, 0)
+      const before = readFileSync(join(cwd, name))
+      const restored = await runCli(['restore', '--from', 'b.db'], env, cwd)
+      if (refused) {
+        assert.deepEqual(
+          [restored.status, restored.stderr],
+          [
+            1,
+            `petstore restore: ${name} is 221 bytes long: the database it replaces is kept beside it under its name and .replacing-<time>, then .replaced-<time>, which would pass the 255 bytes a file name may hold; give the database a name of at most 220 bytes\n`,
+          ],
+        )
+        assert.deepEqual(readFileSync(join(cwd, name)), before, 'the database is untouched')
+        assert.deepEqual(readdirSync(cwd).sort(), ['b.db', 'data', name].sort(), 'nothing left beside it')
+      } else {
+        assert.equal(restored.status, 0, restored.stderr)
+        const kept = readdirSync(cwd).filter((entry) => entry.startsWith(`${name}.replaced-`))
+        assert.deepEqual(
+          kept.map((entry) => Buffer.byteLength(entry)),
+          [254],
+        )
+      }
+    }
+  })
+
   test('when more than ten keys were made since the backup, then the restore line names ten and counts the rest', async (t) => {
     const cwd = temporaryDirectory(t)
     assert.equal((await runCli(['seed', '--count', '1'], {}, cwd)).status, 0)

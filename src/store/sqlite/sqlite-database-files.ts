@@ -63,6 +63,25 @@ export function notOpenToThisUser(path: string): Error {
   return new Error(`${resolve(dirname(path))} is not open to ${thisUser()}: ${runAsServiceUser()}`)
 }
 
+// What the kept database's name adds to its own: `.replacing-` and a time (`restoreStamp`).
+const KEPT_NAME_TAIL_BYTES = '.replacing-'.length + '2026-12-06T05-06-55-427Z'.length
+// A file name's limit on Linux file systems (NAME_MAX).
+const NAME_MAX = 255
+
+/** The time a restore's kept database is named after, as a file name can hold it. */
+export function restoreStamp(): string {
+  return new Date().toISOString().replace(/[:.]/g, '-')
+}
+
+/** Refuses, before anything is done, a database whose own name leaves no room to keep it under a second. */
+export function assertRoomToKeep(path: string): void {
+  const bytes = Buffer.byteLength(basename(path))
+  if (bytes + KEPT_NAME_TAIL_BYTES <= NAME_MAX) return
+  throw new Error(
+    `${basename(path)} is ${bytes} bytes long: the database it replaces is kept beside it under its name and .replacing-<time>, then .replaced-<time>, which would pass the ${NAME_MAX} bytes a file name may hold; give the database a name of at most ${NAME_MAX - KEPT_NAME_TAIL_BYTES} bytes`,
+  )
+}
+
 /**
  * Renames `copy` over the database at `path`, keeping the database it replaces under a second name: made
  * first as `<db>.replacing-<stamp>` (a hard link: no copy, its owner and mode), renamed to

@@ -5,11 +5,13 @@ import type { RestoreSummary } from '../shared/backup-role.ts'
 import { leaveNothing, verified, writing } from './sqlite-copy-checks.ts'
 import {
   assertCanGiveOwner,
+  assertRoomToKeep,
   databaseFileAt,
   isDatabaseFile,
   notOpenToThisUser,
   refuseUnsettled,
   replaceKeepingAside,
+  restoreStamp,
   settleLeftovers,
   takeOwnership,
 } from './sqlite-database-files.ts'
@@ -65,6 +67,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
   // Through a link, the file replaced is its target, whose companions SQLite keeps beside it.
   const path = existsSync(named) ? realpathSync(named) : named
   refuseOrphanedLog(resolve(path), 'restore in its place')
+  if (existsSync(path)) assertRoomToKeep(path)
   // First: a killed restore's copy may hold the room the checkpoint below needs.
   removeAbandoned(path, 'restore')
   removeAbandoned(path, 'hold')
@@ -86,7 +89,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     const pets = verified(temporary, from)
     // A failure to write the copy (a full volume) stops the restore; one to read the old database does not.
     const carried = held && besideIt(() => carryForward(held, temporary))
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+    const stamp = restoreStamp()
     let keptAt: { path: string } | { notKept: string } | undefined
     besideIt(() => {
       fsyncPath(temporary)
