@@ -68,7 +68,13 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
         body,
         signal: AbortSignal.timeout(10_000),
       })
-      return { status: response.status, text: await response.text(), ms: performance.now() - started }
+      const text = await response.text()
+      return {
+        status: response.status,
+        text,
+        retryAfter: response.headers.get('retry-after'),
+        ms: performance.now() - started,
+      }
     }
     assert.equal((await call('GET', '/readyz')).status, 200, 'ready before the outage')
 
@@ -104,6 +110,10 @@ describe('PostgreSQL outages', throwawayPostgresSuiteOptions(), () => {
       assert.equal(response.status, 503, `${method} ${path} during the outage: ${response.text}`)
       assert.deepEqual(Object.keys(JSON.parse(response.text)).sort(), ['code', 'message', 'status'])
       assert.equal(JSON.parse(response.text).code, 'service_unavailable')
+      assert.equal(response.retryAfter, '1', `${method} ${path}: a reconnect is a second away`)
+      // Readiness says which condition, not the driver's words ("refused"), to whoever asks.
+      if (path === '/readyz')
+        assert.equal(JSON.parse(response.text).message, 'not ready: the store cannot be reached')
       assert.ok(response.ms < CONNECT_TIMEOUT_MS + 1500, `answered in ${Math.round(response.ms)} ms`)
     }
     await sleep(500)
