@@ -1,5 +1,4 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import {
   chmodSync,
   chownSync,
@@ -12,8 +11,8 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { freePort } from './free-port.ts'
+import { databaseFactory } from './postgres-test-databases.ts'
 import { childrenOf } from './process-children.ts'
 import { type Lack, suiteNeeding } from './suite-requirements.ts'
 import type { TestCertificates } from './test-certificates.ts'
@@ -111,22 +110,6 @@ function run(command: string, args: string[]) {
   }
 }
 
-async function databaseFactory(adminUrl: string): Promise<() => Promise<string>> {
-  return async () => {
-    const name = `petstore_test_${randomBytes(6).toString('hex')}`
-    const client = new pg.Client({ connectionString: adminUrl })
-    await client.connect()
-    try {
-      await client.query(`CREATE DATABASE ${name}`)
-    } finally {
-      await client.end()
-    }
-    const url = new URL(adminUrl)
-    url.pathname = `/${name}`
-    return url.toString()
-  }
-}
-
 let shared: Promise<PostgresServer> | undefined
 
 /** One server per test process, started on first use and stopped when the process exits. */
@@ -140,7 +123,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   const named = process.env.PETSTORE_TEST_POSTGRES_URL
   if (named) {
     return {
-      createDatabase: await databaseFactory(named),
+      createDatabase: databaseFactory(named, { sweep: true }),
       stop: () => assertNever('a named server cannot be stopped by tests'),
       start: () => assertNever('a named server cannot be started by tests'),
       freeze: () => assertNever('a named server cannot be frozen by tests'),
@@ -223,7 +206,7 @@ export async function startThrowawayPostgres({
     rmSync(directory, { recursive: true, force: true })
   })
   return {
-    createDatabase: await databaseFactory(`postgres://postgres@127.0.0.1:${port}/postgres`),
+    createDatabase: databaseFactory(`postgres://postgres@127.0.0.1:${port}/postgres`, { sweep: false }),
     socketDirectory: directory,
     stop(mode) {
       if (!running) return
