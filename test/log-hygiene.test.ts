@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
-import { maskApiKeys } from '../src/log/key-masking.ts'
+import { maskApiKeys, maskKeyStartAtEnd } from '../src/log/key-masking.ts'
 import { visibleControls } from '../src/log/logger.ts'
 import { call } from './helpers/api-client.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
@@ -11,6 +11,7 @@ import { rawHttp } from './helpers/raw-http.ts'
 import { startTestServer } from './helpers/test-server.ts'
 
 const key = generateApiKey()
+const REFUSED = 'request refused before it reached an operation'
 const secret = key.slice('psk_'.length)
 const hex = (text: string, lower = false) =>
   [...text].map((c) => `%${c.charCodeAt(0).toString(16)[lower ? 'toLowerCase' : 'toUpperCase']()}`).join('')
@@ -91,6 +92,24 @@ describe('keys never reach the log', () => {
     assert.equal(maskApiKeys(`a ${key.replace('_', '%25255f')} b`), 'a psk_[redacted] b')
   })
 
+  test('when a text ends within a key (plain or percent-encoded, cut within a code or not), then what is left of the key is masked, and a text ending before its random part is left as it is', () => {
+    for (const cut of [
+      key.slice(0, 5),
+      key.slice(0, -1),
+      key,
+      hex(key).slice(0, 40),
+      hex(key).slice(0, 41),
+      hex(key, true).slice(0, 100),
+      encodedForms['encoded twice'].slice(0, 52),
+      encodedForms['mixed, twice'].slice(0, 30),
+      encodedForms['prefix in capitals'].slice(0, 12),
+      'psk_%5',
+    ]) {
+      assert.equal(maskKeyStartAtEnd(`x=${cut}`), 'x=psk_[redacted]', cut)
+    }
+    for (const harmless of ['x=psk', 'x=%70%73%6B']) assert.equal(maskKeyStartAtEnd(harmless), harmless)
+  })
+
   test('when a text is crafted to make the key pattern try every way of reading it (16 KB, %2525 runs after a prefix), then masking it stays quick: no request can hold the event loop with it', () => {
     // Each %2525 reads as one character or three; 14 of them in a row made the pattern try thousands of
     // splits at every prefix: 0.1 to 0.2 s a text, for a request needing no key. Now a few milliseconds.
@@ -122,6 +141,30 @@ describe('keys never reach the log', () => {
     )
     assertNoKey(server.output())
     assert.ok(logLines(server).length > 0)
+  })
+
+  test('when a request line too long for the head holds a key across the point where the logged URL is cut, then its refused line holds the key masked, nothing of it in clear', async (t) => {
+    const server = await startServeProcess({ API_KEYS: `ops:${key}` }, temporaryDirectory(t))
+    t.after(() => server.child.kill('SIGKILL'))
+    // Each form starts 30 characters before the URL's 2048th, where the line cuts it.
+    const start = '/v1/pets?x='
+    const lead = 'a'.repeat(2048 - 30 - start.length)
+    const forms = [key, ...Object.values(encodedForms)]
+    for (const form of forms) {
+      const answer = await rawHttp(
+        server.origin,
+        `GET ${start}${lead}${form}&${'b'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      )
+      assert.equal(answer.status, 414)
+    }
+    const lines = await waitForLog(server, (all) => {
+      const found = all.filter((line) => line.msg === REFUSED && line.status === 414)
+      return found.length >= forms.length ? found : undefined
+    })
+    for (const line of lines) {
+      assert.equal(String(line.url).replace(`${start}${lead}`, ''), `psk_[redacted]&${'b'.repeat(15)}…`)
+    }
+    assertNoKey(server.output())
   })
 
   test('when a request target in absolute form carries a user and password, then it is refused with 400, and the password reaches neither the answer nor the log', async (t) => {

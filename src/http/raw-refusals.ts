@@ -1,7 +1,8 @@
 import type { Logger } from 'pino'
 import type { ApiError } from '../errors.ts'
+import { maskKeyStartAtEnd } from '../log/key-masking.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import { loggedUrl, URL_LOGGED } from './access-line.ts'
+import { loggedUrl } from './access-line.ts'
 import { TARGET_MAX_BYTES } from './request-head.ts'
 
 /** An answer made below the framework, which no hook sees: the parser's refusals, CONNECT, an unmet Expect. */
@@ -22,11 +23,11 @@ const METHOD = "([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20})"
 const REQUEST_LINE = new RegExp(`^${METHOD} (\\S{1,${TARGET_MAX_BYTES}}) HTTP\\/\\d\\.\\d\\r?\\n`)
 // The longest line that pattern matches: a 20-letter method, the longest target read, the version and CRLF.
 const REQUEST_LINE_MAX_BYTES = 20 + 1 + TARGET_MAX_BYTES + 1 + 8 + 2
-// The start of a request line, its target cut where a log line cuts a URL: a method the parser knows (it
-// refused the others before the head could overflow), and a target in one of its forms, so that a piece
-// of a long header is not taken for one.
+// The start of a request line: a method the parser knows (it refused the others before the head could
+// overflow), and a target in one of its forms, so that a piece of a long header is not taken for one. The
+// target is read far past where a log line cuts a URL: a key across that point is masked whole first.
 const REQUEST_LINE_START = new RegExp(
-  `^([A-Z]{3,20}) ((?:/|\\*|[A-Za-z][A-Za-z\\d+.-]*://)\\S{0,${URL_LOGGED - 1}})`,
+  `^([A-Z]{3,20}) ((?:/|\\*|[A-Za-z][A-Za-z\\d+.-]*://)\\S{0,${TARGET_MAX_BYTES}})`,
 )
 
 /**
@@ -68,5 +69,6 @@ export function overlongRequestLine(packet: unknown): { method: string; url: str
   const start = packet.subarray(0, REQUEST_LINE_MAX_BYTES)
   if (start.includes(0x0a)) return undefined
   const line = REQUEST_LINE_START.exec(start.toString('latin1'))
-  return line === null ? undefined : { method: line[1] as string, url: line[2] as string }
+  // What was read ends where the bytes held end, perhaps within a key (docs/decisions.md, "masked, then cut").
+  return line === null ? undefined : { method: line[1] as string, url: maskKeyStartAtEnd(line[2] as string) }
 }
