@@ -12,6 +12,7 @@ import {
   isTrustedProxy,
   listSetting,
   REDIS_URL_FORM,
+  redisDatabaseRefusal,
   repeatedInApiKeys,
   sslmodeRefusal,
   storeLocationOf,
@@ -138,8 +139,8 @@ export const ConfigSchema = Type.Object({
         description:
           'Redis for rate limits shared by all instances and workers; without it each process counts alone.',
       }),
-      (value) => URL.canParse(value),
-      () => `must be ${REDIS_URL_FORM}`,
+      (value) => URL.canParse(value) && redisDatabaseRefusal(value) === undefined,
+      (value) => (URL.canParse(value) && redisDatabaseRefusal(value)) || `must be ${REDIS_URL_FORM}`,
     ),
   ),
   METRICS: Type.Enum(['on', 'off'], {

@@ -57,6 +57,20 @@ export const DATABASE_URL_FORM =
 export const REDIS_URL_FORM = 'a valid redis:// or rediss:// URL'
 
 /**
+ * Why REDIS_URL's database is refused, or undefined: the client reads it (the path, or `db=`) with
+ * parseInt, so `/staging` became NaN, whose SELECT failed unhandled at every connect and ended the process.
+ */
+export function redisDatabaseRefusal(url: string): string | undefined {
+  const parsed = new URL(url)
+  const named = [
+    ...(parsed.pathname.length > 1 ? [parsed.pathname.slice(1)] : []),
+    ...parsed.searchParams.getAll('db'),
+  ]
+  if (named.length <= 1 && named.every((database) => /^\d{1,9}$/.test(database))) return undefined
+  return 'must name its database by number, from 0, as its path (redis://host:6379/1) or db=, once'
+}
+
+/**
  * Why a value with white space before or after it is refused, naming which and where (never the value,
  * which may hold a password); undefined if it has none.
  */

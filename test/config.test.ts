@@ -56,6 +56,22 @@ describe('configuration', () => {
       /^DATABASE_URL has sslmode "verify_full", which is none of disable, prefer, require, verify-ca, verify-full, no-verify$/,
     ],
     [{ REDIS_URL: 'http://cache:6379' }, /^REDIS_URL must be a valid redis:\/\/ or rediss:\/\/ URL$/],
+    // The client would read the database as NaN (or 1 from `1x`), and its SELECT fail unhandled at every
+    // connect, ending the process.
+    ...[
+      'redis://cache:6379/staging',
+      'redis://:s3cret@cache:6379/1x',
+      'rediss://cache:6379/0/',
+      'redis://cache:6379?db=abc',
+      'redis://cache:6379/?db=',
+      'redis://cache:6379/2?db=3',
+    ].map(
+      (value) =>
+        [
+          { REDIS_URL: value },
+          /^REDIS_URL must name its database by number, from 0, as its path \(redis:\/\/host:6379\/1\) or db=, once$/,
+        ] as [Record<string, string>, RegExp],
+    ),
     [{ WORKERS: 'all' }, /^WORKERS must be auto, or a whole number from 1 to 999 \(got "all"\)$/],
     [{ API_KEYS: 'ci:not-a-key' }, /^API_KEYS must be name:key pairs separated by commas/],
     [
@@ -165,6 +181,18 @@ describe('configuration', () => {
           !error.message.includes('hunter2'),
         `${name}=${value}`,
       )
+    }
+  })
+
+  test('when REDIS_URL names its database by number (its path or db=) or names none, then it is taken', () => {
+    for (const url of [
+      'redis://cache:6379',
+      'redis://cache:6379/',
+      'rediss://:s3cret@cache:6379/15',
+      'redis://cache:6379?db=2',
+      'redis://cache:6379/?db=0',
+    ]) {
+      assert.equal(loadConfig({ REDIS_URL: url }).rateLimit.redisUrl, url, url)
     }
   })
 
