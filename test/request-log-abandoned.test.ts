@@ -13,6 +13,8 @@ import { logLines, startServeProcess, stop, waitForLog } from './helpers/cli-pro
 import { openSocket } from './helpers/raw-http.ts'
 
 const key = generateApiKey()
+// The client a trusted proxy names, for the connection that resets.
+const FORWARDED_CLIENT = '203.0.113.50'
 
 /** The count of the request histogram's series for `operation` and `status`, scraped from the listener. */
 async function durationCount(metricsOrigin: string, operation: string, status: number): Promise<number> {
@@ -22,7 +24,10 @@ async function durationCount(metricsOrigin: string, operation: string, status: n
   return line === undefined ? 0 : Number(line.slice(series.length + 1))
 }
 
-/** Sends a create with `requestId` and gives up on it after 500 ms: closing its connection, or resetting it. */
+/**
+ * Sends a create with `requestId` and gives up on it after 500 ms: closing its connection, or resetting it
+ * (then as a proxy would, naming its client in X-Forwarded-For).
+ */
 async function giveUp(origin: string, requestId: string, how: 'closes' | 'resets'): Promise<void> {
   const body = JSON.stringify({ name: 'Patient', categoryId: 1 })
   if (how === 'closes') {
@@ -44,6 +49,7 @@ async function giveUp(origin: string, requestId: string, how: 'closes' | 'resets
   await once(socket, 'connect')
   socket.write(
     `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${requestId}\r\n` +
+      `X-Forwarded-For: ${FORWARDED_CLIENT}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
   )
   await sleep(500)
@@ -51,9 +57,16 @@ async function giveUp(origin: string, requestId: string, how: 'closes' | 'resets
 }
 
 for (const how of ['closes', 'resets'] as const) {
-  test(`when a client gives up before its answer (a create waiting on a locked database) and ${how} its connection, then the request still has its line, status 499 with its duration, and is counted; the answer made later adds nothing`, async (t) => {
+  test(`when a client gives up before its answer (a create waiting on a locked database) and ${how} its connection, then the request still has its line, status 499 with its duration and its client's address (the one a trusted proxy names), and is counted; the answer made later adds nothing`, async (t) => {
     const cwd = temporaryDirectory(t)
-    const server = await startServeProcess({ API_KEYS: `ops:${key}`, SQLITE_BUSY_TIMEOUT_MS: '60000' }, cwd)
+    const server = await startServeProcess(
+      {
+        API_KEYS: `ops:${key}`,
+        SQLITE_BUSY_TIMEOUT_MS: '60000',
+        ...(how === 'resets' ? { TRUSTED_PROXIES: 'loopback' } : {}),
+      },
+      cwd,
+    )
     t.after(() => server.child.kill('SIGKILL'))
     const port = /metrics on port (\d+)/.exec(server.output())?.[1]
     assert.ok(port, server.output())
@@ -69,6 +82,8 @@ for (const how of ['closes', 'resets'] as const) {
     )
     assert.equal(line.status, 499)
     assert.equal(line.operation, 'createPet')
+    // Read when the request began: a closed socket has forgotten its peer.
+    assert.equal(line.remoteAddress, how === 'resets' ? FORWARDED_CLIENT : '127.0.0.1')
     // Timed until the close, 500 ms after the call began (less its connection's set-up on a busy host).
     assert.ok(Number(line.durationMs) >= 100, `durationMs ${line.durationMs}`)
     assert.equal(await durationCount(metricsOrigin, 'createPet', 499), 1)

@@ -40,6 +40,9 @@ export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
       if (slot === null) socket[UNDER_WAY] = reply
       else if (slot === undefined) {
         socket.once('close', closed(socket))
+        // Read now, once a connection: Node keeps a peer's address once read, and a closed socket, never
+        // asked, has none for the line of a request given up.
+        void socket.remoteAddress
         socket[UNDER_WAY] = reply
       } else if (slot instanceof Set) slot.add(reply)
       else if (slot !== GIVEN_UP) socket[UNDER_WAY] = new Set([slot, reply])
