@@ -52,6 +52,9 @@ describe('requests the HTTP layer refuses', () => {
     assert.equal((await rawHttp(server.origin, large)).status, 431)
     const overlong = `GET /v1/pets?${'b'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`
     assert.equal((await rawHttp(server.origin, overlong)).status, 414)
+    // A target over 8 KiB in a head that fits is refused once routed: counted with its operation.
+    const routed = `GET /v1/pets?${'c'.repeat(9000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`
+    assert.equal((await rawHttp(server.origin, routed)).status, 414)
     assert.match(await sendHalfARequest(server.origin), /^HTTP\/1\.1 408 /)
     // Its head read and admitted, its body too slow: the line is that request's, under its own id.
     const slowBody = await sendHalfARequest(
@@ -99,6 +102,10 @@ describe('requests the HTTP layer refuses', () => {
     ]) {
       assert.match(metrics, new RegExp(`^petstore_http_refused_total\\{status="${status}"\\} ${count}$`, 'm'))
     }
+    assert.match(
+      metrics,
+      /^petstore_http_request_duration_seconds_count\{operation="listPets",status="414"\} 1$/m,
+    )
   })
 
   test("when a request's path cannot be decoded (the router's own 400), then it has its access line and its duration is counted, as an unknown path's 404 has", async (t) => {
