@@ -14,8 +14,8 @@ export interface RunningContainer {
 let containers = 0
 
 /**
- * Starts the image as the README runs it (read-only root, data on the volume, the API and metrics ports
- * published) plus this machine's runtime flags, and waits until /readyz answers 200. No tmpfs either
+ * Starts the image as the README runs it (read-only root, no capability, no new privileges, data on the
+ * volume, the API and metrics ports published) plus this machine's runtime flags, and waits until /readyz answers 200. No tmpfs either
  * (`--read-only-tmpfs=false`): the volume is the only place the service may write. Removed after the test.
  */
 export async function startContainer(
@@ -37,6 +37,8 @@ export async function startContainer(
     name,
     ...RUNTIME_FLAGS,
     ...runFlags,
+    '--cap-drop=all',
+    '--security-opt=no-new-privileges',
     '--read-only',
     '--read-only-tmpfs=false',
     '--volume',
