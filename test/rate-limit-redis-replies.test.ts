@@ -146,6 +146,8 @@ describe('a Redis that sends replies no command asked for', redisSuiteOptions(),
     while (performance.now() < until) {
       const response = await request(server, '/v1/pets')
       assert.equal(response.status, 200, server.output())
+      // The first count's own reply may come before the one too many, which then shows the others out of step.
+      if (requests > 0) assert.equal(response.headers.get('ratelimit-remaining'), null, 'served uncounted')
       requests++
       await new Promise((resolve) => setTimeout(resolve, 100))
     }

@@ -261,3 +261,28 @@ describe('a count in Redis set to outlast its window', redisSuiteOptions(), () =
     assert.ok((await redis.pttl(key)) <= 60_000, 'and the key expires with the window')
   })
 })
+
+describe('a count in Redis that is no count', redisSuiteOptions(), () => {
+  test('when a key in Redis holds a value that is no count (written by another application under the prefix), then the count starts again from it, expiring with the window, and no line says Redis refuses', async (t) => {
+    const { redis, server, lines } = await serverLoggingTo(t, 100)
+    assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '99')
+    const [key, ...others] = await redis.keys('*')
+    assert.ok(key !== undefined && others.length === 0, 'one key counted')
+    for (const [write, value] of [
+      [() => redis.set(key, 'abc'), 'abc'],
+      [() => redis.set(key, '9223372036854775807'), 'the largest integer, which INCR cannot pass'],
+      [async () => (await redis.del(key)) + (await redis.rpush(key, 'x')), 'a list'],
+    ] as const) {
+      await write()
+      const response = await call(server, 'GET', '/v1/pets')
+      assert.equal(response.headers.get('ratelimit-remaining'), '99', `after ${value}: counted from 1`)
+      assert.equal((await call(server, 'GET', '/v1/pets')).headers.get('ratelimit-remaining'), '98')
+      const ttl = await redis.pttl(key)
+      assert.ok(ttl > 0 && ttl <= 60_000, `after ${value}: it expires with the window (${ttl} ms)`)
+    }
+    assert.deepEqual(
+      lines.filter((line) => /Redis/.test(String(line.msg))).map((line) => line.msg),
+      [],
+    )
+  })
+})

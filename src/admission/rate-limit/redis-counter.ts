@@ -7,9 +7,16 @@ import type { WindowCount, WindowCounter } from './window-counter.ts'
 // One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
 // without one, or with one past the window (set by hand, or by an instance with a longer window), gets the
 // window's: no key stays over its limit for longer than a window, and no answer promises a later reset.
+// A value that is no count (another application's, under the prefix) starts again from 1: left, it would
+// fail every count of that key, unlimited, and never expire. A refusal of writes (OOM, READONLY) fails
+// the SET too.
 const INCREMENT = `
-local count = redis.call('INCR', KEYS[1])
 local window = tonumber(ARGV[1])
+local count = redis.pcall('INCR', KEYS[1])
+if type(count) == 'table' and count.err then
+  redis.call('SET', KEYS[1], 1, 'PX', window)
+  return {1, window}
+end
 local ttl = window
 if count == 1 then
   redis.call('PEXPIRE', KEYS[1], ttl)
@@ -24,7 +31,8 @@ return {count, ttl}
 `
 const COMMAND = 'petstoreRateLimitIncrement'
 // While Redis does not answer, one request this often still asks it (and waits out the command timeout);
-// the others are served at once, uncounted. One late answer (a latency spike) is not silence: two are.
+// the others are served at once, uncounted. One late answer (a latency spike) is not silence: two are, the
+// second asked after the first was given up (the counts sent in one stall time out together).
 const SILENT_RETRY_MS = 1000
 const TIMEOUTS_TO_SILENCE = 2
 const PASSED_BY = new Error('Redis does not answer: passed by until it is asked again')
@@ -50,6 +58,8 @@ export class RedisWindowCounter implements WindowCounter {
   #refusingSince: number | undefined
   #askAgainAt = 0
   #timeoutsInARow = 0
+  // When the last timeout that counted was met: those of counts sent before it belong to the same stall.
+  #timedOutAt = Number.NEGATIVE_INFINITY
 
   constructor(
     { client: redis, steps, silence }: RedisConnection,
@@ -80,10 +90,11 @@ export class RedisWindowCounter implements WindowCounter {
     }
     let answer: unknown
     const connection = this.#redis.stream
+    const sentAt = performance.now()
     try {
       answer = await this.#redis[COMMAND](`${this.#prefix}${key}`, windowMs)
     } catch (error) {
-      if ((error as Error).message === COMMAND_TIMED_OUT) this.#timedOut(error, connection)
+      if ((error as Error).message === COMMAND_TIMED_OUT) this.#timedOut(error, connection, sentAt)
       else if (error instanceof ReplyError) this.#refused(error)
       throw error
     }
@@ -127,10 +138,12 @@ export class RedisWindowCounter implements WindowCounter {
     this.#log.warn({ err: error }, line)
   }
 
-  /** A count on `connection` timed out. */
-  #timedOut(error: unknown, connection: unknown): void {
-    // Sent on a connection since dropped (Redis restarted, the connection killed): no sign of silence.
-    if (connection !== this.#redis.stream) return
+  /** A count sent on `connection` at `sentAt` timed out. */
+  #timedOut(error: unknown, connection: unknown, sentAt: number): void {
+    // Sent on a connection since dropped (Redis restarted, the connection killed), or before the last
+    // timeout was met (the same stall): no further sign of silence.
+    if (connection !== this.#redis.stream || sentAt < this.#timedOutAt) return
+    this.#timedOutAt = performance.now()
     this.#timeoutsInARow++
     if (this.#timeoutsInARow < TIMEOUTS_TO_SILENCE) return
     // The connection may be what is silent (its peer gone without a reset, a failover that moved the
