@@ -1,4 +1,4 @@
-import { readPaths, type ScenarioContext } from './scenarios.ts'
+import { NEW_PET_BODY, readPaths, type ScenarioContext } from './scenarios.ts'
 
 /** One response as the service sent it: what the baseline replays byte for byte. */
 export interface RecordedResponse {
@@ -11,6 +11,8 @@ export interface BaselineFixture {
   /** By request URL (path and query), as the baseline sees it in `request.url`. */
   responses: Record<string, RecordedResponse>
   unauthorized: RecordedResponse
+  /** A create's 201, for its headers: the baselines send them with their own Location. */
+  created: RecordedResponse
   /** The id the baseline's first create gets. */
   nextId: number
 }
@@ -18,8 +20,16 @@ export interface BaselineFixture {
 // Per connection or per moment, not part of the representation: the baseline's own server sets them.
 const HOP_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'])
 
-async function record(url: string, apiKey: string, expectedStatus: number): Promise<RecordedResponse> {
-  const response = await fetch(url, { headers: { authorization: `Bearer ${apiKey}` } })
+async function record(
+  url: string,
+  apiKey: string,
+  expectedStatus: number,
+  init: RequestInit = {},
+): Promise<RecordedResponse> {
+  const response = await fetch(url, {
+    ...init,
+    headers: { ...init.headers, authorization: `Bearer ${apiKey}` },
+  })
   const body = Buffer.from(await response.arrayBuffer())
   if (response.status !== expectedStatus) {
     throw new Error(`${url}: expected ${expectedStatus}, got ${response.status}: ${body.toString()}`)
@@ -43,5 +53,11 @@ export async function recordFixture(
     responses[path] = await record(`${serviceOrigin}${path}`, context.apiKey, 200)
   }
   const unauthorized = await record(`${serviceOrigin}/v1/pets`, context.wrongKey, 401)
-  return { responses, unauthorized, nextId: pets + 1 }
+  // After the reads: the pet it makes, the last, is on none of their pages.
+  const created = await record(`${serviceOrigin}/v1/pets`, context.apiKey, 201, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: NEW_PET_BODY,
+  })
+  return { responses, unauthorized, created, nextId: pets + 2 }
 }

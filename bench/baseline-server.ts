@@ -28,6 +28,8 @@ const toReply = (recorded: RecordedResponse): Reply => ({
 })
 const replies = new Map(Object.entries(fixture.responses).map(([url, recorded]) => [url, toReply(recorded)]))
 const unauthorized = toReply(fixture.unauthorized)
+// A create's headers as the service sends them (its request id, RateLimit fields…), but for Location.
+const { location: _location, ...createdHeaders } = fixture.created.headers
 // Creates are kept as a store would keep them, but in a ring of fixed size: the baseline must cost the
 // same in its last round as in its first, and a list growing with every create (over a million in a
 // seven-round run) would make its garbage collection, and so its later rounds, ever slower.
@@ -55,7 +57,7 @@ function sendError(response: ServerResponse, status: number, code: string, messa
   send(response, { status, headers: { 'content-type': 'application/json; charset=utf-8' }, body })
 }
 
-function create(request: IncomingMessage, response: ServerResponse, origin: string): void {
+function create(request: IncomingMessage, response: ServerResponse): void {
   const chunks: Buffer[] = []
   let size = 0
   request.on('data', (chunk: Buffer) => {
@@ -75,10 +77,7 @@ function create(request: IncomingMessage, response: ServerResponse, origin: stri
     created[id % KEPT_CREATES] = pet
     send(response, {
       status: 201,
-      headers: {
-        location: `${origin}/v1/pets/${id}`,
-        'content-type': 'application/json; charset=utf-8',
-      },
+      headers: { ...createdHeaders, location: `/v1/pets/${id}` },
       body: Buffer.from(JSON.stringify(pet)),
     })
   })
@@ -92,7 +91,7 @@ const server = createServer({ optimizeEmptyRequests: true }, (request, response)
     return send(response, unauthorized)
   }
   if (request.method === 'POST' && request.url === '/v1/pets') {
-    return create(request, response, `http://localhost:${port}`)
+    return create(request, response)
   }
   const reply = request.method === 'GET' ? replies.get(request.url ?? '') : undefined
   if (reply === undefined) return sendError(response, 404, 'route_not_found', 'not in the baseline')

@@ -3,7 +3,11 @@ import type { LoadRequest, Scenario } from './scenarios.ts'
 interface Answer {
   status: number
   body: string
+  /** The names of its headers, but those each server sets per connection or moment (baseline-fixture.ts). */
+  headerNames: string
 }
+
+const PER_CONNECTION = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'])
 
 async function send(origin: string, request: LoadRequest): Promise<Answer> {
   const response = await fetch(`${origin}${request.path}`, {
@@ -11,7 +15,8 @@ async function send(origin: string, request: LoadRequest): Promise<Answer> {
     headers: request.headers,
     body: request.body ?? null,
   })
-  return { status: response.status, body: await response.text() }
+  const names = [...response.headers.keys()].filter((name) => !PER_CONNECTION.has(name))
+  return { status: response.status, body: await response.text(), headerNames: names.sort().join(' ') }
 }
 
 /** The id is the only part of a created pet that may differ between the two servers. */
@@ -33,12 +38,13 @@ export async function checkParity(serviceOrigin: string, baselineOrigin: string,
       if (
         !scenario.expectedStatuses.includes(service.status) ||
         service.status !== baseline.status ||
-        comparable(service.body) !== comparable(baseline.body)
+        comparable(service.body) !== comparable(baseline.body) ||
+        service.headerNames !== baseline.headerNames
       ) {
         throw new Error(
           `${scenario.name}: ${request.method} ${request.path} differs:\n` +
-            `  service  ${service.status} ${service.body.slice(0, 300)}\n` +
-            `  baseline ${baseline.status} ${baseline.body.slice(0, 300)}`,
+            `  service  ${service.status} ${service.body.slice(0, 300)}\n    ${service.headerNames}\n` +
+            `  baseline ${baseline.status} ${baseline.body.slice(0, 300)}\n    ${baseline.headerNames}`,
         )
       }
     }

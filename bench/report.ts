@@ -76,7 +76,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
     .join(', ')}: the rate limit is counted on every request but never reached. Its log level is
   npm start's, \`info\`: one JSON line per request, on its standard output, ${sinkDescription(input.engineRuns)}, ${logBytes(input.engineRuns)}.
   It is started once and stopped before the measured start, so that start finds its modules in the
-  compile cache (bin/petstore.js), as every start of a deployment after its first does.
+  compile cache (bin/petstore.js), as a container's starts do (its image holds the cache) and \`npm start\`'s after
+  its first; the systemd unit's starts compile anew (README, "systemd"), with the type stripper loaded.
 - **Logs off** (only with \`--logs-off\`): the same service with \`LOG_LEVEL=warn\`, in the same rounds;
   **Logs on/off** is what writing the request log keeps of the throughput.
 - **Fastify**: \`bench/fastify-baseline-server.ts\`, a minimal Fastify app with the service's TypeBox
