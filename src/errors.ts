@@ -175,15 +175,20 @@ export class StoreUnavailableError extends Error {
 
 /**
  * A write whose commit the database never confirmed: its connection was lost, or given up on, once the
- * commit was sent, so it may have been made (a frozen server commits it when it resumes). Answered 503.
+ * commit was sent, so it may have been made (a frozen server commits it when it resumes); or one committed
+ * into a SQLite file moved or deleted meanwhile, kept only if that file is put back. Answered 503.
  */
 export class WriteInDoubtError extends StoreUnavailableError {
-  constructor(options?: ErrorOptions) {
-    super(
-      'the database did not confirm a write before its connection was lost: it may have been made',
-      options,
-    )
+  /** Why a create is in doubt, as its answer says it. */
+  readonly why: string
+
+  constructor(options?: ErrorOptions & { fileMoved?: true }) {
+    const why = options?.fileMoved
+      ? 'the create was committed into a database file that was moved or deleted meanwhile, and is kept only if that file is put back'
+      : 'the database did not confirm the create before its connection was lost'
+    super(`${why.replace('the create', 'a write')}: it may have been made`, options)
     this.name = 'WriteInDoubtError'
+    this.why = why
   }
 }
 

@@ -261,8 +261,44 @@ describe('SQLite: the database file changes under a running server', () => {
       const answer = await waiting
       // Answered only once the lock was let go: it was waiting inside its commit, past the first check.
       assert.ok((answered.at ?? 0) > releasedAt, 'the create was answered while the lock was still held')
+      const said = ((await answer.clone().json()) as { message: string }).message
       await assertUnavailable(answer, 'the create committed into the deleted file')
+      // Committed all the same, into a file a restart will not open: in doubt, not "retry shortly".
+      assert.match(said, /moved or deleted meanwhile, .* so it may have been made: look for it/)
       await assertStorageFaultReported(server, setup.ledger, 'file_replaced')
+    })
+
+    test(`when the database file is renamed while a create with an Idempotency-Key waits for the write lock (write thread ${writeThread}), then its 503 says it may have been made, and once the file is renamed back the retry answers with that pet, made once`, async (t) => {
+      const setup = setUp(t, { SQLITE_WRITE_THREAD: writeThread })
+      const server = await setup.start()
+      const request = requesterFor(setup.key)
+      const lock = new DatabaseSync(setup.database)
+      t.after(() => lock.close())
+      lock.exec('BEGIN IMMEDIATE')
+      const send = () =>
+        request(server, '/v1/pets', {
+          method: 'POST',
+          body: JSON.stringify({ name: 'Moved', categoryId: 7 }),
+          headers: { 'idempotency-key': 'moved-1' },
+        })
+      const waiting = send()
+      // As above: time for the create to pass the first check and wait for the lock inside its commit.
+      await sleep(2000)
+      const moved = `${setup.database}.moved`
+      renameSync(setup.database, moved)
+      await sleep(200)
+      lock.exec('ROLLBACK')
+      const answer = await waiting
+      const said = ((await answer.clone().json()) as { message: string }).message
+      await assertUnavailable(answer, 'the create committed into the renamed file')
+      assert.match(said, /so it may have been made: retry with the same Idempotency-Key/)
+
+      renameSync(moved, setup.database)
+      const retried = await send()
+      assert.equal(retried.status, 201, await retried.clone().text())
+      assert.equal(retried.headers.get('idempotent-replayed'), 'true')
+      const pets = (await (await request(server, '/v1/pets?limit=100')).json()) as Array<{ name: string }>
+      assert.equal(pets.filter((pet) => pet.name === 'Moved').length, 1)
     })
   }
 })

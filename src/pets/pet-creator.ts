@@ -102,8 +102,5 @@ function inDoubt(keyed: boolean, cause: WriteInDoubtError): ApiError {
   const retry = keyed
     ? 'retry with the same Idempotency-Key, which answers with that pet if it was'
     : 'look for it before creating it again (a create sent with an Idempotency-Key can be retried safely)'
-  return serviceUnavailable(
-    `the database did not confirm the create before its connection was lost, so it may have been made: ${retry}`,
-    { cause },
-  )
+  return serviceUnavailable(`${cause.why}, so it may have been made: ${retry}`, { cause })
 }

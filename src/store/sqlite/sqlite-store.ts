@@ -1,3 +1,4 @@
+import { WriteInDoubtError } from '../../errors.ts'
 import { EngineStore } from '../shared/engine-store.ts'
 import { ownAnswer, WriteBatcher } from '../shared/write-batcher.ts'
 import {
@@ -86,8 +87,15 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
       this.#health.assertUndamaged()
       this.#health.assertFilesInPlace()
       const result = await commit()
-      this.#health.assertFilesInPlace()
       const verdict = verdictOf(result)
+      try {
+        this.#health.assertFilesInPlace()
+      } catch (fault) {
+        // Committed into the file its path no longer names: there if the file is put back, lost if not.
+        if (!('wrote' in verdict && verdict.wrote)) throw fault
+        this.#health.noteFailure(fault)
+        throw new WriteInDoubtError({ cause: fault, fileMoved: true })
+      }
       if ('refusedBy' in verdict) this.#health.noteFailure(verdict.refusedBy)
       else if (verdict.wrote) this.#health.noteWriteSucceeded()
       return result
