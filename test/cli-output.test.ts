@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, openSync } from 'node:fs'
+import { closeSync, existsSync, openSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { get } from './helpers/bearer-call.ts'
 import { within } from './helpers/bounded-wait.ts'
@@ -62,6 +63,31 @@ describe('petstore CLI: commands on a database', () => {
       0,
       'and the name is free',
     )
+  })
+
+  test('when standard output is /dev/null, or closed (which Node opens on /dev/null), then keys create refuses in one line before making a key, and exits 1', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const nothing = openSync('/dev/null', 'w')
+    t.after(() => closeSync(nothing))
+    const toNull = await runCli(['keys', 'create', '--name', 'unseen'], {}, cwd, { stdout: nothing })
+    const closed = spawnSync(
+      'sh',
+      ['-c', '"$0" "$@" >&-', process.execPath, CLI, 'keys', 'create', '--name', 'unseen'],
+      {
+        cwd,
+        env: cliEnvironment({}),
+        encoding: 'utf8',
+      },
+    )
+    for (const { status, stderr } of [toNull, closed]) {
+      assert.equal(status, 1, stderr)
+      assert.match(
+        stderr,
+        /^petstore keys: standard output is \/dev\/null \(or closed\): the key would be shown nowhere; run it where its output is kept \(a terminal, a file, a pipe\)$/m,
+      )
+      assert.doesNotMatch(stderr, /only time it is shown|\n\s+at /)
+    }
+    assert.equal(existsSync(join(cwd, 'data', 'petstore.db')), false, 'nothing was made, not even a database')
   })
 
   test('when standard output is on a full disk, then a command says so in one line, without a stack, and exits 1', async (t) => {

@@ -1,3 +1,4 @@
+import { fstatSync, statSync } from 'node:fs'
 import type { ParseArgsOptionsConfig } from 'node:util'
 import { generateApiKey, storedFormOf } from '../auth/api-key.ts'
 import { KEY_NAME_PATTERN, KEY_NAME_RULE } from '../schemas/api-key.ts'
@@ -40,6 +41,21 @@ function checkName(action: string, name: string | undefined): string {
  * A key its output did not take (a full disk, a reader gone) is shown nowhere: revoked at once, so no
  * active key is one nobody holds, and its name is free for the command run again.
  */
+/**
+ * Whether `stdout` is the null device: a key written there is shown nowhere, and the write succeeds, so
+ * nothing else would tell. A closed standard output is one too: Node opens it on /dev/null.
+ */
+function isNullDevice(stdout: object): boolean {
+  const fd = (stdout as { fd?: unknown }).fd
+  if (typeof fd !== 'number') return false
+  try {
+    const stats = fstatSync(fd)
+    return stats.isCharacterDevice() && stats.rdev === statSync('/dev/null').rdev
+  } catch {
+    return false
+  }
+}
+
 async function revokeUnshown(
   store: Pick<Store, 'revokeApiKey'>,
   name: string,
@@ -76,6 +92,11 @@ export const keysCommand: Command = {
     const name =
       action === 'list' ? undefined : checkName(action, (values.name as string | undefined) ?? positionals[0])
 
+    if (action === 'create' && isNullDevice(stdout)) {
+      throw new CommandError(
+        'standard output is /dev/null (or closed): the key would be shown nowhere; run it where its output is kept (a terminal, a file, a pipe)',
+      )
+    }
     const { config, log } = startUp(stderr)
     const store = await openCommandStore(config.database, log, {
       name: 'keys',
