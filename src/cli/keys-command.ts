@@ -38,10 +38,6 @@ function checkName(action: string, name: string | undefined): string {
 }
 
 /**
- * A key its output did not take (a full disk, a reader gone) is shown nowhere: revoked at once, so no
- * active key is one nobody holds, and its name is free for the command run again.
- */
-/**
  * Whether `stdout` is the null device: a key written there is shown nowhere, and the write succeeds, so
  * nothing else would tell. A closed standard output is one too: Node opens it on /dev/null.
  */
@@ -56,6 +52,10 @@ function isNullDevice(stdout: object): boolean {
   }
 }
 
+/**
+ * A key its output did not take (a full disk, a reader gone) is shown nowhere: revoked at once, so no
+ * active key is one nobody holds, and its name is free for the command run again.
+ */
 async function revokeUnshown(
   store: Pick<Store, 'revokeApiKey'>,
   name: string,

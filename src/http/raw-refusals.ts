@@ -69,6 +69,7 @@ export function overlongRequestLine(packet: unknown): { method: string; url: str
   const start = packet.subarray(0, REQUEST_LINE_MAX_BYTES)
   if (start.includes(0x0a)) return undefined
   const line = REQUEST_LINE_START.exec(start.toString('latin1'))
-  // What was read ends where the bytes held end, perhaps within a key (docs/decisions.md, "masked, then cut").
+  // What was read ends where the bytes held end, perhaps within a key (docs/decisions.md, "masked, then
+  // cut").
   return line === null ? undefined : { method: line[1] as string, url: maskKeyStartAtEnd(line[2] as string) }
 }

@@ -40,8 +40,8 @@ export function maskCutApiKeys(text: string): string {
   return text.includes('…') ? text.replace(CUT_KEY, `${MASKED}…`) : text
 }
 
-// The start of a key at a text's very end, as a cut left it (or all of it): its prefix, then its first characters,
-// the last one read perhaps half of its code.
+// The start of a key at a text's very end, as a cut left it (or all of it): its prefix, then its first
+// characters, the last one read perhaps half of its code.
 const KEY_START_AT_END = new RegExp(
   `${prefix}${bodyCharacter}{0,${API_KEY_BODY.length}}(?:%(?:25)*[0-9A-Fa-f]?)?$`,
 )

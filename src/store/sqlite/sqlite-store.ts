@@ -81,18 +81,18 @@ export class SqliteStore extends EngineStore<SqliteConnection> {
    */
   protected override async write<T>(
     commit: () => Promise<T>,
-    verdictOf: (result: T) => WriteVerdict = () => WROTE,
+    verdictOf?: (result: T) => WriteVerdict,
   ): Promise<T> {
     try {
       this.#health.assertUndamaged()
       this.#health.assertFilesInPlace()
       const result = await commit()
-      const verdict = verdictOf(result)
+      const verdict = verdictOf?.(result) ?? WROTE
       try {
         this.#health.assertFilesInPlace()
       } catch (fault) {
-        // Committed into the file its path no longer names: there if the file is put back, lost if not.
-        if (!('wrote' in verdict && verdict.wrote)) throw fault
+        // Creates committed into the file its path no longer names: there if it is put back, lost if not.
+        if (verdictOf === undefined || !('wrote' in verdict && verdict.wrote)) throw fault
         this.#health.noteFailure(fault)
         throw new WriteInDoubtError({ cause: fault, fileMoved: true })
       }
