@@ -129,4 +129,19 @@ describe('OpenAPI document', () => {
       assert.equal(get.responses['200'].headers[header].required, true)
     assert.ok(get.responses['410'])
   })
+
+  test('when a client is generated from it, then every operation declares the x-request-id it may send, and each read with a 304 its if-none-match; sent as declared, they are echoed and answered 304', async (t) => {
+    const server = await startTestServer(t)
+    const { json: document } = await call(server, 'GET', '/v1/openapi.json', { key: false })
+    const headersOf = (operation: { parameters?: Array<{ name: string; in: string; required: boolean }> }) =>
+      (operation.parameters ?? []).filter((p) => p.in === 'header' && !p.required).map((p) => p.name)
+    assert.deepEqual(headersOf(document.paths['/pets'].get), ['x-request-id', 'if-none-match'])
+    assert.deepEqual(headersOf(document.paths['/pets'].post), ['idempotency-key', 'x-request-id'])
+    assert.deepEqual(headersOf(document.paths['/pets/{petId}'].get), ['x-request-id', 'if-none-match'])
+    const first = await call(server, 'GET', '/v1/pets', { headers: { 'x-request-id': 'client.trace-1' } })
+    assert.equal(first.headers.get('x-request-id'), 'client.trace-1')
+    const etag = first.headers.get('etag') ?? ''
+    const again = await call(server, 'GET', '/v1/pets', { headers: { 'if-none-match': etag } })
+    assert.equal(again.status, 304)
+  })
 })

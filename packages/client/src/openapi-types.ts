@@ -162,7 +162,12 @@ export interface operations {
                 /** @description Where the page starts: copy it from the `Link: <…>; rel="next"` of the previous page. Opaque and signed; it must be sent with the same `status` as the page it came from. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The caller's own id for this request, echoed in the response's X-Request-Id and written in the service's log; one that is not 1 to 128 letters, digits or `._:-` (or holds a key) is replaced. */
+                "x-request-id"?: string;
+                /** @description An ETag this response had: 304 Not Modified, with no body, while it still holds. */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -419,6 +424,8 @@ export interface operations {
             header?: {
                 /** @description Makes the create safe to retry: 1 to 255 printable ASCII characters, bare (no space, not opening with `"`) or as a quoted string (as in the IETF draft, `"` and `\` escaped; a key with a space goes quoted). A key quoted and the same key bare are one key. Unique per API key, sent once. Kept `IDEMPOTENCY_RETENTION_S` (24 hours by default). The same key with the same pet replays the first 201 (with `Idempotent-Replayed: true`); with a different pet it is 422; while the first request is still running it is 409. */
                 "idempotency-key"?: string;
+                /** @description The caller's own id for this request, echoed in the response's X-Request-Id and written in the service's log; one that is not 1 to 128 letters, digits or `._:-` (or holds a key) is replaced. */
+                "x-request-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -787,7 +794,12 @@ export interface operations {
     getPet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The caller's own id for this request, echoed in the response's X-Request-Id and written in the service's log; one that is not 1 to 128 letters, digits or `._:-` (or holds a key) is replaced. */
+                "x-request-id"?: string;
+                /** @description An ETag this response had: 304 Not Modified, with no body, while it still holds. */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description The identifier of the animal to retrieve. An integer literal: `1.0`, `1e2`, `-0` and `01` are not int64 values here. */
                 petId: bigint;

@@ -51,11 +51,16 @@ function withErrorExamples(schema: FastifySchema): FastifySchema {
   return { ...schema, response: Object.fromEntries(documented) }
 }
 
+interface Parameter {
+  name?: string
+  in?: string
+  required?: boolean
+  description?: string
+  schema?: { $ref?: string; type?: string; maxLength?: number; pattern?: string }
+}
+
 interface Document {
-  paths: Record<
-    string,
-    Record<string, { parameters?: Array<{ description?: string; schema?: { $ref?: string } }> }>
-  >
+  paths: Record<string, Record<string, { parameters?: Parameter[]; responses?: Record<string, unknown> }>>
   components: { schemas: Record<string, { description?: string }> }
 }
 
@@ -70,6 +75,36 @@ function describeReferencedParameters(document: Document): void {
       const description = name === undefined ? undefined : document.components.schemas[name]?.description
       if (parameter.description === undefined && description !== undefined)
         parameter.description = description
+    }
+  }
+}
+
+// Request headers every operation reads but none validates (a route's header schema would cost every
+// request its check): declared here, so that a generated client can send them.
+const REQUEST_ID_PARAMETER: Parameter = {
+  name: 'x-request-id',
+  in: 'header',
+  required: false,
+  description:
+    "The caller's own id for this request, echoed in the response's X-Request-Id and written in the service's log; one that is not 1 to 128 letters, digits or `._:-` (or holds a key) is replaced.",
+  schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' },
+}
+const IF_NONE_MATCH_PARAMETER: Parameter = {
+  name: 'if-none-match',
+  in: 'header',
+  required: false,
+  description: 'An ETag this response had: 304 Not Modified, with no body, while it still holds.',
+  schema: { type: 'string', maxLength: 4096 },
+}
+
+function declareRequestHeaders(document: Document): void {
+  for (const operations of Object.values(document.paths)) {
+    for (const operation of Object.values(operations)) {
+      const headers = [
+        REQUEST_ID_PARAMETER,
+        ...(operation.responses?.['304'] ? [IF_NONE_MATCH_PARAMETER] : []),
+      ]
+      operation.parameters = [...(operation.parameters ?? []), ...headers.map((header) => ({ ...header }))]
     }
   }
 }
@@ -118,6 +153,7 @@ export const openApi = fp(async function openApi(app: FastifyInstance, { baseUrl
         'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject
       markRequiredHeaders(document as Parameters<typeof markRequiredHeaders>[0])
       describeReferencedParameters(document as unknown as Document)
+      declareRequestHeaders(document as unknown as Document)
       boundInt64Schemas(document)
       return document
     },
