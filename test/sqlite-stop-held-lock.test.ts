@@ -5,8 +5,10 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { EXIT_RESERVE_MS, SHUTDOWN_MARGIN_MS } from '../src/server.ts'
+import { SqliteWriteThread } from '../src/store/sqlite/sqlite-write-thread.ts'
+import { within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
-import { exitWithin, logLines, requesterFor, serveForTest } from './helpers/cli-process.ts'
+import { exitWithin, logLines, requesterFor, runCli, serveForTest } from './helpers/cli-process.ts'
 
 // What a loaded host may add to the stop's bound (the process's own exit, the test's polling).
 const SLACK_MS = 1000
@@ -71,4 +73,30 @@ describe('a stop while another process holds the SQLite write lock', () => {
       assert.equal(lines.filter((line) => line.msg === 'stopped').length, 1)
     })
   }
+
+  test("when the stop sets its bound before the write thread has started (a create arrives just before the stop), then that create's wait for the lock still ends by the bound", async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.equal((await runCli(['seed', '--count', '1'], {}, cwd)).status, 0)
+    const path = join(cwd, 'data', 'petstore.db')
+    const lock = new DatabaseSync(path)
+    lock.exec('BEGIN IMMEDIATE')
+    t.after(() => {
+      lock.exec('ROLLBACK')
+      lock.close()
+    })
+    const thread = new SqliteWriteThread({ path, busyTimeoutMs: 60_000 })
+    t.after(() => thread.close())
+    const started = performance.now()
+    // The bound comes first, then the batch that starts the thread: its wait must end by the bound, not
+    // at its own 60 s (the message ending waits had no thread to go to).
+    thread.endWaitsBy(started + 300)
+    const batch = thread.commit([{ pet: { name: 'Late', categoryId: 1n } }], 60_000)
+    await assert.rejects(
+      within(batch, 10_000, 'the batch waited past the bound'),
+      (error: Error) => !/waited past the bound/.test(error.message),
+    )
+    const tookMs = performance.now() - started
+    // The thread's own start (its modules) comes first: a second or two on a loaded host.
+    assert.ok(tookMs < 5000, `the batch's wait ended ${Math.round(tookMs)} ms after the bound was set`)
+  })
 })

@@ -15,6 +15,9 @@ const port = parentPort
 if (port === null) throw new Error('sqlite-write-thread-main.ts runs as a worker thread only')
 let db: SqliteConnection | undefined
 
+/** A wall-clock time sent by the main thread, on this thread's clock (its origin is its own). */
+const here = (wallClockMs: number) => wallClockMs - performance.timeOrigin
+
 /**
  * The connection, opened with the first batch and again with the next if that failed (no descriptor left,
  * say): a failed open answers its batch as not written, where a thread dying of it would leave it in doubt.
@@ -39,11 +42,12 @@ port.on('message', async (message: WriteThreadMessage) => {
     return
   }
   // Taken while a batch waits for the lock: its wait retries asynchronously, so this message comes between.
-  if ('endWaitsIn' in message) return db?.endWaitsBy(performance.now() + message.endWaitsIn)
+  if ('endWaitsAt' in message) return db?.endWaitsBy(here(message.endWaitsAt))
   let reply: WriteThreadReply
   try {
     const open = connection()
-    reply = batchToWire(await open.run(() => createPetBatch(open, message.requests), message.waitMs))
+    const waitMs = here(message.waitUntil) - performance.now()
+    reply = batchToWire(await open.run(() => createPetBatch(open, message.requests), waitMs))
   } catch (error) {
     reply = { failure: failureToWire(error) }
   }

@@ -31,10 +31,15 @@ export interface WireFailure {
 }
 
 export type WriteThreadReply = { outcomes: WireOutcome[]; refused?: WireFailure } | { failure: WireFailure }
-/** A batch, and how long it may wait for the lock (what is left of its oldest create's bound). */
+/**
+ * A batch, and until when it may wait for the lock (its oldest create's bound, or a stop's if sooner).
+ * Times are wall-clock milliseconds (`performance.timeOrigin` + `performance.now()`): each thread's clock
+ * has its own origin, and a time left, sent instead, grew by however long the message waited for a thread
+ * still starting.
+ */
 export type WriteThreadMessage =
-  | { requests: CreatePetRequest[]; waitMs: number }
-  | { endWaitsIn: number }
+  | { requests: CreatePetRequest[]; waitUntil: number }
+  | { endWaitsAt: number }
   | { close: true }
 
 export function batchToWire({ outcomes, refusedBy }: SqliteBatch): WriteThreadReply {
@@ -104,6 +109,8 @@ export class SqliteWriteThread {
   readonly #options: SqliteConnectionOptions
   readonly #entry: URL
   #worker: Worker | undefined
+  // Wall-clock time by which every wait for the lock ends (a stop's), if one is set.
+  #waitsEndAt = Number.POSITIVE_INFINITY
   // The batch sent, with the thread it was sent to: a dying thread's events settle only its own.
   #pending:
     | { worker: Worker; resolve: (batch: SqliteBatch) => void; reject: (error: Error) => void }
@@ -120,9 +127,10 @@ export class SqliteWriteThread {
   commit(requests: CreatePetRequest[], waitMs: number): Promise<SqliteBatch> {
     if (this.#pending !== undefined) throw new Error('a batch is already being committed')
     const worker = this.#worker ?? this.#start()
+    const waitUntil = Math.min(performance.timeOrigin + performance.now() + waitMs, this.#waitsEndAt)
     return new Promise((resolve, reject) => {
       this.#pending = { worker, resolve, reject }
-      worker.postMessage({ requests, waitMs } satisfies WriteThreadMessage)
+      worker.postMessage({ requests, waitUntil } satisfies WriteThreadMessage)
     })
   }
 
@@ -166,11 +174,12 @@ export class SqliteWriteThread {
   }
 
   /**
-   * Ends the thread's waits for the lock, the batch's under way included, by `moment` (`performance.now()`
-   * of this thread: the thread's clock has another origin, so what is left is sent).
+   * Ends the thread's waits for the lock by `moment` (`performance.now()` of this thread): the batch's under
+   * way, and every later one's, a thread not started yet included.
    */
   endWaitsBy(moment: number): void {
-    this.#worker?.postMessage({ endWaitsIn: moment - performance.now() } satisfies WriteThreadMessage)
+    this.#waitsEndAt = performance.timeOrigin + moment
+    this.#worker?.postMessage({ endWaitsAt: this.#waitsEndAt } satisfies WriteThreadMessage)
   }
 
   /** Ends the thread once its connection is closed (call after the last batch was answered). */
