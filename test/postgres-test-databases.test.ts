@@ -20,6 +20,8 @@ function testProcess(named: string, count: number, hold = false) {
     ['--input-type=module', '-e', TEST_PROCESS, String(count), hold ? 'hold' : ''],
     { env: { ...process.env, PETSTORE_TEST_POSTGRES_URL: named }, stdio: ['pipe', 'pipe', 'inherit'] },
   )
+  // Listened for at once: an exit seen before the last line was read would otherwise be missed.
+  const exited = once(child, 'exit')
   let out = ''
   child.stdout.setEncoding('utf8').on('data', (chunk) => {
     out += chunk
@@ -28,7 +30,7 @@ function testProcess(named: string, count: number, hold = false) {
     while (out.split('\n').length <= count) await once(child.stdout, 'data')
     return out.trim().split('\n')
   }
-  return { child, names }
+  return { child, names, exited }
 }
 
 describe(
@@ -50,13 +52,13 @@ describe(
 
       const ended = testProcess(url, 2)
       const endedNames = await ended.names()
-      await once(ended.child, 'exit')
+      await ended.exited
       const running = testProcess(url, 1, true)
       t.after(() => running.child.kill())
       const runningNames = await running.names()
       const next = testProcess(url, 1)
       const nextNames = await next.names()
-      await once(next.child, 'exit')
+      await next.exited
 
       const left = (
         await postgresSql(url, "SELECT datname FROM pg_database WHERE datname LIKE 'petstore\\_test\\_%'")
