@@ -16,13 +16,13 @@ import {
   waitForLog,
 } from './helpers/cli-process.ts'
 import {
-  isRunning,
   killIfRunning,
   scrapeSupervisor,
   servingWorkers,
   workersAfterCreates,
 } from './helpers/cluster-process.ts'
 import { checkRawText, conformanceAt } from './helpers/conformance-fetch.ts'
+import { isRunning } from './helpers/process-children.ts'
 
 const FAULT_PROBE = fileURLToPath(new URL('./helpers/fault-probe.mjs', import.meta.url))
 const key = generateApiKey()

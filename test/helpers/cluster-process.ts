@@ -86,16 +86,6 @@ export async function scrapeSupervisor(server: ServeProcess): Promise<Map<string
   return samples
 }
 
-/** Whether a process with this pid is still there (a signal 0 reaches it). */
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** Kills the process if it is still there: for cleanups that run whether or not a test ended it. */
 export function killIfRunning(pid: number): void {
   try {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
+import { isRunning } from './process-children.ts'
 
 // Every database a test makes is named after this host and process: on a server the tests share with
 // other runs (PETSTORE_TEST_POSTGRES_URL), a later test process can tell which ones nobody uses any more.
@@ -45,15 +46,5 @@ async function dropEnded(client: pg.Client): Promise<void> {
     if (found?.[1] !== HOST || isRunning(Number(found[2]))) continue
     // Another test process sweeping at the same time may have dropped it already.
     await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined)
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

@@ -15,3 +15,13 @@ export function childrenOf(pid: number): number[] {
     })
     .map(Number)
 }
+
+/** Whether a process with this pid is there: a signal 0 reaches it, or is refused (EPERM: another user's). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
