@@ -18,7 +18,13 @@ export interface BaselineFixture {
 }
 
 // Per connection or per moment, not part of the representation: the baseline's own server sets them.
-const HOP_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'])
+export const HOP_HEADERS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+])
 
 async function record(
   url: string,

@@ -1,3 +1,4 @@
+import { HOP_HEADERS } from './baseline-fixture.ts'
 import type { LoadRequest, Scenario } from './scenarios.ts'
 
 interface Answer {
@@ -7,15 +8,13 @@ interface Answer {
   headerNames: string
 }
 
-const PER_CONNECTION = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'])
-
 async function send(origin: string, request: LoadRequest): Promise<Answer> {
   const response = await fetch(`${origin}${request.path}`, {
     method: request.method,
     headers: request.headers,
     body: request.body ?? null,
   })
-  const names = [...response.headers.keys()].filter((name) => !PER_CONNECTION.has(name))
+  const names = [...response.headers.keys()].filter((name) => !HOP_HEADERS.has(name))
   return { status: response.status, body: await response.text(), headerNames: names.sort().join(' ') }
 }
 
