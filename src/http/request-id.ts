@@ -37,7 +37,7 @@ export function randomRequestId(): string {
 }
 
 // A client's own request id is kept if it is short and plain; anything else is replaced, never logged as is.
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+export const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 // The id of the request on whose behalf the code now running was started, timers and promises included.
 const requestContext = new AsyncLocalStorage<string>()

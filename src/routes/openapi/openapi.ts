@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import { guardMethods } from '../../http/method-guard.ts'
+import { CLIENT_REQUEST_ID } from '../../http/request-id.ts'
 import { ERROR_EXAMPLES } from './error-responses.ts'
 import { boundInt64Schemas } from './openapi-exact-integers.ts'
 import { markRequiredHeaders } from './response-headers.ts'
@@ -87,7 +88,7 @@ const REQUEST_ID_PARAMETER: Parameter = {
   required: false,
   description:
     "The caller's own id for this request, echoed in the response's X-Request-Id and written in the service's log; one that is not 1 to 128 letters, digits or `._:-` (or holds a key) is replaced.",
-  schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' },
+  schema: { type: 'string', maxLength: 128, pattern: CLIENT_REQUEST_ID.source },
 }
 const IF_NONE_MATCH_PARAMETER: Parameter = {
   name: 'if-none-match',
