@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -44,6 +45,10 @@ export interface LoadResult {
   durationS: number
   /** Responses with an expected status only: a fast 429 or 503 must not pass for throughput. */
   requestsPerSecond: number
+  /**
+   * Over the responses; `max` also counts each request still unanswered when its turn ended, at its age
+   * then: a stall near a turn's end would otherwise leave no trace, as the load generator drops them.
+   */
   latencyMs: { p50: number; p99: number; p999: number; max: number }
   statusCounts: Record<string, number>
   /** Responses whose status is not one the scenario expects. */
@@ -70,6 +75,8 @@ interface Tally {
   statusCounts: Map<number, number>
   warmupResponses: number
   socketErrors: number
+  /** The age of the oldest request still unanswered at the end of a turn. */
+  oldestUnansweredUs: number
   wallUs: number
   /** The server's CPU time in its turns: over the turns' wall time, how busy it was. */
   serverBusyCpuUs: number
@@ -96,14 +103,43 @@ function withFreshKeys({ freshIdempotencyKey, ...request }: LoadRequest): autoca
   }
 }
 
-/** Loads one origin for `durationS`, recording each response; resolves with the errors and the wall time. */
+interface Run {
+  socketErrors: number
+  wallUs: number
+  /** How long the oldest request unanswered when the load stopped had waited (0 if none). */
+  oldestUnansweredUs: number
+}
+
+/** Loads one origin for `durationS`, recording each response. */
 function run(
   spec: LoadSpec,
   origin: string,
   durationS: number,
   record: (statusCode: number, responseTimeMs: number) => void,
-): Promise<{ socketErrors: number; wallUs: number }> {
+): Promise<Run> {
   const startedMs = performance.now()
+  let oldestUnansweredUs = 0
+  // One request at a time on each connection (no pipelining): its send time, until it is answered.
+  const watchUnanswered = (autocannonClient: autocannon.Client) => {
+    // Its type names a few of the events it emits; these are in autocannon's lib/httpClient.js.
+    const client: EventEmitter = autocannonClient
+    let sentAtMs: number | undefined
+    client.on('request', () => {
+      sentAtMs = performance.now()
+    })
+    client.on('response', () => {
+      sentAtMs = undefined
+    })
+    // A timeout is counted as a socket error; the request is given up.
+    client.on('timeout', () => {
+      sentAtMs = undefined
+    })
+    // autocannon ends each connection with 'done' when the duration is over, dropping what is in flight.
+    client.on('done', () => {
+      if (sentAtMs === undefined) return
+      oldestUnansweredUs = Math.max(oldestUnansweredUs, (performance.now() - sentAtMs) * 1000)
+    })
+  }
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -114,11 +150,16 @@ function run(
         timeout: 10,
         // autocannon notices its end only on a sample's tick: a short one ends a short turn on time.
         sampleInt: 50,
+        setupClient: watchUnanswered,
       },
       (error, result) =>
         error
           ? reject(error)
-          : resolve({ socketErrors: result.errors, wallUs: (performance.now() - startedMs) * 1000 }),
+          : resolve({
+              socketErrors: result.errors,
+              wallUs: (performance.now() - startedMs) * 1000,
+              oldestUnansweredUs,
+            }),
     )
     // Our own histogram and status counts: autocannon keeps latencies in whole milliseconds and only for
     // 2xx, which hides sub-millisecond differences and the whole `unauthorized` scenario.
@@ -163,16 +204,22 @@ async function measureTurn(spec: LoadSpec, target: LoadTarget, tally: Tally, sec
   const serverBefore = cpuTimeUs(target.serverPid)
   const ownBefore = ownCpuUs()
   const coreBefore = coreTicks()
-  const { socketErrors, wallUs } = await run(spec, target.origin, seconds, (statusCode, responseTimeMs) => {
-    tally.latenciesUs.record(Math.max(1, Math.round(responseTimeMs * 1000)))
-    tally.statusCounts.set(statusCode, (tally.statusCounts.get(statusCode) ?? 0) + 1)
-  })
+  const { socketErrors, wallUs, oldestUnansweredUs } = await run(
+    spec,
+    target.origin,
+    seconds,
+    (statusCode, responseTimeMs) => {
+      tally.latenciesUs.record(Math.max(1, Math.round(responseTimeMs * 1000)))
+      tally.statusCounts.set(statusCode, (tally.statusCounts.get(statusCode) ?? 0) + 1)
+    },
+  )
   const coreAfter = coreTicks()
   const serverAtEnd = cpuTimeUs(target.serverPid)
   tally.ownCpuUs += ownCpuUs() - ownBefore
   tally.coreIdle += coreAfter.idle - coreBefore.idle
   tally.coreTotal += coreAfter.total - coreBefore.total
   tally.socketErrors += socketErrors
+  tally.oldestUnansweredUs = Math.max(tally.oldestUnansweredUs, oldestUnansweredUs)
   tally.wallUs += wallUs
   await sleep(spec.pauseMs)
   tally.serverBusyCpuUs += serverAtEnd - serverBefore
@@ -199,7 +246,7 @@ function result(spec: LoadSpec, tally: Tally): LoadResult {
       p50: toMs(latenciesUs.percentile(50)),
       p99: toMs(latenciesUs.percentile(99)),
       p999: toMs(latenciesUs.percentile(99.9)),
-      max: toMs(latenciesUs.max),
+      max: toMs(Math.max(latenciesUs.max, tally.oldestUnansweredUs)),
     },
     statusCounts: Object.fromEntries(
       [...tally.statusCounts].map(([status, count]) => [String(status), count]),
@@ -220,6 +267,7 @@ async function main(): Promise<void> {
     statusCounts: new Map(),
     warmupResponses: 0,
     socketErrors: 0,
+    oldestUnansweredUs: 0,
     wallUs: 0,
     serverBusyCpuUs: 0,
     serverCpuUs: 0,

@@ -124,7 +124,8 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   request line has the user agent a deployment's lines have.
 - req/s counts responses with the expected status only (200, or 201 for creates, 401 for
   \`unauthorized\`). req/s and latencies are medians over the rounds; latencies are measured per response in the load
-  generator (microsecond resolution). Errors are summed over all rounds: "status" counts responses with a
+  generator (microsecond resolution); "max ms" (under "Every run") also counts each request still
+  unanswered when its turn ended, at its age then, as the load generator drops those. Errors are summed over all rounds: "status" counts responses with a
   status the scenario does not expect, "socket" counts connection errors and timeouts.
 - Peak RSS is the service process's VmHWM after all scenarios of an engine (it cannot be reset between
   scenarios, so it is the peak of the whole engine run); under WORKERS, the sum over the supervisor and

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { createServer, type Server } from 'node:http'
+import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, test } from 'node:test'
 import type { LoadResult, LoadSpec } from '../bench/load.ts'
@@ -107,6 +107,44 @@ describe('the bench load generator, on a round of two targets', () => {
       b.close()
       a.closeAllConnections()
       b.closeAllConnections()
+    }
+  })
+
+  test('when a request is still unanswered as its turn ends, then the largest latency counts it at its age then', {
+    timeout: 60_000,
+  }, async () => {
+    // Answers at once, but for the first request of the measured turns (the first after the warm-up's
+    // pause), which it holds: the load generator drops it when the turn ends, about 1 s later.
+    let lastArrivalMs: number | undefined
+    let held: ServerResponse | undefined
+    const server = createServer((_request, response) => {
+      const now = performance.now()
+      const afterPause = lastArrivalMs !== undefined && now - lastArrivalMs > 300
+      lastArrivalMs = now
+      if (afterPause && held === undefined) held = response
+      else response.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const spec: LoadSpec = {
+        targets: [{ origin: origin(server), serverPid: process.pid }],
+        requests: [{ method: 'GET', path: '/v1/pets', headers: {} }],
+        expectedStatuses: [200],
+        connections: 2,
+        warmupS: 1,
+        durationS: 2,
+        sliceS: 1,
+        pauseMs: 600,
+      }
+      const [result] = (await runLoad(spec)) as [LoadResult]
+      assert.ok(held !== undefined, 'a request was held')
+      assert.equal(result.socketErrors, 0)
+      assert.ok(result.latencyMs.p99 < 500, `the answered ones are quick: p99 ${result.latencyMs.p99} ms`)
+      assert.ok(result.latencyMs.max >= 800, `the held one, about a turn: max ${result.latencyMs.max} ms`)
+    } finally {
+      held?.destroy()
+      server.close()
+      server.closeAllConnections()
     }
   })
 })
