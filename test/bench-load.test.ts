@@ -23,6 +23,20 @@ async function listening(name: Arrival['server'], status: number, arrivals: Arri
 
 const origin = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
+/** 2 s for each server (this process), in turns of about 1 s after a warm-up of 1 s, on 2 connections. */
+const loadSpec = (servers: Server[]): LoadSpec => ({
+  targets: servers.map((server) => ({ origin: origin(server), serverPid: process.pid })),
+  requests: [{ method: 'GET', path: '/v1/pets', headers: {} }],
+  expectedStatuses: [200],
+  connections: 2,
+  warmupS: 1,
+  durationS: 2,
+  sliceS: 1,
+  // Longer than the bench's, so that a stall on a busy machine is never taken for one: 150 ms split a
+  // turn in two with the test run beside two busy loops on the 2 cores.
+  pauseMs: 600,
+})
+
 /** Arrivals in stretches: at one server, with no pause of `gapMs` or more between two of them. */
 function stretches(
   arrivals: Arrival[],
@@ -49,21 +63,7 @@ describe('the bench load generator, on a round of two targets', () => {
     const a = await listening('a', 200, arrivals)
     const b = await listening('b', 401, arrivals)
     try {
-      const spec: LoadSpec = {
-        targets: [
-          { origin: origin(a), serverPid: process.pid },
-          { origin: origin(b), serverPid: process.pid },
-        ],
-        requests: [{ method: 'GET', path: '/v1/pets', headers: {} }],
-        expectedStatuses: [200],
-        connections: 2,
-        warmupS: 1,
-        durationS: 2,
-        sliceS: 1,
-        // Longer than the bench's, so that a stall on a busy machine is never taken for one: 150 ms split
-        // a turn in two with the test run beside two busy loops on the 2 cores.
-        pauseMs: 600,
-      }
+      const spec = loadSpec([a, b])
       const [first, second] = (await runLoad(spec)) as [LoadResult, LoadResult]
 
       // Warm-ups in the reverse order of the first turn, then A B and B A, a pause before and after each.
@@ -126,16 +126,7 @@ describe('the bench load generator, on a round of two targets', () => {
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     try {
-      const spec: LoadSpec = {
-        targets: [{ origin: origin(server), serverPid: process.pid }],
-        requests: [{ method: 'GET', path: '/v1/pets', headers: {} }],
-        expectedStatuses: [200],
-        connections: 2,
-        warmupS: 1,
-        durationS: 2,
-        sliceS: 1,
-        pauseMs: 600,
-      }
+      const spec = loadSpec([server])
       const [result] = (await runLoad(spec)) as [LoadResult]
       assert.ok(held !== undefined, 'a request was held')
       assert.equal(result.socketErrors, 0)
