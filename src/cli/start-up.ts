@@ -33,7 +33,7 @@ export function startUp(
   const settings = settingsEnvironment(environment)
   if (silent) return { config, log: createLogger({ level: 'silent' }), settings }
   const pretty = terminal !== undefined &&
-    wantsPrettyLogs(config.log, terminal) && { colors: colorsOn(logFd) }
+    wantsPrettyLogs(config.log, terminal) && { colors: colorsOn(logFd, environment) }
   const output =
     pretty || !bufferedLog ? undefined : new BufferedLogOutput({ shared: config.workers !== 1, fd: logFd })
   const log = createLogger(config.log, pretty, output, logFd)
@@ -48,8 +48,7 @@ export function startUp(
  * Whether pretty lines on `fd` are coloured: NO_COLOR, FORCE_COLOR, else a terminal whose TERM is not
  * dumb. pino-pretty's own default (colorette's) looks at descriptor 1, which is not a worker's log.
  */
-function colorsOn(fd: number): boolean {
-  const { env } = process
+function colorsOn(fd: number, env: NodeJS.ProcessEnv): boolean {
   if ('NO_COLOR' in env) return false
   return (
     'FORCE_COLOR' in env || (isatty(fd) && env.TERM !== undefined && env.TERM !== '' && env.TERM !== 'dumb')
