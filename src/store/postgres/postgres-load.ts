@@ -1,6 +1,6 @@
 import { refuseConflicts } from '../shared/copy-errors.ts'
 import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
-import type { IdempotencyRecordRow } from '../shared/rows.ts'
+import { IDEMPOTENCY_COLUMNS, type IdempotencyRecordRow } from '../shared/rows.ts'
 import type { CopiedKey, CopiedPet, CopyTarget, TargetContents } from '../shared/store-copy.ts'
 import * as copy from '../shared/store-copy.ts'
 import { PostgresPool } from './postgres-connection.ts'
@@ -129,7 +129,7 @@ export class PostgresLoad implements CopyTarget {
   async writeIdempotencyRecords(records: readonly IdempotencyRecordRow[]): Promise<number> {
     const rows = await this.#pool.query<{ api_key_id: bigint }>({
       name: 'copy.write-idempotency',
-      text: `INSERT INTO idempotency_keys
+      text: `INSERT INTO idempotency_keys (${IDEMPOTENCY_COLUMNS})
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
        ON CONFLICT DO NOTHING RETURNING api_key_id`,
       values: [

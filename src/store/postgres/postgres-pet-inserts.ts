@@ -9,12 +9,12 @@ import {
   planCreates,
   requestsToInsert,
 } from '../shared/idempotent-batch.ts'
-import { type PetRow, petFromRow } from '../shared/rows.ts'
+import { IDEMPOTENCY_COLUMNS, PET_COLUMNS, type PetRow, petFromRow } from '../shared/rows.ts'
 import { type CreatePetRequest, type IdempotencyRecord, PetIdsExhaustedError } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { refusedWrites } from './postgres-errors.ts'
 import { storedIdempotencyRecords } from './postgres-idempotency-queries.ts'
-import { PET_COLUMNS, petsById } from './postgres-pet-queries.ts'
+import { petsById } from './postgres-pet-queries.ts'
 import type { Statement } from './postgres-statements.ts'
 
 /** A create's result; while the database refuses writes, also the refusal of one it cannot replay. */
@@ -173,7 +173,7 @@ function withRecords(existing: 'new' | 'replacing'): string {
                pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`
   return `WITH ${DRAW_AND_INSERT},
            recorded AS (
-             INSERT INTO idempotency_keys
+             INSERT INTO idempotency_keys (${IDEMPOTENCY_COLUMNS})
              SELECT r.api_key_id, r.idempotency_key, r.fingerprint, drawn.ids[r.n], r.expires_at_ms
              FROM drawn, unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
                AS r(api_key_id, idempotency_key, fingerprint, n, expires_at_ms)

@@ -1,12 +1,10 @@
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
-import { type PetRow, petFromRow } from '../shared/rows.ts'
+import { PET_COLUMNS, type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
 import type { PostgresPool } from './postgres-connection.ts'
 import { highestIdGiven } from './postgres-sequences.ts'
 import type { Queryable, Statement } from './postgres-statements.ts'
-
-export const PET_COLUMNS = 'id, name, category_id, status'
 
 /**
  * The statement behind a page of pets. Keyset paging: `id > afterId` walks the primary key (or the

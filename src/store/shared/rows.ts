@@ -2,6 +2,12 @@ import type { Pet, PetStatus } from '../../schemas/pet.ts'
 import { type ApiKeyRecord, idempotencyRecordId } from '../store.ts'
 import type { StoredIdempotencyRecord } from './idempotent-batch.ts'
 
+/** A pet row's columns, in PetRow's order: what both engines select. */
+export const PET_COLUMNS = 'id, name, category_id, status'
+
+/** An idempotency record row's columns, named in every insert so no migration can shift a value. */
+export const IDEMPOTENCY_COLUMNS = 'api_key_id, idempotency_key, fingerprint, pet_id, expires_at_ms'
+
 /** A pet as both engines return it: integers as bigint, a missing status as NULL. */
 export interface PetRow {
   id: bigint

@@ -1,6 +1,6 @@
 import { purgeInChunks } from '../shared/chunked-purge.ts'
 import type { StoredIdempotencyRecord } from '../shared/idempotent-batch.ts'
-import { type IdempotencyRecordRow, idempotencyRecordsFromRows } from '../shared/rows.ts'
+import { IDEMPOTENCY_COLUMNS, type IdempotencyRecordRow, idempotencyRecordsFromRows } from '../shared/rows.ts'
 import type { IdempotencyRecord } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 
@@ -23,7 +23,7 @@ export function storedIdempotencyRecords(
 
 /** Writes a record for the pet its key created; an expired record with the same key is replaced. */
 export function writeIdempotencyRecord(db: SqliteConnection, record: IdempotencyRecord, petId: bigint): void {
-  db.statement(`INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)
+  db.statement(`INSERT INTO idempotency_keys (${IDEMPOTENCY_COLUMNS}) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
         fingerprint = excluded.fingerprint, pet_id = excluded.pet_id, expires_at_ms = excluded.expires_at_ms`).run(
     record.apiKeyId,

@@ -1,7 +1,7 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
 import { refuseConflicts } from '../shared/copy-errors.ts'
 import { FINISHED_MARK, UNFINISHED_MARK } from '../shared/copy-mark.ts'
-import type { IdempotencyRecordRow } from '../shared/rows.ts'
+import { IDEMPOTENCY_COLUMNS, type IdempotencyRecordRow } from '../shared/rows.ts'
 import {
   ACTIVE_KEYS_SQL,
   type CopiedKey,
@@ -129,7 +129,7 @@ export class SqliteLoad implements CopyTarget {
 
   writeIdempotencyRecords(rows: readonly IdempotencyRecordRow[]): Promise<number> {
     const insert = this.#db.statement(
-      'INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+      `INSERT INTO idempotency_keys (${IDEMPOTENCY_COLUMNS}) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     )
     return insertEach(this.#db, insert, rows, (r) => [
       r.api_key_id,

@@ -1,11 +1,9 @@
 import { INT64_MIN } from '../../schemas/int64.ts'
 import type { Pet } from '../../schemas/pet.ts'
-import { type PetRow, petFromRow } from '../shared/rows.ts'
+import { PET_COLUMNS, type PetRow, petFromRow } from '../shared/rows.ts'
 import type { PetQuery } from '../store.ts'
 import type { SqliteConnection } from './sqlite-connection.ts'
 import { highestIdGiven } from './sqlite-sequences.ts'
-
-export const PET_COLUMNS = 'id, name, category_id, status'
 
 /** The keyset page queries (exported so a test can check their plans: index walks, never scans). */
 export const LIST_PETS_SQL = {
