@@ -110,6 +110,11 @@ describe('typed client: failures', () => {
         assert.equal(error.code, 'unexpected_response', text)
         assert.equal(error.status, 200)
         assert.ok(error.message.endsWith(text), error.message)
+        // A success status is not said to lack an Error body: its body is not the operation's answer.
+        assert.ok(
+          error.message.startsWith("HTTP 200 with a body that is not the API's answer: "),
+          error.message,
+        )
       }
     }
   })

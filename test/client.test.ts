@@ -222,4 +222,48 @@ describe('typed client', () => {
     }
     assert.equal(sent(), 0)
   })
+
+  test('when an idempotency key is not a string (null from a nullable column, a number), then createPet refuses it, sending nothing', async () => {
+    const { client, sent } = clientCountingSends()
+    for (const idempotencyKey of [null, 42, {}]) {
+      await assert.rejects(
+        client.createPet(
+          { name: 'Rex', categoryId: 1n },
+          { idempotencyKey: idempotencyKey as unknown as string },
+        ),
+        /^TypeError: idempotencyKey must be a string/,
+      )
+    }
+    assert.equal(sent(), 0)
+  })
+
+  test('when a fetch wrapper outlasts the time limit or the signal (it waits between retries, or never settles), then the call ends at the limit all the same', async () => {
+    const waits: Array<Promise<Response>> = []
+    const slowRetries = (answered: boolean) => async (): Promise<Response> => {
+      // Each sending is refused at once; the wrapper waits 2 s before sending again, as a retry wrapper does.
+      await new Promise((resolve) => setTimeout(resolve, 2000))
+      if (!answered) await new Promise(() => {})
+      const late = new Response('[]', { headers: { 'content-type': 'application/json' } })
+      waits.push(Promise.resolve(late))
+      return late
+    }
+    for (const answered of [true, false]) {
+      const options = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'psk_unused', fetch: slowRetries(answered) }
+      let started = performance.now()
+      await assert.rejects(createClient({ ...options, timeoutMs: 300 }).listPets(), { name: 'TimeoutError' })
+      assert.ok(performance.now() - started < 1500, `at the limit: ${performance.now() - started} ms`)
+      started = performance.now()
+      const caller = new AbortController()
+      setTimeout(() => caller.abort(new Error('the caller gave up')), 100)
+      await assert.rejects(
+        createClient({ ...options, timeoutMs: 0 }).listPets({}, { signal: caller.signal }),
+        { message: 'the caller gave up' },
+      )
+      assert.ok(performance.now() - started < 1500, `at the abort: ${performance.now() - started} ms`)
+    }
+    // The answers that came after the call had ended are read no further (their bodies cancelled).
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    assert.equal(waits.length, 2)
+    for (const late of waits) assert.equal((await late).bodyUsed, true)
+  })
 })

@@ -170,6 +170,10 @@ export function createClient(options: ClientOptions): PetStoreClient {
       refuseNumber('categoryId', (pet as { categoryId?: unknown } | null)?.categoryId)
       // Checked here, without echoing it: fetch's own refusal is a TypeError about a ByteString. The API's
       // other rules (its length, quoting) are the service's to say, as 400 invalid_idempotency_key.
+      // From plain JavaScript, `null` (a nullable column) would be sent as the key "null", shared by all.
+      if (idempotencyKey !== undefined && typeof idempotencyKey !== 'string') {
+        throw new TypeError(`idempotencyKey must be a string (or left out), not ${typeof idempotencyKey}`)
+      }
       if (idempotencyKey !== undefined && !/^[\x20-\x7e]*$/.test(idempotencyKey)) {
         throw new TypeError(
           'idempotencyKey must be printable ASCII (1 to 255 characters): it holds a character a header cannot carry',

@@ -47,7 +47,8 @@ export class PetStoreError extends Error {
   static from(body: unknown, response: Response): PetStoreError {
     if (isErrorBody(body)) return new PetStoreError(body, response)
     const text = typeof body === 'string' ? body : JSON.stringify(body ?? '')
-    const message = `HTTP ${response.status} without an Error body: ${text.slice(0, 200)}`
+    const what = response.ok ? "with a body that is not the API's answer" : 'without an Error body'
+    const message = `HTTP ${response.status} ${what}: ${text.slice(0, 200)}`
     return new PetStoreError({ code: 'unexpected_response', message, status: response.status }, response)
   }
 

@@ -66,7 +66,7 @@ export async function send<P extends keyof paths, M extends Method>(
   const { signal, ended } = signalOf(call.signal, transport.timeoutMs)
   // The limit's timer ends with the call, however it ends: answered, refused, or thrown.
   try {
-    const response = await transport.fetch(urlOf(transport.baseUrl, path, inPath, query), {
+    const init: RequestInit = {
       method: method.toUpperCase(),
       headers,
       body: body === undefined ? null : stringifyExactJson(body),
@@ -74,7 +74,14 @@ export async function send<P extends keyof paths, M extends Method>(
       // answered as what it is (a 3xx, or a browser's opaque one: `unexpected_response`).
       redirect: 'manual',
       ...(signal === undefined ? {} : { signal }),
-    })
+    }
+    // A wrapper (retries) may wait past the limits before it settles, or never: the call ends at them.
+    const response = (await untilAborted(
+      () => transport.fetch(urlOf(transport.baseUrl, path, inPath, query), init),
+      signal,
+      transport.timeoutMs > 0,
+      cancelBody,
+    )) as Response
     // Told as the answer's head comes (its body may never come), before the call returns or throws; what
     // the listener throws, the call throws; a listener that never settles is cut by the call's limits.
     const listener = transport.onDeprecation
@@ -111,15 +118,21 @@ export async function send<P extends keyof paths, M extends Method>(
 
 /**
  * What `run` settles with (a throw as a rejection), or the signal's reason once it aborts, whichever
- * comes first; a rejection of `run` after the signal won is handled, never left to the process. `timed`:
- * the signal holds the call's time limit.
+ * comes first; a rejection of `run` after the signal won is handled, never left to the process, and a
+ * value goes to `late`. `timed`: the signal holds the call's time limit.
  */
-function untilAborted(run: () => unknown, signal: AbortSignal | undefined, timed: boolean): Promise<unknown> {
+function untilAborted(
+  run: () => unknown,
+  signal: AbortSignal | undefined,
+  timed: boolean,
+  late: (value: unknown) => void = () => {},
+): Promise<unknown> {
   const work = new Promise((resolve) => resolve(run()))
   if (signal === undefined) return work
+  const dropped = () => void work.then(late, () => {})
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
-      work.catch(() => {})
+      dropped()
       reject(signal.reason)
       return
     }
@@ -133,11 +146,17 @@ function untilAborted(run: () => unknown, signal: AbortSignal | undefined, timed
     }
     const abort = () => {
       settled()
+      dropped()
       reject(signal.reason)
     }
     signal.addEventListener('abort', abort, { once: true })
     work.then(resolve, reject).finally(settled)
   })
+}
+
+/** An answer that came after its call ended: its body is read no further, freeing its connection. */
+function cancelBody(late: unknown): void {
+  if (late instanceof Response) late.body?.cancel().catch(() => {})
 }
 
 // The longest a timer can wait (2^31 − 1 ms): the interval above is only held, never meant to fire.
@@ -175,7 +194,8 @@ function signalOf(
   signal: AbortSignal | undefined,
   timeoutMs: number,
 ): { signal: AbortSignal | undefined; ended: () => void } {
-  if (timeoutMs === 0) return { signal, ended: () => {} }
+  // `null` too, as fetch takes it from plain JavaScript (the type says undefined).
+  if (timeoutMs === 0) return { signal: signal ?? undefined, ended: () => {} }
   const limit = new AbortController()
   const timer = setTimeout(
     () => limit.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
@@ -184,7 +204,6 @@ function signalOf(
   // As `AbortSignal.timeout`'s, it keeps no process alive (untilAborted holds one while a listener runs).
   ;(timer as { unref?: () => void }).unref?.()
   return {
-    // `null` too, as fetch takes it from plain JavaScript (the type says undefined).
     signal: signal == null ? limit.signal : AbortSignal.any([signal, limit.signal]),
     ended: () => clearTimeout(timer),
   }
