@@ -24,10 +24,11 @@ export interface PageCursors {
 /**
  * Opaque, tamper-evident paging cursors: the position in clear, signed with HMAC-SHA-256 under a secret
  * shared by every instance (kept in the database), so any instance can continue a walk another started.
+ * `secret()` gives the one now in force: a copy into the store replaces it with its source's.
  */
-export function pageCursors(secret: string): PageCursors {
+export function pageCursors(secret: () => string): PageCursors {
   const sign = (payload: string) =>
-    createHmac('sha256', secret).update(payload).digest().subarray(0, MAC_BYTES)
+    createHmac('sha256', secret()).update(payload).digest().subarray(0, MAC_BYTES)
   return {
     encode({ afterId, status }) {
       const payload = `${afterId}.${status ?? ''}`

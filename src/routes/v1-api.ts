@@ -95,7 +95,10 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
   )
 
   const cache = new ReadCache(settings.readCacheBytes)
-  const checkCopies = await watchCopies(store, cache)
+  let cursorSecret = await store.serviceSecret()
+  const checkCopies = await watchCopies(store, cache, async () => {
+    cursorSecret = await store.serviceSecret()
+  })
   // Without probes (compose, systemd) or in a WORKERS worker no probe reaches, readiness would never read
   // the schema: every instance reads it itself, and the copy marks (pets/copy-watch.ts). A store it cannot
   // reach is said by what meets it; a read still waiting on a hung one is let go at close.
@@ -120,7 +123,7 @@ export async function v1Api(app: FastifyInstance, options: V1ApiOptions) {
     }),
     readPets: petReader({
       store,
-      cursors: pageCursors(await store.serviceSecret()),
+      cursors: pageCursors(() => cursorSecret),
       cache,
       publicBaseUrl,
     }),
