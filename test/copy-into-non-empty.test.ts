@@ -55,12 +55,41 @@ function copy(source: string, target: string, cwd: string, ...more: string[]) {
   return runCli(['copy', '--from', source, '--to', target, '--chunk-size', '100', ...more], {}, cwd)
 }
 
-/** `copy --into-non-empty` exits 1 with `line` alone, and the target is as it was before. */
+/** The target's settings rows (its cursor secret, and the marks a copy leaves), by name. */
+async function settingsOf(url: string): Promise<Record<string, string>> {
+  const sql = 'SELECT name, value FROM service_settings ORDER BY name'
+  if (url.startsWith('sqlite:')) {
+    const db = new DatabaseSync(url.slice('sqlite:'.length), { readOnly: true })
+    try {
+      return Object.fromEntries(
+        db
+          .prepare(sql)
+          .all()
+          .map((row) => [row.name, row.value]),
+      )
+    } finally {
+      db.close()
+    }
+  }
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return Object.fromEntries((await client.query(sql)).rows.map((row) => [row.name, row.value]))
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * `copy --into-non-empty` exits 1 with `line` alone, and the target is as it was before, its settings
+ * too: no mark of a copy, which its services would take for one under way or finished.
+ */
 async function assertRefused(source: string, target: string, cwd: string, line: string): Promise<void> {
-  const before = await storeContents(target)
+  const before = { contents: await storeContents(target), settings: await settingsOf(target) }
   const refused = await copy(source, target, cwd, '--into-non-empty')
   assert.deepEqual([refused.status, refused.stdout, refused.stderr], [1, '', `petstore copy: ${line}\n`])
-  assert.deepEqual(await storeContents(target), before, 'the target is as it was')
+  const after = { contents: await storeContents(target), settings: await settingsOf(target) }
+  assert.deepEqual(after, before, 'the target is as it was')
 }
 
 describe('copy into a non-empty target', suiteNeeding('the copy suite', postgresLack()), () => {

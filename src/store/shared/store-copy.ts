@@ -195,9 +195,13 @@ export async function copyStore(
     const conflicts = await petConflicts(source, target, options.chunkSize)
     if (conflicts !== undefined) throw conflicts
   }
+  // Keys and secret first, in one transaction, then the mark: a key that collides rolls it back, and a
+  // refused copy leaves the target as it was, marks included (its services would take them for a copy).
+  const keys = options.withoutKeys ? [] : sourceKeys
+  const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
   await target.markUnfinished(new Date().toISOString())
   try {
-    return await copyMarked(source, target, options, { sourceKeys, secret })
+    return await copyMarked(source, target, options, { keys, keysReport })
   } catch (error) {
     // A conflict no re-run gets past: a target that was not under way before this run (a finished copy
     // serving since) is not left marked so, which would warn at every start and keep no list page; its
@@ -208,15 +212,13 @@ export async function copyStore(
   }
 }
 
-/** The copy's writes, once the target is marked as a copy under way. */
+/** The copy's writes after the keys, once the target is marked as a copy under way. */
 async function copyMarked(
   source: CopySource,
   target: CopyTarget,
   options: CopyOptions,
-  { sourceKeys, secret }: { sourceKeys: readonly CopiedKey[]; secret: string },
+  { keys, keysReport }: { keys: readonly CopiedKey[]; keysReport: Pick<CopyReport, 'keys' | 'sourceKeys'> },
 ): Promise<CopyReport> {
-  const keys = options.withoutKeys ? [] : sourceKeys
-  const keysReport = { keys: await target.writeKeys(keys, secret), sourceKeys: keys.length }
   const highestKeyId = keys.reduce((highest, key) => (key.id > highest ? key.id : highest), 0n)
   // Past the source's ids before any pet is copied: a target served before a stopped copy is finished
   // gives new pets ids no source pet holds (PostgreSQL's sequences do not follow copied ids).
