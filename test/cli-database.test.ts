@@ -67,6 +67,19 @@ describe('petstore CLI: commands on a database', () => {
     assert.equal((await runCli(['migrate'], {}, cwd)).stdout, 'applied migration 2; schema version 2\n')
   })
 
+  test("when the database's schema is current but its schema_migrations lacks compatible_from (release 1.0.0 made it), then migrate adds the column and says so, not that nothing changed", async (t) => {
+    const cwd = temporaryDirectory(t)
+    assert.match((await runCli(['migrate'], {}, cwd)).stdout, /applied migrations 1, 2; schema version 2/)
+    const db = new DatabaseSync(join(cwd, 'data', 'petstore.db'))
+    db.exec('ALTER TABLE schema_migrations DROP COLUMN compatible_from')
+    db.close()
+    assert.equal(
+      (await runCli(['migrate'], {}, cwd)).stdout,
+      'no migration to apply (schema version 2); schema_migrations gained its compatible_from column (which releases each version works with)\n',
+    )
+    assert.equal((await runCli(['migrate'], {}, cwd)).stdout, 'database is up to date (schema version 2)\n')
+  })
+
   test('when migrating twice, then the second run has nothing to do', async (t) => {
     const cwd = temporaryDirectory(t)
     assert.match((await runCli(['migrate'], {}, cwd)).stdout, /applied migrations 1, 2; schema version 2/)

@@ -79,6 +79,8 @@ for (const engine of [...storeEngines, sqliteWriteThreadEngine]) {
       const { store, reopen, sql } = await engine.open(t)
       const { latest } = await store.schemaStatus()
       await sql('ALTER TABLE schema_migrations DROP COLUMN compatible_from')
+      assert.equal((await store.migrate()).floorsColumnAdded, true, 'the run says what it added')
+      assert.equal((await store.migrate()).floorsColumnAdded, undefined, 'once')
       await reopen()
       const rows = await sql('SELECT version, compatible_from FROM schema_migrations ORDER BY version')
       assert.deepEqual(

@@ -19,14 +19,20 @@ Applies every migration the database does not have yet, in order, and prints wha
     // Said once the file is there, whether the migration then succeeds or not.
     if (missing !== undefined) sayCreated('migrate', missing, stderr)
     try {
-      const { applied, current, latest } = await store.migrate(sayingWaits(log))
-      stdout.write(
+      const { applied, current, latest, floorsColumnAdded } = await store.migrate(sayingWaits(log))
+      // A pipeline reading this line is told of every change, the bookkeeping's own included.
+      const bookkeeping = floorsColumnAdded
+        ? '; schema_migrations gained its compatible_from column (which releases each version works with)'
+        : ''
+      const done =
         applied.length > 0
-          ? `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}\n`
+          ? `applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')}; schema version ${current}`
           : current > latest
-            ? `database schema version ${current} is newer than this release's (${latest}), and compatible with it: nothing to apply\n`
-            : `database is up to date (schema version ${current})\n`,
-      )
+            ? `database schema version ${current} is newer than this release's (${latest}), and compatible with it: nothing to apply`
+            : floorsColumnAdded
+              ? `no migration to apply (schema version ${current})`
+              : `database is up to date (schema version ${current})`
+      stdout.write(`${done}${bookkeeping}\n`)
       return 0
     } finally {
       await store.close()

@@ -103,6 +103,8 @@ export interface MigrationReport extends SchemaStatus {
   applied: number[]
   /** Where the schema was made, when this run made it where no table was (`database d, schema s`, a path). */
   made?: string
+  /** Set when `schema_migrations` gained its `compatible_from` column (a database of release 1.0.0). */
+  floorsColumnAdded?: true
 }
 
 export interface MigrateOptions {

@@ -115,6 +115,7 @@ async function applyPending(
   )
   if (floors.rowCount === 0)
     await client.query('ALTER TABLE schema_migrations ADD COLUMN compatible_from integer')
+  const added = floors.rowCount === 0 ? { floorsColumnAdded: true as const } : {}
   const before = appliedMigrationsOf((await client.query(APPLIED)).rows)
   const pending = pendingMigrations(postgresMigrations, before)
   for (const migration of pending) {
@@ -127,7 +128,7 @@ async function applyPending(
   }
   const applied = pending.map((migration) => migration.version)
   const status = schemaStatusOf(postgresMigrations, [...before, ...pending])
-  return { applied, ...status, ...(names.length === 0 ? { made: place } : {}) }
+  return { applied, ...status, ...(names.length === 0 ? { made: place } : {}), ...added }
 }
 
 /** Where the database's schema stands for this release. */

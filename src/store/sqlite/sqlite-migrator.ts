@@ -34,6 +34,7 @@ export function migrate(
         .statement("SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'compatible_from'")
         .get()
       if (floors === undefined) db.exec('ALTER TABLE schema_migrations ADD COLUMN compatible_from INTEGER')
+      const added = floors === undefined ? { floorsColumnAdded: true as const } : {}
       const before = appliedMigrations(db)
       const pending = pendingMigrations(sqliteMigrations, before)
       for (const migration of pending) {
@@ -46,7 +47,7 @@ export function migrate(
       }
       const applied = pending.map((migration) => migration.version)
       const status = schemaStatusOf(sqliteMigrations, [...before, ...pending])
-      return { applied, ...status, ...(bare ? { made: where } : {}) }
+      return { applied, ...status, ...(bare ? { made: where } : {}), ...added }
     })
   })
 }
