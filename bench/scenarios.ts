@@ -37,9 +37,9 @@ export interface ScenarioContext {
   petIds: bigint[]
 }
 
-export const LIST20_PATH = '/v1/pets'
-export const LIST100_PATH = '/v1/pets?limit=100'
-export const LIST_STATUS_PATH = '/v1/pets?status=available&limit=20'
+const LIST20_PATH = '/v1/pets'
+const LIST100_PATH = '/v1/pets?limit=100'
+const LIST_STATUS_PATH = '/v1/pets?status=available&limit=20'
 export const NEW_PET_BODY = JSON.stringify({ name: 'Bench pet', categoryId: 3, status: 'available' })
 
 /** Ids 1…pets as the seed of a fresh database gives them: ten, spread evenly, so reads touch the whole index. */

@@ -64,7 +64,7 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES
 
 /** The body every error response carries. */
-export interface ErrorBodyValue {
+interface ErrorBodyValue {
   code: ErrorCode
   message: string
   status: number

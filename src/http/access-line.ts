@@ -47,13 +47,13 @@ type LineStream = Pick<BufferedLogOutput, 'write'> &
 // does not make a 16 KiB line, and a line stays under PIPE_BUF so workers' lines never interleave. Bytes
 // of the line, escapes counted: 2,048 quotes are 4,096 bytes there.
 const USER_AGENT_LOGGED = 256
-export const URL_LOGGED = 2048
+const URL_LOGGED = 2048
 
 /**
  * `text` with keys masked first, then cut where its JSON form in the line (escapes, UTF-8) would pass
  * `max` bytes (cut first, a key's tail would survive). Plain text is as many bytes as characters.
  */
-export function logged(text: string, max: number): string {
+function logged(text: string, max: number): string {
   const masked = maskApiKeys(text)
   // No character takes more than 6 bytes in the line (`\u0001`; a surrogate's escape): nothing to count.
   if (masked.length * 6 <= max) return masked

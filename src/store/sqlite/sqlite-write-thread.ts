@@ -15,7 +15,7 @@ import type { SqliteBatch } from './sqlite-pet-inserts.ts'
  * A create's outcome as it crosses threads: a created or replayed pet, null for a reused key, or
  * `refused` by the batch's fault (sent once with the batch).
  */
-export type WireOutcome = CreatedPet | null | 'refused'
+type WireOutcome = CreatedPet | null | 'refused'
 
 /** Why a batch failed, as it crosses threads (errors lose their class in a message). */
 export interface WireFailure {
