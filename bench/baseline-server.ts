@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { bearerCheck, KEPT_CREATES } from './baseline-common.ts'
 import type { BaselineFixture, RecordedResponse } from './baseline-fixture.ts'
 
 /**
@@ -20,7 +20,7 @@ interface Reply {
 const BODY_LIMIT = 4096
 
 const fixture = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8')) as BaselineFixture
-const keyDigest = sha256(process.env.BENCH_API_KEY ?? '')
+const carriesKey = bearerCheck(process.env.BENCH_API_KEY ?? '')
 const toReply = (recorded: RecordedResponse): Reply => ({
   status: recorded.status,
   headers: recorded.headers,
@@ -30,22 +30,8 @@ const replies = new Map(Object.entries(fixture.responses).map(([url, recorded]) 
 const unauthorized = toReply(fixture.unauthorized)
 // A create's headers as the service sends them (its request id, RateLimit fields…), but for Location.
 const { location: _location, ...createdHeaders } = fixture.created.headers
-// Creates are kept as a store would keep them, but in a ring of fixed size: the baseline must cost the
-// same in its last round as in its first, and a list growing with every create (over a million in a
-// seven-round run) would make its garbage collection, and so its later rounds, ever slower.
-const KEPT_CREATES = 10_000
 const created: unknown[] = new Array(KEPT_CREATES)
 let nextId = fixture.nextId
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest()
-}
-
-/** Digests have a fixed length, so comparing them takes the same time whatever key was sent. */
-function authorized(request: IncomingMessage): boolean {
-  const match = /^bearer +(\S+)$/i.exec(request.headers.authorization ?? '')
-  return match?.[1] !== undefined && timingSafeEqual(sha256(match[1]), keyDigest)
-}
 
 function send(response: ServerResponse, reply: Reply): void {
   response.writeHead(reply.status, { ...reply.headers, 'content-length': reply.body.length })
@@ -85,7 +71,7 @@ function create(request: IncomingMessage, response: ServerResponse): void {
 
 // The service's own server option (app.ts): a baseline without it would count it as the service's gain.
 const server = createServer({ optimizeEmptyRequests: true }, (request, response) => {
-  if (!authorized(request)) {
+  if (!carriesKey(request.headers.authorization)) {
     // Drain any body first, as the service does, so the connection stays usable.
     request.resume()
     return send(response, unauthorized)

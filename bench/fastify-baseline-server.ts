@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import Type from 'typebox'
@@ -13,6 +12,7 @@ import {
   PetIdParamsSchema,
   petSchemas,
 } from '../src/schemas/pet.ts'
+import { bearerCheck, KEPT_CREATES } from './baseline-common.ts'
 import type { BaselineFixture, RecordedResponse } from './baseline-fixture.ts'
 
 /**
@@ -25,13 +25,9 @@ import type { BaselineFixture, RecordedResponse } from './baseline-fixture.ts'
  */
 
 const fixture = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8')) as BaselineFixture
-const keyDigest = sha256(process.env.BENCH_API_KEY ?? '')
+const carriesKey = bearerCheck(process.env.BENCH_API_KEY ?? '')
 const unauthorized = fixture.unauthorized
 const unauthorizedBody = Buffer.from(unauthorized.bodyBase64, 'base64')
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest()
-}
 
 const decode = (recorded: RecordedResponse) => Buffer.from(recorded.bodyBase64, 'base64').toString()
 const asPet = (raw: { id: number; name: string; categoryId: number; status?: Pet['status'] }): Pet => ({
@@ -56,8 +52,6 @@ const headersByUrl = new Map(
 )
 // A create's headers as the service sends them, but for Location (its own) and the content type (Fastify's).
 const { location: _location, 'content-type': _createdType, ...createdHeaders } = fixture.created.headers
-// Creates are kept in a ring of fixed size, as in the bare baseline, so every round costs the same.
-const KEPT_CREATES = 10_000
 const created: Pet[] = new Array(KEPT_CREATES)
 let nextId = BigInt(fixture.nextId)
 
@@ -70,8 +64,7 @@ app.removeAllContentTypeParsers()
 app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody)
 
 app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
-  const match = /^bearer +(\S+)$/i.exec(request.headers.authorization ?? '')
-  if (match?.[1] !== undefined && timingSafeEqual(sha256(match[1]), keyDigest)) return done()
+  if (carriesKey(request.headers.authorization)) return done()
   reply.code(unauthorized.status).headers(unauthorized.headers).send(unauthorizedBody)
 })
 
