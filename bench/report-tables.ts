@@ -1,6 +1,14 @@
 import { ENGINE_LABELS } from './engines.ts'
 import type { LoadResult } from './load.ts'
-import { type EngineRun, pairedRatio, summarize, TARGETS, type TargetSummary } from './summary.ts'
+import {
+  type EngineRun,
+  PACED_BY_LOAD,
+  pacedByLoad,
+  pairedRatio,
+  summarize,
+  TARGETS,
+  type TargetSummary,
+} from './summary.ts'
 
 // The report's tables and the note on the load generator's pace: the medians beside both baselines (also
 // printed by run-bench.ts), the log on a pipe, and every run (report.ts puts them together).
@@ -123,14 +131,11 @@ const busy = (run: LoadResult) =>
   `${run.busy.server.toFixed(2)} / ${run.busy.load.toFixed(2)}` +
   (run.loadCoreIdle === undefined ? '' : ` (${run.loadCoreIdle.toFixed(2)})`)
 
-// Below this idle share of its core, the load generator, not the server, may have set a run's pace.
-const PACED_BY_LOAD = 0.1
-
 /** Which targets' runs left the load generator's core nearly full, if any did. */
 export function loadPacingNote(engineRuns: EngineRun[]): string {
   const counts = TARGETS.map((target) => {
     const runs = engineRuns.flatMap((run) => run.scenarios.flatMap((scenario) => scenario.runs[target]))
-    const paced = runs.filter((run) => run.loadCoreIdle !== undefined && run.loadCoreIdle < PACED_BY_LOAD)
+    const paced = runs.filter(pacedByLoad)
     return { target, paced: paced.length, of: runs.length }
   }).filter(({ paced }) => paced > 0)
   if (counts.length === 0) return ''

@@ -44,6 +44,13 @@ export interface TargetSummary {
   cpuUsPerRequest: number
 }
 
+// Below this idle share of its core, the load generator, not the server, may have set a run's pace.
+export const PACED_BY_LOAD = 0.1
+
+/** Whether the load generator's core was nearly full in `run`: its req/s may be below the server's own. */
+export const pacedByLoad = (run: LoadResult) =>
+  run.loadCoreIdle !== undefined && run.loadCoreIdle < PACED_BY_LOAD
+
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
@@ -63,7 +70,7 @@ export function pairedRatio(a: LoadResult[], b: LoadResult[]): number {
 }
 
 /** Each round's `measure` of `a`'s run against `b`'s (req/s over req/s by default); rounds `b` lacks left out. */
-export function roundRatios(
+function roundRatios(
   a: LoadResult[],
   b: LoadResult[],
   measure = (x: LoadResult, y: LoadResult) => x.requestsPerSecond / y.requestsPerSecond,

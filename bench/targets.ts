@@ -2,7 +2,7 @@ import { ENGINE_LABELS } from './engines.ts'
 import type { LoadResult } from './load.ts'
 import type { EngineName } from './options.ts'
 import type { ScenarioName } from './scenarios.ts'
-import { type EngineRun, median, roundRatios, TARGETS } from './summary.ts'
+import { type EngineRun, median, PACED_BY_LOAD, pacedByLoad, TARGETS } from './summary.ts'
 
 // The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
 // round's targets take turns a slice apart (`--slice`), so each round is one paired measurement.
@@ -15,23 +15,43 @@ function shareOfBare(engine: EngineName, scenario: ScenarioName): number | undef
   return { list20: 0.8, list100: 0.7, 'list-status': 0.8, get: 0.85, unauthorized: 0.9 }[scenario as string]
 }
 
+interface Round {
+  value: number
+  held: boolean
+  /** The load generator may have set the pace of a run whose slowness would decide this round's verdict. */
+  unsure: boolean
+}
+
 interface Check {
   engine: EngineName
   scenario: ScenarioName
   what: string
   /** The measure in each round, and whether that round holds the target. */
-  rounds: Array<{ value: number; held: boolean }>
-  /** Whether the median of the rounds holds it. */
-  medianHeld: boolean
+  rounds: Round[]
+  holds: (value: number) => boolean
 }
 
+/**
+ * Each round's `measure` of `a`'s run against `b`'s. A run the load generator paced is slower than its
+ * server: for a ratio of rates, that can make a round look held (its `b`) or missed (its `a`), so that
+ * round is unsure then; for latencies, where the generator's own delay adds to both, either way.
+ */
 const perRound = (
   a: LoadResult[],
   b: LoadResult[],
   measure: (a: LoadResult, b: LoadResult) => number,
   holds: (value: number) => boolean,
-): [Check['rounds'], (value: number) => boolean] => [
-  roundRatios(a, b, measure).map((value) => ({ value, held: holds(value) })),
+  of: 'rates' | 'latencies',
+): [Round[], (value: number) => boolean] => [
+  a.flatMap((run, round) => {
+    const other = b[round]
+    if (other === undefined) return []
+    const value = measure(run, other)
+    const held = holds(value)
+    const unsure =
+      of === 'latencies' ? pacedByLoad(run) || pacedByLoad(other) : pacedByLoad(held ? other : run)
+    return [{ value, held, unsure }]
+  }),
   holds,
 ]
 
@@ -39,47 +59,56 @@ function checksOf(engineRun: EngineRun): Check[] {
   const { engine } = engineRun
   return engineRun.scenarios.flatMap(({ scenario, runs }) => {
     const checks: Check[] = []
-    const add = (what: string, [rounds, holds]: [Check['rounds'], (value: number) => boolean]) => {
-      const medianHeld = holds(median(rounds.map((round) => round.value)))
-      if (rounds.length > 0) checks.push({ engine, scenario, what, rounds, medianHeld })
+    const add = (what: string, [rounds, holds]: [Round[], (value: number) => boolean]) => {
+      if (rounds.length > 0) checks.push({ engine, scenario, what, rounds, holds })
     }
     const share = shareOfBare(engine, scenario)
     const rps = (a: LoadResult, b: LoadResult) => a.requestsPerSecond / b.requestsPerSecond
     if (share !== undefined) {
       add(
         `≥ ${share.toFixed(2)} of bare`,
-        perRound(runs.service, runs.baseline, rps, (v) => v >= share),
+        perRound(runs.service, runs.baseline, rps, (v) => v >= share, 'rates'),
       )
     }
     if (READS.includes(scenario)) {
       add(
         '≥ 1.00 of Fastify',
-        perRound(runs.service, runs.fastify, rps, (v) => v >= 1),
+        perRound(runs.service, runs.fastify, rps, (v) => v >= 1, 'rates'),
       )
       const p99 = (a: LoadResult, b: LoadResult) => a.latencyMs.p99 / b.latencyMs.p99
       add(
         'p99 ≤ 2 × bare',
-        perRound(runs.service, runs.baseline, p99, (v) => v <= 2),
+        perRound(runs.service, runs.baseline, p99, (v) => v <= 2, 'latencies'),
       )
     }
     add(
       'logs on/off ≥ 0.95',
-      perRound(runs.service, runs['logs-off'], rps, (v) => v >= 0.95),
+      perRound(runs.service, runs['logs-off'], rps, (v) => v >= 0.95, 'rates'),
     )
     return checks
   })
 }
 
-type Verdict = { kind: 'held' | 'missed' | 'noise'; text: string }
+type Verdict = { kind: 'held' | 'missed' | 'noise' | 'unjudged'; text: string }
 
-function verdict({ rounds, medianHeld }: Check): Verdict {
-  const held = rounds.filter((round) => round.held).length
-  const all = rounds.length === 1 ? ' (one round)' : ' in every round'
-  if (held === rounds.length) return { kind: 'held', text: `held${all}` }
-  if (held === 0) return { kind: 'missed', text: `missed${all}` }
+/** Judged on the rounds no paced run could have decided; those set aside are said. */
+function verdict({ rounds, holds }: Check): Verdict {
+  const sure = rounds.filter((round) => !round.unsure)
+  if (sure.length === 0) {
+    return { kind: 'unjudged', text: 'not judged: the load generator may have set the pace in every round' }
+  }
+  const aside = sure.length < rounds.length ? `, ${rounds.length - sure.length} set aside*` : ''
+  const held = sure.filter((round) => round.held).length
+  const all = rounds.length === 1 ? ' (one round)' : ` in every round${aside ? ' judged' : ''}`
+  if (held === sure.length) return { kind: 'held', text: `held${all}${aside}` }
+  if (held === 0) return { kind: 'missed', text: `missed${all}${aside}` }
   // Which side of the line the median falls on: a coin's side, with so few rounds, but said.
+  const medianHeld = holds(median(sure.map((round) => round.value)))
   const side = medianHeld ? 'the median holds' : 'the median misses'
-  return { kind: 'noise', text: `held in ${held} of ${rounds.length} (${side}): within this run's noise` }
+  return {
+    kind: 'noise',
+    text: `held in ${held} of ${sure.length}${aside} (${side}): within this run's noise`,
+  }
 }
 
 /** How far the bare server's req/s moved between the rounds of one scenario: the host's own noise. */
@@ -116,6 +145,12 @@ function logCostLine(checks: Check[]): string {
   return "\nThe request log's cost (logs on/off ≥ 0.95 of req/s) is not measured in this run: `--logs-off` adds the service with logs off to every round."
 }
 
+// Said only when a round was set aside.
+function setAsideLine(checks: Check[]): string {
+  if (!checks.some((check) => check.rounds.some((round) => round.unsure))) return ''
+  return `\n\n\\* Set aside: in that round, the load generator's core was less than ${PACED_BY_LOAD * 100} % idle in a run whose slowness could make the round look held (the baseline's, for a share of it) or missed (the service's), so it may have set the pace; a round judged on latencies is set aside when either run was. The verdict is drawn from the other rounds.`
+}
+
 /** The "Targets" section: each target, its value round by round, its median, and whether it held. */
 export function targetsSection(engineRuns: EngineRun[]): string {
   const checks = engineRuns.flatMap(checksOf)
@@ -126,7 +161,7 @@ export function targetsSection(engineRuns: EngineRun[]): string {
     ...checks.map(
       (check, at) =>
         `| ${ENGINE_LABELS[check.engine]} | ${check.scenario} | ${check.what} | ` +
-        `${check.rounds.map((round) => round.value.toFixed(2)).join(' / ')} | ` +
+        `${check.rounds.map((round) => `${round.value.toFixed(2)}${round.unsure ? '*' : ''}`).join(' / ')} | ` +
         `${median(check.rounds.map((round) => round.value)).toFixed(2)} | ${verdicts[at]?.text} |`,
     ),
   ]
@@ -139,6 +174,6 @@ closer to its line than this host's run-to-run noise can tell.${bareSpread(engin
 
 ${lines.join('\n')}
 
-Held: ${count('held')} of ${checks.length}; missed: ${count('missed')}; within the noise: ${count('noise')}. ${errorLine(engineRuns)}${logCostLine(checks)}
+Held: ${count('held')} of ${checks.length}; missed: ${count('missed')}; within the noise: ${count('noise')}${count('unjudged') > 0 ? `; not judged: ${count('unjudged')}` : ''}. ${errorLine(engineRuns)}${logCostLine(checks)}${setAsideLine(checks)}
 `
 }
