@@ -9,7 +9,7 @@ import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
  * pet under it). Keys made since the backup are only counted: credentials are not made back. Each part is
  * read apart, so a damaged database still gives what it can; a failure to write the copy is thrown.
  */
-export function carryForward(old: DatabaseSync, copy: string): CarriedForward {
+export function carryForwardFrom(old: DatabaseSync, copy: string): CarriedForward {
   let unreadable: string | undefined
   const fromOld = <T>(read: () => T): T | undefined => {
     try {

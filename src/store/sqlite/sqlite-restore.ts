@@ -25,7 +25,7 @@ import {
 } from './sqlite-durable-files.ts'
 import { refuseOrphanedLog } from './sqlite-open.ts'
 import { directorySlip } from './sqlite-path-slips.ts'
-import { carryForward } from './sqlite-restore-carry.ts'
+import { carryForwardFrom } from './sqlite-restore-carry.ts'
 import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
 /**
@@ -35,7 +35,7 @@ import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.t
  * nothing of the old database is ever applied to the restored one. Until the rename, a failure leaves the
  * database as it was (at the rename itself, in a rollback journal's mode, which a start sets back). The
  * database replaced is kept beside it (a second name for its file, made just before the rename), and what
- * must outlive a restore is carried from it into the copy first (`carryForward`).
+ * must outlive a restore is carried from it into the copy first (`carryForwardFrom`, sqlite-restore-carry.ts).
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${resolve(from)}`)
@@ -88,7 +88,7 @@ export function restoreDatabase(from: string, named: string): RestoreSummary {
     takeOwnership(path, temporary)
     const pets = verified(temporary, from)
     // A failure to write the copy (a full volume) stops the restore; one to read the old database does not.
-    const carried = held && besideIt(() => carryForward(held, temporary))
+    const carried = held && besideIt(() => carryForwardFrom(held, temporary))
     const stamp = restoreStamp()
     let keptAt: { path: string } | { notKept: string } | undefined
     besideIt(() => {
