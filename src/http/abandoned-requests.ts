@@ -16,12 +16,9 @@ type Slot = FastifyReply | Set<FastifyReply> | null | typeof GIVEN_UP
 type Watched = Socket & { [UNDER_WAY]?: Slot }
 
 /**
- * Tells `giveUp` of each request whose client closed its connection (an end or a reset) before the answer
- * was sent: Fastify's onResponse never runs for one (it waits for the answer's end or error), so its line
- * and its time were lost, the slowest first (a frozen database's, which clients leave at their timeout).
- * A connection the service closes itself (a refusal with `Connection: close`, a stalled send, a shutdown's
- * cut) gives up nothing: what it drops is not the client's doing. One listener per connection, and per
- * request a field set and cleared on it.
+ * Tells `giveUp` of each request whose client ended or reset its connection before the answer was sent;
+ * a close of the service's own gives up nothing. One listener per connection (docs/decisions.md, "A request
+ * its client gave up on has its line, status 499").
  */
 export function watchAbandoned(giveUp: (reply: FastifyReply) => void) {
   const closed = (socket: Watched) => (hadError: boolean) => {

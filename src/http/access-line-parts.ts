@@ -111,10 +111,9 @@ export class FixedPieces {
 const MILLISECONDS = Array.from({ length: 1000 }, (_, ms) => `${ms}`.padStart(3, '0'))
 
 /**
- * The start of a line: `{"level":30,"time":` and the time, then the process logger's bindings
- * (`,"pid":…,"hostname":"…"` and any set later, as pino writes them, keys masked) up to the request
- * id's text. The second is made once and flat; the millisecond and what follows are joined by plain
- * concatenation, as a flat copy would cost more than the few lines of that millisecond walking it.
+ * The start of a line: `{"level":30,"time":`, the time, then the process logger's bindings up to the request
+ * id's text, keys masked. The second is made once and flat; the millisecond and what follows are
+ * concatenated, a flat copy costing more than that millisecond's few lines walking it.
  */
 export class LineStart {
   readonly #levelField: string

@@ -126,12 +126,9 @@ function rememberingLastEnd(): typeof lineEnd {
 }
 
 /**
- * The writer of the one line per request at `level`, or undefined when the log is below it: the line pino
- * would write (same fields and order), made from pieces made once (access-line-parts.ts), later and with
- * others in a run (docs/decisions.md, "The request log is buffered"). Keys are masked field by field where
- * a client or a proxy can put one (URL, user agent, forwarded address, key name, bindings); the request id
- * never holds one (requestIdOf, request-id.ts). The line given is kept until it is made: give a new one
- * each time, and leave it as it is.
+ * The writer of the one line per request at `level`, or undefined below it: pino's line, made later from
+ * pieces made once, keys masked field by field (docs/decisions.md, "The request log is buffered"). The
+ * line given is kept until it is made: give a new one each time, and leave it as it is.
  */
 export function accessLineWriter(
   logger: Logger,

@@ -45,12 +45,9 @@ export const SHUTTING_DOWN_CONDITION = 'the service is shutting down'
 const isReadiness = (condition: string) => condition.startsWith('not ready:')
 
 /**
- * Conditions that fail many requests at once (the store unavailable, overload, shutting down, every pet id
- * given out) are logged per condition, not per request: once when one starts, with its error and stack;
- * every `repeatMs` while it lasts, with the number of requests it failed and no stack; and once when it has
- * passed, i.e. no request met it for `quietMs` beyond the longest any waited to meet it (requests held by a
- * lock until their statement's timeout meet it in waves that far apart). Each request keeps its own one
- * access line: a stack per failed request buries an outage's log in copies of one stack.
+ * Conditions that fail many requests at once are logged per condition, not per request: when one starts
+ * (with its stack), every `repeatMs` while it lasts, and once no request met it for `quietMs` beyond the
+ * longest wait (docs/decisions.md, "One line per request, one per condition").
  */
 export class ConditionLog {
   readonly #log: FastifyBaseLogger

@@ -17,11 +17,9 @@ export function closeConnection(socket: Duplex, bytes?: string): void {
 }
 
 /**
- * Node's own close of `socket` after its answer with `Connection: close` (`destroySoon`), made a lingering
- * one, for the 503s of a drain and of too many pipelined requests: reading stops, the end is sent, and
- * the socket is let go after the grace (or once closed). Node destroyed it as soon as the end was sent,
- * and requests a pipelining client sent meanwhile drew a reset from the kernel, which made the client
- * drop the 503 unread. Only for those: a paused socket does not see the client close, so each lingers.
+ * Makes Node's close after a `Connection: close` answer a lingering one (reading stops, the end is sent, the
+ * socket let go after the grace), for the drain's and the pipelining 503s only, so a client's pipelined
+ * bytes draw no reset (docs/decisions.md, "The 503's connection lingers").
  */
 export function lingerOnClose(socket: Socket): void {
   socket.destroySoon = function lingeringClose(this: Socket) {

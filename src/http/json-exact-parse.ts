@@ -16,10 +16,8 @@ interface ReviverContext {
 }
 
 /**
- * Keeps integers exact: JSON.parse gives the reviver each number's source text, and every integer literal
- * becomes a bigint (a JS number would round above 2^53). Numbers written with a fraction or an exponent
- * stay numbers, which the int64 check then refuses — `1.0` is not silently taken for `1`; nor is `-0`
- * taken for `0`.
+ * Every integer literal becomes a bigint from its source text (a number rounds above 2^53); `1.0`, `1e3` and
+ * `-0` stay numbers, which the int64 check refuses (docs/decisions.md, "int64").
  */
 function reviveExactly(this: unknown, key: string, value: unknown, context?: ReviverContext): unknown {
   if (FORBIDDEN_KEYS.has(key)) throw forbidden(key)
@@ -63,13 +61,9 @@ function exactFromShortIntegers(value: unknown): unknown {
 }
 
 /**
- * `text` parsed with every integer literal a bigint and the keys that could reach a prototype refused
- * (ApiError), and the first key it gives twice in one object (with the top-level field holding it).
- * Throws as JSON.parse does on text that is not JSON, and refuses (ApiError) a value nested deeper than
- * MAX_BODY_DEPTH before reading it further: a limit of its own, not whatever depth the reviver's stack
- * allows. A body whose integers a double holds
- * exactly, as nearly all are, is parsed without a reviver: a call from the parser per value cost more
- * than the whole rest of the parse (docs/decisions.md, "Per-request cost").
+ * `text` parsed with integer literals as bigints, prototype keys and nesting past MAX_BODY_DEPTH refused
+ * (ApiError), and the first key given twice in one object; throws as JSON.parse on text that is not JSON.
+ * A reviver only when a double cannot hold some integer (docs/decisions.md, "A create's body parsed").
  */
 export function parseExactly(
   text: string,

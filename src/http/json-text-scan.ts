@@ -32,10 +32,8 @@ export interface JsonTextFacts {
 }
 
 /**
- * Scans `text`, which must be valid JSON (parse it first; an unterminated string throws). JSON.parse
- * keeps the last of repeated keys without a word, rounds an integer above 2^53 and makes `1.0` of `1`: a
- * body that says two things is refused, and only a body whose numbers a double holds exactly can skip
- * reading each number's source. Keys are compared after unescaping, so `"a"` and `"\u0061"` are the same.
+ * Scans `text`, which must be valid JSON (parse it first), for what JSON.parse hides: a key repeated (keys
+ * compared unescaped) and numbers a double does not hold exactly (docs/decisions.md, "Body").
  */
 export function scanJsonText(text: string): JsonTextFacts {
   // One entry per open container: the keys seen so far for an object, null for an array.

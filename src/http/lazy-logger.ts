@@ -5,13 +5,9 @@ type LogMethod = (...args: unknown[]) => void
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
 /**
- * The logger Fastify is given, and each child made of it. Fastify makes one child per request, bound to its
- * request id, and pino serializes a child's bindings at once, though at `warn` (or when the line is
- * refused) most requests never log at all: such a child makes pino's own only on first use, from its
- * parent as it is then. Every other child (Fastify's own logger of this one, a request logger's children)
- * is made at once, as pino makes it. It is Fastify's logger rather than its `childLoggerFactory`: Fastify
- * checks every logger a factory makes, method by method, which cost 2.8k instructions per request
- * (docs/decisions.md, "Per-request cost").
+ * The logger Fastify is given: a child bound to a request id alone is made in pino only on first use, as most
+ * requests never log; every other child at once. Fastify's logger, not a `childLoggerFactory`, whose loggers
+ * Fastify checks per request (docs/decisions.md, "Per-request logger made on first use").
  */
 class LazyLogger implements FastifyBaseLogger {
   readonly #parent: LazyLogger | undefined
@@ -125,11 +121,8 @@ class LazyLogger implements FastifyBaseLogger {
   }
 
   /**
-   * The bindings of its lines as pino writes them, `,"pid":…,"reqId":"…"` and any set later (the request
-   * line is built from them: access-line.ts); undefined while they are the process logger's and the
-   * request id alone, which the request line writes itself at less cost. Past the id, the child is made
-   * and pino serializes them, whatever their values (a request bound more than its id is a failed one,
-   * whose error line makes the child anyway).
+   * Its lines' bindings as pino writes them (`,"pid":…,"reqId":"…"`, for access-line.ts), or undefined while
+   * they are the process logger's and the request id alone, which the request line writes itself for less.
    */
   serializedBindings(): string | undefined {
     if (this.#logger === undefined && this.#onlyRequestId && (this.#parent as LazyLogger).#plain)

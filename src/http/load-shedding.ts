@@ -34,11 +34,8 @@ const NEVER_OVERLOADED: LoadWatch = Object.freeze({ overloaded: false })
 const OVERLOADED = serviceUnavailable('the service is overloaded; retry shortly')
 
 /**
- * Watches the process while the app is up (from onReady to onClose, as the periodic jobs do): overloaded
- * while the event-loop delay is above MAX_EVENT_LOOP_DELAY_MS, or the heap in use above MAX_HEAP_USED_BYTES.
- * The delay of a check is the larger of the histogram's mean since the last check and how late the check
- * itself ran, so a stall shows however its samples fall, and a stall that is over is forgotten at the next
- * check. The start's own stalls are not overload: judging begins at the first check that runs on time.
+ * Watches the process from onReady to onClose: overloaded while the event-loop delay or the heap in use is
+ * above its limit, judged from the first check that runs on time (docs/decisions.md, "Load shedding").
  */
 export function watchLoad(
   app: FastifyInstance,
@@ -112,13 +109,8 @@ export function watchLoad(
 }
 
 /**
- * Overload shedding, registered in the /v1 scope only (probes and the document always answer): while the
- * watch says overloaded, new requests get 503 with Retry-After at once, instead of queueing until every
- * client times out.
- *
- * It replaces @fastify/under-pressure, which builds Fastify's route options object on every request to
- * look for a per-route handler; here the hook reads one flag that a timer keeps up to date
- * (docs/decisions.md, "Per-request cost").
+ * Overload shedding, in the /v1 scope only: while the watch says overloaded, new requests get 503 with
+ * Retry-After at once. The hook reads one flag a timer keeps (docs/decisions.md, "Load shedding of our own").
  */
 export function shedWhenOverloaded(app: FastifyInstance, load: LoadWatch): void {
   if (load === NEVER_OVERLOADED) return

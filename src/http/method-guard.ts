@@ -36,10 +36,9 @@ export function allowedAt(server: object, path: string): string | undefined {
 }
 
 /**
- * Answers every method `url` does not serve with 405 and `Allow` (RFC 9110 §15.5.6), instead of the 404
- * a router gives, and a CORS preflight with 204. It answers in onRequest, before authentication or any
- * body is read, so no other error can mask it; the routes are hidden from the OpenAPI document, which
- * lists only real operations.
+ * Answers every method `url` does not serve with 405 and `Allow`, a CORS preflight with 204, in onRequest
+ * so no other error masks it (docs/decisions.md, "HEAD and 405"). Its routes stay out of the OpenAPI
+ * document, which lists only real operations.
  */
 export function guardMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
   const allow = allowed.join(', ')

@@ -2,10 +2,8 @@ import { parse } from 'fast-querystring'
 import { LRUCache } from 'lru-cache'
 
 /**
- * Query strings repeat: clients ask for the same few lists (`?status=available&limit=20`) again and again.
- * Each distinct one is parsed once and its parsed form, frozen, is handed to every request that sends it;
- * the route's validator then checks it once too (validator-compiler.ts). Parsing and checking a two-field
- * query anew cost about 8,000 instructions per request (docs/decisions.md, "Query strings are memoized").
+ * Each distinct query string is parsed once, and its frozen form handed to every request that sends it
+ * (docs/decisions.md, "Query strings are memoized").
  */
 export const QUERY_MEMO = {
   // Distinct query strings kept, least recently used first out: a walk through cursors passes by.

@@ -88,10 +88,8 @@ function refusedRequestBytes({ rawPacket, bytesParsed }: { rawPacket?: unknown; 
 }
 
 /**
- * Errors Node's HTTP parser raises before Fastify sees a request (bad framing, oversized headers, slow
- * clients): answered on the raw socket, in the same Error body, then the connection is closed — unless the
- * answer to an earlier, complete request on this connection is still being produced: writing now would
- * hide the answer to a request that may have changed data, so that answer is let finish first.
+ * Errors Node's HTTP parser raises before Fastify sees a request: answered on the raw socket in the same
+ * Error body, then the connection closed, after any earlier request's answer (docs/decisions.md, "Errors").
  */
 export function handleClientError(
   error: Error & { code?: string; reason?: string; rawPacket?: unknown; bytesParsed?: number },
@@ -103,12 +101,9 @@ export function handleClientError(
     socket.destroy()
     return
   }
-  // A request gets one answer. If the one the parser is on was already answered (or is being answered)
-  // — a 404 or 401 sent before its body was read, whose framing then breaks — the connection is only
-  // closed once that answer is out: a second answer would be taken by the client, or a proxy reusing the
-  // connection, as the answer to its next request. A complete earlier request whose answer is still being
-  // produced is let finish too. Only a request nobody answered yet (a slow or broken body, or a new
-  // request's head) gets the error response.
+  // A request gets one answer: one already answered, or a complete earlier one still being answered, is let
+  // finish and the connection then closed, or the client would take a second answer for its next request's
+  // (docs/decisions.md, "Errors"). Only a request nobody answered yet (a broken body, a new head) gets ours.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
   if (inFlight && (inFlight.req?.complete || inFlight.headersSent)) {
     inFlight.once('finish', () => closeConnection(socket))

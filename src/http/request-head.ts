@@ -29,10 +29,9 @@ export const targetTooLong = () =>
 const refused = (message: string) => new ApiError('bad_request', message, { connection: 'close' })
 
 /**
- * What RFC 9112 asks a server to refuse in a request's head before reading anything else, or undefined:
- * a version other than HTTP/1.1 and 1.0, a target over TARGET_MAX_BYTES (§3) or holding a fragment, an
- * HTTP/1.1 request without exactly one valid Host (§3.2), and a transfer coding other than `chunked`
- * alone (§6.1: Node would read `gzip, chunked` as plain chunked and hand on a body still coded).
+ * What RFC 9112 asks a server to refuse in a request's head before reading on, or undefined: another version
+ * than HTTP/1.1 and 1.0, a target over TARGET_MAX_BYTES or holding a fragment, not exactly one valid Host, a
+ * transfer coding other than `chunked` alone (docs/decisions.md, "Host and Transfer-Encoding").
  */
 export function headRefusal(raw: IncomingMessage): ApiError | undefined {
   const version = raw.httpVersion

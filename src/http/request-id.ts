@@ -46,10 +46,8 @@ const requestContext = new AsyncLocalStorage<string>()
 const REQUEST_ID = Symbol('petstore.requestId')
 
 /**
- * Fastify's `genReqId`: the client's `X-Request-Id` when it is acceptable, else a new UUID. A key is made
- * of the same characters, so an id holding one is replaced too (it would be echoed and logged). The id
- * becomes the request context of everything this request starts (Fastify calls this as the request
- * arrives), so a failure outside the request's own promise chain can still name it.
+ * Fastify's `genReqId`: the client's `X-Request-Id` when acceptable and holding no key, else a new UUID. It
+ * becomes the request context of all the request starts (docs/decisions.md, "The failing request's id").
  */
 export function requestIdOf(request: IncomingMessage & { [REQUEST_ID]?: string }): string {
   const known = request[REQUEST_ID]

@@ -69,18 +69,9 @@ export interface RequestLifecycleOptions {
 }
 
 /**
- * What every request goes through, in one hook at each end (each hook costs a turn of the request
- * pipeline, so they are not split by concern):
- * - on arrival: refused with 503 while shutting down, or when too many of its connection's requests wait
- *   for their answers (pipelined-requests.ts); a request without exactly one valid Host, or with a
- *   transfer coding other than chunked, is refused (RFC 9112 §3.2, §6.1; Node's own Host check would
- *   answer without our Error body); the request id is echoed in
- *   `X-Request-Id`; `X-Content-Type-Options: nosniff` and, unless a route sets its own caching policy,
- *   `Cache-Control: no-store` (answers hold per-key data no shared cache should keep);
- * - when done: one log line (request id, operation, status, duration, key name — never the key —, client
- *   address and user agent), at debug for the quiet operations (probes), and the request's metrics.
- * Node's own answers to `Expect` and CONNECT are replaced by ours too, and Node no longer answers
- * `Expect: 100-continue` by itself: the operation's admission invites the body (see `admission`).
+ * What every request goes through, one hook at each end (each hook costs a pipeline turn): on arrival the
+ * drain and pipelining 503s, the head's refusals, the request id and the headers of every answer; when done,
+ * its access line and metrics (docs/decisions.md, "Host and Transfer-Encoding", "Headers of every answer").
  */
 export function addRequestLifecycle(
   app: FastifyInstance,

@@ -5,10 +5,9 @@ import { setCommonHeaders } from './request-lifecycle.ts'
 type SetHeaders = (request: FastifyRequest, reply: FastifyReply) => void
 
 /**
- * Fastify's `frameworkErrors`: errors the router raises before any route (or its hooks) runs, a path it
- * cannot decode. The answer carries what the skipped hooks would have given it: the headers of every
- * answer, CORS's (`setCors`) and those of the operation called (`setOperationHeaders`: a badly encoded
- * petId is still a getPet call); `recordWhenAnswered` writes its access line and counts it.
+ * Fastify's `frameworkErrors`, raised by the router before any route or hook runs (a path it cannot decode):
+ * the answer still carries the skipped hooks' headers (every answer's, CORS's, the operation's), and
+ * `recordWhenAnswered` logs and counts it.
  */
 export function routerErrorHandler(
   setOperationHeaders: SetHeaders,

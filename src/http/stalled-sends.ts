@@ -12,12 +12,9 @@ interface Progress {
 }
 
 /**
- * Closes connections whose client stopped taking their answers: bytes wait to be sent, and none has left
- * for `timeoutMs`. Node's timeouts bound receiving a request, not sending its answer: a client that
- * pipelined requests and never read held its connection, its MAX_CONNECTIONS slot and the answers' memory
- * for good. Checked once a second over the open connections, so no request pays for it; a connection
- * idle or waiting for its answer has nothing waiting, and is never closed by this. Stops when the server
- * closes, or when the function it returns is called.
+ * Closes connections whose queued answer bytes have not moved for `timeoutMs`, checked once a second so no
+ * request pays (docs/decisions.md, "An answer's bytes must move"). Stops when the server closes, or when
+ * the function it returns is called.
  */
 export function closeStalledSends(server: Server, timeoutMs: number, log: Pick<Logger, 'info'>): () => void {
   if (timeoutMs === 0) return () => {}
