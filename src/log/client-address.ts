@@ -15,12 +15,9 @@ export function withoutPort(entry: string): string | undefined {
 }
 
 /**
- * The client's address as logged: `request.ip` (the socket's, or the client a trusted proxy's
- * X-Forwarded-For names), unless that names something that is not an IP address (a forged field): then
- * the socket's, the proxy's own, rather than text a client may have written. An address with the port
- * some balancers append is taken without it: the walk through trusted proxies goes past their own entries
- * with a port (http/proxy-trust.ts), so the entry it stops at is the client's.
- * With no proxy trusted (`trustsProxy` false), `ip` is the socket's address itself, taken as it is.
+ * The client's address as logged: `request.ip` (the socket's, or the client a trusted proxy names) without a
+ * port some balancers append; the socket's when that is no IP address (a forged field), so no client text
+ * is logged as one (docs/decisions.md, "The client on the access line").
  */
 export function clientAddressOf(
   request: { ip: string; socket: { remoteAddress?: string | undefined } },

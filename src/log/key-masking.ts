@@ -22,10 +22,9 @@ const PREFIX_END = API_KEY_PREFIX.slice(-1)
 const SHORTEST_KEY = API_KEY_PREFIX.length + API_KEY_BODY.length
 
 /**
- * The text with anything shaped like a key replaced, in plain or percent-encoded form, its prefix in any
- * case: every log line goes through it (log/logger.ts, and the request line's fields,
- * http/access-line.ts). Text shorter than a key, or with neither the prefix's last character (`_`) nor a
- * `%`, is returned as it is, at once.
+ * The text with anything shaped like a key, plain or percent-encoded, replaced; every log line goes through
+ * it. Text shorter than a key or with neither `_` nor `%` is returned at once (docs/decisions.md, "Keys are
+ * masked on the way out").
  */
 export function maskApiKeys(text: string): string {
   if (text.length < SHORTEST_KEY || (!text.includes(PREFIX_END) && !text.includes('%'))) return text

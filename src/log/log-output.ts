@@ -14,15 +14,9 @@ import {
 const EXIT_WAIT = new Int32Array(new SharedArrayBuffer(4))
 
 /**
- * Standard output, buffered; pino's destination. It never blocks the event loop or throws: past
- * `maxBufferedBytes` (a stdout nobody reads, a full disk), a line is dropped and counted; after a write
- * error other than EAGAIN or a refusal that passes (EPIPE: the reader is gone) every line is. At exit,
- * what is buffered is written at once, briefly retried on a full stdout; what is not written is counted
- * as dropped (see `writeAtExit`).
- *
- * Each line is encoded once, straight into a reused write-sized buffer of whole lines, which is then
- * written as it is: no array of strings to join, measure twice and encode again per batch
- * (docs/decisions.md, "The request log is buffered").
+ * Standard output, buffered; pino's destination. It never blocks the event loop or throws: a line it cannot
+ * keep or write is dropped and counted, and at exit what is buffered is written at once (`writeAtExit`;
+ * docs/decisions.md, "The request log is buffered", "What a stopped, slow or closed stdout does").
  */
 export class BufferedLogOutput {
   readonly #fd: number
@@ -81,11 +75,9 @@ export class BufferedLogOutput {
   }
 
   /**
-   * Takes a line to be made later by `make(record)`, in the order taken and before any line taken after
-   * it: once `LATER_LINES` wait, at the next interval, on `flush` and at exit. The request line is made
-   * so, a run at a time, rather than between the requests' own work (docs/decisions.md, "The request
-   * log is buffered"). A maker that throws loses its line, counted as dropped; the first time, an error
-   * line says so.
+   * Takes a line to be made later by `make(record)`, in order, before any line taken after it: a run at a
+   * time, not between requests' own work (docs/decisions.md, "The request log is buffered"). A maker that
+   * throws loses its line, counted as dropped; the first time, an error line says so.
    */
   writeLater<T>(make: LineMaker<T>, record: T): void {
     if (this.#later.take(make, record)) this.#makeLater()
@@ -155,11 +147,9 @@ export class BufferedLogOutput {
   }
 
   /**
-   * At exit only: writes what is buffered, chunk by chunk (each at most the write size, so workers' lines
-   * stay whole), a full non-blocking stdout retried for `exitWaitMs`, a write waiting to be retried taken
-   * over where it stopped; what still cannot be written is counted as dropped. A write still in libuv's
-   * thread pool may or may not finish as the process ends: its lines are counted as dropped too (an upper
-   * bound), and so are those behind it, which cannot be written before it.
+   * At exit only: writes what is buffered in write-sized chunks, a full stdout retried for `exitWaitMs`; what
+   * cannot be written, and what is behind a write still in the thread pool, is counted as dropped (an upper
+   * bound: docs/decisions.md, "What can be lost").
    */
   writeAtExit(): void {
     this.#makeLater()

@@ -15,14 +15,9 @@ export interface LogSettings {
 }
 
 /**
- * The process logger, made once by the command that runs. Keys never reach its output: `Authorization`
- * is redacted wherever headers are logged, and every line it writes is searched for anything shaped like
- * a key, plain or percent-encoded, just before it is written (a key echoed in an error message), so no
- * field that may one day hold client input can leak one. The access line is built beside it
- * (http/access-line.ts) and masks each field a client can reach instead. JSON lines
- * for machines; with `pretty` (a terminal, by default), human-readable lines through pino-pretty, made
- * from the masked JSON. Lines go to `destination`, or else to descriptor `fd` (a worker's log:
- * cli/supervisor/worker-stdio.ts).
+ * The process logger, made once by the command that runs: JSON lines, or with `pretty` pino-pretty's made
+ * from them, to `destination` or descriptor `fd` (a worker's log: cli/supervisor/worker-stdio.ts). Every line
+ * is masked of keys just before it is written (docs/decisions.md, "Keys are masked on the way out").
  */
 export function createLogger(
   { level }: Pick<LogSettings, 'level'>,

@@ -28,10 +28,9 @@ export function markReported(stream: LogStream, total: number): void {
 }
 
 /**
- * `fd`, or, when it is a pipe (a container runtime's log FIFO), the same pipe opened again through /proc
- * with O_NONBLOCK: an open file of this process's own, whose flag no process sharing the pipe can clear.
- * On a blocking stdout nobody reads, a write waits in the thread pool for ever, and so does the exit,
- * which joins those threads (docs/decisions.md, "The request log is buffered").
+ * `fd`, or when it is a pipe the same pipe opened again through /proc with O_NONBLOCK, which no process
+ * sharing it can clear: a blocked write holds the exit, which joins the thread pool (docs/decisions.md,
+ * "What can be lost").
  */
 export function nonBlockingPipe(fd: number): number {
   try {
@@ -46,11 +45,9 @@ export function nonBlockingPipe(fd: number): number {
 const STREAM_NAMES: Record<LogStream, string> = { stdout: 'standard output', stderr: 'standard error' }
 
 /**
- * One line on stderr, at exit, for the lines dropped on `stream` (stdout, or stderr itself for the workers'
- * output a supervisor relays) that no report has said: those the exit could not write, and those dropped
- * since the last 10 s report. Past this point no metric or warning line can carry them. Written as the
- * output's own lines are, through a non-blocking open file when stderr is a pipe, so that a pipe another
- * process made blocking cannot hold the exit; a full one loses the line.
+ * One line on stderr, at exit, for the lines dropped on `stream` that no report has said, as no metric or
+ * warning can carry them any more; written through a non-blocking pipe, so a full one loses it rather than
+ * holding the exit (docs/decisions.md, "What can be lost").
  */
 export function reportDroppedAtExit(stream: LogStream): void {
   const lines = unreportedDrops(stream)
