@@ -14,10 +14,9 @@ export interface FatalFailureHandling {
 }
 
 /**
- * Makes an uncaught exception or an unhandled rejection end the process, as its state can no longer be
- * trusted: the failure is logged once, at fatal, with its stack and the id of the request whose code
- * raised it (if any); the process stops accepting and gives in-flight requests up to `graceMs` (the stop
- * set with `stopWith`); then it exits 1, so its supervisor (WORKERS) or orchestrator starts a fresh one.
+ * Makes an uncaught exception or unhandled rejection end the process: logged once at fatal with the request
+ * id, in-flight requests given up to `graceMs` (the stop set with `stopWith`), then exit 1 for a fresh
+ * process (docs/decisions.md, "Fatal failures end the process").
  */
 export function exitOnFatalFailure(log: Logger, graceMs: number): FatalFailureHandling {
   let stop: (() => Promise<void>) | undefined

@@ -18,10 +18,9 @@ import { type MigrateOptions, NoSchemaError, type StorageLog, type Store } from 
 import { CommandError, type Output, UsageError } from './command.ts'
 
 /**
- * The one place an engine is chosen, from `DATABASE_URL`; everything else sees only `Store`. The
- * PostgreSQL engine and its driver are loaded only when chosen, so an embedded deployment does not
- * carry them (docs/decisions.md, "Memory"). Storage faults are logged to `faultLog`, a serving process's:
- * a command that meets one stops and says it in one line.
+ * The one place an engine is chosen, from `DATABASE_URL`; PostgreSQL's is loaded only when chosen
+ * (docs/decisions.md, "Memory"). Storage faults go to `faultLog`, a serving process's: a command that meets
+ * one stops and says it in one line.
  */
 export async function openStore(
   database: DatabaseSettings,
@@ -272,10 +271,8 @@ export function sqlitePathOf(url: string, option = 'a store'): string | undefine
 }
 
 /**
- * A copy writes its SQLite target as whoever runs it (root, often): through a link planted beside it in a
- * shared directory, the target or its log would be written wherever the link points. (A link made between
- * this check and SQLite's open still would be: name a target in a directory of your own.) A file or a link
- * to nothing where its directory should be is named, where lstat's ENOTDIR was.
+ * Refuses a SQLite target reached through a link or a non-directory on its path: a copy, often run as root,
+ * would write wherever the link points (docs/decisions.md, "copy writes no SQLite target through a link").
  */
 export function refuseTargetPath(path: string): void {
   const slip = directorySlip(path)

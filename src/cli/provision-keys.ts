@@ -31,11 +31,9 @@ export interface ProvisionOptions {
 }
 
 /**
- * Makes sure the service can be called: keys from `API_KEYS` are stored (hashed), and on a brand-new
- * installation (no key was ever created) one named "initial" is created and handed over exactly once — on
- * the terminal if there is one (not a container's), otherwise in a file readable only by this user next to
- * the database. It never goes to the log. Once keys exist, none is ever minted here: revoking every key
- * stays in force.
+ * Stores the keys of `API_KEYS` (hashed) and, on a brand-new installation only, creates one named "initial",
+ * shown on a terminal or written to a file only this user reads, never logged. Once keys exist none is minted
+ * here, so revoking every key stays in force (docs/decisions.md, "API keys").
  */
 export async function provisionKeys({ store, config, log, dataDirectory, terminal }: ProvisionOptions) {
   const entries = config.apiKeys.map(({ name, key }) => storedFormOf(name, key))

@@ -4,10 +4,9 @@ import { STOP_SIGNALS } from '../server.ts'
 import { signalExitCode } from './stop-signals.ts'
 
 /**
- * Until the server takes the stop signals over (server.ts), one that comes during the start ends the
- * process as the signal does (a stop systemd counts as clean), but only once the lines logged so far are
- * written, and one saying so: killed outright, a start lost them (the line naming the new key's file among
- * them). Returns what ends this, once the server's own listeners are in place.
+ * A stop signal during the start ends the process as the signal does, once the lines logged so far are
+ * written (docs/decisions.md, "A stop during the start"). Returns what ends this, once the server's own
+ * listeners are in place.
  */
 export function stopDuringStartUp(log: Logger): () => void {
   // Listeners already there (bin/petstore.js's, as PID 1) are not the server's.

@@ -11,14 +11,10 @@ import type { Output } from './command.ts'
 const SETTINGS_FILE = '.env'
 
 /**
- * What every command starts from, once per process: the configuration, read and decoded (and `settings`
- * as read, for the processes a supervisor starts), and the process logger made from it (human-readable on
- * `terminal`, if given, when LOG_FORMAT allows). A server's JSON log is buffered (`bufferedLog`): one line
- * per request must not cost a write each. A command whose standard output is its result (`openapi`) logs
- * nothing there (`silent`). The log goes to descriptor `logFd`:
- * a server's stdout, or in a worker the one its supervisor gave it (supervisor/worker-stdio.ts); by
- * default another command's stderr, as its stdout holds its results (a key, a list). `terminal` is that
- * descriptor's, to tell whether it is a terminal.
+ * What every command starts from, once per process: the configuration read and decoded, and the process
+ * logger (pretty on a `terminal` if LOG_FORMAT allows; none for `silent`) on descriptor `logFd`: a server's
+ * stdout, a worker's log, else stderr, as a command's stdout holds its result. A server's log is buffered,
+ * as every request logs (docs/decisions.md, "The request log is buffered").
  */
 export function startUp(
   terminal?: Pick<Output, 'isTTY'>,

@@ -35,14 +35,9 @@ function summed(registries: MetricsJson[]): MetricsJson {
 }
 
 /**
- * The workers' metrics, summed, for the supervisor's /metrics. Each scrape asks every worker for its
- * registry and keeps its answer; when a worker is gone (its channel closed: nothing more can come from
- * it), its counters and histograms as last reported are folded into a retained base that every later sum
- * includes, so totals never fall when a worker dies and its replacement starts from zero (Prometheus
- * would read that as a reset). Gauges are not kept: they describe live processes. What a worker counted
- * after its last report is lost, unless it sent a final one (a worker stopping on a fatal failure does).
- * `own` holds the supervisor's own counts (the lines its log and its relay of workers' output dropped),
- * added to the workers'.
+ * The workers' metrics summed, with `own` (the supervisor's counts), for the supervisor's /metrics. A gone
+ * worker's counters and histograms stay in a retained base, so totals never fall when it is replaced
+ * (docs/decisions.md, "Summed counters under WORKERS stay monotonic").
  */
 export class ClusterMetrics implements MetricsSource {
   readonly contentType = prometheusContentType

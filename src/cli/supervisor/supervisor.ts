@@ -47,13 +47,10 @@ export interface SupervisorSettings {
 }
 
 /**
- * The supervisor of `workers` processes sharing one port (node:cluster). It runs `prepare` once (the
- * store's migrations and first key) before any worker starts, serves the workers' metrics summed,
- * replaces a worker that dies (but until one has listened, a worker that exits stops the service, exit 1)
- * or that stops answering (killed first), and on SIGTERM, SIGINT or SIGHUP asks every worker to drain,
- * waits for them (killing any still running SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS plus a margin later),
- * and exits: 0 if every worker stopped cleanly, else 1. A fatal failure of its own stops the workers the
- * same way and exits 1.
+ * The supervisor of `workers` processes sharing one port: runs `prepare` once before any worker starts, sums
+ * their metrics, replaces one that dies or stops answering, and on a stop signal (or its own fatal failure)
+ * drains them all: exit 0 when asked to stop and every worker stopped cleanly, else 1
+ * (docs/decisions.md, "Under WORKERS, a start that fails stops the service").
  */
 export async function superviseWorkers(
   workers: number,

@@ -26,11 +26,9 @@ export function answerLivenessChecks(): void {
 }
 
 /**
- * How long each watched worker has left the supervisor's checks unanswered, counted only while the
- * supervisor itself runs: each count adds the time since the last, but at most two check intervals. A
- * supervisor that did not run for a while (stopped, starved of CPU, its VM paused) has not read the answers
- * meanwhile, and must not take its own silence for its workers'; one that is merely slow on every count
- * still finds a stuck worker within `timeoutMs / (2 × intervalMs)` counts.
+ * How long each watched worker has left the checks unanswered, counted only while the supervisor runs (at
+ * most two intervals per count), so a paused supervisor does not take its own silence for its workers'
+ * (docs/decisions.md, "A worker that stops answering is replaced").
  */
 export class Silences<W> {
   readonly #timeoutMs: number
@@ -82,10 +80,9 @@ export class Silences<W> {
 }
 
 /**
- * The supervisor's watch over its listening workers: each is asked regularly, and one that has left the
- * checks unanswered for `timeoutMs` (as `Silences` counts it) is handed to `onUnresponsive` (once) and
- * watched no more. A stuck worker holds its kept-alive connections and the one being handed to it, and
- * their requests wait for ever.
+ * Asks each listening worker regularly, and hands one silent for `timeoutMs` (as `Silences` counts it) to
+ * `onUnresponsive`, once: a stuck worker's connections wait for ever (docs/decisions.md, "A worker that stops
+ * answering is replaced").
  */
 export class LivenessWatch {
   readonly #silences: Silences<Worker>

@@ -2,11 +2,8 @@ import type { ChildProcess } from 'node:child_process'
 import type { Readable } from 'node:stream'
 
 /**
- * Where a worker writes its log: the service's stdout, given to it as this descriptor. A worker's own
- * stdin, stdout and stderr are not the service's: libuv clears O_NONBLOCK on a child's descriptors 0 to 2
- * as it starts, and Node restores at exit the flags they had at its start, which, on an open file every
- * process shares (systemd's journal socket), made the others' writes wait on a journal that stopped
- * reading. Neither touches a descriptor above 2 (docs/decisions.md, "What can be lost").
+ * Where a worker writes its log: the service's stdout, given as this descriptor, as libuv and Node reset the
+ * flags of descriptors 0 to 2 only, which blocked a shared journal (docs/decisions.md, "What can be lost").
  */
 export const WORKER_LOG_FD = 4
 
@@ -49,11 +46,9 @@ export interface LineSink {
 }
 
 /**
- * Passes workers' stdout and stderr (Node's warnings and debug output, a crash before the log is up, the
- * count of lines a log dropped at exit) on to `to`, a line at a time. The supervisor gives it its stderr,
- * buffered as its log is: written from the thread pool in whole lines, bounded, counted when dropped,
- * never from the event loop that accepts every worker's connections. Reading never stops, so a worker
- * never waits on its output.
+ * Passes workers' stdout and stderr on to `to` a line at a time, buffered as the log is, never written from
+ * the event loop; reading never stops, so no worker waits on its output (docs/decisions.md, "What can be
+ * lost").
  */
 export class WorkerOutputRelay {
   readonly #to: LineSink

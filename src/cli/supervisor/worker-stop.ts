@@ -14,11 +14,9 @@ function isStopRequest(message: unknown): message is StopRequest {
 }
 
 /**
- * How the supervisor asks its workers to stop. A worker that has said it takes requests is asked by
- * message, which it tells apart from a stop signal of its own: a terminal's Ctrl-C, or a kill of the whole
- * group, reaches it and its supervisor, and the same stop asked both ways must not count as the second
- * ask that ends the delay (`SHUTDOWN_DELAY_MS`). It says so as it starts, long before it serves; until
- * then (its modules loading) it gets SIGTERM, which ends it as it ends any process.
+ * Asks workers to stop: by message once a worker says it takes them, so a Ctrl-C reaching it and its
+ * supervisor counts as one ask, not the second that ends `SHUTDOWN_DELAY_MS`; by SIGTERM before (its modules
+ * still loading) (docs/decisions.md, "A stop announced before the listener closes").
  */
 export class WorkerStops {
   readonly #takingRequests = new WeakSet<Worker>()
