@@ -51,13 +51,9 @@ export type AdmissionHook = (
 ) => void
 
 /**
- * The one onRequest hook of each operation: announce a deprecation (on every answer, a 401 included),
- * authenticate the bearer key, count a deprecated call against its key, invite the body if the client
- * waits for `100 Continue`, then count the request against the key's rate limit. It runs before the body
- * is read, so a refused request costs almost nothing.
- * One callback hook rather than one hook per step, and no promise while the key's lookup is cached:
- * Fastify runs each hook as a step of its pipeline and each async one as a promise; the split version
- * cost about 1 % more CPU per getPet (paired runs, docs/decisions.md "Per-request cost").
+ * The one onRequest hook of each operation, before the body is read: deprecation notice, bearer key,
+ * deprecated-call count, `100 Continue`, rate limit. One callback hook, no promise while the key's lookup is
+ * cached (docs/decisions.md, "One admission hook per operation").
  */
 export function admission({ checkBearer, limitRate, deprecation }: AdmissionOptions): AdmissionHook {
   const markDeprecated = deprecation && announceDeprecation(deprecation.policy, deprecation.now)

@@ -14,10 +14,9 @@ export function deprecationHeaders(
 }
 
 /**
- * Announces a deprecation on an answer of the operation, errors included: `Deprecation` (RFC 9745, a
- * structured date), `Sunset` (RFC 8594, an HTTP date) and a `Link` to the successor. Called before
- * authentication, so even a 401 tells the client the operation is going away. Once the sunset has passed
- * and the policy says so, returns the 410 to answer instead.
+ * Announces a deprecation on every answer of the operation, a 401 included: `Deprecation` (RFC 9745),
+ * `Sunset` (RFC 8594) and a `Link` to the successor. Once the sunset has passed and the policy says so,
+ * returns the 410 to answer instead (docs/decisions.md, "Deprecation date", "After the sunset").
  */
 export function announceDeprecation(policy: DeprecationPolicy, now: () => number) {
   const headers = deprecationHeaders(policy)

@@ -18,9 +18,8 @@ export type Authenticate = (key: string) => KeyIdentity | undefined | Promise<Ke
 
 /**
  * Resolves a presented key to the key's identity, or undefined when it is malformed, unknown or revoked.
- * Results (unknown keys included, so the same unknown key asked again does not reach the store) are
- * cached for `cacheTtlMs`, known and unknown keys apart, each bounded to `cacheMaxEntries` and dropping
- * its least recently used first: a flood of random keys pushes out only other unknown ones.
+ * Results are cached for `cacheTtlMs`, known and unknown keys apart, each LRU-bounded to `cacheMaxEntries`,
+ * so random keys push out only other unknown ones (docs/decisions.md, "API keys").
  */
 export function createAuthenticator({
   store,
@@ -71,11 +70,8 @@ const MOST_HASHES_PER_QUERY = 256
 const LOOKUP_QUEUE_MS = 2000
 
 /**
- * Key lookups one query at a time: hashes asked for while one runs wait and go together in the next.
- * Keys the caches do not hold (a flood of random ones) then hold one database connection, not the pool
- * every create needs. A lone lookup starts at once; one that waited `queueMs` for its turn fails as the
- * store unavailable. A failed query fails the hashes waiting too: they would only wait out the same
- * failure one query after another (docs/decisions.md, "Unknown keys").
+ * Key lookups one query at a time: hashes asked for while one runs go together in the next, so a flood of
+ * unknown keys holds one database connection, not the pool (docs/decisions.md, "Unknown keys").
  */
 function oneQueryAtATime(
   find: (hashes: string[]) => Promise<(KeyIdentity | undefined)[]>,

@@ -25,11 +25,9 @@ interface Series {
 }
 
 /**
- * A Prometheus histogram for per-request durations, read by prom-client's registry (and its cluster
- * aggregation) exactly as prom-client's own Histogram is. prom-client checks and hashes the labels and
- * turns the bucket's bound into a property name on every observation; here the labels are resolved once
- * per series, and an observation is a bucket search and three additions (docs/decisions.md, "Per-request
- * cost").
+ * A Prometheus histogram for per-request durations, read by prom-client's registry and its cluster
+ * aggregation as its own Histogram is, for a fraction of the cost of an observation (docs/decisions.md,
+ * "Request-duration histogram of our own").
  */
 export class DurationHistogram<Label extends string> {
   readonly name: string

@@ -14,10 +14,9 @@ export interface MetricsListener {
 }
 
 /**
- * The listener's own bounds, fixed: a scraper (Prometheus, one per replica of it) sends one short request
- * per interval. Node's defaults (no connection cap, a head may take 60 s) let a few hundred idle or slow
- * connections take the process's descriptors, and with them the API's (docs/decisions.md, "Deployment":
- * the metrics listener's bounds).
+ * The listener's own bounds, fixed: a scraper sends one short request per interval, and Node's defaults let
+ * idle or slow connections take the process's descriptors, and the API's with them (docs/decisions.md,
+ * "The metrics listener has bounds of its own").
  */
 export const METRICS_LISTENER_LIMITS = {
   maxConnections: 16,

@@ -19,15 +19,9 @@ export type RateLimitHook = (
 ) => void
 
 /**
- * Runs last in each operation's admission hook (admission.ts), after authentication: counts the request
- * against its API key's window (by the key's id, never the client's address, which a proxy hides and
- * anyone can vary). Every counted answer carries the IETF RateLimit header fields; over the limit, 429
- * `rate_limited` with Retry-After. When the counter fails (Redis unreachable), the request is served
- * uncounted and without those fields: the limit fails open, availability over strictness; only a key
- * already refused in its current window stays refused until that window ends.
- *
- * A callback hook, not an async one: the in-memory counter answers at once, and a promise per request
- * would cost more than the counting.
+ * Last in each operation's admission hook: counts the request against its API key's window (never the
+ * client's address), with RateLimit fields and 429 over the limit; fails open, but not for a key already
+ * refused (docs/decisions.md, "Rate limit of our own", "Failing open, but not for a key already refused").
  */
 export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLimitOptions): RateLimitHook {
   const limit = String(max)

@@ -12,10 +12,9 @@ export interface RedisConnection {
 }
 
 /**
- * A Redis client for shared rate-limit counters, set to fail fast: no offline queue and one attempt per
- * command, so an unreachable Redis costs a request at most `connectTimeout`, never a hang; it reconnects
- * on its own in the background. The client library is loaded only when Redis is configured (it is a few
- * megabytes of memory that most single-instance deployments never need).
+ * A Redis client for shared rate-limit counters, set to fail fast (no offline queue, one attempt per
+ * command) and to reconnect in the background; loaded only when Redis is configured (docs/decisions.md,
+ * "Redis that is away, hung or out of step").
  */
 export async function connectRedis(
   url: string,

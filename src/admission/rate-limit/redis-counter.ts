@@ -4,12 +4,9 @@ import type { RedisConnection } from './redis-connection.ts'
 import { COMMAND_TIMED_OUT, type ReplySteps } from './redis-reply-steps.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
-// One round trip, atomic on the server: the first request of a window sets its expiry, and a count found
-// without one, or with one past the window (set by hand, or by an instance with a longer window), gets the
-// window's: no key stays over its limit for longer than a window, and no answer promises a later reset.
-// A value that is no count (another application's, under the prefix) starts again from 1: left, it would
-// fail every count of that key, unlimited, and never expire. A refusal of writes (OOM, READONLY) fails
-// the SET too.
+// One atomic round trip. The expiry is set on a window's first count and mended when missing or past the
+// window, so no key stays over its limit beyond a window; a value that is no count starts again from 1
+// (docs/decisions.md, "Redis that is away, hung or out of step").
 const INCREMENT = `
 local window = tonumber(ARGV[1])
 local count = redis.pcall('INCR', KEYS[1])
@@ -41,13 +38,9 @@ const OUT_OF_STEP = new Error('Redis sends replies no command asked for: passed 
 type WithIncrement = Redis & Record<typeof COMMAND, (key: string, windowMs: number) => Promise<unknown>>
 
 /**
- * Counts in Redis, so every instance shares one count per key. Keys are `<prefix><key>`. A Redis that
- * refuses connections fails each command at once (the connection's settings); one that accepts them and
- * never answers (a hung host) would cost every request the command timeout, so after two timeouts in a
- * row it is passed by, said once in the log, and asked again by one request a second until it answers,
- * each time on a new connection.
- * One that answers with an error (out of memory, read-only), or with no count, is said once too, and once
- * it counts again.
+ * Counts in Redis under `<prefix><key>`, so every instance shares one count per key. A Redis that hangs is
+ * passed by after two timeouts and tried by one request a second; its errors are said once, as is its return
+ * (docs/decisions.md, "Redis that is away, hung or out of step").
  */
 export class RedisWindowCounter implements WindowCounter {
   readonly #redis: WithIncrement

@@ -72,10 +72,9 @@ export class Steps implements ReplySteps {
 }
 
 /**
- * Drops a connection that meets a reply no command asked for and makes another (further apart each time
- * while they go on, up to 2 s): one warn line, one info line once a count asked of a connection (a probe,
- * Steps) has met none for IN_STEP_MS. It listens from the client's creation: ioredis emits that error by a
- * plain `emit`, uncaught with no listener (a crash).
+ * Drops a connection that meets a reply no command asked for and makes another, further apart up to 2 s,
+ * said in one warn line and one info line once back in step. It listens from the client's creation, as
+ * ioredis emits that error uncaught (docs/decisions.md, "Redis that is away, hung or out of step").
  */
 export function keepInStep(redis: Redis, log: Pick<Logger, 'warn' | 'info'>, steps: Steps): void {
   redis.on('error', (error: Error) => {
