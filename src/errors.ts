@@ -1,8 +1,7 @@
 /**
- * Every error the API can answer with, in one place: the HTTP status and the stable `code` clients may
- * branch on. Codes are part of the public contract (README, OpenAPI document); never rename one, add a
- * new one instead. For each status, the first code listed is the one used for errors that carry only a
- * status (from the framework or a plugin).
+ * Every error the API can answer with: HTTP status and the stable `code` clients branch on, part of the
+ * public contract (never rename one; add another). A status's first code is used for errors that carry
+ * only a status (from the framework or a plugin).
  */
 export const ERROR_CODES = {
   bad_request: {

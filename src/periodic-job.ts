@@ -14,10 +14,9 @@ export interface PeriodicJobOptions {
 const SAID_AT_MOST = 8
 
 /**
- * Runs `job` every `everyMs` while the app is up. A run still going when the next is due makes that one
- * skip, so runs never overlap. On close the run in progress is told to stop (its signal aborts) and the
- * app's close waits for it (as the store's close waits for the app's, within its grace). Failures are
- * retried at the next tick, each error of a run of them logged once; the timer never keeps the process alive.
+ * Runs `job` every `everyMs` while the app is up, never two runs at once; on close the run in progress is
+ * aborted and waited for. A failure is retried at the next tick, each error of a run of them logged once;
+ * the timer keeps no process alive (docs/decisions.md, "Housekeeping").
  */
 export function runPeriodically(
   app: FastifyInstance,

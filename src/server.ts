@@ -29,13 +29,9 @@ export const SHUTDOWN_MARGIN_MS = 2000
 export const EXIT_RESERVE_MS = 500
 
 /**
- * Stops accepting connections and keeps each open one until it has answered what it received: every
- * request from now on gets 503 with `Connection: close`, so the connection closes after that answer;
- * a connection nobody uses closes at its keep-alive timeout, which each answer announced. Resolves when
- * no connection is left, or after `timeoutMs`, when those still open are cut.
- *
- * Node's `http.Server#close` is not used for this: it also destroys every connection that is idle at that
- * instant, and a request the client has just sent on one is lost without an answer.
+ * Stops accepting connections and keeps each open one until it has answered what it received (503 with
+ * `Connection: close` from now on); resolves when none is left, or cuts them after `timeoutMs`. Not Node's
+ * `close`, which loses requests sent on idle connections (docs/decisions.md, "Shutdown drains connections").
  */
 function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
   app.refuseRequests()
@@ -61,12 +57,9 @@ function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Listens, and on SIGTERM, SIGINT or SIGHUP (after `shutdownDelayMs` not ready, if set) drains (see
- * `drain`), then closes the app and runs
- * `closeAfter` with that closing and the moment (`performance.now()`) it must be done by (it closes the
- * store once the app's last writes are done), so every acknowledged write is committed before the process
- * exits 0. The whole shutdown is bounded: past SHUTDOWN_TIMEOUT_MS + SHUTDOWN_MARGIN_MS, whatever still
- * hangs (a store that does not close), the process logs it and exits 1.
+ * Listens, and on SIGTERM, SIGINT or SIGHUP drains, closes the app and runs `closeAfter` (the store's close)
+ * with the moment it must be done by, so every acknowledged write is committed before exit 0. Past the hard
+ * limit, what still hangs is logged and the process exits 1 (docs/decisions.md, "Shutdown is bounded").
  */
 export async function startServer(
   app: FastifyInstance,

@@ -199,10 +199,9 @@ export interface Store {
   revokeApiKey(name: string): Promise<boolean>
   recordDeprecatedCalls(counts: DeprecatedCallCount[]): Promise<void>
   /**
-   * Closes the store once pending writes are committed and `after` (its callers' last work on it, such as
-   * the app's writes as it closes) has settled. An engine whose database can hang (PostgreSQL) waits for
-   * that until a short grace before `doneBy` (a `performance.now()` moment; without it, the grace starts
-   * at once), then fails what still waits on the database as unavailable.
+   * Closes the store once pending writes are committed and `after` has settled; an engine whose database can
+   * hang waits until a grace before `doneBy` (a `performance.now()` moment; none: the grace starts at once),
+   * then fails what still waits (docs/decisions.md, "The app's last writes get what is left of the bound").
    */
   close(after?: Promise<unknown>, doneBy?: number): Promise<void>
 }

@@ -24,10 +24,9 @@ export type CreatePlan =
 export type CreateOutcome = CreatedPet | IdempotencyKeyReusedError
 
 /**
- * Decides, for a batch of creates, which insert a pet and which replay an earlier one. `stored` holds
- * the records already in the database for the batch's keys (read under the batch's write lock). A key
- * kept with the same fingerprint replays; with another, it is refused; an expired record counts as none.
- * Two creates of one batch with the same key behave as if they had come one after the other.
+ * Decides which creates of a batch insert a pet and which replay one, from `stored` (the keys' records, read
+ * under the batch's write lock): same fingerprint replays, another is refused, an expired record is none;
+ * two creates of one batch with one key behave as if one came after the other.
  */
 export function planCreates(
   requests: readonly CreatePetRequest[],

@@ -6,10 +6,8 @@ export interface Migration {
   name: string
   sql: string
   /**
-   * The oldest schema version whose releases still run correctly once this change is applied: the floor
-   * of the migration before it for a change they do not notice (a new table or index, a column they need
-   * not write), so floors never rise without a break; its own version otherwise. Recorded with it, so an
-   * older release can tell whether it may start on the database (docs/versioning.md, "Storage").
+   * The oldest schema version whose releases still run correctly once this change is applied, recorded with
+   * it so an older release can tell whether it may start (docs/versioning.md, "Storage", says which floor).
    */
   compatibleFrom: number
 }

@@ -162,10 +162,9 @@ async function petConflicts(
 }
 
 /**
- * Copies a whole store: keys with the signing secret (a target holding the source's secret is an earlier,
- * possibly interrupted, copy of it), then every pet in id-ordered chunks, idempotency records, and the id
- * sequences. Every chunk is walked on every run and only what is missing is inserted, so a copy stopped
- * anywhere can be run again, whatever the target holds of its own; a conflict stops it (CopyConflictError).
+ * Copies a whole store (keys with the signing secret, pets in id-ordered chunks, idempotency records, id
+ * sequences), inserting only what is missing, so a copy stopped anywhere can be run again; a conflict stops
+ * it (CopyConflictError; docs/decisions.md, "copy: the secret is the resume mark, not a position").
  */
 export async function copyStore(
   source: CopySource,

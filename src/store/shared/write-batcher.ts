@@ -28,19 +28,10 @@ export interface WriteBatcherOptions {
 }
 
 /**
- * Group commit: writes submitted while a batch is being committed wait and go together in the next one,
- * so N concurrent writes cost one transaction and one sync instead of N. At most one batch is in flight;
- * a batch holds at most `maxBatch` writes; each caller is answered only when its own batch has committed.
- * A failed batch fails its own callers, and the queue too where `failsQueued` says so; `splitsOn` has it
- * committed one write at a time instead.
- *
- * Before a batch starts, it gathers: as long as each turn of the event loop brings more writes (up to
- * `maxBatch`, for at most `maxGatherMs`), it waits one more turn. Clients answered by the last batch send
- * their next writes over several turns, not one, so committing at the first turn splits them into smaller
- * batches (docs/decisions.md, "Durability"). A lone write waits one extra turn, never the bound.
- *
- * A write's time in the queue counts against its own bound: `commit` is told when the oldest write of its
- * batch was submitted, so a store can answer every write of the batch within one bound of its arrival.
+ * Group commit: writes submitted while a batch commits go together in the next (at most `maxBatch`, one in
+ * flight), gathered while each event-loop turn brings more, for up to `maxGatherMs` (docs/decisions.md,
+ * "Durability"). Each caller is answered when its own batch has committed (or failed: see the options), and
+ * `commit` is told when the batch's oldest write came, so each write keeps one bound from its arrival.
  */
 export class WriteBatcher<In, Out> {
   readonly #commit: (items: In[], since: number) => Out[] | Promise<Out[]>
