@@ -23,12 +23,9 @@ export interface SqliteConnectionOptions {
 }
 
 /**
- * One connection to the SQLite file, set up for durability: WAL mode and `synchronous = FULL`, so a
- * committed write survives a crash of the process or of the machine.
- *
- * node:sqlite is synchronous, so SQLite's own busy wait would freeze every request while another process
- * (the CLI, a second worker) holds the write lock. Instead SQLite gives up at once and `run` retries the
- * work after a short asynchronous pause, for up to `busyTimeoutMs`, then fails with StoreUnavailableError.
+ * One connection to the SQLite file, in WAL mode with `synchronous = FULL`. A busy lock is retried after
+ * asynchronous pauses for up to `busyTimeoutMs`, then StoreUnavailableError: SQLite's own busy wait would
+ * freeze every request (docs/decisions.md, "Durability").
  */
 export class SqliteConnection {
   readonly #db: DatabaseSync

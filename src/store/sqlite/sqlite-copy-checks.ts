@@ -74,10 +74,9 @@ export function verified(path: string, name: string): bigint {
 }
 
 /**
- * Runs `step`, which writes `what` beside `path` (at once, or by the promise it returns); when it fails
- * because that volume is full or read-only, the error names its directory and says which (`volumeFaultOf`,
- * sqlite-errors.ts); with `otherwise`, when every write of `step` goes there, so when the directory is
- * not open to this user, with `otherwise` as the way out.
+ * Runs `step`, which writes `what` beside `path` (at once or by its promise): a failure for a full or
+ * read-only volume names the directory and says which (`volumeFaultOf`); given `otherwise` (every write of
+ * `step` goes there), so does one for want of permission, with `otherwise` as the way out.
  */
 export function writing<T>(path: string, what: string, step: () => T, otherwise?: string): T {
   const said = (error: unknown): never => {

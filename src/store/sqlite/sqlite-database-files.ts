@@ -83,10 +83,9 @@ export function assertRoomToKeep(path: string): void {
 }
 
 /**
- * Renames `copy` over the database at `path`, keeping the database it replaces under a second name: made
- * first as `<db>.replacing-<stamp>` (a hard link: no copy, its owner and mode), renamed to
- * `<db>.replaced-<stamp>` once the copy is in place. A crash between the two leaves a name that
- * `settleLeftovers` tells apart at the next restore. A volume without hard links keeps nothing, and says so.
+ * Renames `copy` over the database at `path`, keeping the one replaced under a second name: a hard link,
+ * `<db>.replacing-<stamp>` until the copy is in, then `.replaced-<stamp>` (`settleLeftovers` sorts out a
+ * crash between) (docs/decisions.md, "A restore undoes no revocation and reuses no id").
  */
 export function replaceKeepingAside(
   path: string,
@@ -156,10 +155,9 @@ function ownerNotGivable(uid: number, gid: number, of: string): string {
 }
 
 /**
- * Gives the fresh `copy` the owner and mode of the database at `path` it is to replace (or, for a first
- * restore, its directory's owner and 0600): as root from root's backup, it would otherwise be a file the
- * service's own user cannot write. Done through a descriptor opened without following links, before the
- * copy is read, so it is never readable by others and no link planted in its place is changed instead.
+ * Gives the fresh `copy` the owner and mode of the database at `path` (a first restore: its directory's
+ * owner, 0600), through a descriptor that follows no link, before the copy is read (docs/decisions.md,
+ * "A restore keeps the database's owner and mode").
  */
 export function takeOwnership(path: string, copy: string): void {
   const { uid, gid, of, mode } = ownerOf(path)
@@ -180,10 +178,9 @@ export function takeOwnership(path: string, copy: string): void {
 }
 
 /**
- * Refuses a file to restore that is not whole alone: a database a process wrote and did not close (a
- * killed server's), whose log beside it may hold committed writes, or whose journal is hot (an unfinished
- * transaction: a journal SQLite keeps between transactions has its header zeroed). A backup of it
- * (through SQLite, which reads both) is. Through a link, SQLite's companions are beside the link's target.
+ * Refuses a file to restore that is not whole alone: one with a `-wal` that may hold commits (a process
+ * wrote it and did not close) or a hot journal beside it, looked for beside a link's target; a backup of it
+ * is whole (docs/decisions.md, "A restore takes only a file that is whole alone").
  */
 export function refuseUnsettled(from: string): void {
   const real = realpathSync(from)

@@ -54,12 +54,9 @@ function stemOf(path: string, tailBytes: number): string {
 }
 
 /**
- * Removes what a killed command left beside `path`: hidden copies (`temporaryBeside(…, purpose)`, with
- * their SQLite companions) of `path` made on this host by a process that is gone, and of any file there
- * once a day old (a backup to a dated name leaves them under another name; another host's process id says
- * nothing here: a container's, on a shared volume). Names without a host are an older release's.
- * A backup or restore killed mid-way left a copy as large as the database, which filled the volume over
- * time. Best effort: one that cannot be removed (another user's) is left.
+ * Removes the hidden copies (`temporaryBeside(…, purpose)`, with their SQLite companions) a killed command
+ * left beside `path`: this host's whose process is gone, and any a day old. Best effort: one that cannot be
+ * removed (another user's) stays (docs/decisions.md, "A killed backup or restore leaves nothing for long").
  */
 export function removeAbandoned(path: string, purpose: string): void {
   // Its copies' names begin with its own and a dot, or with as much of it as `temporaryBeside` kept for

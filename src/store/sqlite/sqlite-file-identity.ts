@@ -11,11 +11,9 @@ export function identityOf(path: string): string | undefined {
 }
 
 /**
- * Which files the connection opened (device and inode of the database, its write-ahead log and its shared
- * memory index, taken once it has opened them), so a write can check that the paths still name them: a
- * file deleted, renamed or replaced under a running server keeps taking writes that no restart will find,
- * and a new `-shm` holds the locks of the next process to open the database, not this one's, so their
- * writes overwrite each other in the log. Three stat calls.
+ * Device and inode of the database, its `-wal` and its `-shm` as opened, so a write can check the paths
+ * still name them: a file replaced under the server takes writes no restart finds, and a new `-shm` lets
+ * another process overwrite our commits (docs/decisions.md, "The files must stay the ones opened").
  */
 export class SqliteFileIdentity {
   readonly #paths: Record<WatchedFile, string>

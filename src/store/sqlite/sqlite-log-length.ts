@@ -12,10 +12,9 @@ const SALTS_AT_IN_INDEX = 32
 const LITTLE_ENDIAN = endianness() === 'LE'
 
 /**
- * Whether the write-ahead log still holds what the shared index (`-shm`) says it commits: a log cut short
- * under a running server (`> petstore.db-wal`, a `truncate`, a log rotation's copytruncate) keeps its
- * inode, so the file's identity does not tell; SQLite then reads the cut pages as zeros and a checkpoint
- * copies them over the database. Both are read from their files, never through SQLite.
+ * Whether the `-wal` still holds what the `-shm` says it commits: a log cut short in place keeps its inode,
+ * and SQLite would checkpoint the cut pages, read as zeros, over the database. Both read from their files,
+ * never through SQLite (docs/decisions.md, "The log must hold what its index says").
  */
 export class SqliteLogLength {
   readonly #logPath: string

@@ -94,12 +94,9 @@ const INSERT_SQL = new Map(
 )
 
 /**
- * Inserts `pets`, up to 64 rows per statement: one statement per pet cost 4.2 µs a pet, a few 2.4
- * (docs/decisions.md, "SQLite creates: a batch's pets in a few multi-row inserts"). Their ids are dealt
- * here, in order, from the one AUTOINCREMENT would give next: the batch holds the write lock, so no one
- * else draws ids meanwhile. The new pet is what was sent plus its id: names are well-formed Unicode and
- * the table is STRICT, so SQLite stores each value exactly, and skipping RETURNING saves a result row
- * per pet.
+ * Inserts `pets` in statements of up to 64 rows, their ids dealt in order from the one AUTOINCREMENT would
+ * give next (the batch holds the write lock); each is answered as sent plus its id, with no RETURNING
+ * (docs/decisions.md, "SQLite creates: a batch's pets in a few multi-row inserts").
  */
 function insertPets(db: SqliteConnection, pets: readonly NewPet[]): Pet[] {
   if (pets.length === 0) return []

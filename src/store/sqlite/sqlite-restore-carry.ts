@@ -3,11 +3,9 @@ import type { CarriedForward } from '../shared/backup-role.ts'
 import { highestIdGiven, raiseIdSequence } from './sqlite-sequences.ts'
 
 /**
- * Keeps in the restored `copy` what must outlive a restore, read from the database it replaces (`old`,
- * held): a key revoked there stays revoked (a backup taken before would bring a leaked key back), and the
- * id sequences stay above every id given out there (a client holding `/v1/pets/9` must not get another
- * pet under it). Keys made since the backup are only counted: credentials are not made back. Each part is
- * read apart, so a damaged database still gives what it can; a failure to write the copy is thrown.
+ * Carries into the restored `copy` what must outlive a restore, from the held database it replaces (`old`):
+ * its revocations and id sequences (keys made since are only counted), each part read apart, so a damaged
+ * one gives what it can; a failed write is thrown (docs/decisions.md, "A restore undoes no revocation").
  */
 export function carryForwardFrom(old: DatabaseSync, copy: string): CarriedForward {
   let unreadable: string | undefined

@@ -30,11 +30,9 @@ export interface Hold {
 }
 
 /**
- * Refuses when any connection has the database open (a server, a worker, a command): every connection
- * to a WAL database holds a shared lock on it as long as it is open, so an exclusive lock is taken only
- * when none is left. Holding it, folds the write-ahead log into the file and empties it, checked: a
- * checkpoint that found no room fails silently at close, and the log removed then would leave the file
- * damaged. Where there is no database, an empty file for the directory's owner alone is made and held.
+ * Refuses while any connection has the database open (each holds a shared lock, so no exclusive one until
+ * none is left); holding it, folds the log into the file and checks it did (docs/decisions.md, "The old WAL
+ * goes before the rename"). Where there is no database, holds a new empty file, its directory owner's alone.
  */
 export function holdForRestore(path: string): Hold {
   if (!existsSync(path)) return holdPlace(path)
@@ -118,10 +116,9 @@ function holdPlace(path: string): Hold {
 }
 
 /**
- * Just before the rename: the held database leaves WAL mode for an in-memory journal, which deletes its
- * emptied log now, under the lock, and leaves no file its close would delete by name, so the lock is
- * kept past the rename and its close cannot remove the log of a server that opened the restored file.
- * The file replaced keeps every write; its header then says rollback journal, which a start sets back.
+ * Just before the rename: the held database leaves WAL for an in-memory journal, which deletes its emptied
+ * log now, under the lock, so its close cannot delete the log of a server on the restored file
+ * (docs/decisions.md, "The old WAL goes before the rename"). The file replaced keeps every write.
  */
 export function leaveLogBehind(path: string, hold: Hold): void {
   const mode = pragmaOf(hold.db, 'journal_mode = MEMORY')

@@ -29,13 +29,9 @@ import { carryForwardFrom } from './sqlite-restore-carry.ts'
 import { endHold, holdForRestore, leaveLogBehind } from './sqlite-restore-hold.ts'
 
 /**
- * Puts the backup `from` in place of the database at `path`, once no process has it open and its
- * write-ahead log is folded into it, held from then on past the rename (`holdForRestore`): copied beside
- * it, checked, synced, then renamed over it, the old log and shared-memory files removed just before, so
- * nothing of the old database is ever applied to the restored one. Until the rename, a failure leaves the
- * database as it was (at the rename itself, in a rollback journal's mode, which a start sets back). The
- * database replaced is kept beside it (a second name for its file, made just before the rename), and what
- * must outlive a restore is carried from it into the copy first (`carryForwardFrom`, sqlite-restore-carry.ts).
+ * Puts the backup `from` in place of the database, held from the start (`holdForRestore`): copied beside it,
+ * checked, given what must outlive a restore (`carryForwardFrom`), synced and renamed in, the old log removed
+ * first; until the rename a failure changes nothing, and the one replaced is kept beside it.
  */
 export function restoreDatabase(from: string, named: string): RestoreSummary {
   if (!existsSync(from)) throw new Error(`there is no file at ${resolve(from)}`)

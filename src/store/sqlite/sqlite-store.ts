@@ -38,11 +38,9 @@ const CLOSE_GRACE_MS = 250
 const SILENT: StorageLog = { error: () => {}, info: () => {} }
 
 /**
- * The embedded store: one SQLite file (see SqliteConnection for durability and locking). Creates that
- * arrive together are committed together (one `BEGIN IMMEDIATE` … `COMMIT`, one fsync), optionally on a
- * write thread so the sync does not stall reads (SqliteWriteThread), and each 201 is sent only after its
- * commit returned — and after the database files were found still in place (SqliteHealth). The SQL lives
- * beside this file, one module per role (store/README.md); this class routes the storage port to it.
+ * The embedded store, one SQLite file (SqliteConnection). Creates that arrive together share one transaction
+ * and one fsync, optionally on a write thread (SqliteWriteThread); each 201 follows its commit and a check
+ * that the files are still the ones opened (SqliteHealth; docs/decisions.md, "Durability").
  */
 export class SqliteStore extends EngineStore<SqliteConnection> {
   readonly engine = 'sqlite'

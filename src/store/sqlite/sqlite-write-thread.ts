@@ -32,10 +32,9 @@ export interface WireFailure {
 
 export type WriteThreadReply = { outcomes: WireOutcome[]; refused?: WireFailure } | { failure: WireFailure }
 /**
- * A batch, and until when it may wait for the lock (its oldest create's bound, or a stop's if sooner).
- * Times are wall-clock milliseconds (`performance.timeOrigin` + `performance.now()`): each thread's clock
- * has its own origin, and a time left, sent instead, grew by however long the message waited for a thread
- * still starting.
+ * A batch, and until when it may wait for the lock (its oldest create's bound, or a stop's if sooner), as a
+ * wall-clock time (`performance.timeOrigin` + `now()`): each thread's clock has its own origin, and a time
+ * left, sent instead, grew by however long the message waited for a thread still starting.
  */
 export type WriteThreadMessage =
   | { requests: CreatePetRequest[]; waitUntil: number }
@@ -99,11 +98,9 @@ const THREAD_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 
 const CLOSE_TIMEOUT_MS = 5_000
 
 /**
- * Commits batches of creates on a thread with its own connection to the database file. node:sqlite is
- * synchronous, so a commit on the main thread would hold every request while the disk syncs; here the
- * event loop keeps serving during the sync, and each caller is still answered only after its commit
- * returned. One batch at a time (the WriteBatcher sends the next once this one is answered). The thread
- * starts with the first create, so commands that never create pets do not pay for it.
+ * Commits batches of creates, one at a time, on a thread with its own connection, so the event loop keeps
+ * serving while a commit syncs; each caller is still answered after its commit. Started by the first create,
+ * so commands that make none do not pay for it (docs/decisions.md, "Durability").
  */
 export class SqliteWriteThread {
   readonly #options: SqliteConnectionOptions
