@@ -38,10 +38,9 @@ async function settledBy(settled: Promise<void>, deadline: number): Promise<void
 }
 
 /**
- * The connection pool, and the two ways the store uses it: one statement, or a transaction. Both
- * turn "the database cannot do this now" into `StoreUnavailableError`, both refuse once closed, and both
- * answer within `callBoundMs`: a connection within the connect timeout, then its work within the
- * statement timeout plus one second. A close past its grace fails them at once.
+ * The connection pool and its two uses, one statement or a transaction: both fail as StoreUnavailableError
+ * when the database cannot do it now or the pool is closed, and answer within `callBoundMs` (connect timeout,
+ * then statement timeout + 1 s: docs/decisions.md, "A hung database answers within one bound").
  */
 export class PostgresPool {
   readonly #pool: pg.Pool
@@ -86,12 +85,9 @@ export class PostgresPool {
   }
 
   /**
-   * Runs one statement on its own, in the transaction PostgreSQL makes for it (committed, durably, before
-   * it is answered): one round trip. Without `since`, run by the pool itself: bounded by the connect timeout
-   * to get a connection, then query_timeout on it, and a connection whose statement failed is replaced.
-   * With `since`, answered within `callBoundMs` of it, as `transaction` is, and a connection is replaced
-   * only when it is lost. A statement that `reads` only (without `since`) is sent again once when its
-   * connection turns out to have ended while idle (`sessionEnded` at once).
+   * One statement in its own transaction, durable before it is answered. Without `since`: the pool's own
+   * bounds, a connection replaced after any failure, and a `reads` one sent again once if its connection had
+   * ended idle (docs/decisions.md, "A read sent again"); with `since`: within `callBoundMs` of it.
    */
   async query<Row extends pg.QueryResultRow>(
     statement: Statement,
@@ -155,11 +151,9 @@ export class PostgresPool {
   }
 
   /**
-   * Runs `work` in one transaction on one connection: committed if it resolves, rolled back if not. With
-   * `since` (when the caller started waiting, e.g. behind the batch ahead of it), answered within
-   * `callBoundMs` of it: past that the connection is destroyed and the transaction fails as unavailable.
-   * Without (migrations), each statement is still bounded by the statement timeout. With `lock`, the
-   * transaction holds that advisory lock before `work` starts, taken with the BEGIN in one round trip.
+   * Runs `work` in one transaction, committed if it resolves, rolled back if not; with `lock`, that advisory
+   * lock is taken with the BEGIN. With `since` (when the caller began waiting), answered within `callBoundMs`
+   * of it, the connection destroyed past that; without (migrations), each statement has its own timeout.
    */
   async transaction<T>(
     work: (client: Queryable) => Promise<T>,
@@ -243,10 +237,9 @@ export class PostgresPool {
   }
 
   /**
-   * Whether every connection is busy with a server that answers: every connection the pool may open (its
-   * size, or fewer while the server is full) is open or opening and checked out, and the server answered a
-   * statement within one call bound (a lock's waits end in its statement timeout's error at the latest). A
-   * hung server holds the connections too, and answers nothing.
+   * Whether every connection the pool may open (fewer while the server is full) is open or opening and
+   * checked out, and the server answered a statement within one call bound, as a hung one does not
+   * (docs/decisions.md, "A busy pool is not an unreachable database").
    */
   busyWithAnsweringServer(): boolean {
     const pool = this.#pool
@@ -261,13 +254,9 @@ export class PostgresPool {
   }
 
   /**
-   * Lets `pending` (work already handed to this database, e.g. queued creates, or the app's last writes
-   * as it closes) and every call in flight finish, then refuses new work and ends the pool. Past
-   * `CLOSE_GRACE_MS` it destroys every connection and fails every call still waiting, a connection's
-   * included, as unavailable, so a hung server cannot hold the close (docs/decisions.md "PostgreSQL").
-   * With `doneBy`, the grace starts once `pending` has settled, or `CLOSE_GRACE_MS` before `doneBy`, and
-   * ends by `doneBy`: a server that is only busy has all that time, and only a hung one fails
-   * (docs/decisions.md "Shutdown").
+   * Lets `pending` (queued creates, the app's last writes) and calls in flight finish, then ends the pool;
+   * past `CLOSE_GRACE_MS` (from when `pending` settles or that long before `doneBy`, ending by it), destroys
+   * every connection and fails what still waits (docs/decisions.md, "Closing never waits on a hung server").
    */
   close(pending: Promise<unknown> = Promise.resolve(), doneBy?: number): Promise<void> {
     this.#closing ??= (async () => {

@@ -66,11 +66,9 @@ const NO_PASSWORD_GIVEN =
   "set PGPASSWORD, or put it in DATABASE_URL (not in copy's arguments: ps shows them)"
 
 /**
- * A driver or server error as callers should see it: `StoreUnavailableError` (answered with 503) when the
- * database is down, overloaded, takes no writes, refuses this service's connections (its TLS included),
- * lacks a table the statements name or refuses the role one, the statement ran past its timeout, or the
- * pool had no free connection in time, naming which; a missing password said in our words (the driver's
- * name a SASL message); any other error unchanged.
+ * A driver or server error as callers should see it: `StoreUnavailableError` (503), naming which, for what
+ * no request caused (the database down, full, read-only, refusing this service, its role or its TLS, a table
+ * gone, a timeout, no free connection: docs/decisions.md, "Unavailable vs wrong"); anything else unchanged.
  */
 export function storeErrorOf(error: unknown): unknown {
   const { code, message } = error as { code?: string; message?: string }

@@ -6,10 +6,9 @@ import type { PostgresPool } from './postgres-connection.ts'
 import type { Queryable } from './postgres-statements.ts'
 
 /**
- * The idempotency records already stored for these, by record id. Looked up through the primary key, one
- * probe per key; a row for another of the batch's API keys that shares a key's text is read too and
- * never matched. The statement is planned on each call (unnamed): a plan kept from when the table was
- * small scanned all of it, for every batch, as it grew (docs/decisions.md, "PostgreSQL").
+ * The idempotency records already stored for these, by record id: one primary-key probe per key (a row of
+ * another of the batch's API keys with the same text is read, never matched), planned on each call
+ * (docs/decisions.md, "Idempotency-Key records are looked up by their primary key, planned on each call").
  */
 export async function storedIdempotencyRecords(
   client: Queryable,

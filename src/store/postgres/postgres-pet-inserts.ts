@@ -28,14 +28,9 @@ export type PostgresCreateOutcome = CreateOutcome | StoreUnavailableError
 const INSERT_LOCK = 0x7065_7473_0002n
 
 /**
- * A batch of creates, under the insert lock. It is first tried as if none of its Idempotency-Keys had a
- * record yet, as on a first attempt: the pets and their records are inserted by one statement, in its own
- * transaction, one round trip. If a key has a record after all (a retry, or an expired record not yet
- * purged), the records' primary key refuses that statement whole (or the sequence does, out of ids that
- * replays would not need), and the batch runs again in a transaction that reads the records first
- * (docs/decisions.md, "A batch with Idempotency-Keys is first tried as if its keys were new"). `since` is
- * when the oldest create of the batch arrived: the batch is answered within one bound of it, both tries
- * included.
+ * A batch of creates under the insert lock, answered within one bound from `since`: first tried as if no
+ * key had a record (one statement), then, if the records' key or the sequence refuses it, again reading the
+ * records first (docs/decisions.md, "A batch with Idempotency-Keys is first tried as if its keys were new").
  */
 export async function createPetBatch(
   pool: PostgresPool,
@@ -92,10 +87,9 @@ function exhaustedOr(error: unknown): unknown {
 }
 
 /**
- * A batch the database refused to write (read-only, a failover onto a standby; or its disk full): each
- * create whose key already has its record is answered with its pet, as a replay is, and one with a key
- * reused for another pet is refused as ever; every other create fails with `refusal`. Nothing is
- * written, so no lock.
+ * A batch the database refused to write (read-only, a failover onto a standby; or its disk full): replays
+ * are answered and a reused key refused as ever, every other create fails with `refusal`. Nothing is
+ * written, so no lock (docs/decisions.md, "Unavailable vs wrong").
  */
 async function replaysOnly(
   pool: PostgresPool,
@@ -190,12 +184,9 @@ const INSERTS = {
 } as const
 
 /**
- * Inserts `pets` in one statement, each with its new id, under the insert lock. The statement takes the
- * lock itself (again, if its transaction already holds it), and no id can be drawn before: the sequence's
- * name is read from the row the lock gives. The pairing is made by construction, not inferred: one id is
- * drawn per pet, the ids are sorted, and the k-th smallest is dealt to the k-th pet; `petsInDealtOrder`
- * undoes it. (Nothing in PostgreSQL promises that identity values follow an INSERT … SELECT's ORDER BY,
- * so ids are dealt, never assumed.) No hash join, one plan kept per connection (docs/benchmarks/tuning.md).
+ * Inserts `pets` in one statement that takes the insert lock itself, no id drawn before it; one id is drawn
+ * per pet and the k-th smallest dealt to the k-th pet (`petsInDealtOrder` undoes it), never assumed from an
+ * ORDER BY (docs/decisions.md, "Gap-free order on PostgreSQL"). One plan kept per connection.
  */
 function insertStatement(
   pets: readonly NewPet[],

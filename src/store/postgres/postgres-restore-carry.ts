@@ -134,12 +134,9 @@ async function readReplaced(replacing: string, restoredIs: string | undefined): 
 }
 
 /**
- * Keeps in the database `restored` (pg_restore's, not yet served) what must outlive a restore, read from
- * the database it replaces (`replacing`), as SQLite's restore does (sqlite-restore-carry.ts): a key
- * revoked there stays revoked, and the id sequences stay above every id given out there. Keys made since
- * the dump are only counted. Each part is read apart, so a damaged database still gives what it can; a
- * failure to reach or write `restored` is thrown, and so are a replaced database the service still writes
- * to and one that is `restored` itself, spelt another way.
+ * Carries into `restored` (pg_restore's, not yet served) what must outlive a restore, from `replacing`, as
+ * SQLite's restore does: revocations and id sequences, each part read apart; keys made since only counted
+ * (docs/decisions.md, "PostgreSQL: pg_dump, not our command"). Failures to reach or write `restored` throw.
  */
 export async function carryForward(replacing: string, restored: string): Promise<CarriedForward> {
   const db = new PostgresPool(commandPool(restored))

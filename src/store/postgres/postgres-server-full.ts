@@ -43,11 +43,9 @@ export class ServerFullHold {
   }
 
   /**
-   * Lets the pool grow again, and starts one connection for the first call waiting: pg-pool serves its
-   * queue only when a connection is released or removed, and calls queued while the pool was held would
-   * otherwise wait for a busy one. One, as a probe: opened, it serves the queue in turn (each release
-   * serves the next call); refused (the server still full), it fails that call, and the pool is held
-   * again (`PostgresPool` tells the hold of every refusal).
+   * Lets the pool grow again and starts one connection for the first call waiting, which pg-pool serves
+   * only on a release: opened, it serves the queue in turn; refused (still full), it fails that call and
+   * the pool is held again (docs/decisions.md, "A full server").
    */
   #grow(): void {
     const pool = this.#pool

@@ -20,10 +20,9 @@ export const isoUtc = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
 
 /**
- * `column` as UTC ISO text, to the microsecond PostgreSQL keeps, for what is written back (a copy, a
- * restore's carry): with milliseconds alone, a copy changed every timestamp PostgreSQL's clock made, and a
- * copy back onto the source took its own pets for others. A whole millisecond is written as SQLite writes
- * it (`.753Z`), so SQLite's text survives a round trip.
+ * `column` as UTC ISO text, to PostgreSQL's microsecond, for what a copy or a restore's carry writes back; a
+ * whole millisecond as SQLite writes it (`.753Z`), so its text survives a round trip (docs/decisions.md,
+ * "Timestamps written back to the microsecond").
  */
 export const exactUtc = (column: string) => `CASE WHEN extract(microseconds FROM ${column})::bigint % 1000 = 0
   THEN to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')

@@ -22,10 +22,9 @@ import * as settings from './postgres-settings-queries.ts'
 export type { PostgresStoreOptions } from './postgres-pool-config.ts'
 
 /**
- * PostgreSQL engine for many stateless instances sharing one database. Creates are group-committed like
- * the embedded store's, and each batch takes a transaction-scoped advisory lock before inserting, so ids
- * become visible in ascending order across every instance (see `INSERT_LOCK`). The SQL lives beside this
- * file, one module per role (store/README.md); this class routes the storage port to it.
+ * PostgreSQL engine for many stateless instances sharing one database: creates group-committed as the
+ * embedded store's, each batch under a transaction-scoped advisory lock so ids become visible in ascending
+ * order on every instance (`INSERT_LOCK`; docs/decisions.md, "Gap-free order on PostgreSQL").
  */
 export class PostgresStore extends EngineStore<PostgresPool> {
   readonly engine = 'postgres'
