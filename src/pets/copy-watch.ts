@@ -2,11 +2,9 @@ import type { Store } from '../store/store.ts'
 import type { ReadCache } from './read-cache.ts'
 
 /**
- * Watches the marks `petstore copy` leaves on the store (read at start, then at every call of the function
- * returned): when a copy begins or ends, the read cache lets every answer go, and keeps no list page while
- * one is under way. A copy adds pets at ids below those a server has listed since (its target served
- * while it is unfinished, or a live store copied into): a page kept from before would hide them for good.
- * `changed` is called too when they change after start: a copy brings its source's cursor secret.
+ * Watches the marks `petstore copy` leaves on the store (at start, then at each call of the function
+ * returned): when a copy begins or ends, the read cache lets every answer go, keeps no list page meanwhile,
+ * and `changed` is called (docs/decisions.md, "A copy into a served store: its marks, read every 5 s").
  */
 export async function watchCopies(
   store: Pick<Store, 'copyMarks'>,

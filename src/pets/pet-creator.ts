@@ -28,11 +28,9 @@ function fingerprintOf(pet: NewPet): string {
 }
 
 /**
- * Creates pets, idempotently when the client sends an Idempotency-Key (IETF httpapi draft, Stripe's
- * practice): the key is scoped to the API key; the same key and the same pet replay the first result; the
- * same key with another pet is refused (422); a key whose first request is still running here is refused
- * (409). The idempotency record is committed in the pet's own transaction, so a crash between the two
- * cannot make a retry create a second pet.
+ * Creates pets, idempotently with an Idempotency-Key scoped to the API key: the same pet replays, another is
+ * refused (422), one whose first request still runs here is refused (409); the record is committed in the
+ * pet's own transaction (docs/decisions.md, "Idempotency-Key").
  */
 export function petCreator({ store, retentionMs, now, onCreated }: PetCreatorOptions) {
   const inFlight = new Set<string>()

@@ -5,16 +5,9 @@ import type { Representation } from './representation.ts'
 const ENTRY_OVERHEAD_BYTES = 200
 
 /**
- * Serialized GET answers that can never change, kept in memory (least recently used first out, bounded in
- * bytes). Pets are immutable and ids only grow, so a pet, and a list page that is full and followed by
- * more pets, are the same forever — on every instance, whoever adds pets meanwhile. Partial last pages and
- * 404s are never kept. A copy into the store adds pets among those listed: while one is under way no page
- * is kept, and when one begins or ends every answer is let go (`forgetAll`, pets/copy-watch.ts). (A
- * database restored from an older backup under a running server is not covered: restart after a restore.)
- *
- * A hit only relinks the entry's index in lru-cache's arrays. Recency kept by deleting and re-inserting in
- * a Map would make V8 rebuild the long-lived Map's table in old space every few hits: about 200 bytes of
- * old-generation garbage per request, which would set the process's peak memory under load.
+ * Serialized GET answers that never change (a pet, a full list page followed by more pets), in memory,
+ * bounded in bytes, none kept while a copy is under way (docs/decisions.md, "Read cache: only answers that
+ * never change"); on lru-cache, whose hits leave no old-space garbage ("Read cache on `lru-cache`").
  */
 export class ReadCache {
   readonly #entries: LRUCache<string, Representation> | undefined
