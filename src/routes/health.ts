@@ -68,10 +68,9 @@ function readinessCheck(app: FastifyInstance, store: Store, load: LoadWatch): ()
 }
 
 /**
- * Probes for orchestrators, outside /v1, without a key and without data. `/healthz`: the process answers.
- * `/readyz`: the process is not shedding load, the store answers, can take writes (no storage fault: see
- * `Store.health`) and its schema is the one this release needs, or a newer one it still runs on; otherwise
- * 503 in the Error body, so a load balancer stops sending traffic here (also while the service shuts down).
+ * Probes for orchestrators, outside /v1, with no key and no data. `/healthz`: the process answers. `/readyz`:
+ * not shedding load or shutting down, and the store answers, takes writes and has a schema this release
+ * runs on; else 503 in the Error body (docs/decisions.md, "Readiness follows the last fault").
  */
 export async function healthRoutes(
   app: FastifyInstance,

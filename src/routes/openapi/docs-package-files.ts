@@ -23,11 +23,9 @@ interface PackageFile {
 }
 
 /**
- * An onRequest hook for the route of the package's files (`/docs/static/*`): a file of the package is
- * answered from memory, read once when first asked for, with a strong ETag and 304 on `If-None-Match`;
- * any other path goes on to the file server, which refuses it. From disk, every request held a descriptor
- * and a read buffer until its answer was sent, pipelined ones nobody reads too (docs/decisions.md, "The
- * page's files from memory"). No `Range`: a server may ignore it (RFC 9110 §14.2).
+ * An onRequest hook for `/docs/static/*`: a file of the package is answered from memory, read once, with a
+ * strong ETag and 304 on `If-None-Match`, and no `Range`; any other path goes on to the file server, which
+ * refuses it (docs/decisions.md, "The page's files from memory").
  */
 export function packageFilesFromMemory(route: string) {
   const names = new Set(readdirSync(PACKAGE_FILES).filter((name) => TYPES[extname(name)] !== undefined))

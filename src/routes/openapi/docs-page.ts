@@ -63,10 +63,9 @@ function contentSecurityPolicy(baseUrls: BaseUrls): string {
 }
 
 /**
- * The package's files are the same for every caller and hold no per-key data, so the app's `no-store`
- * (request-lifecycle.ts) does not apply to them; but their URLs carry no version, so a browser may keep
- * them only if it revalidates each time (a cheap 304 on their ETag) and never runs an old bundle after an
- * upgrade. The page, the initializer and the document stay `no-store`: they are small and follow config.
+ * The package's files hold no per-key data, so they are not `no-store`; their URLs carry no version, so a
+ * browser must revalidate each (`no-cache`) and never runs an old bundle after an upgrade
+ * (docs/decisions.md, "The page's files from memory"). The page, initializer and document stay `no-store`.
  */
 function cacheStaticFiles(request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: () => void) {
   const served = reply.statusCode < 300 || reply.statusCode === 304

@@ -120,10 +120,9 @@ function examplesOf(codes: ErrorCode[]): Record<string, object> {
 }
 
 /**
- * The error responses of an operation, for its route schema: one entry per status, its description made
- * from the summaries of the codes the operation can answer with and one example per code, so the document
- * never restates them. `operationHeaders` are sent on every answer of the operation that Fastify gives
- * once the request's head is accepted.
+ * An operation's error responses for its route schema: one entry per status, described by the summaries of
+ * its codes, with one example per code, so the document never restates them. `operationHeaders` go on every
+ * answer of the operation Fastify gives once the request's head is accepted.
  */
 export function errorResponses(codes: ErrorCode[], operationHeaders: Headers = {}): Record<number, TSchema> {
   const byStatus = new Map<number, ErrorCode[]>()

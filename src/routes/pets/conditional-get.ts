@@ -16,10 +16,9 @@ function sendRepresentation(request: FastifyRequest, reply: FastifyReply, repres
 }
 
 /**
- * A route handler's answer from a representation that is either at hand (a read-cache hit: sent at once,
- * and the handler returns nothing, so Fastify needs no promise for the request) or still being read
- * (sent when ready; the promise is the handler's result, so a failed read becomes the error answer).
- * An async handler costs more per cached read (docs/decisions.md, "Per-request cost").
+ * A handler's answer from a representation at hand (a cache hit: sent at once, the handler returning no
+ * promise) or still being read (sent when ready; the promise is the handler's, so a failure is the error
+ * answer). An async handler costs more per cached read (docs/decisions.md, "Per-request cost").
  */
 export function sendRepresentationOf(
   request: FastifyRequest,

@@ -83,10 +83,9 @@ export async function petMethodGuards(app: FastifyInstance) {
 }
 
 /**
- * Sets getPet's deprecation headers on a getPet call answered before getPet's own hooks run (its path or
- * query cannot be decoded): it is still a getPet call, and its answer carries them like every other.
- * `prefix` is where the API is mounted (`/v1`); a pet's path is recognised as far as a path the router
- * could not even parse can be.
+ * Sets getPet's deprecation headers on a getPet call answered before its own hooks run (its path or query
+ * cannot be decoded): its answer carries them like every other. `prefix` is where the API is mounted
+ * (`/v1`); a pet's path is recognised as far as a path the router could not parse can be.
  */
 export function getPetEarlyHeaders(policy: DeprecationPolicy, prefix: string) {
   const getPetHeaders = deprecationHeaders(policy)
