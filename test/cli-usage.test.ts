@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { runCli } from './helpers/cli-process.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
+
+const REPOSITORY = new URL('../', import.meta.url).pathname
 
 // How the command line reads its arguments: what it refuses, and how it says so (exit 2, one line).
 describe('petstore CLI usage', () => {
@@ -198,4 +201,39 @@ describe('petstore CLI usage', () => {
       assert.doesNotMatch(result.stderr, /Invalid URL/)
     })
   }
+
+  test('when npm run petstore is given a command\'s options without "--" (npm takes them as its own), then the line names them and says to put "--" before the command, exit 2, nothing done', async (t) => {
+    const cwd = temporaryDirectory(t)
+    const path = (process.env.PATH ?? '').split(':').filter((entry) => !entry.includes('node_modules'))
+    const npmRun = (args: string[]) =>
+      spawnSync('npm', ['run', '-s', 'petstore', ...args], {
+        cwd: REPOSITORY,
+        encoding: 'utf8',
+        env: { PATH: path.join(':'), HOME: cwd, DATABASE_URL: `sqlite:${join(cwd, 'p.db')}` },
+      })
+    for (const [args, took, command] of [
+      [['keys', 'create', '--name', 'ci'], '--name', 'keys'],
+      [['keys', 'list', '--json'], '--json', 'keys'],
+      [['seed', '--count', '5'], '--count', 'seed'],
+      [['backup', '--force', '--to', 'b.db'], '--force', 'backup'],
+    ] as const) {
+      const result = npmRun([...args])
+      // npm, told --json, prints its own account of the script's failure on stdout.
+      const stdout = took === '--json' ? '' : result.stdout
+      assert.deepEqual(
+        [result.status, stdout, result.stderr],
+        [
+          2,
+          '',
+          `petstore ${command}: npm took ${took} as its own option: npm run passes on only what follows "--" (npm run petstore -- <command> <options>) (see "petstore ${command} --help")\n`,
+        ],
+        args.join(' '),
+      )
+    }
+    assert.equal(existsSync(join(cwd, 'p.db')), false, 'nothing done')
+    // With "--", the same commands run.
+    const seeded = npmRun(['--', 'seed', '--count', '5'])
+    assert.equal(seeded.status, 0, seeded.stderr)
+    assert.match(seeded.stdout, /added 5 pets/)
+  })
 })

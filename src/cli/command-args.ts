@@ -8,6 +8,7 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options'
   options: T,
   allowPositionals = false,
 ) {
+  refuseOptionsNpmTook(Object.keys(options), args)
   const parsed = (() => {
     try {
       return parseArgs({ args, options, allowPositionals, strict: true, tokens: true })
@@ -29,6 +30,24 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options'
   }
   const { values, positionals } = parsed
   return { values, positionals }
+}
+
+/**
+ * `npm run petstore keys list --json` hands `--json` to npm, not to the command: npm sets it in its own
+ * environment (`npm_config_json`), and the command would run without it, or take its value for another.
+ */
+function refuseOptionsNpmTook(names: string[], args: readonly string[]): void {
+  if (process.env.npm_lifecycle_event !== 'petstore') return
+  const took = names.filter(
+    (name) =>
+      process.env[`npm_config_${name.replaceAll('-', '_')}`] !== undefined &&
+      !args.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)),
+  )
+  if (took.length === 0) return
+  const options = took.map((name) => `--${name}`).join(', ')
+  throw new UsageError(
+    `npm took ${options} as its own option${took.length > 1 ? 's' : ''}: npm run passes on only what follows "--" (npm run petstore -- <command> <options>)`,
+  )
 }
 
 /**
