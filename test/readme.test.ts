@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -82,5 +83,18 @@ describe('README', () => {
     assert.equal(testCommand, 'npm install && npm test')
     assert.match(ci, new RegExp(`^${testCommand}$`, 'm'))
     assert.doesNotMatch(ci, /node@|nvm |\.cache\/node/, 'CI installs no Node.js: the project brings its own')
+  })
+
+  test('when npm run test:file is given no file, then it refuses in one line, exit 2, rather than run every file (and the helpers) as node --test would', () => {
+    const path = (process.env.PATH ?? '').split(':').filter((entry) => !entry.includes('node_modules'))
+    const result = spawnSync('npm', ['run', '-s', 'test:file'], {
+      cwd: fileURLToPath(new URL('../', import.meta.url)),
+      encoding: 'utf8',
+      env: { PATH: path.join(':'), HOME: process.env.HOME ?? '/' },
+    })
+    assert.deepEqual(
+      [result.status, result.stdout, result.stderr],
+      [2, '', 'npm run test:file -- <files>: name the test files (npm test runs them all)\n'],
+    )
   })
 })
