@@ -205,7 +205,7 @@ describe('petstore CLI: settings and what stops a start', () => {
       [taken.status, taken.stderr],
       [
         1,
-        `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+        `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE); a second instance on this machine needs a PORT and a METRICS_PORT of its own (or METRICS=off)\n`,
       ],
     )
     const metricsTaken = await runCli(['serve'], { PORT: '0', METRICS_PORT: port, API_KEYS: '' }, cwd)
@@ -213,7 +213,7 @@ describe('petstore CLI: settings and what stops a start', () => {
       [metricsTaken.status, metricsTaken.stderr],
       [
         1,
-        `petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)\n`,
+        `petstore serve: cannot listen on METRICS_HOST:METRICS_PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE); a second instance on this machine needs a PORT and a METRICS_PORT of its own (or METRICS=off)\n`,
       ],
     )
     // 192.0.2.1 is kept for documentation (RFC 5737): no machine has it.
@@ -249,7 +249,7 @@ describe('petstore CLI: settings and what stops a start', () => {
     assert.match(lines[0] ?? '', /"msg":"no API key existed: created one and wrote it to this file/)
     assert.equal(
       lines.at(-1),
-      `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE)`,
+      `petstore serve: cannot listen on HOST:PORT (127.0.0.1:${port}): the port is in use (EADDRINUSE); a second instance on this machine needs a PORT and a METRICS_PORT of its own (or METRICS=off)`,
     )
   })
 })

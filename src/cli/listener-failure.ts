@@ -25,7 +25,12 @@ export async function namingListener<T>(
     const code = (error as NodeJS.ErrnoException).code
     const why =
       code === undefined ? (error as Error).message : `${WHY[code] ?? (error as Error).message} (${code})`
-    throw new Error(`cannot listen on ${settings} (${host}:${port}): ${why}`, { cause: error })
+    // Most often the instance already running here: the second one's first failure says what both need.
+    const hint =
+      code === 'EADDRINUSE'
+        ? '; a second instance on this machine needs a PORT and a METRICS_PORT of its own (or METRICS=off)'
+        : ''
+    throw new Error(`cannot listen on ${settings} (${host}:${port}): ${why}${hint}`, { cause: error })
   }
 }
 
