@@ -25,7 +25,7 @@ echo '# listPets: the first 5 available pets; a Link: <…>; rel="next" header p
 "${api[@]}" "$PETSTORE_URL/pets?limit=5&status=available"
 echo
 
-echo "# getPet $id (deprecated: removed on 5 December 2030, use listPets with a status filter)"
+echo "# getPet $id (deprecated: scheduled for removal on 5 December 2030, use listPets with a status filter)"
 "${api[@]}" "$PETSTORE_URL/pets/$id"
 echo
 

@@ -7,7 +7,7 @@ import { createClient, type DeprecationNotice, PetStoreError } from '../packages
 import { startTestServer } from './helpers/test-server.ts'
 
 // What the service announces for getPet (src/pets/get-pet-deprecation.ts): deprecated on 1 November 2026,
-// removed on 5 December 2030, listPets its successor.
+// scheduled for removal on 5 December 2030, listPets its successor.
 const DEPRECATED_AT = new Date(Date.UTC(2026, 10, 1))
 const SUNSET = new Date(Date.UTC(2030, 11, 5))
 

@@ -16,7 +16,7 @@ export interface DeprecationPolicy {
 // GET_PET_AFTER_SUNSET setting's description all read them from here.
 /** getPet is deprecated as of interface 1.0.0 (released 1 November 2026); exported for its tests. */
 export const GET_PET_DEPRECATED_AT_MS = Date.UTC(2026, 10, 1)
-/** getPet is removed on this day. */
+/** getPet is scheduled for removal on this day (its Sunset). */
 export const GET_PET_SUNSET_AT_MS = Date.UTC(2030, 11, 5)
 
 const MONTHS = [

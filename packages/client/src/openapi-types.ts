@@ -33,7 +33,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get an animal (deprecated: removed on 5 December 2030)
+         * Get an animal (deprecated: scheduled for removal on 5 December 2030)
          * @deprecated
          * @description Deprecated: scheduled for removal on 5 December 2030. Use `GET /pets` with a `status` filter instead. Every response carries `Deprecation`, `Sunset` and a `Link` to the successor; calls are counted per API key.
          */
@@ -439,7 +439,7 @@ export interface operations {
             /** @description The created animal (or, for a replayed Idempotency-Key, the animal created the first time). */
             201: {
                 headers: {
-                    /** @description The URL of the created animal (relative when no public base URL is known): the animal's identity. Reading it is getPet, deprecated and removed on 5 December 2030; the animal is in listPets. */
+                    /** @description The URL of the created animal (relative when no public base URL is known): the animal's identity. Reading it is getPet, deprecated and scheduled for removal on 5 December 2030; the animal is in listPets. */
                     Location: string;
                     /** @description Present, `true`, when this is the replay of an earlier create. */
                     "Idempotent-Replayed"?: "true";

@@ -63,7 +63,7 @@ export const createPetSchema = {
       headers: {
         Location: responseHeader(
           "The URL of the created animal (relative when no public base URL is known): the animal's identity. " +
-            'Reading it is getPet, deprecated and removed on 5 December 2030; the animal is in listPets.',
+            'Reading it is getPet, deprecated and scheduled for removal on 5 December 2030; the animal is in listPets.',
           URL_REFERENCE,
         ),
         'Idempotent-Replayed': responseHeader(
@@ -118,7 +118,7 @@ const getPetHeaders = { ...deprecationHeaderSchemas(true), ...cachedRead }
 
 export const getPetSchema = {
   operationId: 'getPet',
-  summary: `Get an animal (deprecated: removed on ${GET_PET_SUNSET_DAY})`,
+  summary: `Get an animal (deprecated: scheduled for removal on ${GET_PET_SUNSET_DAY})`,
   description:
     `Deprecated: scheduled for removal on ${GET_PET_SUNSET_DAY}. Use \`GET /pets\` with a \`status\` filter instead. Every ` +
     'response carries `Deprecation`, `Sunset` and a `Link` to the successor; calls are counted per API key.',
