@@ -236,4 +236,23 @@ describe('petstore CLI usage', () => {
     assert.equal(seeded.status, 0, seeded.stderr)
     assert.match(seeded.stdout, /added 5 pets/)
   })
+
+  test('when an unknown option names a setting (serve --port), then the line says the setting comes from the environment; another unknown option is named as such, exit 2', async (t) => {
+    const cwd = temporaryDirectory(t)
+    for (const [args, line] of [
+      [
+        ['serve', '--port', '18999'],
+        'petstore serve: unknown option --port: PORT is a setting, given in the environment or in .env (see "petstore serve --help")\n',
+      ],
+      [
+        ['seed', '--database-url=sqlite:x.db'],
+        'petstore seed: unknown option --database-url: DATABASE_URL is a setting, given in the environment or in .env (see "petstore seed --help")\n',
+      ],
+      [['seed', '--bogus'], 'petstore seed: unknown option --bogus (see "petstore seed --help")\n'],
+    ] as const) {
+      const result = await runCli([...args], {}, cwd)
+      assert.deepEqual([result.status, result.stdout, result.stderr], [2, '', line], args.join(' '))
+    }
+    assert.deepEqual(readdirSync(cwd), [], 'nothing made')
+  })
 })

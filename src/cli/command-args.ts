@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { SETTING_NAMES } from '../config-schema.ts'
 import { surroundingSpaceRefusal } from '../setting-forms.ts'
 import { UsageError } from './command.ts'
 
@@ -55,6 +56,15 @@ function refuseOptionsNpmTook(names: string[], args: readonly string[]): void {
  * "ambiguous": said here with what followed it, a value forgotten or one that needs `--count=-5`.
  */
 function usageOf(error: Error, args: readonly string[]): string {
+  const unknown = /^Unknown option '(--?[^'=]+)/.exec(error.message)?.[1]
+  if (unknown !== undefined) {
+    // `serve --port 8081`: the settings are the environment's, named in capitals.
+    const setting = unknown.replace(/^-+/, '').replaceAll('-', '_').toUpperCase()
+    const hint = SETTING_NAMES.has(setting)
+      ? `: ${setting} is a setting, given in the environment or in .env`
+      : ''
+    return `unknown option ${unknown}${hint}`
+  }
   const option = /^Option '(--[^']+)' argument is ambiguous/.exec(error.message)?.[1]
   const at = args.findIndex((arg, index) => arg === option && args[index + 1]?.startsWith('-'))
   const next = args[at + 1]
