@@ -32,10 +32,22 @@ for (const engine of storeEngines) {
       assert.equal(first.json.id, 1)
     })
 
-    const badCredentials: Array<{ name: string; header?: string; challenge: RegExp }> = [
+    const badCredentials: Array<{ name: string; header?: string; challenge: RegExp; message?: RegExp }> = [
       { name: 'no Authorization header', challenge: /^Bearer realm="petstore"$/ },
       { name: 'an empty header', header: '', challenge: /^Bearer realm="petstore"/ },
-      { name: 'the scheme alone', header: 'Bearer', challenge: /error="invalid_request"/ },
+      // `Bearer $KEY` with the variable unset in this shell: the message says the key is missing.
+      {
+        name: 'the scheme alone',
+        header: 'Bearer',
+        challenge: /error="invalid_request"/,
+        message: /^no key after "Bearer": send "Authorization: Bearer <key>"$/,
+      },
+      {
+        name: 'the scheme and spaces',
+        header: 'Bearer   ',
+        challenge: /error="invalid_request"/,
+        message: /^no key after/,
+      },
       // RFC 6750 §3.1: another scheme is no bearer request at all, so the challenge carries no error code.
       { name: 'Basic credentials', header: 'Basic dXNlcjpwYXNz', challenge: /^Bearer realm="petstore"$/ },
       {
@@ -78,6 +90,7 @@ for (const engine of storeEngines) {
           assert.equal(response.status, 401)
           assert.equal(response.json.code, 'unauthorized')
           assert.match(response.headers.get('www-authenticate') ?? '', bad.challenge)
+          if (bad.message !== undefined) assert.match(response.json.message, bad.message)
           // Never echoed: proxies, gateways and clients keep error bodies in their logs.
           const credential = bad.header?.replace(/^(Bearer|Basic) /, '') ?? ''
           if (credential.length >= 9) assert.equal(response.text.includes(credential), false, response.text)

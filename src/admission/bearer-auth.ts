@@ -20,6 +20,9 @@ const refusal = (message: string, challenge: string) =>
 const MISSING_KEY = refusal('missing API key: send "Authorization: Bearer <key>"', CHALLENGE)
 const REPEATED_HEADER = refusal('more than one Authorization header', INVALID_REQUEST)
 const MALFORMED_HEADER = refusal('malformed Authorization header: expected "Bearer <key>"', INVALID_REQUEST)
+// `Bearer $KEY` with the variable unset: the key is missing, not malformed.
+const NO_KEY = refusal('no key after "Bearer": send "Authorization: Bearer <key>"', INVALID_REQUEST)
+const SCHEME_ALONE = /^bearer *$/i
 // RFC 6750 §3.1: a request with another scheme (Basic, or a key alone) has no bearer error to be told.
 const OTHER_SCHEME = refusal('the Authorization header is not "Bearer <key>"', CHALLENGE)
 const UNKNOWN_KEY = refusal('invalid or revoked API key', INVALID_TOKEN)
@@ -40,7 +43,10 @@ export function bearerAuth(authenticate: Authenticate): BearerCheck {
     // Node keeps only the first of repeated Authorization headers; an ambiguous request is refused instead.
     if (countHeader(request.raw.rawHeaders, 'authorization') > 1) return REPEATED_HEADER
     const token = BEARER.exec(header)?.[1]
-    if (token === undefined) return BEARER_SCHEME.test(header) ? MALFORMED_HEADER : OTHER_SCHEME
+    if (token === undefined) {
+      if (!BEARER_SCHEME.test(header)) return OTHER_SCHEME
+      return SCHEME_ALONE.test(header) ? NO_KEY : MALFORMED_HEADER
+    }
     const identity = authenticate(token)
     return identity instanceof Promise ? identity.then(identityOrRefusal) : identityOrRefusal(identity)
   }
