@@ -108,10 +108,12 @@ function fileWarnings(
 ): string[] {
   const warnings = Object.keys(fromFile)
     .filter((name) => !SETTING_NAMES.has(name))
-    .map(
-      (name) =>
-        `.env sets ${name}, which is no setting of this service: it has no effect (a variable Node.js or PostgreSQL's client reads, such as NODE_EXTRA_CA_CERTS or PGPASSWORD, belongs in the environment; settings: .env.example)`,
-    )
+    .map((name) => {
+      const meant = settingMeant(name)
+      return meant !== undefined
+        ? `.env sets ${name}, which is no setting of this service: did you mean ${meant}? (it has no effect)`
+        : `.env sets ${name}, which is no setting of this service: it has no effect (a variable Node.js or PostgreSQL's client reads, such as NODE_EXTRA_CA_CERTS or PGPASSWORD, belongs in the environment; settings: .env.example)`
+    })
   // Never the line's text: it may hold a key.
   for (const line of linesSettingNothing(text)) warnings.push(`.env line ${line} has no "=": it sets nothing`)
   const secrets = Object.entries(fromFile)
@@ -123,4 +125,33 @@ function fileWarnings(
     )
   }
   return warnings
+}
+
+/** The setting `name` is a slip of, if one is nearest: its case, or at most two letters off (a swap, one). */
+function settingMeant(name: string): string | undefined {
+  const upper = name.toUpperCase()
+  const distances = [...SETTING_NAMES].map((setting) => ({ setting, slips: slipsBetween(upper, setting) }))
+  const least = Math.min(...distances.map(({ slips }) => slips))
+  const nearest = distances.filter(({ slips }) => slips === least)
+  return least <= 2 && nearest.length === 1 ? nearest[0]?.setting : undefined
+}
+
+/** The optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+function slipsBetween(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  )
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      const row = d[i] as number[]
+      const above = d[i - 1] as number[]
+      row[j] = Math.min((above[j] as number) + 1, (row[j - 1] as number) + 1, (above[j - 1] as number) + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        row[j] = Math.min(row[j] as number, ((d[i - 2] as number[])[j - 2] as number) + 1)
+      }
+    }
+  }
+  return (d[a.length] as number[])[b.length] as number
 }

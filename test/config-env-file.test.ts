@@ -73,6 +73,26 @@ describe('configuration: the .env file', () => {
     assert.match(warnings[0] ?? '', /^\.env sets BANNER, which is no setting of this service/)
   })
 
+  test('when .env sets a name one or two letters off a setting (PROT, LOG_LEVLE, metrics_port), then the warning names the setting meant', (t) => {
+    const directory = temporaryDirectory(t)
+    const path = join(directory, '.env')
+    writeFileSync(path, 'PROT=9090\nLOG_LEVLE=debug\nmetrics_port=9465\nPGPASSWORD=x\n', { mode: 0o600 })
+    const warnings = readEnvironment(path, {}).warnings.filter((line) => line.startsWith('.env sets '))
+    const meant = Object.fromEntries(
+      warnings.map((line) => {
+        const found =
+          /^\.env sets (\w+), which is no setting of this service(?:: did you mean (\w+)\?)?/.exec(line)
+        return [found?.[1], found?.[2]]
+      }),
+    )
+    assert.deepEqual(meant, {
+      PROT: 'PORT',
+      LOG_LEVLE: 'LOG_LEVEL',
+      metrics_port: 'METRICS_PORT',
+      PGPASSWORD: undefined,
+    })
+  })
+
   test('when a .env file exists, then it fills what the environment does not set', (t) => {
     const directory = temporaryDirectory(t)
     const path = join(directory, '.env')
