@@ -33,7 +33,7 @@ describe('a Redis that hangs', redisSuiteOptions(), () => {
       assert.equal(response.headers.get('ratelimit-remaining'), null, 'and no count is claimed')
     }
     // Requests go on coming, a tenth of a second apart, for long enough that Redis is asked again, and
-    // that the connection made anew meanwhile times out its own ready check (a review's 9 s hang: 'Redis is
+    // that the connection made anew meanwhile times out its own ready check (a 9 s hang, once: 'Redis is
     // unreachable' was said too, and a second line when it answered).
     while (performance.now() - started < 6000) {
       await sleep(100)

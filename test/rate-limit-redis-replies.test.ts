@@ -9,7 +9,7 @@ import { checkedFetch } from './helpers/conformance-fetch.ts'
 import { redisSuiteOptions, startRedis } from './helpers/redis-server.ts'
 import { trackedServer } from './helpers/tcp-proxy.ts'
 
-// The security review's fake: 50 replies to each read of commands, where Redis sends one per command.
+// A fake that is out of step: 50 replies to each read of commands, where Redis sends one per command.
 const REPLIES_OUT_OF_STEP = '*2\r\n:1\r\n$3\r\nabc\r\n'.repeat(50)
 
 /**
