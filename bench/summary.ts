@@ -66,18 +66,14 @@ export function median(values: number[]): number {
  * does not pull apart, as it can the ratio of two medians taken from different rounds.
  */
 export function pairedRatio(a: LoadResult[], b: LoadResult[]): number {
-  return median(roundRatios(a, b))
+  return median(pairedRounds(a, b).map(([x, y]) => x.requestsPerSecond / y.requestsPerSecond))
 }
 
-/** Each round's `measure` of `a`'s run against `b`'s (req/s over req/s by default); rounds `b` lacks left out. */
-function roundRatios(
-  a: LoadResult[],
-  b: LoadResult[],
-  measure = (x: LoadResult, y: LoadResult) => x.requestsPerSecond / y.requestsPerSecond,
-): number[] {
+/** Each round's run of `a` with the same round's run of `b`; rounds `b` lacks left out. */
+export function pairedRounds(a: LoadResult[], b: LoadResult[]): Array<[LoadResult, LoadResult]> {
   return a.flatMap((run, round) => {
     const other = b[round]
-    return other === undefined ? [] : [measure(run, other)]
+    return other === undefined ? [] : [[run, other]]
   })
 }
 

@@ -2,7 +2,7 @@ import { ENGINE_LABELS } from './engines.ts'
 import type { LoadResult } from './load.ts'
 import type { EngineName } from './options.ts'
 import type { ScenarioName } from './scenarios.ts'
-import { type EngineRun, median, PACED_BY_LOAD, pacedByLoad, TARGETS } from './summary.ts'
+import { type EngineRun, median, PACED_BY_LOAD, pacedByLoad, pairedRounds, TARGETS } from './summary.ts'
 
 // The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
 // round's targets take turns a slice apart (`--slice`), so each round is one paired measurement.
@@ -43,14 +43,12 @@ const perRound = (
   holds: (value: number) => boolean,
   of: 'rates' | 'latencies',
 ): [Round[], (value: number) => boolean] => [
-  a.flatMap((run, round) => {
-    const other = b[round]
-    if (other === undefined) return []
+  pairedRounds(a, b).map(([run, other]) => {
     const value = measure(run, other)
     const held = holds(value)
     const unsure =
       of === 'latencies' ? pacedByLoad(run) || pacedByLoad(other) : pacedByLoad(held ? other : run)
-    return [{ value, held, unsure }]
+    return { value, held, unsure }
   }),
   holds,
 ]
