@@ -10,7 +10,7 @@ import { runLoad } from './load-runner.ts'
 import type { BenchOptions, EngineName } from './options.ts'
 import { checkParity } from './parity-check.ts'
 import { onExit } from './processes.ts'
-import { buildScenario, type ScenarioContext, spreadPetIds } from './scenarios.ts'
+import { buildScenario, READ_SCENARIOS, type ScenarioContext, spreadPetIds } from './scenarios.ts'
 import { type ServiceProcess, seedPets, startService } from './service-process.ts'
 import { type EngineRun, type ScenarioRuns, TARGETS, type Target } from './summary.ts'
 import { TURN_PAUSE_MS } from './turns.ts'
@@ -28,7 +28,9 @@ function describeRun(result: LoadResult): string {
     .join(' ')
   const socket = result.socketErrors ? `, ${result.socketErrors} socket errors` : ''
   const cpu = result.serverCpuUsPerRequest.toFixed(1)
-  return `${Math.round(result.requestsPerSecond)} req/s, p50 ${p50} ms, p99 ${p99} ms, ${cpu} µs CPU per request (${statuses}${socket})`
+  const fixed = result.fixedRate
+  const atFixed = fixed ? `; at ${fixed.ratePerS} req/s, p99 ${fixed.latencyMs.p99} ms` : ''
+  return `${Math.round(result.requestsPerSecond)} req/s, p50 ${p50} ms, p99 ${p99} ms, ${cpu} µs CPU per request (${statuses}${socket})${atFixed}`
 }
 
 /** Seeds a fresh store, starts the service and the baseline, and measures every scenario on both. */
@@ -110,6 +112,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
           durationS: options.durationS,
           sliceS: options.sliceS,
           pauseMs: TURN_PAUSE_MS,
+          fixedRateShare: READ_SCENARIOS.includes(scenario.name) ? options.fixedRateShare : 0,
         })
         if (roundResults.length !== measured.length) {
           throw new Error(`load generator gave ${roundResults.length} results for ${measured.length} targets`)

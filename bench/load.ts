@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
+import { atFixedRate, type FixedRateResult } from './fixed-rate-load.ts'
 import { cpuTimeUs } from './process-stats.ts'
 import type { LoadRequest } from './scenarios.ts'
 import { turnsOf } from './turns.ts'
@@ -35,6 +36,8 @@ export interface LoadSpec {
    * next one's.
    */
   pauseMs: number
+  /** Then latency at a fixed rate, this share of the slowest target's req/s (fixed-rate-load.ts); 0: none. */
+  fixedRateShare: number
 }
 
 export interface LoadResult {
@@ -67,6 +70,8 @@ export interface LoadResult {
    * kernel's work for its packets runs there too, so the core can be full while the process is not.
    */
   loadCoreIdle: number | undefined
+  /** Latency at a fixed rate, when the spec asked for it. */
+  fixedRate?: FixedRateResult
 }
 
 /** What one target's turns add up to. */
@@ -289,7 +294,13 @@ async function main(): Promise<void> {
       await measureTurn(spec, spec.targets[at] as LoadTarget, tallies[at] as Tally, seconds)
     }
   }
-  process.stdout.write(`${JSON.stringify(tallies.map((tally) => result(spec, tally)))}\n`)
+  const results = tallies.map((tally) => result(spec, tally))
+  const atFixed = await atFixedRate(
+    spec,
+    results.map((result) => result.requestsPerSecond),
+  )
+  for (const [at, result] of results.entries()) result.fixedRate = atFixed?.[at]
+  process.stdout.write(`${JSON.stringify(results)}\n`)
 }
 
 await main()

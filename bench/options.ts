@@ -27,6 +27,8 @@ export interface BenchOptions {
   nodeFlags: string[]
   /** Also copy the service's standard output (its log, a --trace-gc trace) to this file. */
   serviceStdout: string | undefined
+  /** Latency at a fixed rate: this share of the slowest target's req/s, in every read scenario; 0: none. */
+  fixedRateShare: number
   /** Where the Markdown report goes, relative to the repository. */
   output: string
 }
@@ -43,6 +45,10 @@ export const USAGE = `Usage: npm run bench -- [options]
                                  0.25 to 3600, to the hundredth: 0.5 for half a second)
   --rounds N                     service/baseline pairs per scenario; the median is reported (default 3)
   --scenarios a,b                subset of: ${SCENARIO_NAMES.join(', ')}
+  --fixed-rate SHARE             after each read scenario's measured turns, every target again at one fixed
+                                 rate, SHARE of the slowest one's req/s, for half the measured time: latency
+                                 from each request's due time, a stall charged for every request it held
+                                 back (default 0.5; 0.05 to 0.95, to the hundredth; 0: not measured)
   --quick                        smoke test: 1 round, 1 s warm-up, 2 s measured
   --service-env NAME=VALUE       an extra setting for the service (repeatable), e.g. WORKERS=2
   --logs-off                     also measure the service with request logs off (LOG_LEVEL=warn), interleaved
@@ -74,6 +80,19 @@ function sliceSeconds(raw: string | undefined): number {
     )
   }
   return seconds
+}
+
+/** `--fixed-rate`: a share of the slowest target's req/s, to the hundredth; 0 turns it off. */
+function fixedRateShare(raw: string | undefined): number {
+  if (raw === undefined) return 0.5
+  const share = /^(0|1)?(\.[0-9]{1,2})?$/.test(raw) && raw !== '' ? Number(raw) : Number.NaN
+  if (share === 0) return 0
+  if (!(share >= 0.05 && share <= 0.95)) {
+    throw new UsageError(
+      `--fixed-rate must be a share from 0.05 to 0.95, to the hundredth, or 0 (got "${raw}")`,
+    )
+  }
+  return share
 }
 
 function scenarios(raw: string | undefined): ScenarioName[] {
@@ -151,6 +170,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     logSinks: logSinks(values['log-sink']),
     nodeFlags: nodeFlags(values['node-flags']),
     serviceStdout: values['service-stdout'],
+    fixedRateShare: fixedRateShare(values['fixed-rate']),
     output: output(values.output),
   }
 }
@@ -174,6 +194,7 @@ function parse(args: string[]) {
       'log-sink': { type: 'string' },
       'node-flags': { type: 'string' },
       'service-stdout': { type: 'string' },
+      'fixed-rate': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -1,7 +1,9 @@
 import { ENGINE_LABELS } from './engines.ts'
+import type { FixedRateResult } from './fixed-rate-load.ts'
 import type { LoadResult } from './load.ts'
 import {
   type EngineRun,
+  median,
   PACED_BY_LOAD,
   pacedByLoad,
   pairedRatio,
@@ -127,6 +129,64 @@ const LOG_SINK_NOTE = `The same service, its standard output a pipe the bench dr
 reading it there would), measured in the same rounds as the results above (\`--log-sink both\`). The
 reader's CPU time is taken from the service's core and is not in the service's CPU µs per request.`
 
+/** With --fixed-rate: each read scenario's targets at one rate, latency from each request's due time. */
+export function fixedRateTable(engineRuns: EngineRun[]): string {
+  const lines = [
+    row([
+      'Engine',
+      'Scenario',
+      'Rate req/s',
+      'Service p50 / p99 / p99.9 ms',
+      'p99 ms, Fastify / bare',
+      'Service p99 / bare, round by round',
+      'Generator send lag p99 ms, service / bare',
+      'Errors, all targets (status / socket)',
+    ]),
+    row(['---', '---', ...Array<string>(6).fill('---:')]),
+  ]
+  for (const engineRun of engineRuns) {
+    for (const { scenario, runs } of engineRun.scenarios) {
+      const [service, fastify, bare] = [runs.service, runs.fastify, runs.baseline].map((results) =>
+        results.flatMap((result) => (result.fixedRate ? [result.fixedRate] : [])),
+      ) as [FixedRateResult[], FixedRateResult[], FixedRateResult[]]
+      if (service.length === 0) continue
+      const p99 = (results: FixedRateResult[]) => median(results.map((result) => result.latencyMs.p99))
+      const of = (results: FixedRateResult[], pick: (result: FixedRateResult) => number) =>
+        median(results.map(pick))
+      const everyTarget = TARGETS.flatMap((target) => runs[target].flatMap((run) => run.fixedRate ?? []))
+      const sum = (pick: (result: FixedRateResult) => number) =>
+        everyTarget.reduce((total, result) => total + pick(result), 0)
+      lines.push(
+        row([
+          ENGINE_LABELS[engineRun.engine],
+          scenario,
+          integer(of(service, (result) => result.ratePerS)),
+          [50, 99, 999]
+            .map((at) => ms(of(service, (result) => result.latencyMs[`p${at}` as 'p50'])))
+            .join(' / '),
+          `${ms(p99(fastify))} / ${ms(p99(bare))}`,
+          service
+            .map((result, round) => ratio(result.latencyMs.p99, bare[round]?.latencyMs.p99 ?? Number.NaN))
+            .join(' / '),
+          `${ms(of(service, (result) => result.sendLagP99Ms))} / ${ms(of(bare, (result) => result.sendLagP99Ms))}`,
+          `${sum((result) => result.unexpectedStatus)} / ${sum((result) => result.socketErrors)}`,
+        ]),
+      )
+    }
+  }
+  return lines.length === 2
+    ? ''
+    : `\n## Latency at a fixed rate\n\n${FIXED_RATE_NOTE}\n\n${lines.join('\n')}\n`
+}
+
+const FIXED_RATE_NOTE = `After each read scenario's measured turns, every target again, at one rate: the given share (\`--fixed-rate\`)
+of the slowest target's req/s in that round, for half the measured time, in turns ordered as those, after a
+turn each not counted. Requests are sent on a schedule whatever the server's pace (an open loop), and each
+one's latency counts from the time it was due, so a stall is charged for every request it held back, which
+a closed-loop generator such as autocannon, sending nothing while its connections wait, never sends
+(coordinated omission). Medians over the rounds. The generator's send lag (how late it sent a request) is
+in every latency; a round where it reached half the bare server's p99 is set aside in the targets.`
+
 const busy = (run: LoadResult) =>
   `${run.busy.server.toFixed(2)} / ${run.busy.load.toFixed(2)}` +
   (run.loadCoreIdle === undefined ? '' : ` (${run.loadCoreIdle.toFixed(2)})`)
@@ -149,6 +209,11 @@ export function loadPacingNote(engineRuns: EngineRun[]): string {
   )
 }
 
+const atFixedRate = (fixed: FixedRateResult | undefined) =>
+  fixed === undefined
+    ? '—'
+    : `${integer(fixed.ratePerS)}, ${ms(fixed.latencyMs.p99)} / ${ms(fixed.latencyMs.max)} (${ms(fixed.sendLagP99Ms)})`
+
 /** Every run, so a median can be checked against what it summarizes. */
 export function runsTable(engineRuns: EngineRun[]): string {
   const lines = [
@@ -163,8 +228,9 @@ export function runsTable(engineRuns: EngineRun[]): string {
       'max ms',
       'Busy, server / load generator (its core idle)',
       'statuses',
+      'At a fixed rate: req/s, p99 / max ms (send lag p99)',
     ]),
-    row(['---', '---', '---:', '---', '---:', '---:', '---:', '---:', '---:', '---']),
+    row(['---', '---', '---:', '---', '---:', '---:', '---:', '---:', '---:', '---', '---:']),
   ]
   for (const engineRun of engineRuns) {
     for (const { scenario, runs } of engineRun.scenarios) {
@@ -186,6 +252,7 @@ export function runsTable(engineRuns: EngineRun[]): string {
               ms(max),
               busy(run),
               `${statuses}${run.socketErrors ? `, socket errors×${run.socketErrors}` : ''}`,
+              atFixedRate(run.fixedRate),
             ]),
           )
         }

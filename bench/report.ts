@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
-import { loadPacingNote, logSinkTable, resultsTable, runsTable } from './report-tables.ts'
+import { fixedRateTable, loadPacingNote, logSinkTable, resultsTable, runsTable } from './report-tables.ts'
 import { BENCH_DEFAULTS, startScript } from './service-process.ts'
 import type { EngineRun } from './summary.ts'
 import { targetsSection } from './targets.ts'
@@ -51,6 +51,11 @@ function sinkDescription(engineRuns: EngineRun[]): string {
         "it for warnings after each scenario's round)"
 }
 
+function fixedRateLoad(options: BenchOptions): string {
+  if (options.fixedRateShare === 0) return ''
+  return `; then, in each read scenario, every target at ${options.fixedRateShare} of the slowest one's req/s, for ${options.durationS / 2} s each ("Latency at a fixed rate")`
+}
+
 export function markdownReport(input: ReportInput): string {
   const { environment: env, options } = input
   // Linked from where the report is written: archived copies (docs/benchmarks/*.md) sit beside the notes.
@@ -65,7 +70,7 @@ ${options.quick ? '\n**This is a --quick smoke run (1 round, short runs): do not
 - Node.js: ${env.node}
 - Commit: ${env.commit}
 - Machine: ${env.cores} cores, ${env.cpuModel}, ${env.memoryGiB} GiB memory; load average ${env.loadAverage.toFixed(2)} before the run
-- Load: autocannon, ${options.connections} connections, 1 worker; each round warms up every target (${options.warmupS} s), then measures them in ${turns.count} turns of ${turns.seconds.toFixed(2)} s each (A B C, C B A, …), ${options.durationS} s per target; ${options.rounds} round(s); ${options.pets.toLocaleString('en-US')} seeded pets
+- Load: autocannon, ${options.connections} connections, 1 worker; each round warms up every target (${options.warmupS} s), then measures them in ${turns.count} turns of ${turns.seconds.toFixed(2)} s each (A B C, C B A, …), ${options.durationS} s per target; ${options.rounds} round(s); ${options.pets.toLocaleString('en-US')} seeded pets${fixedRateLoad(options)}
 ${input.notes.map((note) => `- ${note}`).join('\n')}
 
 ## What is measured
@@ -134,7 +139,7 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 ## Results
 
 ${resultsTable(input.engineRuns)}
-${loadPacingNote(input.engineRuns)}${logSinkTable(input.engineRuns)}
+${loadPacingNote(input.engineRuns)}${logSinkTable(input.engineRuns)}${fixedRateTable(input.engineRuns)}
 ${targetsSection(input.engineRuns)}
 ## Service log
 

@@ -11,6 +11,9 @@ export const SCENARIO_NAMES = [
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number]
 
+/** The scenarios that only read: their latency targets, and their latency at a fixed rate. */
+export const READ_SCENARIOS: ScenarioName[] = ['list20', 'list100', 'list-status', 'get', 'unauthorized']
+
 /** One request as the load generator sends it (autocannon's request shape). */
 export interface LoadRequest {
   method: 'GET' | 'POST'

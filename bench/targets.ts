@@ -1,19 +1,19 @@
 import { ENGINE_LABELS } from './engines.ts'
 import type { LoadResult } from './load.ts'
 import type { EngineName } from './options.ts'
-import type { ScenarioName } from './scenarios.ts'
+import { READ_SCENARIOS, type ScenarioName } from './scenarios.ts'
 import { type EngineRun, median, PACED_BY_LOAD, pacedByLoad, pairedRounds, TARGETS } from './summary.ts'
 
 // The service's performance targets (docs/benchmarks.md, "Targets"), each checked round by round: a
 // round's targets take turns a slice apart (`--slice`), so each round is one paired measurement.
-
-const READS: ScenarioName[] = ['list20', 'list100', 'list-status', 'get', 'unauthorized']
 
 /** The least share of the bare server's req/s the service keeps, per scenario; creates are durable. */
 function shareOfBare(engine: EngineName, scenario: ScenarioName): number | undefined {
   if (scenario === 'create') return engine === 'postgres' ? 0.3 : 0.45
   return { list20: 0.8, list100: 0.7, 'list-status': 0.8, get: 0.85, unauthorized: 0.9 }[scenario as string]
 }
+
+const FIXED_RATE = 'p99 at a fixed rate'
 
 interface Round {
   value: number
@@ -32,26 +32,36 @@ interface Check {
 }
 
 /**
- * Each round's `measure` of `a`'s run against `b`'s. A run the load generator paced is slower than its
- * server: for a ratio of rates, that can make a round look held (its `b`) or missed (its `a`), so that
- * round is unsure then; for latencies, where the generator's own delay adds to both, either way.
+ * Each round's `measure` of `a`'s run against `b`'s, and whether the load generator may have decided it:
+ * a run it paced is slower than its server, which for a ratio of rates can make a round look held (its
+ * `b`) or missed (its `a`); for latencies, where the generator's own delay adds to both, either way.
  */
 const perRound = (
   a: LoadResult[],
   b: LoadResult[],
   measure: (a: LoadResult, b: LoadResult) => number,
   holds: (value: number) => boolean,
-  of: 'rates' | 'latencies',
+  unsure: (a: LoadResult, b: LoadResult, held: boolean) => boolean,
 ): [Round[], (value: number) => boolean] => [
   pairedRounds(a, b).map(([run, other]) => {
     const value = measure(run, other)
     const held = holds(value)
-    const unsure =
-      of === 'latencies' ? pacedByLoad(run) || pacedByLoad(other) : pacedByLoad(held ? other : run)
-    return { value, held, unsure }
+    return { value, held, unsure: unsure(run, other, held) }
   }),
   holds,
 ]
+
+const ratesUnsure = (a: LoadResult, b: LoadResult, held: boolean) => pacedByLoad(held ? b : a)
+const latenciesUnsure = (a: LoadResult, b: LoadResult) => pacedByLoad(a) || pacedByLoad(b)
+
+/**
+ * At a fixed rate, a run whose generator sent its 99th percentile request late by half the bare
+ * server's p99 or more: the generator's own delay, in both latencies, may have made the ratio.
+ */
+const fixedRateUnsure = (a: LoadResult, b: LoadResult) => {
+  const bareP99 = b.fixedRate?.latencyMs.p99 ?? 0
+  return [a, b].some((run) => (run.fixedRate?.sendLagP99Ms ?? 0) >= bareP99 / 2)
+}
 
 function checksOf(engineRun: EngineRun): Check[] {
   const { engine } = engineRun
@@ -65,23 +75,36 @@ function checksOf(engineRun: EngineRun): Check[] {
     if (share !== undefined) {
       add(
         `≥ ${share.toFixed(2)} of bare`,
-        perRound(runs.service, runs.baseline, rps, (v) => v >= share, 'rates'),
+        perRound(runs.service, runs.baseline, rps, (v) => v >= share, ratesUnsure),
       )
     }
-    if (READS.includes(scenario)) {
+    if (READ_SCENARIOS.includes(scenario)) {
       add(
         '≥ 1.00 of Fastify',
-        perRound(runs.service, runs.fastify, rps, (v) => v >= 1, 'rates'),
+        perRound(runs.service, runs.fastify, rps, (v) => v >= 1, ratesUnsure),
       )
       const p99 = (a: LoadResult, b: LoadResult) => a.latencyMs.p99 / b.latencyMs.p99
       add(
         'p99 ≤ 2 × bare',
-        perRound(runs.service, runs.baseline, p99, (v) => v <= 2, 'latencies'),
+        perRound(runs.service, runs.baseline, p99, (v) => v <= 2, latenciesUnsure),
+      )
+      const atFixedRate = (run: LoadResult) => run.fixedRate !== undefined
+      const fixedP99 = (a: LoadResult, b: LoadResult) =>
+        (a.fixedRate?.latencyMs.p99 ?? Number.NaN) / (b.fixedRate?.latencyMs.p99 ?? Number.NaN)
+      add(
+        `${FIXED_RATE} ≤ 2 × bare`,
+        perRound(
+          runs.service.filter(atFixedRate),
+          runs.baseline.filter(atFixedRate),
+          fixedP99,
+          (v) => v <= 2,
+          fixedRateUnsure,
+        ),
       )
     }
     add(
       'logs on/off ≥ 0.95',
-      perRound(runs.service, runs['logs-off'], rps, (v) => v >= 0.95, 'rates'),
+      perRound(runs.service, runs['logs-off'], rps, (v) => v >= 0.95, ratesUnsure),
     )
     return checks
   })
@@ -90,10 +113,13 @@ function checksOf(engineRun: EngineRun): Check[] {
 type Verdict = { kind: 'held' | 'missed' | 'noise' | 'unjudged'; text: string }
 
 /** Judged on the rounds no paced run could have decided; those set aside are said. */
-function verdict({ rounds, holds }: Check): Verdict {
+function verdict({ what, rounds, holds }: Check): Verdict {
   const sure = rounds.filter((round) => !round.unsure)
   if (sure.length === 0) {
-    return { kind: 'unjudged', text: 'not judged: the load generator may have set the pace in every round' }
+    const why = what.startsWith(FIXED_RATE)
+      ? 'sent late in every round'
+      : 'may have set the pace in every round'
+    return { kind: 'unjudged', text: `not judged: the load generator ${why}` }
   }
   const aside = sure.length < rounds.length ? `, ${rounds.length - sure.length} set aside*` : ''
   const held = sure.filter((round) => round.held).length
@@ -130,7 +156,14 @@ function errorLine(engineRuns: EngineRun[]): string {
   const runs = engineRuns.flatMap((run) =>
     run.scenarios.flatMap((scenario) => TARGETS.flatMap((target) => scenario.runs[target])),
   )
-  const errors = runs.reduce((sum, run) => sum + run.unexpectedStatus + run.socketErrors, 0)
+  const errors = runs.reduce(
+    (sum, run) =>
+      sum +
+      run.unexpectedStatus +
+      run.socketErrors +
+      (run.fixedRate ? run.fixedRate.unexpectedStatus + run.fixedRate.socketErrors : 0),
+    0,
+  )
   return errors === 0
     ? `Errors: none in ${runs.length} runs (every target, every round).`
     : `Errors: ${errors} over ${runs.length} runs (every target, every round): the target of zero is missed.`
@@ -143,10 +176,22 @@ function logCostLine(checks: Check[]): string {
   return "\nThe request log's cost (logs on/off ≥ 0.95 of req/s) is not measured in this run: `--logs-off` adds the service with logs off to every round."
 }
 
-// Said only when a round was set aside.
+// Said only when a round was set aside, for the kinds of target it was.
 function setAsideLine(checks: Check[]): string {
-  if (!checks.some((check) => check.rounds.some((round) => round.unsure))) return ''
-  return `\n\n\\* Set aside: in that round, the load generator's core was less than ${PACED_BY_LOAD * 100} % idle in a run whose slowness could make the round look held (the baseline's, for a share of it) or missed (the service's), so it may have set the pace; a round judged on latencies is set aside when either run was. The verdict is drawn from the other rounds.`
+  const aside = checks.filter((check) => check.rounds.some((round) => round.unsure))
+  if (aside.length === 0) return ''
+  const said: string[] = []
+  if (aside.some((check) => !check.what.startsWith(FIXED_RATE))) {
+    said.push(
+      `in that round, the load generator's core was less than ${PACED_BY_LOAD * 100} % idle in a run whose slowness could make the round look held (the baseline's, for a share of it) or missed (the service's), so it may have set the pace; a round judged on latencies is set aside when either run was.`,
+    )
+  }
+  if (aside.some((check) => check.what.startsWith(FIXED_RATE))) {
+    said.push(
+      `${said.length > 0 ? 'A' : 'a'} round at a fixed rate, when the load generator sent its 99th percentile request late by half the bare server's p99 or more in either run: that delay is in both latencies.`,
+    )
+  }
+  return `\n\n\\* Set aside: ${said.join(' ')} The verdict is drawn from the other rounds.`
 }
 
 /** The "Targets" section: each target, its value round by round, its median, and whether it held. */

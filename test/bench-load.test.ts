@@ -35,6 +35,7 @@ const loadSpec = (servers: Server[]): LoadSpec => ({
   // Longer than the bench's, so that a stall on a busy machine is never taken for one: 150 ms split a
   // turn in two with the test run beside two busy loops on the 2 cores.
   pauseMs: 600,
+  fixedRateShare: 0,
 })
 
 /** Arrivals in stretches: at one server, with no pause of `gapMs` or more between two of them. */
@@ -134,6 +135,106 @@ describe('the bench load generator, on a round of two targets', () => {
       assert.ok(result.latencyMs.max >= 800, `the held one, about a turn: max ${result.latencyMs.max} ms`)
     } finally {
       held?.destroy()
+      server.close()
+      server.closeAllConnections()
+    }
+  })
+})
+
+describe('the bench load generator, at a fixed rate', () => {
+  const atFixedRate = (servers: Server[]): LoadSpec => ({ ...loadSpec(servers), fixedRateShare: 0.5 })
+
+  test("when two targets are measured, then both are sent one rate, half the slower one's req/s, every request due answered", {
+    timeout: 60_000,
+  }, async () => {
+    const arrivals: Arrival[] = []
+    const a = await listening('a', 200, arrivals)
+    const b = await listening('b', 200, arrivals)
+    try {
+      const results = (await runLoad(atFixedRate([a, b]))) as [LoadResult, LoadResult]
+      const rate = Math.round(0.5 * Math.min(...results.map((result) => result.requestsPerSecond)))
+      // Half the measured 2 s, in two turns of 0.5 s each.
+      const due = 2 * Math.round(rate * 0.5)
+      for (const { fixedRate } of results) {
+        assert.ok(fixedRate !== undefined, 'measured at a fixed rate')
+        assert.equal(fixedRate.ratePerS, rate)
+        assert.equal(fixedRate.requests, due, 'every request due, answered')
+        assert.equal(fixedRate.unexpectedStatus + fixedRate.socketErrors, 0)
+        assert.ok(fixedRate.latencyMs.p50 > 0 && fixedRate.latencyMs.p50 <= fixedRate.latencyMs.p99)
+      }
+    } finally {
+      for (const server of [a, b]) {
+        server.close()
+        server.closeAllConnections()
+      }
+    }
+  })
+
+  test('when a server stalls 100 ms in every 400, then the requests due in a stall count from their due time: a p99 near the stall, which a closed loop on two connections does not see', {
+    timeout: 60_000,
+  }, async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    // The stall is this process's event loop, the server's: nothing is answered while it lasts.
+    const stalls = setInterval(() => {
+      const until = performance.now() + 100
+      while (performance.now() < until) {}
+    }, 300)
+    try {
+      const [result] = (await runLoad(atFixedRate([server]))) as [LoadResult]
+      const { fixedRate } = result
+      assert.ok(fixedRate !== undefined, 'measured at a fixed rate')
+      // A quarter of the requests fall due in a stall; the last of them waited nearly all of it.
+      assert.ok(fixedRate.latencyMs.p99 >= 50, `p99 at a fixed rate ${fixedRate.latencyMs.p99} ms`)
+      assert.ok(fixedRate.latencyMs.max >= 80, `max at a fixed rate ${fixedRate.latencyMs.max} ms`)
+      assert.equal(fixedRate.socketErrors, 0)
+      // Closed loop, two connections: two requests wait in each stall, of the thousands between them.
+      assert.ok(result.latencyMs.p99 < fixedRate.latencyMs.p99, `closed-loop p99 ${result.latencyMs.p99} ms`)
+    } finally {
+      clearInterval(stalls)
+      server.close()
+      server.closeAllConnections()
+    }
+  })
+
+  test('when a server answers in chunks, then they are read to their end; when it cuts every connection at a fixed rate, then each request fails as a socket error and the turns still end', {
+    timeout: 60_000,
+  }, async () => {
+    // Pauses of the spec's (600 ms) before the fixed rate's turns: after the warm-up, between the two
+    // measured turns, and after them.
+    let cutAfterPauses = Number.POSITIVE_INFINITY
+    let pauses = 0
+    let lastArrivalMs = performance.now()
+    const server = createServer((request, response) => {
+      const now = performance.now()
+      if (now - lastArrivalMs > 300) pauses++
+      lastArrivalMs = now
+      if (pauses >= cutAfterPauses) {
+        request.socket.destroy()
+        return
+      }
+      // Written in two pieces: Node sends it in chunks.
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.write('{"a":')
+      setImmediate(() => response.end('1}'))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const [chunked] = (await runLoad(atFixedRate([server]))) as [LoadResult]
+      assert.ok(chunked.fixedRate !== undefined, 'measured at a fixed rate')
+      assert.equal(chunked.fixedRate.socketErrors, 0)
+      assert.ok(chunked.fixedRate.requests > 0)
+      pauses = 0
+      lastArrivalMs = performance.now()
+      cutAfterPauses = 3
+      const [cutOff] = (await runLoad(atFixedRate([server]))) as [LoadResult]
+      assert.equal(cutOff.socketErrors, 0, 'the measured turns were answered')
+      assert.ok(cutOff.fixedRate !== undefined, 'measured at a fixed rate')
+      assert.equal(cutOff.fixedRate.requests, 0)
+      assert.ok(cutOff.fixedRate.socketErrors > 0)
+    } finally {
       server.close()
       server.closeAllConnections()
     }

@@ -45,3 +45,29 @@ describe('the bench’s --slice', () => {
     })
   }
 })
+
+describe('the bench’s --fixed-rate', () => {
+  const shareOf = (args: string[]) => parseOptions(args)?.fixedRateShare
+
+  test("when it is not given, then read scenarios are also measured at half the slowest target's req/s", () => {
+    assert.equal(shareOf([]), 0.5)
+  })
+
+  test('when it is a share to the hundredth, then it is taken; when it is 0, then nothing is measured at a fixed rate', () => {
+    assert.equal(shareOf(['--fixed-rate', '0.25']), 0.25)
+    assert.equal(shareOf(['--fixed-rate', '0.95']), 0.95)
+    assert.equal(shareOf(['--fixed-rate', '0']), 0)
+  })
+
+  for (const raw of ['1', '0.96', '0.04', '0.123', '-0.5', 'half', '']) {
+    test(`when it is "${raw}", then a usage error names what it takes`, () => {
+      assert.throws(
+        () => parseOptions([`--fixed-rate=${raw}`]),
+        (error: unknown) =>
+          error instanceof UsageError &&
+          error.message ===
+            `--fixed-rate must be a share from 0.05 to 0.95, to the hundredth, or 0 (got "${raw}")`,
+      )
+    })
+  }
+})

@@ -156,4 +156,49 @@ describe('the bench, on its targets', () => {
     assert.match(section, /; not judged: 2\. /)
     assert.match(section, /\\\* Set aside: in that round, the load generator's core was less than 10 % idle/)
   })
+
+  test("when the service's p99 at a fixed rate is 1.5, then 3 times the bare server's, then it is held in 1 of 2; a round where the load generator sent late by half bare's p99 is set aside", () => {
+    const atFixedRate = (p99: number, sendLagP99Ms = 0.01) => ({
+      ...run(100),
+      fixedRate: {
+        ratePerS: 50,
+        latencyMs: { p50: p99 / 4, p99, p999: p99 * 2, max: p99 * 3 },
+        sendLagP99Ms,
+        requests: 125,
+        unexpectedStatus: 0,
+        socketErrors: 0,
+      },
+    })
+    const runs = (service: LoadResult[], baseline: LoadResult[]): ScenarioRuns => ({
+      scenario: 'list20',
+      runs: { service, 'pipe-log': [], 'logs-off': [], fastify: [run(100)], baseline },
+    })
+    const judged = targetsSection([
+      engineRun([runs([atFixedRate(1.5), atFixedRate(3)], [atFixedRate(1), atFixedRate(1)])]),
+    ])
+    assert.equal(
+      rowOf(judged, 'list20', 'p99 at a fixed rate ≤ 2 × bare'),
+      "| SQLite | list20 | p99 at a fixed rate ≤ 2 × bare | 1.50 / 3.00 | 2.25 | held in 1 of 2 (the median misses): within this run's noise |",
+    )
+    const late = targetsSection([
+      engineRun([runs([atFixedRate(1.5), atFixedRate(3, 0.5)], [atFixedRate(1), atFixedRate(1)])]),
+    ])
+    assert.match(
+      rowOf(late, 'list20', 'p99 at a fixed rate ≤ 2 × bare') ?? '',
+      /\| 1\.50 \/ 3\.00\* \| 2\.25 \| held in every round judged, 1 set aside\* \|$/,
+    )
+    assert.match(
+      late,
+      /\\\* Set aside: a round at a fixed rate, when the load generator sent its 99th percentile request late/,
+    )
+    // Runs without it (--fixed-rate 0, or a create) make no such target.
+    assert.equal(
+      rowOf(
+        targetsSection([engineRun([runs([run(90)], [run(100)])])]),
+        'list20',
+        'p99 at a fixed rate ≤ 2 × bare',
+      ),
+      undefined,
+    )
+  })
 })

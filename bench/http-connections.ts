@@ -1,0 +1,143 @@
+import { connect, type Socket } from 'node:net'
+import type { LoadRequest } from './scenarios.ts'
+
+/**
+ * Keep-alive HTTP/1.1 connections to one server, one request at a time on each, the rest queued: the
+ * fixed-rate generator's client. Its own for its cost: docs/benchmarks/tuning.md, "Latency at a fixed
+ * rate". Answers carry a Content-Length (the service's and both baselines' do) or come in chunks.
+ */
+
+const HEADER_END = Buffer.from('\r\n\r\n')
+
+interface Pending {
+  bytes: Buffer
+  settle: (error: Error | undefined, status: number) => void
+}
+
+/** The bytes of `request` as sent to `origin`'s host. */
+export function requestBytes(origin: string, { method, path, headers, body }: LoadRequest): Buffer {
+  const lines = [`${method} ${path} HTTP/1.1`, `host: ${new URL(origin).host}`]
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`)
+  if (body !== undefined) lines.push(`content-length: ${Buffer.byteLength(body)}`)
+  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${body ?? ''}`)
+}
+
+/**
+ * Where the answer whose head is `head` ends in `received`, its body starting at `bodyStart`: undefined
+ * while it has not all come, null when its length cannot be known (read to the connection's close).
+ */
+function answerEnd(head: string, received: Buffer, bodyStart: number): number | null | undefined {
+  const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1]
+  if (length !== undefined) {
+    const end = bodyStart + Number(length)
+    return received.length >= end ? end : undefined
+  }
+  if (!/\r\ntransfer-encoding: *chunked/i.test(head)) return null
+  // Chunk after chunk, each a hexadecimal size line, its bytes and a CRLF, until the one of size 0.
+  for (let at = bodyStart; ; ) {
+    const lineEnd = received.indexOf('\r\n', at)
+    if (lineEnd < 0) return undefined
+    const size = Number.parseInt(received.toString('latin1', at, lineEnd), 16)
+    const next = lineEnd + 2 + size + 2
+    if (received.length < next) return undefined
+    if (size === 0) return next
+    at = next
+  }
+}
+
+class Connection {
+  #socket: Socket | undefined
+  #received: Buffer = Buffer.alloc(0)
+  #pending: Pending | undefined
+  readonly #url: URL
+  readonly #free: (connection: Connection) => void
+
+  constructor(url: URL, free: (connection: Connection) => void) {
+    this.#url = url
+    this.#free = free
+  }
+
+  /** Sends on this connection, opened again first if the server closed it. */
+  send(pending: Pending): void {
+    this.#pending = pending
+    this.#socket ??= this.#open()
+    this.#socket.write(pending.bytes)
+  }
+
+  /** Closed now, failing what is in flight; the next request opens it again. */
+  close(error = new Error('connection closed')): void {
+    const socket = this.#socket
+    this.#socket = undefined
+    socket?.destroy()
+    this.#settle(error, 0)
+  }
+
+  #open(): Socket {
+    const socket = connect({ host: this.#url.hostname, port: Number(this.#url.port), noDelay: true })
+    socket.on('data', (chunk: Buffer) => this.#read(chunk))
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      if (this.#socket !== socket) return
+      this.#socket = undefined
+      this.#settle(new Error('connection closed by the server before the answer'), 0)
+    })
+    return socket
+  }
+
+  #read(chunk: Buffer): void {
+    const received = this.#received.length === 0 ? chunk : Buffer.concat([this.#received, chunk])
+    const headEnd = received.indexOf(HEADER_END)
+    const head = headEnd < 0 ? '' : received.toString('latin1', 0, headEnd)
+    const end = headEnd < 0 ? undefined : answerEnd(head, received, headEnd + 4)
+    if (end === null) {
+      this.close(new Error('an answer with neither a Content-Length nor chunks'))
+    } else if (end === undefined) {
+      this.#received = received
+    } else {
+      this.#settle(undefined, Number(head.slice(9, 12)))
+    }
+  }
+
+  #settle(error: Error | undefined, status: number): void {
+    const pending = this.#pending
+    this.#pending = undefined
+    this.#received = Buffer.alloc(0)
+    if (pending === undefined) return
+    pending.settle(error, status)
+    this.#free(this)
+  }
+}
+
+export class HttpConnections {
+  readonly #all: Connection[]
+  readonly #idle: Connection[]
+  readonly #queued: Pending[] = []
+
+  constructor(origin: string, connections: number) {
+    const url = new URL(origin)
+    this.#all = Array.from({ length: connections }, () => new Connection(url, (free) => this.#next(free)))
+    this.#idle = [...this.#all]
+  }
+
+  /** The answer's status; rejected when the connection fails or closes before it. */
+  request(bytes: Buffer): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const pending: Pending = { bytes, settle: (error, status) => (error ? reject(error) : resolve(status)) }
+      const connection = this.#idle.pop()
+      if (connection) connection.send(pending)
+      else this.#queued.push(pending)
+    })
+  }
+
+  /** Every connection closed: what is in flight fails, what is queued is dropped unanswered. */
+  close(): void {
+    this.#queued.length = 0
+    for (const connection of this.#all) connection.close()
+  }
+
+  #next(connection: Connection): void {
+    const pending = this.#queued.shift()
+    if (pending) connection.send(pending)
+    else this.#idle.push(connection)
+  }
+}
