@@ -13,7 +13,7 @@ import { turnsOf } from './turns.ts'
 export interface FixedRateResult {
   /** The rate requests were due at: the round's slowest target's req/s times `--fixed-rate`. */
   ratePerS: number
-  /** Over every request due, from its due time to the end of its answer; `max` counts failed ones too. */
+  /** Over every request due, from its due time to the end of its answer, or to its failure. */
   latencyMs: { p50: number; p99: number; p999: number; max: number }
   /**
    * How late the generator itself sent requests (99th percentile): it is in every latency, so a lag near
@@ -28,13 +28,12 @@ export interface FixedRateResult {
 
 /** What one target's turns at a fixed rate add up to. */
 interface FixedRateTally {
+  /** Every request due: an answered one at its answer, a failed one at its age when it failed. */
   latenciesUs: RecordableHistogram
   sendLagUs: RecordableHistogram
   requests: number
   unexpectedStatus: number
   socketErrors: number
-  /** The age of the oldest request that failed (a timeout's is 10 s). */
-  oldestFailedUs: number
 }
 
 const fixedRateTally = (): FixedRateTally => ({
@@ -43,16 +42,14 @@ const fixedRateTally = (): FixedRateTally => ({
   requests: 0,
   unexpectedStatus: 0,
   socketErrors: 0,
-  oldestFailedUs: 0,
 })
 
-// As autocannon's `timeout` in load.ts: a request unanswered this long after its due time has failed.
+// As autocannon's `timeout` in load.ts: what is unanswered this long after a turn's last request was due
+// has failed.
 const TIMEOUT_MS = 10_000
 
 interface FixedRateTurn {
   connections: HttpConnections
-  /** How many the warm-up opens before any latency counts. */
-  connectionCount: number
   requests: Buffer[]
   expectedStatuses: number[]
   ratePerS: number
@@ -61,42 +58,51 @@ interface FixedRateTurn {
 
 const us = (ms: number) => Math.max(1, Math.round(ms * 1000))
 
+/** Whether `promise` settled within `ms`. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController()
+  try {
+    return await Promise.race([promise.then(() => true), sleep(ms, false, { signal: timer.signal })])
+  } finally {
+    timer.abort()
+  }
+}
+
 /** Sends `requests` in turn, `ratePerS` a second for `seconds`, and waits for the last answer. */
 async function fixedRateTurn(turn: FixedRateTurn, tally: FixedRateTally): Promise<void> {
   const { connections, requests, expectedStatuses, ratePerS, seconds } = turn
   // Every connection opened (again, if the server closed it idle) before any latency counts.
-  const first = requests[0] as Buffer
-  await Promise.allSettled(Array.from({ length: turn.connectionCount }, () => connections.request(first)))
+  if (!(await settledWithin(connections.warm(requests[0] as Buffer), TIMEOUT_MS))) connections.close()
   const due = Math.max(1, Math.round(ratePerS * seconds))
   const intervalMs = 1000 / ratePerS
   const startMs = performance.now()
-  const unanswered = new Set<number>()
+  // Each request sent and not yet answered or failed: its due time.
+  const unanswered = new Map<number, number>()
   let ended = false
   let lastAnswered = () => {}
-  const answered = (dueMs: number) => {
-    unanswered.delete(dueMs)
+  const settled = (index: number, dueMs: number) => {
+    tally.latenciesUs.record(us(performance.now() - dueMs))
+    unanswered.delete(index)
     if (unanswered.size === 0) lastAnswered()
   }
   for (let sent = 0; sent < due; ) {
-    const nowMs = performance.now()
     // Every request already due goes now: a late turn of the event loop delays them, never drops them.
-    for (; sent < due && startMs + sent * intervalMs <= nowMs; sent++) {
-      const dueMs = startMs + sent * intervalMs
-      tally.sendLagUs.record(us(nowMs - dueMs))
-      unanswered.add(dueMs)
-      connections.request(requests[sent % requests.length] as Buffer).then(
+    for (; sent < due && startMs + sent * intervalMs <= performance.now(); sent++) {
+      const index = sent
+      const dueMs = startMs + index * intervalMs
+      tally.sendLagUs.record(us(performance.now() - dueMs))
+      unanswered.set(index, dueMs)
+      connections.request(requests[index % requests.length] as Buffer).then(
         (status) => {
           if (ended) return
-          tally.latenciesUs.record(us(performance.now() - dueMs))
           tally.requests++
           if (!expectedStatuses.includes(status)) tally.unexpectedStatus++
-          answered(dueMs)
+          settled(index, dueMs)
         },
         () => {
           if (ended) return
           tally.socketErrors++
-          tally.oldestFailedUs = Math.max(tally.oldestFailedUs, us(performance.now() - dueMs))
-          answered(dueMs)
+          settled(index, dueMs)
         },
       )
     }
@@ -107,13 +113,14 @@ async function fixedRateTurn(turn: FixedRateTurn, tally: FixedRateTally): Promis
     const allAnswered = new Promise<void>((resolve) => {
       lastAnswered = resolve
     })
-    await Promise.race([allAnswered, sleep(TIMEOUT_MS, undefined, { ref: false })])
+    const lastDueMs = startMs + (due - 1) * intervalMs
+    await settledWithin(allAnswered, Math.max(0, lastDueMs + TIMEOUT_MS - performance.now()))
   }
   ended = true
   // What is still unanswered has failed, at its age now; its connections are opened again.
-  for (const dueMs of unanswered) {
+  for (const dueMs of unanswered.values()) {
     tally.socketErrors++
-    tally.oldestFailedUs = Math.max(tally.oldestFailedUs, us(performance.now() - dueMs))
+    tally.latenciesUs.record(us(performance.now() - dueMs))
   }
   if (unanswered.size > 0) connections.close()
 }
@@ -122,15 +129,10 @@ const toMs = (value: number) => Math.round(value) / 1000
 
 function fixedRateResult(tally: FixedRateTally, ratePerS: number): FixedRateResult {
   const { latenciesUs } = tally
-  const answered = tally.requests > 0
+  const at = (percentile: number) => (latenciesUs.count > 0 ? toMs(latenciesUs.percentile(percentile)) : 0)
   return {
     ratePerS,
-    latencyMs: {
-      p50: answered ? toMs(latenciesUs.percentile(50)) : 0,
-      p99: answered ? toMs(latenciesUs.percentile(99)) : 0,
-      p999: answered ? toMs(latenciesUs.percentile(99.9)) : 0,
-      max: toMs(Math.max(answered ? latenciesUs.max : 0, tally.oldestFailedUs)),
-    },
+    latencyMs: { p50: at(50), p99: at(99), p999: at(99.9), max: at(100) },
     sendLagP99Ms: toMs(tally.sendLagUs.percentile(99)),
     requests: tally.requests,
     unexpectedStatus: tally.unexpectedStatus,
@@ -162,25 +164,22 @@ export async function atFixedRate(
   ratesPerS: number[],
 ): Promise<FixedRateResult[] | undefined> {
   const ratePerS = Math.round(spec.fixedRateShare * Math.min(...ratesPerS))
-  if (!(ratePerS >= 1)) return undefined
-  const connectionCount = spec.connections
-  const { expectedStatuses } = spec
+  if (!(ratePerS >= 1 && Number.isFinite(ratePerS))) return undefined
   const targets = spec.targets.map(({ origin }) => ({
-    connections: new HttpConnections(origin, connectionCount),
+    connections: new HttpConnections(origin, spec.connections),
     requests: spec.requests.map((request) => requestBytes(origin, request)),
     tally: fixedRateTally(),
   }))
   const { count, seconds } = turnsOf(spec.durationS / 2, spec.sliceS)
   const turnOf = ({ connections, requests }: (typeof targets)[number], turnSeconds: number) => ({
     connections,
-    connectionCount,
     requests,
-    expectedStatuses,
+    expectedStatuses: spec.expectedStatuses,
     ratePerS,
     seconds: turnSeconds,
   })
-  // A warm-up turn each first, not counted: the generator's own code compiles in them, not in a
-  // target's tail (its p99 came down from 6 ms to 0.3 ms over 6 s of it; tuning.md).
+  // An uncounted turn each first: the generator's own code compiles in them, not in a target's tail (its
+  // p99 came down from 6 ms to 0.3 ms over 6 s, the four or five targets of a default run; tuning.md).
   for (const target of targets.toReversed()) {
     await sleep(spec.pauseMs)
     await fixedRateTurn(turnOf(target, WARM_UP_S), fixedRateTally())

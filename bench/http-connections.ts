@@ -15,7 +15,9 @@ interface Pending {
 }
 
 /** The bytes of `request` as sent to `origin`'s host. */
-export function requestBytes(origin: string, { method, path, headers, body }: LoadRequest): Buffer {
+export function requestBytes(origin: string, { method, path, headers, body, freshIdempotencyKey }: LoadRequest): Buffer {
+  // One set of bytes is sent again and again: a key of its own per request would need more.
+  if (freshIdempotencyKey) throw new Error('requests at a fixed rate cannot carry fresh Idempotency-Keys')
   const lines = [`${method} ${path} HTTP/1.1`, `host: ${new URL(origin).host}`]
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`)
   if (body !== undefined) lines.push(`content-length: ${Buffer.byteLength(body)}`)
@@ -24,20 +26,23 @@ export function requestBytes(origin: string, { method, path, headers, body }: Lo
 
 /**
  * Where the answer whose head is `head` ends in `received`, its body starting at `bodyStart`: undefined
- * while it has not all come, null when its length cannot be known (read to the connection's close).
+ * while it has not all come, null when its end cannot be known (no length, or a malformed chunk).
  */
-function answerEnd(head: string, received: Buffer, bodyStart: number): number | null | undefined {
+export function answerEnd(head: string, received: Buffer, bodyStart: number): number | null | undefined {
   const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1]
   if (length !== undefined) {
     const end = bodyStart + Number(length)
     return received.length >= end ? end : undefined
   }
   if (!/\r\ntransfer-encoding: *chunked/i.test(head)) return null
-  // Chunk after chunk, each a hexadecimal size line, its bytes and a CRLF, until the one of size 0.
+  // Chunk after chunk, each a hexadecimal size line, its bytes and a CRLF, until the one of size 0 and
+  // the empty line after it (trailers are not read: none of the servers measured sends them).
   for (let at = bodyStart; ; ) {
     const lineEnd = received.indexOf('\r\n', at)
     if (lineEnd < 0) return undefined
-    const size = Number.parseInt(received.toString('latin1', at, lineEnd), 16)
+    const sizeLine = /^[0-9a-f]+/i.exec(received.toString('latin1', at, lineEnd))?.[0]
+    if (sizeLine === undefined) return null
+    const size = Number.parseInt(sizeLine, 16)
     const next = lineEnd + 2 + size + 2
     if (received.length < next) return undefined
     if (size === 0) return next
@@ -57,7 +62,7 @@ class Connection {
     this.#free = free
   }
 
-  /** Sends on this connection, opened again first if the server closed it. */
+  /** Sends on this connection, opened again first if it was closed. */
   send(pending: Pending): void {
     this.#pending = pending
     this.#socket ??= this.#open()
@@ -85,17 +90,24 @@ class Connection {
   }
 
   #read(chunk: Buffer): void {
+    // Bytes with no request waiting (after an answer's end) would be taken for the next answer's start.
+    if (this.#pending === undefined) return this.close()
     const received = this.#received.length === 0 ? chunk : Buffer.concat([this.#received, chunk])
     const headEnd = received.indexOf(HEADER_END)
     const head = headEnd < 0 ? '' : received.toString('latin1', 0, headEnd)
     const end = headEnd < 0 ? undefined : answerEnd(head, received, headEnd + 4)
-    if (end === null) {
-      this.close(new Error('an answer with neither a Content-Length nor chunks'))
-    } else if (end === undefined) {
+    if (end === null) return this.close(new Error('an answer whose end cannot be found'))
+    if (end === undefined) {
       this.#received = received
-    } else {
-      this.#settle(undefined, Number(head.slice(9, 12)))
+      return
     }
+    // More bytes than the answer, or a server closing after it: the connection is not used again.
+    if (received.length > end || /\r\nconnection: *close/i.test(head)) {
+      const socket = this.#socket
+      this.#socket = undefined
+      socket?.destroy()
+    }
+    this.#settle(undefined, Number(head.slice(9, 12)))
   }
 
   #settle(error: Error | undefined, status: number): void {
@@ -110,6 +122,7 @@ class Connection {
 
 export class HttpConnections {
   readonly #all: Connection[]
+  /** Taken first in, first out: every connection is used in turn, none left idle past a keep-alive. */
   readonly #idle: Connection[]
   readonly #queued: Pending[] = []
 
@@ -119,20 +132,26 @@ export class HttpConnections {
     this.#idle = [...this.#all]
   }
 
-  /** The answer's status; rejected when the connection fails or closes before it. */
+  /** The answer's status; rejected when the connection fails or closes before it, or is closed. */
   request(bytes: Buffer): Promise<number> {
     return new Promise((resolve, reject) => {
       const pending: Pending = { bytes, settle: (error, status) => (error ? reject(error) : resolve(status)) }
-      const connection = this.#idle.pop()
+      const connection = this.#idle.shift()
       if (connection) connection.send(pending)
       else this.#queued.push(pending)
     })
   }
 
-  /** Every connection closed: what is in flight fails, what is queued is dropped unanswered. */
+  /** One request on every connection at once, so that each is open before anything is timed. */
+  async warm(bytes: Buffer): Promise<void> {
+    await Promise.allSettled(this.#all.map(() => this.request(bytes)))
+  }
+
+  /** Every connection closed: what is in flight or queued fails. */
   close(): void {
-    this.#queued.length = 0
+    const queued = this.#queued.splice(0)
     for (const connection of this.#all) connection.close()
+    for (const pending of queued) pending.settle(new Error('connections closed'), 0)
   }
 
   #next(connection: Connection): void {

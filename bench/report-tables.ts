@@ -150,9 +150,9 @@ export function fixedRateTable(engineRuns: EngineRun[]): string {
         results.flatMap((result) => (result.fixedRate ? [result.fixedRate] : [])),
       ) as [FixedRateResult[], FixedRateResult[], FixedRateResult[]]
       if (service.length === 0) continue
-      const p99 = (results: FixedRateResult[]) => median(results.map((result) => result.latencyMs.p99))
       const of = (results: FixedRateResult[], pick: (result: FixedRateResult) => number) =>
         median(results.map(pick))
+      const p99 = (results: FixedRateResult[]) => of(results, (result) => result.latencyMs.p99)
       const everyTarget = TARGETS.flatMap((target) => runs[target].flatMap((run) => run.fixedRate ?? []))
       const sum = (pick: (result: FixedRateResult) => number) =>
         everyTarget.reduce((total, result) => total + pick(result), 0)
@@ -182,7 +182,8 @@ export function fixedRateTable(engineRuns: EngineRun[]): string {
 const FIXED_RATE_NOTE = `After each read scenario's measured turns, every target again, at one rate: the given share (\`--fixed-rate\`)
 of the slowest target's req/s in that round, for half the measured time, in turns ordered as those, after a
 turn each not counted. Requests are sent on a schedule whatever the server's pace (an open loop), and each
-one's latency counts from the time it was due, so a stall is charged for every request it held back, which
+one's latency counts from the time it was due to its answer (or its failure), so a stall is charged for
+every request it held back, which
 a closed-loop generator such as autocannon, sending nothing while its connections wait, never sends
 (coordinated omission). Medians over the rounds. The generator's send lag (how late it sent a request) is
 in every latency; a round where it reached half the bare server's p99 is set aside in the targets.`

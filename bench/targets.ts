@@ -13,12 +13,13 @@ function shareOfBare(engine: EngineName, scenario: ScenarioName): number | undef
   return { list20: 0.8, list100: 0.7, 'list-status': 0.8, get: 0.85, unauthorized: 0.9 }[scenario as string]
 }
 
-const FIXED_RATE = 'p99 at a fixed rate'
+/** What a target compares: req/s, latencies under full load, or latencies at a fixed rate. */
+type Kind = 'rates' | 'latencies' | 'fixed rate'
 
 interface Round {
   value: number
   held: boolean
-  /** The load generator may have set the pace of a run whose slowness would decide this round's verdict. */
+  /** The load generator may have decided this round's verdict (UNSURE). */
   unsure: boolean
 }
 
@@ -26,86 +27,61 @@ interface Check {
   engine: EngineName
   scenario: ScenarioName
   what: string
+  kind: Kind
   /** The measure in each round, and whether that round holds the target. */
   rounds: Round[]
   holds: (value: number) => boolean
 }
 
-/**
- * Each round's `measure` of `a`'s run against `b`'s, and whether the load generator may have decided it:
- * a run it paced is slower than its server, which for a ratio of rates can make a round look held (its
- * `b`) or missed (its `a`); for latencies, where the generator's own delay adds to both, either way.
- */
-const perRound = (
-  a: LoadResult[],
-  b: LoadResult[],
-  measure: (a: LoadResult, b: LoadResult) => number,
-  holds: (value: number) => boolean,
-  unsure: (a: LoadResult, b: LoadResult, held: boolean) => boolean,
-): [Round[], (value: number) => boolean] => [
-  pairedRounds(a, b).map(([run, other]) => {
-    const value = measure(run, other)
-    const held = holds(value)
-    return { value, held, unsure: unsure(run, other, held) }
-  }),
-  holds,
-]
-
-const ratesUnsure = (a: LoadResult, b: LoadResult, held: boolean) => pacedByLoad(held ? b : a)
-const latenciesUnsure = (a: LoadResult, b: LoadResult) => pacedByLoad(a) || pacedByLoad(b)
-
-/**
- * At a fixed rate, a run whose generator sent its 99th percentile request late by half the bare
- * server's p99 or more: the generator's own delay, in both latencies, may have made the ratio.
- */
-const fixedRateUnsure = (a: LoadResult, b: LoadResult) => {
-  const bareP99 = b.fixedRate?.latencyMs.p99 ?? 0
-  return [a, b].some((run) => (run.fixedRate?.sendLagP99Ms ?? 0) >= bareP99 / 2)
+/** Whether the load generator may have decided a round where `a` against `b` measured so. */
+const UNSURE: Record<Kind, (a: LoadResult, b: LoadResult, held: boolean) => boolean> = {
+  // A run it paced is slower than its server: that can make a round look held (its b) or missed (its a).
+  rates: (a, b, held) => pacedByLoad(held ? b : a),
+  // Its own delay adds to both latencies: either way.
+  latencies: (a, b) => pacedByLoad(a) || pacedByLoad(b),
+  // A run where it sent its 99th percentile request late by half the bare server's p99 or more.
+  'fixed rate': (a, b) => {
+    const bareP99 = b.fixedRate?.latencyMs.p99 ?? 0
+    return [a, b].some((run) => (run.fixedRate?.sendLagP99Ms ?? 0) >= bareP99 / 2)
+  },
 }
 
 function checksOf(engineRun: EngineRun): Check[] {
   const { engine } = engineRun
   return engineRun.scenarios.flatMap(({ scenario, runs }) => {
     const checks: Check[] = []
-    const add = (what: string, [rounds, holds]: [Round[], (value: number) => boolean]) => {
-      if (rounds.length > 0) checks.push({ engine, scenario, what, rounds, holds })
+    // Each round's `measure` of the service's run against the other target's in the same round.
+    const add = (
+      kind: Kind,
+      what: string,
+      pairs: Array<[LoadResult, LoadResult]>,
+      measure: (a: LoadResult, b: LoadResult) => number,
+      holds: (value: number) => boolean,
+    ) => {
+      const rounds = pairs.map(([run, other]) => {
+        const value = measure(run, other)
+        const held = holds(value)
+        return { value, held, unsure: UNSURE[kind](run, other, held) }
+      })
+      if (rounds.length > 0) checks.push({ engine, scenario, what, kind, rounds, holds })
     }
     const share = shareOfBare(engine, scenario)
     const rps = (a: LoadResult, b: LoadResult) => a.requestsPerSecond / b.requestsPerSecond
+    const withBare = pairedRounds(runs.service, runs.baseline)
     if (share !== undefined) {
-      add(
-        `≥ ${share.toFixed(2)} of bare`,
-        perRound(runs.service, runs.baseline, rps, (v) => v >= share, ratesUnsure),
-      )
+      add('rates', `≥ ${share.toFixed(2)} of bare`, withBare, rps, (v) => v >= share)
     }
     if (READ_SCENARIOS.includes(scenario)) {
-      add(
-        '≥ 1.00 of Fastify',
-        perRound(runs.service, runs.fastify, rps, (v) => v >= 1, ratesUnsure),
-      )
+      add('rates', '≥ 1.00 of Fastify', pairedRounds(runs.service, runs.fastify), rps, (v) => v >= 1)
       const p99 = (a: LoadResult, b: LoadResult) => a.latencyMs.p99 / b.latencyMs.p99
-      add(
-        'p99 ≤ 2 × bare',
-        perRound(runs.service, runs.baseline, p99, (v) => v <= 2, latenciesUnsure),
-      )
-      const atFixedRate = (run: LoadResult) => run.fixedRate !== undefined
+      add('latencies', 'p99 ≤ 2 × bare', withBare, p99, (v) => v <= 2)
       const fixedP99 = (a: LoadResult, b: LoadResult) =>
         (a.fixedRate?.latencyMs.p99 ?? Number.NaN) / (b.fixedRate?.latencyMs.p99 ?? Number.NaN)
-      add(
-        `${FIXED_RATE} ≤ 2 × bare`,
-        perRound(
-          runs.service.filter(atFixedRate),
-          runs.baseline.filter(atFixedRate),
-          fixedP99,
-          (v) => v <= 2,
-          fixedRateUnsure,
-        ),
-      )
+      const atFixedRate = withBare.filter(([a, b]) => a.fixedRate !== undefined && b.fixedRate !== undefined)
+      add('fixed rate', 'p99 at a fixed rate ≤ 2 × bare', atFixedRate, fixedP99, (v) => v <= 2)
     }
-    add(
-      'logs on/off ≥ 0.95',
-      perRound(runs.service, runs['logs-off'], rps, (v) => v >= 0.95, ratesUnsure),
-    )
+    const logsOn = pairedRounds(runs.service, runs['logs-off'])
+    add('rates', 'logs on/off ≥ 0.95', logsOn, rps, (v) => v >= 0.95)
     return checks
   })
 }
@@ -113,10 +89,11 @@ function checksOf(engineRun: EngineRun): Check[] {
 type Verdict = { kind: 'held' | 'missed' | 'noise' | 'unjudged'; text: string }
 
 /** Judged on the rounds no paced run could have decided; those set aside are said. */
-function verdict({ what, rounds, holds }: Check): Verdict {
+function verdict({ kind, rounds, holds }: Check): Verdict {
   const sure = rounds.filter((round) => !round.unsure)
   if (sure.length === 0) {
-    const why = what.startsWith(FIXED_RATE)
+    const why =
+      kind === 'fixed rate'
       ? 'sent late in every round'
       : 'may have set the pace in every round'
     return { kind: 'unjudged', text: `not judged: the load generator ${why}` }
@@ -181,12 +158,12 @@ function setAsideLine(checks: Check[]): string {
   const aside = checks.filter((check) => check.rounds.some((round) => round.unsure))
   if (aside.length === 0) return ''
   const said: string[] = []
-  if (aside.some((check) => !check.what.startsWith(FIXED_RATE))) {
+  if (aside.some((check) => check.kind !== 'fixed rate')) {
     said.push(
       `in that round, the load generator's core was less than ${PACED_BY_LOAD * 100} % idle in a run whose slowness could make the round look held (the baseline's, for a share of it) or missed (the service's), so it may have set the pace; a round judged on latencies is set aside when either run was.`,
     )
   }
-  if (aside.some((check) => check.what.startsWith(FIXED_RATE))) {
+  if (aside.some((check) => check.kind === 'fixed rate')) {
     said.push(
       `${said.length > 0 ? 'A' : 'a'} round at a fixed rate, when the load generator sent its 99th percentile request late by half the bare server's p99 or more in either run: that delay is in both latencies.`,
     )
