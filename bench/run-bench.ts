@@ -4,12 +4,16 @@ import { fileURLToPath } from 'node:url'
 import { UsageError } from '../src/cli/command.ts'
 import { runEngine } from './engine-run.ts'
 import { ENGINE_LABELS, engineUnavailableReason } from './engines.ts'
+import { hostPausesNote } from './host-pauses.ts'
 import { commandLine, describeEnvironment } from './machine.ts'
 import { parseOptions, USAGE } from './options.ts'
 import { canPin, installCleanup, LOAD_CORE, pinSelfToServerCore, SERVER_CORE } from './processes.ts'
 import { markdownReport } from './report.ts'
 import { resultsTable } from './report-tables.ts'
 import type { EngineRun } from './summary.ts'
+
+// Long enough to see pauses a few seconds apart; short beside a run.
+const HOST_PAUSES_S = 10
 
 function pinningNote(serviceEnv: Record<string, string>): string {
   if (!canPin)
@@ -45,6 +49,8 @@ async function main(args: string[]): Promise<number> {
   const environment = describeEnvironment()
 
   const notes = [pinningNote(options.serviceEnv)]
+  // Also before anything starts: the cores must be otherwise idle for their pauses to be the host's.
+  if (canPin) notes.push(await hostPausesNote(HOST_PAUSES_S))
   const extraSettings = Object.entries(options.serviceEnv)
   if (extraSettings.length > 0) {
     notes.push(
