@@ -18,8 +18,13 @@ for (let last = performance.now(), now = last; now < end; last = now) {
 process.stdout.write(JSON.stringify(jumps))`
 
 /** The probe, running on `core` for `seconds`: its pid, and the jumps it saw, once it is done. */
-export function watchPauses(core: number, seconds: number): { pid: number | undefined; pauses: Promise<number[]> } {
-  const child = spawnTracked(core, process.execPath, ['-e', probe(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] })
+export function watchPauses(
+  core: number,
+  seconds: number,
+): { pid: number | undefined; pauses: Promise<number[]> } {
+  const child = spawnTracked(core, process.execPath, ['-e', probe(seconds)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   let output = ''
   child.stdout?.on('data', (chunk) => {
     output += chunk

@@ -15,7 +15,10 @@ interface Pending {
 }
 
 /** The bytes of `request` as sent to `origin`'s host. */
-export function requestBytes(origin: string, { method, path, headers, body, freshIdempotencyKey }: LoadRequest): Buffer {
+export function requestBytes(
+  origin: string,
+  { method, path, headers, body, freshIdempotencyKey }: LoadRequest,
+): Buffer {
   // One set of bytes is sent again and again: a key of its own per request would need more.
   if (freshIdempotencyKey) throw new Error('requests at a fixed rate cannot carry fresh Idempotency-Keys')
   const lines = [`${method} ${path} HTTP/1.1`, `host: ${new URL(origin).host}`]
@@ -91,12 +94,18 @@ class Connection {
 
   #read(chunk: Buffer): void {
     // Bytes with no request waiting (after an answer's end) would be taken for the next answer's start.
-    if (this.#pending === undefined) return this.close()
+    if (this.#pending === undefined) {
+      this.close()
+      return
+    }
     const received = this.#received.length === 0 ? chunk : Buffer.concat([this.#received, chunk])
     const headEnd = received.indexOf(HEADER_END)
     const head = headEnd < 0 ? '' : received.toString('latin1', 0, headEnd)
     const end = headEnd < 0 ? undefined : answerEnd(head, received, headEnd + 4)
-    if (end === null) return this.close(new Error('an answer whose end cannot be found'))
+    if (end === null) {
+      this.close(new Error('an answer whose end cannot be found'))
+      return
+    }
     if (end === undefined) {
       this.#received = received
       return

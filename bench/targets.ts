@@ -92,10 +92,7 @@ type Verdict = { kind: 'held' | 'missed' | 'noise' | 'unjudged'; text: string }
 function verdict({ kind, rounds, holds }: Check): Verdict {
   const sure = rounds.filter((round) => !round.unsure)
   if (sure.length === 0) {
-    const why =
-      kind === 'fixed rate'
-      ? 'sent late in every round'
-      : 'may have set the pace in every round'
+    const why = kind === 'fixed rate' ? 'sent late in every round' : 'may have set the pace in every round'
     return { kind: 'unjudged', text: `not judged: the load generator ${why}` }
   }
   const aside = sure.length < rounds.length ? `, ${rounds.length - sure.length} set aside*` : ''

@@ -13,7 +13,10 @@ test('when the probe is stopped for 200 ms, then it reports a jump of about that
   await sleep(200)
   process.kill(pid, 'SIGCONT')
   const jumps = await pauses
-  assert.ok(jumps.some((ms) => ms >= 180 && ms < 1500), `jumps: ${jumps.join(', ')}`)
+  assert.ok(
+    jumps.some((ms) => ms >= 180 && ms < 1500),
+    `jumps: ${jumps.join(', ')}`,
+  )
 })
 
 test('when the host is probed, then the note says, for each core, how often and how long it paused, and over how long', async () => {

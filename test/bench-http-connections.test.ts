@@ -69,7 +69,8 @@ describe("the bench's fixed-rate client", () => {
   })
 
   test('when answers come in chunks a byte at a time, with an extension on a chunk, then each ends after its last chunk', async () => {
-    const chunked = 'HTTP/1.1 201 Created\r\ntransfer-encoding: chunked\r\n\r\n5;x=1\r\n{"a":\r\nA\r\n1234567890\r\n1\r\n}\r\n0\r\n\r\n'
+    const chunked =
+      'HTTP/1.1 201 Created\r\ntransfer-encoding: chunked\r\n\r\n5;x=1\r\n{"a":\r\nA\r\n1234567890\r\n1\r\n}\r\n0\r\n\r\n'
     const server = await rawServer(() => chunked, { byteByByte: true })
     assert.deepEqual(await threeInARow(server), ['201', '201', '201'])
   })
@@ -90,9 +91,12 @@ describe("the bench's fixed-rate client", () => {
   })
 
   test('when the server closes the connection after each answer, then every request is answered on a new one', async () => {
-    const server = await rawServer(() => 'HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}', {
-      closeAfter: true,
-    })
+    const server = await rawServer(
+      () => 'HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}',
+      {
+        closeAfter: true,
+      },
+    )
     assert.deepEqual(await threeInARow(server), ['200', '200', '200'])
   })
 
