@@ -31,7 +31,7 @@ export function requestBytes(
  * Where the answer whose head is `head` ends in `received`, its body starting at `bodyStart`: undefined
  * while it has not all come, null when its end cannot be known (no length, or a malformed chunk).
  */
-export function answerEnd(head: string, received: Buffer, bodyStart: number): number | null | undefined {
+function answerEnd(head: string, received: Buffer, bodyStart: number): number | null | undefined {
   const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1]
   if (length !== undefined) {
     const end = bodyStart + Number(length)
@@ -74,10 +74,15 @@ class Connection {
 
   /** Closed now, failing what is in flight; the next request opens it again. */
   close(error = new Error('connection closed')): void {
+    this.#drop()
+    this.#settle(error, 0)
+  }
+
+  /** The socket let go of: its own 'close' then fails nothing, and the next request opens another. */
+  #drop(): void {
     const socket = this.#socket
     this.#socket = undefined
     socket?.destroy()
-    this.#settle(error, 0)
   }
 
   #open(): Socket {
@@ -111,11 +116,7 @@ class Connection {
       return
     }
     // More bytes than the answer, or a server closing after it: the connection is not used again.
-    if (received.length > end || /\r\nconnection: *close/i.test(head)) {
-      const socket = this.#socket
-      this.#socket = undefined
-      socket?.destroy()
-    }
+    if (received.length > end || /\r\nconnection: *close/i.test(head)) this.#drop()
     this.#settle(undefined, Number(head.slice(9, 12)))
   }
 
