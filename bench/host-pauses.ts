@@ -1,4 +1,4 @@
-import { LOAD_CORE, SERVER_CORE, spawnTracked } from './processes.ts'
+import { LOAD_CORE, runNodeForJson, SERVER_CORE } from './processes.ts'
 
 // The host's own pauses, measured before the run: a loop that does nothing but read the clock, one on each
 // core; a jump in the clock is time the core was taken away (a virtual machine's cores are, for ~100 ms at
@@ -22,17 +22,8 @@ export function watchPauses(
   core: number,
   seconds: number,
 ): { pid: number | undefined; pauses: Promise<number[]> } {
-  const child = spawnTracked(core, process.execPath, ['-e', probe(seconds)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  let output = ''
-  child.stdout?.on('data', (chunk) => {
-    output += chunk
-  })
-  const pauses = new Promise<number[]>((resolve) => {
-    child.once('close', () => resolve(JSON.parse(output || '[]') as number[]))
-  })
-  return { pid: child.pid, pauses }
+  const { pid, result } = runNodeForJson<number[]>(core, ['-e', probe(seconds)], 'host-pause probe')
+  return { pid, pauses: result }
 }
 
 const times = (count: number) => (count === 1 ? 'once' : count === 2 ? 'twice' : `${count} times`)

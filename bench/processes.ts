@@ -37,6 +37,41 @@ export function spawnTracked(
   return child
 }
 
+/**
+ * Runs `node args` on `core` and parses the last line of its standard output as JSON: the child's pid at
+ * once, and the value once it has exited with 0; otherwise the promise fails with its standard error.
+ */
+export function runNodeForJson<T>(
+  core: number,
+  args: string[],
+  what: string,
+): { pid: number | undefined; result: Promise<T> } {
+  const child = spawnTracked(core, process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk
+  })
+  const result = new Promise<T>((resolve, reject) => {
+    // 'close', not 'exit': only then has every byte of its output been read.
+    child.once('close', () => {
+      if (child.exitCode !== 0) {
+        reject(new Error(`${what} failed (${child.exitCode ?? child.signalCode}):\n${stderr}`))
+        return
+      }
+      try {
+        resolve(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as T)
+      } catch {
+        reject(new Error(`${what} printed no result:\n${stdout}\n${stderr}`))
+      }
+    })
+  })
+  return { pid: child.pid, result }
+}
+
 /** Resolves once the child has exited (at once if it already has). */
 export function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
