@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { createServer, type Server, type Socket } from 'node:net'
 import { describe, test } from 'node:test'
 import { setImmediate as nextTurn } from 'node:timers/promises'
+import autocannon from 'autocannon'
 import { HttpConnections, requestBytes } from '../bench/http-connections.ts'
+import type { LoadRequest } from '../bench/scenarios.ts'
 
 // The fixed-rate generator's client, against a raw TCP server writing answers as the test says.
 
@@ -59,7 +61,46 @@ async function threeInARow(server: Server): Promise<string[]> {
   return seen
 }
 
+/** The bytes autocannon sends for `request`: the first request a raw server receives from it. */
+async function autocannonBytes(request: LoadRequest): Promise<string> {
+  let received = ''
+  const server = createServer((socket: Socket) => {
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1')
+      socket.end('HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { method, path, headers, body } = request
+  const requests = [{ method, path, headers, ...(body === undefined ? {} : { body }) }]
+  await autocannon({ url: originOf(server), connections: 1, amount: 1, requests } as autocannon.Options)
+  server.close()
+  return received
+}
+
 describe("the bench's fixed-rate client", () => {
+  // A request the service has not seen the like of (its headers' names or order) is new feedback for V8:
+  // code it had optimized is thrown away and compiled again while the turn is timed.
+  test('when a request is made, then its bytes are those autocannon sends for it, header for header', async () => {
+    const get: LoadRequest = {
+      method: 'GET',
+      path: '/v1/pets?limit=20',
+      headers: { authorization: 'Bearer k' },
+    }
+    const post: LoadRequest = {
+      method: 'POST',
+      path: '/v1/pets',
+      headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+      body: '{"name":"Rex"}',
+    }
+    for (const request of [get, post]) {
+      const origin = 'http://127.0.0.1:1'
+      const ours = requestBytes(origin, request).toString('latin1')
+      const theirs = await autocannonBytes(request)
+      assert.equal(ours.replace('127.0.0.1:1', 'HOST'), theirs.replace(/127\.0\.0\.1:\d+/, 'HOST'))
+    }
+  })
+
   test('when answers with a Content-Length come a byte at a time, then each ends where its length says and the next is read whole', async () => {
     const server = await rawServer(
       (count) => `HTTP/1.1 ${count === 2 ? 404 : 200} OK\r\ncontent-length: 9\r\n\r\n{"a":123}`,
