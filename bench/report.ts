@@ -98,10 +98,10 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   over seconds, hits all of them alike, and a steady drift gives each the same mean place. A short pause
   before and after each turn, in no one's wall time, counts what a server still does after its last
   answer in its own CPU time, not in the next one's.
-- Both baselines run with \`--no-memory-reducer\`: idle while the other targets run, after a few such
-  waits V8's memory reducer left them about a quarter slower per request for the rest of the run, which
-  made the service's share look higher in every round after the first. The service's cost does not
-  change with it (docs/benchmarks/tuning.md, "Idle baselines"). Both run the service's own HTTP server
+- Both baselines run with \`--no-memory-reducer\`, as \`npm start\` runs the service: idle while the other
+  targets run, after a few such waits V8's memory reducer left them about a quarter slower per request for
+  the rest of the run (docs/benchmarks/tuning.md, "Idle baselines"), and the service's code compiled again
+  in its next turn (docs/decisions.md, "V8's memory reducer off"). Both run the service's own HTTP server
   option, \`optimizeEmptyRequests\` (a request without a body starts ended): it is Node's, and a baseline
   without it would count it as the service's gain (docs/decisions.md, "Per-request cost").
 - Profiles of the service under this load, the request log's cost and the young-generation curve behind

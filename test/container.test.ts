@@ -67,7 +67,12 @@ describe('the container image', {
     for (const note of notes) t.diagnostic(note)
     const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]))
     assert.equal(config.User, '1000:1000')
-    assert.deepEqual(config.Entrypoint, ['node', '--max-semi-space-size=16', '/app/bin/petstore.js'])
+    assert.deepEqual(config.Entrypoint, [
+      'node',
+      '--max-semi-space-size=16',
+      '--no-memory-reducer',
+      '/app/bin/petstore.js',
+    ])
     assert.deepEqual(config.Cmd, ['serve'])
     for (const setting of [
       'HOST=0.0.0.0',
@@ -135,7 +140,7 @@ describe('the container image', {
     const pid1 = await podman(['exec', first.name, 'cat', '/proc/1/cmdline', '/proc/1/status'])
     assert.match(
       pid1,
-      /^node\0--max-semi-space-size=16\0\/app\/bin\/petstore\.js\0serve\0/,
+      /^node\0--max-semi-space-size=16\0--no-memory-reducer\0\/app\/bin\/petstore\.js\0serve\0/,
       'the service is PID 1',
     )
     assert.match(pid1, /^Uid:\s+1000\s/m)
@@ -171,7 +176,7 @@ describe('the container image', {
   }, async () => {
     // `migrate` opens the store as `serve` does; nothing listens on port 9, so it stops there, exit 1. Each
     // command loads its own modules (src/cli/run-cli.ts), which its --help loads too. The entry point's flags.
-    const petstore = 'node --max-semi-space-size=16 /app/bin/petstore.js'
+    const petstore = 'node --max-semi-space-size=16 --no-memory-reducer /app/bin/petstore.js'
     const output = await run('sh', [
       '-c',
       'podman run --rm "$@" 2>&1; echo "exit $?"',
