@@ -184,8 +184,9 @@ of the slowest target's req/s in that round, for half the measured time, in turn
 turn each not counted. Requests are sent on a schedule whatever the server's pace (an open loop), and each
 one's latency counts from the time it was due to its answer (or its failure), so a stall is charged for
 every request it held back, which a closed-loop generator such as autocannon, sending nothing while its
-connections wait, never sends (coordinated omission). Medians over the rounds. The generator's send lag (how late it sent a request) is
-in every latency; a round where it reached half the bare server's p99 is set aside in the targets.`
+connections wait, never sends (coordinated omission). Medians over the rounds. The generator's send lag
+(how late it sent a request) is in every latency; a round where it reached half the bare server's p99 is
+set aside in the targets.`
 
 const busy = (run: LoadResult) =>
   `${run.busy.server.toFixed(2)} / ${run.busy.load.toFixed(2)}` +
