@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
 import { suiteCleanup, temporaryDirectory } from './helpers/cleanup.ts'
 import { type RunningContainer, startContainer, stopContainer } from './helpers/container-run.ts'
+import { npmStartNodeFlags } from './helpers/npm-start-flags.ts'
 import { containerLack, podman, podmanQuietly, RUNTIME_FLAGS, run } from './helpers/podman.ts'
 import { containerfileBase, ensureStandInNodeImage } from './helpers/stand-in-node-image.ts'
 import { suiteNeeding } from './helpers/suite-requirements.ts'
@@ -17,6 +18,8 @@ const REPOSITORY = fileURLToPath(new URL('../', import.meta.url))
 const IMAGE = 'localhost/petstore:container-test'
 const PROBE = fileURLToPath(new URL('helpers/type-stripper-probe.mjs', import.meta.url))
 const MINUTE = 60_000
+// The entry point runs node as npm start does.
+const NODE_FLAGS = npmStartNodeFlags()
 const lack = containerLack(['podman', 'runc', 'debootstrap'])
 
 async function imageId(name: string): Promise<string | undefined> {
@@ -67,12 +70,7 @@ describe('the container image', {
     for (const note of notes) t.diagnostic(note)
     const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]))
     assert.equal(config.User, '1000:1000')
-    assert.deepEqual(config.Entrypoint, [
-      'node',
-      '--max-semi-space-size=16',
-      '--no-memory-reducer',
-      '/app/bin/petstore.js',
-    ])
+    assert.deepEqual(config.Entrypoint, ['node', ...NODE_FLAGS, '/app/bin/petstore.js'])
     assert.deepEqual(config.Cmd, ['serve'])
     for (const setting of [
       'HOST=0.0.0.0',
@@ -140,7 +138,7 @@ describe('the container image', {
     const pid1 = await podman(['exec', first.name, 'cat', '/proc/1/cmdline', '/proc/1/status'])
     assert.match(
       pid1,
-      /^node\0--max-semi-space-size=16\0--no-memory-reducer\0\/app\/bin\/petstore\.js\0serve\0/,
+      new RegExp(`^node\0${NODE_FLAGS.join('\0')}\0/app/bin/petstore\\.js\0serve\0`),
       'the service is PID 1',
     )
     assert.match(pid1, /^Uid:\s+1000\s/m)
@@ -176,7 +174,7 @@ describe('the container image', {
   }, async () => {
     // `migrate` opens the store as `serve` does; nothing listens on port 9, so it stops there, exit 1. Each
     // command loads its own modules (src/cli/run-cli.ts), which its --help loads too. The entry point's flags.
-    const petstore = 'node --max-semi-space-size=16 --no-memory-reducer /app/bin/petstore.js'
+    const petstore = `node ${NODE_FLAGS.join(' ')} /app/bin/petstore.js`
     const output = await run('sh', [
       '-c',
       'podman run --rm "$@" 2>&1; echo "exit $?"',
