@@ -98,12 +98,14 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
   over seconds, hits all of them alike, and a steady drift gives each the same mean place. A short pause
   before and after each turn, in no one's wall time, counts what a server still does after its last
   answer in its own CPU time, not in the next one's.
-- Both baselines run with \`--no-memory-reducer\`, as \`npm start\` runs the service: idle while the other
-  targets run, after a few such waits V8's memory reducer left them about a quarter slower per request for
-  the rest of the run (docs/benchmarks/tuning.md, "Idle baselines"), and the service's code compiled again
-  in its next turn (docs/decisions.md, "V8's memory reducer off"). Both run the service's own HTTP server
-  option, \`optimizeEmptyRequests\` (a request without a body starts ended): it is Node's, and a baseline
-  without it would count it as the service's gain (docs/decisions.md, "Per-request cost").
+- Both baselines run with \`--no-memory-reducer\`: idle while the other targets run, after a few such
+  waits V8's memory reducer left them about a quarter slower per request for the rest of the run
+  (docs/benchmarks/tuning.md, "Idle baselines"); a ceiling is measured at its best. The service runs as
+  \`npm start\` has it, the reducer on without its footprint collections, which threw its compiled code
+  away (docs/decisions.md, "V8's memory reducer without its footprint collections"). Both baselines
+  run the service's own HTTP server option, \`optimizeEmptyRequests\` (a request without a body starts
+  ended): it is Node's, and a baseline without it would count it as the service's gain
+  (docs/decisions.md, "Per-request cost").
 - Profiles of the service under this load, the request log's cost and the young-generation curve behind
   \`--max-semi-space-size\`: [${tuningNotes}](${tuningNotes}) (\`--node-flags\`,
   \`--service-stdout\` and \`bench/profile-summary.ts\` make them).
