@@ -8,7 +8,7 @@ import { parseEnv } from 'node:util'
 import { loadConfig } from '../src/config.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { runCli } from './helpers/cli-process.ts'
-import { npmStartNodeFlags } from './helpers/npm-start-flags.ts'
+import { nodeFlagsOf, npmStartNodeFlags, npmStartScript } from './helpers/npm-start-flags.ts'
 import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
 // Checked, not run: systemd is not PID 1 on the machines that run the tests.
@@ -69,10 +69,8 @@ describe('deploy/petstore.service, as text', () => {
   })
 
   test('when it starts the service, then node runs with the flags and the malloc arenas npm start gives', () => {
-    const start = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start
-    const flags = (command: string) => command.split(' ').filter((word) => word.startsWith('--'))
-    assert.deepEqual(flags(directive('ExecStart')[0] ?? ''), npmStartNodeFlags())
-    assert.match(start, /^MALLOC_ARENA_MAX=\$\{MALLOC_ARENA_MAX:-2\} /)
+    assert.deepEqual(nodeFlagsOf(directive('ExecStart')[0] ?? ''), npmStartNodeFlags())
+    assert.match(npmStartScript(), /^MALLOC_ARENA_MAX=\$\{MALLOC_ARENA_MAX:-2\} /)
     assert.ok(directive('Environment').includes('MALLOC_ARENA_MAX=2'), directive('Environment').join(', '))
   })
 
