@@ -14,7 +14,10 @@ export type LogSink = (typeof LOG_SINKS)[number]
 const NEWLINE = 0x0a
 // A JSON log line at warn (40) or worse; request lines are info (30).
 const WARNING_MARKERS = ['"level":40', '"level":50', '"level":60']
+const WARNING_MARKER_BYTES = WARNING_MARKERS.map((marker) => Buffer.from(marker))
 const READ_CHUNK = 1024 * 1024
+// A line is a few hundred bytes and names its level first: a longer one is searched in its first 64 KiB.
+const CARRY_BYTES = 64 * 1024
 
 /** What a child wrote: stderr and the warning lines of stdout (the tail only), and stdout's byte count. */
 export interface ServiceOutput {
@@ -27,32 +30,43 @@ export interface ServiceOutput {
 
 /**
  * Searches stdout's lines for warnings without decoding the request lines, and copies them to `copyTo` if
- * asked, whichever sink they come from.
+ * asked, whichever sink they come from. A chunk is searched where it lies and the unfinished line at its
+ * end kept in one buffer: the search allocates nothing, so it starts no collection of the bench's own on
+ * the servers' core (docs/benchmarks/tuning.md, "The bench's own collections").
  */
 function lineScanner(copyTo: string | undefined) {
   const copy: WriteStream | undefined =
     copyTo === undefined ? undefined : createWriteStream(copyTo, { flags: 'a' })
   let output = ''
   let bytes = 0
-  let partial = Buffer.alloc(0)
+  const carry = Buffer.alloc(CARRY_BYTES)
+  let carried = 0
   const append = (text: string) => {
     output = (output + text).slice(-20_000)
+  }
+  const keepWarnings = (lines: Buffer) => {
+    if (!WARNING_MARKER_BYTES.some((marker) => lines.includes(marker))) return
+    for (const line of lines.toString().split('\n')) {
+      if (WARNING_MARKERS.some((marker) => line.includes(marker))) append(`${line}\n`)
+    }
   }
   const scan = (chunk: Buffer) => {
     bytes += chunk.length
     copy?.write(Buffer.from(chunk))
-    const end = chunk.lastIndexOf(NEWLINE) + 1
-    if (end === 0) {
-      partial = Buffer.concat([partial, chunk])
+    const first = chunk.indexOf(NEWLINE)
+    if (first === -1) {
+      carried += chunk.copy(carry, carried)
       return
     }
-    const lines =
-      partial.length === 0 ? chunk.subarray(0, end) : Buffer.concat([partial, chunk.subarray(0, end)])
-    partial = Buffer.from(chunk.subarray(end))
-    if (!WARNING_MARKERS.some((marker) => lines.includes(marker))) return
-    for (const line of lines.toString().split('\n')) {
-      if (WARNING_MARKERS.some((marker) => line.includes(marker))) append(`${line}\n`)
+    let start = 0
+    if (carried > 0) {
+      carried += chunk.copy(carry, carried, 0, first)
+      keepWarnings(carry.subarray(0, carried))
+      start = first + 1
     }
+    const last = chunk.lastIndexOf(NEWLINE)
+    if (last > start) keepWarnings(chunk.subarray(start, last))
+    carried = chunk.copy(carry, 0, last + 1)
   }
   return { scan, append, output: () => output, bytes: () => bytes, close: () => copy?.end() }
 }
