@@ -55,5 +55,5 @@ export function commandLine(args: string[]): string {
   if (process.env.npm_lifecycle_event === 'bench') {
     return args.length === 0 ? 'npm run bench' : `npm run bench -- ${args.join(' ')}`
   }
-  return ['node', 'bench/run-bench.ts', ...args].join(' ')
+  return ['node', ...process.execArgv, 'bench/run-bench.ts', ...args].join(' ')
 }

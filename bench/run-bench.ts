@@ -7,6 +7,7 @@ import { ENGINE_LABELS, engineUnavailableReason } from './engines.ts'
 import { hostPausesNote } from './host-pauses.ts'
 import { commandLine, describeEnvironment } from './machine.ts'
 import { parseOptions, USAGE } from './options.ts'
+import { ownCollectionsNote, watchMajorCollections } from './own-collections.ts'
 import { canPin, installCleanup, LOAD_CORE, pinSelfToServerCore, SERVER_CORE } from './processes.ts'
 import { markdownReport } from './report.ts'
 import { resultsTable } from './report-tables.ts'
@@ -26,7 +27,8 @@ function pinningNote(serviceEnv: Record<string, string>): string {
   }
   return (
     `Service and both baselines pinned to core ${SERVER_CORE}, load generator to core ${LOAD_CORE} (taskset). ` +
-    `The PostgreSQL server and the bench's coordinating process (idle while measuring) also share core ${SERVER_CORE}.`
+    `The PostgreSQL server and the bench's coordinating process (idle while measuring but for draining the ` +
+    `service's log with \`--log-sink pipe\`) also share core ${SERVER_CORE}.`
   )
 }
 
@@ -58,6 +60,7 @@ async function main(args: string[]): Promise<number> {
     )
   }
   const engineRuns: EngineRun[] = []
+  const ownCollections = watchMajorCollections()
   for (const engine of options.engines) {
     const reason = engineUnavailableReason(engine)
     if (reason !== undefined) {
@@ -70,6 +73,7 @@ async function main(args: string[]): Promise<number> {
     engineRuns.push(run)
     notes.push(`${ENGINE_LABELS[engine]}: ${run.engineVersion}.`)
   }
+  notes.push(ownCollectionsNote(await ownCollections.stop()))
   if (engineRuns.length === 0) {
     process.stderr.write('bench: no engine could be measured\n')
     return 1
