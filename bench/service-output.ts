@@ -14,7 +14,6 @@ export type LogSink = (typeof LOG_SINKS)[number]
 const NEWLINE = 0x0a
 // A JSON log line at warn (40) or worse; request lines are info (30).
 const WARNING_MARKERS = ['"level":40', '"level":50', '"level":60']
-const WARNING_MARKER_BYTES = WARNING_MARKERS.map((marker) => Buffer.from(marker))
 const READ_CHUNK = 1024 * 1024
 // A line is a few hundred bytes and names its level first: a longer one is searched in its first 64 KiB.
 const CARRY_BYTES = 64 * 1024
@@ -45,7 +44,7 @@ function lineScanner(copyTo: string | undefined) {
     output = (output + text).slice(-20_000)
   }
   const keepWarnings = (lines: Buffer) => {
-    if (!WARNING_MARKER_BYTES.some((marker) => lines.includes(marker))) return
+    if (!WARNING_MARKERS.some((marker) => lines.includes(marker))) return
     for (const line of lines.toString().split('\n')) {
       if (WARNING_MARKERS.some((marker) => line.includes(marker))) append(`${line}\n`)
     }

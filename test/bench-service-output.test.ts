@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { watchMajorCollections } from '../bench/own-collections.ts'
+import { exited } from '../bench/processes.ts'
 import { captureOutput, openLogFile, type ServiceOutput } from '../bench/service-output.ts'
 
 // How the bench reads the service's log, on the servers' core: the warning lines kept, however the lines
@@ -43,7 +44,7 @@ async function write(child: ChildProcess, piece: string): Promise<void> {
 
 async function stop(child: ChildProcess, output: ServiceOutput): Promise<void> {
   child.disconnect()
-  if (child.exitCode === null) await once(child, 'exit')
+  await exited(child)
   output.close()
 }
 
@@ -92,6 +93,6 @@ test('when 256 MiB of request lines are read, then the reader starts no major co
   const pausesMs = await majors.stop()
   assert.equal(output.stdoutBytes(), 256 * Buffer.byteLength(block))
   assert.deepEqual(pausesMs, [])
-  if (child.exitCode === null) await once(child, 'exit')
+  await exited(child)
   output.close()
 })
