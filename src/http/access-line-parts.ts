@@ -1,5 +1,6 @@
 import { maskApiKeys } from '../log/key-masking.ts'
 import { unicodeEscape } from '../log/line-chunks.ts'
+import { THREE_DIGITS } from './integer-text.ts'
 
 // How many values of a fixed set are kept: far more than the methods, operations and key names there are.
 const KEPT = 1000
@@ -107,9 +108,6 @@ export class FixedPieces {
   }
 }
 
-// A time's last three digits, '000' … '999': a new millisecond costs one concatenation, not a formatting.
-const MILLISECONDS = Array.from({ length: 1000 }, (_, ms) => `${ms}`.padStart(3, '0'))
-
 /**
  * The start of a line: `{"level":30,"time":`, the time, then the process logger's bindings up to the request
  * id's text, keys masked. The second is made once and flat; the millisecond and what follows are
@@ -149,15 +147,16 @@ export class LineStart {
     this.beforeId = this.timed + this.#afterTime
   }
 
+  // A new millisecond costs one concatenation of its three digits, not a formatting.
   #timed(now: number): string {
     const ms = now - this.#secondStart
-    if (ms >= 0 && ms < 1000 && Number.isInteger(ms)) return this.#secondText + MILLISECONDS[ms]
+    if (ms >= 0 && ms < 1000 && Number.isInteger(ms)) return this.#secondText + THREE_DIGITS[ms]
     if (!(now >= 1000 && now < 1e15 && Number.isInteger(now))) {
       this.#secondStart = Number.NaN
       return `${this.#levelField}${now}`
     }
     this.#secondStart = now - (now % 1000)
     this.#secondText = flat(this.#levelField, `${this.#secondStart / 1000}`)
-    return this.#secondText + MILLISECONDS[now - this.#secondStart]
+    return this.#secondText + THREE_DIGITS[now - this.#secondStart]
   }
 }

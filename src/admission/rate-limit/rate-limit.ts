@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { ApiError } from '../../errors.ts'
+import { integerText } from '../../http/integer-text.ts'
 import type { KeyIdentity } from '../../store/store.ts'
 import type { WindowCount, WindowCounter } from './window-counter.ts'
 
@@ -35,7 +36,8 @@ export function rateLimitPerKey({ counter, max, windowMs, onUncounted }: RateLim
       // "Headers set one by one").
       reply
         .header('ratelimit-limit', limit)
-        .header('ratelimit-remaining', String(max - window.count))
+        // Not `String()`: a new count each request, which V8 would keep in its number cache (integer-text.ts).
+        .header('ratelimit-remaining', integerText(max - window.count))
         .header('ratelimit-reset', reset)
       done()
       return
