@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { describe, test } from 'node:test'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { get } from './helpers/bearer-call.ts'
 import { waitUntil } from './helpers/bounded-wait.ts'
 import { startTracedServe, straceSuiteOptions } from './helpers/strace.ts'
 import { temporaryDirectory } from './helpers/test-server.ts'
@@ -66,6 +69,45 @@ describe(
       await waitUntil(
         () => walSyncs() - before >= 50,
         () => `50 creates, one to a batch, but the WAL was synced ${walSyncs() - before} times`,
+        { timeoutMs: 3000, everyMs: 50 },
+      )
+    })
+
+    // Every request waits while the event loop's connection syncs; the counts do not need a create's
+    // durability (docs/decisions.md "Deprecated-call counts").
+    test('when the deprecated getPet is called, then its counts are committed without a disk sync, and a later synced commit carries them', async (t) => {
+      const cwd = temporaryDirectory(t)
+      const key = generateApiKey()
+      const env = { API_KEYS: `legacy:${key}`, RATE_LIMIT_PER_MINUTE: '0' }
+      const server = await startTracedServe(env, cwd)
+      t.after(() => server.kill())
+      const walSyncs = () => server.syncsOf('petstore.db-wal')
+      const before = walSyncs()
+      for (let i = 0; i < 3; i++) assert.equal((await get(server.origin, '/v1/pets/1', key)).status, 404)
+      // Read beside the service, as a backup would: the commit is in the log whether or not it was synced.
+      const reader = new DatabaseSync(join(cwd, 'data', 'petstore.db'), { readOnly: true })
+      t.after(() => reader.close())
+      const recorded = () =>
+        Number(
+          reader.prepare("SELECT deprecated_calls FROM api_keys WHERE name = 'legacy'").get()
+            ?.deprecated_calls,
+        )
+      await waitUntil(() => recorded() === 3, 'the counts were not written within 8 s', {
+        timeoutMs: 8000,
+        everyMs: 100,
+      })
+      assert.equal(walSyncs() - before, 0, "the counts' commit synced the WAL")
+
+      const created = await fetch(`${server.origin}/v1/pets`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: '{"name":"after the counts","categoryId":1}',
+        signal: AbortSignal.timeout(10_000),
+      })
+      assert.equal(created.status, 201, await created.text())
+      await waitUntil(
+        () => walSyncs() - before >= 1,
+        'a create after the counts was acknowledged without a sync of the WAL, which holds the counts too',
         { timeoutMs: 3000, everyMs: 50 },
       )
     })

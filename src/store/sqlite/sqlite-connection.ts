@@ -65,7 +65,7 @@ export class SqliteConnection {
     return statement
   }
 
-  /** Runs SQL that returns nothing (schema changes). */
+  /** Runs SQL that returns nothing (schema changes, a connection's settings). */
   exec(sql: string): void {
     this.#db.exec(sql)
   }

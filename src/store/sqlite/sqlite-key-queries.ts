@@ -73,10 +73,18 @@ export function recordDeprecatedCalls(
   return db.run(() => {
     const record = db.statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
       last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)
-    db.transaction(() => {
-      for (const { apiKeyId, calls, lastCallAtMs } of counts) {
-        record.run(calls, new Date(lastCallAtMs).toISOString(), apiKeyId)
-      }
-    })
+    // Committed without a sync, which every request would wait for: a power cut may lose these counts as a
+    // kill -9 loses those not yet flushed; the next synced commit carries them (docs/decisions.md
+    // "Deprecated-call counts"). SQLite takes the setting only outside a transaction.
+    db.exec('PRAGMA synchronous = NORMAL')
+    try {
+      db.transaction(() => {
+        for (const { apiKeyId, calls, lastCallAtMs } of counts) {
+          record.run(calls, new Date(lastCallAtMs).toISOString(), apiKeyId)
+        }
+      })
+    } finally {
+      db.exec('PRAGMA synchronous = FULL')
+    }
   })
 }
