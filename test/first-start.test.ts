@@ -9,6 +9,7 @@ import {
   readlinkSync,
   realpathSync,
 } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { promisify } from 'node:util'
@@ -97,6 +98,12 @@ describe(
       // Idle between bursts, V8's memory reducer gives memory back but keeps the code compiled for them.
       assert.ok(argv.includes('--no-memory-reducer-favors-memory'), argv.join(' '))
       assert.ok(!argv.includes('--no-memory-reducer'), argv.join(' '))
+      // V8's helpers sized by the cores it may use, less the main thread, where Node's default is four,
+      // which on one core take it from the requests while they collect (docs/decisions.md).
+      const helpers = readdirSync(`/proc/${serving.pid}/task`).filter((task) =>
+        readFileSync(`/proc/${serving.pid}/task/${task}/comm`, 'utf8').startsWith('V8Worker'),
+      )
+      assert.equal(helpers.length, Math.max(1, availableParallelism() - 1), argv.join(' '))
       const environment = readFileSync(`/proc/${serving.pid}/environ`, 'utf8').split('\0')
       assert.ok(
         environment.includes('MALLOC_ARENA_MAX=2'),

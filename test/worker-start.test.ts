@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { copyFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +17,7 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { workerNodeFlags } from '../src/cli/supervisor/worker-node-flags.ts'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import {
@@ -78,6 +87,40 @@ describe('worker start', () => {
     assert.equal(after.get('petstore_worker_restarts_total{cause="died"}'), 1)
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
+  })
+
+  // V8's helpers run collections beside a worker's main thread: more of them than its cores take the core
+  // from it (docs/decisions.md, "V8's helper threads").
+  test("when WORKERS is 2, then each worker is given V8 helper threads for its share of the cores less its own thread, one at least, whatever the supervisor's", async (t) => {
+    const cwd = temporaryDirectory(t)
+    const server = await startServeProcess({ ...env, DATABASE_URL: 'sqlite:petstore.db' }, cwd)
+    t.after(() => server.child.kill('SIGKILL'))
+    const share = Math.max(1, Math.floor(availableParallelism() / 2) - 1)
+    for (const pid of await servingWorkers(server, 2)) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+      assert.equal(
+        argv.filter((flag) => flag.startsWith('--v8-pool-size=')).at(-1),
+        `--v8-pool-size=${share}`,
+      )
+      const helpers = readdirSync(`/proc/${pid}/task`).filter((task) =>
+        readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').startsWith('V8Worker'),
+      )
+      assert.equal(helpers.length, share, `worker ${pid}: ${argv.join(' ')}`)
+    }
+    server.child.kill('SIGTERM')
+    assert.equal(await exitWithin(server), 0)
+  })
+
+  test('when the machine has more cores, then the share grows with them, and a size the operator gave the supervisor is kept', () => {
+    assert.deepEqual(workerNodeFlags(['--max-semi-space-size=16'], 2, 16), [
+      '--max-semi-space-size=16',
+      '--v8-pool-size=7',
+    ])
+    assert.deepEqual(workerNodeFlags(['--v8-pool-size=0'], 16, 16), ['--v8-pool-size=0', '--v8-pool-size=1'])
+    assert.deepEqual(workerNodeFlags(['--v8-pool-size=0', '--v8-pool-size=3'], 4, 16), [
+      '--v8-pool-size=0',
+      '--v8-pool-size=3',
+    ])
   })
 
   test("when the release the service started from is switched under its path (an upgrade's ln -sfn), then a replacement worker still runs the supervisor's release", {

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import { realpathSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
@@ -17,6 +18,7 @@ import { openMetricsListener } from '../metrics-listener.ts'
 import { ClusterMetrics } from './cluster-metrics.ts'
 import { RestartBackoff } from './restart-backoff.ts'
 import { LivenessWatch } from './worker-liveness.ts'
+import { workerNodeFlags } from './worker-node-flags.ts'
 import { WORKER_ENV, WORKER_STDIO, WorkerOutputRelay } from './worker-stdio.ts'
 import { WorkerStops } from './worker-stop.ts'
 
@@ -102,7 +104,11 @@ export async function superviseWorkers(
   const relaying = new Set<Promise<void>>()
   // Forked from the entry's own file, links resolved: an upgrade that switches the release under the path
   // the service started from (`ln -sfn`) must not run its code in a worker replaced before the restart.
-  cluster.setupPrimary({ exec: realpathSync(process.argv[1] ?? ''), stdio: WORKER_STDIO })
+  cluster.setupPrimary({
+    exec: realpathSync(process.argv[1] ?? ''),
+    execArgv: workerNodeFlags(process.execArgv, workers, availableParallelism()),
+    stdio: WORKER_STDIO,
+  })
   const fork = () => {
     const worker = cluster.fork(workerEnvironment)
     const output = relay.follow(worker.process).finally(() => relaying.delete(output))
