@@ -3,7 +3,7 @@
  * cores, less its own thread, one at least. Node's default, four a process, or `--v8-pool-size=0`, every
  * core less one, would give each of WORKERS=auto's workers helpers enough for the whole machine, which
  * take the cores from the other workers' main threads while it collects (docs/decisions.md, "V8's helper
- * threads"). A size given on the command line other than 0 is the operator's, and kept.
+ * threads sized by the cores"). A size given on the command line other than 0 is the operator's, kept.
  */
 export function workerNodeFlags(flags: readonly string[], workers: number, cores: number): string[] {
   const given = flags.findLast((flag) => flag.startsWith('--v8-pool-size='))

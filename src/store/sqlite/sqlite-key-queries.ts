@@ -74,8 +74,8 @@ export function recordDeprecatedCalls(
     const record = db.statement(`UPDATE api_keys SET deprecated_calls = deprecated_calls + ?,
       last_deprecated_call_at = max(coalesce(last_deprecated_call_at, ''), ?) WHERE id = ?`)
     // Committed without a sync, which every request would wait for: a power cut may lose these counts as a
-    // kill -9 loses those not yet flushed; the next synced commit carries them (docs/decisions.md
-    // "Deprecated-call counts"). SQLite takes the setting only outside a transaction.
+    // kill -9 loses those not yet flushed; the next synced commit carries them (docs/decisions.md,
+    // "Deprecated-call counts are committed without a sync"). SQLite takes it only outside a transaction.
     db.exec('PRAGMA synchronous = NORMAL')
     try {
       db.transaction(() => {
