@@ -16,6 +16,7 @@ import { promisify } from 'node:util'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess, stop } from './helpers/cli-process.ts'
+import { v8HelperThreads } from './helpers/process-threads.ts'
 import { repositoryCopy } from './helpers/repository-copy.ts'
 import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
@@ -100,10 +101,7 @@ describe(
       assert.ok(!argv.includes('--no-memory-reducer'), argv.join(' '))
       // V8's helpers sized by the cores it may use, less the main thread, where Node's default is four,
       // which on one core take it from the requests while they collect (docs/decisions.md).
-      const helpers = readdirSync(`/proc/${serving.pid}/task`).filter((task) =>
-        readFileSync(`/proc/${serving.pid}/task/${task}/comm`, 'utf8').startsWith('V8Worker'),
-      )
-      assert.equal(helpers.length, Math.max(1, availableParallelism() - 1), argv.join(' '))
+      assert.equal(v8HelperThreads(serving.pid), Math.max(1, availableParallelism() - 1), argv.join(' '))
       const environment = readFileSync(`/proc/${serving.pid}/environ`, 'utf8').split('\0')
       assert.ok(
         environment.includes('MALLOC_ARENA_MAX=2'),

@@ -74,7 +74,7 @@ describe(
     })
 
     // Every request waits while the event loop's connection syncs; the counts do not need a create's
-    // durability (docs/decisions.md "Deprecated-call counts").
+    // durability (docs/decisions.md, "Deprecated-call counts are committed without a sync").
     test('when the deprecated getPet is called, then its counts are committed without a disk sync, and a later synced commit carries them', async (t) => {
       const cwd = temporaryDirectory(t)
       const key = generateApiKey()

@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import {
-  copyFileSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
@@ -29,6 +21,7 @@ import {
   waitForLog,
 } from './helpers/cli-process.ts'
 import { scrapeSupervisor, serveWorkers, servingWorkers } from './helpers/cluster-process.ts'
+import { v8HelperThreads } from './helpers/process-threads.ts'
 
 const env = { API_KEYS: `ops:${generateApiKey()}`, WORKERS: '2' }
 
@@ -102,10 +95,7 @@ describe('worker start', () => {
         argv.filter((flag) => flag.startsWith('--v8-pool-size=')).at(-1),
         `--v8-pool-size=${share}`,
       )
-      const helpers = readdirSync(`/proc/${pid}/task`).filter((task) =>
-        readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').startsWith('V8Worker'),
-      )
-      assert.equal(helpers.length, share, `worker ${pid}: ${argv.join(' ')}`)
+      assert.equal(v8HelperThreads(pid), share, `worker ${pid}: ${argv.join(' ')}`)
     }
     server.child.kill('SIGTERM')
     assert.equal(await exitWithin(server), 0)
