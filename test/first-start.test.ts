@@ -16,7 +16,7 @@ import { promisify } from 'node:util'
 import { waitUntil, within } from './helpers/bounded-wait.ts'
 import { temporaryDirectory } from './helpers/cleanup.ts'
 import { startServeProcess, stop } from './helpers/cli-process.ts'
-import { threadNiceValues, v8HelperThreads } from './helpers/process-threads.ts'
+import { v8HelperThreads } from './helpers/process-threads.ts'
 import { repositoryCopy } from './helpers/repository-copy.ts'
 import { hasCommand, suiteNeeding } from './helpers/suite-requirements.ts'
 
@@ -102,9 +102,6 @@ describe(
       // V8's helpers sized by the cores it may use, less the main thread, where Node's default is four,
       // which on one core take it from the requests while they collect (docs/decisions.md).
       assert.equal(v8HelperThreads(serving.pid), Math.max(1, availableParallelism() - 1), argv.join(' '))
-      // At the lowest priority: on a core they share, they take its spare time, not the requests'.
-      const helpers = Array(Math.max(1, availableParallelism() - 1)).fill(19)
-      assert.deepEqual(threadNiceValues(serving.pid), { main: 0, helpers })
       const environment = readFileSync(`/proc/${serving.pid}/environ`, 'utf8').split('\0')
       assert.ok(
         environment.includes('MALLOC_ARENA_MAX=2'),

@@ -29,7 +29,6 @@ import { answerLivenessChecks } from './supervisor/worker-liveness.ts'
 import { shareMetricsWithPrimary } from './supervisor/worker-metrics.ts'
 import { takeWorkerLogFd } from './supervisor/worker-stdio.ts'
 import { takeStopRequests } from './supervisor/worker-stop.ts'
-import { lowerV8HelperPriority } from './v8-helper-priority.ts'
 
 // After a fatal failure, the longest in-flight requests are given (SHUTDOWN_TIMEOUT_MS if shorter): the
 // process is no longer trusted, and the sooner it exits, the sooner a fresh one serves in its place.
@@ -73,8 +72,6 @@ async function serveInProcess(
   startingUp?: () => void,
 ): Promise<number> {
   const fatal = exitOnFatalFailure(logger, Math.min(config.server.shutdownTimeoutMs, FATAL_GRACE_MS))
-  // Before anything serves: V8's collections and compiles then run in the spare time of a core they share.
-  lowerV8HelperPriority()
   const alone = !cluster.isWorker
   // First thing: a stop the supervisor asks for during the start ends it rather than going unheard.
   const stopRequests = alone ? undefined : takeStopRequests()
