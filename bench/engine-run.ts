@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { recordFixture } from './baseline-fixture.ts'
 import { type BaselineProcess, startBaseline } from './baseline-process.ts'
+import { type CollectionsSeen, watchCollections } from './collection-watch.ts'
 import { engineVersion, freshDatabaseUrl } from './engines.ts'
 import type { LoadResult } from './load.ts'
 import { runLoad } from './load-runner.ts'
@@ -14,6 +15,10 @@ import { buildScenario, READ_SCENARIOS, type ScenarioContext, spreadPetIds } fro
 import { type ServiceProcess, seedPets, startService } from './service-process.ts'
 import { type EngineRun, type ScenarioRuns, TARGETS, type Target } from './summary.ts'
 import { TURN_PAUSE_MS } from './turns.ts'
+
+const COLLECTIONS_READ_MS = 10_000
+// Each of a heap capture's two sampling profiles: long enough for a slow process's many scavenges.
+const HEAP_SAMPLE_S = 10
 
 const newApiKey = () => `psk_${randomBytes(32).toString('base64url')}`
 
@@ -50,6 +55,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
   let logsOff: ServiceProcess | undefined
   let pipeLog: ServiceProcess | undefined
   const baselines: BaselineProcess[] = []
+  let watch: ReturnType<typeof watchCollections> | undefined
   const serviceOptions = {
     databaseUrl,
     apiKey: context.apiKey,
@@ -73,6 +79,20 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
         extraEnv: { ...options.serviceEnv, LOG_LEVEL: 'warn' },
       })
     }
+    // Each serving process's collections from its own metrics, every 10 s as a scraper would read them:
+    // a process whose scavenges turned slow is seen in the report (and captured with --heap-watch).
+    const serving = { service, 'pipe-log': pipeLog, 'logs-off': logsOff }
+    watch = watchCollections(
+      Object.entries(serving).flatMap(([name, server]) =>
+        server === undefined ? [] : [{ name, ...server }],
+      ),
+      {
+        intervalMs: COLLECTIONS_READ_MS,
+        heapDir: options.heapWatch,
+        sampleS: HEAP_SAMPLE_S,
+        report: (text) => progress(engine, text),
+      },
+    )
     const fixture = await recordFixture(service.origin, context, options.pets)
     const fastify = await startBaseline('fastify', fixture, context.apiKey, directory)
     baselines.push(fastify)
@@ -130,9 +150,12 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
         }
       }
     }
+    const collections: CollectionsSeen[] = await watch.stop()
+    watch = undefined
     return {
       engine,
       engineVersion: await engineVersion(engine, databaseUrl),
+      collections,
       scenarios: results,
       servicePeakRssKiB: service.peakRssKiB(),
       serviceLogSink: serviceOptions.logSink,
@@ -140,6 +163,7 @@ export async function runEngine(engine: EngineName, options: BenchOptions): Prom
       serviceLog: service.logged() + (pipeLog?.logged() ?? '') + (logsOff?.logged() ?? ''),
     }
   } finally {
+    await watch?.stop()
     for (const baseline of baselines) await baseline.stop()
     await logsOff?.stop()
     await pipeLog?.stop()

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { UsageError } from '../src/cli/command.ts'
 import { integerOption } from '../src/cli/command-args.ts'
@@ -27,6 +28,11 @@ export interface BenchOptions {
   nodeFlags: string[]
   /** Also copy the service's standard output (its log, a --trace-gc trace) to this file. */
   serviceStdout: string | undefined
+  /**
+   * Where a serving process's heap is captured (two sampling profiles, a snapshot) when its scavenges turn
+   * slow (`--heap-watch DIR`); undefined: their collections are read and reported, never captured.
+   */
+  heapWatch: string | undefined
   /** Latency at a fixed rate: this share of the slowest target's req/s, in every read scenario; 0: none. */
   fixedRateShare: number
   /** Where the Markdown report goes, relative to the repository. */
@@ -58,6 +64,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --node-flags="FLAGS"           node flags for the service after npm start's own (note the =), e.g.
                                  --node-flags="--cpu-prof --cpu-prof-dir=/abs/dir --trace-gc"
   --service-stdout FILE          also copy the service's standard output (log lines, --trace-gc) to FILE
+  --heap-watch DIR               when a serving process's scavenges average over 3 ms in a 10 s window, capture
+                                 its heap (sampling profiles, a snapshot) and one beside it to DIR (the round
+                                 is disturbed); without it, their collections are still read and reported
   --output PATH                  where the report goes (default docs/benchmarks.md)
   --help                         this text`
 
@@ -136,6 +145,13 @@ function nodeFlags(raw: string | undefined): string[] {
   return flags
 }
 
+/** `--heap-watch`: a directory, made absolute from where the bench was started. */
+function heapWatch(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  if (raw === '') throw new UsageError('--heap-watch must name a directory')
+  return resolve(raw)
+}
+
 function output(raw: string | undefined): string {
   if (raw === undefined) return 'docs/benchmarks.md'
   if (!/^[\w./-]+\.md$/.test(raw) || raw.includes('..')) {
@@ -170,6 +186,7 @@ export function parseOptions(args: string[]): BenchOptions | undefined {
     logSinks: logSinks(values['log-sink']),
     nodeFlags: nodeFlags(values['node-flags']),
     serviceStdout: values['service-stdout'],
+    heapWatch: heapWatch(values['heap-watch']),
     fixedRateShare: fixedRateShare(values['fixed-rate']),
     output: output(values.output),
   }
@@ -194,6 +211,7 @@ function parse(args: string[]) {
       'log-sink': { type: 'string' },
       'node-flags': { type: 'string' },
       'service-stdout': { type: 'string' },
+      'heap-watch': { type: 'string' },
       'fixed-rate': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },

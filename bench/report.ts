@@ -1,5 +1,6 @@
 import { dirname, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { collectionsSection } from './collections-table.ts'
 import { ENGINE_LABELS } from './engines.ts'
 import type { Environment } from './machine.ts'
 import type { BenchOptions } from './options.ts'
@@ -142,7 +143,7 @@ ${input.notes.map((note) => `- ${note}`).join('\n')}
 
 ${resultsTable(input.engineRuns)}
 ${loadPacingNote(input.engineRuns)}${logSinkTable(input.engineRuns)}${fixedRateTable(input.engineRuns)}
-${targetsSection(input.engineRuns)}
+${targetsSection(input.engineRuns)}${collectionsSection(input.engineRuns)}
 ## Service log
 
 ${serviceLogs(input.engineRuns)}

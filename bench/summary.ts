@@ -1,3 +1,4 @@
+import type { CollectionsSeen } from './collection-watch.ts'
 import type { LoadResult } from './load.ts'
 import type { EngineName } from './options.ts'
 import type { ScenarioName } from './scenarios.ts'
@@ -29,6 +30,8 @@ export interface EngineRun {
   serviceLogBytesPerResponse: number
   /** Warnings and errors the service logged during the run. */
   serviceLog: string
+  /** Each serving process's garbage collections, read from its metrics every 10 s. */
+  collections: CollectionsSeen[]
 }
 
 /** What the report shows of one target: medians over rounds (and the best), errors summed (none may hide in a median). */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { resolve } from 'node:path'
 import { describe, test } from 'node:test'
 import { parseOptions } from '../bench/options.ts'
 import { turnsOf } from '../bench/turns.ts'
@@ -70,4 +71,25 @@ describe('the bench’s --fixed-rate', () => {
       )
     })
   }
+})
+
+describe('the bench’s --heap-watch', () => {
+  const heapWatchOf = (args: string[]) => parseOptions(args)?.heapWatch
+
+  test('when it is not given, then no heap is ever captured', () => {
+    assert.equal(heapWatchOf([]), undefined)
+  })
+
+  test('when it names a directory, then it is taken from where the bench was started, made absolute', () => {
+    assert.equal(heapWatchOf(['--heap-watch', 'scratch/heaps']), resolve('scratch/heaps'))
+    assert.equal(heapWatchOf(['--heap-watch=/tmp/heaps']), '/tmp/heaps')
+  })
+
+  test('when it is empty, then a usage error says it must name a directory', () => {
+    assert.throws(
+      () => parseOptions(['--heap-watch=']),
+      (error: unknown) =>
+        error instanceof UsageError && error.message === '--heap-watch must name a directory',
+    )
+  })
 })

@@ -31,6 +31,7 @@ function engineRun(scenarios: ScenarioRuns[]): EngineRun {
     serviceLogSink: 'file',
     serviceLogBytesPerResponse: 280,
     serviceLog: '',
+    collections: [],
   }
 }
 
