@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { captureHeap, type HeapCapture } from './heap-capture.ts'
 import { type Collections, findMetricsOrigin, readCollections } from './service-collections.ts'
@@ -64,6 +65,8 @@ interface State {
 export function watchCollections(processes: WatchedProcess[], options: WatchOptions) {
   const slowMs = options.slowScavengeMs ?? SLOW_SCAVENGE_MS
   const enough = options.minScavenges ?? MIN_SCAVENGES
+  // Made now: a directory that cannot be made fails the run at its start, not at a capture an hour in.
+  if (options.heapDir !== undefined) mkdirSync(options.heapDir, { recursive: true })
   const startedAt = performance.now()
   const states: State[] = processes.map((process) => ({
     process,

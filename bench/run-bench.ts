@@ -27,8 +27,9 @@ function pinningNote(serviceEnv: Record<string, string>): string {
   }
   return (
     `Service and both baselines pinned to core ${SERVER_CORE}, load generator to core ${LOAD_CORE} (taskset). ` +
-    `The PostgreSQL server and the bench's coordinating process (idle while measuring but for draining the ` +
-    `service's log with \`--log-sink pipe\`) also share core ${SERVER_CORE}.`
+    `The PostgreSQL server and the bench's coordinating process (idle while measuring but for reading the ` +
+    `serving processes' metrics every 10 s and draining the service's log with \`--log-sink pipe\`) also ` +
+    `share core ${SERVER_CORE}.`
   )
 }
 

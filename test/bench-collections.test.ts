@@ -109,7 +109,8 @@ describe('the bench’s watch on the serving processes’ collections', () => {
 
   test('when a window’s scavenges are slow, then that process’s heap is captured (both profiles and a snapshot DevTools reads), then another’s beside it, and both serve on', async (t) => {
     const cwd = temporaryDirectory(t)
-    const heapDir = temporaryDirectory(t)
+    // Not made yet: the watch makes it, as `--heap-watch scratch/heaps` on a fresh checkout needs.
+    const heapDir = join(temporaryDirectory(t), 'heaps')
     const slow = await benchService(t, cwd, 'slow')
     const beside = await benchService(t, cwd, 'beside')
     const reports: string[] = []
