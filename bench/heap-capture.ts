@@ -47,6 +47,7 @@ export async function captureHeap(pid: number, prefix: string, sampleS: number):
   socket.onmessage = (event) => {
     const message = JSON.parse(String(event.data))
     if (message.method === 'HeapProfiler.addHeapSnapshotChunk') snapshotOut?.write(message.params.chunk)
+    else if (message.error !== undefined) pending.get(message.id)?.reject(new Error(message.error.message))
     else pending.get(message.id)?.resolve(message.result ?? {})
   }
   // A process that exits (or closes its inspector) mid-capture fails the capture, never hangs it.
@@ -62,6 +63,13 @@ export async function captureHeap(pid: number, prefix: string, sampleS: number):
       pending.set(lastId, { resolve, reject })
       socket.send(JSON.stringify({ id: lastId, method, params }))
     })
+  // The port is shared: another process's inspector there (one started with --inspect) is left alone.
+  const { result } = await call('Runtime.evaluate', { expression: 'process.pid' })
+  const owner = (result as { value?: unknown } | undefined)?.value
+  if (owner !== pid) {
+    socket.close()
+    throw new Error(`the inspector on 127.0.0.1:9229 is another process's (pid ${owner}), not ${pid}'s`)
+  }
   const files = {
     allocations: `${prefix}-allocations.heapprofile`,
     live: `${prefix}-live.heapprofile`,

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type CollectionsSeen, watchCollections } from '../bench/collection-watch.ts'
 import { collectionsSection } from '../bench/collections-table.ts'
+import { captureHeap } from '../bench/heap-capture.ts'
 import { listeningPorts, parseCollections } from '../bench/service-collections.ts'
 import { startService } from '../bench/service-process.ts'
 import type { EngineRun } from '../bench/summary.ts'
@@ -204,5 +205,31 @@ describe('the bench report’s collections', () => {
 
   test('when no process was watched, then there is no section', () => {
     assert.equal(collectionsSection([run([])]), '')
+  })
+})
+
+describe('the bench’s heap capture', () => {
+  test('when another process’s inspector holds the port, then the capture fails naming it, and leaves that inspector open', async (t) => {
+    const idle = ['-e', 'setInterval(() => {}, 1000)']
+    const holder = spawn(process.execPath, ['--inspect=127.0.0.1:9229', ...idle], { stdio: 'ignore' })
+    const target = spawn(process.execPath, idle, { stdio: 'ignore' })
+    t.after(() => {
+      holder.kill()
+      target.kill()
+    })
+    for (let tries = 0; ; tries++) {
+      const answered = await fetch('http://127.0.0.1:9229/json/list').then(
+        () => true,
+        () => false,
+      )
+      if (answered) break
+      assert.ok(tries < 100, 'the holder’s inspector opens')
+      await sleep(50)
+    }
+    const prefix = join(temporaryDirectory(t), 'target')
+    await assert.rejects(captureHeap(target.pid as number, prefix, 0.1), {
+      message: `the inspector on 127.0.0.1:9229 is another process's (pid ${holder.pid}), not ${target.pid}'s`,
+    })
+    assert.equal((await fetch('http://127.0.0.1:9229/json/list')).status, 200)
   })
 })
