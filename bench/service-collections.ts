@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { listeningPorts } from '../test/helpers/process-sockets.ts'
 
 /** A serving process's garbage collections so far, as its own metrics count them. */
 export interface Collections {
@@ -28,45 +28,6 @@ export function parseCollections(text: string): Collections | undefined {
   return { scavenges, scavengeSeconds, majors, majorSeconds, residentBytes } as Collections
 }
 
-/**
- * The TCP ports `pid` listens on, from /proc: the service's metrics listener takes a free port
- * (`METRICS_PORT=0`, so a running service cannot block the bench), which only the kernel then knows.
- */
-export function listeningPorts(pid: number): number[] {
-  const inodes = new Set<string>()
-  let fds: string[]
-  try {
-    fds = readdirSync(`/proc/${pid}/fd`)
-  } catch {
-    return [] // It has exited.
-  }
-  for (const fd of fds) {
-    try {
-      const target = readlinkSync(`/proc/${pid}/fd/${fd}`)
-      if (target.startsWith('socket:[')) inodes.add(target.slice(8, -1))
-    } catch {
-      // Closed since it was listed.
-    }
-  }
-  const ports = new Set<number>()
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string
-    try {
-      text = readFileSync(table, 'utf8')
-    } catch {
-      continue
-    }
-    // `sl local_address rem_address st … uid timeout inode`: 0A is LISTEN.
-    for (const row of text.split('\n').slice(1)) {
-      const fields = row.trim().split(/\s+/)
-      if (fields[3] === '0A' && inodes.has(fields[9] as string)) {
-        ports.add(Number.parseInt((fields[1] as string).split(':')[1] as string, 16))
-      }
-    }
-  }
-  return [...ports].sort((a, b) => a - b)
-}
-
 /** The collections read from `origin`'s /metrics, or undefined if it cannot be read. */
 export async function readCollections(origin: string): Promise<Collections | undefined> {
   try {
@@ -77,7 +38,10 @@ export async function readCollections(origin: string): Promise<Collections | und
   }
 }
 
-/** The origin of the metrics listener of the service `pid` whose API is on `apiPort`, if it has one. */
+/**
+ * The origin of the metrics listener of the service `pid` whose API is on `apiPort`, if it has one: it takes
+ * a free port (`METRICS_PORT=0`, so a running service cannot block the bench), which only the kernel knows.
+ */
 export async function findMetricsOrigin(pid: number, apiPort: number): Promise<string | undefined> {
   for (const port of listeningPorts(pid)) {
     if (port === apiPort) continue

@@ -8,11 +8,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { type CollectionsSeen, watchCollections } from '../bench/collection-watch.ts'
 import { collectionsSection } from '../bench/collections-table.ts'
 import { captureHeap } from '../bench/heap-capture.ts'
-import { listeningPorts, parseCollections } from '../bench/service-collections.ts'
+import { parseCollections } from '../bench/service-collections.ts'
 import { startService } from '../bench/service-process.ts'
 import type { EngineRun } from '../bench/summary.ts'
 import { generateApiKey } from '../src/auth/api-key.ts'
+import { waitUntil } from './helpers/bounded-wait.ts'
 import { type Cleanup, temporaryDirectory } from './helpers/cleanup.ts'
+import { listeningPorts } from './helpers/process-sockets.ts'
 
 const TWO_LISTENERS = `
 const { createServer } = require('node:http')
@@ -125,10 +127,11 @@ describe('the bench’s watch on the serving processes’ collections', () => {
       report: (text) => reports.push(text),
     })
     const stopped = (async () => {
-      while (!reports.some((text) => text.startsWith('beside: heap captured'))) {
-        if (reports.some((text) => text.includes('could not be captured'))) break
-        await sleep(100)
-      }
+      await waitUntil(
+        () => reports.some((text) => /^beside: heap captured|could not be captured/.test(text)),
+        () => `both captures end (told: ${reports.join('; ')})`,
+        { timeoutMs: 45_000, everyMs: 100 },
+      )
       return watch.stop()
     })()
     await loadUntil([slow.origin, beside.origin], stopped)
@@ -217,15 +220,12 @@ describe('the bench’s heap capture', () => {
       holder.kill()
       target.kill()
     })
-    for (let tries = 0; ; tries++) {
-      const answered = await fetch('http://127.0.0.1:9229/json/list').then(
+    const opened = () =>
+      fetch('http://127.0.0.1:9229/json/list').then(
         () => true,
         () => false,
       )
-      if (answered) break
-      assert.ok(tries < 100, 'the holder’s inspector opens')
-      await sleep(50)
-    }
+    await waitUntil(opened, 'the holder’s inspector opens', { timeoutMs: 5000, everyMs: 50 })
     const prefix = join(temporaryDirectory(t), 'target')
     await assert.rejects(captureHeap(target.pid as number, prefix, 0.1), {
       message: `the inspector on 127.0.0.1:9229 is another process's (pid ${holder.pid}), not ${target.pid}'s`,
